@@ -1,0 +1,108 @@
+//! `sluice demo`: the main job end to end on a throwaway local PostgreSQL.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::sync::Arc;
+
+use clap::Args;
+use sluice::error::exit;
+use sluice::format::FormatOptions;
+use sluice::gen::{generate, Dataset};
+use sluice::load::{self, LoadRequest};
+use sluice::local_pg::{LocalOptions, LocalPostgres};
+use sluice::progress::Progress;
+use sluice::redact::Redactor;
+use sluice::sink::postgres::PgTarget;
+use sluice::Error;
+
+use super::progress_view::ProgressView;
+
+/// Start a throwaway PostgreSQL, generate data, load it, show the summary,
+/// stop the server and delete everything.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  sluice demo --dataset cname --rows 2M")]
+pub struct DemoArgs {
+    /// Dataset to generate and load (see `sluice gen --help`).
+    #[arg(long, value_parser = super::gen::parse_dataset, default_value = "transactions")]
+    dataset: Dataset,
+
+    /// Rows to generate.
+    #[arg(long, value_parser = super::parse_count, default_value = "2M")]
+    rows: u64,
+
+    /// Connections loading at once (default: the CPU count, 2 to 8).
+    #[arg(short, long)]
+    workers: Option<usize>,
+
+    /// Target chunk size.
+    #[arg(long, value_parser = super::parse_byte_size, default_value = "16MiB")]
+    chunk_size: u64,
+}
+
+/// Settings of the throwaway server: the bulk-load profile of the benchmark
+/// (durability does not matter for a cluster deleted at the end).
+fn demo_settings() -> Vec<(String, String)> {
+    [
+        ("shared_buffers", "512MB"),
+        ("max_wal_size", "8GB"),
+        ("checkpoint_timeout", "30min"),
+        ("autovacuum", "off"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+pub fn run(args: DemoArgs, _redactor: &mut Redactor) -> Result<i32, Error> {
+    eprintln!("sluice demo: starting a throwaway PostgreSQL server");
+    let server = LocalPostgres::start(&LocalOptions {
+        settings: demo_settings(),
+        ..LocalOptions::default()
+    })?;
+    let conninfo = server.conninfo("postgres");
+    let table = args.dataset.name();
+    let session = PgTarget::new(Some(&conninfo)).connect()?;
+    session.execute(&args.dataset.ddl(table))?;
+    drop(session);
+    let dir = tempfile::tempdir()
+        .map_err(|e| Error::Usage(format!("creating a temporary folder: {e}")))?;
+    let path = dir
+        .path()
+        .join(format!("{table}.{}", args.dataset.extension()));
+    eprintln!(
+        "sluice demo: generating {} rows of {table} into {}",
+        args.rows,
+        path.display()
+    );
+    let io_error = |e: std::io::Error| Error::Input {
+        file: path.display().to_string(),
+        message: e.to_string(),
+    };
+    let mut out = BufWriter::new(File::create(&path).map_err(io_error)?);
+    generate(args.dataset, args.rows, 1, &mut out).map_err(io_error)?;
+    drop(out);
+    eprintln!(
+        "sluice demo: sluice load {} --table {table}",
+        path.display()
+    );
+    let request = LoadRequest {
+        inputs: vec![path.display().to_string()],
+        table: table.to_string(),
+        columns: None,
+        format: None,
+        options: FormatOptions::new(sluice::format::FormatKind::Csv),
+        db: Some(conninfo),
+        workers: args.workers.unwrap_or_else(load::default_workers),
+        chunk_size: args.chunk_size,
+        truncate: false,
+    };
+    let progress = Arc::new(Progress::default());
+    let view = ProgressView::start(progress.clone(), 1.0);
+    let outcome = load::run(&request, &progress);
+    view.finish();
+    let report = outcome?;
+    println!("{}", report.summary_line());
+    eprintln!("sluice demo: stopping the server and removing its files");
+    server.stop();
+    Ok(exit::OK)
+}

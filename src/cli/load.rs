@@ -1,0 +1,174 @@
+//! `sluice load`: the main job.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::{Args, ValueEnum};
+use sluice::error::exit;
+use sluice::format::{parse_char_option, FormatKind, FormatOptions};
+use sluice::load::{self, LoadRequest};
+use sluice::progress::Progress;
+use sluice::redact::Redactor;
+use sluice::sink::postgres::PgTarget;
+use sluice::Error;
+
+use super::progress_view::ProgressView;
+
+const AFTER_HELP: &str = "\
+Exit codes:
+  0  every record was loaded
+  2  bad usage, unreadable input, unknown table or column (nothing loaded)
+  4  could not connect, authenticate or run a statement on the server
+  5  the server refused a record; chunks committed before it stay loaded
+
+Examples:
+  sluice load orders.csv --header --table orders --db postgres://loader@db1/sales
+  sluice load 'data/part-*.tsv.gz' --table events --workers 4
+  zcat dump.jsonl.gz | sluice load - --format jsonl --table docs --report run.json";
+
+/// Load files into a table, in parallel chunks, one transaction per chunk.
+#[derive(Args, Debug)]
+#[command(after_help = AFTER_HELP)]
+pub struct LoadArgs {
+    /// Input files, globs (quoted, expanded by sluice) or - for stdin; gzip
+    /// and zstd are recognised by their first bytes.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<String>,
+
+    /// Target table, as `name` (found in the search path) or `schema.name`.
+    #[arg(short, long)]
+    table: String,
+
+    /// Connection: a postgres:// URL or key=value string, as psql takes.
+    /// Without it, the PG* environment variables, ~/.pgpass (or PGPASSFILE)
+    /// and service files apply, as for psql.
+    #[arg(long, value_name = "CONN")]
+    db: Option<String>,
+
+    /// Input format; guessed from the file extension when absent.
+    #[arg(short, long, value_enum)]
+    format: Option<FormatArg>,
+
+    /// Field delimiter (one character; `\t` for tab). Default: `,` for csv,
+    /// tab for tsv.
+    #[arg(long, value_parser = parse_char_option, value_name = "CHAR")]
+    delimiter: Option<u8>,
+
+    /// csv quote character (default `"`).
+    #[arg(long, value_parser = parse_char_option, value_name = "CHAR")]
+    quote: Option<u8>,
+
+    /// csv escape character (default: the quote character).
+    #[arg(long, value_parser = parse_char_option, value_name = "CHAR")]
+    escape: Option<u8>,
+
+    /// The string that means NULL (csv: unquoted empty; tsv: `\N`).
+    #[arg(long, value_name = "STRING")]
+    null: Option<String>,
+
+    /// Skip the first record of each file (not of each chunk).
+    #[arg(long)]
+    header: bool,
+
+    /// Target columns, comma-separated, in file order. For jsonl: the
+    /// json/jsonb column that receives the documents.
+    #[arg(long, value_delimiter = ',', value_name = "A,B,C")]
+    columns: Option<Vec<String>>,
+
+    /// Encoding of the input, passed to COPY (e.g. LATIN1, WIN1252).
+    #[arg(long, value_name = "NAME")]
+    encoding: Option<String>,
+
+    /// Connections loading at once. Default: the CPU count, 2 to 8.
+    #[arg(short, long, value_name = "N")]
+    workers: Option<usize>,
+
+    /// Target chunk size; chunks end at the next record boundary.
+    #[arg(long, value_parser = super::parse_byte_size, default_value = "16MiB", value_name = "SIZE")]
+    chunk_size: u64,
+
+    /// Empty the table before loading.
+    #[arg(long)]
+    truncate: bool,
+
+    /// Write a JSON report (summary, per-file counts, one record per chunk).
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+
+    /// Print no progress and no summary; errors still go to stderr.
+    #[arg(short, long)]
+    quiet: bool,
+
+    /// Seconds between progress lines when stderr is not a terminal.
+    #[arg(long, default_value_t = 5.0, value_name = "SECS")]
+    progress_interval: f64,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum FormatArg {
+    Csv,
+    #[value(alias = "text")]
+    Tsv,
+    #[value(alias = "ndjson")]
+    Jsonl,
+}
+
+impl From<FormatArg> for FormatKind {
+    fn from(f: FormatArg) -> Self {
+        match f {
+            FormatArg::Csv => FormatKind::Csv,
+            FormatArg::Tsv => FormatKind::Tsv,
+            FormatArg::Jsonl => FormatKind::Jsonl,
+        }
+    }
+}
+
+impl LoadArgs {
+    fn request(&self) -> LoadRequest {
+        let mut options = FormatOptions::new(self.format.map_or(FormatKind::Csv, Into::into));
+        options.delimiter = self.delimiter;
+        options.quote = self.quote;
+        options.escape = self.escape;
+        options.null = self.null.clone();
+        options.header = self.header;
+        options.encoding = self.encoding.clone();
+        LoadRequest {
+            inputs: self.files.clone(),
+            table: self.table.clone(),
+            columns: self.columns.clone(),
+            format: self.format.map(Into::into),
+            options,
+            db: self.db.clone(),
+            workers: self.workers.unwrap_or_else(load::default_workers),
+            chunk_size: self.chunk_size,
+            truncate: self.truncate,
+        }
+    }
+}
+
+pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
+    for secret in PgTarget::new(args.db.as_deref()).secrets() {
+        redactor.add(&secret);
+    }
+    let request = args.request();
+    let progress = Arc::new(Progress::default());
+    let view = (!args.quiet).then(|| ProgressView::start(progress.clone(), args.progress_interval));
+    let outcome = load::run(&request, &progress);
+    if let Some(view) = view {
+        view.finish();
+    }
+    let report = outcome?;
+    if let Some(path) = &args.report {
+        report.write_json(path).map_err(|e| Error::Input {
+            file: path.display().to_string(),
+            message: format!("cannot write the report: {e}"),
+        })?;
+    }
+    if !args.quiet {
+        for warning in &report.warnings {
+            eprintln!("sluice: warning: {}", redactor.apply(warning));
+        }
+        println!("{}", report.summary_line());
+    }
+    Ok(exit::OK)
+}

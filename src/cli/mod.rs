@@ -1,0 +1,96 @@
+//! Subcommands: each file holds one command's flags, help text and `run`.
+
+mod demo;
+mod gen;
+mod load;
+mod progress_view;
+
+use clap::{Parser, Subcommand};
+use sluice::redact::Redactor;
+use sluice::Error;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "sluice",
+    version,
+    about = "The fastest safe way to move a big file into a database.",
+    long_about = "sluice loads big CSV, TSV and JSON-lines files (one file, many, a glob, stdin; \
+                  gzip or zstd) into PostgreSQL over several connections at once, cutting the input \
+                  at record boundaries and copying each chunk in its own transaction."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    Load(load::LoadArgs),
+    Gen(gen::GenArgs),
+    Demo(demo::DemoArgs),
+}
+
+/// Runs the chosen command; returns the exit code on success.
+pub fn run(cli: Cli, redactor: &mut Redactor) -> Result<i32, Error> {
+    match cli.command {
+        Command::Load(args) => load::run(args, redactor),
+        Command::Gen(args) => gen::run(args),
+        Command::Demo(args) => demo::run(args, redactor),
+    }
+}
+
+/// Parses human sizes: `1KiB`, `64MiB`, `1G`, `512k`, `4096`.
+pub fn parse_byte_size(text: &str) -> Result<u64, String> {
+    let size = parse_size::Config::new()
+        .with_binary()
+        .parse_size(text)
+        .map_err(|_| format!("invalid size '{text}', which should be digits with an optional unit: 1KiB, 64MiB, 1G"))?;
+    if size == 0 {
+        return Err("the size must be more than 0 bytes".into());
+    }
+    Ok(size)
+}
+
+/// Parses counts with decimal suffixes: `5M`, `10k`, `1_000_000`.
+pub fn parse_count(text: &str) -> Result<u64, String> {
+    let cleaned = text.replace('_', "");
+    let (digits, factor) = match cleaned.chars().last() {
+        Some('k' | 'K') => (&cleaned[..cleaned.len() - 1], 1_000),
+        Some('m' | 'M') => (&cleaned[..cleaned.len() - 1], 1_000_000),
+        Some('g' | 'G' | 'b' | 'B') => (&cleaned[..cleaned.len() - 1], 1_000_000_000),
+        _ => (cleaned.as_str(), 1),
+    };
+    digits
+        .parse::<u64>()
+        .map(|n| n * factor)
+        .map_err(|_| format!("invalid count '{text}': use digits with an optional k, M or G"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_human_sizes() {
+        assert_eq!(parse_byte_size("1KiB"), Ok(1024));
+        assert_eq!(parse_byte_size("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_byte_size("1G"), Ok(1 << 30));
+        assert_eq!(parse_byte_size("4096"), Ok(4096));
+        assert!(parse_byte_size("64MB/s").is_err());
+        assert!(parse_byte_size("0").is_err());
+    }
+
+    #[test]
+    fn parses_counts() {
+        assert_eq!(parse_count("5M"), Ok(5_000_000));
+        assert_eq!(parse_count("10k"), Ok(10_000));
+        assert_eq!(parse_count("1_000"), Ok(1000));
+        assert!(parse_count("x").is_err());
+    }
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,88 @@
+//! Draws a load's progress on stderr: a bar on a terminal, plain periodic
+//! lines otherwise (logs, CI), nothing with `--quiet`.
+
+use std::io::IsTerminal;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use sluice::progress::{Progress, Snapshot};
+use sluice::report::{human_bytes, human_count, thousands};
+
+pub struct ProgressView {
+    stop: mpsc::Sender<()>,
+    thread: JoinHandle<()>,
+}
+
+impl ProgressView {
+    /// Samples `progress` on a thread of its own until [`finish`].
+    pub fn start(progress: Arc<Progress>, plain_interval_secs: f64) -> Self {
+        let (stop, stopped) = mpsc::channel();
+        let terminal = std::io::stderr().is_terminal();
+        let interval = Duration::from_secs_f64(plain_interval_secs.max(0.05));
+        let thread = std::thread::spawn(move || {
+            if terminal {
+                draw_bar(&progress, &stopped)
+            } else {
+                write_lines(&progress, &stopped, interval)
+            }
+        });
+        ProgressView { stop, thread }
+    }
+
+    pub fn finish(self) {
+        let _ = self.stop.send(());
+        let _ = self.thread.join();
+    }
+}
+
+fn draw_bar(progress: &Progress, stopped: &mpsc::Receiver<()>) {
+    let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr_with_hz(5));
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30.cyan/blue} {msg}").expect("valid template"),
+    );
+    loop {
+        let snap = progress.snapshot();
+        if let Some(total) = snap.bytes_total {
+            bar.set_length(total);
+            bar.set_position(snap.bytes_done);
+        }
+        bar.set_message(describe(&snap));
+        match stopped.recv_timeout(Duration::from_millis(200)) {
+            Err(RecvTimeoutError::Timeout) => continue,
+            _ => break,
+        }
+    }
+    bar.finish_and_clear();
+}
+
+fn write_lines(progress: &Progress, stopped: &mpsc::Receiver<()>, interval: Duration) {
+    while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
+        eprintln!("sluice: {}", describe(&progress.snapshot()));
+    }
+}
+
+/// `123.4 MB / 395.0 MB (31%), 3,120,000 rows, 1.52 M rows/s, 60.1 MB/s, ETA 0:04`
+pub fn describe(s: &Snapshot) -> String {
+    let mut line = human_bytes(s.bytes_done);
+    if let (Some(total), Some(fraction)) = (s.bytes_total, s.fraction()) {
+        line.push_str(&format!(
+            " / {} ({:.0}%)",
+            human_bytes(total),
+            fraction * 100.0
+        ));
+    }
+    line.push_str(&format!(
+        ", {} rows, {} rows/s, {:.1} MB/s",
+        thousands(s.rows_done),
+        human_count(s.rows_per_sec()),
+        s.bytes_per_sec() / 1e6
+    ));
+    if let Some(eta) = s.eta() {
+        let secs = eta.as_secs();
+        line.push_str(&format!(", ETA {}:{:02}", secs / 60, secs % 60));
+    }
+    line
+}

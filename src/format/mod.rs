@@ -1,0 +1,230 @@
+//! Input formats: which bytes end a record, and which COPY options make the
+//! server parse the records exactly as the client cut them.
+//!
+//! sluice never parses fields on the client: the server does that. The format
+//! only has to know where records end (see [`scan`]) and how to describe the
+//! format to COPY.
+
+pub mod scan;
+
+use std::path::Path;
+
+pub use scan::{Dialect, RecordScanner, Step};
+
+/// The formats `sluice load` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FormatKind {
+    /// PostgreSQL's CSV rules.
+    Csv,
+    /// PostgreSQL's text COPY format (tab-separated, backslash escapes, `\N`).
+    Tsv,
+    /// One JSON document per line, into one json/jsonb column.
+    Jsonl,
+}
+
+impl FormatKind {
+    /// Guesses the format from a file name, looking through `.gz`/`.zst`.
+    pub fn guess(path: &Path) -> Option<FormatKind> {
+        let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+        let name = ["gz", "gzip", "zst", "zstd"]
+            .iter()
+            .find_map(|ext| name.strip_suffix(&format!(".{ext}")))
+            .unwrap_or(&name);
+        let ext = name.rsplit_once('.')?.1;
+        match ext {
+            "csv" => Some(FormatKind::Csv),
+            "tsv" | "tab" | "txt" => Some(FormatKind::Tsv),
+            "jsonl" | "ndjson" | "json" => Some(FormatKind::Jsonl),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FormatKind::Csv => "csv",
+            FormatKind::Tsv => "tsv",
+            FormatKind::Jsonl => "jsonl",
+        }
+    }
+}
+
+/// A format and its options, as the user gave them.
+#[derive(Clone, Debug)]
+pub struct FormatOptions {
+    pub kind: FormatKind,
+    pub delimiter: Option<u8>,
+    pub quote: Option<u8>,
+    pub escape: Option<u8>,
+    pub null: Option<String>,
+    /// Skip the first record of each file.
+    pub header: bool,
+    /// Passed to COPY's ENCODING option.
+    pub encoding: Option<String>,
+}
+
+/// Quote and delimiter bytes that valid JSON can never contain raw (control
+/// characters must be escaped inside JSON strings), so COPY's CSV mode passes
+/// every document through byte for byte. The text format would unescape
+/// backslashes, which is how the seeds' 20 GB JSON load mangled its data.
+const JSONL_QUOTE: u8 = 0x01;
+const JSONL_DELIMITER: u8 = 0x02;
+
+impl FormatOptions {
+    pub fn new(kind: FormatKind) -> Self {
+        FormatOptions {
+            kind,
+            delimiter: None,
+            quote: None,
+            escape: None,
+            null: None,
+            header: false,
+            encoding: None,
+        }
+    }
+
+    /// Rejects option combinations the server would refuse or that would make
+    /// our record boundaries differ from the server's.
+    pub fn validate(&self) -> Result<(), String> {
+        let bytes = [
+            ("delimiter", self.delimiter),
+            ("quote", self.quote),
+            ("escape", self.escape),
+        ];
+        for (name, byte) in bytes {
+            if let Some(b) = byte {
+                if b == b'\n' || b == b'\r' || !b.is_ascii() {
+                    return Err(format!(
+                        "--{name} must be one ASCII character other than a newline"
+                    ));
+                }
+            }
+        }
+        match self.kind {
+            FormatKind::Tsv if self.quote.is_some() || self.escape.is_some() => {
+                Err("--quote and --escape apply to csv only; tsv escapes with backslashes".into())
+            }
+            FormatKind::Tsv if self.delimiter == Some(b'\\') => {
+                Err("--delimiter cannot be a backslash in tsv".into())
+            }
+            FormatKind::Jsonl
+                if self.delimiter.is_some()
+                    || self.quote.is_some()
+                    || self.escape.is_some()
+                    || self.null.is_some() =>
+            {
+                Err("--delimiter, --quote, --escape and --null do not apply to jsonl".into())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// How records end, for the scanner.
+    pub fn dialect(&self) -> Dialect {
+        match self.kind {
+            FormatKind::Csv => {
+                let quote = self.quote.unwrap_or(b'"');
+                Dialect::Csv {
+                    quote,
+                    escape: self.escape.unwrap_or(quote),
+                }
+            }
+            FormatKind::Tsv => Dialect::Text,
+            FormatKind::Jsonl => Dialect::Lines,
+        }
+    }
+
+    /// COPY's option list (name, SQL literal or keyword), only what differs
+    /// from the server's defaults, so the generated statement reads like one a
+    /// person would write.
+    pub fn copy_options(&self) -> Vec<(&'static str, String)> {
+        let mut opts = Vec::new();
+        let byte = |b: u8| crate::sql::quote_literal(&(b as char).to_string());
+        match self.kind {
+            FormatKind::Csv => opts.push(("FORMAT", "csv".to_string())),
+            FormatKind::Tsv => opts.push(("FORMAT", "text".to_string())),
+            FormatKind::Jsonl => {
+                opts.push(("FORMAT", "csv".to_string()));
+                opts.push(("QUOTE", byte(JSONL_QUOTE)));
+                opts.push(("DELIMITER", byte(JSONL_DELIMITER)));
+            }
+        }
+        if let Some(d) = self.delimiter {
+            opts.push(("DELIMITER", byte(d)));
+        }
+        if let Some(q) = self.quote {
+            opts.push(("QUOTE", byte(q)));
+        }
+        if let Some(e) = self.escape {
+            opts.push(("ESCAPE", byte(e)));
+        }
+        if let Some(n) = &self.null {
+            opts.push(("NULL", crate::sql::quote_literal(n)));
+        }
+        if let Some(enc) = &self.encoding {
+            opts.push(("ENCODING", crate::sql::quote_literal(enc)));
+        }
+        opts
+    }
+}
+
+/// Parses a one-character option such as `--delimiter`: a character, or the
+/// escapes `\t`, `tab`, `\x01` that shells make awkward to type.
+pub fn parse_char_option(value: &str) -> Result<u8, String> {
+    let byte = match value {
+        "\\t" | "tab" | "TAB" => b'\t',
+        v if v.starts_with("\\x") && v.len() == 4 => {
+            u8::from_str_radix(&v[2..], 16).map_err(|_| format!("'{v}' is not a \\xHH escape"))?
+        }
+        v if v.len() == 1 => v.as_bytes()[0],
+        v => return Err(format!("'{v}' should be one ASCII character, \\t or \\xHH")),
+    };
+    Ok(byte)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guesses_format_through_compression_suffixes() {
+        assert_eq!(
+            FormatKind::guess(Path::new("a/b.csv.gz")),
+            Some(FormatKind::Csv)
+        );
+        assert_eq!(FormatKind::guess(Path::new("x.TSV")), Some(FormatKind::Tsv));
+        assert_eq!(
+            FormatKind::guess(Path::new("d.ndjson.zst")),
+            Some(FormatKind::Jsonl)
+        );
+        assert_eq!(FormatKind::guess(Path::new("noext")), None);
+        assert_eq!(FormatKind::guess(Path::new("x.parquet")), None);
+    }
+
+    #[test]
+    fn parses_character_options() {
+        assert_eq!(parse_char_option("\\t"), Ok(b'\t'));
+        assert_eq!(parse_char_option("|"), Ok(b'|'));
+        assert_eq!(parse_char_option("\\x01"), Ok(1));
+        assert!(parse_char_option("ab").is_err());
+    }
+
+    #[test]
+    fn jsonl_copies_as_csv_with_control_quote_and_delimiter() {
+        let opts = FormatOptions::new(FormatKind::Jsonl).copy_options();
+        assert_eq!(opts[0], ("FORMAT", "csv".to_string()));
+        assert_eq!(opts[1], ("QUOTE", "E'\u{1}'".to_string()));
+        assert_eq!(opts[2], ("DELIMITER", "E'\u{2}'".to_string()));
+    }
+
+    #[test]
+    fn rejects_options_that_do_not_apply() {
+        let mut o = FormatOptions::new(FormatKind::Tsv);
+        o.quote = Some(b'\'');
+        assert!(o.validate().is_err());
+        let mut o = FormatOptions::new(FormatKind::Csv);
+        o.delimiter = Some(b'\n');
+        assert!(o.validate().is_err());
+        assert!(FormatOptions::new(FormatKind::Csv).validate().is_ok());
+    }
+}

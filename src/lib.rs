@@ -1,0 +1,25 @@
+//! sluice: the fastest safe way to move a big file into a database.
+//!
+//! The pipeline: inputs ([`source`]) are cut into record-aligned chunks
+//! ([`chunk`], using the [`format`] scanner), a pool of workers ([`load`]) copies
+//! each chunk in its own transaction through a [`sink`], and the run ends in a
+//! [`report`]. [`local_pg`] starts a throwaway PostgreSQL for the demo and the
+//! tests; [`gen`] makes deterministic data shaped like the field reports.
+//!
+//! The library never prints. It returns typed [`error::Error`]s and updates
+//! [`progress::Progress`] counters that the CLI renders.
+
+pub mod chunk;
+pub mod error;
+pub mod format;
+pub mod gen;
+pub mod load;
+pub mod local_pg;
+pub mod progress;
+pub mod redact;
+pub mod report;
+pub mod sink;
+pub mod source;
+pub mod sql;
+
+pub use error::Error;

@@ -1,0 +1,319 @@
+//! The main job: cut the inputs into chunks and copy them over N connections.
+//!
+//! Shape: one feeder thread runs the chunker over every input in order and
+//! puts chunks on a bounded queue; `workers` threads, each with its own
+//! connection, take chunks and copy each in its own transaction; the calling
+//! thread collects what committed. Many more chunks than workers keeps the
+//! tail short (the field report that loaded half a billion rows used 2,000
+//! chunks for its pool). On the first fatal error the queue stops: chunks in
+//! flight finish or roll back, nothing is half loaded.
+
+mod plan;
+mod worker;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use crossbeam_channel::{bounded, unbounded, Sender};
+
+use crate::chunk::{Chunk, ChunkError, Chunker, ChunkerConfig, Preamble};
+use crate::error::Error;
+use crate::format::{FormatKind, FormatOptions};
+use crate::progress::Progress;
+use crate::report::{ChunkRecord, FileSummary, LoadReport, Summary};
+use crate::sink::postgres::{PgTarget, TableInfo};
+use crate::source::{io_reason, resolve_inputs, Source};
+
+pub use plan::{choose_columns, copy_statement, resolve_kind};
+
+/// Default chunk size. Measured on `transactions` 10 M rows with 2 workers
+/// (bench/README.md): 4 MiB to 64 MiB are within noise of each other; 16 MiB
+/// gives 25 chunks per 400 MB (a short tail) and keeps in-memory chunks of
+/// streamed inputs small.
+pub const DEFAULT_CHUNK_SIZE: u64 = 16 << 20;
+
+/// In-memory chunks may exceed the chunk size by this much before the input
+/// is declared to hold a runaway record (usually an unclosed quote).
+pub const MAX_RECORD: u64 = 64 << 20;
+
+/// Default number of connections: the local CPU count, at least 2 and at
+/// most 8. On a 2-core machine, 2 workers beat 1 by 1.6-1.9x and 4 were no
+/// faster than 2 (bench/README.md); `--workers auto` will measure instead.
+pub fn default_workers() -> usize {
+    thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(2, 8)
+}
+
+/// Everything `sluice load` was asked to do.
+#[derive(Clone, Debug)]
+pub struct LoadRequest {
+    pub inputs: Vec<String>,
+    pub table: String,
+    pub columns: Option<Vec<String>>,
+    /// `None`: guessed from the file names.
+    pub format: Option<FormatKind>,
+    /// Options for the format; its `kind` is replaced by the resolved one.
+    pub options: FormatOptions,
+    pub db: Option<String>,
+    pub workers: usize,
+    pub chunk_size: u64,
+    pub truncate: bool,
+}
+
+/// Facts every worker needs, shared read-only.
+struct Shared<'a> {
+    sources: &'a [Source],
+    format: &'a FormatOptions,
+    table: &'a TableInfo,
+    copy_sql: String,
+    target: &'a PgTarget,
+    progress: &'a Progress,
+    clock: Instant,
+    stop: AtomicBool,
+}
+
+/// What a worker or the feeder tells the collector.
+enum Event {
+    Committed(ChunkRecord),
+    Failed(Error),
+}
+
+/// Runs a load to the end, or to its first fatal error.
+pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Error> {
+    let started_unix_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let sources = resolve_inputs(&req.inputs)?;
+    let mut format = req.options.clone();
+    format.kind = resolve_kind(req.format, &sources)?;
+    format.validate().map_err(Error::Usage)?;
+    let target = PgTarget::new(req.db.as_deref());
+    let control = target.connect()?;
+    let table = control.resolve_table(&req.table)?;
+    let columns = choose_columns(&table, req.columns.as_deref(), format.kind)?;
+    let copy_sql = copy_statement(&table, columns.as_deref(), &format);
+    if req.truncate {
+        control
+            .execute(&format!("TRUNCATE {}", table.quoted()))
+            .map_err(|e| Error::Database(e.to_string()))?;
+    }
+    drop(control);
+    let total = sources.iter().map(|s| s.size).sum::<Option<u64>>();
+    progress.set_total(total);
+    let shared = Shared {
+        sources: &sources,
+        format: &format,
+        table: &table,
+        copy_sql,
+        target: &target,
+        progress,
+        clock: Instant::now(),
+        stop: AtomicBool::new(false),
+    };
+    let (records, scans, failure) = run_pipeline(&shared, req);
+    let report = build_report(
+        &shared,
+        req,
+        records,
+        scans,
+        started_unix_ms,
+        failure.is_none(),
+    );
+    match failure {
+        Some(err) => Err(err),
+        None => Ok(report),
+    }
+}
+
+/// What the feeder learned about one input.
+#[derive(Clone, Copy, Debug, Default)]
+struct InputScan {
+    preamble: Preamble,
+    records: u64,
+    bytes: u64,
+    chunks: u64,
+}
+
+type PipelineResult = (Vec<ChunkRecord>, Vec<InputScan>, Option<Error>);
+
+fn run_pipeline(shared: &Shared, req: &LoadRequest) -> PipelineResult {
+    let workers = req.workers.max(1);
+    let streamed = shared.sources.iter().any(|s| !s.is_positioned());
+    // Streamed chunks hold their bytes: keep the queue short so memory stays
+    // at about (workers + 2) chunks. Positioned chunks are just locations.
+    let capacity = if streamed { 1 } else { workers * 4 };
+    let (chunk_tx, chunk_rx) = bounded::<Chunk>(capacity);
+    let (event_tx, event_rx) = unbounded::<Event>();
+    thread::scope(|scope| {
+        let feeder_events = event_tx.clone();
+        let feeder = scope.spawn(move || feed(shared, req, chunk_tx, feeder_events));
+        for id in 0..workers {
+            let (rx, tx) = (chunk_rx.clone(), event_tx.clone());
+            scope.spawn(move || worker::run(id, shared, rx, tx));
+        }
+        drop((chunk_rx, event_tx));
+        let mut records = Vec::new();
+        let mut failure = None;
+        for event in event_rx {
+            match event {
+                Event::Committed(record) => records.push(record),
+                Event::Failed(err) => {
+                    shared.stop.store(true, Ordering::SeqCst);
+                    failure.get_or_insert(err);
+                }
+            }
+        }
+        let scans = feeder.join().unwrap_or_default();
+        records.sort_by_key(|r| r.seq);
+        (records, scans, failure)
+    })
+}
+
+/// The feeder thread: chunks every input in order onto the queue.
+fn feed(
+    shared: &Shared,
+    req: &LoadRequest,
+    queue: Sender<Chunk>,
+    events: Sender<Event>,
+) -> Vec<InputScan> {
+    let mut scans = Vec::new();
+    let mut seq = 0;
+    for (index, source) in shared.sources.iter().enumerate() {
+        match feed_one(shared, req, index, source, &queue, &mut seq) {
+            Ok(scan) => scans.push(scan),
+            Err(err) => {
+                let _ = events.send(Event::Failed(err));
+                break;
+            }
+        }
+        if shared.stop.load(Ordering::SeqCst) {
+            break;
+        }
+    }
+    scans
+}
+
+fn feed_one(
+    shared: &Shared,
+    req: &LoadRequest,
+    index: usize,
+    source: &Source,
+    queue: &Sender<Chunk>,
+    seq: &mut u64,
+) -> Result<InputScan, Error> {
+    let cfg = ChunkerConfig {
+        dialect: shared.format.dialect(),
+        target: req.chunk_size.max(1),
+        header: shared.format.header,
+        keep_bytes: !source.is_positioned(),
+        max_record: MAX_RECORD,
+    };
+    let (stream, raw) = source.open_stream()?;
+    let mut chunker = Chunker::new(stream, cfg, index, *seq);
+    chunker = if source.is_positioned() {
+        chunker.with_total_size(source.size)
+    } else {
+        chunker.with_raw_counter(raw, source.size)
+    };
+    let mut scan = InputScan::default();
+    loop {
+        let chunk = match chunker.next_chunk() {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => break,
+            Err(err) => return Err(chunk_error(source, err)),
+        };
+        scan.chunks += 1;
+        scan.bytes = chunk.loc.byte_offset + chunk.loc.byte_len;
+        if shared.stop.load(Ordering::SeqCst) || queue.send(chunk).is_err() {
+            break;
+        }
+    }
+    scan.preamble = chunker.preamble();
+    scan.records = chunker.totals().0;
+    *seq = chunker.next_seq();
+    Ok(scan)
+}
+
+fn chunk_error(source: &Source, err: ChunkError) -> Error {
+    match err {
+        ChunkError::Io(e) => source.input_error(&io_reason(&e)),
+        ChunkError::Runaway(r) => source.input_error(&format!(
+            "line {}: a record runs past byte {} without ending ({} MiB over the chunk size); \
+             is a quote left open? check --quote and --escape",
+            r.line,
+            r.byte,
+            MAX_RECORD >> 20
+        )),
+    }
+}
+
+fn build_report(
+    shared: &Shared,
+    req: &LoadRequest,
+    chunks: Vec<ChunkRecord>,
+    scans: Vec<InputScan>,
+    started_unix_ms: u128,
+    complete: bool,
+) -> LoadReport {
+    let wall = shared.clock.elapsed().as_secs_f64();
+    let mut per_file: Vec<FileSummary> = shared
+        .sources
+        .iter()
+        .zip(
+            scans
+                .iter()
+                .copied()
+                .chain(std::iter::repeat(InputScan::default())),
+        )
+        .map(|(source, scan)| FileSummary {
+            file: source.name.to_string(),
+            compression: source.compression,
+            bytes: scan.bytes,
+            header_lines: scan.preamble.header_lines,
+            bom_stripped: scan.preamble.bom,
+            records_read: scan.records,
+            rows_loaded: 0,
+            chunks: scan.chunks,
+        })
+        .collect();
+    let mut warnings = Vec::new();
+    for c in &chunks {
+        if let Some(f) = per_file.iter_mut().find(|f| f.file == c.file) {
+            f.rows_loaded += c.rows;
+        }
+        if c.rows != c.records {
+            warnings.push(format!(
+                "{}: line {}: the server loaded {} rows from a chunk in which sluice counted {} records; \
+                 are there bare carriage-return line endings or a \\. end-of-data line?",
+                c.file, c.first_line, c.rows, c.records
+            ));
+        }
+    }
+    let rows: u64 = chunks.iter().map(|c| c.rows).sum();
+    let bytes: u64 = per_file.iter().map(|f| f.bytes).sum();
+    let summary = Summary {
+        table: shared.table.display(),
+        format: shared.format.kind,
+        files: shared.sources.len(),
+        records_read: per_file.iter().map(|f| f.records_read).sum(),
+        rows_loaded: rows,
+        header_lines: per_file.iter().map(|f| f.header_lines).sum(),
+        bytes,
+        wall_seconds: wall,
+        rows_per_sec: rows as f64 / wall.max(1e-9),
+        mb_per_sec: bytes as f64 / 1e6 / wall.max(1e-9),
+        workers: req.workers.max(1),
+        chunk_size: req.chunk_size,
+        chunks: chunks.len() as u64,
+        started_unix_ms,
+        complete,
+    };
+    LoadReport {
+        summary,
+        per_file,
+        chunks,
+        warnings,
+    }
+}

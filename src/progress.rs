@@ -1,0 +1,114 @@
+//! Live counters of a running load.
+//!
+//! The library never prints: workers bump these atomics and the CLI samples
+//! them to draw a bar or write plain lines. Sampling keeps the hot path free of
+//! channels and locks.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+#[derive(Debug)]
+pub struct Progress {
+    started: Instant,
+    /// On-disk bytes of all inputs; 0 while unknown (stdin).
+    bytes_total: AtomicU64,
+    /// On-disk bytes whose chunks have committed.
+    bytes_done: AtomicU64,
+    rows_done: AtomicU64,
+    chunks_done: AtomicU64,
+}
+
+/// One sample of [`Progress`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Snapshot {
+    pub elapsed: Duration,
+    pub bytes_total: Option<u64>,
+    pub bytes_done: u64,
+    pub rows_done: u64,
+    pub chunks_done: u64,
+}
+
+impl Default for Progress {
+    fn default() -> Self {
+        Progress {
+            started: Instant::now(),
+            bytes_total: AtomicU64::new(0),
+            bytes_done: AtomicU64::new(0),
+            rows_done: AtomicU64::new(0),
+            chunks_done: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Progress {
+    pub fn set_total(&self, bytes: Option<u64>) {
+        self.bytes_total.store(bytes.unwrap_or(0), Relaxed);
+    }
+
+    pub fn chunk_done(&self, source_bytes: u64, rows: u64) {
+        self.bytes_done.fetch_add(source_bytes, Relaxed);
+        self.rows_done.fetch_add(rows, Relaxed);
+        self.chunks_done.fetch_add(1, Relaxed);
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        let total = self.bytes_total.load(Relaxed);
+        Snapshot {
+            elapsed: self.started.elapsed(),
+            bytes_total: (total > 0).then_some(total),
+            bytes_done: self.bytes_done.load(Relaxed),
+            rows_done: self.rows_done.load(Relaxed),
+            chunks_done: self.chunks_done.load(Relaxed),
+        }
+    }
+}
+
+impl Snapshot {
+    pub fn fraction(&self) -> Option<f64> {
+        self.bytes_total
+            .map(|t| (self.bytes_done as f64 / t as f64).min(1.0))
+    }
+
+    pub fn rows_per_sec(&self) -> f64 {
+        self.rows_done as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    pub fn bytes_per_sec(&self) -> f64 {
+        self.bytes_done as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// Time left at the average rate so far; `None` until something is done
+    /// or when the total is unknown.
+    pub fn eta(&self) -> Option<Duration> {
+        let total = self.bytes_total?;
+        let rate = self.bytes_per_sec();
+        (self.bytes_done > 0 && rate > 0.0)
+            .then(|| Duration::from_secs_f64(total.saturating_sub(self.bytes_done) as f64 / rate))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eta_follows_average_rate() {
+        let s = Snapshot {
+            elapsed: Duration::from_secs(10),
+            bytes_total: Some(400),
+            bytes_done: 100,
+            rows_done: 50,
+            chunks_done: 1,
+        };
+        assert_eq!(s.fraction(), Some(0.25));
+        assert_eq!(s.eta(), Some(Duration::from_secs(30)));
+        assert_eq!(
+            Snapshot {
+                bytes_total: None,
+                ..s
+            }
+            .eta(),
+            None
+        );
+    }
+}

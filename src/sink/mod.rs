@@ -1,0 +1,42 @@
+//! The database side of a load, behind a small interface so that MySQL /
+//! MariaDB (`LOAD DATA LOCAL`) can follow PostgreSQL without touching the
+//! chunking or scheduling code.
+//!
+//! Contract (from rust-postgres): a chunk is committed only when its copy
+//! finishes; if feeding the bytes fails, the chunk is rolled back, never half
+//! loaded.
+
+pub mod postgres;
+
+use crate::error::Error;
+
+/// What the server said when it refused a chunk.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CopyRefusal {
+    pub sqlstate: Option<String>,
+    pub message: String,
+    pub detail: Option<String>,
+    pub hint: Option<String>,
+    /// 1-based line of the chunk's stream the server names (`COPY t, line N`).
+    pub server_line: Option<u64>,
+    pub column: Option<String>,
+}
+
+/// How a chunk's copy ended.
+#[derive(Debug)]
+pub enum CopyOutcome {
+    /// Committed; the server's row count.
+    Loaded(u64),
+    /// The server refused a record; nothing of the chunk was committed.
+    Refused(CopyRefusal),
+}
+
+/// One connection loading chunks, one transaction each.
+pub trait Session: Send {
+    /// Copies the bytes `feed` produces as one chunk. `feed` is called with a
+    /// writer; it returns an error only for input trouble (reading the file).
+    fn copy_chunk(
+        &mut self,
+        feed: &mut dyn FnMut(&mut dyn FnMut(&[u8]) -> bool) -> Result<(), Error>,
+    ) -> Result<CopyOutcome, Error>;
+}

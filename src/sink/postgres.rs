@@ -1,0 +1,357 @@
+//! PostgreSQL through libpq: `COPY ... FROM STDIN`, one chunk per transaction.
+//!
+//! libpq (through the `libpq` crate) rather than a native Rust driver, because
+//! `--db` must take whatever psql takes: URLs and key=value strings, every
+//! `PG*` variable, `~/.pgpass` and `PGPASSFILE`, service files, `sslmode` up to
+//! verify-full. libpq is the reference implementation of all of these; peers
+//! that re-implemented them collected years of auth bug reports.
+
+use std::collections::HashMap;
+
+use libpq::result::ErrorField;
+use libpq::{Connection, Status};
+
+use super::{CopyOutcome, CopyRefusal, Session};
+use crate::error::Error;
+use crate::redact::display_conninfo;
+use crate::sql::quote_ident;
+
+/// Bytes handed to libpq per `PQputCopyData` call: large enough to keep
+/// per-call overhead negligible, small enough that libpq's output buffer (which
+/// grows to the largest message) stays small per connection.
+pub const COPY_PIECE: usize = 256 * 1024;
+
+/// Where to connect: the user's `--db`, or libpq's defaults (PG* variables).
+#[derive(Clone, Debug)]
+pub struct PgTarget {
+    conninfo: String,
+    display: String,
+}
+
+impl PgTarget {
+    pub fn new(db: Option<&str>) -> Self {
+        let conninfo = db.unwrap_or("").to_string();
+        let display = match db {
+            Some(db) if !db.is_empty() => display_conninfo(db),
+            _ => defaults_display(),
+        };
+        PgTarget { conninfo, display }
+    }
+
+    /// The target as shown in messages, without a password.
+    pub fn display(&self) -> &str {
+        &self.display
+    }
+
+    /// Every password libpq would use for this target, so the CLI can mask
+    /// them in all output.
+    pub fn secrets(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        if let Ok(options) = libpq::connection::Info::from(&self.conninfo) {
+            found.extend(
+                options
+                    .into_iter()
+                    .filter(|o| o.keyword == "password")
+                    .filter_map(|o| o.val),
+            );
+        }
+        found.extend(std::env::var("PGPASSWORD").ok());
+        found
+    }
+
+    pub fn connect(&self) -> Result<PgSession, Error> {
+        let mut params = HashMap::new();
+        params.insert("dbname", self.conninfo.as_str());
+        params.insert("fallback_application_name", "sluice");
+        let expand = !self.conninfo.is_empty();
+        if !expand {
+            params.remove("dbname");
+        }
+        let conn = Connection::with_params(&params, expand).map_err(|e| Error::Connect {
+            target: self.display.clone(),
+            message: one_line(&e.to_string()),
+        })?;
+        Ok(PgSession {
+            conn,
+            copy_sql: String::new(),
+            relname: String::new(),
+        })
+    }
+}
+
+/// `postgres://user@host:port/db` built from libpq's defaults (PG* variables),
+/// for messages when no `--db` was given.
+fn defaults_display() -> String {
+    let Ok(defaults) = libpq::connection::Info::defaults() else {
+        return "the default server".into();
+    };
+    let get = |k: &str| {
+        defaults
+            .iter()
+            .find(|o| o.keyword == k)
+            .and_then(|o| o.val.clone())
+            .unwrap_or_default()
+    };
+    let host = match get("host") {
+        h if h.is_empty() => "localhost".to_string(),
+        h => h,
+    };
+    format!(
+        "postgres://{}@{}:{}/{}",
+        get("user"),
+        host,
+        get("port"),
+        get("dbname")
+    )
+}
+
+/// libpq messages span lines ("connection to server ... failed: FATAL: ...");
+/// the CLI prints one line per error.
+fn one_line(message: &str) -> String {
+    message.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A resolved target table.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct TableInfo {
+    pub schema: String,
+    pub name: String,
+    /// All columns in order, with their SQL types.
+    pub columns: Vec<(String, String)>,
+}
+
+impl TableInfo {
+    /// `"schema"."name"`.
+    pub fn quoted(&self) -> String {
+        format!("{}.{}", quote_ident(&self.schema), quote_ident(&self.name))
+    }
+
+    pub fn display(&self) -> String {
+        format!("{}.{}", self.schema, self.name)
+    }
+}
+
+/// One open connection.
+pub struct PgSession {
+    conn: Connection,
+    copy_sql: String,
+    /// The relation name as the server prints it in `COPY name, line N`.
+    relname: String,
+}
+
+impl PgSession {
+    /// Runs a statement that returns nothing.
+    pub fn execute(&self, sql: &str) -> Result<(), Error> {
+        let result = self.conn.exec(sql);
+        match result.status() {
+            Status::CommandOk | Status::TuplesOk => Ok(()),
+            _ => Err(Error::Server(server_message(&result))),
+        }
+    }
+
+    /// Runs a query with text parameters; returns rows of text values.
+    pub fn query(
+        &self,
+        sql: &str,
+        params: &[Option<&str>],
+    ) -> Result<Vec<Vec<Option<String>>>, Error> {
+        // libpq reads text parameters as C strings.
+        let owned: Vec<Option<Vec<u8>>> = params
+            .iter()
+            .map(|p| p.map(|v| format!("{v}\0").into_bytes()))
+            .collect();
+        let values: Vec<Option<&[u8]>> = owned.iter().map(Option::as_deref).collect();
+        let result = self
+            .conn
+            .exec_params(sql, &[], &values, &[], libpq::Format::Text);
+        if result.status() != Status::TuplesOk {
+            return Err(Error::Server(server_message(&result)));
+        }
+        let rows = (0..result.ntuples())
+            .map(|r| {
+                (0..result.nfields())
+                    .map(|c| {
+                        result
+                            .value(r, c)
+                            .map(|v| String::from_utf8_lossy(v).into_owned())
+                    })
+                    .collect()
+            })
+            .collect();
+        Ok(rows)
+    }
+
+    /// Finds `name` (or `schema.name`) the way the user meant it: the exact
+    /// name in the search path first, then split at the first dot.
+    pub fn resolve_table(&self, name: &str) -> Result<TableInfo, Error> {
+        const FIND: &str = "SELECT c.oid::int8, n.nspname, c.relname \
+             FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+             WHERE c.relkind IN ('r', 'p', 'f') AND c.relname = $2 \
+             AND (($1::text IS NULL AND pg_catalog.pg_table_is_visible(c.oid)) OR n.nspname = $1)";
+        let mut rows = self.query(FIND, &[None, Some(name)])?;
+        if rows.is_empty() {
+            if let Some((schema, table)) = name.split_once('.') {
+                rows = self.query(FIND, &[Some(schema), Some(table)])?;
+            }
+        }
+        let Some(row) = rows.into_iter().next() else {
+            let path = self.query(
+                "SELECT pg_catalog.array_to_string(pg_catalog.current_schemas(false), ', ')",
+                &[],
+            )?;
+            let path = path.first().and_then(|r| r[0].clone()).unwrap_or_default();
+            return Err(Error::Target(format!(
+                "table \"{name}\" does not exist (searched schemas: {path}); create it first, or name it as schema.table"
+            )));
+        };
+        let [oid, schema, table] =
+            [&row[0], &row[1], &row[2]].map(|v| v.clone().unwrap_or_default());
+        let columns = self
+            .query(
+                "SELECT attname, pg_catalog.format_type(atttypid, atttypmod) FROM pg_catalog.pg_attribute \
+                 WHERE attrelid = $1::int8::oid AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+                &[Some(&oid)],
+            )?
+            .into_iter()
+            .map(|r| (r[0].clone().unwrap_or_default(), r[1].clone().unwrap_or_default()))
+            .collect();
+        Ok(TableInfo {
+            schema,
+            name: table,
+            columns,
+        })
+    }
+
+    /// Prepares this session to copy with `sql` (a `COPY ... FROM STDIN`)
+    /// into `table`.
+    pub fn set_copy_statement(&mut self, sql: &str, table: &TableInfo) {
+        self.copy_sql = sql.to_string();
+        self.relname = table.name.clone();
+    }
+
+    fn finish_copy(&self) -> Result<CopyOutcome, Error> {
+        let mut outcome = None;
+        while let Some(result) = self.conn.result() {
+            let this = match result.status() {
+                Status::CommandOk => CopyOutcome::Loaded(result.cmd_tuples().unwrap_or(0) as u64),
+                Status::FatalError => CopyOutcome::Refused(refusal(&result, &self.relname)),
+                other => {
+                    return Err(Error::Database(format!(
+                        "unexpected reply to COPY: {other:?}"
+                    )))
+                }
+            };
+            outcome.get_or_insert(this);
+        }
+        outcome.ok_or_else(|| Error::Database(self.connection_trouble()))
+    }
+
+    fn connection_trouble(&self) -> String {
+        let msg = self
+            .conn
+            .error_message()
+            .unwrap_or("the connection was lost");
+        format!("lost the connection to the server: {}", one_line(msg))
+    }
+}
+
+impl Session for PgSession {
+    fn copy_chunk(
+        &mut self,
+        feed: &mut dyn FnMut(&mut dyn FnMut(&[u8]) -> bool) -> Result<(), Error>,
+    ) -> Result<CopyOutcome, Error> {
+        let start = self.conn.exec(&self.copy_sql);
+        match start.status() {
+            Status::CopyIn => {}
+            Status::FatalError => return Ok(CopyOutcome::Refused(refusal(&start, &self.relname))),
+            _ => return Err(Error::Database(self.connection_trouble())),
+        }
+        // `put_copy_data` fails once the server has reported an error (libpq
+        // leaves the COPY state); stop sending then and read the error.
+        let conn = &self.conn;
+        let mut sent_ok = true;
+        let fed = feed(&mut |bytes: &[u8]| {
+            sent_ok = bytes
+                .chunks(COPY_PIECE)
+                .all(|piece| conn.put_copy_data(piece).is_ok());
+            sent_ok
+        });
+        if let Err(input_error) = fed {
+            let _ = self.conn.put_copy_end(Some("sluice: input read failed"));
+            let _ = self.finish_copy();
+            return Err(input_error);
+        }
+        if sent_ok {
+            let _ = self.conn.put_copy_end(None);
+        }
+        self.finish_copy()
+    }
+}
+
+/// The fields of a server error, typed: SQLSTATE and the COPY context line
+/// are read from their fields, never matched in message text.
+fn refusal(result: &libpq::PQResult, relname: &str) -> CopyRefusal {
+    let field = |f: ErrorField| result.error_field(f).ok().flatten().map(str::to_string);
+    let context = field(ErrorField::Context).unwrap_or_default();
+    let (server_line, context_column) = parse_copy_context(&context, relname);
+    CopyRefusal {
+        sqlstate: field(ErrorField::Sqlstate),
+        message: field(ErrorField::MessagePrimary).unwrap_or_else(|| server_message(result)),
+        detail: field(ErrorField::MessageDetail),
+        hint: field(ErrorField::MessageHint),
+        server_line,
+        column: field(ErrorField::ColumnName).or(context_column),
+    }
+}
+
+/// Reads `COPY t, line N[, column c: "..."]` (the first context line). The
+/// context is the server's fixed format, not a message meant for people; it
+/// is anchored on the relation name so no name or value can fool it.
+pub fn parse_copy_context(context: &str, relname: &str) -> (Option<u64>, Option<String>) {
+    let first = context.lines().next().unwrap_or("");
+    let Some(rest) = first.strip_prefix(&format!("COPY {relname}, line ")) else {
+        return (None, None);
+    };
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let line = digits.parse().ok();
+    let column = rest[digits.len()..]
+        .strip_prefix(", column ")
+        .and_then(|c| {
+            c.split_once(':')
+                .map(|(name, _)| name.to_string())
+                .or(Some(c.to_string()))
+        });
+    (line, column)
+}
+
+fn server_message(result: &libpq::PQResult) -> String {
+    let primary = result
+        .error_field(ErrorField::MessagePrimary)
+        .ok()
+        .flatten();
+    match primary {
+        Some(msg) => msg.to_string(),
+        None => one_line(&result.error_message().ok().flatten().unwrap_or_default()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_copy_context() {
+        let parse = |c| parse_copy_context(c, "t");
+        assert_eq!(
+            parse("COPY t, line 12, column qty: \"12a\""),
+            (Some(12), Some("qty".into()))
+        );
+        assert_eq!(parse("COPY t, line 3"), (Some(3), None));
+        assert_eq!(parse("COPY t, line 7: \"a,b\""), (Some(7), None));
+        assert_eq!(parse("SQL statement"), (None, None));
+        assert_eq!(
+            parse_copy_context("COPY x, line 5, line 9", "x, line 5"),
+            (Some(9), None)
+        );
+    }
+}

@@ -1,0 +1,249 @@
+//! Where input bytes come from: files, globs, stdin, gzip and zstd.
+//!
+//! A plain regular file is read by byte range (positioned reads), so any worker
+//! can read any chunk without a shared cursor and chunks cost no memory while
+//! they wait. Stdin and compressed inputs can only be read once, front to back:
+//! the chunker decompresses them on its own thread (off the load path) and
+//! hands workers the chunk bytes. Compression is recognised by magic bytes, not
+//! by file name.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::error::Error;
+
+/// How a source is compressed, from its first bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    #[default]
+    None,
+    Gzip,
+    Zstd,
+}
+
+impl Compression {
+    pub fn detect(head: &[u8]) -> Compression {
+        if head.starts_with(&[0x1f, 0x8b]) {
+            Compression::Gzip
+        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+            Compression::Zstd
+        } else {
+            Compression::None
+        }
+    }
+}
+
+/// One input: a file or stdin.
+#[derive(Clone, Debug)]
+pub struct Source {
+    /// The name used in messages and reports: the path as given, or `-`.
+    pub name: Arc<str>,
+    /// `None` for stdin.
+    pub path: Option<PathBuf>,
+    pub compression: Compression,
+    /// Bytes on disk; `None` for stdin.
+    pub size: Option<u64>,
+}
+
+/// Counts bytes read from the underlying file, below any decompressor, so
+/// progress can be shown in on-disk bytes for compressed inputs.
+#[derive(Clone, Debug, Default)]
+pub struct RawCounter(Arc<AtomicU64>);
+
+impl RawCounter {
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+struct Counting<R> {
+    inner: R,
+    counter: RawCounter,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.counter.0.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+impl Source {
+    /// True when workers read this source's chunks by byte range.
+    pub fn is_positioned(&self) -> bool {
+        self.path.is_some() && self.compression == Compression::None
+    }
+
+    /// Opens the source for one front-to-back pass, decompressing if needed.
+    pub fn open_stream(&self) -> Result<(Box<dyn Read + Send>, RawCounter), Error> {
+        let counter = RawCounter::default();
+        let raw: Box<dyn Read + Send> = match &self.path {
+            Some(path) => Box::new(open_file(path)?),
+            None => Box::new(io::stdin()),
+        };
+        let counted = Counting {
+            inner: raw,
+            counter: counter.clone(),
+        };
+        let buffered = BufReader::with_capacity(1 << 20, counted);
+        let stream: Box<dyn Read + Send> = match self.compression {
+            Compression::None => Box::new(buffered),
+            Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(buffered)),
+            Compression::Zstd => Box::new(
+                zstd::stream::read::Decoder::with_buffer(buffered)
+                    .map_err(|e| self.input_error(&e.to_string()))?,
+            ),
+        };
+        Ok((stream, counter))
+    }
+
+    /// An error about this input, worded for the user.
+    pub fn input_error(&self, message: &str) -> Error {
+        Error::Input {
+            file: self.name.to_string(),
+            message: message.to_string(),
+        }
+    }
+}
+
+fn open_file(path: &Path) -> Result<File, Error> {
+    File::open(path).map_err(|e| Error::Input {
+        file: path.display().to_string(),
+        message: io_reason(&e),
+    })
+}
+
+/// The OS reason without Rust's "(os error 2)" suffix.
+pub fn io_reason(e: &io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+/// Expands the command line's inputs: `-` is stdin, arguments with glob
+/// characters are expanded by sluice (sorted, so chunking is deterministic),
+/// other arguments must name readable regular files.
+pub fn resolve_inputs(args: &[String]) -> Result<Vec<Source>, Error> {
+    let mut sources = Vec::new();
+    let mut stdin_seen = false;
+    for arg in args {
+        if arg == "-" {
+            if stdin_seen {
+                return Err(Error::Usage("stdin (-) can be given only once".into()));
+            }
+            stdin_seen = true;
+            sources.push(stdin_source()?);
+        } else if arg.contains(['*', '?', '[']) {
+            let mut paths: Vec<PathBuf> = glob::glob(arg)
+                .map_err(|e| Error::Usage(format!("bad glob pattern '{arg}': {e}")))?
+                .filter_map(Result::ok)
+                .filter(|p| p.is_file())
+                .collect();
+            if paths.is_empty() {
+                return Err(Error::Input {
+                    file: arg.clone(),
+                    message: "no file matches this pattern".into(),
+                });
+            }
+            paths.sort();
+            for path in paths {
+                sources.push(file_source(&path)?);
+            }
+        } else {
+            sources.push(file_source(Path::new(arg))?);
+        }
+    }
+    if sources.is_empty() {
+        return Err(Error::Usage(
+            "no input: name one or more files, a glob, or - for stdin".into(),
+        ));
+    }
+    Ok(sources)
+}
+
+fn file_source(path: &Path) -> Result<Source, Error> {
+    let name = path.display().to_string();
+    let meta = std::fs::metadata(path).map_err(|e| Error::Input {
+        file: name.clone(),
+        message: io_reason(&e),
+    })?;
+    if !meta.is_file() {
+        return Err(Error::Input {
+            file: name,
+            message: "not a regular file".into(),
+        });
+    }
+    let mut head = [0u8; 4];
+    let mut file = open_file(path)?;
+    let n = read_up_to(&mut file, &mut head).map_err(|e| Error::Input {
+        file: name.clone(),
+        message: io_reason(&e),
+    })?;
+    Ok(Source {
+        name: name.into(),
+        path: Some(path.to_path_buf()),
+        compression: Compression::detect(&head[..n]),
+        size: Some(meta.len()),
+    })
+}
+
+/// Stdin's compression is found by peeking at its first bytes; the peeked
+/// bytes stay in stdin's own buffer, so the chunker still reads them.
+fn stdin_source() -> Result<Source, Error> {
+    let stdin = io::stdin();
+    let mut lock = stdin.lock();
+    let head = lock.fill_buf().map_err(|e| Error::Input {
+        file: "-".into(),
+        message: io_reason(&e),
+    })?;
+    Ok(Source {
+        name: "-".into(),
+        path: None,
+        compression: Compression::detect(head),
+        size: None,
+    })
+}
+
+fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detects_compression_by_magic_bytes() {
+        assert_eq!(Compression::detect(&[0x1f, 0x8b, 8, 0]), Compression::Gzip);
+        assert_eq!(
+            Compression::detect(&[0x28, 0xb5, 0x2f, 0xfd]),
+            Compression::Zstd
+        );
+        assert_eq!(Compression::detect(b"a,b"), Compression::None);
+    }
+
+    #[test]
+    fn missing_file_and_empty_glob_are_input_errors() {
+        let err = resolve_inputs(&["/nonexistent/x.csv".into()]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "/nonexistent/x.csv: No such file or directory"
+        );
+        let err = resolve_inputs(&["/nonexistent/*.csv".into()]).unwrap_err();
+        assert!(err.to_string().contains("no file matches"), "{err}");
+    }
+}
