@@ -322,8 +322,11 @@ pub struct RecordInChunk {
 }
 
 /// Finds the record the server means by `COPY t, line N` in a chunk's stream,
-/// using the same scanner that cut the chunk. In CSV the server counts
-/// newlines inside quoted fields as lines; in text it counts records.
+/// using the same scanner that cut the chunk. In text the server counts
+/// records. In CSV it also counts line ends inside quoted fields, with a quirk
+/// copied here: the line-end style is fixed at the stream's first record end,
+/// and until then a quoted `\r` (not `\n`) is what counts, so the first
+/// record of an LF file counts none of its quoted newlines.
 pub fn locate_server_line(dialect: Dialect, chunk: &[u8], server_line: u64) -> RecordInChunk {
     let mut scanner = RecordScanner::new(dialect);
     let mut found = RecordInChunk {
@@ -332,14 +335,21 @@ pub fn locate_server_line(dialect: Dialect, chunk: &[u8], server_line: u64) -> R
         byte: 0,
     };
     let (mut pos, mut index, mut lines, mut server_lines) = (0usize, 0u64, 0u64, 0u64);
+    let mut crlf = None;
     while pos < chunk.len() {
         let step = scanner.scan(&chunk[pos..], true);
-        let embedded = step.newlines - step.records;
-        server_lines += 1 + if dialect.server_counts_embedded_newlines() {
-            embedded
-        } else {
+        let record = &chunk[pos..pos + step.consumed];
+        let ends_crlf = record.ends_with(b"\r\n");
+        let embedded = if !dialect.server_counts_embedded_newlines() {
             0
+        } else if crlf.unwrap_or(true) {
+            // Quoted carriage returns, the terminator's own excepted.
+            memchr::memchr_iter(b'\r', record).count() as u64 - u64::from(ends_crlf)
+        } else {
+            step.newlines - step.records
         };
+        crlf.get_or_insert(ends_crlf);
+        server_lines += 1 + embedded;
         found = RecordInChunk {
             index,
             lines_before: lines,
@@ -448,12 +458,16 @@ mod tests {
     #[test]
     fn locates_server_lines_with_embedded_newlines() {
         let chunk = b"1,\"a\nb\"\n2,c\n3,\"x\ny\nz\"\n4,d\n";
-        // CSV: server line 2 is the end of record 0; line 3 is record 1; line 6 is record 2.
-        assert_eq!(locate_server_line(CSV, chunk, 2).index, 0);
-        let r = locate_server_line(CSV, chunk, 3);
+        // CSV, LF: the first record's quoted newline is not counted (line 1),
+        // record 1 is line 2, record 2 ends at line 5, record 3 is line 6.
+        assert_eq!(locate_server_line(CSV, chunk, 1).index, 0);
+        let r = locate_server_line(CSV, chunk, 2);
         assert_eq!((r.index, r.lines_before, r.byte), (1, 2, 8));
-        assert_eq!(locate_server_line(CSV, chunk, 6).index, 2);
-        assert_eq!(locate_server_line(CSV, chunk, 7).index, 3);
+        assert_eq!(locate_server_line(CSV, chunk, 5).index, 2);
+        assert_eq!(locate_server_line(CSV, chunk, 6).index, 3);
+        // CSV, CRLF: quoted CRLFs count from the first record on.
+        let crlf = b"1,\"a\r\nb\"\r\n2,c\r\n";
+        assert_eq!(locate_server_line(CSV, crlf, 3).index, 1);
         // Text: the server counts records.
         let text = b"a\\\nb\nc\nd\n";
         let r = locate_server_line(Dialect::Text, text, 2);

@@ -17,7 +17,7 @@ use crate::chunk::{locate_server_line, Chunk};
 use crate::error::{Error, Position, RecordError};
 use crate::report::ChunkRecord;
 use crate::sink::postgres::COPY_PIECE;
-use crate::sink::{CopyOutcome, CopyRefusal, Session};
+use crate::sink::{CopyOutcome, CopyRefusal, CopyWriter, Session};
 use crate::source::io_reason;
 
 pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Sender<Event>) {
@@ -115,7 +115,7 @@ impl RangeReader {
         &mut self,
         shared: &Shared,
         chunk: &Chunk,
-        send: &mut dyn FnMut(&[u8]) -> bool,
+        send: &mut CopyWriter<'_>,
     ) -> Result<(), Error> {
         if let Some(data) = &chunk.data {
             send(data);
@@ -165,11 +165,14 @@ fn open_cached<'a>(
     shared: &Shared,
     index: usize,
 ) -> Result<&'a File, Error> {
-    if !files.contains_key(&index) {
-        let source = &shared.sources[index];
-        let path = source.path.as_ref().expect("positioned sources have paths");
-        let file = File::open(path).map_err(|e| source.input_error(&io_reason(&e)))?;
-        files.insert(index, file);
+    use std::collections::hash_map::Entry;
+    match files.entry(index) {
+        Entry::Occupied(open) => Ok(open.into_mut()),
+        Entry::Vacant(slot) => {
+            let source = &shared.sources[index];
+            let path = source.path.as_ref().expect("positioned sources have paths");
+            let file = File::open(path).map_err(|e| source.input_error(&io_reason(&e)))?;
+            Ok(slot.insert(file))
+        }
     }
-    Ok(&files[&index])
 }

@@ -31,12 +31,16 @@ pub enum CopyOutcome {
     Refused(CopyRefusal),
 }
 
+/// Takes bytes for the server; returns false once the server has refused the
+/// chunk, so the feeder can stop reading.
+pub type CopyWriter<'a> = dyn FnMut(&[u8]) -> bool + 'a;
+
+/// Produces a chunk's bytes into a [`CopyWriter`]; fails only for input trouble
+/// (reading the file).
+pub type Feed<'a> = dyn FnMut(&mut CopyWriter<'_>) -> Result<(), Error> + 'a;
+
 /// One connection loading chunks, one transaction each.
 pub trait Session: Send {
-    /// Copies the bytes `feed` produces as one chunk. `feed` is called with a
-    /// writer; it returns an error only for input trouble (reading the file).
-    fn copy_chunk(
-        &mut self,
-        feed: &mut dyn FnMut(&mut dyn FnMut(&[u8]) -> bool) -> Result<(), Error>,
-    ) -> Result<CopyOutcome, Error>;
+    /// Copies the bytes `feed` produces as one chunk, in one transaction.
+    fn copy_chunk(&mut self, feed: &mut Feed<'_>) -> Result<CopyOutcome, Error>;
 }

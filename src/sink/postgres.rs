@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use libpq::result::ErrorField;
 use libpq::{Connection, Status};
 
-use super::{CopyOutcome, CopyRefusal, Session};
+use super::{CopyOutcome, CopyRefusal, Feed, Session};
 use crate::error::Error;
 use crate::redact::display_conninfo;
 use crate::sql::quote_ident;
@@ -256,10 +256,7 @@ impl PgSession {
 }
 
 impl Session for PgSession {
-    fn copy_chunk(
-        &mut self,
-        feed: &mut dyn FnMut(&mut dyn FnMut(&[u8]) -> bool) -> Result<(), Error>,
-    ) -> Result<CopyOutcome, Error> {
+    fn copy_chunk(&mut self, feed: &mut Feed<'_>) -> Result<CopyOutcome, Error> {
         let start = self.conn.exec(&self.copy_sql);
         match start.status() {
             Status::CopyIn => {}

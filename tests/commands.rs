@@ -1,0 +1,95 @@
+//! Progress, the JSON report, `sluice gen` and `sluice demo`.
+
+use crate::util::{sluice, TestDb};
+
+#[test]
+fn report_accounts_for_every_record_and_progress_is_plain_when_piped() {
+    let db = TestDb::new();
+    db.execute(&sluice::gen::Dataset::Transactions.ddl("t"));
+    let header = b"tid\tms\tamount\tdescription\n";
+    let mut data = header.to_vec();
+    sluice::gen::generate(sluice::gen::Dataset::Transactions, 400_000, 1, &mut data).unwrap();
+    let file = db.file("t.tsv", &data);
+    let report = db.dir.path().join("report.json");
+    let run = db.load(&[
+        file.to_str().unwrap(),
+        "--table",
+        "t",
+        "--header",
+        "--chunk-size",
+        "1MiB",
+        "--report",
+        report.to_str().unwrap(),
+        "--progress-interval",
+        "0.02",
+    ]);
+    run.assert_ok();
+    assert!(
+        run.stdout.starts_with("loaded 400,000 rows ("),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stderr
+            .lines()
+            .any(|l| l.starts_with("sluice: ") && l.contains("rows/s")),
+        "{}",
+        run.stderr
+    );
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let s = &json["summary"];
+    assert_eq!(s["rows_loaded"], 400_000);
+    assert_eq!(s["records_read"], 400_000);
+    assert_eq!(s["header_lines"], 1);
+    assert_eq!(s["complete"], true);
+    let f = &json["per_file"][0];
+    assert_eq!(f["records_read"], f["rows_loaded"]);
+    assert_eq!(f["bytes"], data.len() as u64);
+    let chunks = json["chunks"].as_array().unwrap();
+    assert!(chunks.len() > 10);
+    let rows: u64 = chunks.iter().map(|c| c["rows"].as_u64().unwrap()).sum();
+    assert_eq!(rows, 400_000);
+    let bytes: u64 = chunks.iter().map(|c| c["byte_len"].as_u64().unwrap()).sum();
+    assert_eq!(
+        bytes + header.len() as u64,
+        data.len() as u64,
+        "chunks cover all but the header"
+    );
+    assert_eq!(chunks[0]["first_line"], 2);
+    assert!(chunks
+        .iter()
+        .all(|c| c["end_s"].as_f64() >= c["start_s"].as_f64()));
+    assert_eq!(db.count("t"), 400_000);
+}
+
+#[test]
+fn gen_is_deterministic_and_prints_ddl() {
+    let a = sluice(&["gen", "cname", "--rows", "2k", "--seed", "4"]);
+    let b = sluice(&["gen", "cname", "--rows", "2k", "--seed", "4"]);
+    a.assert_ok();
+    assert_eq!(a.stdout, b.stdout);
+    assert_eq!(a.stdout.lines().count(), 2000);
+    let ddl = sluice(&["gen", "flights", "--ddl", "--table", "extract"]);
+    assert!(
+        ddl.stdout.starts_with("CREATE TABLE \"extract\" ("),
+        "{}",
+        ddl.stdout
+    );
+    let bad = sluice(&["gen", "nope"]);
+    assert_eq!(bad.code, 2);
+    assert!(
+        bad.stderr.contains("choose one of transactions, cname"),
+        "{}",
+        bad.stderr
+    );
+}
+
+/// The whole main job on the embedded default: start a server, generate,
+/// load, summarise, stop and clean up.
+#[test]
+fn demo_runs_end_to_end() {
+    let run = sluice(&["demo", "--rows", "50k", "--dataset", "store_sales"]);
+    run.assert_ok();
+    assert!(run.stdout.contains("loaded 50,000 rows"), "{}", run.stdout);
+    assert!(run.stderr.contains("stopping the server"), "{}", run.stderr);
+}

@@ -1,0 +1,179 @@
+//! Connections as psql makes them, and the errors a user meets: each is one
+//! clear line with a documented exit code, and no password is ever printed.
+
+use std::os::unix::fs::PermissionsExt;
+
+use crate::util::{run_command, server, sluice_command, TestDb, PASSWORD};
+
+fn table_and_file(db: &TestDb) -> String {
+    db.execute("CREATE TABLE t (id int, name text)");
+    let file = db.file("d.csv", b"1,a\n2,b\n3,c\n");
+    file.to_str().unwrap().to_string()
+}
+
+/// No --db: PGHOST, PGPORT, PGUSER, PGDATABASE and a PGPASSFILE in .pgpass
+/// format are honoured, over TCP with password authentication.
+#[test]
+fn pg_variables_and_pgpass_are_honoured() {
+    let db = TestDb::new();
+    let file = table_and_file(&db);
+    let passfile = db.file(
+        "pgpass",
+        format!("127.0.0.1:{}:*:sluice:{PASSWORD}\n", server().port).as_bytes(),
+    );
+    std::fs::set_permissions(&passfile, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let with_env = |passfile: &str| {
+        let mut cmd = sluice_command();
+        cmd.args(["load", &file, "--table", "t"])
+            .env("PGHOST", "127.0.0.1")
+            .env("PGPORT", server().port.to_string())
+            .env("PGUSER", "sluice")
+            .env("PGDATABASE", &db.name)
+            .env("PGPASSFILE", passfile);
+        run_command(cmd)
+    };
+    let run = with_env(passfile.to_str().unwrap());
+    run.assert_ok();
+    assert_eq!(db.count("t"), 3);
+    assert!(run.stdout.contains("into public.t"), "{}", run.stdout);
+    // The same without a usable password file fails to authenticate.
+    let run = with_env("/nonexistent/pgpass");
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    assert!(run.stderr.contains("password"), "{}", run.stderr);
+    assert_eq!(db.count("t"), 3);
+}
+
+#[test]
+fn wrong_password_is_one_clear_line_without_the_password() {
+    let db = TestDb::new();
+    let file = table_and_file(&db);
+    let url = db.url_with_password("WrongSecret123");
+    let mut cmd = sluice_command();
+    cmd.args(["load", &file, "--table", "t", "--db", &url]);
+    let run = run_command(cmd);
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with("sluice: connecting to postgresql://sluice@127.0.0.1:"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("password authentication failed"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.stderr);
+    assert!(!run.output().contains("WrongSecret123"), "{}", run.output());
+    // PGPASSWORD is masked too.
+    let mut cmd = sluice_command();
+    cmd.args([
+        "load",
+        &file,
+        "--table",
+        "t",
+        "--db",
+        &format!("host=127.0.0.1 port={} dbname={}", server().port, db.name),
+    ])
+    .env("PGUSER", "sluice")
+    .env("PGPASSWORD", "AlsoWrong456");
+    let run = run_command(cmd);
+    assert_eq!(run.code, 4);
+    assert!(!run.output().contains("AlsoWrong456"), "{}", run.output());
+}
+
+#[test]
+fn missing_table_and_column_name_what_is_missing() {
+    let db = TestDb::new();
+    let file = table_and_file(&db);
+    let url = db.url_with_password(PASSWORD);
+    let run = db.load(&[&file, "--table", "nope"]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .contains("table \"nope\" does not exist (searched schemas: public)"),
+        "{}",
+        run.stderr
+    );
+    let run = db.load(&[&file, "--table", "t", "--columns", "id,missing"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains(
+        "column \"missing\" does not exist in table public.t; its columns are: id, name"
+    ));
+    // Errors after a successful password login do not show the password.
+    let mut cmd = sluice_command();
+    cmd.args(["load", &file, "--table", "nope", "--db", &url]);
+    let run = run_command(cmd);
+    assert_eq!(run.code, 2);
+    assert!(!run.output().contains(PASSWORD), "{}", run.output());
+}
+
+#[test]
+fn missing_file_and_refused_connection() {
+    let db = TestDb::new();
+    table_and_file(&db);
+    let run = db.load(&["/nonexistent/data.csv", "--table", "t"]);
+    assert_eq!(run.code, 2);
+    assert_eq!(
+        run.stderr.trim(),
+        "sluice: /nonexistent/data.csv: No such file or directory"
+    );
+    let file = db.file("x.csv", b"1,a\n");
+    let mut cmd = sluice_command();
+    cmd.args([
+        "load",
+        file.to_str().unwrap(),
+        "--table",
+        "t",
+        "--db",
+        "postgresql://u:pw9876@127.0.0.1:1/db",
+    ]);
+    let run = run_command(cmd);
+    assert_eq!(run.code, 4);
+    assert!(
+        run.stderr
+            .contains("connecting to postgresql://u@127.0.0.1:1/db"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.output().contains("pw9876"));
+}
+
+/// A record the server refuses is named by file, line, record and byte,
+/// mapped from the server's `COPY t, line N` through quoted newlines in a
+/// chunk that does not start at the top of the file.
+#[test]
+fn copy_error_names_file_line_record_and_byte() {
+    for eol in ["\n", "\r\n"] {
+        let db = TestDb::new();
+        db.execute("CREATE TABLE t (id int, note text)");
+        let mut data = format!("id,note{eol}");
+        for i in 0..400 {
+            data.push_str(&format!("{i},\"two{eol}lines\"{eol}"));
+        }
+        let byte = data.len();
+        data.push_str(&format!("x1,bad{eol}"));
+        for i in 0..50 {
+            data.push_str(&format!("{i},ok{eol}"));
+        }
+        let file = db.file("bad.csv", data.as_bytes());
+        let path = file.to_str().unwrap();
+        let run = db.load(&[
+            path,
+            "--table",
+            "t",
+            "--header",
+            "--chunk-size",
+            "1KiB",
+            "--workers",
+            "1",
+        ]);
+        assert_eq!(run.code, 5, "{}", run.stderr);
+        let line = 1 + 400 * 2 + 1;
+        let expected = format!(
+            "sluice: {path}: line {line} (record 401, byte {byte}): column \"id\": \
+             invalid input syntax for type integer: \"x1\" [22P02]"
+        );
+        assert_eq!(run.stderr.trim(), expected, "line ends {eol:?}");
+    }
+}

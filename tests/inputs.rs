@@ -1,0 +1,156 @@
+//! Inputs: several files, globs, headers, stdin, gzip, zstd; and identical
+//! tables whatever the worker count and chunk size.
+
+use std::io::Write;
+
+use crate::util::{sluice_with_stdin, TestDb};
+
+fn rows(from: usize, to: usize) -> String {
+    (from..to)
+        .map(|i| format!("{i},\"name {i}\nsecond line\",{}\n", i % 10))
+        .collect()
+}
+
+/// A header is skipped once per file, not once per chunk (a peer lost one row
+/// per batch that way); files are found by a glob that sluice expands.
+#[test]
+fn header_skipped_once_per_file_across_a_glob() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id text, name text, k text)");
+    for part in 0..3 {
+        let body = format!("id,name,k\n{}", rows(part * 500, part * 500 + 500));
+        db.file(&format!("parts/part-{part}.csv"), body.as_bytes());
+    }
+    db.file("parts/other.txt", b"not matched\n");
+    let glob = db.dir.path().join("parts/part-*.csv");
+    db.load(&[
+        glob.to_str().unwrap(),
+        "--table",
+        "t",
+        "--header",
+        "--chunk-size",
+        "1KiB",
+        "--workers",
+        "3",
+    ])
+    .assert_ok();
+    assert_eq!(db.count("t"), 1500);
+    assert_eq!(
+        db.scalar("SELECT count(*) FROM t WHERE id = 'id'"),
+        "0",
+        "no header row was loaded"
+    );
+    assert_eq!(db.scalar("SELECT count(DISTINCT id) FROM t"), "1500");
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(data).unwrap();
+    enc.finish().unwrap()
+}
+
+/// The same records through stdin, gzip, zstd and a plain file give the same
+/// table; compression is recognised by magic bytes, whatever the name says.
+#[test]
+fn stdin_gzip_and_zstd_load_the_same_table() {
+    let db = TestDb::new();
+    let data = format!("id,name,k\n{}", rows(0, 4000));
+    db.execute("CREATE TABLE plain (id int, name text, k int)");
+    for t in ["from_stdin", "from_gz", "from_zst", "from_stdin_gz"] {
+        db.execute(&format!("CREATE TABLE {t} (LIKE plain)"));
+    }
+    let plain = db.file("data.csv", data.as_bytes());
+    let gz = db.file("data.csv.gz", &gzip(data.as_bytes()));
+    let zst = db.file(
+        "data.csv.zst",
+        &zstd::encode_all(data.as_bytes(), 3).unwrap(),
+    );
+    let common = ["--header", "--chunk-size", "1KiB", "--workers", "2"];
+    let load = |file: &str, table: &str| {
+        let mut args = vec![file, "--table", table];
+        args.extend_from_slice(&common);
+        db.load(&args).assert_ok();
+    };
+    load(plain.to_str().unwrap(), "plain");
+    load(gz.to_str().unwrap(), "from_gz");
+    load(zst.to_str().unwrap(), "from_zst");
+    let conninfo = db.conninfo();
+    let stdin_args = |table: &'static str| {
+        let mut args = vec![
+            "load",
+            "-",
+            "--db",
+            conninfo.as_str(),
+            "--format",
+            "csv",
+            "--table",
+            table,
+        ];
+        args.extend_from_slice(&common);
+        args
+    };
+    sluice_with_stdin(&stdin_args("from_stdin"), data.as_bytes()).assert_ok();
+    sluice_with_stdin(&stdin_args("from_stdin_gz"), &gzip(data.as_bytes())).assert_ok();
+    assert_eq!(db.count("plain"), 4000);
+    for t in ["from_stdin", "from_gz", "from_zst", "from_stdin_gz"] {
+        db.assert_same_rows("plain", t);
+    }
+}
+
+/// Workers 1, 2, 8 and chunk sizes 1 KiB to 64 MiB all give the table
+/// `psql \copy` gives.
+#[test]
+fn identical_table_for_any_workers_and_chunk_size() {
+    let db = TestDb::new();
+    db.execute(&sluice::gen::Dataset::StoreSales.ddl("want"));
+    let mut data = Vec::new();
+    sluice::gen::generate(sluice::gen::Dataset::StoreSales, 30_000, 9, &mut data).unwrap();
+    assert!(
+        data.windows(2).any(|w| w == b"\n\"" || w == b"t\n"),
+        "data has quoted newlines"
+    );
+    let file = db.file("sales.csv", &data);
+    db.psql_copy("want", &file, "with (format csv)");
+    for workers in ["1", "2", "8"] {
+        for chunk in ["1KiB", "64KiB", "1MiB", "64MiB"] {
+            let table = format!("got_{workers}_{}", chunk.to_lowercase());
+            db.execute(&format!("CREATE TABLE {table} (LIKE want)"));
+            db.load(&[
+                file.to_str().unwrap(),
+                "--table",
+                &table,
+                "--workers",
+                workers,
+                "--chunk-size",
+                chunk,
+            ])
+            .assert_ok();
+            db.assert_same_rows(&table, "want");
+        }
+    }
+}
+
+/// A UTF-8 byte-order mark at the start of a file is not data.
+#[test]
+fn utf8_bom_is_stripped() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (doc jsonb NOT NULL)");
+    let file = db.file("bom.jsonl", b"\xEF\xBB\xBF{\"a\":1}\n{\"a\":2}\n");
+    db.load(&[file.to_str().unwrap(), "--table", "t"])
+        .assert_ok();
+    assert_eq!(db.scalar("SELECT sum((doc->>'a')::int) FROM t"), "3");
+}
+
+/// --truncate empties the table first; without it rows are appended.
+#[test]
+fn truncate_empties_the_table_first() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text, k int)");
+    let file = db.file("d.csv", rows(0, 100).as_bytes());
+    let path = file.to_str().unwrap();
+    db.load(&[path, "--table", "t"]).assert_ok();
+    db.load(&[path, "--table", "t"]).assert_ok();
+    assert_eq!(db.count("t"), 200);
+    db.load(&[path, "--table", "t", "--truncate"]).assert_ok();
+    assert_eq!(db.count("t"), 100);
+}

@@ -1,0 +1,13 @@
+//! Integration tests: the `sluice` binary against a real PostgreSQL server
+//! that the harness starts (see `util`).
+
+mod util;
+
+// Every format loads exactly what `psql \copy` loads from the same file.
+mod formats;
+// Many files, globs, headers, stdin, gzip, zstd, workers and chunk sizes.
+mod inputs;
+// Connection conventions, credentials and the errors a user can meet.
+mod connection;
+// Progress, reports, gen and demo.
+mod commands;

@@ -1,0 +1,232 @@
+//! The test harness: a PostgreSQL server started once per test process with
+//! the same library code as `sluice demo`, a fresh database per test, the
+//! `sluice` binary, and `psql \copy` as the reference loader.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use sluice::local_pg::{LocalOptions, LocalPostgres, SUPERUSER};
+use sluice::sink::postgres::{PgSession, PgTarget};
+
+/// The superuser's password for TCP connections (the socket is trusted).
+pub const PASSWORD: &str = "correct-horse-battery";
+
+static SERVER: OnceLock<LocalPostgres> = OnceLock::new();
+
+extern "C" fn stop_server() {
+    if let Some(server) = SERVER.get() {
+        server.stop();
+    }
+}
+
+pub fn server() -> &'static LocalPostgres {
+    SERVER.get_or_init(|| {
+        let settings = [
+            ("fsync", "off"),
+            ("max_connections", "200"),
+            ("shared_buffers", "256MB"),
+        ];
+        let opts = LocalOptions {
+            tcp: true,
+            password: Some(PASSWORD.into()),
+            settings: settings
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        };
+        let server = LocalPostgres::start(&opts).expect("start the test PostgreSQL server");
+        // SAFETY: registering a plain extern "C" function; it runs at exit.
+        unsafe { libc::atexit(stop_server) };
+        server
+    })
+}
+
+/// A database of its own for one test.
+pub struct TestDb {
+    pub name: String,
+    pub dir: tempfile::TempDir,
+}
+
+static NEXT_DB: AtomicUsize = AtomicUsize::new(0);
+
+impl TestDb {
+    pub fn new() -> TestDb {
+        let server = server();
+        let name = format!(
+            "t{}_{}",
+            std::process::id(),
+            NEXT_DB.fetch_add(1, Ordering::SeqCst)
+        );
+        let admin = PgTarget::new(Some(&server.conninfo("postgres")))
+            .connect()
+            .unwrap();
+        admin.execute(&format!("CREATE DATABASE {name}")).unwrap();
+        TestDb {
+            name,
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// Unix-socket connection string (trusted).
+    pub fn conninfo(&self) -> String {
+        server().conninfo(&self.name)
+    }
+
+    /// TCP URL with the password in it.
+    pub fn url_with_password(&self, password: &str) -> String {
+        format!(
+            "postgresql://{SUPERUSER}:{password}@127.0.0.1:{}/{}",
+            server().port,
+            self.name
+        )
+    }
+
+    pub fn session(&self) -> PgSession {
+        PgTarget::new(Some(&self.conninfo())).connect().unwrap()
+    }
+
+    pub fn execute(&self, sql: &str) {
+        self.session()
+            .execute(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    /// The first column of the first row, as text.
+    pub fn scalar(&self, sql: &str) -> String {
+        let rows = self
+            .session()
+            .query(sql, &[])
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        rows[0][0].clone().unwrap_or_default()
+    }
+
+    pub fn count(&self, table: &str) -> u64 {
+        self.scalar(&format!("SELECT count(*) FROM {table}"))
+            .parse()
+            .unwrap()
+    }
+
+    /// A file in this test's folder.
+    pub fn file(&self, name: &str, content: &[u8]) -> PathBuf {
+        let path = self.dir.path().join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(&path, content).unwrap();
+        path
+    }
+
+    /// Loads `file` into `table` with `psql \copy` (the reference).
+    pub fn psql_copy(&self, table: &str, file: &Path, options: &str) {
+        let command = format!("\\copy {table} from '{}' {options}", file.display());
+        let out = Command::new("psql")
+            .args([
+                "-X",
+                "-q",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-d",
+                &self.conninfo(),
+                "-c",
+                &command,
+            ])
+            .output()
+            .expect("run psql");
+        assert!(
+            out.status.success(),
+            "psql \\copy failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Asserts that two tables hold the same multiset of rows.
+    pub fn assert_same_rows(&self, a: &str, b: &str) {
+        assert_eq!(self.count(a), self.count(b), "row counts of {a} and {b}");
+        let diff = self.scalar(&format!(
+            "SELECT count(*) FROM ((TABLE {a} EXCEPT ALL TABLE {b}) UNION ALL (TABLE {b} EXCEPT ALL TABLE {a})) d"
+        ));
+        assert_eq!(diff, "0", "{a} and {b} differ");
+    }
+
+    /// `sluice load` against this database with extra arguments.
+    pub fn load(&self, args: &[&str]) -> Run {
+        let db = self.conninfo();
+        let mut full = vec!["load", "--db", db.as_str()];
+        full.extend_from_slice(args);
+        sluice(&full)
+    }
+}
+
+/// The outcome of one `sluice` run.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    fn from(out: Output) -> Run {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    #[track_caller]
+    pub fn assert_ok(&self) -> &Run {
+        assert_eq!(
+            self.code, 0,
+            "sluice failed:\n{}\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// Everything the run printed.
+    pub fn output(&self) -> String {
+        format!("{}{}", self.stdout, self.stderr)
+    }
+}
+
+/// A `sluice` command with no PG* variables leaking in from the machine.
+pub fn sluice_command() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    for (key, _) in std::env::vars() {
+        if key.starts_with("PG") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.env("PGCONNECT_TIMEOUT", "10").stdin(Stdio::null());
+    cmd
+}
+
+pub fn sluice(args: &[&str]) -> Run {
+    Run::from(sluice_command().args(args).output().expect("run sluice"))
+}
+
+pub fn run_command(mut cmd: Command) -> Run {
+    Run::from(cmd.output().expect("run sluice"))
+}
+
+/// Runs sluice with `input` on stdin.
+pub fn sluice_with_stdin(args: &[&str], input: &[u8]) -> Run {
+    use std::io::Write;
+    let mut child = sluice_command()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let data = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&data);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    Run::from(out)
+}
