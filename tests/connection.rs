@@ -139,6 +139,27 @@ fn missing_file_and_refused_connection() {
     assert!(!run.output().contains("pw9876"));
 }
 
+/// A refusal that is not about a record (here: no INSERT privilege) is the
+/// database's trouble (exit 4), not blamed on the first record.
+#[test]
+fn copy_refused_for_privileges_is_a_database_error() {
+    let db = TestDb::new();
+    let file = table_and_file(&db);
+    db.execute(&format!(
+        "CREATE ROLE reader_{0} LOGIN; GRANT SELECT ON t TO reader_{0}",
+        db.name
+    ));
+    let conninfo = format!("{} user=reader_{}", db.conninfo(), db.name);
+    let mut cmd = sluice_command();
+    cmd.args(["load", &file, "--table", "t", "--db", &conninfo]);
+    let run = run_command(cmd);
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    assert_eq!(
+        run.stderr.trim(),
+        "sluice: COPY refused: permission denied for table t [42501]"
+    );
+}
+
 /// A record the server refuses is named by file, line, record and byte,
 /// mapped from the server's `COPY t, line N` through quoted newlines in a
 /// chunk that does not start at the top of the file.
@@ -174,6 +195,11 @@ fn copy_error_names_file_line_record_and_byte() {
             "sluice: {path}: line {line} (record 401, byte {byte}): column \"id\": \
              invalid input syntax for type integer: \"x1\" [22P02]"
         );
-        assert_eq!(run.stderr.trim(), expected, "line ends {eol:?}");
+        let lines: Vec<&str> = run.stderr.lines().collect();
+        assert_eq!(lines[0], expected, "line ends {eol:?}");
+        let committed = db.count("t");
+        assert!(committed < 451, "the bad record's chunk was not loaded");
+        let note = format!("sluice: {committed} rows in ");
+        assert!(lines[1].starts_with(&note), "{}", run.stderr);
     }
 }

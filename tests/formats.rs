@@ -33,18 +33,11 @@ fn csv_with_quoted_newlines_and_crlf_matches_psql_copy() {
     let db = TestDb::new();
     db.execute("CREATE TABLE got (id int, body text, n text); CREATE TABLE want (LIKE got)");
     let file = db.file("tricky.csv", &tricky_csv(3000));
-    db.load(&[
-        file.to_str().unwrap(),
-        "--table",
-        "got",
-        "--chunk-size",
-        "1KiB",
-        "--workers",
-        "3",
-    ])
-    .assert_ok();
-    db.psql_copy("want", &file, "with (format csv)");
-    db.assert_same_rows("got", "want");
+    db.assert_loads_like_psql(
+        &file,
+        &["--chunk-size", "1KiB", "--workers", "3"],
+        "with (format csv)",
+    );
     assert_eq!(db.count("got"), 3000);
     assert_ne!(
         db.scalar("SELECT count(*) FROM got WHERE body IS NULL"),
@@ -78,25 +71,17 @@ fn csv_with_custom_quote_escape_delimiter_and_null_matches_psql_copy() {
     }
     let file = db.file("custom.csv", &data);
     let args = [
+        "--chunk-size",
+        "1KiB",
         "--delimiter",
         ";",
         "--quote",
         "'",
         "--escape",
         "\\",
-        "--null",
-        "NIL",
     ];
-    let path = file.to_str().unwrap();
-    let mut full = vec![path, "--table", "got", "--chunk-size", "1KiB"];
-    full.extend_from_slice(&args);
-    db.load(&full).assert_ok();
-    db.psql_copy(
-        "want",
-        &file,
-        "with (format csv, delimiter ';', quote '''', escape '\\', null 'NIL')",
-    );
-    db.assert_same_rows("got", "want");
+    let psql = "with (format csv, delimiter ';', quote '''', escape '\\', null 'NIL')";
+    db.assert_loads_like_psql(&file, &[&args[..], &["--null", "NIL"]].concat(), psql);
     assert_eq!(db.count("got"), 2000);
 }
 
@@ -123,18 +108,7 @@ fn tsv_backslash_escapes_match_psql_copy() {
         data.extend_from_slice(format!("{i}\t{body}\t{n}\n").as_bytes());
     }
     let file = db.file("escapes.tsv", &data);
-    db.load(&[
-        file.to_str().unwrap(),
-        "--table",
-        "got",
-        "--chunk-size",
-        "1KiB",
-        "--workers",
-        "4",
-    ])
-    .assert_ok();
-    db.psql_copy("want", &file, "");
-    db.assert_same_rows("got", "want");
+    db.assert_loads_like_psql(&file, &["--chunk-size", "1KiB", "--workers", "4"], "");
     assert_eq!(db.count("got"), 3000);
     assert_eq!(
         db.scalar("SELECT count(*) FROM got WHERE body LIKE '%' || chr(10) || '%'"),

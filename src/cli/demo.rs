@@ -100,7 +100,7 @@ pub fn run(args: DemoArgs, _redactor: &mut Redactor) -> Result<i32, Error> {
     let view = ProgressView::start(progress.clone(), 1.0);
     let outcome = load::run(&request, &progress);
     view.finish();
-    let report = outcome?;
+    let report = outcome.map_err(|failed| failed.error)?;
     println!("{}", report.summary_line());
     eprintln!("sluice demo: stopping the server and removing its files");
     server.stop();

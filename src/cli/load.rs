@@ -6,9 +6,10 @@ use std::sync::Arc;
 use clap::{Args, ValueEnum};
 use sluice::error::exit;
 use sluice::format::{parse_char_option, FormatKind, FormatOptions};
-use sluice::load::{self, LoadRequest};
+use sluice::load::{self, Failed, LoadRequest};
 use sluice::progress::Progress;
 use sluice::redact::Redactor;
+use sluice::report::{thousands, LoadReport};
 use sluice::sink::postgres::PgTarget;
 use sluice::Error;
 
@@ -157,13 +158,29 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
     if let Some(view) = view {
         view.finish();
     }
-    let report = outcome?;
-    if let Some(path) = &args.report {
-        report.write_json(path).map_err(|e| Error::Input {
-            file: path.display().to_string(),
-            message: format!("cannot write the report: {e}"),
-        })?;
-    }
+    let report = match outcome {
+        Ok(report) => report,
+        Err(Failed {
+            error,
+            partial: None,
+        }) => return Err(error),
+        Err(Failed {
+            error,
+            partial: Some(partial),
+        }) => {
+            // The error first, then what stays loaded.
+            eprintln!("sluice: {}", redactor.apply(&error.to_string()));
+            write_report(&args, &partial)?;
+            let s = &partial.summary;
+            eprintln!(
+                "sluice: {} rows in {} chunks were committed before the error and stay loaded",
+                thousands(s.rows_loaded),
+                s.chunks
+            );
+            return Ok(error.exit_code());
+        }
+    };
+    write_report(&args, &report)?;
     if !args.quiet {
         for warning in &report.warnings {
             eprintln!("sluice: warning: {}", redactor.apply(warning));
@@ -171,4 +188,14 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
         println!("{}", report.summary_line());
     }
     Ok(exit::OK)
+}
+
+fn write_report(args: &LoadArgs, report: &LoadReport) -> Result<(), Error> {
+    let Some(path) = &args.report else {
+        return Ok(());
+    };
+    report.write_json(path).map_err(|e| Error::Input {
+        file: path.display().to_string(),
+        message: format!("cannot write the report: {e}"),
+    })
 }

@@ -80,8 +80,25 @@ enum Event {
     Failed(Error),
 }
 
+/// A load that stopped on an error, with the report of what committed
+/// before it when the copy had started (those rows stay loaded).
+#[derive(Debug)]
+pub struct Failed {
+    pub error: Error,
+    pub partial: Option<Box<LoadReport>>,
+}
+
+impl From<Error> for Failed {
+    fn from(error: Error) -> Self {
+        Failed {
+            error,
+            partial: None,
+        }
+    }
+}
+
 /// Runs a load to the end, or to its first fatal error.
-pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Error> {
+pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed> {
     let started_unix_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
@@ -122,7 +139,10 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Error> 
         failure.is_none(),
     );
     match failure {
-        Some(err) => Err(err),
+        Some(error) => Err(Failed {
+            error,
+            partial: Some(Box::new(report)),
+        }),
         None => Ok(report),
     }
 }

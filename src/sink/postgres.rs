@@ -234,7 +234,7 @@ impl PgSession {
         while let Some(result) = self.conn.result() {
             let this = match result.status() {
                 Status::CommandOk => CopyOutcome::Loaded(result.cmd_tuples().unwrap_or(0) as u64),
-                Status::FatalError => CopyOutcome::Refused(refusal(&result, &self.relname)),
+                Status::FatalError => self.classify_refusal(refusal(&result, &self.relname))?,
                 other => {
                     return Err(Error::Database(format!(
                         "unexpected reply to COPY: {other:?}"
@@ -244,6 +244,24 @@ impl PgSession {
             outcome.get_or_insert(this);
         }
         outcome.ok_or_else(|| Error::Database(self.connection_trouble()))
+    }
+
+    /// A refusal is about a record when the server names its line, or when
+    /// its SQLSTATE is a data exception (22) or integrity violation (23).
+    /// Anything else (a lost connection, a shutdown, missing privileges) is
+    /// the database's trouble, not the record's.
+    fn classify_refusal(&self, r: CopyRefusal) -> Result<CopyOutcome, Error> {
+        if self.conn.status() == libpq::connection::Status::Bad {
+            return Err(Error::Database(self.connection_trouble()));
+        }
+        let data_class = r
+            .sqlstate
+            .as_deref()
+            .is_some_and(|s| s.starts_with("22") || s.starts_with("23"));
+        if r.server_line.is_some() || data_class {
+            return Ok(CopyOutcome::Refused(r));
+        }
+        Err(Error::Server(describe_refusal(&r)))
     }
 
     fn connection_trouble(&self) -> String {
@@ -260,7 +278,12 @@ impl Session for PgSession {
         let start = self.conn.exec(&self.copy_sql);
         match start.status() {
             Status::CopyIn => {}
-            Status::FatalError => return Ok(CopyOutcome::Refused(refusal(&start, &self.relname))),
+            Status::FatalError if self.conn.status() != libpq::connection::Status::Bad => {
+                return Err(Error::Server(describe_refusal(&refusal(
+                    &start,
+                    &self.relname,
+                ))))
+            }
             _ => return Err(Error::Database(self.connection_trouble())),
         }
         // `put_copy_data` fails once the server has reported an error (libpq
@@ -301,12 +324,13 @@ fn refusal(result: &libpq::PQResult, relname: &str) -> CopyRefusal {
     }
 }
 
-/// Reads `COPY t, line N[, column c: "..."]` (the first context line). The
-/// context is the server's fixed format, not a message meant for people; it
-/// is anchored on the relation name so no name or value can fool it.
+/// Reads `COPY t, line N[, column c: "..."]` from the context. The context
+/// is the server's fixed format, not a message meant for people; its COPY
+/// line is found by the relation name (errors raised in triggers put their
+/// own lines first), so no name or value can fool it.
 pub fn parse_copy_context(context: &str, relname: &str) -> (Option<u64>, Option<String>) {
-    let first = context.lines().next().unwrap_or("");
-    let Some(rest) = first.strip_prefix(&format!("COPY {relname}, line ")) else {
+    let prefix = format!("COPY {relname}, line ");
+    let Some(rest) = context.lines().find_map(|l| l.strip_prefix(&prefix)) else {
         return (None, None);
     };
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
@@ -319,6 +343,21 @@ pub fn parse_copy_context(context: &str, relname: &str) -> (Option<u64>, Option<
                 .or(Some(c.to_string()))
         });
     (line, column)
+}
+
+/// `COPY refused: permission denied for table t [42501]`.
+fn describe_refusal(r: &CopyRefusal) -> String {
+    let mut text = format!("COPY refused: {}", r.message);
+    if let Some(detail) = &r.detail {
+        text.push_str(&format!(" ({detail})"));
+    }
+    if let Some(hint) = &r.hint {
+        text.push_str(&format!("; {hint}"));
+    }
+    if let Some(code) = &r.sqlstate {
+        text.push_str(&format!(" [{code}]"));
+    }
+    text
 }
 
 fn server_message(result: &libpq::PQResult) -> String {

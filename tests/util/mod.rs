@@ -150,6 +150,18 @@ impl TestDb {
         assert_eq!(diff, "0", "{a} and {b} differ");
     }
 
+    /// Loads `file` into table `got` with sluice (extra `args`) and into
+    /// `want` with `psql \copy` (`psql_options`), then asserts both tables
+    /// hold the same rows.
+    pub fn assert_loads_like_psql(&self, file: &Path, args: &[&str], psql_options: &str) {
+        let path = file.to_str().unwrap();
+        let mut full = vec![path, "--table", "got"];
+        full.extend_from_slice(args);
+        self.load(&full).assert_ok();
+        self.psql_copy("want", file, psql_options);
+        self.assert_same_rows("got", "want");
+    }
+
     /// `sluice load` against this database with extra arguments.
     pub fn load(&self, args: &[&str]) -> Run {
         let db = self.conninfo();

@@ -1,0 +1,328 @@
+#!/usr/bin/env python3
+"""End-to-end benchmark: sluice against psql \\copy and a hand split, in one run.
+
+Starts a throwaway PostgreSQL tuned with shared/bench/postgresql.bulkload.conf
+(the settings the peers' reference figures were measured with), generates the
+datasets, and loads each one with every loader in interleaved rounds. For every
+run it records wall time, the loader's CPU seconds and peak RSS (wait4), and the
+server's CPU seconds (postmaster + reaped backends, from /proc). It checks the
+loaded row count after every run, so a broken path cannot look fast, and
+reports medians and ratios to psql \\copy from the same run.
+
+    python3 bench/bench.py                       # all datasets, 3 rounds
+    python3 bench/bench.py --datasets transactions --rounds 5
+    python3 bench/bench.py --rss                 # also peak RSS, 8 workers, 5 GB input
+
+Not a test: nothing here runs in CI. Results go to bench/results/.
+"""
+import argparse
+import csv
+import os
+import pwd
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SLUICE = ROOT / "target" / "release" / "sluice"
+DATA = ROOT / "bench" / "data"
+RESULTS = ROOT / "bench" / "results"
+CONF = ROOT.parent / "shared" / "bench" / "postgresql.bulkload.conf"
+TICK = os.sysconf("SC_CLK_TCK")
+
+LINEITEM_DDL = """CREATE TABLE lineitem (l_orderkey bigint NOT NULL, l_partkey bigint NOT NULL,
+ l_suppkey bigint NOT NULL, l_linenumber integer NOT NULL, l_quantity numeric(15,2) NOT NULL,
+ l_extendedprice numeric(15,2) NOT NULL, l_discount numeric(15,2) NOT NULL, l_tax numeric(15,2) NOT NULL,
+ l_returnflag char(1) NOT NULL, l_linestatus char(1) NOT NULL, l_shipdate date NOT NULL,
+ l_commitdate date NOT NULL, l_receiptdate date NOT NULL, l_shipinstruct char(25) NOT NULL,
+ l_shipmode char(10) NOT NULL, l_comment varchar(44) NOT NULL)"""
+
+# name: (file, table, rows, psql \copy options, sluice format arguments)
+DATASETS = {
+    "transactions": ("transactions.tsv", "transactions", 10_000_000, "", ["--format", "tsv"]),
+    "lineitem": ("lineitem.psv", "lineitem", 6_001_215, "with (delimiter '|')",
+                 ["--format", "tsv", "--delimiter", "|"]),
+    "cname": ("cname.jsonl", "cname", 5_000_000, "with (format csv, quote e'\\x01', delimiter e'\\x02')",
+              ["--format", "jsonl"]),
+}
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, check=True, **kw)
+
+
+class Server:
+    """A bulk-load-tuned PostgreSQL in a temporary folder, on 127.0.0.1."""
+
+    def __init__(self):
+        self.dir = Path(tempfile.mkdtemp(prefix="sluice-bench-"))
+        self.port = 54000 + os.getpid() % 1000
+        bindir = Path(subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True).stdout.strip())
+        if not (bindir / "initdb").exists():
+            bindir = sorted(Path("/usr/lib/postgresql").glob("*/bin"))[-1]
+        self.bindir = bindir
+        self.user = None
+        if os.geteuid() == 0:
+            self.user = pwd.getpwnam("nobody")
+            os.chown(self.dir, self.user.pw_uid, self.user.pw_gid)
+        self.run_as([str(bindir / "initdb"), "-D", str(self.dir / "data"), "-U", "bench", "-E", "UTF8",
+                     "--no-locale", "--auth-local=trust", "--auth-host=trust"], stdout=subprocess.DEVNULL)
+        with open(self.dir / "data" / "postgresql.conf", "a") as conf:
+            conf.write("\n" + CONF.read_text())
+        self.run_as([str(bindir / "pg_ctl"), "-D", str(self.dir / "data"), "-l", str(self.dir / "log"), "-w",
+                     "-o", f"-k {self.dir} -p {self.port} -c listen_addresses=127.0.0.1", "start"],
+                    stdout=subprocess.DEVNULL)
+        self.pid = int((self.dir / "data" / "postmaster.pid").read_text().split()[0])
+        self.env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(self.port), PGUSER="bench",
+                        PGDATABASE="postgres")
+
+    def run_as(self, cmd, **kw):
+        if self.user:
+            uid, gid = self.user.pw_uid, self.user.pw_gid
+            kw["preexec_fn"] = lambda: (os.setgroups([]), os.setgid(gid), os.setuid(uid))
+        sh(cmd, **kw)
+
+    def psql(self, sql):
+        out = sh(["psql", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql], env=self.env,
+                 capture_output=True, text=True)
+        return out.stdout.strip()
+
+    def cpu_seconds(self):
+        """Postmaster (with its reaped children) plus live children, in seconds."""
+        total = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            pid, ppid = int(stat.parent.name), int(fields[1])
+            if pid == self.pid:
+                total += sum(int(f) for f in fields[11:15])
+            elif ppid == self.pid:
+                total += int(fields[11]) + int(fields[12])
+        return total / TICK
+
+    def stop(self):
+        self.run_as([str(self.bindir / "pg_ctl"), "-D", str(self.dir / "data"), "-m", "fast", "stop"],
+                    stdout=subprocess.DEVNULL)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def peak_rss_kb(pids, stop):
+    """Samples VmHWM (peak RSS of the process's own memory map) until stop.
+    ru_maxrss cannot be used: Linux carries the forking Python's peak into
+    every child across exec."""
+    peak = [0]
+
+    def sample():
+        while not stop.is_set():
+            for pid in pids:
+                try:
+                    for line in open(f"/proc/{pid}/status"):
+                        if line.startswith("VmHWM:"):
+                            peak[0] = max(peak[0], int(line.split()[1]))
+                except OSError:
+                    pass
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=sample)
+    thread.start()
+    return thread, peak
+
+
+def run_measured(cmds, env):
+    """Runs commands concurrently; returns wall seconds, client CPU, peak RSS MB."""
+    start = time.perf_counter()
+    procs = [subprocess.Popen(list(map(str, c)), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+             for c in cmds]
+    stop = threading.Event()
+    sampler, peak = peak_rss_kb([p.pid for p in procs], stop)
+    cpu = 0.0
+    for p in procs:
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        err = p.stderr.read().decode() if p.returncode else ""
+        if p.returncode != 0:
+            sys.exit(f"loader failed: {' '.join(map(str, p.args))}\n{err}")
+        cpu += usage.ru_utime + usage.ru_stime
+    wall = time.perf_counter() - start
+    stop.set()
+    sampler.join()
+    return wall, cpu, peak[0] / 1024
+
+
+def prepare_data(names, scale_rows):
+    DATA.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        file, table, rows, _, _ = DATASETS[name]
+        path = DATA / file
+        if path.exists():
+            continue
+        print(f"generating {path.name}", flush=True)
+        if name == "lineitem":
+            sh(["tpchgen-cli", "-s", "1", "--tables", "lineitem", "--output-dir", str(DATA)])
+            # dbgen's trailing '|' would be an extra empty column for COPY.
+            sh(f"sed 's/|$//' {DATA / 'lineitem.tbl'} > {path} && rm {DATA / 'lineitem.tbl'}", shell=True)
+        else:
+            sh([str(SLUICE), "gen", name, "--rows", str(rows), "-o", str(path)])
+
+
+def ddl(name):
+    if name == "lineitem":
+        return LINEITEM_DDL
+    out = sh([str(SLUICE), "gen", name, "--ddl"], capture_output=True, text=True)
+    return out.stdout
+
+
+def loaders(name, server, parts_dir):
+    file, table, rows, opts, fmt = DATASETS[name]
+    path = DATA / file
+    copy = lambda f: ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", f"\\copy {table} from '{f}' {opts}"]
+    halves = sorted(parts_dir.glob(f"{name}-part-*"))
+    out = {"psql \\copy": [copy(path)], "split 2 x psql": [copy(h) for h in halves]}
+    for w in (1, 2, 3, 4):
+        out[f"sluice w{w}"] = [[str(SLUICE), "load", str(path), "--table", table, "--quiet",
+                                "--workers", str(w), *fmt]]
+    return out
+
+
+def bench(names, rounds):
+    server = Server()
+    parts_dir = Path(tempfile.mkdtemp(prefix="sluice-bench-parts-"))
+    raw = []
+    try:
+        for name in names:
+            file, table, rows, _, _ = DATASETS[name]
+            sh(["split", "-n", "l/2", "-d", str(DATA / file), str(parts_dir / f"{name}-part-")])
+            server.psql(ddl(name))
+            size = (DATA / file).stat().st_size
+            for r in range(rounds):
+                for label, cmds in loaders(name, server, parts_dir).items():
+                    server.psql(f"TRUNCATE {table}; CHECKPOINT")
+                    time.sleep(0.3)
+                    before = server.cpu_seconds()
+                    wall, cpu, rss = run_measured(cmds, server.env)
+                    time.sleep(0.5)
+                    server_cpu = server.cpu_seconds() - before
+                    count = int(server.psql(f"SELECT count(*) FROM {table}"))
+                    assert count == rows, f"{label} loaded {count} rows of {name}, expected {rows}"
+                    raw.append(dict(dataset=name, loader=label, round=r, wall_s=wall, rows=rows, bytes=size,
+                                    client_cpu_s=cpu, server_cpu_s=server_cpu, peak_rss_mb=rss))
+                    print(f"{name:13} {label:15} round {r}: {wall:6.2f} s  client {cpu:5.2f} s  "
+                          f"server {server_cpu:6.2f} s  rss {rss:6.1f} MB", flush=True)
+            server.psql(f"DROP TABLE {table}")
+    finally:
+        server.stop()
+        shutil.rmtree(parts_dir, ignore_errors=True)
+    return raw
+
+
+def summarize(raw):
+    lines = ["| dataset | loader | wall s (median) | rows/s | MB/s | x psql \\copy | server CPU s | client CPU s | client CPU / server CPU |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name in dict.fromkeys(r["dataset"] for r in raw):
+        runs = [r for r in raw if r["dataset"] == name]
+        med = lambda label, key: statistics.median(r[key] for r in runs if r["loader"] == label)
+        base = med("psql \\copy", "wall_s")
+        for label in dict.fromkeys(r["loader"] for r in runs):
+            wall = med(label, "wall_s")
+            rows, size = runs[0]["rows"], runs[0]["bytes"]
+            s_cpu, c_cpu = med(label, "server_cpu_s"), med(label, "client_cpu_s")
+            lines.append(f"| {name} | {label} | {wall:.2f} | {rows / wall / 1e6:.2f} M | {size / wall / 1e6:.0f} | "
+                         f"{base / wall:.2f}x | {s_cpu:.1f} | {c_cpu:.2f} | {100 * c_cpu / s_cpu:.1f} % |")
+    return "\n".join(lines)
+
+
+def rss_check():
+    """Peak RSS of sluice with 8 workers on a ~5 GB input: a plain file (read
+    by range) and the same data zstd-compressed (chunks held in memory)."""
+    path = DATA / "transactions-5g.tsv"
+    if not path.exists():
+        sh([str(SLUICE), "gen", "transactions", "--rows", "120M", "-o", str(path)])
+    zst = DATA / "transactions-5g.tsv.zst"
+    if not zst.exists():
+        sh(["zstd", "-q", "-1", "-T2", str(path), "-o", str(zst)])
+    server = Server()
+    try:
+        server.psql(ddl("transactions"))
+        for input_path in (path, zst):
+            server.psql("TRUNCATE transactions; CHECKPOINT")
+            cmd = [str(SLUICE), "load", str(input_path), "--table", "transactions", "--workers", "8", "--quiet",
+                   "--format", "tsv"]
+            wall, cpu, rss = run_measured([cmd], server.env)
+            count = int(server.psql("SELECT count(*) FROM transactions"))
+            assert count == 120_000_000, count
+            print(f"peak RSS, 8 workers, {input_path.name} ({input_path.stat().st_size / 1e9:.2f} GB on disk): "
+                  f"{rss:.1f} MB; {count} rows in {wall:.1f} s", flush=True)
+    finally:
+        server.stop()
+
+
+def matrix(name, workers, chunks, rounds, extra):
+    """sluice alone over workers x chunk sizes, to choose defaults."""
+    file, table, rows, _, fmt = DATASETS[name]
+    prepare_data([name], None)
+    server = Server()
+    results = {}
+    try:
+        server.psql(ddl(name))
+        for r in range(rounds):
+            for w in workers:
+                for c in chunks:
+                    server.psql(f"TRUNCATE {table}; CHECKPOINT")
+                    time.sleep(0.3)
+                    before = server.cpu_seconds()
+                    cmd = [str(SLUICE), "load", str(DATA / file), "--table", table, "--quiet", "--workers", str(w),
+                           "--chunk-size", c, *fmt, *extra]
+                    wall, cpu, _ = run_measured([cmd], server.env)
+                    time.sleep(0.5)
+                    s_cpu = server.cpu_seconds() - before
+                    assert int(server.psql(f"SELECT count(*) FROM {table}")) == rows
+                    results.setdefault((w, c), []).append((wall, cpu, s_cpu))
+                    print(f"{name} w{w} {c:>6} round {r}: {wall:.2f} s client {cpu:.2f} server {s_cpu:.2f}",
+                          flush=True)
+    finally:
+        server.stop()
+    print(f"\n| {name} | workers | chunk | wall s (median) | server CPU s | client CPU s |\n|---|---|---|---|---|---|")
+    for (w, c), runs in results.items():
+        med = lambda i: statistics.median(x[i] for x in runs)
+        print(f"| | {w} | {c} | {med(0):.2f} | {med(2):.1f} | {med(1):.2f} |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--datasets", default="transactions,lineitem,cname")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rss", action="store_true", help="only the peak-RSS check on a 5 GB input")
+    ap.add_argument("--matrix", metavar="DATASET", help="sluice alone over --workers x --chunks")
+    ap.add_argument("--workers", default="1,2,3,4")
+    ap.add_argument("--chunks", default="4MiB,16MiB,64MiB")
+    ap.add_argument("--extra", default="", help="more sluice load arguments, space-separated")
+    args = ap.parse_args()
+    sh(["cargo", "build", "--release", "--quiet"], cwd=ROOT)
+    if args.rss:
+        return rss_check()
+    if args.matrix:
+        return matrix(args.matrix, [int(w) for w in args.workers.split(",")], args.chunks.split(","),
+                      args.rounds, args.extra.split())
+    names = args.datasets.split(",")
+    prepare_data(names, None)
+    raw = bench(names, args.rounds)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y-%m-%d-%H%M")
+    with open(RESULTS / f"raw-{stamp}.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(raw[0]))
+        w.writeheader()
+        w.writerows(raw)
+    table = summarize(raw)
+    (RESULTS / f"summary-{stamp}.md").write_text(table + "\n")
+    print(table)
+
+
+if __name__ == "__main__":
+    main()
