@@ -154,9 +154,16 @@ fn copy_refused_for_privileges_is_a_database_error() {
     cmd.args(["load", &file, "--table", "t", "--db", &conninfo]);
     let run = run_command(cmd);
     assert_eq!(run.code, 4, "{}", run.stderr);
+    let first = run.stderr.lines().next().unwrap_or_default();
     assert_eq!(
-        run.stderr.trim(),
+        first,
         "sluice: COPY refused: permission denied for table t [42501]"
+    );
+    assert!(
+        run.stderr
+            .contains("sluice: 0 rows in 0 chunks were committed"),
+        "{}",
+        run.stderr
     );
 }
 
