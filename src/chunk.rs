@@ -70,6 +70,9 @@ pub struct Preamble {
 
 const BLOCK: usize = 1 << 20;
 
+/// Room reserved past the target for the record that crosses it.
+const RECORD_SLACK: u64 = 64 << 10;
+
 /// Cuts one input stream into chunks; see the module docs.
 pub struct Chunker<R> {
     reader: R,
@@ -171,7 +174,10 @@ impl<R: Read> Chunker<R> {
             self.skip_preamble()?;
         }
         let loc_start = (self.offset, self.lines + 1, self.records + 1);
-        let mut data = self.cfg.keep_bytes.then(Vec::new);
+        // Sized up front: a doubling Vec would reserve twice the chunk size
+        // for a chunk that ends one record past the target.
+        let reserve = (self.cfg.target + RECORD_SLACK) as usize;
+        let mut data = self.cfg.keep_bytes.then(|| Vec::with_capacity(reserve));
         let (mut len, mut records) = (0u64, 0u64);
         loop {
             if self.block_pos == self.block_len && !self.fill()? {

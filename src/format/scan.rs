@@ -105,6 +105,9 @@ impl RecordScanner {
     /// Returns the step and the offset just past the last record end (0 if
     /// none); likewise `scan_csv`.
     fn scan_text(&mut self, buf: &[u8], stop: bool) -> (Step, usize) {
+        if !stop {
+            return self.count_text(buf);
+        }
         let mut step = Step::default();
         let (mut pos, mut last_end) = (0, 0);
         loop {
@@ -127,16 +130,46 @@ impl RecordScanner {
                 step.newlines += 1;
                 step.records += 1;
                 last_end = pos;
-                if stop {
-                    break;
-                }
+                break;
             }
         }
         step.consumed = pos;
         (step, last_end)
     }
 
+    /// The bulk path: between backslashes every newline ends a record, so
+    /// newlines are counted a stretch at a time instead of one by one.
+    fn count_text(&mut self, buf: &[u8]) -> (Step, usize) {
+        let mut step = Step {
+            consumed: buf.len(),
+            ..Step::default()
+        };
+        let (mut pos, mut last_end) = (0, 0);
+        while pos < buf.len() {
+            if self.pending_backslash {
+                step.newlines += u64::from(buf[pos] == b'\n');
+                self.pending_backslash = false;
+                pos += 1;
+                continue;
+            }
+            let stretch_end = memchr(b'\\', &buf[pos..]).map_or(buf.len(), |i| pos + i);
+            if let Some((n, last)) = newlines_in(&buf[pos..stretch_end]) {
+                step.newlines += n;
+                step.records += n;
+                last_end = pos + last + 1;
+            }
+            if stretch_end < buf.len() {
+                self.pending_backslash = true;
+            }
+            pos = stretch_end + 1;
+        }
+        (step, last_end)
+    }
+
     fn scan_csv(&mut self, buf: &[u8], quote: u8, escape: u8, stop: bool) -> (Step, usize) {
+        if !stop {
+            return self.count_csv(buf, quote, escape);
+        }
         let mut step = Step::default();
         let (mut pos, mut last_end) = (0, 0);
         while let Some(i) = memchr3(quote, escape, b'\n', &buf[pos..]) {
@@ -174,6 +207,66 @@ impl RecordScanner {
         step.consumed = buf.len();
         (step, last_end)
     }
+}
+
+impl RecordScanner {
+    /// The bulk path for CSV: between quote and escape bytes the quote state
+    /// cannot change, so newlines are counted a stretch at a time (records
+    /// outside quotes, embedded lines inside).
+    fn count_csv(&mut self, buf: &[u8], quote: u8, escape: u8) -> (Step, usize) {
+        let mut step = Step {
+            consumed: buf.len(),
+            ..Step::default()
+        };
+        let (mut pos, mut last_end) = (0, 0);
+        while pos < buf.len() {
+            let special = memchr2(quote, escape, &buf[pos..]).map_or(buf.len(), |i| pos + i);
+            let stretch = &buf[pos..special];
+            if !stretch.is_empty() {
+                // Ordinary bytes, newlines included, reset "last was escape".
+                self.last_was_esc = false;
+                if let Some((n, last)) = newlines_in(stretch) {
+                    step.newlines += n;
+                    if !self.in_quote {
+                        step.records += n;
+                        last_end = pos + last + 1;
+                    }
+                }
+            }
+            if special == buf.len() {
+                break;
+            }
+            let c = buf[special];
+            if self.in_quote && c == escape {
+                self.last_was_esc = !self.last_was_esc;
+            }
+            if c == quote && !self.last_was_esc {
+                self.in_quote = !self.in_quote;
+            }
+            if c != escape {
+                self.last_was_esc = false;
+            }
+            pos = special + 1;
+        }
+        (step, last_end)
+    }
+}
+
+/// The number of newlines in `stretch` and the offset of the last one, or
+/// `None` without any. Short stretches (dense `\N` or quotes) are counted by
+/// a plain loop: the SIMD search costs more to start than it saves there.
+fn newlines_in(stretch: &[u8]) -> Option<(u64, usize)> {
+    if stretch.len() < 64 {
+        let mut found = None;
+        for (i, &b) in stretch.iter().enumerate() {
+            if b == b'\n' {
+                found = Some((found.map_or(0, |(n, _)| n) + 1, i));
+            }
+        }
+        return found;
+    }
+    let last = memchr::memrchr(b'\n', stretch)?;
+    Some((memchr::memchr_iter(b'\n', stretch).count() as u64, last))
 }
 
 /// Lines need no state: the last byte tells whether a record just ended.

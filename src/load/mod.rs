@@ -161,9 +161,11 @@ type PipelineResult = (Vec<ChunkRecord>, Vec<InputScan>, Option<Error>);
 fn run_pipeline(shared: &Shared, req: &LoadRequest) -> PipelineResult {
     let workers = req.workers.max(1);
     let streamed = shared.sources.iter().any(|s| !s.is_positioned());
-    // Streamed chunks hold their bytes: keep the queue short so memory stays
-    // at about (workers + 2) chunks. Positioned chunks are just locations.
-    let capacity = if streamed { 1 } else { workers * 4 };
+    // Streamed chunks hold their bytes: hand each one straight to a free
+    // worker (a rendezvous queue), so memory stays at about (workers + 1)
+    // chunks: one being copied per worker, one being cut. Positioned chunks
+    // are just locations.
+    let capacity = if streamed { 0 } else { workers * 4 };
     let (chunk_tx, chunk_rx) = bounded::<Chunk>(capacity);
     let (event_tx, event_rx) = unbounded::<Event>();
     thread::scope(|scope| {

@@ -1,0 +1,57 @@
+//! Chunking speed: how fast the scanner cuts each dataset, in GB/s.
+//!
+//! The chunker runs ahead of the workers on the same 2 cores as the server,
+//! so every cycle it spends is taken from the load. Run with
+//! `cargo bench --bench chunking`; it asserts the record counts, so a broken
+//! scanner cannot look fast.
+
+use std::time::Instant;
+
+use sluice::chunk::{Chunker, ChunkerConfig};
+use sluice::format::Dialect;
+use sluice::gen::{generate, Dataset};
+
+fn main() {
+    let cases = [
+        (Dataset::Transactions, Dialect::Text, 4_000_000),
+        (Dataset::Flights, Dialect::Text, 1_000_000),
+        (
+            Dataset::StoreSales,
+            Dialect::Csv {
+                quote: b'"',
+                escape: b'"',
+            },
+            1_500_000,
+        ),
+        (Dataset::Cname, Dialect::Lines, 1_000_000),
+    ];
+    for (dataset, dialect, rows) in cases {
+        let mut data = Vec::new();
+        generate(dataset, rows, 1, &mut data).unwrap();
+        let mut best = f64::MAX;
+        for _ in 0..5 {
+            let cfg = ChunkerConfig {
+                dialect,
+                target: 16 << 20,
+                header: false,
+                keep_bytes: false,
+                max_record: 0,
+            };
+            let start = Instant::now();
+            let mut chunker = Chunker::new(&data[..], cfg, 0, 0);
+            let mut records = 0;
+            while let Some(chunk) = chunker.next_chunk().unwrap() {
+                records += chunk.records;
+            }
+            best = best.min(start.elapsed().as_secs_f64());
+            assert_eq!(records, rows, "{}", dataset.name());
+        }
+        println!(
+            "{:13} {:>7.1} MB  {:>6.2} GB/s  ({:.1} ns/record)",
+            dataset.name(),
+            data.len() as f64 / 1e6,
+            data.len() as f64 / best / 1e9,
+            best * 1e9 / rows as f64
+        );
+    }
+}
