@@ -15,14 +15,7 @@ fn main() {
     let cases = [
         (Dataset::Transactions, Dialect::Text, 4_000_000),
         (Dataset::Flights, Dialect::Text, 1_000_000),
-        (
-            Dataset::StoreSales,
-            Dialect::Csv {
-                quote: b'"',
-                escape: b'"',
-            },
-            1_500_000,
-        ),
+        (Dataset::StoreSales, Dialect::Csv { quote: b'"', escape: b'"' }, 1_500_000),
         (Dataset::Cname, Dialect::Lines, 1_000_000),
     ];
     for (dataset, dialect, rows) in cases {
@@ -30,13 +23,7 @@ fn main() {
         generate(dataset, rows, 1, &mut data).unwrap();
         let mut best = f64::MAX;
         for _ in 0..5 {
-            let cfg = ChunkerConfig {
-                dialect,
-                target: 16 << 20,
-                header: false,
-                keep_bytes: false,
-                max_record: 0,
-            };
+            let cfg = ChunkerConfig { dialect, target: 16 << 20, header: false, keep_bytes: false, max_record: 0 };
             let start = Instant::now();
             let mut chunker = Chunker::new(&data[..], cfg, 0, 0);
             let mut records = 0;

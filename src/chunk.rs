@@ -201,10 +201,7 @@ impl<R: Read> Chunker<R> {
                 break;
             }
             if data.is_some() && len > self.cfg.target + self.cfg.max_record {
-                return Err(ChunkError::Runaway(RunawayRecord {
-                    line: loc_start.1,
-                    byte: loc_start.0 + len,
-                }));
+                return Err(ChunkError::Runaway(RunawayRecord { line: loc_start.1, byte: loc_start.0 + len }));
             }
         }
         if len == 0 {
@@ -264,9 +261,7 @@ impl<R: Read> Chunker<R> {
                 if self.block_pos == self.block_len && !self.fill()? {
                     break;
                 }
-                let step = self
-                    .scanner
-                    .scan(&self.block[self.block_pos..self.block_len], true);
+                let step = self.scanner.scan(&self.block[self.block_pos..self.block_len], true);
                 self.block_pos += step.consumed;
                 self.offset += step.consumed as u64;
                 self.lines += step.newlines;
@@ -335,11 +330,7 @@ pub struct RecordInChunk {
 /// record of an LF file counts none of its quoted newlines.
 pub fn locate_server_line(dialect: Dialect, chunk: &[u8], server_line: u64) -> RecordInChunk {
     let mut scanner = RecordScanner::new(dialect);
-    let mut found = RecordInChunk {
-        index: 0,
-        lines_before: 0,
-        byte: 0,
-    };
+    let mut found = RecordInChunk { index: 0, lines_before: 0, byte: 0 };
     let (mut pos, mut index, mut lines, mut server_lines) = (0usize, 0u64, 0u64, 0u64);
     let mut crlf = None;
     while pos < chunk.len() {
@@ -356,11 +347,7 @@ pub fn locate_server_line(dialect: Dialect, chunk: &[u8], server_line: u64) -> R
         };
         crlf.get_or_insert(ends_crlf);
         server_lines += 1 + embedded;
-        found = RecordInChunk {
-            index,
-            lines_before: lines,
-            byte: pos as u64,
-        };
+        found = RecordInChunk { index, lines_before: lines, byte: pos as u64 };
         if server_lines >= server_line {
             break;
         }
@@ -377,19 +364,10 @@ mod tests {
     use crate::format::scan::reference_record_ends;
     use proptest::prelude::*;
 
-    const CSV: Dialect = Dialect::Csv {
-        quote: b'"',
-        escape: b'"',
-    };
+    const CSV: Dialect = Dialect::Csv { quote: b'"', escape: b'"' };
 
     fn config(dialect: Dialect, target: u64, header: bool) -> ChunkerConfig {
-        ChunkerConfig {
-            dialect,
-            target,
-            header,
-            keep_bytes: true,
-            max_record: 1 << 20,
-        }
+        ChunkerConfig { dialect, target, header, keep_bytes: true, max_record: 1 << 20 }
     }
 
     /// A reader that returns at most `piece` bytes per read, to exercise
@@ -440,9 +418,7 @@ mod tests {
 
     #[test]
     fn chunking_is_deterministic_whatever_the_read_sizes() {
-        let input: Vec<u8> = (0..500)
-            .flat_map(|i| format!("{i},\"x\n{i}\"\r\n").into_bytes())
-            .collect();
+        let input: Vec<u8> = (0..500).flat_map(|i| format!("{i},\"x\n{i}\"\r\n").into_bytes()).collect();
         let a = chunks_of(&input, config(CSV, 97, false), 1 << 20);
         let b = chunks_of(&input, config(CSV, 97, false), 7);
         let locs = |v: &[Chunk]| v.iter().map(|c| c.loc.clone()).collect::<Vec<_>>();
@@ -453,10 +429,7 @@ mod tests {
     #[test]
     fn runaway_record_in_memory_is_an_error() {
         let input = [&b"1,\"never closed\n"[..], &b"more\n".repeat(100)].concat();
-        let cfg = ChunkerConfig {
-            max_record: 64,
-            ..config(CSV, 16, false)
-        };
+        let cfg = ChunkerConfig { max_record: 64, ..config(CSV, 16, false) };
         let mut chunker = Chunker::new(&input[..], cfg, 0, 0);
         assert!(matches!(chunker.next_chunk(), Err(ChunkError::Runaway(_))));
     }
@@ -482,22 +455,11 @@ mod tests {
 
     /// Random records built from the bytes that matter to the scanners.
     fn record_strategy() -> impl Strategy<Value = Vec<u8>> {
-        prop::collection::vec(
-            prop::sample::select(vec![b'a', b',', b'"', b'\\', b'\n', b'\r', b'\t', b'x']),
-            0..24,
-        )
+        prop::collection::vec(prop::sample::select(vec![b'a', b',', b'"', b'\\', b'\n', b'\r', b'\t', b'x']), 0..24)
     }
 
     fn dialect_strategy() -> impl Strategy<Value = Dialect> {
-        prop::sample::select(vec![
-            Dialect::Lines,
-            Dialect::Text,
-            CSV,
-            Dialect::Csv {
-                quote: b'"',
-                escape: b'\\',
-            },
-        ])
+        prop::sample::select(vec![Dialect::Lines, Dialect::Text, CSV, Dialect::Csv { quote: b'"', escape: b'\\' }])
     }
 
     proptest! {

@@ -4,13 +4,11 @@
 //! line and byte when there is one, say what was expected, and never contain a
 //! password (the CLI passes every message through [`crate::redact`] as well).
 
-use std::fmt;
-
 /// Exit codes, documented in the README and `sluice load --help`.
 pub mod exit {
     /// Every record was loaded.
     pub const OK: i32 = 0;
-    /// The load finished but some records were rejected (reserved for rejects).
+    /// The load finished; some records were rejected (see the rejects file).
     pub const REJECTS: i32 = 1;
     /// Bad usage, unreadable input, or an unknown table or column: nothing
     /// was loaded.
@@ -19,9 +17,9 @@ pub mod exit {
     pub const INTERRUPTED: i32 = 3;
     /// Could not connect, authenticate, or run a statement on the server.
     pub const DATABASE: i32 = 4;
-    /// The server refused a record and the load stopped; chunks committed
-    /// before that stay loaded.
-    pub const DATA: i32 = 5;
+    /// The load stopped because more than `--max-errors` records were
+    /// rejected; chunks committed before that stay loaded.
+    pub const TOO_MANY_REJECTS: i32 = 5;
 }
 
 /// Where a record is in its input, for messages.
@@ -36,16 +34,6 @@ pub struct Position {
     pub byte: u64,
 }
 
-/// A record the server refused, with everything the server said about it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RecordError {
-    pub position: Position,
-    pub sqlstate: Option<String>,
-    pub message: String,
-    pub detail: Option<String>,
-    pub column: Option<String>,
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("{0}")]
@@ -58,8 +46,8 @@ pub enum Error {
     Connect { target: String, message: String },
     #[error("{0}")]
     Database(String),
-    #[error("{0}")]
-    Record(Box<RecordError>),
+    #[error("stopped: {rejected} records rejected, more than --max-errors {max} allows; the last: {last}")]
+    TooManyRejects { max: u64, rejected: u64, last: String },
     #[error("{0}")]
     Server(String),
 }
@@ -69,31 +57,7 @@ impl Error {
         match self {
             Error::Usage(_) | Error::Input { .. } | Error::Target(_) => exit::USAGE,
             Error::Connect { .. } | Error::Database(_) | Error::Server(_) => exit::DATABASE,
-            Error::Record(_) => exit::DATA,
+            Error::TooManyRejects { .. } => exit::TOO_MANY_REJECTS,
         }
-    }
-}
-
-impl fmt::Display for RecordError {
-    /// `orders.csv: line 1851 (record 1843, byte 9482213): column "qty":
-    /// invalid input syntax for type integer: "12a" [22P02]`
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let p = &self.position;
-        write!(
-            f,
-            "{}: line {} (record {}, byte {}): ",
-            p.file, p.line, p.record, p.byte
-        )?;
-        if let Some(column) = &self.column {
-            write!(f, "column \"{column}\": ")?;
-        }
-        write!(f, "{}", self.message)?;
-        if let Some(detail) = &self.detail {
-            write!(f, " ({detail})")?;
-        }
-        if let Some(code) = &self.sqlstate {
-            write!(f, " [{code}]")?;
-        }
-        Ok(())
     }
 }

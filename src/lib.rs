@@ -17,6 +17,7 @@ pub mod load;
 pub mod local_pg;
 pub mod progress;
 pub mod redact;
+pub mod rejects;
 pub mod report;
 pub mod sink;
 pub mod source;

@@ -46,26 +46,14 @@ pub fn find_bindir() -> Result<PathBuf, Error> {
     let mut candidates: Vec<PathBuf> = Vec::new();
     candidates.extend(std::env::var_os("SLUICE_PG_BINDIR").map(PathBuf::from));
     if let Ok(initdb) = which::which("initdb") {
-        candidates.extend(
-            fs::canonicalize(initdb)
-                .ok()
-                .and_then(|p| p.parent().map(Path::to_path_buf)),
-        );
+        candidates.extend(fs::canonicalize(initdb).ok().and_then(|p| p.parent().map(Path::to_path_buf)));
     }
     if let Ok(out) = Command::new("pg_config").arg("--bindir").output() {
         candidates.push(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()));
     }
-    let mut versions: Vec<PathBuf> = glob::glob("/usr/lib/postgresql/*/bin")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .collect();
+    let mut versions: Vec<PathBuf> = glob::glob("/usr/lib/postgresql/*/bin").into_iter().flatten().flatten().collect();
     versions.sort_by_key(|p| {
-        let version = p
-            .parent()
-            .and_then(|v| v.file_name())
-            .and_then(|v| v.to_str())
-            .unwrap_or("0");
+        let version = p.parent().and_then(|v| v.file_name()).and_then(|v| v.to_str()).unwrap_or("0");
         std::cmp::Reverse(version.parse::<u32>().unwrap_or(0))
     });
     candidates.extend(versions);
@@ -95,12 +83,9 @@ fn server_identity() -> Option<(u32, u32)> {
 }
 
 fn free_port() -> Result<u16, Error> {
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| Error::Database(format!("finding a free port: {e}")))?;
-    Ok(listener
-        .local_addr()
-        .map_err(|e| Error::Database(e.to_string()))?
-        .port())
+    let listener =
+        TcpListener::bind("127.0.0.1:0").map_err(|e| Error::Database(format!("finding a free port: {e}")))?;
+    Ok(listener.local_addr().map_err(|e| Error::Database(e.to_string()))?.port())
 }
 
 fn setup_error(what: &str, e: impl std::fmt::Display) -> Error {
@@ -118,17 +103,16 @@ impl LocalPostgres {
         let identity = server_identity();
         let give = |path: &Path| -> Result<(), Error> {
             match identity {
-                Some((uid, gid)) => std::os::unix::fs::chown(path, Some(uid), Some(gid))
-                    .map_err(|e| setup_error("chown", e)),
+                Some((uid, gid)) => {
+                    std::os::unix::fs::chown(path, Some(uid), Some(gid)).map_err(|e| setup_error("chown", e))
+                }
                 None => Ok(()),
             }
         };
         give(&root)?;
-        fs::set_permissions(&root, fs::Permissions::from_mode(0o700))
-            .map_err(|e| setup_error("chmod", e))?;
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o700)).map_err(|e| setup_error("chmod", e))?;
         let pwfile = root.join("pwfile");
-        fs::write(&pwfile, opts.password.as_deref().unwrap_or("sluice-local"))
-            .map_err(|e| setup_error("pwfile", e))?;
+        fs::write(&pwfile, opts.password.as_deref().unwrap_or("sluice-local")).map_err(|e| setup_error("pwfile", e))?;
         give(&pwfile)?;
         let log = root.join("server.log");
         let log_file = fs::File::create(&log).map_err(|e| setup_error("log file", e))?;
@@ -144,9 +128,7 @@ impl LocalPostgres {
             .stdout(log_file.try_clone().map_err(|e| setup_error("log", e))?)
             .stderr(log_file.try_clone().map_err(|e| setup_error("log", e))?);
         as_identity(&mut initdb, identity);
-        let status = initdb
-            .status()
-            .map_err(|e| setup_error("running initdb", e))?;
+        let status = initdb.status().map_err(|e| setup_error("running initdb", e))?;
         if !status.success() {
             return Err(setup_error("initdb failed", log_tail(&log)));
         }
@@ -158,30 +140,14 @@ impl LocalPostgres {
             .arg("-k")
             .arg(&root)
             .args(["-p", &port.to_string()])
-            .args([
-                "-c",
-                &format!(
-                    "listen_addresses={}",
-                    if opts.tcp { "127.0.0.1" } else { "" }
-                ),
-            ]);
+            .args(["-c", &format!("listen_addresses={}", if opts.tcp { "127.0.0.1" } else { "" })]);
         for (k, v) in &opts.settings {
             server.args(["-c", &format!("{k}={v}")]);
         }
-        server
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone().map_err(|e| setup_error("log", e))?)
-            .stderr(log_file);
+        server.stdin(Stdio::null()).stdout(log_file.try_clone().map_err(|e| setup_error("log", e))?).stderr(log_file);
         as_identity(&mut server, identity);
-        let child = server
-            .spawn()
-            .map_err(|e| setup_error("running postgres", e))?;
-        let pg = LocalPostgres {
-            root,
-            pid: child.id() as i32,
-            port,
-            tcp: opts.tcp,
-        };
+        let child = server.spawn().map_err(|e| setup_error("running postgres", e))?;
+        let pg = LocalPostgres { root, pid: child.id() as i32, port, tcp: opts.tcp };
         pg.wait_ready(&log)?;
         Ok(pg)
     }
@@ -208,11 +174,7 @@ impl LocalPostgres {
 
     /// Connection string over the Unix socket (trusted, no password).
     pub fn conninfo(&self, dbname: &str) -> String {
-        format!(
-            "host={} port={} user={SUPERUSER} dbname={dbname}",
-            self.root.display(),
-            self.port
-        )
+        format!("host={} port={} user={SUPERUSER} dbname={dbname}", self.root.display(), self.port)
     }
 
     /// The socket folder, for `PGHOST`.

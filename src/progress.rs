@@ -15,6 +15,7 @@ pub struct Progress {
     /// On-disk bytes whose chunks have committed.
     bytes_done: AtomicU64,
     rows_done: AtomicU64,
+    rejected: AtomicU64,
     chunks_done: AtomicU64,
 }
 
@@ -25,6 +26,7 @@ pub struct Snapshot {
     pub bytes_total: Option<u64>,
     pub bytes_done: u64,
     pub rows_done: u64,
+    pub rejected: u64,
     pub chunks_done: u64,
 }
 
@@ -35,6 +37,7 @@ impl Default for Progress {
             bytes_total: AtomicU64::new(0),
             bytes_done: AtomicU64::new(0),
             rows_done: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
             chunks_done: AtomicU64::new(0),
         }
     }
@@ -45,9 +48,10 @@ impl Progress {
         self.bytes_total.store(bytes.unwrap_or(0), Relaxed);
     }
 
-    pub fn chunk_done(&self, source_bytes: u64, rows: u64) {
+    pub fn chunk_done(&self, source_bytes: u64, rows: u64, rejected: u64) {
         self.bytes_done.fetch_add(source_bytes, Relaxed);
         self.rows_done.fetch_add(rows, Relaxed);
+        self.rejected.fetch_add(rejected, Relaxed);
         self.chunks_done.fetch_add(1, Relaxed);
     }
 
@@ -58,6 +62,7 @@ impl Progress {
             bytes_total: (total > 0).then_some(total),
             bytes_done: self.bytes_done.load(Relaxed),
             rows_done: self.rows_done.load(Relaxed),
+            rejected: self.rejected.load(Relaxed),
             chunks_done: self.chunks_done.load(Relaxed),
         }
     }
@@ -65,8 +70,7 @@ impl Progress {
 
 impl Snapshot {
     pub fn fraction(&self) -> Option<f64> {
-        self.bytes_total
-            .map(|t| (self.bytes_done as f64 / t as f64).min(1.0))
+        self.bytes_total.map(|t| (self.bytes_done as f64 / t as f64).min(1.0))
     }
 
     pub fn rows_per_sec(&self) -> f64 {
@@ -98,17 +102,11 @@ mod tests {
             bytes_total: Some(400),
             bytes_done: 100,
             rows_done: 50,
+            rejected: 0,
             chunks_done: 1,
         };
         assert_eq!(s.fraction(), Some(0.25));
         assert_eq!(s.eta(), Some(Duration::from_secs(30)));
-        assert_eq!(
-            Snapshot {
-                bytes_total: None,
-                ..s
-            }
-            .eta(),
-            None
-        );
+        assert_eq!(Snapshot { bytes_total: None, ..s }.eta(), None);
     }
 }

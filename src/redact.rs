@@ -33,10 +33,7 @@ impl Redactor {
 /// `postgres://user:secret@host/db` → `postgres://user@host/db`; key=value
 /// strings lose their `password=...`. Used to name the target in messages.
 pub fn display_conninfo(conninfo: &str) -> String {
-    if let Some(rest) = conninfo
-        .strip_prefix("postgres://")
-        .or_else(|| conninfo.strip_prefix("postgresql://"))
-    {
+    if let Some(rest) = conninfo.strip_prefix("postgres://").or_else(|| conninfo.strip_prefix("postgresql://")) {
         let scheme = &conninfo[..conninfo.len() - rest.len()];
         let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
         let authority = match authority.rsplit_once('@') {
@@ -46,21 +43,14 @@ pub fn display_conninfo(conninfo: &str) -> String {
         let tail = strip_query_password(tail);
         return format!("{scheme}{authority}{tail}");
     }
-    conninfo
-        .split_whitespace()
-        .filter(|kv| !kv.trim_start().starts_with("password"))
-        .collect::<Vec<_>>()
-        .join(" ")
+    conninfo.split_whitespace().filter(|kv| !kv.trim_start().starts_with("password")).collect::<Vec<_>>().join(" ")
 }
 
 fn strip_query_password(tail: &str) -> String {
     let Some((path, query)) = tail.split_once('?') else {
         return tail.to_string();
     };
-    let kept: Vec<&str> = query
-        .split('&')
-        .filter(|kv| !kv.starts_with("password="))
-        .collect();
+    let kept: Vec<&str> = query.split('&').filter(|kv| !kv.starts_with("password=")).collect();
     if kept.is_empty() {
         path.to_string()
     } else {
@@ -82,17 +72,11 @@ mod tests {
 
     #[test]
     fn display_drops_passwords() {
-        assert_eq!(
-            display_conninfo("postgres://bob:s3cret@db1:5432/sales"),
-            "postgres://bob@db1:5432/sales"
-        );
+        assert_eq!(display_conninfo("postgres://bob:s3cret@db1:5432/sales"), "postgres://bob@db1:5432/sales");
         assert_eq!(
             display_conninfo("postgresql://h/db?password=s3cret&sslmode=require"),
             "postgresql://h/db?sslmode=require"
         );
-        assert_eq!(
-            display_conninfo("host=h password=s3cret dbname=x"),
-            "host=h dbname=x"
-        );
+        assert_eq!(display_conninfo("host=h password=s3cret dbname=x"), "host=h dbname=x");
     }
 }

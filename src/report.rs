@@ -21,14 +21,16 @@ pub struct ChunkRecord {
     pub records: u64,
     /// Rows the server reported loading.
     pub rows: u64,
+    /// Records rejected (`records = rows + rejected`).
+    pub rejected: u64,
     pub worker: usize,
     /// Seconds since the load started.
     pub start_s: f64,
     pub end_s: f64,
 }
 
-/// Per-input accounting: `records_read = rows_loaded` on a complete load
-/// (rejects will add a third term).
+/// Per-input accounting: `records_read = rows_loaded + rejected` on a
+/// complete load; the header is counted apart (`header_lines`).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct FileSummary {
     pub file: String,
@@ -39,6 +41,7 @@ pub struct FileSummary {
     pub bom_stripped: bool,
     pub records_read: u64,
     pub rows_loaded: u64,
+    pub rejected: u64,
     pub chunks: u64,
 }
 
@@ -49,6 +52,9 @@ pub struct Summary {
     pub files: usize,
     pub records_read: u64,
     pub rows_loaded: u64,
+    pub rejected: u64,
+    /// Where the rejected records were written, when there were any.
+    pub rejects_file: Option<String>,
     pub header_lines: u64,
     /// Bytes after decompression, headers included.
     pub bytes: u64,
@@ -78,8 +84,12 @@ impl LoadReport {
     /// 3.21 M rows/s, 126.6 MB/s, 2 workers, 24 chunks`
     pub fn summary_line(&self) -> String {
         let s = &self.summary;
+        let rejected = match s.rejected {
+            0 => String::new(),
+            n => format!(", rejected {}", thousands(n)),
+        };
         format!(
-            "loaded {} rows ({}, {} file{}) into {} in {:.2} s: {} rows/s, {:.1} MB/s, {} worker{}, {} chunk{}",
+            "loaded {} rows{rejected} ({}, {} file{}) into {} in {:.2} s: {} rows/s, {:.1} MB/s, {} worker{}, {} chunk{}",
             thousands(s.rows_loaded),
             human_bytes(s.bytes),
             s.files,

@@ -86,17 +86,13 @@ impl Source {
             Some(path) => Box::new(open_file(path)?),
             None => Box::new(io::stdin()),
         };
-        let counted = Counting {
-            inner: raw,
-            counter: counter.clone(),
-        };
+        let counted = Counting { inner: raw, counter: counter.clone() };
         let buffered = BufReader::with_capacity(1 << 20, counted);
         let stream: Box<dyn Read + Send> = match self.compression {
             Compression::None => Box::new(buffered),
             Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(buffered)),
             Compression::Zstd => Box::new(
-                zstd::stream::read::Decoder::with_buffer(buffered)
-                    .map_err(|e| self.input_error(&e.to_string()))?,
+                zstd::stream::read::Decoder::with_buffer(buffered).map_err(|e| self.input_error(&e.to_string()))?,
             ),
         };
         Ok((stream, counter))
@@ -104,18 +100,12 @@ impl Source {
 
     /// An error about this input, worded for the user.
     pub fn input_error(&self, message: &str) -> Error {
-        Error::Input {
-            file: self.name.to_string(),
-            message: message.to_string(),
-        }
+        Error::Input { file: self.name.to_string(), message: message.to_string() }
     }
 }
 
 fn open_file(path: &Path) -> Result<File, Error> {
-    File::open(path).map_err(|e| Error::Input {
-        file: path.display().to_string(),
-        message: io_reason(&e),
-    })
+    File::open(path).map_err(|e| Error::Input { file: path.display().to_string(), message: io_reason(&e) })
 }
 
 /// The OS reason without Rust's "(os error 2)" suffix.
@@ -147,10 +137,7 @@ pub fn resolve_inputs(args: &[String]) -> Result<Vec<Source>, Error> {
                 .filter(|p| p.is_file())
                 .collect();
             if paths.is_empty() {
-                return Err(Error::Input {
-                    file: arg.clone(),
-                    message: "no file matches this pattern".into(),
-                });
+                return Err(Error::Input { file: arg.clone(), message: "no file matches this pattern".into() });
             }
             paths.sort();
             for path in paths {
@@ -161,31 +148,21 @@ pub fn resolve_inputs(args: &[String]) -> Result<Vec<Source>, Error> {
         }
     }
     if sources.is_empty() {
-        return Err(Error::Usage(
-            "no input: name one or more files, a glob, or - for stdin".into(),
-        ));
+        return Err(Error::Usage("no input: name one or more files, a glob, or - for stdin".into()));
     }
     Ok(sources)
 }
 
 fn file_source(path: &Path) -> Result<Source, Error> {
     let name = path.display().to_string();
-    let meta = std::fs::metadata(path).map_err(|e| Error::Input {
-        file: name.clone(),
-        message: io_reason(&e),
-    })?;
+    let meta = std::fs::metadata(path).map_err(|e| Error::Input { file: name.clone(), message: io_reason(&e) })?;
     if !meta.is_file() {
-        return Err(Error::Input {
-            file: name,
-            message: "not a regular file".into(),
-        });
+        return Err(Error::Input { file: name, message: "not a regular file".into() });
     }
     let mut head = [0u8; 4];
     let mut file = open_file(path)?;
-    let n = read_up_to(&mut file, &mut head).map_err(|e| Error::Input {
-        file: name.clone(),
-        message: io_reason(&e),
-    })?;
+    let n =
+        read_up_to(&mut file, &mut head).map_err(|e| Error::Input { file: name.clone(), message: io_reason(&e) })?;
     Ok(Source {
         name: name.into(),
         path: Some(path.to_path_buf()),
@@ -199,16 +176,8 @@ fn file_source(path: &Path) -> Result<Source, Error> {
 fn stdin_source() -> Result<Source, Error> {
     let stdin = io::stdin();
     let mut lock = stdin.lock();
-    let head = lock.fill_buf().map_err(|e| Error::Input {
-        file: "-".into(),
-        message: io_reason(&e),
-    })?;
-    Ok(Source {
-        name: "-".into(),
-        path: None,
-        compression: Compression::detect(head),
-        size: None,
-    })
+    let head = lock.fill_buf().map_err(|e| Error::Input { file: "-".into(), message: io_reason(&e) })?;
+    Ok(Source { name: "-".into(), path: None, compression: Compression::detect(head), size: None })
 }
 
 fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
@@ -229,20 +198,14 @@ mod tests {
     #[test]
     fn detects_compression_by_magic_bytes() {
         assert_eq!(Compression::detect(&[0x1f, 0x8b, 8, 0]), Compression::Gzip);
-        assert_eq!(
-            Compression::detect(&[0x28, 0xb5, 0x2f, 0xfd]),
-            Compression::Zstd
-        );
+        assert_eq!(Compression::detect(&[0x28, 0xb5, 0x2f, 0xfd]), Compression::Zstd);
         assert_eq!(Compression::detect(b"a,b"), Compression::None);
     }
 
     #[test]
     fn missing_file_and_empty_glob_are_input_errors() {
         let err = resolve_inputs(&["/nonexistent/x.csv".into()]).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "/nonexistent/x.csv: No such file or directory"
-        );
+        assert_eq!(err.to_string(), "/nonexistent/x.csv: No such file or directory");
         let err = resolve_inputs(&["/nonexistent/*.csv".into()]).unwrap_err();
         assert!(err.to_string().contains("no file matches"), "{err}");
     }

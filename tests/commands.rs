@@ -24,18 +24,8 @@ fn report_accounts_for_every_record_and_progress_is_plain_when_piped() {
         "0.02",
     ]);
     run.assert_ok();
-    assert!(
-        run.stdout.starts_with("loaded 400,000 rows ("),
-        "{}",
-        run.stdout
-    );
-    assert!(
-        run.stderr
-            .lines()
-            .any(|l| l.starts_with("sluice: ") && l.contains("rows/s")),
-        "{}",
-        run.stderr
-    );
+    assert!(run.stdout.starts_with("loaded 400,000 rows ("), "{}", run.stdout);
+    assert!(run.stderr.lines().any(|l| l.starts_with("sluice: ") && l.contains("rows/s")), "{}", run.stderr);
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
     let s = &json["summary"];
     assert_eq!(s["rows_loaded"], 400_000);
@@ -50,15 +40,9 @@ fn report_accounts_for_every_record_and_progress_is_plain_when_piped() {
     let rows: u64 = chunks.iter().map(|c| c["rows"].as_u64().unwrap()).sum();
     assert_eq!(rows, 400_000);
     let bytes: u64 = chunks.iter().map(|c| c["byte_len"].as_u64().unwrap()).sum();
-    assert_eq!(
-        bytes + header.len() as u64,
-        data.len() as u64,
-        "chunks cover all but the header"
-    );
+    assert_eq!(bytes + header.len() as u64, data.len() as u64, "chunks cover all but the header");
     assert_eq!(chunks[0]["first_line"], 2);
-    assert!(chunks
-        .iter()
-        .all(|c| c["end_s"].as_f64() >= c["start_s"].as_f64()));
+    assert!(chunks.iter().all(|c| c["end_s"].as_f64() >= c["start_s"].as_f64()));
     assert_eq!(db.count("t"), 400_000);
 }
 
@@ -70,18 +54,10 @@ fn gen_is_deterministic_and_prints_ddl() {
     assert_eq!(a.stdout, b.stdout);
     assert_eq!(a.stdout.lines().count(), 2000);
     let ddl = sluice(&["gen", "flights", "--ddl", "--table", "extract"]);
-    assert!(
-        ddl.stdout.starts_with("CREATE TABLE \"extract\" ("),
-        "{}",
-        ddl.stdout
-    );
+    assert!(ddl.stdout.starts_with("CREATE TABLE \"extract\" ("), "{}", ddl.stdout);
     let bad = sluice(&["gen", "nope"]);
     assert_eq!(bad.code, 2);
-    assert!(
-        bad.stderr.contains("choose one of transactions, cname"),
-        "{}",
-        bad.stderr
-    );
+    assert!(bad.stderr.contains("choose one of transactions, cname"), "{}", bad.stderr);
 }
 
 /// The whole main job on the embedded default: start a server, generate,

@@ -18,11 +18,7 @@ fn tricky_csv(records: usize) -> Vec<u8> {
             5 => format!("\"two\nnewlines\n{i}\""),
             _ => format!("plain {i}"),
         };
-        let other = if i % 3 == 0 {
-            String::new()
-        } else {
-            format!("{}", i * 7)
-        };
+        let other = if i % 3 == 0 { String::new() } else { format!("{}", i * 7) };
         out.extend_from_slice(format!("{i},{text},{other}\r\n").as_bytes());
     }
     out
@@ -33,26 +29,11 @@ fn csv_with_quoted_newlines_and_crlf_matches_psql_copy() {
     let db = TestDb::new();
     db.execute("CREATE TABLE got (id int, body text, n text); CREATE TABLE want (LIKE got)");
     let file = db.file("tricky.csv", &tricky_csv(3000));
-    db.assert_loads_like_psql(
-        &file,
-        &["--chunk-size", "1KiB", "--workers", "3"],
-        "with (format csv)",
-    );
+    db.assert_loads_like_psql(&file, &["--chunk-size", "1KiB", "--workers", "3"], "with (format csv)");
     assert_eq!(db.count("got"), 3000);
-    assert_ne!(
-        db.scalar("SELECT count(*) FROM got WHERE body IS NULL"),
-        "0",
-        "unquoted empty is NULL"
-    );
-    assert_ne!(
-        db.scalar("SELECT count(*) FROM got WHERE body = ''"),
-        "0",
-        "\"\" is an empty string"
-    );
-    assert_ne!(
-        db.scalar("SELECT count(*) FROM got WHERE body LIKE '%' || chr(13) || chr(10) || '%'"),
-        "0"
-    );
+    assert_ne!(db.scalar("SELECT count(*) FROM got WHERE body IS NULL"), "0", "unquoted empty is NULL");
+    assert_ne!(db.scalar("SELECT count(*) FROM got WHERE body = ''"), "0", "\"\" is an empty string");
+    assert_ne!(db.scalar("SELECT count(*) FROM got WHERE body LIKE '%' || chr(13) || chr(10) || '%'"), "0");
 }
 
 #[test]
@@ -70,16 +51,7 @@ fn csv_with_custom_quote_escape_delimiter_and_null_matches_psql_copy() {
         data.extend_from_slice(format!("{i};{body};{}\n", i % 5).as_bytes());
     }
     let file = db.file("custom.csv", &data);
-    let args = [
-        "--chunk-size",
-        "1KiB",
-        "--delimiter",
-        ";",
-        "--quote",
-        "'",
-        "--escape",
-        "\\",
-    ];
+    let args = ["--chunk-size", "1KiB", "--delimiter", ";", "--quote", "'", "--escape", "\\"];
     let psql = "with (format csv, delimiter ';', quote '''', escape '\\', null 'NIL')";
     db.assert_loads_like_psql(&file, &[&args[..], &["--null", "NIL"]].concat(), psql);
     assert_eq!(db.count("got"), 2000);
@@ -100,20 +72,13 @@ fn tsv_backslash_escapes_match_psql_copy() {
             3 => format!("caf\u{e9} \\x41 {i}"),
             _ => format!("plain {i}"),
         };
-        let n = if i % 4 == 0 {
-            "\\N".to_string()
-        } else {
-            i.to_string()
-        };
+        let n = if i % 4 == 0 { "\\N".to_string() } else { i.to_string() };
         data.extend_from_slice(format!("{i}\t{body}\t{n}\n").as_bytes());
     }
     let file = db.file("escapes.tsv", &data);
     db.assert_loads_like_psql(&file, &["--chunk-size", "1KiB", "--workers", "4"], "");
     assert_eq!(db.count("got"), 3000);
-    assert_eq!(
-        db.scalar("SELECT count(*) FROM got WHERE body LIKE '%' || chr(10) || '%'"),
-        "600"
-    );
+    assert_eq!(db.scalar("SELECT count(*) FROM got WHERE body LIKE '%' || chr(10) || '%'"), "600");
 }
 
 /// JSON documents arrive byte for byte: backslashes, `\t` and `\u` escapes
@@ -121,50 +86,28 @@ fn tsv_backslash_escapes_match_psql_copy() {
 #[test]
 fn jsonl_documents_arrive_byte_identical() {
     let db = TestDb::new();
-    db.execute(
-        "CREATE TABLE docs (id bigserial, doc json); CREATE TABLE bdocs (doc jsonb NOT NULL)",
-    );
+    db.execute("CREATE TABLE docs (id bigserial, doc json); CREATE TABLE bdocs (doc jsonb NOT NULL)");
     let mut lines = Vec::new();
     for i in 0..2000 {
         lines.push(match i % 4 {
             0 => format!(r#"{{"n":{i},"path":"C:\\Fun\\input.json","tab":"a\tb"}}"#),
-            1 => format!(
-                r#"{{"n":{i},"name":"caf\u00e9 \"quoted\"","nested":{{"a":[1,2,{{"b":null}}]}}}}"#
-            ),
+            1 => format!(r#"{{"n":{i},"name":"caf\u00e9 \"quoted\"","nested":{{"a":[1,2,{{"b":null}}]}}}}"#),
             2 => format!(r#"  {{ "n" : {i} , "spaced" : true }}"#),
             _ => format!(r#"{{"n":{i},"unicode":"日本語","slash":"\/"}}"#),
         });
     }
     let file = db.file("docs.jsonl", (lines.join("\n") + "\n").as_bytes());
     let path = file.to_str().unwrap();
-    db.load(&[
-        path,
-        "--table",
-        "docs",
-        "--columns",
-        "doc",
-        "--chunk-size",
-        "1KiB",
-        "--workers",
-        "3",
-    ])
-    .assert_ok();
-    let got = db
-        .session()
-        .query("SELECT doc::text FROM docs", &[])
-        .unwrap();
+    db.load(&[path, "--table", "docs", "--columns", "doc", "--chunk-size", "1KiB", "--workers", "3"]).assert_ok();
+    let got = db.session().query("SELECT doc::text FROM docs", &[]).unwrap();
     let mut got: Vec<String> = got.into_iter().map(|r| r[0].clone().unwrap()).collect();
     got.sort();
     lines.sort();
     assert_eq!(got, lines, "json column keeps each document byte for byte");
     // Into the table's single jsonb column, found without --columns.
-    db.load(&[path, "--table", "bdocs", "--chunk-size", "1KiB"])
-        .assert_ok();
+    db.load(&[path, "--table", "bdocs", "--chunk-size", "1KiB"]).assert_ok();
     assert_eq!(db.count("bdocs"), 2000);
-    assert_eq!(
-        db.scalar("SELECT doc->>'path' FROM bdocs WHERE doc->>'n' = '0'"),
-        r"C:\Fun\input.json"
-    );
+    assert_eq!(db.scalar("SELECT doc->>'path' FROM bdocs WHERE doc->>'n' = '0'"), r"C:\Fun\input.json");
 }
 
 /// The generated store_sales CSV (quoted fields, rare quoted newlines).
@@ -176,14 +119,7 @@ fn generated_store_sales_matches_psql_copy() {
     let mut data = Vec::new();
     sluice::gen::generate(sluice::gen::Dataset::StoreSales, 20_000, 5, &mut data).unwrap();
     let file = db.file("store_sales.csv", &data);
-    db.load(&[
-        file.to_str().unwrap(),
-        "--table",
-        "got",
-        "--chunk-size",
-        "1KiB",
-    ])
-    .assert_ok();
+    db.load(&[file.to_str().unwrap(), "--table", "got", "--chunk-size", "1KiB"]).assert_ok();
     db.psql_copy("want", &file, "with (format csv)");
     db.assert_same_rows("got", "want");
     assert_eq!(db.count("got"), 20_000);

@@ -6,9 +6,7 @@ use std::io::Write;
 use crate::util::{sluice_with_stdin, TestDb};
 
 fn rows(from: usize, to: usize) -> String {
-    (from..to)
-        .map(|i| format!("{i},\"name {i}\nsecond line\",{}\n", i % 10))
-        .collect()
+    (from..to).map(|i| format!("{i},\"name {i}\nsecond line\",{}\n", i % 10)).collect()
 }
 
 /// A header is skipped once per file, not once per chunk (a peer lost one row
@@ -23,23 +21,10 @@ fn header_skipped_once_per_file_across_a_glob() {
     }
     db.file("parts/other.txt", b"not matched\n");
     let glob = db.dir.path().join("parts/part-*.csv");
-    db.load(&[
-        glob.to_str().unwrap(),
-        "--table",
-        "t",
-        "--header",
-        "--chunk-size",
-        "1KiB",
-        "--workers",
-        "3",
-    ])
-    .assert_ok();
+    db.load(&[glob.to_str().unwrap(), "--table", "t", "--header", "--chunk-size", "1KiB", "--workers", "3"])
+        .assert_ok();
     assert_eq!(db.count("t"), 1500);
-    assert_eq!(
-        db.scalar("SELECT count(*) FROM t WHERE id = 'id'"),
-        "0",
-        "no header row was loaded"
-    );
+    assert_eq!(db.scalar("SELECT count(*) FROM t WHERE id = 'id'"), "0", "no header row was loaded");
     assert_eq!(db.scalar("SELECT count(DISTINCT id) FROM t"), "1500");
 }
 
@@ -61,10 +46,7 @@ fn stdin_gzip_and_zstd_load_the_same_table() {
     }
     let plain = db.file("data.csv", data.as_bytes());
     let gz = db.file("data.csv.gz", &gzip(data.as_bytes()));
-    let zst = db.file(
-        "data.csv.zst",
-        &zstd::encode_all(data.as_bytes(), 3).unwrap(),
-    );
+    let zst = db.file("data.csv.zst", &zstd::encode_all(data.as_bytes(), 3).unwrap());
     let common = ["--header", "--chunk-size", "1KiB", "--workers", "2"];
     let load = |file: &str, table: &str| {
         let mut args = vec![file, "--table", table];
@@ -76,16 +58,7 @@ fn stdin_gzip_and_zstd_load_the_same_table() {
     load(zst.to_str().unwrap(), "from_zst");
     let conninfo = db.conninfo();
     let stdin_args = |table: &'static str| {
-        let mut args = vec![
-            "load",
-            "-",
-            "--db",
-            conninfo.as_str(),
-            "--format",
-            "csv",
-            "--table",
-            table,
-        ];
+        let mut args = vec!["load", "-", "--db", conninfo.as_str(), "--format", "csv", "--table", table];
         args.extend_from_slice(&common);
         args
     };
@@ -105,26 +78,15 @@ fn identical_table_for_any_workers_and_chunk_size() {
     db.execute(&sluice::gen::Dataset::StoreSales.ddl("want"));
     let mut data = Vec::new();
     sluice::gen::generate(sluice::gen::Dataset::StoreSales, 30_000, 9, &mut data).unwrap();
-    assert!(
-        data.windows(2).any(|w| w == b"\n\"" || w == b"t\n"),
-        "data has quoted newlines"
-    );
+    assert!(data.windows(2).any(|w| w == b"\n\"" || w == b"t\n"), "data has quoted newlines");
     let file = db.file("sales.csv", &data);
     db.psql_copy("want", &file, "with (format csv)");
     for workers in ["1", "2", "8"] {
         for chunk in ["1KiB", "64KiB", "1MiB", "64MiB"] {
             let table = format!("got_{workers}_{}", chunk.to_lowercase());
             db.execute(&format!("CREATE TABLE {table} (LIKE want)"));
-            db.load(&[
-                file.to_str().unwrap(),
-                "--table",
-                &table,
-                "--workers",
-                workers,
-                "--chunk-size",
-                chunk,
-            ])
-            .assert_ok();
+            db.load(&[file.to_str().unwrap(), "--table", &table, "--workers", workers, "--chunk-size", chunk])
+                .assert_ok();
             db.assert_same_rows(&table, "want");
         }
     }
@@ -136,8 +98,7 @@ fn utf8_bom_is_stripped() {
     let db = TestDb::new();
     db.execute("CREATE TABLE t (doc jsonb NOT NULL)");
     let file = db.file("bom.jsonl", b"\xEF\xBB\xBF{\"a\":1}\n{\"a\":2}\n");
-    db.load(&[file.to_str().unwrap(), "--table", "t"])
-        .assert_ok();
+    db.load(&[file.to_str().unwrap(), "--table", "t"]).assert_ok();
     assert_eq!(db.scalar("SELECT sum((doc->>'a')::int) FROM t"), "3");
 }
 

@@ -9,5 +9,7 @@ mod formats;
 mod inputs;
 // Connection conventions, credentials and the errors a user can meet.
 mod connection;
+// Bad records cost only themselves: isolation, rejects file, accounting.
+mod rejects;
 // Progress, reports, gen and demo.
 mod commands;

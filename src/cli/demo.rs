@@ -42,49 +42,28 @@ pub struct DemoArgs {
 /// Settings of the throwaway server: the bulk-load profile of the benchmark
 /// (durability does not matter for a cluster deleted at the end).
 fn demo_settings() -> Vec<(String, String)> {
-    [
-        ("shared_buffers", "512MB"),
-        ("max_wal_size", "8GB"),
-        ("checkpoint_timeout", "30min"),
-        ("autovacuum", "off"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect()
+    [("shared_buffers", "512MB"), ("max_wal_size", "8GB"), ("checkpoint_timeout", "30min"), ("autovacuum", "off")]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 pub fn run(args: DemoArgs, _redactor: &mut Redactor) -> Result<i32, Error> {
     eprintln!("sluice demo: starting a throwaway PostgreSQL server");
-    let server = LocalPostgres::start(&LocalOptions {
-        settings: demo_settings(),
-        ..LocalOptions::default()
-    })?;
+    let server = LocalPostgres::start(&LocalOptions { settings: demo_settings(), ..LocalOptions::default() })?;
     let conninfo = server.conninfo("postgres");
     let table = args.dataset.name();
     let session = PgTarget::new(Some(&conninfo)).connect()?;
     session.execute(&args.dataset.ddl(table))?;
     drop(session);
-    let dir = tempfile::tempdir()
-        .map_err(|e| Error::Usage(format!("creating a temporary folder: {e}")))?;
-    let path = dir
-        .path()
-        .join(format!("{table}.{}", args.dataset.extension()));
-    eprintln!(
-        "sluice demo: generating {} rows of {table} into {}",
-        args.rows,
-        path.display()
-    );
-    let io_error = |e: std::io::Error| Error::Input {
-        file: path.display().to_string(),
-        message: e.to_string(),
-    };
+    let dir = tempfile::tempdir().map_err(|e| Error::Usage(format!("creating a temporary folder: {e}")))?;
+    let path = dir.path().join(format!("{table}.{}", args.dataset.extension()));
+    eprintln!("sluice demo: generating {} rows of {table} into {}", args.rows, path.display());
+    let io_error = |e: std::io::Error| Error::Input { file: path.display().to_string(), message: e.to_string() };
     let mut out = BufWriter::new(File::create(&path).map_err(io_error)?);
     generate(args.dataset, args.rows, 1, &mut out).map_err(io_error)?;
     drop(out);
-    eprintln!(
-        "sluice demo: sluice load {} --table {table}",
-        path.display()
-    );
+    eprintln!("sluice demo: sluice load {} --table {table}", path.display());
     let request = LoadRequest {
         inputs: vec![path.display().to_string()],
         table: table.to_string(),
@@ -95,6 +74,8 @@ pub fn run(args: DemoArgs, _redactor: &mut Redactor) -> Result<i32, Error> {
         workers: args.workers.unwrap_or_else(load::default_workers),
         chunk_size: args.chunk_size,
         truncate: false,
+        rejects: None,
+        max_errors: None,
     };
     let progress = Arc::new(Progress::default());
     let view = ProgressView::start(progress.clone(), 1.0);

@@ -53,22 +53,13 @@ pub struct GenArgs {
 pub fn parse_dataset(name: &str) -> Result<Dataset, String> {
     Dataset::from_name(name).ok_or_else(|| {
         let names: Vec<&str> = Dataset::ALL.iter().map(|d| d.name()).collect();
-        format!(
-            "unknown dataset '{name}'; choose one of {}",
-            names.join(", ")
-        )
+        format!("unknown dataset '{name}'; choose one of {}", names.join(", "))
     })
 }
 
 pub fn run(args: GenArgs) -> Result<i32, Error> {
-    let target = args
-        .output
-        .as_ref()
-        .map_or("stdout".to_string(), |p| p.display().to_string());
-    let write_error = |e: io::Error| Error::Input {
-        file: target.clone(),
-        message: e.to_string(),
-    };
+    let target = args.output.as_ref().map_or("stdout".to_string(), |p| p.display().to_string());
+    let write_error = |e: io::Error| Error::Input { file: target.clone(), message: e.to_string() };
     let mut out: Box<dyn Write> = match &args.output {
         Some(path) => Box::new(BufWriter::new(File::create(path).map_err(write_error)?)),
         None => Box::new(io::stdout().lock()),

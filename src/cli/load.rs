@@ -18,9 +18,10 @@ use super::progress_view::ProgressView;
 const AFTER_HELP: &str = "\
 Exit codes:
   0  every record was loaded
+  1  finished; some records were rejected (see the rejects file)
   2  bad usage, unreadable input, unknown table or column (nothing loaded)
   4  could not connect, authenticate or run a statement on the server
-  5  the server refused a record; chunks committed before it stay loaded
+  5  stopped: more than --max-errors records were rejected
 
 Examples:
   sluice load orders.csv --header --table orders --db postgres://loader@db1/sales
@@ -92,6 +93,15 @@ pub struct LoadArgs {
     #[arg(long)]
     truncate: bool,
 
+    /// Where rejected records go, as JSON lines (default:
+    /// TABLE.rejects.jsonl, created only when a record is rejected).
+    #[arg(long, value_name = "FILE")]
+    rejects: Option<PathBuf>,
+
+    /// Stop once more than N records were rejected (default: no limit).
+    #[arg(long, value_name = "N")]
+    max_errors: Option<u64>,
+
     /// Write a JSON report (summary, per-file counts, one record per chunk).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
@@ -143,6 +153,8 @@ impl LoadArgs {
             workers: self.workers.unwrap_or_else(load::default_workers),
             chunk_size: self.chunk_size,
             truncate: self.truncate,
+            rejects: self.rejects.clone(),
+            max_errors: self.max_errors,
         }
     }
 }
@@ -160,14 +172,8 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
     }
     let report = match outcome {
         Ok(report) => report,
-        Err(Failed {
-            error,
-            partial: None,
-        }) => return Err(error),
-        Err(Failed {
-            error,
-            partial: Some(partial),
-        }) => {
+        Err(Failed { error, partial: None }) => return Err(error),
+        Err(Failed { error, partial: Some(partial) }) => {
             // The error first, then what stays loaded.
             eprintln!("sluice: {}", redactor.apply(&error.to_string()));
             write_report(&args, &partial)?;
@@ -186,6 +192,11 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
             eprintln!("sluice: warning: {}", redactor.apply(warning));
         }
         println!("{}", report.summary_line());
+    }
+    if let Some(file) = &report.summary.rejects_file {
+        let n = thousands(report.summary.rejected);
+        eprintln!("sluice: rejected {n} records; see {file} (one JSON object per record, with the reason)");
+        return Ok(exit::REJECTS);
     }
     Ok(exit::OK)
 }

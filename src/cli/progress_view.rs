@@ -40,9 +40,7 @@ impl ProgressView {
 
 fn draw_bar(progress: &Progress, stopped: &mpsc::Receiver<()>) {
     let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr_with_hz(5));
-    bar.set_style(
-        ProgressStyle::with_template("{bar:30.cyan/blue} {msg}").expect("valid template"),
-    );
+    bar.set_style(ProgressStyle::with_template("{bar:30.cyan/blue} {msg}").expect("valid template"));
     loop {
         let snap = progress.snapshot();
         if let Some(total) = snap.bytes_total {
@@ -68,11 +66,7 @@ fn write_lines(progress: &Progress, stopped: &mpsc::Receiver<()>, interval: Dura
 pub fn describe(s: &Snapshot) -> String {
     let mut line = human_bytes(s.bytes_done);
     if let (Some(total), Some(fraction)) = (s.bytes_total, s.fraction()) {
-        line.push_str(&format!(
-            " / {} ({:.0}%)",
-            human_bytes(total),
-            fraction * 100.0
-        ));
+        line.push_str(&format!(" / {} ({:.0}%)", human_bytes(total), fraction * 100.0));
     }
     line.push_str(&format!(
         ", {} rows, {} rows/s, {:.1} MB/s",
@@ -80,6 +74,9 @@ pub fn describe(s: &Snapshot) -> String {
         human_count(s.rows_per_sec()),
         s.bytes_per_sec() / 1e6
     ));
+    if s.rejected > 0 {
+        line.push_str(&format!(", {} rejected", thousands(s.rejected)));
+    }
     if let Some(eta) = s.eta() {
         let secs = eta.as_secs();
         line.push_str(&format!(", ETA {}:{:02}", secs / 60, secs % 60));

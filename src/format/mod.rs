@@ -27,10 +27,8 @@ impl FormatKind {
     /// Guesses the format from a file name, looking through `.gz`/`.zst`.
     pub fn guess(path: &Path) -> Option<FormatKind> {
         let name = path.file_name()?.to_str()?.to_ascii_lowercase();
-        let name = ["gz", "gzip", "zst", "zstd"]
-            .iter()
-            .find_map(|ext| name.strip_suffix(&format!(".{ext}")))
-            .unwrap_or(&name);
+        let name =
+            ["gz", "gzip", "zst", "zstd"].iter().find_map(|ext| name.strip_suffix(&format!(".{ext}"))).unwrap_or(&name);
         let ext = name.rsplit_once('.')?.1;
         match ext {
             "csv" => Some(FormatKind::Csv),
@@ -72,31 +70,17 @@ const JSONL_DELIMITER: u8 = 0x02;
 
 impl FormatOptions {
     pub fn new(kind: FormatKind) -> Self {
-        FormatOptions {
-            kind,
-            delimiter: None,
-            quote: None,
-            escape: None,
-            null: None,
-            header: false,
-            encoding: None,
-        }
+        FormatOptions { kind, delimiter: None, quote: None, escape: None, null: None, header: false, encoding: None }
     }
 
     /// Rejects option combinations the server would refuse or that would make
     /// our record boundaries differ from the server's.
     pub fn validate(&self) -> Result<(), String> {
-        let bytes = [
-            ("delimiter", self.delimiter),
-            ("quote", self.quote),
-            ("escape", self.escape),
-        ];
+        let bytes = [("delimiter", self.delimiter), ("quote", self.quote), ("escape", self.escape)];
         for (name, byte) in bytes {
             if let Some(b) = byte {
                 if b == b'\n' || b == b'\r' || !b.is_ascii() {
-                    return Err(format!(
-                        "--{name} must be one ASCII character other than a newline"
-                    ));
+                    return Err(format!("--{name} must be one ASCII character other than a newline"));
                 }
             }
         }
@@ -104,14 +88,9 @@ impl FormatOptions {
             FormatKind::Tsv if self.quote.is_some() || self.escape.is_some() => {
                 Err("--quote and --escape apply to csv only; tsv escapes with backslashes".into())
             }
-            FormatKind::Tsv if self.delimiter == Some(b'\\') => {
-                Err("--delimiter cannot be a backslash in tsv".into())
-            }
+            FormatKind::Tsv if self.delimiter == Some(b'\\') => Err("--delimiter cannot be a backslash in tsv".into()),
             FormatKind::Jsonl
-                if self.delimiter.is_some()
-                    || self.quote.is_some()
-                    || self.escape.is_some()
-                    || self.null.is_some() =>
+                if self.delimiter.is_some() || self.quote.is_some() || self.escape.is_some() || self.null.is_some() =>
             {
                 Err("--delimiter, --quote, --escape and --null do not apply to jsonl".into())
             }
@@ -124,10 +103,7 @@ impl FormatOptions {
         match self.kind {
             FormatKind::Csv => {
                 let quote = self.quote.unwrap_or(b'"');
-                Dialect::Csv {
-                    quote,
-                    escape: self.escape.unwrap_or(quote),
-                }
+                Dialect::Csv { quote, escape: self.escape.unwrap_or(quote) }
             }
             FormatKind::Tsv => Dialect::Text,
             FormatKind::Jsonl => Dialect::Lines,
@@ -188,15 +164,9 @@ mod tests {
 
     #[test]
     fn guesses_format_through_compression_suffixes() {
-        assert_eq!(
-            FormatKind::guess(Path::new("a/b.csv.gz")),
-            Some(FormatKind::Csv)
-        );
+        assert_eq!(FormatKind::guess(Path::new("a/b.csv.gz")), Some(FormatKind::Csv));
         assert_eq!(FormatKind::guess(Path::new("x.TSV")), Some(FormatKind::Tsv));
-        assert_eq!(
-            FormatKind::guess(Path::new("d.ndjson.zst")),
-            Some(FormatKind::Jsonl)
-        );
+        assert_eq!(FormatKind::guess(Path::new("d.ndjson.zst")), Some(FormatKind::Jsonl));
         assert_eq!(FormatKind::guess(Path::new("noext")), None);
         assert_eq!(FormatKind::guess(Path::new("x.parquet")), None);
     }

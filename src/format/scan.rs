@@ -70,13 +70,7 @@ pub struct RecordScanner {
 
 impl RecordScanner {
     pub fn new(dialect: Dialect) -> Self {
-        RecordScanner {
-            dialect,
-            in_quote: false,
-            last_was_esc: false,
-            pending_backslash: false,
-            mid_record: false,
-        }
+        RecordScanner { dialect, in_quote: false, last_was_esc: false, pending_backslash: false, mid_record: false }
     }
 
     /// True when the scanner stands between records.
@@ -140,10 +134,7 @@ impl RecordScanner {
     /// The bulk path: between backslashes every newline ends a record, so
     /// newlines are counted a stretch at a time instead of one by one.
     fn count_text(&mut self, buf: &[u8]) -> (Step, usize) {
-        let mut step = Step {
-            consumed: buf.len(),
-            ..Step::default()
-        };
+        let mut step = Step { consumed: buf.len(), ..Step::default() };
         let (mut pos, mut last_end) = (0, 0);
         while pos < buf.len() {
             if self.pending_backslash {
@@ -214,10 +205,7 @@ impl RecordScanner {
     /// cannot change, so newlines are counted a stretch at a time (records
     /// outside quotes, embedded lines inside).
     fn count_csv(&mut self, buf: &[u8], quote: u8, escape: u8) -> (Step, usize) {
-        let mut step = Step {
-            consumed: buf.len(),
-            ..Step::default()
-        };
+        let mut step = Step { consumed: buf.len(), ..Step::default() };
         let (mut pos, mut last_end) = (0, 0);
         while pos < buf.len() {
             let special = memchr2(quote, escape, &buf[pos..]).map_or(buf.len(), |i| pos + i);
@@ -273,23 +261,12 @@ fn newlines_in(stretch: &[u8]) -> Option<(u64, usize)> {
 fn scan_lines(buf: &[u8], stop: bool) -> (Step, usize) {
     let step = if stop {
         match memchr(b'\n', buf) {
-            Some(i) => Step {
-                consumed: i + 1,
-                records: 1,
-                newlines: 1,
-            },
-            None => Step {
-                consumed: buf.len(),
-                ..Step::default()
-            },
+            Some(i) => Step { consumed: i + 1, records: 1, newlines: 1 },
+            None => Step { consumed: buf.len(), ..Step::default() },
         }
     } else {
         let n = memchr::memchr_iter(b'\n', buf).count() as u64;
-        Step {
-            consumed: buf.len(),
-            records: n,
-            newlines: n,
-        }
+        Step { consumed: buf.len(), records: n, newlines: n }
     };
     let ended = step.consumed > 0 && buf[step.consumed - 1] == b'\n';
     (step, if ended { step.consumed } else { 0 })
@@ -340,10 +317,7 @@ pub fn reference_record_ends(dialect: Dialect, input: &[u8]) -> Vec<usize> {
 mod tests {
     use super::*;
 
-    const CSV: Dialect = Dialect::Csv {
-        quote: b'"',
-        escape: b'"',
-    };
+    const CSV: Dialect = Dialect::Csv { quote: b'"', escape: b'"' };
 
     /// Record ends found by the fast scanner when fed `input` in `pieces`.
     fn fast_ends(dialect: Dialect, input: &[u8], pieces: &[usize]) -> Vec<usize> {
@@ -389,19 +363,13 @@ mod tests {
     #[test]
     fn csv_quoted_newlines_and_doubled_quotes() {
         let input = b"a,\"x\ny\",1\n\"say \"\"hi\"\"\n\",2\r\n,\"\"\n";
-        assert_eq!(
-            records(CSV, input),
-            ["a,\"x\ny\",1\n", "\"say \"\"hi\"\"\n\",2\r\n", ",\"\"\n"]
-        );
+        assert_eq!(records(CSV, input), ["a,\"x\ny\",1\n", "\"say \"\"hi\"\"\n\",2\r\n", ",\"\"\n"]);
         check_all_splits(CSV, input);
     }
 
     #[test]
     fn csv_distinct_escape_only_counts_inside_quotes() {
-        let d = Dialect::Csv {
-            quote: b'"',
-            escape: b'\\',
-        };
+        let d = Dialect::Csv { quote: b'"', escape: b'\\' };
         // `\"` inside quotes is an escaped quote; `\\` is an escaped escape.
         let input = b"\"a\\\"\nb\",1\n\"c\\\\\",2\nx\\\"\n";
         assert_eq!(
@@ -415,10 +383,7 @@ mod tests {
     #[test]
     fn text_backslash_newline_is_data() {
         let input = b"a\\\nb\t1\nc\\\\\n\\N\td\n";
-        assert_eq!(
-            records(Dialect::Text, input),
-            ["a\\\nb\t1\n", "c\\\\\n", "\\N\td\n"]
-        );
+        assert_eq!(records(Dialect::Text, input), ["a\\\nb\t1\n", "c\\\\\n", "\\N\td\n"]);
         check_all_splits(Dialect::Text, input);
     }
 
@@ -426,14 +391,7 @@ mod tests {
     fn counts_records_and_newlines_without_stopping() {
         let mut s = RecordScanner::new(CSV);
         let step = s.scan(b"1,\"a\nb\"\n2,c\n3", false);
-        assert_eq!(
-            step,
-            Step {
-                consumed: 13,
-                records: 2,
-                newlines: 3
-            }
-        );
+        assert_eq!(step, Step { consumed: 13, records: 2, newlines: 3 });
         assert!(!s.at_record_start());
         let mut s = RecordScanner::new(Dialect::Lines);
         assert_eq!(s.scan(b"{}\n{}\n", false).records, 2);

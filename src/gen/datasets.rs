@@ -4,12 +4,8 @@ use super::{Dataset, Rng};
 
 type Columns = &'static [(&'static str, &'static str)];
 
-const TRANSACTIONS: Columns = &[
-    ("tid", "integer"),
-    ("mssinceunixepoch", "integer"),
-    ("amount", "bigint"),
-    ("description", "text"),
-];
+const TRANSACTIONS: Columns =
+    &[("tid", "integer"), ("mssinceunixepoch", "integer"), ("amount", "bigint"), ("description", "text")];
 
 const CNAME: Columns = &[("json_blob", "jsonb NOT NULL")];
 
@@ -103,12 +99,10 @@ fn transactions(i: u64, rng: &mut Rng, out: &mut Vec<u8>) {
 }
 
 const WORDS: &[&str] = &[
-    "photo", "udesk", "mail", "cdn", "static", "shop", "blog", "api", "edge", "img", "login",
-    "news", "video", "data", "cloud", "app", "secure", "portal", "media", "store",
+    "photo", "udesk", "mail", "cdn", "static", "shop", "blog", "api", "edge", "img", "login", "news", "video", "data",
+    "cloud", "app", "secure", "portal", "media", "store",
 ];
-const TLDS: &[&str] = &[
-    "com", "net", "org", "cn", "io", "de", "blog", "wang", "co.uk", "info",
-];
+const TLDS: &[&str] = &["com", "net", "org", "cn", "io", "de", "blog", "wang", "co.uk", "info"];
 
 fn domain(rng: &mut Rng, out: &mut Vec<u8>) {
     for _ in 0..1 + rng.below(2) {
@@ -143,15 +137,8 @@ fn cname(rng: &mut Rng, out: &mut Vec<u8>) {
     out.extend_from_slice(b"\"}\n");
 }
 
-const PRODUCTS: &[&str] = &[
-    "chicken noodle soup",
-    "golf clubs",
-    "brandy",
-    "paper towels",
-    "coffee",
-    "batteries",
-    "dog food",
-];
+const PRODUCTS: &[&str] =
+    &["chicken noodle soup", "golf clubs", "brandy", "paper towels", "coffee", "batteries", "dog food"];
 const CITIES: &[(&str, &str, &str)] = &[
     ("Lancaster", "CA", "West"),
     ("Boston", "MA", "East"),
@@ -166,44 +153,23 @@ fn store_sales(i: u64, rng: &mut Rng, out: &mut Vec<u8>) {
     let qty = 1 + rng.below(9);
     let price = 10 + rng.below(90);
     let cost = price * (30 + rng.below(40)) / 100;
-    for n in [
-        1 + rng.below(1000),
-        i,
-        qty,
-        qty * price,
-        qty * cost,
-        qty * (price - cost),
-    ] {
+    for n in [1 + rng.below(1000), i, qty, qty * price, qty * cost, qty * (price - cost)] {
         num(out, n);
         out.push(b',');
     }
     out.extend_from_slice(rng.pick(&["purchase", "return"]).as_bytes());
-    out.extend_from_slice(
-        format!(
-            ",{:02}:{:02}:{:02},",
-            rng.below(24),
-            rng.below(60),
-            rng.below(60)
-        )
-        .as_bytes(),
-    );
+    out.extend_from_slice(format!(",{:02}:{:02}:{:02},", rng.below(24), rng.below(60), rng.below(60)).as_bytes());
     out.extend_from_slice(rng.pick(&["Cash", "Credit", "Check"]).as_bytes());
     let brand = rng.below(10);
     let product = rng.pick(PRODUCTS);
     match rng.below(50) {
-        0 => out.extend_from_slice(
-            format!(",\"Brand #{brand} \"\"deluxe\"\" {product}, 12 oz\",").as_bytes(),
-        ),
-        1 if rng.one_in(100) => {
-            out.extend_from_slice(format!(",\"Brand #{brand} {product}\ngift set\",").as_bytes())
-        }
+        0 => out.extend_from_slice(format!(",\"Brand #{brand} \"\"deluxe\"\" {product}, 12 oz\",").as_bytes()),
+        1 if rng.one_in(100) => out.extend_from_slice(format!(",\"Brand #{brand} {product}\ngift set\",").as_bytes()),
         _ => out.extend_from_slice(format!(",Brand #{brand} {product},").as_bytes()),
     }
     let store = 1 + rng.below(99);
     let (city, state, region) = CITIES[rng.below(CITIES.len() as u64) as usize];
-    out.extend_from_slice(
-        format!("SKU-#{brand},Store{store},{store},{city},{state},{region}\n").as_bytes(),
-    );
+    out.extend_from_slice(format!("SKU-#{brand},Store{store},{store},{city},{state},{region}\n").as_bytes());
 }
 
 /// 29 tab-separated columns; one-way trips have `\N` for every home column.
@@ -216,8 +182,7 @@ fn flights(rng: &mut Rng, out: &mut Vec<u8>) {
         (day + rng.below(7)).to_string(),
         rng.below(52).to_string(),
         (1 + rng.below(900)).to_string(),
-        rng.pick(&["economy", "premium", "business", "first"])
-            .to_string(),
+        rng.pick(&["economy", "premium", "business", "first"]).to_string(),
         (1 + rng.below(300)).to_string(),
         (1 + rng.below(5)).to_string(),
         if one_way { "1" } else { "0" }.to_string(),

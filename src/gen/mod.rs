@@ -25,13 +25,8 @@ pub enum Dataset {
 }
 
 impl Dataset {
-    pub const ALL: [Dataset; 5] = [
-        Dataset::Transactions,
-        Dataset::Cname,
-        Dataset::StoreSales,
-        Dataset::Flights,
-        Dataset::KbRows,
-    ];
+    pub const ALL: [Dataset; 5] =
+        [Dataset::Transactions, Dataset::Cname, Dataset::StoreSales, Dataset::Flights, Dataset::KbRows];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -59,15 +54,9 @@ impl Dataset {
     /// `CREATE TABLE` for the dataset, with every identifier quoted.
     pub fn ddl(self, table: &str) -> String {
         let columns = datasets::columns(self);
-        let body: Vec<String> = columns
-            .iter()
-            .map(|(name, ty)| format!("    {} {ty}", crate::sql::quote_ident(name)))
-            .collect();
-        format!(
-            "CREATE TABLE {} (\n{}\n);",
-            crate::sql::quote_ident(table),
-            body.join(",\n")
-        )
+        let body: Vec<String> =
+            columns.iter().map(|(name, ty)| format!("    {} {ty}", crate::sql::quote_ident(name))).collect();
+        format!("CREATE TABLE {} (\n{}\n);", crate::sql::quote_ident(table), body.join(",\n"))
     }
 }
 
@@ -161,8 +150,6 @@ mod tests {
         for line in csv.lines() {
             assert_eq!(line.split('\t').count(), 29);
         }
-        assert!(Dataset::Flights
-            .ddl("extract")
-            .contains("\"home_flight_sector_3_flight_code_id\" integer"));
+        assert!(Dataset::Flights.ddl("extract").contains("\"home_flight_sector_3_flight_code_id\" integer"));
     }
 }

@@ -8,9 +8,11 @@
 //! chunks for its pool). On the first fatal error the queue stops: chunks in
 //! flight finish or roll back, nothing is half loaded.
 
+mod isolate;
 mod plan;
 mod worker;
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -21,6 +23,7 @@ use crate::chunk::{Chunk, ChunkError, Chunker, ChunkerConfig, Preamble};
 use crate::error::Error;
 use crate::format::{FormatKind, FormatOptions};
 use crate::progress::Progress;
+use crate::rejects::{Reject, RejectsFile};
 use crate::report::{ChunkRecord, FileSummary, LoadReport, Summary};
 use crate::sink::postgres::{PgTarget, TableInfo};
 use crate::source::{io_reason, resolve_inputs, Source};
@@ -41,9 +44,7 @@ pub const MAX_RECORD: u64 = 64 << 20;
 /// most 8. On a 2-core machine, 2 workers beat 1 by 1.6-1.9x and 4 were no
 /// faster than 2 (bench/README.md); `--workers auto` will measure instead.
 pub fn default_workers() -> usize {
-    thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .clamp(2, 8)
+    thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8)
 }
 
 /// Everything `sluice load` was asked to do.
@@ -60,6 +61,10 @@ pub struct LoadRequest {
     pub workers: usize,
     pub chunk_size: u64,
     pub truncate: bool,
+    /// Where rejected records go; default `<table>.rejects.jsonl`.
+    pub rejects: Option<PathBuf>,
+    /// Stop once more than this many records were rejected.
+    pub max_errors: Option<u64>,
 }
 
 /// Facts every worker needs, shared read-only.
@@ -76,7 +81,7 @@ struct Shared<'a> {
 
 /// What a worker or the feeder tells the collector.
 enum Event {
-    Committed(ChunkRecord),
+    Committed(ChunkRecord, Vec<Reject>),
     Failed(Error),
 }
 
@@ -90,18 +95,13 @@ pub struct Failed {
 
 impl From<Error> for Failed {
     fn from(error: Error) -> Self {
-        Failed {
-            error,
-            partial: None,
-        }
+        Failed { error, partial: None }
     }
 }
 
 /// Runs a load to the end, or to its first fatal error.
 pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed> {
-    let started_unix_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
+    let started_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
     let sources = resolve_inputs(&req.inputs)?;
     let mut format = req.options.clone();
     format.kind = resolve_kind(req.format, &sources)?;
@@ -112,9 +112,7 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     let columns = choose_columns(&table, req.columns.as_deref(), format.kind)?;
     let copy_sql = copy_statement(&table, columns.as_deref(), &format);
     if req.truncate {
-        control
-            .execute(&format!("TRUNCATE {}", table.quoted()))
-            .map_err(|e| Error::Database(e.to_string()))?;
+        control.execute(&format!("TRUNCATE {}", table.quoted())).map_err(|e| Error::Database(e.to_string()))?;
     }
     drop(control);
     let total = sources.iter().map(|s| s.size).sum::<Option<u64>>();
@@ -129,20 +127,15 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         clock: Instant::now(),
         stop: AtomicBool::new(false),
     };
-    let (records, scans, failure) = run_pipeline(&shared, req);
-    let report = build_report(
-        &shared,
-        req,
-        records,
-        scans,
-        started_unix_ms,
-        failure.is_none(),
-    );
+    let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
+    let mut rejects = RejectsFile::new(&rejects_path);
+    let (records, scans, failure) = run_pipeline(&shared, req, &mut rejects);
+    let mut report = build_report(&shared, req, records, scans, started_unix_ms, failure.is_none());
+    if rejects.written() > 0 {
+        report.summary.rejects_file = Some(rejects.path().display().to_string());
+    }
     match failure {
-        Some(error) => Err(Failed {
-            error,
-            partial: Some(Box::new(report)),
-        }),
+        Some(error) => Err(Failed { error, partial: Some(Box::new(report)) }),
         None => Ok(report),
     }
 }
@@ -158,7 +151,7 @@ struct InputScan {
 
 type PipelineResult = (Vec<ChunkRecord>, Vec<InputScan>, Option<Error>);
 
-fn run_pipeline(shared: &Shared, req: &LoadRequest) -> PipelineResult {
+fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -> PipelineResult {
     let workers = req.workers.max(1);
     let streamed = shared.sources.iter().any(|s| !s.is_positioned());
     // Streamed chunks hold their bytes: hand each one straight to a free
@@ -178,14 +171,23 @@ fn run_pipeline(shared: &Shared, req: &LoadRequest) -> PipelineResult {
         drop((chunk_rx, event_tx));
         let mut records = Vec::new();
         let mut failure = None;
+        let mut rejected = 0u64;
         for event in event_rx {
-            match event {
-                Event::Committed(record) => records.push(record),
-                Event::Failed(err) => {
-                    shared.stop.store(true, Ordering::SeqCst);
-                    failure.get_or_insert(err);
+            let error = match event {
+                Event::Committed(record, chunk_rejects) => {
+                    records.push(record);
+                    rejected += chunk_rejects.len() as u64;
+                    record_rejects(rejects, &chunk_rejects).err().or_else(|| over_limit(req, rejected, &chunk_rejects))
                 }
+                Event::Failed(err) => Some(err),
+            };
+            if let Some(err) = error {
+                shared.stop.store(true, Ordering::SeqCst);
+                failure.get_or_insert(err);
             }
+        }
+        if let Err(e) = rejects.flush() {
+            failure.get_or_insert(rejects_file_error(rejects, &e));
         }
         let scans = feeder.join().unwrap_or_default();
         records.sort_by_key(|r| r.seq);
@@ -193,13 +195,28 @@ fn run_pipeline(shared: &Shared, req: &LoadRequest) -> PipelineResult {
     })
 }
 
+/// Writes a committed chunk's rejects to the file.
+fn record_rejects(file: &mut RejectsFile, rejects: &[Reject]) -> Result<(), Error> {
+    for reject in rejects {
+        file.write(reject).map_err(|e| rejects_file_error(file, &e))?;
+    }
+    Ok(())
+}
+
+fn rejects_file_error(file: &RejectsFile, e: &std::io::Error) -> Error {
+    Error::Input { file: file.path().display().to_string(), message: format!("cannot write rejects: {e}") }
+}
+
+/// The error that stops the load once more than `--max-errors` records
+/// were rejected.
+fn over_limit(req: &LoadRequest, rejected: u64, latest: &[Reject]) -> Option<Error> {
+    let max = req.max_errors?;
+    let last = latest.last()?;
+    (rejected > max).then(|| Error::TooManyRejects { max, rejected, last: last.to_string() })
+}
+
 /// The feeder thread: chunks every input in order onto the queue.
-fn feed(
-    shared: &Shared,
-    req: &LoadRequest,
-    queue: Sender<Chunk>,
-    events: Sender<Event>,
-) -> Vec<InputScan> {
+fn feed(shared: &Shared, req: &LoadRequest, queue: Sender<Chunk>, events: Sender<Event>) -> Vec<InputScan> {
     let mut scans = Vec::new();
     let mut seq = 0;
     for (index, source) in shared.sources.iter().enumerate() {
@@ -283,12 +300,7 @@ fn build_report(
     let mut per_file: Vec<FileSummary> = shared
         .sources
         .iter()
-        .zip(
-            scans
-                .iter()
-                .copied()
-                .chain(std::iter::repeat(InputScan::default())),
-        )
+        .zip(scans.iter().copied().chain(std::iter::repeat(InputScan::default())))
         .map(|(source, scan)| FileSummary {
             file: source.name.to_string(),
             compression: source.compression,
@@ -297,6 +309,7 @@ fn build_report(
             bom_stripped: scan.preamble.bom,
             records_read: scan.records,
             rows_loaded: 0,
+            rejected: 0,
             chunks: scan.chunks,
         })
         .collect();
@@ -304,12 +317,13 @@ fn build_report(
     for c in &chunks {
         if let Some(f) = per_file.iter_mut().find(|f| f.file == c.file) {
             f.rows_loaded += c.rows;
+            f.rejected += c.rejected;
         }
-        if c.rows != c.records {
+        if c.rows + c.rejected != c.records {
             warnings.push(format!(
-                "{}: line {}: the server loaded {} rows from a chunk in which sluice counted {} records; \
-                 are there bare carriage-return line endings or a \\. end-of-data line?",
-                c.file, c.first_line, c.rows, c.records
+                "{}: line {}: the server loaded {} rows and {} were rejected from a chunk in which sluice \
+                 counted {} records; are there bare carriage-return line endings or a \\. end-of-data line?",
+                c.file, c.first_line, c.rows, c.rejected, c.records
             ));
         }
     }
@@ -321,6 +335,8 @@ fn build_report(
         files: shared.sources.len(),
         records_read: per_file.iter().map(|f| f.records_read).sum(),
         rows_loaded: rows,
+        rejected: per_file.iter().map(|f| f.rejected).sum(),
+        rejects_file: None,
         header_lines: per_file.iter().map(|f| f.header_lines).sum(),
         bytes,
         wall_seconds: wall,
@@ -332,10 +348,5 @@ fn build_report(
         started_unix_ms,
         complete,
     };
-    LoadReport {
-        summary,
-        per_file,
-        chunks,
-        warnings,
-    }
+    LoadReport { summary, per_file, chunks, warnings }
 }

@@ -12,15 +12,11 @@ pub fn resolve_kind(given: Option<FormatKind>, sources: &[Source]) -> Result<For
     if let Some(kind) = given {
         return Ok(kind);
     }
-    let guessed: Vec<FormatKind> = sources
-        .iter()
-        .filter_map(|s| s.path.as_deref().and_then(FormatKind::guess))
-        .collect();
+    let guessed: Vec<FormatKind> =
+        sources.iter().filter_map(|s| s.path.as_deref().and_then(FormatKind::guess)).collect();
     match guessed.first() {
         Some(&kind) if guessed.iter().all(|&k| k == kind) => Ok(kind),
-        Some(_) => Err(Error::Usage(
-            "the inputs have different extensions; say which format with --format".into(),
-        )),
+        Some(_) => Err(Error::Usage("the inputs have different extensions; say which format with --format".into())),
         None => Err(Error::Usage(format!(
             "cannot tell the format of {} from its name; pass --format csv, tsv or jsonl",
             sources[0].name
@@ -50,12 +46,8 @@ pub fn choose_columns(
     if kind != FormatKind::Jsonl {
         return Ok(None);
     }
-    let json: Vec<&String> = table
-        .columns
-        .iter()
-        .filter(|(_, ty)| ty == "json" || ty == "jsonb")
-        .map(|(name, _)| name)
-        .collect();
+    let json: Vec<&String> =
+        table.columns.iter().filter(|(_, ty)| ty == "json" || ty == "jsonb").map(|(name, _)| name).collect();
     match json.as_slice() {
         [one] => Ok(Some(vec![(*one).clone()])),
         _ if table.columns.len() == 1 => Ok(Some(vec![table.columns[0].0.clone()])),
@@ -72,40 +64,17 @@ pub fn choose_columns(
 }
 
 fn column_list(table: &TableInfo) -> String {
-    table
-        .columns
-        .iter()
-        .map(|(n, _)| n.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
+    table.columns.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
 }
 
 /// `COPY "s"."t" ("a", "b") FROM STDIN WITH (FORMAT csv, ...)`.
-pub fn copy_statement(
-    table: &TableInfo,
-    columns: Option<&[String]>,
-    format: &FormatOptions,
-) -> String {
+pub fn copy_statement(table: &TableInfo, columns: Option<&[String]>, format: &FormatOptions) -> String {
     let columns = match columns {
-        Some(cols) => format!(
-            " ({})",
-            cols.iter()
-                .map(|c| quote_ident(c))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        Some(cols) => format!(" ({})", cols.iter().map(|c| quote_ident(c)).collect::<Vec<_>>().join(", ")),
         None => String::new(),
     };
-    let options: Vec<String> = format
-        .copy_options()
-        .into_iter()
-        .map(|(k, v)| format!("{k} {v}"))
-        .collect();
-    format!(
-        "COPY {}{columns} FROM STDIN WITH ({})",
-        table.quoted(),
-        options.join(", ")
-    )
+    let options: Vec<String> = format.copy_options().into_iter().map(|(k, v)| format!("{k} {v}")).collect();
+    format!("COPY {}{columns} FROM STDIN WITH ({})", table.quoted(), options.join(", "))
 }
 
 #[cfg(test)]
@@ -116,20 +85,14 @@ mod tests {
         TableInfo {
             schema: "public".into(),
             name: "T x".into(),
-            columns: cols
-                .iter()
-                .map(|(a, b)| (a.to_string(), b.to_string()))
-                .collect(),
+            columns: cols.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
         }
     }
 
     #[test]
     fn jsonl_picks_the_single_json_column() {
         let t = table(&[("id", "bigint"), ("doc", "jsonb")]);
-        assert_eq!(
-            choose_columns(&t, None, FormatKind::Jsonl).unwrap(),
-            Some(vec!["doc".to_string()])
-        );
+        assert_eq!(choose_columns(&t, None, FormatKind::Jsonl).unwrap(), Some(vec!["doc".to_string()]));
         let t2 = table(&[("a", "json"), ("b", "jsonb")]);
         assert!(choose_columns(&t2, None, FormatKind::Jsonl).is_err());
         assert_eq!(choose_columns(&t, None, FormatKind::Csv).unwrap(), None);
@@ -139,23 +102,13 @@ mod tests {
     fn unknown_column_lists_the_real_ones() {
         let t = table(&[("id", "bigint")]);
         let err = choose_columns(&t, Some(&["nope".to_string()]), FormatKind::Csv).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "column \"nope\" does not exist in table public.T x; its columns are: id"
-        );
+        assert_eq!(err.to_string(), "column \"nope\" does not exist in table public.T x; its columns are: id");
     }
 
     #[test]
     fn statement_quotes_every_identifier() {
         let t = table(&[("a", "int")]);
-        let sql = copy_statement(
-            &t,
-            Some(&["a".into()]),
-            &FormatOptions::new(FormatKind::Tsv),
-        );
-        assert_eq!(
-            sql,
-            "COPY \"public\".\"T x\" (\"a\") FROM STDIN WITH (FORMAT text)"
-        );
+        let sql = copy_statement(&t, Some(&["a".into()]), &FormatOptions::new(FormatKind::Tsv));
+        assert_eq!(sql, "COPY \"public\".\"T x\" (\"a\") FROM STDIN WITH (FORMAT text)");
     }
 }

@@ -12,12 +12,13 @@ use std::sync::atomic::Ordering;
 
 use crossbeam_channel::{Receiver, Sender};
 
+use super::isolate::{isolate, Isolated};
 use super::{Event, Shared};
-use crate::chunk::{locate_server_line, Chunk};
-use crate::error::{Error, Position, RecordError};
+use crate::chunk::Chunk;
+use crate::error::Error;
 use crate::report::ChunkRecord;
 use crate::sink::postgres::COPY_PIECE;
-use crate::sink::{CopyOutcome, CopyRefusal, CopyWriter, Session};
+use crate::sink::{CopyOutcome, CopyWriter, Session};
 use crate::source::io_reason;
 
 pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Sender<Event>) {
@@ -36,13 +37,20 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
         }
         let start_s = shared.clock.elapsed().as_secs_f64();
         let outcome = session.copy_chunk(&mut |send| reader.feed(shared, &chunk, send));
-        let event = match outcome {
-            Ok(CopyOutcome::Loaded(rows)) => {
-                shared.progress.chunk_done(chunk.source_span, rows);
-                Event::Committed(record(shared, &chunk, rows, id, start_s))
-            }
+        let loaded = match outcome {
+            Ok(CopyOutcome::Loaded(rows)) => Ok(Isolated { rows, rejects: Vec::new() }),
             Ok(CopyOutcome::Refused(refusal)) => {
-                Event::Failed(refused(shared, &mut reader, &chunk, refusal))
+                reader.bytes_of(shared, &chunk).and_then(|bytes| isolate(&mut session, shared, &chunk, &bytes, refusal))
+            }
+            Err(err) => Err(err),
+        };
+        let event = match loaded {
+            Ok(done) => {
+                let rejected = done.rejects.len() as u64;
+                shared.progress.chunk_done(chunk.source_span, done.rows, rejected);
+                let mut rec = record(shared, &chunk, done.rows, id, start_s);
+                rec.rejected = rejected;
+                Event::Committed(rec, done.rejects)
             }
             Err(err) => Event::Failed(err),
         };
@@ -63,42 +71,11 @@ fn record(shared: &Shared, chunk: &Chunk, rows: u64, worker: usize, start_s: f64
         first_record: chunk.loc.first_record,
         records: chunk.records,
         rows,
+        rejected: 0,
         worker,
         start_s,
         end_s: shared.clock.elapsed().as_secs_f64(),
     }
-}
-
-/// Turns the server's refusal into an error that names the file, the
-/// record's first line, its number and its byte offset.
-fn refused(shared: &Shared, reader: &mut RangeReader, chunk: &Chunk, r: CopyRefusal) -> Error {
-    let source = &shared.sources[chunk.loc.source];
-    let mut position = Position {
-        file: source.name.to_string(),
-        line: chunk.loc.first_line,
-        record: chunk.loc.first_record,
-        byte: chunk.loc.byte_offset,
-    };
-    let mut message = r.message;
-    match (r.server_line, reader.bytes_of(shared, chunk)) {
-        (Some(line), Ok(bytes)) => {
-            let at = locate_server_line(shared.format.dialect(), &bytes, line);
-            position.line += at.lines_before;
-            position.record += at.index;
-            position.byte += at.byte;
-        }
-        _ => message.push_str(&format!(
-            "; the server named no line: the record is in the {} records from here",
-            chunk.records
-        )),
-    }
-    Error::Record(Box::new(RecordError {
-        position,
-        sqlstate: r.sqlstate,
-        message,
-        detail: r.detail,
-        column: r.column,
-    }))
 }
 
 /// Reads positioned chunks by range, keeping each input open once per worker.
@@ -111,12 +88,7 @@ struct RangeReader {
 impl RangeReader {
     /// Sends the chunk's bytes through `send`; stops early when `send` says
     /// the server has already refused the chunk.
-    fn feed(
-        &mut self,
-        shared: &Shared,
-        chunk: &Chunk,
-        send: &mut CopyWriter<'_>,
-    ) -> Result<(), Error> {
+    fn feed(&mut self, shared: &Shared, chunk: &Chunk, send: &mut CopyWriter<'_>) -> Result<(), Error> {
         if let Some(data) = &chunk.data {
             send(data);
             return Ok(());
@@ -124,10 +96,7 @@ impl RangeReader {
         let source = &shared.sources[chunk.loc.source];
         self.buf.resize(COPY_PIECE, 0);
         let file = open_cached(&mut self.files, shared, chunk.loc.source)?;
-        let (mut at, end) = (
-            chunk.loc.byte_offset,
-            chunk.loc.byte_offset + chunk.loc.byte_len,
-        );
+        let (mut at, end) = (chunk.loc.byte_offset, chunk.loc.byte_offset + chunk.loc.byte_len);
         while at < end {
             let want = ((end - at) as usize).min(self.buf.len());
             let piece = &mut self.buf[..want];
@@ -146,7 +115,7 @@ impl RangeReader {
         Ok(())
     }
 
-    /// The chunk's bytes, for locating a refused record.
+    /// The chunk's bytes, for isolating refused records.
     fn bytes_of(&mut self, shared: &Shared, chunk: &Chunk) -> Result<Vec<u8>, Error> {
         if let Some(data) = &chunk.data {
             return Ok(data.clone());
@@ -160,11 +129,7 @@ impl RangeReader {
     }
 }
 
-fn open_cached<'a>(
-    files: &'a mut HashMap<usize, File>,
-    shared: &Shared,
-    index: usize,
-) -> Result<&'a File, Error> {
+fn open_cached<'a>(files: &'a mut HashMap<usize, File>, shared: &Shared, index: usize) -> Result<&'a File, Error> {
     use std::collections::hash_map::Entry;
     match files.entry(index) {
         Entry::Occupied(open) => Ok(open.into_mut()),

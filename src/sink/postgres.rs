@@ -48,12 +48,7 @@ impl PgTarget {
     pub fn secrets(&self) -> Vec<String> {
         let mut found = Vec::new();
         if let Ok(options) = libpq::connection::Info::from(&self.conninfo) {
-            found.extend(
-                options
-                    .into_iter()
-                    .filter(|o| o.keyword == "password")
-                    .filter_map(|o| o.val),
-            );
+            found.extend(options.into_iter().filter(|o| o.keyword == "password").filter_map(|o| o.val));
         }
         found.extend(std::env::var("PGPASSWORD").ok());
         found
@@ -67,15 +62,9 @@ impl PgTarget {
         if !expand {
             params.remove("dbname");
         }
-        let conn = Connection::with_params(&params, expand).map_err(|e| Error::Connect {
-            target: self.display.clone(),
-            message: one_line(&e.to_string()),
-        })?;
-        Ok(PgSession {
-            conn,
-            copy_sql: String::new(),
-            relname: String::new(),
-        })
+        let conn = Connection::with_params(&params, expand)
+            .map_err(|e| Error::Connect { target: self.display.clone(), message: one_line(&e.to_string()) })?;
+        Ok(PgSession { conn, copy_sql: String::new(), relname: String::new() })
     }
 }
 
@@ -85,24 +74,12 @@ fn defaults_display() -> String {
     let Ok(defaults) = libpq::connection::Info::defaults() else {
         return "the default server".into();
     };
-    let get = |k: &str| {
-        defaults
-            .iter()
-            .find(|o| o.keyword == k)
-            .and_then(|o| o.val.clone())
-            .unwrap_or_default()
-    };
+    let get = |k: &str| defaults.iter().find(|o| o.keyword == k).and_then(|o| o.val.clone()).unwrap_or_default();
     let host = match get("host") {
         h if h.is_empty() => "localhost".to_string(),
         h => h,
     };
-    format!(
-        "postgres://{}@{}:{}/{}",
-        get("user"),
-        host,
-        get("port"),
-        get("dbname")
-    )
+    format!("postgres://{}@{}:{}/{}", get("user"), host, get("port"), get("dbname"))
 }
 
 /// libpq messages span lines ("connection to server ... failed: FATAL: ...");
@@ -150,31 +127,18 @@ impl PgSession {
     }
 
     /// Runs a query with text parameters; returns rows of text values.
-    pub fn query(
-        &self,
-        sql: &str,
-        params: &[Option<&str>],
-    ) -> Result<Vec<Vec<Option<String>>>, Error> {
+    pub fn query(&self, sql: &str, params: &[Option<&str>]) -> Result<Vec<Vec<Option<String>>>, Error> {
         // libpq reads text parameters as C strings.
-        let owned: Vec<Option<Vec<u8>>> = params
-            .iter()
-            .map(|p| p.map(|v| format!("{v}\0").into_bytes()))
-            .collect();
+        let owned: Vec<Option<Vec<u8>>> = params.iter().map(|p| p.map(|v| format!("{v}\0").into_bytes())).collect();
         let values: Vec<Option<&[u8]>> = owned.iter().map(Option::as_deref).collect();
-        let result = self
-            .conn
-            .exec_params(sql, &[], &values, &[], libpq::Format::Text);
+        let result = self.conn.exec_params(sql, &[], &values, &[], libpq::Format::Text);
         if result.status() != Status::TuplesOk {
             return Err(Error::Server(server_message(&result)));
         }
         let rows = (0..result.ntuples())
             .map(|r| {
                 (0..result.nfields())
-                    .map(|c| {
-                        result
-                            .value(r, c)
-                            .map(|v| String::from_utf8_lossy(v).into_owned())
-                    })
+                    .map(|c| result.value(r, c).map(|v| String::from_utf8_lossy(v).into_owned()))
                     .collect()
             })
             .collect();
@@ -195,17 +159,13 @@ impl PgSession {
             }
         }
         let Some(row) = rows.into_iter().next() else {
-            let path = self.query(
-                "SELECT pg_catalog.array_to_string(pg_catalog.current_schemas(false), ', ')",
-                &[],
-            )?;
+            let path = self.query("SELECT pg_catalog.array_to_string(pg_catalog.current_schemas(false), ', ')", &[])?;
             let path = path.first().and_then(|r| r[0].clone()).unwrap_or_default();
             return Err(Error::Target(format!(
                 "table \"{name}\" does not exist (searched schemas: {path}); create it first, or name it as schema.table"
             )));
         };
-        let [oid, schema, table] =
-            [&row[0], &row[1], &row[2]].map(|v| v.clone().unwrap_or_default());
+        let [oid, schema, table] = [&row[0], &row[1], &row[2]].map(|v| v.clone().unwrap_or_default());
         let columns = self
             .query(
                 "SELECT attname, pg_catalog.format_type(atttypid, atttypmod) FROM pg_catalog.pg_attribute \
@@ -215,11 +175,7 @@ impl PgSession {
             .into_iter()
             .map(|r| (r[0].clone().unwrap_or_default(), r[1].clone().unwrap_or_default()))
             .collect();
-        Ok(TableInfo {
-            schema,
-            name: table,
-            columns,
-        })
+        Ok(TableInfo { schema, name: table, columns })
     }
 
     /// Prepares this session to copy with `sql` (a `COPY ... FROM STDIN`)
@@ -235,11 +191,7 @@ impl PgSession {
             let this = match result.status() {
                 Status::CommandOk => CopyOutcome::Loaded(result.cmd_tuples().unwrap_or(0) as u64),
                 Status::FatalError => self.classify_refusal(refusal(&result, &self.relname))?,
-                other => {
-                    return Err(Error::Database(format!(
-                        "unexpected reply to COPY: {other:?}"
-                    )))
-                }
+                other => return Err(Error::Database(format!("unexpected reply to COPY: {other:?}"))),
             };
             outcome.get_or_insert(this);
         }
@@ -254,10 +206,7 @@ impl PgSession {
         if self.conn.status() == libpq::connection::Status::Bad {
             return Err(Error::Database(self.connection_trouble()));
         }
-        let data_class = r
-            .sqlstate
-            .as_deref()
-            .is_some_and(|s| s.starts_with("22") || s.starts_with("23"));
+        let data_class = r.sqlstate.as_deref().is_some_and(|s| s.starts_with("22") || s.starts_with("23"));
         if r.server_line.is_some() || data_class {
             return Ok(CopyOutcome::Refused(r));
         }
@@ -265,10 +214,7 @@ impl PgSession {
     }
 
     fn connection_trouble(&self) -> String {
-        let msg = self
-            .conn
-            .error_message()
-            .unwrap_or("the connection was lost");
+        let msg = self.conn.error_message().unwrap_or("the connection was lost");
         format!("lost the connection to the server: {}", one_line(msg))
     }
 }
@@ -279,10 +225,7 @@ impl Session for PgSession {
         match start.status() {
             Status::CopyIn => {}
             Status::FatalError if self.conn.status() != libpq::connection::Status::Bad => {
-                return Err(Error::Server(describe_refusal(&refusal(
-                    &start,
-                    &self.relname,
-                ))))
+                return Err(Error::Server(describe_refusal(&refusal(&start, &self.relname))))
             }
             _ => return Err(Error::Database(self.connection_trouble())),
         }
@@ -291,9 +234,7 @@ impl Session for PgSession {
         let conn = &self.conn;
         let mut sent_ok = true;
         let fed = feed(&mut |bytes: &[u8]| {
-            sent_ok = bytes
-                .chunks(COPY_PIECE)
-                .all(|piece| conn.put_copy_data(piece).is_ok());
+            sent_ok = bytes.chunks(COPY_PIECE).all(|piece| conn.put_copy_data(piece).is_ok());
             sent_ok
         });
         if let Err(input_error) = fed {
@@ -337,11 +278,7 @@ pub fn parse_copy_context(context: &str, relname: &str) -> (Option<u64>, Option<
     let line = digits.parse().ok();
     let column = rest[digits.len()..]
         .strip_prefix(", column ")
-        .and_then(|c| {
-            c.split_once(':')
-                .map(|(name, _)| name.to_string())
-                .or(Some(c.to_string()))
-        });
+        .and_then(|c| c.split_once(':').map(|(name, _)| name.to_string()).or(Some(c.to_string())));
     (line, column)
 }
 
@@ -361,10 +298,7 @@ fn describe_refusal(r: &CopyRefusal) -> String {
 }
 
 fn server_message(result: &libpq::PQResult) -> String {
-    let primary = result
-        .error_field(ErrorField::MessagePrimary)
-        .ok()
-        .flatten();
+    let primary = result.error_field(ErrorField::MessagePrimary).ok().flatten();
     match primary {
         Some(msg) => msg.to_string(),
         None => one_line(&result.error_message().ok().flatten().unwrap_or_default()),
@@ -378,16 +312,10 @@ mod tests {
     #[test]
     fn parses_copy_context() {
         let parse = |c| parse_copy_context(c, "t");
-        assert_eq!(
-            parse("COPY t, line 12, column qty: \"12a\""),
-            (Some(12), Some("qty".into()))
-        );
+        assert_eq!(parse("COPY t, line 12, column qty: \"12a\""), (Some(12), Some("qty".into())));
         assert_eq!(parse("COPY t, line 3"), (Some(3), None));
         assert_eq!(parse("COPY t, line 7: \"a,b\""), (Some(7), None));
         assert_eq!(parse("SQL statement"), (None, None));
-        assert_eq!(
-            parse_copy_context("COPY x, line 5, line 9", "x, line 5"),
-            (Some(9), None)
-        );
+        assert_eq!(parse_copy_context("COPY x, line 5, line 9", "x, line 5"), (Some(9), None));
     }
 }

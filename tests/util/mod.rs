@@ -23,18 +23,11 @@ extern "C" fn stop_server() {
 
 pub fn server() -> &'static LocalPostgres {
     SERVER.get_or_init(|| {
-        let settings = [
-            ("fsync", "off"),
-            ("max_connections", "200"),
-            ("shared_buffers", "256MB"),
-        ];
+        let settings = [("fsync", "off"), ("max_connections", "200"), ("shared_buffers", "256MB")];
         let opts = LocalOptions {
             tcp: true,
             password: Some(PASSWORD.into()),
-            settings: settings
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            settings: settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         };
         let server = LocalPostgres::start(&opts).expect("start the test PostgreSQL server");
         // SAFETY: registering a plain extern "C" function; it runs at exit.
@@ -54,19 +47,10 @@ static NEXT_DB: AtomicUsize = AtomicUsize::new(0);
 impl TestDb {
     pub fn new() -> TestDb {
         let server = server();
-        let name = format!(
-            "t{}_{}",
-            std::process::id(),
-            NEXT_DB.fetch_add(1, Ordering::SeqCst)
-        );
-        let admin = PgTarget::new(Some(&server.conninfo("postgres")))
-            .connect()
-            .unwrap();
+        let name = format!("t{}_{}", std::process::id(), NEXT_DB.fetch_add(1, Ordering::SeqCst));
+        let admin = PgTarget::new(Some(&server.conninfo("postgres"))).connect().unwrap();
         admin.execute(&format!("CREATE DATABASE {name}")).unwrap();
-        TestDb {
-            name,
-            dir: tempfile::tempdir().unwrap(),
-        }
+        TestDb { name, dir: tempfile::tempdir().unwrap() }
     }
 
     /// Unix-socket connection string (trusted).
@@ -76,11 +60,7 @@ impl TestDb {
 
     /// TCP URL with the password in it.
     pub fn url_with_password(&self, password: &str) -> String {
-        format!(
-            "postgresql://{SUPERUSER}:{password}@127.0.0.1:{}/{}",
-            server().port,
-            self.name
-        )
+        format!("postgresql://{SUPERUSER}:{password}@127.0.0.1:{}/{}", server().port, self.name)
     }
 
     pub fn session(&self) -> PgSession {
@@ -88,24 +68,17 @@ impl TestDb {
     }
 
     pub fn execute(&self, sql: &str) {
-        self.session()
-            .execute(sql)
-            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        self.session().execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
 
     /// The first column of the first row, as text.
     pub fn scalar(&self, sql: &str) -> String {
-        let rows = self
-            .session()
-            .query(sql, &[])
-            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let rows = self.session().query(sql, &[]).unwrap_or_else(|e| panic!("{sql}: {e}"));
         rows[0][0].clone().unwrap_or_default()
     }
 
     pub fn count(&self, table: &str) -> u64 {
-        self.scalar(&format!("SELECT count(*) FROM {table}"))
-            .parse()
-            .unwrap()
+        self.scalar(&format!("SELECT count(*) FROM {table}")).parse().unwrap()
     }
 
     /// A file in this test's folder.
@@ -122,23 +95,10 @@ impl TestDb {
     pub fn psql_copy(&self, table: &str, file: &Path, options: &str) {
         let command = format!("\\copy {table} from '{}' {options}", file.display());
         let out = Command::new("psql")
-            .args([
-                "-X",
-                "-q",
-                "-v",
-                "ON_ERROR_STOP=1",
-                "-d",
-                &self.conninfo(),
-                "-c",
-                &command,
-            ])
+            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", &self.conninfo(), "-c", &command])
             .output()
             .expect("run psql");
-        assert!(
-            out.status.success(),
-            "psql \\copy failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "psql \\copy failed: {}", String::from_utf8_lossy(&out.stderr));
     }
 
     /// Asserts that two tables hold the same multiset of rows.
@@ -189,11 +149,7 @@ impl Run {
 
     #[track_caller]
     pub fn assert_ok(&self) -> &Run {
-        assert_eq!(
-            self.code, 0,
-            "sluice failed:\n{}\n{}",
-            self.stdout, self.stderr
-        );
+        assert_eq!(self.code, 0, "sluice failed:\n{}\n{}", self.stdout, self.stderr);
         self
     }
 

@@ -1,0 +1,149 @@
+//! Rejected records: what was refused, where it was, and why.
+//!
+//! Why our own: quarantine is sluice's edge. Peers drop whole batches
+//! (timescaledb-parallel-copy), abort on the first bad byte (pgloader, COPY)
+//! or keep no file at all. Here every refused record is written as one JSON
+//! object per line, so a person can read it, a program can parse it, and the
+//! fixed records can be fed back to `sluice load`.
+//!
+//! Format (stable; fields are only ever added):
+//!
+//! ```text
+//! {"file":"orders.csv","line":1851,"byte":9482213,"record":1843,
+//!  "reason":"invalid input syntax for type integer: \"12a\"","sqlstate":"22P02",
+//!  "column":"qty","raw":"1843,12a,...\n"}
+//! ```
+//!
+//! `line` is the 1-based physical line where the record starts (counting a
+//! header), `byte` its offset in the (decompressed) input, `record` its 1-based
+//! data record number. `raw` holds the record's bytes, terminator included,
+//! when they are valid UTF-8; otherwise `raw_base64` holds them, losslessly.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use serde::Serialize;
+
+use crate::error::Position;
+
+/// One rejected record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Reject {
+    pub file: String,
+    pub line: u64,
+    pub byte: u64,
+    pub record: u64,
+    pub reason: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sqlstate: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw_base64: Option<String>,
+}
+
+impl Reject {
+    pub fn new(position: Position, reason: String, raw: &[u8]) -> Self {
+        let (raw, raw_base64) = match std::str::from_utf8(raw) {
+            Ok(text) => (Some(text.to_string()), None),
+            Err(_) => (None, Some(base64::engine::general_purpose::STANDARD.encode(raw))),
+        };
+        Reject {
+            file: position.file,
+            line: position.line,
+            byte: position.byte,
+            record: position.record,
+            reason,
+            sqlstate: None,
+            column: None,
+            raw,
+            raw_base64,
+        }
+    }
+
+    /// The record's bytes, decoded from whichever field holds them.
+    pub fn raw_bytes(&self) -> Vec<u8> {
+        match (&self.raw, &self.raw_base64) {
+            (Some(text), _) => text.as_bytes().to_vec(),
+            (None, Some(b64)) => base64::engine::general_purpose::STANDARD.decode(b64).unwrap_or_default(),
+            (None, None) => Vec::new(),
+        }
+    }
+}
+
+impl std::fmt::Display for Reject {
+    /// `orders.csv: line 1851 (record 1843, byte 9482213): column "qty":
+    /// invalid input syntax for type integer: "12a" [22P02]`
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: line {} (record {}, byte {}): ", self.file, self.line, self.record, self.byte)?;
+        if let Some(column) = &self.column {
+            write!(f, "column \"{column}\": ")?;
+        }
+        write!(f, "{}", self.reason)?;
+        if let Some(code) = &self.sqlstate {
+            write!(f, " [{code}]")?;
+        }
+        Ok(())
+    }
+}
+
+/// Appends rejects to a JSON-lines file, created on the first reject.
+#[derive(Debug)]
+pub struct RejectsFile {
+    path: PathBuf,
+    out: Option<BufWriter<File>>,
+    written: u64,
+}
+
+impl RejectsFile {
+    pub fn new(path: &Path) -> Self {
+        RejectsFile { path: path.to_path_buf(), out: None, written: 0 }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    pub fn write(&mut self, reject: &Reject) -> std::io::Result<()> {
+        if self.out.is_none() {
+            self.out = Some(BufWriter::new(File::create(&self.path)?));
+        }
+        let out = self.out.as_mut().expect("opened above");
+        serde_json::to_writer(&mut *out, reject)?;
+        out.write_all(b"\n")?;
+        self.written += 1;
+        Ok(())
+    }
+
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        match self.out.as_mut() {
+            Some(out) => out.flush(),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_is_text_when_utf8_and_base64_otherwise() {
+        let p = Position { file: "f".into(), line: 3, record: 2, byte: 10 };
+        let ok = Reject::new(p.clone(), "r".into(), b"a,b\n");
+        assert_eq!(ok.raw.as_deref(), Some("a,b\n"));
+        let json = serde_json::to_string(&ok).unwrap();
+        assert_eq!(json, r#"{"file":"f","line":3,"byte":10,"record":2,"reason":"r","raw":"a,b\n"}"#);
+        let bad = Reject::new(p, "r".into(), b"\xff\xfe,x\n");
+        assert_eq!(bad.raw, None);
+        assert_eq!(bad.raw_bytes(), b"\xff\xfe,x\n");
+    }
+}

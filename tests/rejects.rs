@@ -1,0 +1,251 @@
+//! A bad record costs only itself: every error class is isolated to its
+//! record, the rest loads, and `read = loaded + rejected` holds.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::util::TestDb;
+
+fn read_rejects(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn report(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// Asserts the accounting equation in a JSON report, per file and in total.
+fn assert_accounts(report: &Value) {
+    let s = &report["summary"];
+    assert_eq!(s["records_read"], s["rows_loaded"].as_u64().unwrap() + s["rejected"].as_u64().unwrap(), "{s}");
+    for f in report["per_file"].as_array().unwrap() {
+        assert_eq!(f["records_read"], f["rows_loaded"].as_u64().unwrap() + f["rejected"].as_u64().unwrap(), "{f}");
+    }
+}
+
+/// One record per error class, between good ones; `(line, sqlstate)` of
+/// each bad record (line 1 is the header; "client" for sluice's own checks).
+fn corpus() -> (Vec<u8>, Vec<(u64, &'static str)>) {
+    let mut data = b"id,name,qty,parent\n".to_vec();
+    let mut bad = Vec::new();
+    let mut line = 2;
+    for i in 0..300u64 {
+        let good = format!("{},\"good\n{i}\",{i},1\n", 1000 + i).into_bytes();
+        line += 2;
+        data.extend_from_slice(&good);
+        let id = 100_000 + i;
+        let (record, code): (Vec<u8>, &str) = match i % 30 {
+            1 => (format!("{id},missing\n").into_bytes(), "22P04"),
+            3 => (format!("{id},a,1,1,extra\n").into_bytes(), "22P04"),
+            5 => (format!("x{id},a,1,1\n").into_bytes(), "22P02"),
+            7 => (format!("{id},much-too-long-name,1,1\n").into_bytes(), "22001"),
+            9 => (b",a,1,1\n".to_vec(), "23502"),
+            11 => (format!("{id},a,-5,1\n").into_bytes(), "23514"),
+            13 => (format!("{},dup,1,1\n", 1000 + i - 2).into_bytes(), "23505"),
+            15 => (format!("{id},a,1,999\n").into_bytes(), "23503"),
+            17 => ([format!("{id},caf").as_bytes(), b"\xe9,1,1\n"].concat(), "client"),
+            19 => (format!("{id},nul\0,1,1\n").into_bytes(), "client"),
+            _ => continue,
+        };
+        bad.push((line, code));
+        line += 1;
+        data.extend_from_slice(&record);
+    }
+    (data, bad)
+}
+
+fn corpus_table(db: &TestDb, table: &str) {
+    db.execute(&format!(
+        "CREATE TABLE {table} (id int PRIMARY KEY, name varchar(10), qty int NOT NULL CHECK (qty >= 0),
+                               parent int REFERENCES parent)"
+    ));
+}
+
+/// Every error class is rejected with its line and SQLSTATE; every good
+/// record loads; the same for any workers and chunk size.
+#[test]
+fn each_error_class_costs_only_its_record() {
+    let db = TestDb::new();
+    let (data, mut bad) = corpus();
+    db.execute("CREATE TABLE parent (id int PRIMARY KEY); INSERT INTO parent VALUES (1)");
+    let file = db.file("corpus.csv", &data);
+    bad.sort();
+    let mut reference: Option<Vec<(u64, u64)>> = None;
+    for (workers, chunk) in [("1", "1KiB"), ("2", "64KiB"), ("8", "1KiB"), ("2", "64MiB")] {
+        let table = format!("t_{workers}_{}", chunk.to_lowercase());
+        corpus_table(&db, &table);
+        let rejects = db.dir.path().join(format!("{table}.rejects.jsonl"));
+        let report_path = db.dir.path().join(format!("{table}.json"));
+        let run = db.load(&[
+            file.to_str().unwrap(),
+            "--table",
+            &table,
+            "--header",
+            "--workers",
+            workers,
+            "--chunk-size",
+            chunk,
+            "--rejects",
+            rejects.to_str().unwrap(),
+            "--report",
+            report_path.to_str().unwrap(),
+        ]);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert!(run.stderr.contains(&format!("see {}", rejects.display())), "{}", run.stderr);
+        let found = read_rejects(&rejects);
+        let mut lines: Vec<(u64, String)> = found
+            .iter()
+            .map(|r| (r["line"].as_u64().unwrap(), r["sqlstate"].as_str().unwrap_or("client").to_string()))
+            .collect();
+        lines.sort();
+        let expected: Vec<(u64, String)> = bad.iter().map(|(l, c)| (*l, c.to_string())).collect();
+        assert_eq!(lines, expected, "workers {workers}, chunk {chunk}");
+        assert_eq!(db.count(&table), 300, "every good record loaded");
+        let r = report(&report_path);
+        assert_accounts(&r);
+        assert_eq!(r["summary"]["rejected"], bad.len() as u64);
+        for reject in &found {
+            let raw = reject["raw"].as_str().map(|s| s.as_bytes().to_vec()).unwrap_or_default();
+            let offset = reject["byte"].as_u64().unwrap() as usize;
+            if !raw.is_empty() {
+                assert_eq!(&data[offset..offset + raw.len()], &raw[..], "raw record at its byte offset");
+            }
+        }
+        let mut ids: Vec<(u64, u64)> =
+            found.iter().map(|r| (r["line"].as_u64().unwrap(), r["record"].as_u64().unwrap())).collect();
+        ids.sort();
+        match &reference {
+            None => reference = Some(std::mem::take(&mut ids)),
+            Some(first) => assert_eq!(&ids, first, "same rejects whatever the workers and chunk size"),
+        }
+    }
+}
+
+/// The record named by line, record number and byte offset, mapped from the
+/// server's `COPY t, line N` through quoted newlines, in LF and CRLF files;
+/// --max-errors stops the load with exit code 5.
+#[test]
+fn reject_names_file_line_record_and_byte() {
+    for eol in ["\n", "\r\n"] {
+        let db = TestDb::new();
+        db.execute("CREATE TABLE t (id int, note text)");
+        let mut data = format!("id,note{eol}");
+        for i in 0..400 {
+            data.push_str(&format!("{i},\"two{eol}lines\"{eol}"));
+        }
+        let byte = data.len();
+        data.push_str(&format!("x1,bad{eol}"));
+        for i in 0..50 {
+            data.push_str(&format!("{i},ok{eol}"));
+        }
+        let file = db.file("bad.csv", data.as_bytes());
+        let rejects = db.dir.path().join("r.jsonl");
+        let path = file.to_str().unwrap();
+        let common = [path, "--table", "t", "--header", "--chunk-size", "1KiB", "--rejects", rejects.to_str().unwrap()];
+        let run = db.load(&common);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert_eq!(db.count("t"), 450);
+        let found = read_rejects(&rejects);
+        assert_eq!(found.len(), 1);
+        let r = &found[0];
+        assert_eq!(r["line"], 1 + 400 * 2 + 1, "line ends {eol:?}");
+        assert_eq!(r["record"], 401);
+        assert_eq!(r["byte"], byte as u64);
+        assert_eq!(r["sqlstate"], "22P02");
+        assert_eq!(r["column"], "id");
+        assert_eq!(r["raw"], format!("x1,bad{eol}"));
+        assert_eq!(r["reason"], "invalid input syntax for type integer: \"x1\"");
+        db.execute("TRUNCATE t");
+        let run = db.load(&[&common[..], &["--max-errors", "0", "--workers", "1"]].concat());
+        assert_eq!(run.code, 5, "{}", run.stderr);
+        let expected = format!(
+            "sluice: stopped: 1 records rejected, more than --max-errors 0 allows; the last: {path}: line 802 \
+             (record 401, byte {byte}): column \"id\": invalid input syntax for type integer: \"x1\" [22P02]"
+        );
+        assert_eq!(run.stderr.lines().next().unwrap(), expected);
+    }
+}
+
+/// A file of nothing but bad records loads nothing, rejects everything,
+/// and the counts still add up.
+#[test]
+fn a_file_of_only_bad_records() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, n int)");
+    let data: String = (0..500).map(|i| format!("x{i},{i}\n")).collect();
+    let file = db.file("allbad.csv", data.as_bytes());
+    let rejects = db.dir.path().join("r.jsonl");
+    let report_path = db.dir.path().join("r.json");
+    let run = db.load(&[
+        file.to_str().unwrap(),
+        "--table",
+        "t",
+        "--chunk-size",
+        "1KiB",
+        "--rejects",
+        rejects.to_str().unwrap(),
+        "--report",
+        report_path.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(db.count("t"), 0);
+    assert_eq!(read_rejects(&rejects).len(), 500);
+    let r = report(&report_path);
+    assert_accounts(&r);
+    assert_eq!(r["summary"]["rejected"], 500);
+}
+
+/// Rejects fixed by hand and fed back load the rest: the table ends whole.
+#[test]
+fn fixed_rejects_fed_back_complete_the_table() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text)");
+    let data: String =
+        (0..1000).map(|i| if i % 97 == 0 { format!("#{i},n{i}\n") } else { format!("{i},n{i}\n") }).collect();
+    let file = db.file("d.csv", data.as_bytes());
+    let rejects = db.dir.path().join("r.jsonl");
+    let run = db.load(&[
+        file.to_str().unwrap(),
+        "--table",
+        "t",
+        "--chunk-size",
+        "1KiB",
+        "--rejects",
+        rejects.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1);
+    let fixed: String = read_rejects(&rejects).iter().map(|r| r["raw"].as_str().unwrap().replace('#', "")).collect();
+    let fixed_file = db.file("fixed.csv", fixed.as_bytes());
+    db.load(&[fixed_file.to_str().unwrap(), "--table", "t"]).assert_ok();
+    assert_eq!(db.count("t"), 1000);
+    assert_eq!(db.scalar("SELECT count(DISTINCT id) FROM t"), "1000");
+}
+
+/// Invalid JSON lines are rejected by the server's json parser, one by one.
+#[test]
+fn invalid_json_lines_are_rejected() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE docs (doc jsonb NOT NULL)");
+    let data: String = (0..2000)
+        .map(|i| if i % 250 == 7 { format!("{{\"n\":{i},}}\n") } else { format!("{{\"n\":{i}}}\n") })
+        .collect();
+    let file = db.file("d.jsonl", data.as_bytes());
+    let rejects = db.dir.path().join("r.jsonl");
+    let run = db.load(&[
+        file.to_str().unwrap(),
+        "--table",
+        "docs",
+        "--chunk-size",
+        "4KiB",
+        "--rejects",
+        rejects.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(db.count("docs"), 1992);
+    let lines: Vec<u64> = read_rejects(&rejects).iter().map(|r| r["line"].as_u64().unwrap()).collect();
+    let mut sorted = lines.clone();
+    sorted.sort();
+    assert_eq!(sorted, (0..8).map(|k| 250 * k + 8).collect::<Vec<u64>>());
+}
