@@ -263,6 +263,49 @@ def rss_check():
         server.stop()
 
 
+def rejects_bench(rounds, workers):
+    """transactions 10 M with 1 bad record in 10,000 (scattered, seeded)
+    against the clean file, same run: throughput ratio of the bad load."""
+    import random
+    prepare_data(["transactions"], None)
+    clean = DATA / "transactions.tsv"
+    bad = DATA / "transactions-bad.tsv"
+    if not bad.exists():
+        rng = random.Random(42)
+        with open(clean) as src, open(bad, "w") as dst:
+            for line in src:
+                dst.write("x" + line if rng.random() < 1e-4 else line)
+    expected_bad = sum(1 for line in open(bad) if line.startswith("x"))
+    server = Server()
+    results = {}
+    try:
+        server.psql(ddl("transactions"))
+        for r in range(rounds):
+            for label, path in (("clean", clean), ("1 bad in 10k", bad)):
+                server.psql("TRUNCATE transactions; CHECKPOINT")
+                time.sleep(0.3)
+                rejects = Path(tempfile.mkdtemp()) / "r.jsonl"
+                cmd = [str(SLUICE), "load", str(path), "--table", "transactions", "--quiet", "--format", "tsv",
+                       "--workers", str(workers), "--rejects", str(rejects)]
+                start = time.perf_counter()
+                code = subprocess.run(cmd, env=server.env).returncode
+                wall = time.perf_counter() - start
+                loaded = int(server.psql("SELECT count(*) FROM transactions"))
+                rejected = sum(1 for _ in open(rejects)) if rejects.exists() else 0
+                shutil.rmtree(rejects.parent, ignore_errors=True)
+                want_bad = expected_bad if path == bad else 0
+                assert (loaded, rejected) == (10_000_000 - want_bad, want_bad), (label, loaded, rejected, code)
+                results.setdefault(label, []).append(wall)
+                print(f"{label:13} round {r}: {wall:.2f} s, {loaded} loaded, {rejected} rejected", flush=True)
+    finally:
+        server.stop()
+    clean_s, bad_s = statistics.median(results["clean"]), statistics.median(results["1 bad in 10k"])
+    print(f"\n| transactions 10 M, {workers} workers | wall s (median of {rounds}) | throughput vs clean |")
+    print("|---|---|---|")
+    print(f"| clean | {clean_s:.2f} | 100 % |")
+    print(f"| 1 bad record in 10,000 ({expected_bad} rejected) | {bad_s:.2f} | {100 * clean_s / bad_s:.0f} % |")
+
+
 def matrix(name, workers, chunks, rounds, extra):
     """sluice alone over workers x chunk sizes, to choose defaults."""
     file, table, rows, _, fmt = DATASETS[name]
@@ -303,10 +346,13 @@ def main():
     ap.add_argument("--workers", default="1,2,3,4")
     ap.add_argument("--chunks", default="4MiB,16MiB,64MiB")
     ap.add_argument("--extra", default="", help="more sluice load arguments, space-separated")
+    ap.add_argument("--rejects", action="store_true", help="only the 1-bad-in-10,000 throughput check")
     args = ap.parse_args()
     sh(["cargo", "build", "--release", "--quiet"], cwd=ROOT)
     if args.rss:
         return rss_check()
+    if args.rejects:
+        return rejects_bench(args.rounds, 2)
     if args.matrix:
         return matrix(args.matrix, [int(w) for w in args.workers.split(",")], args.chunks.split(","),
                       args.rounds, args.extra.split())

@@ -221,7 +221,19 @@ impl PgSession {
 
 impl Session for PgSession {
     fn copy_chunk(&mut self, feed: &mut Feed<'_>) -> Result<CopyOutcome, Error> {
-        let start = self.conn.exec(&self.copy_sql);
+        self.copy_after("", feed)
+    }
+}
+
+impl PgSession {
+    /// Runs `prelude` (statements such as `SAVEPOINT s`) and the COPY in one
+    /// round trip, then copies what `feed` produces. Reject isolation copies
+    /// many short runs, so each saved round trip counts.
+    pub fn copy_after(&mut self, prelude: &str, feed: &mut Feed<'_>) -> Result<CopyOutcome, Error> {
+        let start = match prelude {
+            "" => self.conn.exec(&self.copy_sql),
+            _ => self.conn.exec(&format!("{prelude}; {}", self.copy_sql)),
+        };
         match start.status() {
             Status::CopyIn => {}
             Status::FatalError if self.conn.status() != libpq::connection::Status::Bad => {
