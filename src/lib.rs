@@ -10,6 +10,7 @@
 //! [`progress::Progress`] counters that the CLI renders.
 
 pub mod chunk;
+pub mod encoding;
 pub mod error;
 pub mod format;
 pub mod gen;

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::encoding::{looks_like_utf16, Transcoding, TranscodingReader};
 use crate::error::Error;
 
 /// How a source is compressed, from its first bytes.
@@ -47,6 +48,10 @@ pub struct Source {
     pub compression: Compression,
     /// Bytes on disk; `None` for stdin.
     pub size: Option<u64>,
+    /// The first bytes look like UTF-16 (uncompressed inputs only).
+    pub looks_utf16: bool,
+    /// Set by the load when `--encoding` names something other than UTF-8.
+    pub transcoding: Option<Transcoding>,
 }
 
 /// Counts bytes read from the underlying file, below any decompressor, so
@@ -76,7 +81,7 @@ impl<R: Read> Read for Counting<R> {
 impl Source {
     /// True when workers read this source's chunks by byte range.
     pub fn is_positioned(&self) -> bool {
-        self.path.is_some() && self.compression == Compression::None
+        self.path.is_some() && self.compression == Compression::None && self.transcoding.is_none()
     }
 
     /// Opens the source for one front-to-back pass, decompressing if needed.
@@ -94,6 +99,10 @@ impl Source {
             Compression::Zstd => Box::new(
                 zstd::stream::read::Decoder::with_buffer(buffered).map_err(|e| self.input_error(&e.to_string()))?,
             ),
+        };
+        let stream = match self.transcoding {
+            Some(t) => Box::new(TranscodingReader::new(stream, t)),
+            None => stream,
         };
         Ok((stream, counter))
     }
@@ -159,15 +168,18 @@ fn file_source(path: &Path) -> Result<Source, Error> {
     if !meta.is_file() {
         return Err(Error::Input { file: name, message: "not a regular file".into() });
     }
-    let mut head = [0u8; 4];
+    let mut head = [0u8; 1024];
     let mut file = open_file(path)?;
     let n =
         read_up_to(&mut file, &mut head).map_err(|e| Error::Input { file: name.clone(), message: io_reason(&e) })?;
+    let compression = Compression::detect(&head[..n]);
     Ok(Source {
         name: name.into(),
         path: Some(path.to_path_buf()),
-        compression: Compression::detect(&head[..n]),
+        compression,
         size: Some(meta.len()),
+        looks_utf16: compression == Compression::None && looks_like_utf16(&head[..n]),
+        transcoding: None,
     })
 }
 
@@ -177,7 +189,9 @@ fn stdin_source() -> Result<Source, Error> {
     let stdin = io::stdin();
     let mut lock = stdin.lock();
     let head = lock.fill_buf().map_err(|e| Error::Input { file: "-".into(), message: io_reason(&e) })?;
-    Ok(Source { name: "-".into(), path: None, compression: Compression::detect(head), size: None })
+    let compression = Compression::detect(head);
+    let looks_utf16 = compression == Compression::None && looks_like_utf16(&head[..head.len().min(1024)]);
+    Ok(Source { name: "-".into(), path: None, compression, size: None, looks_utf16, transcoding: None })
 }
 
 fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {

@@ -77,7 +77,9 @@ pub struct LoadArgs {
     #[arg(long, value_delimiter = ',', value_name = "A,B,C")]
     columns: Option<Vec<String>>,
 
-    /// Encoding of the input, passed to COPY (e.g. LATIN1, WIN1252).
+    /// Encoding of the input, transcoded to UTF-8 by sluice: latin1
+    /// (strict ISO-8859-1), windows-1252, utf-16 (byte-order mark),
+    /// utf-16le, utf-16be, koi8-r, shift_jis, ... Default: UTF-8.
     #[arg(long, value_name = "NAME")]
     encoding: Option<String>,
 

@@ -57,7 +57,8 @@ pub struct FormatOptions {
     pub null: Option<String>,
     /// Skip the first record of each file.
     pub header: bool,
-    /// Passed to COPY's ENCODING option.
+    /// `--encoding`: inputs in another encoding are transcoded to UTF-8 on
+    /// the client (see [`crate::encoding`]); COPY always receives UTF-8.
     pub encoding: Option<String>,
 }
 
@@ -136,9 +137,6 @@ impl FormatOptions {
         }
         if let Some(n) = &self.null {
             opts.push(("NULL", crate::sql::quote_literal(n)));
-        }
-        if let Some(enc) = &self.encoding {
-            opts.push(("ENCODING", crate::sql::quote_literal(enc)));
         }
         opts
     }

@@ -20,6 +20,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use crossbeam_channel::{bounded, unbounded, Sender};
 
 use crate::chunk::{Chunk, ChunkError, Chunker, ChunkerConfig, Preamble};
+use crate::encoding::InputEncoding;
 use crate::error::Error;
 use crate::format::{FormatKind, FormatOptions};
 use crate::progress::Progress;
@@ -102,10 +103,11 @@ impl From<Error> for Failed {
 /// Runs a load to the end, or to its first fatal error.
 pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed> {
     let started_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
-    let sources = resolve_inputs(&req.inputs)?;
+    let mut sources = resolve_inputs(&req.inputs)?;
     let mut format = req.options.clone();
     format.kind = resolve_kind(req.format, &sources)?;
     format.validate().map_err(Error::Usage)?;
+    apply_encoding(&mut sources, format.encoding.take())?;
     let target = PgTarget::new(req.db.as_deref());
     let control = target.connect()?;
     let table = control.resolve_table(&req.table)?;
@@ -138,6 +140,28 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         Some(error) => Err(Failed { error, partial: Some(Box::new(report)) }),
         None => Ok(report),
     }
+}
+
+/// Sets every input's transcoding from `--encoding`; without it, refuses
+/// inputs that look like UTF-16 with the flag that loads them.
+fn apply_encoding(sources: &mut [Source], name: Option<String>) -> Result<(), Error> {
+    let encoding = match &name {
+        Some(name) => InputEncoding::from_name(name).map_err(Error::Usage)?,
+        None => InputEncoding::Utf8,
+    };
+    for source in sources.iter_mut() {
+        match encoding {
+            InputEncoding::Transcode(t) => source.transcoding = Some(t),
+            InputEncoding::Utf8 if name.is_none() && source.looks_utf16 => {
+                return Err(source.input_error(
+                    "this looks like UTF-16 (a byte-order mark or NUL bytes in every other position); \
+                     load it with --encoding utf-16 (or utf-16le / utf-16be)",
+                ))
+            }
+            InputEncoding::Utf8 => {}
+        }
+    }
+    Ok(())
 }
 
 /// What the feeder learned about one input.
