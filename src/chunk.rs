@@ -45,6 +45,33 @@ pub struct Chunk {
     pub source_span: u64,
     /// The bytes, for inputs that cannot be read by range (stdin, compressed).
     pub data: Option<Vec<u8>>,
+    /// A record that outgrew the maximum record size ends the chunk; it is
+    /// rejected, not copied.
+    pub runaway: Option<Runaway>,
+}
+
+/// Where a runaway record starts inside its chunk; it runs to the chunk's end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Runaway {
+    /// Offset of the record's first byte within the chunk.
+    pub offset: u64,
+    /// Newlines in the chunk before the record.
+    pub lines_before: u64,
+}
+
+impl Chunk {
+    /// Bytes of the chunk that go to COPY: all but a runaway record.
+    pub fn copy_len(&self) -> u64 {
+        self.runaway.map_or(self.loc.byte_len, |r| r.offset)
+    }
+}
+
+/// A chunk being cut.
+struct Cut {
+    data: Option<Vec<u8>>,
+    len: u64,
+    records: u64,
+    runaway: Option<Runaway>,
 }
 
 #[derive(Clone, Debug)]
@@ -55,8 +82,8 @@ pub struct ChunkerConfig {
     pub header: bool,
     /// Keep the chunk's bytes in memory (for streamed inputs).
     pub keep_bytes: bool,
-    /// In-memory chunks may exceed the target by at most this much before the
-    /// input is declared to have a runaway record (memory stays bounded).
+    /// A record longer than this is a runaway (usually an open quote): it is
+    /// cut off at the next newline and rejected, so memory stays bounded.
     pub max_record: u64,
 }
 
@@ -91,22 +118,16 @@ pub struct Chunker<R> {
     records: u64,
     preamble: Option<Preamble>,
     raw: Option<(RawCounter, u64)>,
+    /// Offset and lines before the first byte of the record in progress.
+    record_start: (u64, u64),
     total_size: Option<u64>,
     span_emitted: u64,
     next_seq: u64,
 }
 
-/// A record that outgrew `max_record` while being held in memory.
-#[derive(Debug)]
-pub struct RunawayRecord {
-    pub line: u64,
-    pub byte: u64,
-}
-
 #[derive(Debug)]
 pub enum ChunkError {
     Io(io::Error),
-    Runaway(RunawayRecord),
 }
 
 impl From<io::Error> for ChunkError {
@@ -135,6 +156,7 @@ impl<R: Read> Chunker<R> {
             records: 0,
             preamble: None,
             raw: None,
+            record_start: (0, 0),
             total_size: None,
             span_emitted: 0,
             next_seq: first_seq,
@@ -173,62 +195,105 @@ impl<R: Read> Chunker<R> {
         if self.preamble.is_none() {
             self.skip_preamble()?;
         }
-        let loc_start = (self.offset, self.lines + 1, self.records + 1);
+        let start = (self.offset, self.lines, self.records);
+        self.record_start = (self.offset, self.lines);
         // Sized up front: a doubling Vec would reserve twice the chunk size
         // for a chunk that ends one record past the target.
         let reserve = (self.cfg.target + RECORD_SLACK) as usize;
-        let mut data = self.cfg.keep_bytes.then(|| Vec::with_capacity(reserve));
-        let (mut len, mut records) = (0u64, 0u64);
+        let mut cut =
+            Cut { data: self.cfg.keep_bytes.then(|| Vec::with_capacity(reserve)), len: 0, records: 0, runaway: None };
         loop {
             if self.block_pos == self.block_len && !self.fill()? {
                 break;
             }
             let avail = &self.block[self.block_pos..self.block_len];
-            let step = if len < self.cfg.target {
-                let take = avail.len().min((self.cfg.target - len) as usize);
+            let step = if cut.len < self.cfg.target {
+                let take = avail.len().min((self.cfg.target - cut.len) as usize);
                 self.scanner.scan(&avail[..take], false)
             } else {
                 self.scanner.scan(avail, true)
             };
-            if let Some(d) = data.as_mut() {
-                d.extend_from_slice(&avail[..step.consumed]);
+            let consumed = &avail[..step.consumed];
+            if step.records > 0 {
+                let tail = memchr::memchr_iter(b'\n', &consumed[step.last_end..]).count() as u64;
+                self.record_start = (start.0 + cut.len + step.last_end as u64, self.lines + step.newlines - tail);
+            }
+            if let Some(d) = cut.data.as_mut() {
+                d.extend_from_slice(consumed);
             }
             self.block_pos += step.consumed;
-            len += step.consumed as u64;
-            records += step.records;
+            cut.len += step.consumed as u64;
+            cut.records += step.records;
             self.lines += step.newlines;
-            if len >= self.cfg.target && self.scanner.at_record_start() {
+            if cut.len >= self.cfg.target && self.scanner.at_record_start() {
                 break;
             }
-            if data.is_some() && len > self.cfg.target + self.cfg.max_record {
-                return Err(ChunkError::Runaway(RunawayRecord { line: loc_start.1, byte: loc_start.0 + len }));
+            if !self.scanner.at_record_start() && start.0 + cut.len - self.record_start.0 > self.cfg.max_record {
+                self.cut_runaway(&mut cut, start)?;
+                break;
             }
         }
-        if len == 0 {
+        if cut.len == 0 {
             return Ok(None);
         }
         if self.eof && self.block_pos == self.block_len && !self.scanner.at_record_start() {
             // The last record has no trailing newline; it still counts.
-            records += 1;
+            cut.records += 1;
             self.scanner = RecordScanner::new(self.cfg.dialect);
         }
-        self.offset += len;
-        self.records += records;
+        self.offset += cut.len;
+        self.records += cut.records;
         let chunk = Chunk {
             seq: self.next_seq,
             loc: Location {
                 source: self.source,
-                byte_offset: loc_start.0,
-                byte_len: len,
-                first_line: loc_start.1,
-                first_record: loc_start.2,
+                byte_offset: start.0,
+                byte_len: cut.len,
+                first_line: start.1 + 1,
+                first_record: start.2 + 1,
             },
-            records,
+            records: cut.records,
             source_span: self.take_span(),
-            data,
+            data: cut.data,
+            runaway: cut.runaway,
         };
         self.next_seq += 1;
         Ok(Some(chunk))
+    }
+
+    /// The current record has outgrown `max_record` (usually a quote left
+    /// open): it runs to the next raw newline, or another `max_record` bytes
+    /// at most, and becomes one rejected record; scanning starts afresh
+    /// after it, so the rest of the input still loads and memory stays
+    /// bounded.
+    fn cut_runaway(&mut self, cut: &mut Cut, start: (u64, u64, u64)) -> Result<(), ChunkError> {
+        let runaway = Runaway { offset: self.record_start.0 - start.0, lines_before: self.record_start.1 - start.1 };
+        let mut budget = self.cfg.max_record;
+        loop {
+            if self.block_pos == self.block_len && !self.fill()? {
+                break;
+            }
+            let avail = &self.block[self.block_pos..self.block_len];
+            let newline = memchr::memchr(b'\n', avail);
+            let take = newline.map_or(avail.len(), |i| i + 1).min(budget as usize);
+            if let Some(d) = cut.data.as_mut() {
+                d.extend_from_slice(&avail[..take]);
+            }
+            self.block_pos += take;
+            cut.len += take as u64;
+            budget -= take as u64;
+            if newline.is_some_and(|i| i < take) {
+                self.lines += 1;
+                break;
+            }
+            if budget == 0 {
+                break;
+            }
+        }
+        cut.records += 1;
+        cut.runaway = Some(runaway);
+        self.scanner = RecordScanner::new(self.cfg.dialect);
+        Ok(())
     }
 
     /// On-disk bytes since the previous chunk; the last chunk takes whatever
@@ -427,11 +492,24 @@ mod tests {
     }
 
     #[test]
-    fn runaway_record_in_memory_is_an_error() {
-        let input = [&b"1,\"never closed\n"[..], &b"more\n".repeat(100)].concat();
-        let cfg = ChunkerConfig { max_record: 64, ..config(CSV, 16, false) };
-        let mut chunker = Chunker::new(&input[..], cfg, 0, 0);
-        assert!(matches!(chunker.next_chunk(), Err(ChunkError::Runaway(_))));
+    fn runaway_record_ends_at_the_next_newline_and_scanning_resumes() {
+        let input = [&b"1,a\n2,\"never closed\n"[..], &b"more\n".repeat(100), b"3,b\n"].concat();
+        for keep in [true, false] {
+            let cfg = ChunkerConfig { max_record: 64, keep_bytes: keep, ..config(CSV, 1 << 20, false) };
+            let chunks = chunks_of(&input, cfg, 7);
+            let runaway = chunks[0].runaway.expect("the open quote makes a runaway record");
+            assert_eq!((runaway.offset, runaway.lines_before), (4, 1));
+            let end = chunks[0].loc.byte_len as usize;
+            assert_eq!(input[end - 1], b'\n', "the runaway span ends at a newline");
+            // Checked after each read (7 bytes here), then on to the end of the line (5).
+            assert!(end - 4 > 64 && end - 4 <= 64 + 7 + 5, "runaway of {} bytes", end - 4);
+            assert_eq!(chunks[0].copy_len(), 4);
+            assert_eq!(chunks[0].records, 2, "one good record and the runaway");
+            let total: u64 = chunks.iter().map(|c| c.records).sum();
+            let rest_lines = input[end..].iter().filter(|&&b| b == b'\n').count() as u64;
+            assert_eq!(total, 2 + rest_lines, "after the runaway every line is a record again");
+            assert_eq!(chunks[1].loc.first_line, 1 + input[..end].iter().filter(|&&b| b == b'\n').count() as u64);
+        }
     }
 
     #[test]

@@ -249,3 +249,73 @@ fn invalid_json_lines_are_rejected() {
     sorted.sort();
     assert_eq!(sorted, (0..8).map(|k| 250 * k + 8).collect::<Vec<u64>>());
 }
+
+/// A quote left open near the end of a file makes the rest of the file one
+/// record (as PostgreSQL reads it); that record alone is rejected.
+#[test]
+fn unterminated_quote_at_end_of_file_is_one_reject() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text)");
+    let mut data: String = (0..300).map(|i| format!("{i},n{i}\n")).collect();
+    data.push_str("300,\"never closed\n301,x\n302,y\n");
+    let file = db.file("open.csv", data.as_bytes());
+    let rejects = db.dir.path().join("r.jsonl");
+    let report_path = db.dir.path().join("r.json");
+    let path = file.to_str().unwrap();
+    let args = [path, "--table", "t", "--chunk-size", "1KiB", "--rejects", rejects.to_str().unwrap()];
+    let run = db.load(&[&args[..], &["--report", report_path.to_str().unwrap()]].concat());
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(db.count("t"), 300);
+    let found = read_rejects(&rejects);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0]["line"], 301);
+    assert_eq!(found[0]["sqlstate"], "22P04");
+    assert_eq!(found[0]["raw"], "300,\"never closed\n301,x\n302,y\n");
+    assert_accounts(&report(&report_path));
+}
+
+/// A quote left open early in a big input would make the rest of the file
+/// one record: past --max-record-size it is rejected as one record and the
+/// load goes on at the next line, for files read by range and in memory.
+#[test]
+fn runaway_record_is_rejected_and_the_rest_loads() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text)");
+    let mut data: String = (0..100).map(|i| format!("{i},n{i}\n")).collect();
+    data.push_str("100,\"never closed\n");
+    data.extend((101..2000).map(|i| format!("{i},ok\n")));
+    let plain = db.file("runaway.csv", data.as_bytes());
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, data.as_bytes()).unwrap();
+    let packed = db.file("runaway.csv.gz", &gz.finish().unwrap());
+    for file in [plain, packed] {
+        db.execute("TRUNCATE t");
+        let rejects = db.dir.path().join("r.jsonl");
+        let report_path = db.dir.path().join("r.json");
+        let run = db.load(&[
+            file.to_str().unwrap(),
+            "--table",
+            "t",
+            "--max-record-size",
+            "1KiB",
+            "--chunk-size",
+            "4KiB",
+            "--rejects",
+            rejects.to_str().unwrap(),
+            "--report",
+            report_path.to_str().unwrap(),
+        ]);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        let found = read_rejects(&rejects);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0]["line"], 101);
+        assert!(found[0]["reason"].as_str().unwrap().contains("--max-record-size"));
+        let raw = found[0]["raw"].as_str().unwrap();
+        assert!(raw.starts_with("100,\"never closed\n") && raw.ends_with('\n') && raw.len() > 1024, "{raw}");
+        let swallowed = raw.lines().count() as u64;
+        assert_eq!(db.count("t"), 2000 - swallowed, "every line after the runaway loads");
+        let r = report(&report_path);
+        assert_accounts(&r);
+        assert_eq!(r["summary"]["records_read"], 2000 - swallowed + 1);
+    }
+}

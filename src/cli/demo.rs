@@ -76,6 +76,7 @@ pub fn run(args: DemoArgs, _redactor: &mut Redactor) -> Result<i32, Error> {
         truncate: false,
         rejects: None,
         max_errors: None,
+        max_record_size: load::DEFAULT_MAX_RECORD_SIZE,
     };
     let progress = Arc::new(Progress::default());
     let view = ProgressView::start(progress.clone(), 1.0);

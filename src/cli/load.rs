@@ -104,6 +104,11 @@ pub struct LoadArgs {
     #[arg(long, value_name = "N")]
     max_errors: Option<u64>,
 
+    /// A record longer than this (usually a quote left open) is rejected;
+    /// loading goes on at the next line.
+    #[arg(long, value_parser = super::parse_byte_size, default_value = "64MiB", value_name = "SIZE")]
+    max_record_size: u64,
+
     /// Write a JSON report (summary, per-file counts, one record per chunk).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
@@ -157,6 +162,7 @@ impl LoadArgs {
             truncate: self.truncate,
             rejects: self.rejects.clone(),
             max_errors: self.max_errors,
+            max_record_size: self.max_record_size,
         }
     }
 }

@@ -52,6 +52,8 @@ pub struct Step {
     pub records: u64,
     /// Physical `\n` bytes consumed, inside records or ending them.
     pub newlines: u64,
+    /// Offset just past the last record end in the slice (when `records > 0`).
+    pub last_end: usize,
 }
 
 /// Incremental record-boundary scanner; see the module docs.
@@ -93,7 +95,7 @@ impl RecordScanner {
             // The record is in progress unless the last byte consumed ended it.
             self.mid_record = last_end != step.consumed;
         }
-        step
+        Step { last_end, ..step }
     }
 
     /// Returns the step and the offset just past the last record end (0 if
@@ -261,15 +263,18 @@ fn newlines_in(stretch: &[u8]) -> Option<(u64, usize)> {
 fn scan_lines(buf: &[u8], stop: bool) -> (Step, usize) {
     let step = if stop {
         match memchr(b'\n', buf) {
-            Some(i) => Step { consumed: i + 1, records: 1, newlines: 1 },
+            Some(i) => Step { consumed: i + 1, records: 1, newlines: 1, last_end: 0 },
             None => Step { consumed: buf.len(), ..Step::default() },
         }
     } else {
         let n = memchr::memchr_iter(b'\n', buf).count() as u64;
-        Step { consumed: buf.len(), records: n, newlines: n }
+        Step { consumed: buf.len(), records: n, newlines: n, last_end: 0 }
     };
-    let ended = step.consumed > 0 && buf[step.consumed - 1] == b'\n';
-    (step, if ended { step.consumed } else { 0 })
+    let last_end = match step.records {
+        0 => 0,
+        _ => memchr::memrchr(b'\n', &buf[..step.consumed]).map_or(0, |i| i + 1),
+    };
+    (step, last_end)
 }
 
 /// The specification of record ends, one byte at a time: returns the offset
@@ -391,7 +396,7 @@ mod tests {
     fn counts_records_and_newlines_without_stopping() {
         let mut s = RecordScanner::new(CSV);
         let step = s.scan(b"1,\"a\nb\"\n2,c\n3", false);
-        assert_eq!(step, Step { consumed: 13, records: 2, newlines: 3 });
+        assert_eq!(step, Step { consumed: 13, records: 2, newlines: 3, last_end: 12 });
         assert!(!s.at_record_start());
         let mut s = RecordScanner::new(Dialect::Lines);
         assert_eq!(s.scan(b"{}\n{}\n", false).records, 2);

@@ -14,9 +14,11 @@ use crossbeam_channel::{Receiver, Sender};
 
 use super::isolate::{isolate, Isolated};
 use super::{Event, Shared};
-use crate::chunk::Chunk;
-use crate::error::Error;
+use crate::chunk::{Chunk, Runaway};
+use crate::error::{Error, Position};
+use crate::rejects::Reject;
 use crate::report::ChunkRecord;
+use crate::sink::postgres::PgSession;
 use crate::sink::postgres::COPY_PIECE;
 use crate::sink::{CopyOutcome, CopyWriter, Session};
 use crate::source::io_reason;
@@ -36,14 +38,12 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
             break;
         }
         let start_s = shared.clock.elapsed().as_secs_f64();
-        let outcome = session.copy_chunk(&mut |send| reader.feed(shared, &chunk, send));
-        let loaded = match outcome {
-            Ok(CopyOutcome::Loaded(rows)) => Ok(Isolated { rows, rejects: Vec::new() }),
-            Ok(CopyOutcome::Refused(refusal)) => {
-                reader.bytes_of(shared, &chunk).and_then(|bytes| isolate(&mut session, shared, &chunk, &bytes, refusal))
+        let loaded = copy_or_isolate(&mut session, shared, &mut reader, &chunk).and_then(|mut done| {
+            if let Some(runaway) = chunk.runaway {
+                done.rejects.push(reader.runaway_reject(shared, &chunk, runaway)?);
             }
-            Err(err) => Err(err),
-        };
+            Ok(done)
+        });
         let event = match loaded {
             Ok(done) => {
                 let rejected = done.rejects.len() as u64;
@@ -57,6 +57,25 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
         let failed = matches!(event, Event::Failed(_));
         if events.send(event).is_err() || failed {
             break;
+        }
+    }
+}
+
+/// The fast path (one COPY of the whole chunk); on a refusal, isolation.
+fn copy_or_isolate(
+    session: &mut PgSession,
+    shared: &Shared,
+    reader: &mut RangeReader,
+    chunk: &Chunk,
+) -> Result<Isolated, Error> {
+    if chunk.copy_len() == 0 {
+        return Ok(Isolated { rows: 0, rejects: Vec::new() });
+    }
+    match session.copy_chunk(&mut |send| reader.feed(shared, chunk, send))? {
+        CopyOutcome::Loaded(rows) => Ok(Isolated { rows, rejects: Vec::new() }),
+        CopyOutcome::Refused(refusal) => {
+            let bytes = reader.bytes_of(shared, chunk)?;
+            isolate(session, shared, chunk, &bytes, refusal)
         }
     }
 }
@@ -90,13 +109,13 @@ impl RangeReader {
     /// the server has already refused the chunk.
     fn feed(&mut self, shared: &Shared, chunk: &Chunk, send: &mut CopyWriter<'_>) -> Result<(), Error> {
         if let Some(data) = &chunk.data {
-            send(data);
+            send(&data[..chunk.copy_len() as usize]);
             return Ok(());
         }
         let source = &shared.sources[chunk.loc.source];
         self.buf.resize(COPY_PIECE, 0);
         let file = open_cached(&mut self.files, shared, chunk.loc.source)?;
-        let (mut at, end) = (chunk.loc.byte_offset, chunk.loc.byte_offset + chunk.loc.byte_len);
+        let (mut at, end) = (chunk.loc.byte_offset, chunk.loc.byte_offset + chunk.copy_len());
         while at < end {
             let want = ((end - at) as usize).min(self.buf.len());
             let piece = &mut self.buf[..want];
@@ -115,17 +134,39 @@ impl RangeReader {
         Ok(())
     }
 
-    /// The chunk's bytes, for isolating refused records.
+    /// The chunk's bytes that go to COPY, for isolating refused records.
     fn bytes_of(&mut self, shared: &Shared, chunk: &Chunk) -> Result<Vec<u8>, Error> {
+        self.range(shared, chunk, 0, chunk.copy_len())
+    }
+
+    /// Bytes `from..to` of the chunk.
+    fn range(&mut self, shared: &Shared, chunk: &Chunk, from: u64, to: u64) -> Result<Vec<u8>, Error> {
         if let Some(data) = &chunk.data {
-            return Ok(data.clone());
+            return Ok(data[from as usize..to as usize].to_vec());
         }
-        let mut bytes = vec![0; chunk.loc.byte_len as usize];
+        let mut bytes = vec![0; (to - from) as usize];
         let source = &shared.sources[chunk.loc.source];
         open_cached(&mut self.files, shared, chunk.loc.source)?
-            .read_exact_at(&mut bytes, chunk.loc.byte_offset)
+            .read_exact_at(&mut bytes, chunk.loc.byte_offset + from)
             .map_err(|e| source.input_error(&io_reason(&e)))?;
         Ok(bytes)
+    }
+
+    /// The reject for a record that outgrew `--max-record-size`.
+    fn runaway_reject(&mut self, shared: &Shared, chunk: &Chunk, runaway: Runaway) -> Result<Reject, Error> {
+        let raw = self.range(shared, chunk, runaway.offset, chunk.loc.byte_len)?;
+        let position = Position {
+            file: shared.sources[chunk.loc.source].name.to_string(),
+            line: chunk.loc.first_line + runaway.lines_before,
+            record: chunk.loc.first_record + chunk.records - 1,
+            byte: chunk.loc.byte_offset + runaway.offset,
+        };
+        let reason = format!(
+            "the record runs past --max-record-size ({} bytes) without ending; is a quote left open? \
+             sluice went on at the next line",
+            shared.max_record_size
+        );
+        Ok(Reject::new(position, reason, &raw))
     }
 }
 
