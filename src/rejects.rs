@@ -91,6 +91,46 @@ impl std::fmt::Display for Reject {
     }
 }
 
+/// The table that keeps rejected records in the target database, created
+/// when missing. Rows are tagged with the load that rejected them.
+pub const CREATE_TABLE: &str = "CREATE SCHEMA IF NOT EXISTS sluice; \
+     CREATE TABLE IF NOT EXISTS sluice.rejects (load_id text NOT NULL, target_table text NOT NULL, \
+     file text NOT NULL, line bigint NOT NULL, byte bigint NOT NULL, record bigint NOT NULL, \
+     reason text NOT NULL, sqlstate text, column_name text, raw bytea NOT NULL, \
+     rejected_at timestamptz NOT NULL DEFAULT now())";
+
+pub const COPY_INTO_TABLE: &str = "COPY sluice.rejects (load_id, target_table, file, line, byte, record, reason, \
+     sqlstate, column_name, raw) FROM STDIN";
+
+/// The rejects as rows of PostgreSQL's text COPY format for [`COPY_INTO_TABLE`].
+pub fn copy_text(rejects: &[Reject], load_id: &str, table: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    for r in rejects {
+        let raw: String = r.raw_bytes().iter().map(|b| format!("{b:02x}")).collect();
+        let fields = [
+            Some(load_id.to_string()),
+            Some(table.to_string()),
+            Some(r.file.clone()),
+            Some(r.line.to_string()),
+            Some(r.byte.to_string()),
+            Some(r.record.to_string()),
+            Some(r.reason.clone()),
+            r.sqlstate.clone(),
+            r.column.clone(),
+            Some(format!("\\x{raw}")),
+        ];
+        let line: Vec<String> = fields.iter().map(|f| f.as_deref().map_or("\\N".to_string(), escape_text)).collect();
+        out.extend_from_slice(line.join("\t").as_bytes());
+        out.push(b'\n');
+    }
+    out
+}
+
+/// Escapes a value for the text COPY format.
+fn escape_text(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('\n', "\\n").replace('\r', "\\r").replace('\t', "\\t")
+}
+
 /// Appends rejects to a JSON-lines file, created on the first reject.
 #[derive(Debug)]
 pub struct RejectsFile {
@@ -134,6 +174,14 @@ impl RejectsFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn copy_text_escapes_values_and_hex_encodes_raw() {
+        let p = Position { file: "a\tb.csv".into(), line: 3, record: 2, byte: 10 };
+        let r = Reject::new(p, "bad\\value\n".into(), b"x\ty\n");
+        let text = String::from_utf8(copy_text(&[r], "L1", "public.t")).unwrap();
+        assert_eq!(text, "L1\tpublic.t\ta\\tb.csv\t3\t10\t2\tbad\\\\value\\n\t\\N\t\\N\t\\\\x7809790a\n");
+    }
 
     #[test]
     fn raw_is_text_when_utf8_and_base64_otherwise() {

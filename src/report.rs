@@ -68,6 +68,8 @@ pub struct Summary {
     pub started_unix_ms: u128,
     /// False when the load stopped on an error before reading everything.
     pub complete: bool,
+    /// Tags this load's rows in `sluice.rejects`.
+    pub load_id: String,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -157,6 +157,10 @@ fn reject_names_file_line_record_and_byte() {
         assert_eq!(r["column"], "id");
         assert_eq!(r["raw"], format!("x1,bad{eol}"));
         assert_eq!(r["reason"], "invalid input syntax for type integer: \"x1\"");
+        // The same reject committed in the database with the chunk.
+        let stored = "SELECT count(*) || ' ' || min(line) || ' ' || min(sqlstate) || ' ' || \
+                      min(convert_from(raw, 'UTF8')) FROM sluice.rejects WHERE target_table = 'public.t'";
+        assert_eq!(db.scalar(stored), format!("1 802 22P02 x1,bad{eol}"));
         db.execute("TRUNCATE t");
         let run = db.load(&[&common[..], &["--max-errors", "0", "--workers", "1"]].concat());
         assert_eq!(run.code, 5, "{}", run.stderr);
@@ -313,6 +317,8 @@ fn runaway_record_is_rejected_and_the_rest_loads() {
         let raw = found[0]["raw"].as_str().unwrap();
         assert!(raw.starts_with("100,\"never closed\n") && raw.ends_with('\n') && raw.len() > 1024, "{raw}");
         let swallowed = raw.lines().count() as u64;
+        let stored = format!("SELECT count(*) FROM sluice.rejects WHERE file = '{}'", file.display());
+        assert_eq!(db.scalar(&stored), "1", "the runaway reject committed with its chunk");
         assert_eq!(db.count("t"), 2000 - swallowed, "every line after the runaway loads");
         let r = report(&report_path);
         assert_accounts(&r);

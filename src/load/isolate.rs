@@ -11,7 +11,8 @@
 //!    record, re-copy the good records before it (the failed COPY rolled them
 //!    back) and go on after it. When it names no line, split the run in two
 //!    (bisection) until the bad record stands alone.
-//! 4. COMMIT: the chunk's good rows and nothing else.
+//! 4. Leave the transaction open: the worker adds the rejected records to
+//!    `sluice.rejects` and commits them with the chunk's good rows.
 //!
 //! Every good record is sent at most twice. After an error, runs shrink to
 //! about sqrt(2 * overhead / error density) records, the size that minimises
@@ -35,10 +36,12 @@ use crate::sink::{CopyOutcome, CopyRefusal};
 const STATEMENT_COST: f64 = 10_000.0;
 const MIN_RUN: usize = 16;
 
-/// What isolation loaded and rejected.
+/// What a chunk loaded and rejected.
 pub(super) struct Isolated {
     pub rows: u64,
     pub rejects: Vec<Reject>,
+    /// The chunk's transaction is still open: store the rejects, then commit.
+    pub open_transaction: bool,
 }
 
 /// The chunk's records: start offsets and newlines before each, with an end
@@ -121,12 +124,14 @@ pub(super) fn isolate(
             }
         };
     }
+    // Leave the transaction open and usable: the worker stores the rejects
+    // in it and commits.
     match prelude {
-        "BEGIN; SAVEPOINT sluice_run" => {}
-        "ROLLBACK TO SAVEPOINT sluice_run" => session.execute("ROLLBACK TO SAVEPOINT sluice_run; COMMIT")?,
-        _ => session.execute("COMMIT")?,
+        "BEGIN; SAVEPOINT sluice_run" => session.execute("BEGIN")?,
+        "ROLLBACK TO SAVEPOINT sluice_run" => session.execute("ROLLBACK TO SAVEPOINT sluice_run")?,
+        _ => {}
     }
-    Ok(Isolated { rows: iso.rows, rejects: iso.rejects })
+    Ok(Isolated { rows: iso.rows, rejects: iso.rejects, open_transaction: true })
 }
 
 impl Isolator<'_> {

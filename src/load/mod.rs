@@ -81,6 +81,10 @@ struct Shared<'a> {
     clock: Instant,
     stop: AtomicBool,
     max_record_size: u64,
+    /// Rejects are also committed to `sluice.rejects` with their chunk.
+    rejects_in_db: bool,
+    /// Tags this load's rows in `sluice.rejects`.
+    load_id: String,
 }
 
 /// What a worker or the feeder tells the collector.
@@ -117,8 +121,18 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     let columns = choose_columns(&table, req.columns.as_deref(), format.kind)?;
     let copy_sql = copy_statement(&table, columns.as_deref(), &format);
     if req.truncate {
-        control.execute(&format!("TRUNCATE {}", table.quoted())).map_err(|e| Error::Database(e.to_string()))?;
+        control.execute(&format!("TRUNCATE {}", table.quoted()))?;
     }
+    let mut warnings = Vec::new();
+    let rejects_in_db = match control.execute(crate::rejects::CREATE_TABLE) {
+        Ok(()) => true,
+        Err(e) => {
+            warnings.push(format!(
+                "rejected records go to the rejects file only: cannot create sluice.rejects in the database ({e})"
+            ));
+            false
+        }
+    };
     drop(control);
     let total = sources.iter().map(|s| s.size).sum::<Option<u64>>();
     progress.set_total(total);
@@ -132,11 +146,15 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         clock: Instant::now(),
         stop: AtomicBool::new(false),
         max_record_size: req.max_record_size,
+        rejects_in_db,
+        load_id: format!("{started_unix_ms}-{}", std::process::id()),
     };
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
     let mut rejects = RejectsFile::new(&rejects_path);
     let (records, scans, failure) = run_pipeline(&shared, req, &mut rejects);
     let mut report = build_report(&shared, req, records, scans, started_unix_ms, failure.is_none());
+    report.warnings.splice(0..0, warnings);
+    report.summary.load_id = shared.load_id.clone();
     if rejects.written() > 0 {
         report.summary.rejects_file = Some(rejects.path().display().to_string());
     }
@@ -368,6 +386,7 @@ fn build_report(
         chunks: chunks.len() as u64,
         started_unix_ms,
         complete,
+        load_id: String::new(),
     };
     LoadReport { summary, per_file, chunks, warnings }
 }

@@ -20,7 +20,7 @@ use crate::rejects::Reject;
 use crate::report::ChunkRecord;
 use crate::sink::postgres::PgSession;
 use crate::sink::postgres::COPY_PIECE;
-use crate::sink::{CopyOutcome, CopyWriter, Session};
+use crate::sink::{CopyOutcome, CopyWriter};
 use crate::source::io_reason;
 
 pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Sender<Event>) {
@@ -42,6 +42,7 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
             if let Some(runaway) = chunk.runaway {
                 done.rejects.push(reader.runaway_reject(shared, &chunk, runaway)?);
             }
+            commit_with_rejects(&mut session, shared, &done)?;
             Ok(done)
         });
         let event = match loaded {
@@ -61,23 +62,44 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
     }
 }
 
-/// The fast path (one COPY of the whole chunk); on a refusal, isolation.
+/// The fast path (one COPY of the whole chunk, its own transaction); on a
+/// refusal, isolation. A chunk that ends in a runaway record keeps its
+/// transaction open so the reject commits with the rows.
 fn copy_or_isolate(
     session: &mut PgSession,
     shared: &Shared,
     reader: &mut RangeReader,
     chunk: &Chunk,
 ) -> Result<Isolated, Error> {
+    let open = chunk.runaway.is_some();
     if chunk.copy_len() == 0 {
-        return Ok(Isolated { rows: 0, rejects: Vec::new() });
+        session.execute("BEGIN")?;
+        return Ok(Isolated { rows: 0, rejects: Vec::new(), open_transaction: true });
     }
-    match session.copy_chunk(&mut |send| reader.feed(shared, chunk, send))? {
-        CopyOutcome::Loaded(rows) => Ok(Isolated { rows, rejects: Vec::new() }),
+    let prelude = if open { "BEGIN" } else { "" };
+    match session.copy_after(prelude, &mut |send| reader.feed(shared, chunk, send))? {
+        CopyOutcome::Loaded(rows) => Ok(Isolated { rows, rejects: Vec::new(), open_transaction: open }),
         CopyOutcome::Refused(refusal) => {
+            if open {
+                session.execute("ROLLBACK")?;
+            }
             let bytes = reader.bytes_of(shared, chunk)?;
             isolate(session, shared, chunk, &bytes, refusal)
         }
     }
+}
+
+/// Stores the chunk's rejects in `sluice.rejects` and commits, so the good
+/// rows and the rejected records of a chunk are durable together.
+fn commit_with_rejects(session: &mut PgSession, shared: &Shared, done: &Isolated) -> Result<(), Error> {
+    if !done.open_transaction {
+        return Ok(());
+    }
+    if shared.rejects_in_db && !done.rejects.is_empty() {
+        let rows = crate::rejects::copy_text(&done.rejects, &shared.load_id, &shared.table.display());
+        session.copy_rows(crate::rejects::COPY_INTO_TABLE, &rows)?;
+    }
+    session.execute("COMMIT")
 }
 
 fn record(shared: &Shared, chunk: &Chunk, rows: u64, worker: usize, start_s: f64) -> ChunkRecord {

@@ -64,7 +64,10 @@ impl PgTarget {
         }
         let conn = Connection::with_params(&params, expand)
             .map_err(|e| Error::Connect { target: self.display.clone(), message: one_line(&e.to_string()) })?;
-        Ok(PgSession { conn, copy_sql: String::new(), relname: String::new() })
+        let session = PgSession { conn, copy_sql: String::new(), relname: String::new() };
+        // libpq prints notices on stderr itself; sluice speaks for itself.
+        session.execute("SET client_min_messages = warning")?;
+        Ok(session)
     }
 }
 
@@ -230,10 +233,27 @@ impl PgSession {
     /// round trip, then copies what `feed` produces. Reject isolation copies
     /// many short runs, so each saved round trip counts.
     pub fn copy_after(&mut self, prelude: &str, feed: &mut Feed<'_>) -> Result<CopyOutcome, Error> {
-        let start = match prelude {
-            "" => self.conn.exec(&self.copy_sql),
-            _ => self.conn.exec(&format!("{prelude}; {}", self.copy_sql)),
+        let statement = match prelude {
+            "" => self.copy_sql.clone(),
+            _ => format!("{prelude}; {}", self.copy_sql),
         };
+        self.copy_statement(&statement, feed)
+    }
+
+    /// Copies `rows` with another COPY statement (sluice's own tables); a
+    /// refusal is an error here, not a reject.
+    pub fn copy_rows(&mut self, statement: &str, rows: &[u8]) -> Result<(), Error> {
+        match self.copy_statement(statement, &mut |send| {
+            send(rows);
+            Ok(())
+        })? {
+            CopyOutcome::Loaded(_) => Ok(()),
+            CopyOutcome::Refused(r) => Err(Error::Server(describe_refusal(&r))),
+        }
+    }
+
+    fn copy_statement(&mut self, statement: &str, feed: &mut Feed<'_>) -> Result<CopyOutcome, Error> {
+        let start = self.conn.exec(statement);
         match start.status() {
             Status::CopyIn => {}
             Status::FatalError if self.conn.status() != libpq::connection::Status::Bad => {
