@@ -13,7 +13,7 @@ pub mod exit {
     /// Bad usage, unreadable input, or an unknown table or column: nothing
     /// was loaded.
     pub const USAGE: i32 = 2;
-    /// Interrupted; running the same command again resumes (reserved).
+    /// Interrupted (Ctrl-C); running the same command again resumes.
     pub const INTERRUPTED: i32 = 3;
     /// Could not connect, authenticate, or run a statement on the server.
     pub const DATABASE: i32 = 4;
@@ -46,6 +46,12 @@ pub enum Error {
     Connect { target: String, message: String },
     #[error("{0}")]
     Database(String),
+    #[error(
+        "job {job} already finished at {finished_at} ({rows} rows); nothing to do. Pass --restart to load it again"
+    )]
+    AlreadyLoaded { job: String, rows: u64, finished_at: String },
+    #[error("interrupted after committing {chunks} chunks ({rows} rows); run the same command again to resume")]
+    Interrupted { chunks: u64, rows: u64 },
     #[error("stopped: {rejected} records rejected, more than --max-errors {max} allows; the last: {last}")]
     TooManyRejects { max: u64, rejected: u64, last: String },
     #[error("{0}")]
@@ -58,6 +64,8 @@ impl Error {
             Error::Usage(_) | Error::Input { .. } | Error::Target(_) => exit::USAGE,
             Error::Connect { .. } | Error::Database(_) | Error::Server(_) => exit::DATABASE,
             Error::TooManyRejects { .. } => exit::TOO_MANY_REJECTS,
+            Error::Interrupted { .. } => exit::INTERRUPTED,
+            Error::AlreadyLoaded { .. } => exit::OK,
         }
     }
 }

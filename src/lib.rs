@@ -14,6 +14,7 @@ pub mod encoding;
 pub mod error;
 pub mod format;
 pub mod gen;
+pub mod ledger;
 pub mod load;
 pub mod local_pg;
 pub mod progress;

@@ -55,6 +55,11 @@ impl Progress {
         self.chunks_done.fetch_add(1, Relaxed);
     }
 
+    /// A chunk committed by an earlier run: its bytes count as done.
+    pub fn chunk_skipped(&self, source_bytes: u64) {
+        self.bytes_done.fetch_add(source_bytes, Relaxed);
+    }
+
     pub fn snapshot(&self) -> Snapshot {
         let total = self.bytes_total.load(Relaxed);
         Snapshot {

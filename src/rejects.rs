@@ -92,23 +92,23 @@ impl std::fmt::Display for Reject {
 }
 
 /// The table that keeps rejected records in the target database, created
-/// when missing. Rows are tagged with the load that rejected them.
+/// when missing. Rows are tagged with the job that rejected them.
 pub const CREATE_TABLE: &str = "CREATE SCHEMA IF NOT EXISTS sluice; \
-     CREATE TABLE IF NOT EXISTS sluice.rejects (load_id text NOT NULL, target_table text NOT NULL, \
+     CREATE TABLE IF NOT EXISTS sluice.rejects (job text NOT NULL, target_table text NOT NULL, \
      file text NOT NULL, line bigint NOT NULL, byte bigint NOT NULL, record bigint NOT NULL, \
      reason text NOT NULL, sqlstate text, column_name text, raw bytea NOT NULL, \
      rejected_at timestamptz NOT NULL DEFAULT now())";
 
-pub const COPY_INTO_TABLE: &str = "COPY sluice.rejects (load_id, target_table, file, line, byte, record, reason, \
+pub const COPY_INTO_TABLE: &str = "COPY sluice.rejects (job, target_table, file, line, byte, record, reason, \
      sqlstate, column_name, raw) FROM STDIN";
 
 /// The rejects as rows of PostgreSQL's text COPY format for [`COPY_INTO_TABLE`].
-pub fn copy_text(rejects: &[Reject], load_id: &str, table: &str) -> Vec<u8> {
+pub fn copy_text(rejects: &[Reject], job: &str, table: &str) -> Vec<u8> {
     let mut out = Vec::new();
     for r in rejects {
         let raw: String = r.raw_bytes().iter().map(|b| format!("{b:02x}")).collect();
         let fields = [
-            Some(load_id.to_string()),
+            Some(job.to_string()),
             Some(table.to_string()),
             Some(r.file.clone()),
             Some(r.line.to_string()),
@@ -129,6 +129,26 @@ pub fn copy_text(rejects: &[Reject], load_id: &str, table: &str) -> Vec<u8> {
 /// Escapes a value for the text COPY format.
 fn escape_text(value: &str) -> String {
     value.replace('\\', "\\\\").replace('\n', "\\n").replace('\r', "\\r").replace('\t', "\\t")
+}
+
+/// Every reject a job committed, in input order, for rewriting the file.
+pub const SELECT_FOR_JOB: &str = "SELECT file, line, byte, record, reason, sqlstate, column_name, \
+     encode(raw, 'hex') FROM sluice.rejects WHERE job = $1 ORDER BY file, byte";
+
+impl Reject {
+    /// A reject from a row of [`SELECT_FOR_JOB`].
+    pub fn from_row(row: &[Option<String>]) -> Reject {
+        let text = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
+        let num = |i: usize| text(i).parse().unwrap_or(0);
+        let raw: Vec<u8> = (0..text(7).len() / 2)
+            .filter_map(|i| u8::from_str_radix(&text(7)[2 * i..2 * i + 2], 16).ok())
+            .collect();
+        let position = Position { file: text(0), line: num(1), byte: num(2), record: num(3) };
+        let mut reject = Reject::new(position, text(4), &raw);
+        reject.sqlstate = row.get(5).cloned().flatten();
+        reject.column = row.get(6).cloned().flatten();
+        reject
+    }
 }
 
 /// Appends rejects to a JSON-lines file, created on the first reject.

@@ -29,8 +29,9 @@ pub struct ChunkRecord {
     pub end_s: f64,
 }
 
-/// Per-input accounting: `records_read = rows_loaded + rejected` on a
-/// complete load; the header is counted apart (`header_lines`).
+/// Per-input accounting: `records_read = rows_loaded + rejected +
+/// resumed_rows + resumed_rejected` on a complete load (the last two were
+/// committed by earlier runs of the job); the header is counted apart.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct FileSummary {
     pub file: String,
@@ -42,6 +43,8 @@ pub struct FileSummary {
     pub records_read: u64,
     pub rows_loaded: u64,
     pub rejected: u64,
+    pub resumed_rows: u64,
+    pub resumed_rejected: u64,
     pub chunks: u64,
 }
 
@@ -55,6 +58,14 @@ pub struct Summary {
     pub rejected: u64,
     /// Where the rejected records were written, when there were any.
     pub rejects_file: Option<String>,
+    /// Chunks, rows and rejects committed by earlier runs of the job.
+    pub resumed_chunks: u64,
+    pub resumed_rows: u64,
+    pub resumed_rejected: u64,
+    /// The job this load belongs to (the ledger's name for it).
+    pub job: String,
+    /// Chunks another process of the same job committed first.
+    pub chunks_by_others: u64,
     pub header_lines: u64,
     /// Bytes after decompression, headers included.
     pub bytes: u64,
@@ -68,8 +79,6 @@ pub struct Summary {
     pub started_unix_ms: u128,
     /// False when the load stopped on an error before reading everything.
     pub complete: bool,
-    /// Tags this load's rows in `sluice.rejects`.
-    pub load_id: String,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -111,7 +111,16 @@ fn missing_file_and_refused_connection() {
 fn copy_refused_for_privileges_is_a_database_error() {
     let db = TestDb::new();
     let file = table_and_file(&db);
-    db.execute(&format!("CREATE ROLE reader_{0} LOGIN; GRANT SELECT ON t TO reader_{0}", db.name));
+    // The ledger tables exist (an earlier load by their owner made them) and
+    // the reader may use them: what a non-owner needs, as the README says.
+    let other = db.file("other.csv", b"1,x\n");
+    db.execute("CREATE TABLE other (id int, name text)");
+    db.load(&[other.to_str().unwrap(), "--table", "other"]).assert_ok();
+    db.execute(&format!(
+        "CREATE ROLE reader_{0} LOGIN; GRANT SELECT ON t TO reader_{0}; GRANT USAGE ON SCHEMA sluice TO reader_{0}; \
+         GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA sluice TO reader_{0}",
+        db.name
+    ));
     let conninfo = format!("{} user=reader_{}", db.conninfo(), db.name);
     let mut cmd = sluice_command();
     cmd.args(["load", &file, "--table", "t", "--db", &conninfo]);

@@ -102,17 +102,22 @@ fn utf8_bom_is_stripped() {
     assert_eq!(db.scalar("SELECT sum((doc->>'a')::int) FROM t"), "3");
 }
 
-/// --truncate empties the table first; without it rows are appended.
+/// The same command twice loads once (the ledger knows the job finished);
+/// --restart loads again (appending), --restart --truncate replaces.
 #[test]
-fn truncate_empties_the_table_first() {
+fn rerun_is_idempotent_restart_appends_truncate_replaces() {
     let db = TestDb::new();
     db.execute("CREATE TABLE t (id int, name text, k int)");
     let file = db.file("d.csv", rows(0, 100).as_bytes());
     let path = file.to_str().unwrap();
     db.load(&[path, "--table", "t"]).assert_ok();
-    db.load(&[path, "--table", "t"]).assert_ok();
+    let again = db.load(&[path, "--table", "t"]);
+    again.assert_ok();
+    assert!(again.stderr.contains("already finished"), "{}", again.stderr);
+    assert_eq!(db.count("t"), 100);
+    db.load(&[path, "--table", "t", "--restart"]).assert_ok();
     assert_eq!(db.count("t"), 200);
-    db.load(&[path, "--table", "t", "--truncate"]).assert_ok();
+    db.load(&[path, "--table", "t", "--restart", "--truncate"]).assert_ok();
     assert_eq!(db.count("t"), 100);
 }
 

@@ -162,7 +162,7 @@ fn reject_names_file_line_record_and_byte() {
                       min(convert_from(raw, 'UTF8')) FROM sluice.rejects WHERE target_table = 'public.t'";
         assert_eq!(db.scalar(stored), format!("1 802 22P02 x1,bad{eol}"));
         db.execute("TRUNCATE t");
-        let run = db.load(&[&common[..], &["--max-errors", "0", "--workers", "1"]].concat());
+        let run = db.load(&[&common[..], &["--max-errors", "0", "--workers", "1", "--restart"]].concat());
         assert_eq!(run.code, 5, "{}", run.stderr);
         let expected = format!(
             "sluice: stopped: 1 records rejected, more than --max-errors 0 allows; the last: {path}: line 802 \

@@ -77,6 +77,10 @@ pub fn run(args: DemoArgs, _redactor: &mut Redactor) -> Result<i32, Error> {
         rejects: None,
         max_errors: None,
         max_record_size: load::DEFAULT_MAX_RECORD_SIZE,
+        job: None,
+        restart: false,
+        sync_commit: false,
+        interrupt: None,
     };
     let progress = Arc::new(Progress::default());
     let view = ProgressView::start(progress.clone(), 1.0);

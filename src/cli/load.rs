@@ -19,6 +19,7 @@ const AFTER_HELP: &str = "\
 Exit codes:
   0  every record was loaded
   1  finished; some records were rejected (see the rejects file)
+  3  interrupted (Ctrl-C); run the same command again to resume
   2  bad usage, unreadable input, unknown table or column (nothing loaded)
   4  could not connect, authenticate or run a statement on the server
   5  stopped: more than --max-errors records were rejected
@@ -26,6 +27,7 @@ Exit codes:
 Examples:
   sluice load orders.csv --header --table orders --db postgres://loader@db1/sales
   sluice load 'data/part-*.tsv.gz' --table events --workers 4
+  sluice load big.csv --table t --job nightly   # on several hosts at once
   zcat dump.jsonl.gz | sluice load - --format jsonl --table docs --report run.json";
 
 /// Load files into a table, in parallel chunks, one transaction per chunk.
@@ -109,6 +111,23 @@ pub struct LoadArgs {
     #[arg(long, value_parser = super::parse_byte_size, default_value = "64MiB", value_name = "SIZE")]
     max_record_size: u64,
 
+    /// Job name in the ledger. Default: derived from the table, inputs,
+    /// format options and chunk size, so the same command resumes the same
+    /// job. Give the same name to several processes or hosts to share a load.
+    #[arg(long, value_name = "NAME")]
+    job: Option<String>,
+
+    /// Start the job over: forget its committed chunks (already loaded rows
+    /// stay in the table unless --truncate is given too).
+    #[arg(long)]
+    restart: bool,
+
+    /// Keep the server's synchronous_commit for the loading sessions instead
+    /// of turning it off (turning it off is safe: the ledger redoes any chunk
+    /// whose commit a crash lost).
+    #[arg(long)]
+    synchronous_commit: bool,
+
     /// Write a JSON report (summary, per-file counts, one record per chunk).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
@@ -163,6 +182,10 @@ impl LoadArgs {
             rejects: self.rejects.clone(),
             max_errors: self.max_errors,
             max_record_size: self.max_record_size,
+            job: self.job.clone(),
+            restart: self.restart,
+            sync_commit: self.synchronous_commit,
+            interrupt: None,
         }
     }
 }
@@ -171,7 +194,8 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
     for secret in PgTarget::new(args.db.as_deref()).secrets() {
         redactor.add(&secret);
     }
-    let request = args.request();
+    let mut request = args.request();
+    request.interrupt = Some(super::interrupt_flag());
     let progress = Arc::new(Progress::default());
     let view = (!args.quiet).then(|| ProgressView::start(progress.clone(), args.progress_interval));
     let outcome = load::run(&request, &progress);

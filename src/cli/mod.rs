@@ -5,6 +5,9 @@ mod gen;
 mod load;
 mod progress_view;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use clap::{Parser, Subcommand};
 use sluice::redact::Redactor;
 use sluice::Error;
@@ -37,6 +40,24 @@ pub fn run(cli: Cli, redactor: &mut Redactor) -> Result<i32, Error> {
         Command::Gen(args) => gen::run(args),
         Command::Demo(args) => demo::run(args, redactor),
     }
+}
+
+/// A flag set by the first Ctrl-C (the load stops handing out chunks and
+/// lets in-flight ones commit); a second Ctrl-C exits at once, and the server
+/// rolls back whatever was in flight.
+pub fn interrupt_flag() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let seen = flag.clone();
+    let installed = ctrlc::set_handler(move || {
+        if seen.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!("sluice: stopping after the chunks in flight; Ctrl-C again to quit at once");
+    });
+    if let Err(e) = installed {
+        eprintln!("sluice: warning: Ctrl-C will not stop the load cleanly: {e}");
+    }
+    flag
 }
 
 /// Parses human sizes: `1KiB`, `64MiB`, `1G`, `512k`, `4096`.

@@ -12,7 +12,8 @@
 //!    back) and go on after it. When it names no line, split the run in two
 //!    (bisection) until the bad record stands alone.
 //! 4. Leave the transaction open: the worker adds the rejected records to
-//!    `sluice.rejects` and commits them with the chunk's good rows.
+//!    `sluice.rejects` and the chunk's ledger row, and commits them with the
+//!    chunk's good rows.
 //!
 //! Every good record is sent at most twice. After an error, runs shrink to
 //! about sqrt(2 * overhead / error density) records, the size that minimises
@@ -36,12 +37,10 @@ use crate::sink::{CopyOutcome, CopyRefusal};
 const STATEMENT_COST: f64 = 10_000.0;
 const MIN_RUN: usize = 16;
 
-/// What a chunk loaded and rejected.
+/// What a chunk loaded and rejected (its transaction still open).
 pub(super) struct Isolated {
     pub rows: u64,
     pub rejects: Vec<Reject>,
-    /// The chunk's transaction is still open: store the rejects, then commit.
-    pub open_transaction: bool,
 }
 
 /// The chunk's records: start offsets and newlines before each, with an end
@@ -131,7 +130,7 @@ pub(super) fn isolate(
         "ROLLBACK TO SAVEPOINT sluice_run" => session.execute("ROLLBACK TO SAVEPOINT sluice_run")?,
         _ => {}
     }
-    Ok(Isolated { rows: iso.rows, rejects: iso.rejects, open_transaction: true })
+    Ok(Isolated { rows: iso.rows, rejects: iso.rejects })
 }
 
 impl Isolator<'_> {

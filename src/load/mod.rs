@@ -9,11 +9,14 @@
 //! flight finish or roll back, nothing is half loaded.
 
 mod isolate;
+mod job;
 mod plan;
 mod worker;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -23,10 +26,11 @@ use crate::chunk::{Chunk, ChunkError, Chunker, ChunkerConfig, Preamble};
 use crate::encoding::InputEncoding;
 use crate::error::Error;
 use crate::format::{FormatKind, FormatOptions};
+use crate::ledger::{self, Done, Opened};
 use crate::progress::Progress;
 use crate::rejects::{Reject, RejectsFile};
 use crate::report::{ChunkRecord, FileSummary, LoadReport, Summary};
-use crate::sink::postgres::{PgTarget, TableInfo};
+use crate::sink::postgres::{PgSession, PgTarget, TableInfo};
 use crate::source::{io_reason, resolve_inputs, Source};
 
 pub use plan::{choose_columns, copy_statement, resolve_kind};
@@ -68,6 +72,15 @@ pub struct LoadRequest {
     pub max_errors: Option<u64>,
     /// Records longer than this are rejected as runaways.
     pub max_record_size: u64,
+    /// `--job NAME`; default: derived from the command (see `job::name`).
+    pub job: Option<String>,
+    /// Start the job over even if it has committed chunks.
+    pub restart: bool,
+    /// Keep the server's `synchronous_commit` instead of turning it off for
+    /// the loading sessions (safe to turn off: see [`crate::ledger`]).
+    pub sync_commit: bool,
+    /// Set (by Ctrl-C) to stop handing out chunks; in-flight ones finish.
+    pub interrupt: Option<Arc<AtomicBool>>,
 }
 
 /// Facts every worker needs, shared read-only.
@@ -83,13 +96,29 @@ struct Shared<'a> {
     max_record_size: u64,
     /// Rejects are also committed to `sluice.rejects` with their chunk.
     rejects_in_db: bool,
-    /// Tags this load's rows in `sluice.rejects`.
-    load_id: String,
+    job: String,
+    /// Chunks committed by earlier runs of the job.
+    done: HashMap<u64, Done>,
+    interrupt: Option<Arc<AtomicBool>>,
+    sync_commit: bool,
+}
+
+impl Shared<'_> {
+    /// True once the load should hand out no more chunks.
+    fn stopping(&self) -> bool {
+        self.stop.load(Ordering::SeqCst) || self.interrupted()
+    }
+
+    fn interrupted(&self) -> bool {
+        self.interrupt.as_ref().is_some_and(|i| i.load(Ordering::SeqCst))
+    }
 }
 
 /// What a worker or the feeder tells the collector.
 enum Event {
     Committed(ChunkRecord, Vec<Reject>),
+    /// Another process committed this chunk first.
+    Elsewhere,
     Failed(Error),
 }
 
@@ -120,19 +149,30 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     let table = control.resolve_table(&req.table)?;
     let columns = choose_columns(&table, req.columns.as_deref(), format.kind)?;
     let copy_sql = copy_statement(&table, columns.as_deref(), &format);
-    if req.truncate {
-        control.execute(&format!("TRUNCATE {}", table.quoted()))?;
-    }
     let mut warnings = Vec::new();
-    let rejects_in_db = match control.execute(crate::rejects::CREATE_TABLE) {
+    let rejects_in_db = match ensure_tables(&control) {
         Ok(()) => true,
         Err(e) => {
-            warnings.push(format!(
-                "rejected records go to the rejects file only: cannot create sluice.rejects in the database ({e})"
-            ));
-            false
+            return Err(Error::Database(format!(
+                "sluice keeps its ledger in schema \"sluice\" of the target database and cannot create it ({e}); \
+                 create it once as a user who may (see the README), then load again"
+            ))
+            .into())
         }
     };
+    let job = job::name(req, &table, &format, &sources);
+    let first_steps: Vec<String> = req.truncate.then(|| format!("TRUNCATE {}", table.quoted())).into_iter().collect();
+    let done =
+        match ledger::open(&control, &job, &table.display(), &job::fingerprint(&sources), req.restart, &first_steps)? {
+            Opened::Fresh => HashMap::new(),
+            Opened::Resumed(done) => done,
+            Opened::Finished { rows, finished_at } => {
+                return Err(Error::AlreadyLoaded { job, rows, finished_at }.into());
+            }
+        };
+    if !done.is_empty() {
+        warnings.push(format!("resuming job {job}: {} chunks were committed by earlier runs", done.len()));
+    }
     drop(control);
     let total = sources.iter().map(|s| s.size).sum::<Option<u64>>();
     progress.set_total(total);
@@ -147,14 +187,27 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         stop: AtomicBool::new(false),
         max_record_size: req.max_record_size,
         rejects_in_db,
-        load_id: format!("{started_unix_ms}-{}", std::process::id()),
+        job,
+        done,
+        interrupt: req.interrupt.clone(),
+        sync_commit: req.sync_commit,
     };
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
     let mut rejects = RejectsFile::new(&rejects_path);
-    let (records, scans, failure) = run_pipeline(&shared, req, &mut rejects);
+    let (records, scans, mut failure, elsewhere) = run_pipeline(&shared, req, &mut rejects);
+    if failure.is_none() && shared.interrupted() {
+        let rows = records.iter().map(|r| r.rows).sum();
+        failure = Some(Error::Interrupted { chunks: records.len() as u64, rows });
+    }
+    if failure.is_none() {
+        if let Err(e) = target.connect().and_then(|s| finish_job(&s, &shared, &mut rejects)) {
+            warnings.push(format!("could not finish job {}: {e}", shared.job));
+        }
+    }
     let mut report = build_report(&shared, req, records, scans, started_unix_ms, failure.is_none());
     report.warnings.splice(0..0, warnings);
-    report.summary.load_id = shared.load_id.clone();
+    report.summary.job = shared.job.clone();
+    report.summary.chunks_by_others = elsewhere;
     if rejects.written() > 0 {
         report.summary.rejects_file = Some(rejects.path().display().to_string());
     }
@@ -162,6 +215,36 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         Some(error) => Err(Failed { error, partial: Some(Box::new(report)) }),
         None => Ok(report),
     }
+}
+
+/// Marks the job finished and, when earlier runs committed part of it,
+/// rewrites the rejects file from the database so it holds the whole job's
+/// rejects, exactly as committed.
+fn finish_job(control: &PgSession, shared: &Shared, rejects: &mut RejectsFile) -> Result<(), Error> {
+    ledger::finish(control, &shared.job)?;
+    if !shared.rejects_in_db || shared.done.is_empty() {
+        return Ok(());
+    }
+    let rows = control.query(crate::rejects::SELECT_FOR_JOB, &[Some(&shared.job)])?;
+    let mut file = RejectsFile::new(rejects.path());
+    for row in &rows {
+        record_rejects(&mut file, &[Reject::from_row(row)])?;
+    }
+    file.flush().map_err(|e| rejects_file_error(&file, &e))?;
+    *rejects = file;
+    Ok(())
+}
+
+/// Creates sluice's ledger and rejects tables when they are missing; a user
+/// who may not create them can still load once they exist.
+fn ensure_tables(control: &PgSession) -> Result<(), Error> {
+    let have = control
+        .query("SELECT to_regclass('sluice.chunks') IS NOT NULL AND to_regclass('sluice.rejects') IS NOT NULL", &[])?;
+    if have.first().and_then(|r| r[0].as_deref()) == Some("t") {
+        return Ok(());
+    }
+    control.execute(ledger::CREATE_SCHEMA)?;
+    control.execute(crate::rejects::CREATE_TABLE)
 }
 
 /// Sets every input's transcoding from `--encoding`; without it, refuses
@@ -193,9 +276,14 @@ struct InputScan {
     records: u64,
     bytes: u64,
     chunks: u64,
+    resumed_chunks: u64,
+    resumed_rows: u64,
+    resumed_rejected: u64,
 }
 
-type PipelineResult = (Vec<ChunkRecord>, Vec<InputScan>, Option<Error>);
+/// Committed chunks, what the feeder saw, the first error, and the chunks
+/// another process committed first.
+type PipelineResult = (Vec<ChunkRecord>, Vec<InputScan>, Option<Error>, u64);
 
 fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -> PipelineResult {
     let workers = req.workers.max(1);
@@ -218,12 +306,17 @@ fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -
         let mut records = Vec::new();
         let mut failure = None;
         let mut rejected = 0u64;
+        let mut elsewhere = 0u64;
         for event in event_rx {
             let error = match event {
                 Event::Committed(record, chunk_rejects) => {
                     records.push(record);
                     rejected += chunk_rejects.len() as u64;
                     record_rejects(rejects, &chunk_rejects).err().or_else(|| over_limit(req, rejected, &chunk_rejects))
+                }
+                Event::Elsewhere => {
+                    elsewhere += 1;
+                    None
                 }
                 Event::Failed(err) => Some(err),
             };
@@ -237,7 +330,7 @@ fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -
         }
         let scans = feeder.join().unwrap_or_default();
         records.sort_by_key(|r| r.seq);
-        (records, scans, failure)
+        (records, scans, failure, elsewhere)
     })
 }
 
@@ -273,7 +366,7 @@ fn feed(shared: &Shared, req: &LoadRequest, queue: Sender<Chunk>, events: Sender
                 break;
             }
         }
-        if shared.stop.load(Ordering::SeqCst) {
+        if shared.stopping() {
             break;
         }
     }
@@ -311,7 +404,15 @@ fn feed_one(
         };
         scan.chunks += 1;
         scan.bytes = chunk.loc.byte_offset + chunk.loc.byte_len;
-        if shared.stop.load(Ordering::SeqCst) || queue.send(chunk).is_err() {
+        if let Some(done) = shared.done.get(&chunk.seq) {
+            // Committed by an earlier run: skip it without reading it again.
+            scan.resumed_rows += done.rows;
+            scan.resumed_rejected += done.rejected;
+            scan.resumed_chunks += 1;
+            shared.progress.chunk_skipped(chunk.source_span);
+            continue;
+        }
+        if shared.stopping() || queue.send(chunk).is_err() {
             break;
         }
     }
@@ -349,6 +450,8 @@ fn build_report(
             records_read: scan.records,
             rows_loaded: 0,
             rejected: 0,
+            resumed_rows: scan.resumed_rows,
+            resumed_rejected: scan.resumed_rejected,
             chunks: scan.chunks,
         })
         .collect();
@@ -376,6 +479,11 @@ fn build_report(
         rows_loaded: rows,
         rejected: per_file.iter().map(|f| f.rejected).sum(),
         rejects_file: None,
+        resumed_chunks: scans.iter().map(|s| s.resumed_chunks).sum(),
+        resumed_rows: per_file.iter().map(|f| f.resumed_rows).sum(),
+        resumed_rejected: per_file.iter().map(|f| f.resumed_rejected).sum(),
+        job: String::new(),
+        chunks_by_others: 0,
         header_lines: per_file.iter().map(|f| f.header_lines).sum(),
         bytes,
         wall_seconds: wall,
@@ -386,7 +494,6 @@ fn build_report(
         chunks: chunks.len() as u64,
         started_unix_ms,
         complete,
-        load_id: String::new(),
     };
     LoadReport { summary, per_file, chunks, warnings }
 }

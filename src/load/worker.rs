@@ -8,7 +8,6 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::sync::atomic::Ordering;
 
 use crossbeam_channel::{Receiver, Sender};
 
@@ -16,6 +15,7 @@ use super::isolate::{isolate, Isolated};
 use super::{Event, Shared};
 use crate::chunk::{Chunk, Runaway};
 use crate::error::{Error, Position};
+use crate::ledger::ChunkRow;
 use crate::rejects::Reject;
 use crate::report::ChunkRecord;
 use crate::sink::postgres::PgSession;
@@ -32,9 +32,17 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
         }
     };
     session.set_copy_statement(&shared.copy_sql, shared.table);
+    if !shared.sync_commit {
+        // Safe with the ledger: a commit lost in a crash loses its ledger
+        // row too, and the chunk is loaded again.
+        if let Err(e) = session.execute("SET synchronous_commit = off") {
+            let _ = events.send(Event::Failed(e));
+            return;
+        }
+    }
     let mut reader = RangeReader::default();
     for chunk in queue {
-        if shared.stop.load(Ordering::SeqCst) {
+        if shared.stopping() {
             break;
         }
         let start_s = shared.clock.elapsed().as_secs_f64();
@@ -42,11 +50,12 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
             if let Some(runaway) = chunk.runaway {
                 done.rejects.push(reader.runaway_reject(shared, &chunk, runaway)?);
             }
-            commit_with_rejects(&mut session, shared, &done)?;
-            Ok(done)
+            let mine = commit_chunk(&mut session, shared, &chunk, &done)?;
+            Ok(mine.then_some(done))
         });
         let event = match loaded {
-            Ok(done) => {
+            Ok(None) => Event::Elsewhere,
+            Ok(Some(done)) => {
                 let rejected = done.rejects.len() as u64;
                 shared.progress.chunk_done(chunk.source_span, done.rows, rejected);
                 let mut rec = record(shared, &chunk, done.rows, id, start_s);
@@ -62,45 +71,61 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
     }
 }
 
-/// The fast path (one COPY of the whole chunk, its own transaction); on a
-/// refusal, isolation. A chunk that ends in a runaway record keeps its
-/// transaction open so the reject commits with the rows.
+/// The fast path (one COPY of the whole chunk); on a refusal, isolation.
+/// Either way the chunk's transaction is left open for its rejects and its
+/// ledger row.
 fn copy_or_isolate(
     session: &mut PgSession,
     shared: &Shared,
     reader: &mut RangeReader,
     chunk: &Chunk,
 ) -> Result<Isolated, Error> {
-    let open = chunk.runaway.is_some();
     if chunk.copy_len() == 0 {
         session.execute("BEGIN")?;
-        return Ok(Isolated { rows: 0, rejects: Vec::new(), open_transaction: true });
+        return Ok(Isolated { rows: 0, rejects: Vec::new() });
     }
-    let prelude = if open { "BEGIN" } else { "" };
-    match session.copy_after(prelude, &mut |send| reader.feed(shared, chunk, send))? {
-        CopyOutcome::Loaded(rows) => Ok(Isolated { rows, rejects: Vec::new(), open_transaction: open }),
+    match session.copy_after("BEGIN", &mut |send| reader.feed(shared, chunk, send))? {
+        CopyOutcome::Loaded(rows) => Ok(Isolated { rows, rejects: Vec::new() }),
         CopyOutcome::Refused(refusal) => {
-            if open {
-                session.execute("ROLLBACK")?;
-            }
+            session.execute("ROLLBACK")?;
             let bytes = reader.bytes_of(shared, chunk)?;
             isolate(session, shared, chunk, &bytes, refusal)
         }
     }
 }
 
-/// Stores the chunk's rejects in `sluice.rejects` and commits, so the good
-/// rows and the rejected records of a chunk are durable together.
-fn commit_with_rejects(session: &mut PgSession, shared: &Shared, done: &Isolated) -> Result<(), Error> {
-    if !done.open_transaction {
-        return Ok(());
-    }
+/// Stores the chunk's rejects and its ledger row, then commits: the good
+/// rows, the rejected records and the ledger row are durable together.
+/// Returns false when another process committed the chunk first (its ledger
+/// row exists): this chunk's work is rolled back.
+fn commit_chunk(session: &mut PgSession, shared: &Shared, chunk: &Chunk, done: &Isolated) -> Result<bool, Error> {
     if shared.rejects_in_db && !done.rejects.is_empty() {
-        let rows = crate::rejects::copy_text(&done.rejects, &shared.load_id, &shared.table.display());
+        let rows = crate::rejects::copy_text(&done.rejects, &shared.job, &shared.table.display());
         session.copy_rows(crate::rejects::COPY_INTO_TABLE, &rows)?;
     }
-    session.execute("COMMIT")
+    let row = ChunkRow {
+        job: &shared.job,
+        seq: chunk.seq,
+        file: &shared.sources[chunk.loc.source].name,
+        byte_offset: chunk.loc.byte_offset,
+        byte_len: chunk.loc.byte_len,
+        first_line: chunk.loc.first_line,
+        rows: done.rows,
+        rejected: done.rejects.len() as u64,
+    };
+    match session.execute_for_state(&format!("{}; COMMIT", row.insert_sql()))? {
+        None => Ok(true),
+        Some((state, message)) => {
+            session.execute("ROLLBACK")?;
+            match state.as_str() {
+                UNIQUE_VIOLATION => Ok(false),
+                _ => Err(Error::Server(format!("recording chunk {} in the ledger: {message} [{state}]", chunk.seq))),
+            }
+        }
+    }
 }
+
+const UNIQUE_VIOLATION: &str = "23505";
 
 fn record(shared: &Shared, chunk: &Chunk, rows: u64, worker: usize, start_s: f64) -> ChunkRecord {
     ChunkRecord {

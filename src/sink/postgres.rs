@@ -122,10 +122,25 @@ pub struct PgSession {
 impl PgSession {
     /// Runs a statement that returns nothing.
     pub fn execute(&self, sql: &str) -> Result<(), Error> {
+        match self.execute_for_state(sql)? {
+            None => Ok(()),
+            Some((_, message)) => Err(Error::Server(message)),
+        }
+    }
+
+    /// Runs statements; a refusal comes back as `Some((sqlstate, message))`
+    /// for the caller to judge by its SQLSTATE, a lost connection as an error.
+    pub fn execute_for_state(&self, sql: &str) -> Result<Option<(String, String)>, Error> {
         let result = self.conn.exec(sql);
         match result.status() {
-            Status::CommandOk | Status::TuplesOk => Ok(()),
-            _ => Err(Error::Server(server_message(&result))),
+            Status::CommandOk | Status::TuplesOk => Ok(None),
+            _ if self.conn.status() == libpq::connection::Status::Bad => {
+                Err(Error::Database(self.connection_trouble()))
+            }
+            _ => {
+                let state = result.error_field(ErrorField::Sqlstate).ok().flatten().unwrap_or_default();
+                Ok(Some((state.to_string(), server_message(&result))))
+            }
         }
     }
 

@@ -1,0 +1,211 @@
+//! The ledger: which chunks of a job have committed, kept in the target
+//! database next to the data.
+//!
+//! BE ADVISED: exactly-once rests on one rule. A chunk's ledger row is
+//! inserted in the same transaction as the chunk's COPY (and its rejected
+//! records), so the row exists if and only if the chunk's rows do. A re-run
+//! after kill -9, Ctrl-C, a server restart or a reboot skips exactly the
+//! chunks with a row; chunking is deterministic, so the same command cuts the
+//! same chunks. The row's primary key also arbitrates between processes: if
+//! two load the same chunk, only one can commit. For the same reason
+//! `synchronous_commit = off` is safe on loading sessions: a commit lost in a
+//! crash loses its ledger row too, and the chunk is loaded again.
+//!
+//! Why our own: resume is sluice's edge; no peer composes it with parallel
+//! chunks, many files and compressed input.
+//!
+//! Schema (documented in the README; columns are only ever added):
+//! `sluice.jobs (job, target_table, fingerprint, created_at, finished_at)` and
+//! `sluice.chunks (job, seq, file, byte_offset, byte_len, first_line,
+//! rows_loaded, rows_rejected, host, pid, committed_at)`.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use crate::error::Error;
+use crate::sink::postgres::PgSession;
+use crate::sql::quote_literal;
+
+/// Creates sluice's tables when missing.
+pub const CREATE_SCHEMA: &str = "CREATE SCHEMA IF NOT EXISTS sluice; \
+     CREATE TABLE IF NOT EXISTS sluice.jobs (job text PRIMARY KEY, target_table text NOT NULL, \
+     fingerprint text NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz); \
+     CREATE TABLE IF NOT EXISTS sluice.chunks (job text NOT NULL REFERENCES sluice.jobs ON DELETE CASCADE, \
+     seq bigint NOT NULL, file text NOT NULL, byte_offset bigint NOT NULL, byte_len bigint NOT NULL, \
+     first_line bigint NOT NULL, rows_loaded bigint NOT NULL, rows_rejected bigint NOT NULL, \
+     host text NOT NULL, pid integer NOT NULL, committed_at timestamptz NOT NULL DEFAULT now(), \
+     PRIMARY KEY (job, seq))";
+
+/// A committed chunk's counts, as the ledger recorded them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Done {
+    pub rows: u64,
+    pub rejected: u64,
+}
+
+/// The state of a job when a load starts.
+#[derive(Debug)]
+pub enum Opened {
+    /// New, or restarted: nothing committed yet.
+    Fresh,
+    /// Some chunks committed by earlier runs (or other processes).
+    Resumed(HashMap<u64, Done>),
+    /// Every chunk committed and the job marked finished.
+    Finished { rows: u64, finished_at: String },
+}
+
+/// FNV-1a, 64 bits: job names must be the same on every machine and sluice
+/// version, which std's hasher does not promise.
+pub fn stable_hash(parts: &[&str]) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for &b in part.as_bytes().iter().chain([0u8].iter()) {
+            hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{hash:016x}")
+}
+
+/// Opens `job` for a load into `table` with `fingerprint` (input sizes and
+/// modification times). A new or restarted job runs `first_steps` (such as
+/// TRUNCATE) in the transaction that records it, so they happen exactly once.
+pub fn open(
+    session: &PgSession,
+    job: &str,
+    table: &str,
+    fingerprint: &str,
+    restart: bool,
+    first_steps: &[String],
+) -> Result<Opened, Error> {
+    session.execute("BEGIN")?;
+    let outcome = open_in_transaction(session, job, table, fingerprint, restart, first_steps);
+    session.execute(if outcome.is_ok() { "COMMIT" } else { "ROLLBACK" })?;
+    outcome
+}
+
+fn open_in_transaction(
+    session: &PgSession,
+    job: &str,
+    table: &str,
+    fingerprint: &str,
+    restart: bool,
+    first_steps: &[String],
+) -> Result<Opened, Error> {
+    let found = session.query(
+        "SELECT fingerprint, target_table, coalesce(finished_at::text, '') FROM sluice.jobs WHERE job = $1 FOR UPDATE",
+        &[Some(job)],
+    )?;
+    let fresh = |session: &PgSession| -> Result<Opened, Error> {
+        session.query("DELETE FROM sluice.jobs WHERE job = $1 RETURNING 1", &[Some(job)])?;
+        session.query("DELETE FROM sluice.rejects WHERE job = $1 RETURNING 1", &[Some(job)])?;
+        session.query(
+            "INSERT INTO sluice.jobs (job, target_table, fingerprint) VALUES ($1, $2, $3) RETURNING 1",
+            &[Some(job), Some(table), Some(fingerprint)],
+        )?;
+        for step in first_steps {
+            session.execute(step)?;
+        }
+        Ok(Opened::Fresh)
+    };
+    let Some(row) = found.first() else { return fresh(session) };
+    let [old_fingerprint, old_table, finished_at] = [0, 1, 2].map(|i| row[i].clone().unwrap_or_default());
+    if restart {
+        return fresh(session);
+    }
+    if old_table != table || old_fingerprint != fingerprint {
+        return Err(Error::Usage(format!(
+            "job {job} was started on other input (a file changed size or modification time since, or the \
+             target differs); run with --restart to start it over, or name a new job with --job"
+        )));
+    }
+    let done = done_chunks(session, job)?;
+    if !finished_at.is_empty() {
+        let rows = done.values().map(|d| d.rows).sum();
+        return Ok(Opened::Finished { rows, finished_at });
+    }
+    Ok(if done.is_empty() { Opened::Fresh } else { Opened::Resumed(done) })
+}
+
+fn done_chunks(session: &PgSession, job: &str) -> Result<HashMap<u64, Done>, Error> {
+    let rows =
+        session.query("SELECT seq, rows_loaded, rows_rejected FROM sluice.chunks WHERE job = $1", &[Some(job)])?;
+    let num = |v: &Option<String>| v.as_deref().and_then(|s| s.parse().ok()).unwrap_or(0);
+    Ok(rows.iter().map(|r| (num(&r[0]), Done { rows: num(&r[1]), rejected: num(&r[2]) })).collect())
+}
+
+/// Marks the job finished once every chunk has committed.
+pub fn finish(session: &PgSession, job: &str) -> Result<(), Error> {
+    session.query("UPDATE sluice.jobs SET finished_at = now() WHERE job = $1 RETURNING 1", &[Some(job)])?;
+    Ok(())
+}
+
+/// What a chunk's ledger row records.
+pub struct ChunkRow<'a> {
+    pub job: &'a str,
+    pub seq: u64,
+    pub file: &'a str,
+    pub byte_offset: u64,
+    pub byte_len: u64,
+    pub first_line: u64,
+    pub rows: u64,
+    pub rejected: u64,
+}
+
+impl ChunkRow<'_> {
+    /// The INSERT that goes into the chunk's transaction, literals quoted.
+    pub fn insert_sql(&self) -> String {
+        let mut sql = String::from(
+            "INSERT INTO sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, rows_loaded, \
+             rows_rejected, host, pid) VALUES (",
+        );
+        let _ = write!(
+            sql,
+            "{}, {}, {}, {}, {}, {}, {}, {}, {}, {})",
+            quote_literal(self.job),
+            self.seq,
+            quote_literal(self.file),
+            self.byte_offset,
+            self.byte_len,
+            self.first_line,
+            self.rows,
+            self.rejected,
+            quote_literal(&host_name()),
+            std::process::id()
+        );
+        sql
+    }
+}
+
+/// This machine's name, for the ledger's `host` column.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stable_hash_is_fixed_and_separates_parts() {
+        assert_eq!(stable_hash(&["a"]), stable_hash(&["a"]));
+        assert_ne!(stable_hash(&["ab", "c"]), stable_hash(&["a", "bc"]));
+        // FNV-1a of "a" and its NUL separator, computed independently.
+        assert_eq!(stable_hash(&["a"]), "089be207b544f1e4");
+    }
+
+    #[test]
+    fn chunk_row_quotes_its_literals() {
+        let row = ChunkRow {
+            job: "j'1",
+            seq: 3,
+            file: "a.csv",
+            byte_offset: 0,
+            byte_len: 9,
+            first_line: 1,
+            rows: 2,
+            rejected: 1,
+        };
+        let sql = row.insert_sql();
+        assert!(sql.contains("VALUES (E'j''1', 3, E'a.csv', 0, 9, 1, 2, 1, "), "{sql}");
+    }
+}
