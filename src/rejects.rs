@@ -140,9 +140,8 @@ impl Reject {
     pub fn from_row(row: &[Option<String>]) -> Reject {
         let text = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
         let num = |i: usize| text(i).parse().unwrap_or(0);
-        let raw: Vec<u8> = (0..text(7).len() / 2)
-            .filter_map(|i| u8::from_str_radix(&text(7)[2 * i..2 * i + 2], 16).ok())
-            .collect();
+        let raw: Vec<u8> =
+            (0..text(7).len() / 2).filter_map(|i| u8::from_str_radix(&text(7)[2 * i..2 * i + 2], 16).ok()).collect();
         let position = Position { file: text(0), line: num(1), byte: num(2), record: num(3) };
         let mut reject = Reject::new(position, text(4), &raw);
         reject.sqlstate = row.get(5).cloned().flatten();

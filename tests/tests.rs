@@ -11,5 +11,7 @@ mod inputs;
 mod connection;
 // Bad records cost only themselves: isolation, rejects file, accounting.
 mod rejects;
+// Exactly once across kills, interrupts, changed inputs and processes.
+mod resume;
 // Progress, reports, gen and demo.
 mod commands;

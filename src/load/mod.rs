@@ -238,13 +238,20 @@ fn finish_job(control: &PgSession, shared: &Shared, rejects: &mut RejectsFile) -
 /// Creates sluice's ledger and rejects tables when they are missing; a user
 /// who may not create them can still load once they exist.
 fn ensure_tables(control: &PgSession) -> Result<(), Error> {
-    let have = control
-        .query("SELECT to_regclass('sluice.chunks') IS NOT NULL AND to_regclass('sluice.rejects') IS NOT NULL", &[])?;
-    if have.first().and_then(|r| r[0].as_deref()) == Some("t") {
-        return Ok(());
+    const CHECK: &str = "SELECT to_regclass('sluice.chunks') IS NOT NULL AND to_regclass('sluice.rejects') IS NOT NULL";
+    for _ in 0..3 {
+        if control.query(CHECK, &[])?.first().and_then(|r| r[0].as_deref()) == Some("t") {
+            return Ok(());
+        }
+        let ddl = format!("{}; {}", ledger::CREATE_SCHEMA, crate::rejects::CREATE_TABLE);
+        match control.execute_for_state(&ddl)? {
+            None => return Ok(()),
+            // Another sluice created them at the same moment: check again.
+            Some((state, _)) if ["23505", "42P06", "42P07"].contains(&state.as_str()) => continue,
+            Some((state, message)) => return Err(Error::Server(format!("{message} [{state}]"))),
+        }
     }
-    control.execute(ledger::CREATE_SCHEMA)?;
-    control.execute(crate::rejects::CREATE_TABLE)
+    Err(Error::Server("the sluice tables kept changing while being created".into()))
 }
 
 /// Sets every input's transcoding from `--encoding`; without it, refuses
