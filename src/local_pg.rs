@@ -38,6 +38,8 @@ pub struct LocalPostgres {
     pid: i32,
     pub port: u16,
     pub tcp: bool,
+    bindir: PathBuf,
+    settings: Vec<(String, String)>,
 }
 
 /// The folder holding `initdb` and `postgres`.
@@ -133,23 +135,39 @@ impl LocalPostgres {
             return Err(setup_error("initdb failed", log_tail(&log)));
         }
         let port = free_port()?;
-        let mut server = Command::new(bindir.join("postgres"));
+        let mut pg = LocalPostgres { root, pid: 0, port, tcp: opts.tcp, bindir, settings: opts.settings.clone() };
+        pg.spawn_server()?;
+        Ok(pg)
+    }
+
+    /// Starts the postmaster on the cluster and waits until it accepts
+    /// connections.
+    fn spawn_server(&mut self) -> Result<(), Error> {
+        let log = self.root.join("server.log");
+        let log_file = fs::OpenOptions::new().append(true).open(&log).map_err(|e| setup_error("log file", e))?;
+        let mut server = Command::new(self.bindir.join("postgres"));
         server
             .arg("-D")
-            .arg(&data)
+            .arg(self.root.join("data"))
             .arg("-k")
-            .arg(&root)
-            .args(["-p", &port.to_string()])
-            .args(["-c", &format!("listen_addresses={}", if opts.tcp { "127.0.0.1" } else { "" })]);
-        for (k, v) in &opts.settings {
+            .arg(&self.root)
+            .args(["-p", &self.port.to_string()])
+            .args(["-c", &format!("listen_addresses={}", if self.tcp { "127.0.0.1" } else { "" })]);
+        for (k, v) in &self.settings {
             server.args(["-c", &format!("{k}={v}")]);
         }
         server.stdin(Stdio::null()).stdout(log_file.try_clone().map_err(|e| setup_error("log", e))?).stderr(log_file);
-        as_identity(&mut server, identity);
+        as_identity(&mut server, server_identity());
         let child = server.spawn().map_err(|e| setup_error("running postgres", e))?;
-        let pg = LocalPostgres { root, pid: child.id() as i32, port, tcp: opts.tcp };
-        pg.wait_ready(&log)?;
-        Ok(pg)
+        self.pid = child.id() as i32;
+        self.wait_ready(&log)
+    }
+
+    /// Stops the server (fast shutdown: sessions are terminated, as in a
+    /// server restart) and starts it again on the same cluster and port.
+    pub fn restart(&mut self) -> Result<(), Error> {
+        self.shut_down();
+        self.spawn_server()
     }
 
     fn wait_ready(&self, log: &Path) -> Result<(), Error> {
@@ -186,6 +204,11 @@ impl LocalPostgres {
     /// folder. Safe to call more than once; takes `&self` so a handle kept in
     /// a static can be stopped at process exit.
     pub fn stop(&self) {
+        self.shut_down();
+        let _ = fs::remove_dir_all(&self.root);
+    }
+
+    fn shut_down(&self) {
         if self.running() {
             // SAFETY: signalling our own child process.
             unsafe { libc::kill(self.pid, libc::SIGINT) };
@@ -199,7 +222,6 @@ impl LocalPostgres {
                 std::thread::sleep(Duration::from_millis(200));
             }
         }
-        let _ = fs::remove_dir_all(&self.root);
     }
 }
 

@@ -135,8 +135,13 @@ fn escape_text(value: &str) -> String {
 pub const SELECT_FOR_JOB: &str = "SELECT file, line, byte, record, reason, sqlstate, column_name, \
      encode(raw, 'hex') FROM sluice.rejects WHERE job = $1 ORDER BY file, byte";
 
+/// The rejects a job committed for one byte range of one file.
+pub const SELECT_FOR_RANGE: &str = "SELECT file, line, byte, record, reason, sqlstate, column_name, \
+     encode(raw, 'hex') FROM sluice.rejects WHERE job = $1 AND file = $2 AND byte >= $3::bigint \
+     AND byte < $4::bigint ORDER BY byte";
+
 impl Reject {
-    /// A reject from a row of [`SELECT_FOR_JOB`].
+    /// A reject from a row of [`SELECT_FOR_JOB`] or [`SELECT_FOR_RANGE`].
     pub fn from_row(row: &[Option<String>]) -> Reject {
         let text = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
         let num = |i: usize| text(i).parse().unwrap_or(0);

@@ -169,3 +169,44 @@ fn two_processes_on_one_job_one_killed() {
     assert_eq!(f.db.scalar("SELECT sum(tid) FROM t"), f.sum.to_string());
     assert_eq!(f.db.scalar("SELECT count(*) FROM sluice.rejects"), f.bad.to_string());
 }
+
+/// The server restarts in the middle of a load (its sessions are terminated,
+/// as by an administrator): sluice reconnects within --retry-timeout and the
+/// table ends exact.
+#[test]
+fn server_restart_mid_load_is_survived() {
+    use sluice::local_pg::{LocalOptions, LocalPostgres};
+    use sluice::sink::postgres::PgTarget;
+    let settings = vec![("fsync".to_string(), "off".to_string())];
+    let mut server = LocalPostgres::start(&LocalOptions { settings, ..LocalOptions::default() }).unwrap();
+    let conninfo = server.conninfo("postgres");
+    let query = |sql: &str| -> String {
+        let session = PgTarget::new(Some(&conninfo)).connect().unwrap();
+        session.query(sql, &[]).unwrap()[0][0].clone().unwrap_or_default()
+    };
+    PgTarget::new(Some(&conninfo)).connect().unwrap().execute(&sluice::gen::Dataset::Transactions.ddl("t")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (data, good, sum) = transactions_with_bad(1_500_000);
+    let file = dir.path().join("t.tsv");
+    std::fs::write(&file, &data).unwrap();
+    let rejects = dir.path().join("r.jsonl");
+    let child = sluice_command()
+        .args(["load", file.to_str().unwrap(), "--db", &conninfo, "--table", "t", "--chunk-size", "256KiB"])
+        .args(["--retry-timeout", "60s", "--quiet", "--rejects", rejects.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let loaded_before = query("SELECT count(*) FROM t");
+    server.restart().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_ne!(loaded_before, good.to_string(), "the restart came before the end of the load");
+    assert_eq!(query("SELECT count(*) FROM t"), good.to_string());
+    assert_eq!(query("SELECT count(DISTINCT tid) FROM t"), good.to_string());
+    assert_eq!(query("SELECT sum(tid) FROM t"), sum.to_string());
+    let bad = 1_500_000 - good;
+    assert_eq!(query("SELECT count(*) || ' ' || count(DISTINCT byte) FROM sluice.rejects"), format!("{bad} {bad}"));
+    server.stop();
+}

@@ -81,6 +81,7 @@ pub fn run(args: DemoArgs, _redactor: &mut Redactor) -> Result<i32, Error> {
         restart: false,
         sync_commit: false,
         interrupt: None,
+        retry_timeout: load::DEFAULT_RETRY_TIMEOUT,
     };
     let progress = Arc::new(Progress::default());
     let view = ProgressView::start(progress.clone(), 1.0);

@@ -128,6 +128,11 @@ pub struct LoadArgs {
     #[arg(long)]
     synchronous_commit: bool,
 
+    /// How long to keep reconnecting after a lost connection, a server
+    /// restart or another transient error before giving up (e.g. 30s, 5m).
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "5m", value_name = "DURATION")]
+    retry_timeout: std::time::Duration,
+
     /// Write a JSON report (summary, per-file counts, one record per chunk).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
@@ -186,6 +191,7 @@ impl LoadArgs {
             restart: self.restart,
             sync_commit: self.synchronous_commit,
             interrupt: None,
+            retry_timeout: self.retry_timeout,
         }
     }
 }

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::{bounded, unbounded, Sender};
 
@@ -40,6 +40,9 @@ pub use plan::{choose_columns, copy_statement, resolve_kind};
 /// gives 25 chunks per 400 MB (a short tail) and keeps in-memory chunks of
 /// streamed inputs small.
 pub const DEFAULT_CHUNK_SIZE: u64 = 16 << 20;
+
+/// Default `--retry-timeout`, as timescaledb-parallel-copy's.
+pub const DEFAULT_RETRY_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Default `--max-record-size`: a longer record is rejected as a runaway
 /// (usually a quote left open), which keeps memory bounded.
@@ -81,6 +84,9 @@ pub struct LoadRequest {
     pub sync_commit: bool,
     /// Set (by Ctrl-C) to stop handing out chunks; in-flight ones finish.
     pub interrupt: Option<Arc<AtomicBool>>,
+    /// How long a worker keeps reconnecting after a lost connection or a
+    /// transient server error before the load fails.
+    pub retry_timeout: Duration,
 }
 
 /// Facts every worker needs, shared read-only.
@@ -101,6 +107,7 @@ struct Shared<'a> {
     done: HashMap<u64, Done>,
     interrupt: Option<Arc<AtomicBool>>,
     sync_commit: bool,
+    retry_timeout: Duration,
 }
 
 impl Shared<'_> {
@@ -191,6 +198,7 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         done,
         interrupt: req.interrupt.clone(),
         sync_commit: req.sync_commit,
+        retry_timeout: req.retry_timeout,
     };
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
     let mut rejects = RejectsFile::new(&rejects_path);

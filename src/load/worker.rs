@@ -9,6 +9,8 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
+use std::time::{Duration, Instant};
+
 use crossbeam_channel::{Receiver, Sender};
 
 use super::isolate::{isolate, Isolated};
@@ -24,38 +26,22 @@ use crate::sink::{CopyOutcome, CopyWriter};
 use crate::source::io_reason;
 
 pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Sender<Event>) {
-    let mut session = match shared.target.connect() {
+    let mut session = match open_session(shared) {
         Ok(s) => s,
         Err(e) => {
             let _ = events.send(Event::Failed(e));
             return;
         }
     };
-    session.set_copy_statement(&shared.copy_sql, shared.table);
-    if !shared.sync_commit {
-        // Safe with the ledger: a commit lost in a crash loses its ledger
-        // row too, and the chunk is loaded again.
-        if let Err(e) = session.execute("SET synchronous_commit = off") {
-            let _ = events.send(Event::Failed(e));
-            return;
-        }
-    }
     let mut reader = RangeReader::default();
     for chunk in queue {
         if shared.stopping() {
             break;
         }
         let start_s = shared.clock.elapsed().as_secs_f64();
-        let loaded = copy_or_isolate(&mut session, shared, &mut reader, &chunk).and_then(|mut done| {
-            if let Some(runaway) = chunk.runaway {
-                done.rejects.push(reader.runaway_reject(shared, &chunk, runaway)?);
-            }
-            let mine = commit_chunk(&mut session, shared, &chunk, &done)?;
-            Ok(mine.then_some(done))
-        });
-        let event = match loaded {
-            Ok(None) => Event::Elsewhere,
-            Ok(Some(done)) => {
+        let event = match load_with_retries(&mut session, shared, &mut reader, &chunk) {
+            Ok(Outcome::Elsewhere) => Event::Elsewhere,
+            Ok(Outcome::Committed(done)) => {
                 let rejected = done.rejects.len() as u64;
                 shared.progress.chunk_done(chunk.source_span, done.rows, rejected);
                 let mut rec = record(shared, &chunk, done.rows, id, start_s);
@@ -69,6 +55,99 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
             break;
         }
     }
+}
+
+/// How a chunk ended.
+enum Outcome {
+    /// This process committed it (or an earlier attempt of this process did,
+    /// just before the connection was lost).
+    Committed(Isolated),
+    /// Another process committed it first.
+    Elsewhere,
+}
+
+/// A connection ready to load: the COPY statement set and, unless asked
+/// otherwise, `synchronous_commit` off (safe with the ledger: a commit lost in
+/// a crash loses its ledger row too, and the chunk is loaded again).
+fn open_session(shared: &Shared) -> Result<PgSession, Error> {
+    let mut session = shared.target.connect()?;
+    session.set_copy_statement(&shared.copy_sql, shared.table);
+    if !shared.sync_commit {
+        session.execute("SET synchronous_commit = off")?;
+    }
+    Ok(session)
+}
+
+/// Loads a chunk; when the connection is lost or the server is restarting,
+/// reconnects with backoff until `--retry-timeout`, then asks the ledger
+/// whether the lost attempt committed before trying again, so a chunk is
+/// never loaded twice.
+fn load_with_retries(
+    session: &mut PgSession,
+    shared: &Shared,
+    reader: &mut RangeReader,
+    chunk: &Chunk,
+) -> Result<Outcome, Error> {
+    let mut deadline = None;
+    loop {
+        let err = match load_once(session, shared, reader, chunk) {
+            Err(err @ (Error::Database(_) | Error::Connect { .. })) => err,
+            other => return other,
+        };
+        let deadline = *deadline.get_or_insert_with(|| Instant::now() + shared.retry_timeout);
+        *session = reconnect(shared, deadline).map_err(|_| err)?;
+        if let Some(done) = committed_before(session, shared, chunk)? {
+            return Ok(Outcome::Committed(done));
+        }
+    }
+}
+
+fn load_once(
+    session: &mut PgSession,
+    shared: &Shared,
+    reader: &mut RangeReader,
+    chunk: &Chunk,
+) -> Result<Outcome, Error> {
+    let mut done = copy_or_isolate(session, shared, reader, chunk)?;
+    if let Some(runaway) = chunk.runaway {
+        done.rejects.push(reader.runaway_reject(shared, chunk, runaway)?);
+    }
+    let mine = commit_chunk(session, shared, chunk, &done)?;
+    Ok(if mine { Outcome::Committed(done) } else { Outcome::Elsewhere })
+}
+
+/// Connects again, backing off from 0.1 s to 5 s between attempts.
+fn reconnect(shared: &Shared, deadline: Instant) -> Result<PgSession, Error> {
+    let mut pause = Duration::from_millis(100);
+    loop {
+        std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
+        match open_session(shared) {
+            Ok(session) => return Ok(session),
+            Err(e) if Instant::now() >= deadline || shared.stopping() => return Err(e),
+            Err(_) => pause = (pause * 2).min(Duration::from_secs(5)),
+        }
+    }
+}
+
+/// The chunk's counts and rejects when its ledger row exists: an attempt
+/// whose connection was lost after the server committed.
+fn committed_before(session: &PgSession, shared: &Shared, chunk: &Chunk) -> Result<Option<Isolated>, Error> {
+    let seq = chunk.seq.to_string();
+    let row = session.query(
+        "SELECT rows_loaded FROM sluice.chunks WHERE job = $1 AND seq = $2::bigint",
+        &[Some(&shared.job), Some(&seq)],
+    )?;
+    let Some(rows) = row.first().and_then(|r| r[0].as_deref()).and_then(|v| v.parse().ok()) else {
+        return Ok(None);
+    };
+    let (from, to) = (chunk.loc.byte_offset.to_string(), (chunk.loc.byte_offset + chunk.loc.byte_len).to_string());
+    let file = shared.sources[chunk.loc.source].name.to_string();
+    let rejects = session
+        .query(crate::rejects::SELECT_FOR_RANGE, &[Some(&shared.job), Some(&file), Some(&from), Some(&to)])?
+        .iter()
+        .map(|r| Reject::from_row(r))
+        .collect();
+    Ok(Some(Isolated { rows, rejects }))
 }
 
 /// The fast path (one COPY of the whole chunk); on a refusal, isolation.

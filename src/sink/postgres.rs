@@ -139,6 +139,9 @@ impl PgSession {
             }
             _ => {
                 let state = result.error_field(ErrorField::Sqlstate).ok().flatten().unwrap_or_default();
+                if is_transient(state) {
+                    return Err(Error::Database(format!("{} [{state}]", server_message(&result))));
+                }
                 Ok(Some((state.to_string(), server_message(&result))))
             }
         }
@@ -224,8 +227,11 @@ impl PgSession {
         if self.conn.status() == libpq::connection::Status::Bad {
             return Err(Error::Database(self.connection_trouble()));
         }
-        let data_class = r.sqlstate.as_deref().is_some_and(|s| s.starts_with("22") || s.starts_with("23"));
-        if r.server_line.is_some() || data_class {
+        let state = r.sqlstate.as_deref().unwrap_or("");
+        if is_transient(state) {
+            return Err(Error::Database(describe_refusal(&r)));
+        }
+        if r.server_line.is_some() || state.starts_with("22") || state.starts_with("23") {
             return Ok(CopyOutcome::Refused(r));
         }
         Err(Error::Server(describe_refusal(&r)))
@@ -327,6 +333,14 @@ pub fn parse_copy_context(context: &str, relname: &str) -> (Option<u64>, Option<
         .strip_prefix(", column ")
         .and_then(|c| c.split_once(':').map(|(name, _)| name.to_string()).or(Some(c.to_string())));
     (line, column)
+}
+
+/// Failures that pass: the server shutting down or starting up, too many
+/// connections, a full disk, serialization failures and deadlocks, lost
+/// connections (class 08). Chosen by SQLSTATE, never by message text.
+pub fn is_transient(sqlstate: &str) -> bool {
+    matches!(sqlstate, "57P01" | "57P02" | "57P03" | "53300" | "53100" | "40001" | "40P01")
+        || sqlstate.starts_with("08")
 }
 
 /// `COPY refused: permission denied for table t [42501]`.
