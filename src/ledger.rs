@@ -1,23 +1,29 @@
 //! The ledger: which chunks of a job have committed, kept in the target
 //! database next to the data.
 //!
-//! BE ADVISED: exactly-once rests on one rule. A chunk's ledger row is
-//! inserted in the same transaction as the chunk's COPY (and its rejected
-//! records), so the row exists if and only if the chunk's rows do. A re-run
-//! after kill -9, Ctrl-C, a server restart or a reboot skips exactly the
-//! chunks with a row; chunking is deterministic, so the same command cuts the
-//! same chunks. The row's primary key also arbitrates between processes: if
-//! two load the same chunk, only one can commit. For the same reason
-//! `synchronous_commit = off` is safe on loading sessions: a commit lost in a
-//! crash loses its ledger row too, and the chunk is loaded again.
+//! BE ADVISED: exactly-once rests on one rule. A chunk's ledger row turns
+//! `done` in the same transaction as the chunk's COPY (and its rejected
+//! records), so the row is `done` if and only if the chunk's rows are there.
+//! A re-run after kill -9, Ctrl-C, a server restart or a reboot skips exactly
+//! the `done` chunks; chunking is deterministic, so the same command cuts the
+//! same chunks. For the same reason `synchronous_commit = off` is safe on
+//! loading sessions: a commit lost in a crash loses its `done` too, and the
+//! chunk is loaded again.
+//!
+//! Several processes (or hosts) on one job need no coordinator: each chunk's
+//! row is created `pending`, and a worker claims it inside the transaction
+//! that loads it (`SELECT ... FOR UPDATE SKIP LOCKED`). A chunk locked by
+//! another process is deferred and claimed again, waiting, at the end: it is
+//! then `done` (skip it) or its loader died and the lock went with the
+//! connection (load it).
 //!
 //! Why our own: resume is sluice's edge; no peer composes it with parallel
 //! chunks, many files and compressed input.
 //!
 //! Schema (documented in the README; columns are only ever added):
 //! `sluice.jobs (job, target_table, fingerprint, created_at, finished_at)` and
-//! `sluice.chunks (job, seq, file, byte_offset, byte_len, first_line,
-//! rows_loaded, rows_rejected, host, pid, committed_at)`.
+//! `sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, state
+//! ('pending' or 'done'), rows_loaded, rows_rejected, host, pid, committed_at)`.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -32,9 +38,9 @@ pub const CREATE_SCHEMA: &str = "CREATE SCHEMA IF NOT EXISTS sluice; \
      fingerprint text NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz); \
      CREATE TABLE IF NOT EXISTS sluice.chunks (job text NOT NULL REFERENCES sluice.jobs ON DELETE CASCADE, \
      seq bigint NOT NULL, file text NOT NULL, byte_offset bigint NOT NULL, byte_len bigint NOT NULL, \
-     first_line bigint NOT NULL, rows_loaded bigint NOT NULL, rows_rejected bigint NOT NULL, \
-     host text NOT NULL, pid integer NOT NULL, committed_at timestamptz NOT NULL DEFAULT now(), \
-     PRIMARY KEY (job, seq))";
+     first_line bigint NOT NULL, state text NOT NULL, rows_loaded bigint NOT NULL DEFAULT 0, \
+     rows_rejected bigint NOT NULL DEFAULT 0, host text NOT NULL, pid integer NOT NULL, \
+     committed_at timestamptz, PRIMARY KEY (job, seq))";
 
 /// A committed chunk's counts, as the ledger recorded them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -127,8 +133,10 @@ fn open_in_transaction(
 }
 
 fn done_chunks(session: &PgSession, job: &str) -> Result<HashMap<u64, Done>, Error> {
-    let rows =
-        session.query("SELECT seq, rows_loaded, rows_rejected FROM sluice.chunks WHERE job = $1", &[Some(job)])?;
+    let rows = session.query(
+        "SELECT seq, rows_loaded, rows_rejected FROM sluice.chunks WHERE job = $1 AND state = 'done'",
+        &[Some(job)],
+    )?;
     let num = |v: &Option<String>| v.as_deref().and_then(|s| s.parse().ok()).unwrap_or(0);
     Ok(rows.iter().map(|r| (num(&r[0]), Done { rows: num(&r[1]), rejected: num(&r[2]) })).collect())
 }
@@ -151,29 +159,79 @@ pub struct ChunkRow<'a> {
     pub rejected: u64,
 }
 
+/// What a claim found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// Locked by this transaction and still pending: load it.
+    Mine,
+    /// Already done (by an earlier run or another process): skip it.
+    Done,
+    /// Locked by another process right now: try again later.
+    Busy,
+}
+
 impl ChunkRow<'_> {
-    /// The INSERT that goes into the chunk's transaction, literals quoted.
-    pub fn insert_sql(&self) -> String {
+    /// Creates the chunk's `pending` row unless it exists (autocommit).
+    pub fn pending_sql(&self) -> String {
         let mut sql = String::from(
-            "INSERT INTO sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, rows_loaded, \
-             rows_rejected, host, pid) VALUES (",
+            "INSERT INTO sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, state, host, pid) VALUES (",
         );
         let _ = write!(
             sql,
-            "{}, {}, {}, {}, {}, {}, {}, {}, {}, {})",
+            "{}, {}, {}, {}, {}, {}, 'pending', {}, {}) ON CONFLICT (job, seq) DO NOTHING",
             quote_literal(self.job),
             self.seq,
             quote_literal(self.file),
             self.byte_offset,
             self.byte_len,
             self.first_line,
-            self.rows,
-            self.rejected,
             quote_literal(&host_name()),
             std::process::id()
         );
         sql
     }
+
+    /// Locks the row for this transaction; with `wait`, waits for another
+    /// process's lock instead of skipping it.
+    pub fn claim_sql(&self, wait: bool) -> String {
+        format!(
+            "SELECT state FROM sluice.chunks WHERE job = {} AND seq = {} FOR UPDATE{}",
+            quote_literal(self.job),
+            self.seq,
+            if wait { "" } else { " SKIP LOCKED" }
+        )
+    }
+
+    /// Marks the claimed row done with its counts, in the chunk's transaction.
+    pub fn done_sql(&self) -> String {
+        format!(
+            "UPDATE sluice.chunks SET state = 'done', rows_loaded = {}, rows_rejected = {}, host = {}, pid = {}, \
+             committed_at = now() WHERE job = {} AND seq = {}",
+            self.rows,
+            self.rejected,
+            quote_literal(&host_name()),
+            std::process::id(),
+            quote_literal(self.job),
+            self.seq
+        )
+    }
+}
+
+/// Claims a chunk: creates its pending row if needed, then opens the chunk's
+/// transaction and locks the row. On `Mine` the transaction stays open.
+pub fn claim(session: &PgSession, row: &ChunkRow<'_>, wait: bool) -> Result<Claim, Error> {
+    session.execute(&row.pending_sql())?;
+    session.execute("BEGIN")?;
+    let found = session.query(&row.claim_sql(wait), &[])?;
+    let claim = match found.first().and_then(|r| r[0].as_deref()) {
+        None => Claim::Busy,
+        Some("done") => Claim::Done,
+        Some(_) => Claim::Mine,
+    };
+    if claim != Claim::Mine {
+        session.execute("ROLLBACK")?;
+    }
+    Ok(claim)
 }
 
 /// This machine's name, for the ledger's `host` column.
@@ -205,7 +263,11 @@ mod tests {
             rows: 2,
             rejected: 1,
         };
-        let sql = row.insert_sql();
-        assert!(sql.contains("VALUES (E'j''1', 3, E'a.csv', 0, 9, 1, 2, 1, "), "{sql}");
+        let sql = row.pending_sql();
+        assert!(sql.contains("VALUES (E'j''1', 3, E'a.csv', 0, 9, 1, 'pending', "), "{sql}");
+        assert!(row.claim_sql(false).ends_with("WHERE job = E'j''1' AND seq = 3 FOR UPDATE SKIP LOCKED"));
+        assert!(row
+            .done_sql()
+            .starts_with("UPDATE sluice.chunks SET state = 'done', rows_loaded = 2, rows_rejected = 1,"));
     }
 }

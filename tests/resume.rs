@@ -210,3 +210,21 @@ fn server_restart_mid_load_is_survived() {
     assert_eq!(query("SELECT count(*) || ' ' || count(DISTINCT byte) FROM sluice.rejects"), format!("{bad} {bad}"));
     server.stop();
 }
+
+/// Two processes on one job share the chunks through the ledger's claims
+/// (no coordinator): both load some, none is loaded twice.
+#[test]
+fn two_processes_share_the_chunks() {
+    let f = fixture(400_000, &["--job", "pair"]);
+    let (a, b) = (f.spawn(), f.spawn());
+    for out in [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()] {
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_eq!(f.db.count("t"), f.good);
+    assert_eq!(f.db.scalar("SELECT count(DISTINCT tid) FROM t"), f.good.to_string());
+    assert_eq!(f.db.scalar("SELECT sum(tid) FROM t"), f.sum.to_string());
+    let per_pid = f.db.scalar("SELECT count(DISTINCT pid) FROM sluice.chunks WHERE job = 'pair'");
+    assert_eq!(per_pid, "2", "both processes loaded chunks");
+    let ledger = "SELECT sum(rows_loaded) || ' ' || sum(rows_rejected) FROM sluice.chunks WHERE state = 'done'";
+    assert_eq!(f.db.scalar(ledger), format!("{} {}", f.good, f.bad));
+}

@@ -6,7 +6,8 @@
 //! 1. Index the chunk's records with the same scanner that cut it.
 //! 2. Reject on the client, without a round trip, every record with a NUL
 //!    byte or (for UTF-8 input) invalid UTF-8.
-//! 3. BEGIN, then copy runs of consecutive records, each under a savepoint.
+//! 3. In the chunk's transaction (opened by the worker's ledger claim), copy
+//!    runs of consecutive records, each under a savepoint.
 //!    When the server names the failing line (`COPY t, line N`), reject that
 //!    record, re-copy the good records before it (the failed COPY rolled them
 //!    back) and go on after it. When it names no line, split the run in two
@@ -36,6 +37,11 @@ use crate::sink::{CopyOutcome, CopyRefusal};
 /// record in 10,000 put the optimum near 10,000 (bench/README.md).
 const STATEMENT_COST: f64 = 10_000.0;
 const MIN_RUN: usize = 16;
+
+/// The statements that travel with the next run's COPY: the chunk's
+/// transaction is already open (the worker claimed the chunk in it).
+const FIRST_RUN: &str = "SAVEPOINT sluice_run";
+const AFTER_REFUSAL: &str = "ROLLBACK TO SAVEPOINT sluice_run";
 
 /// What a chunk loaded and rejected (its transaction still open).
 pub(super) struct Isolated {
@@ -102,7 +108,7 @@ pub(super) fn isolate(
     }
     // Each run is copied under the savepoint `sluice_run`; the savepoint
     // bookkeeping travels in the same round trip as the next COPY.
-    let mut prelude = "BEGIN; SAVEPOINT sluice_run";
+    let mut prelude = FIRST_RUN;
     while let Some((from, to)) = runs.pop() {
         if from >= to {
             continue;
@@ -119,16 +125,14 @@ pub(super) fn isolate(
             }
             CopyOutcome::Refused(r) => {
                 runs.extend(iso.split_at_refusal(from, to, r));
-                "ROLLBACK TO SAVEPOINT sluice_run"
+                AFTER_REFUSAL
             }
         };
     }
     // Leave the transaction open and usable: the worker stores the rejects
     // in it and commits.
-    match prelude {
-        "BEGIN; SAVEPOINT sluice_run" => session.execute("BEGIN")?,
-        "ROLLBACK TO SAVEPOINT sluice_run" => session.execute("ROLLBACK TO SAVEPOINT sluice_run")?,
-        _ => {}
+    if prelude == AFTER_REFUSAL {
+        session.execute(AFTER_REFUSAL)?;
     }
     Ok(Isolated { rows: iso.rows, rejects: iso.rejects })
 }

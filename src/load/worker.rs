@@ -17,7 +17,7 @@ use super::isolate::{isolate, Isolated};
 use super::{Event, Shared};
 use crate::chunk::{Chunk, Runaway};
 use crate::error::{Error, Position};
-use crate::ledger::ChunkRow;
+use crate::ledger::{self, ChunkRow, Claim};
 use crate::rejects::Reject;
 use crate::report::ChunkRecord;
 use crate::sink::postgres::PgSession;
@@ -34,12 +34,28 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
         }
     };
     let mut reader = RangeReader::default();
-    for chunk in queue {
+    let mut deferred = Vec::new();
+    // The queue first; then the chunks another process held, waiting for
+    // each: done by then, or its loader died and the lock went with it.
+    let work = queue.into_iter().map(|c| (c, false));
+    let mut work: Box<dyn Iterator<Item = (Chunk, bool)>> = Box::new(work);
+    loop {
+        let Some((chunk, wait)) = work.next().or_else(|| {
+            let later = std::mem::take(&mut deferred);
+            work = Box::new(later.into_iter().map(|c| (c, true)));
+            work.next()
+        }) else {
+            break;
+        };
         if shared.stopping() {
             break;
         }
         let start_s = shared.clock.elapsed().as_secs_f64();
-        let event = match load_with_retries(&mut session, shared, &mut reader, &chunk) {
+        let event = match load_with_retries(&mut session, shared, &mut reader, &chunk, wait) {
+            Ok(Outcome::Busy) => {
+                deferred.push(chunk);
+                continue;
+            }
             Ok(Outcome::Elsewhere) => Event::Elsewhere,
             Ok(Outcome::Committed(done)) => {
                 let rejected = done.rejects.len() as u64;
@@ -64,6 +80,8 @@ enum Outcome {
     Committed(Isolated),
     /// Another process committed it first.
     Elsewhere,
+    /// Another process is loading it right now.
+    Busy,
 }
 
 /// A connection ready to load: the COPY statement set and, unless asked
@@ -87,10 +105,11 @@ fn load_with_retries(
     shared: &Shared,
     reader: &mut RangeReader,
     chunk: &Chunk,
+    wait: bool,
 ) -> Result<Outcome, Error> {
     let mut deadline = None;
     loop {
-        let err = match load_once(session, shared, reader, chunk) {
+        let err = match load_once(session, shared, reader, chunk, wait) {
             Err(err @ (Error::Database(_) | Error::Connect { .. })) => err,
             other => return other,
         };
@@ -102,18 +121,39 @@ fn load_with_retries(
     }
 }
 
+/// Claims the chunk in the ledger, loads it, and commits it with its
+/// rejects and its ledger row, all in one transaction.
 fn load_once(
     session: &mut PgSession,
     shared: &Shared,
     reader: &mut RangeReader,
     chunk: &Chunk,
+    wait: bool,
 ) -> Result<Outcome, Error> {
+    match ledger::claim(session, &ledger_row(shared, chunk, 0, 0), wait)? {
+        Claim::Busy => return Ok(Outcome::Busy),
+        Claim::Done => return Ok(Outcome::Elsewhere),
+        Claim::Mine => {}
+    }
     let mut done = copy_or_isolate(session, shared, reader, chunk)?;
     if let Some(runaway) = chunk.runaway {
         done.rejects.push(reader.runaway_reject(shared, chunk, runaway)?);
     }
-    let mine = commit_chunk(session, shared, chunk, &done)?;
-    Ok(if mine { Outcome::Committed(done) } else { Outcome::Elsewhere })
+    commit_chunk(session, shared, chunk, &done)?;
+    Ok(Outcome::Committed(done))
+}
+
+fn ledger_row<'a>(shared: &'a Shared, chunk: &Chunk, rows: u64, rejected: u64) -> ChunkRow<'a> {
+    ChunkRow {
+        job: &shared.job,
+        seq: chunk.seq,
+        file: &shared.sources[chunk.loc.source].name,
+        byte_offset: chunk.loc.byte_offset,
+        byte_len: chunk.loc.byte_len,
+        first_line: chunk.loc.first_line,
+        rows,
+        rejected,
+    }
 }
 
 /// Connects again, backing off from 0.1 s to 5 s between attempts.
@@ -134,7 +174,7 @@ fn reconnect(shared: &Shared, deadline: Instant) -> Result<PgSession, Error> {
 fn committed_before(session: &PgSession, shared: &Shared, chunk: &Chunk) -> Result<Option<Isolated>, Error> {
     let seq = chunk.seq.to_string();
     let row = session.query(
-        "SELECT rows_loaded FROM sluice.chunks WHERE job = $1 AND seq = $2::bigint",
+        "SELECT rows_loaded FROM sluice.chunks WHERE job = $1 AND seq = $2::bigint AND state = 'done'",
         &[Some(&shared.job), Some(&seq)],
     )?;
     let Some(rows) = row.first().and_then(|r| r[0].as_deref()).and_then(|v| v.parse().ok()) else {
@@ -150,9 +190,8 @@ fn committed_before(session: &PgSession, shared: &Shared, chunk: &Chunk) -> Resu
     Ok(Some(Isolated { rows, rejects }))
 }
 
-/// The fast path (one COPY of the whole chunk); on a refusal, isolation.
-/// Either way the chunk's transaction is left open for its rejects and its
-/// ledger row.
+/// The fast path (one COPY of the whole chunk, under a savepoint so a
+/// refusal keeps the transaction and its claim); on a refusal, isolation.
 fn copy_or_isolate(
     session: &mut PgSession,
     shared: &Shared,
@@ -160,51 +199,28 @@ fn copy_or_isolate(
     chunk: &Chunk,
 ) -> Result<Isolated, Error> {
     if chunk.copy_len() == 0 {
-        session.execute("BEGIN")?;
         return Ok(Isolated { rows: 0, rejects: Vec::new() });
     }
-    match session.copy_after("BEGIN", &mut |send| reader.feed(shared, chunk, send))? {
+    match session.copy_after("SAVEPOINT sluice_chunk", &mut |send| reader.feed(shared, chunk, send))? {
         CopyOutcome::Loaded(rows) => Ok(Isolated { rows, rejects: Vec::new() }),
         CopyOutcome::Refused(refusal) => {
-            session.execute("ROLLBACK")?;
+            session.execute("ROLLBACK TO SAVEPOINT sluice_chunk")?;
             let bytes = reader.bytes_of(shared, chunk)?;
             isolate(session, shared, chunk, &bytes, refusal)
         }
     }
 }
 
-/// Stores the chunk's rejects and its ledger row, then commits: the good
-/// rows, the rejected records and the ledger row are durable together.
-/// Returns false when another process committed the chunk first (its ledger
-/// row exists): this chunk's work is rolled back.
-fn commit_chunk(session: &mut PgSession, shared: &Shared, chunk: &Chunk, done: &Isolated) -> Result<bool, Error> {
+/// Stores the chunk's rejects, marks its ledger row done and commits: the
+/// good rows, the rejected records and the ledger row are durable together.
+fn commit_chunk(session: &mut PgSession, shared: &Shared, chunk: &Chunk, done: &Isolated) -> Result<(), Error> {
     if shared.rejects_in_db && !done.rejects.is_empty() {
         let rows = crate::rejects::copy_text(&done.rejects, &shared.job, &shared.table.display());
         session.copy_rows(crate::rejects::COPY_INTO_TABLE, &rows)?;
     }
-    let row = ChunkRow {
-        job: &shared.job,
-        seq: chunk.seq,
-        file: &shared.sources[chunk.loc.source].name,
-        byte_offset: chunk.loc.byte_offset,
-        byte_len: chunk.loc.byte_len,
-        first_line: chunk.loc.first_line,
-        rows: done.rows,
-        rejected: done.rejects.len() as u64,
-    };
-    match session.execute_for_state(&format!("{}; COMMIT", row.insert_sql()))? {
-        None => Ok(true),
-        Some((state, message)) => {
-            session.execute("ROLLBACK")?;
-            match state.as_str() {
-                UNIQUE_VIOLATION => Ok(false),
-                _ => Err(Error::Server(format!("recording chunk {} in the ledger: {message} [{state}]", chunk.seq))),
-            }
-        }
-    }
+    let row = ledger_row(shared, chunk, done.rows, done.rejects.len() as u64);
+    session.execute(&format!("{}; COMMIT", row.done_sql()))
 }
-
-const UNIQUE_VIOLATION: &str = "23505";
 
 fn record(shared: &Shared, chunk: &Chunk, rows: u64, worker: usize, start_s: f64) -> ChunkRecord {
     ChunkRecord {
