@@ -35,7 +35,8 @@ use crate::sql::quote_literal;
 /// Creates sluice's tables when missing.
 pub const CREATE_SCHEMA: &str = "CREATE SCHEMA IF NOT EXISTS sluice; \
      CREATE TABLE IF NOT EXISTS sluice.jobs (job text PRIMARY KEY, target_table text NOT NULL, \
-     fingerprint text NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz); \
+     fingerprint text NOT NULL, steps_done boolean NOT NULL DEFAULT false, \
+     created_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz); \
      CREATE TABLE IF NOT EXISTS sluice.chunks (job text NOT NULL REFERENCES sluice.jobs ON DELETE CASCADE, \
      seq bigint NOT NULL, file text NOT NULL, byte_offset bigint NOT NULL, byte_len bigint NOT NULL, \
      first_line bigint NOT NULL, state text NOT NULL, rows_loaded bigint NOT NULL DEFAULT 0, \
@@ -97,35 +98,43 @@ fn open_in_transaction(
     restart: bool,
     first_steps: &[String],
 ) -> Result<Opened, Error> {
+    // Create-if-missing, then lock: concurrent processes starting the same
+    // job queue up here, and only the first runs the job's first steps.
+    session.query(
+        "INSERT INTO sluice.jobs (job, target_table, fingerprint) VALUES ($1, $2, $3) \
+         ON CONFLICT (job) DO NOTHING RETURNING 1",
+        &[Some(job), Some(table), Some(fingerprint)],
+    )?;
     let found = session.query(
-        "SELECT fingerprint, target_table, coalesce(finished_at::text, '') FROM sluice.jobs WHERE job = $1 FOR UPDATE",
+        "SELECT fingerprint, target_table, coalesce(finished_at::text, ''), steps_done FROM sluice.jobs \
+         WHERE job = $1 FOR UPDATE",
         &[Some(job)],
     )?;
-    let fresh = |session: &PgSession| -> Result<Opened, Error> {
-        session.query("DELETE FROM sluice.jobs WHERE job = $1 RETURNING 1", &[Some(job)])?;
+    let row = found.first().ok_or_else(|| Error::Server(format!("job {job} vanished from sluice.jobs")))?;
+    let [old_fingerprint, old_table, finished_at, steps_done] =
+        [0, 1, 2, 3].map(|i| row[i].clone().unwrap_or_default());
+    if restart {
+        session.query("DELETE FROM sluice.chunks WHERE job = $1 RETURNING 1", &[Some(job)])?;
         session.query("DELETE FROM sluice.rejects WHERE job = $1 RETURNING 1", &[Some(job)])?;
         session.query(
-            "INSERT INTO sluice.jobs (job, target_table, fingerprint) VALUES ($1, $2, $3) RETURNING 1",
+            "UPDATE sluice.jobs SET target_table = $2, fingerprint = $3, finished_at = NULL, steps_done = false, \
+             created_at = now() WHERE job = $1 RETURNING 1",
             &[Some(job), Some(table), Some(fingerprint)],
         )?;
-        for step in first_steps {
-            session.execute(step)?;
-        }
-        Ok(Opened::Fresh)
-    };
-    let Some(row) = found.first() else { return fresh(session) };
-    let [old_fingerprint, old_table, finished_at] = [0, 1, 2].map(|i| row[i].clone().unwrap_or_default());
-    if restart {
-        return fresh(session);
-    }
-    if old_table != table || old_fingerprint != fingerprint {
+    } else if old_table != table || old_fingerprint != fingerprint {
         return Err(Error::Usage(format!(
             "job {job} was started on other input (a file changed size or modification time since, or the \
              target differs); run with --restart to start it over, or name a new job with --job"
         )));
     }
+    if restart || steps_done != "t" {
+        for step in first_steps {
+            session.execute(step)?;
+        }
+        session.query("UPDATE sluice.jobs SET steps_done = true WHERE job = $1 RETURNING 1", &[Some(job)])?;
+    }
     let done = done_chunks(session, job)?;
-    if !finished_at.is_empty() {
+    if !restart && !finished_at.is_empty() {
         let rows = done.values().map(|d| d.rows).sum();
         return Ok(Opened::Finished { rows, finished_at });
     }

@@ -37,16 +37,8 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
     let mut deferred = Vec::new();
     // The queue first; then the chunks another process held, waiting for
     // each: done by then, or its loader died and the lock went with it.
-    let work = queue.into_iter().map(|c| (c, false));
-    let mut work: Box<dyn Iterator<Item = (Chunk, bool)>> = Box::new(work);
-    loop {
-        let Some((chunk, wait)) = work.next().or_else(|| {
-            let later = std::mem::take(&mut deferred);
-            work = Box::new(later.into_iter().map(|c| (c, true)));
-            work.next()
-        }) else {
-            break;
-        };
+    let mut work: Work = Box::new(queue.into_iter().map(|c| (c, false)));
+    while let Some((chunk, wait)) = next_work(&mut work, &mut deferred) {
         if shared.stopping() {
             break;
         }
@@ -71,6 +63,18 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
             break;
         }
     }
+}
+
+/// Chunks to load, each with whether to wait for another process's claim.
+type Work<'a> = Box<dyn Iterator<Item = (Chunk, bool)> + 'a>;
+
+/// The next chunk: from the queue, then the deferred ones (waiting).
+fn next_work(work: &mut Work<'_>, deferred: &mut Vec<Chunk>) -> Option<(Chunk, bool)> {
+    if let Some(next) = work.next() {
+        return Some(next);
+    }
+    *work = Box::new(std::mem::take(deferred).into_iter().map(|c| (c, true)));
+    work.next()
 }
 
 /// How a chunk ended.
