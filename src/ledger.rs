@@ -243,6 +243,51 @@ pub fn claim(session: &PgSession, row: &ChunkRow<'_>, wait: bool) -> Result<Clai
     Ok(claim)
 }
 
+/// A job as `sluice status` shows it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct JobStatus {
+    pub job: String,
+    pub table: String,
+    /// `finished`, or `in progress` (running, interrupted or crashed).
+    pub state: String,
+    pub chunks_done: u64,
+    /// Chunks seen so far by any process (the total once the input was read).
+    pub chunks_known: u64,
+    pub rows: u64,
+    pub rejected: u64,
+    /// Hosts (and processes) that committed a chunk in the last minute.
+    pub active: Vec<String>,
+}
+
+/// Every job, or the one named, newest first.
+pub fn status(session: &PgSession, job: Option<&str>) -> Result<Vec<JobStatus>, Error> {
+    let rows = session.query(
+        "SELECT j.job, j.target_table, CASE WHEN j.finished_at IS NULL THEN 'in progress' ELSE 'finished' END, \
+           count(c.seq) FILTER (WHERE c.state = 'done'), count(c.seq), \
+           coalesce(sum(c.rows_loaded), 0), coalesce(sum(c.rows_rejected), 0), \
+           coalesce(string_agg(DISTINCT c.host || ' (pid ' || c.pid || ')', ', ') \
+             FILTER (WHERE c.committed_at > now() - interval '1 minute'), '') \
+         FROM sluice.jobs j LEFT JOIN sluice.chunks c ON c.job = j.job \
+         WHERE $1::text IS NULL OR j.job = $1 GROUP BY j.job ORDER BY max(j.created_at) DESC",
+        &[job],
+    )?;
+    let text = |r: &Vec<Option<String>>, i: usize| r[i].clone().unwrap_or_default();
+    let num = |r: &Vec<Option<String>>, i: usize| text(r, i).parse().unwrap_or(0);
+    Ok(rows
+        .iter()
+        .map(|r| JobStatus {
+            job: text(r, 0),
+            table: text(r, 1),
+            state: text(r, 2),
+            chunks_done: num(r, 3),
+            chunks_known: num(r, 4),
+            rows: num(r, 5),
+            rejected: num(r, 6),
+            active: text(r, 7).split(", ").filter(|s| !s.is_empty()).map(str::to_string).collect(),
+        })
+        .collect())
+}
+
 /// This machine's name, for the ledger's `host` column.
 pub fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()

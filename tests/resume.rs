@@ -228,3 +228,72 @@ fn two_processes_share_the_chunks() {
     let ledger = "SELECT sum(rows_loaded) || ' ' || sum(rows_rejected) FROM sluice.chunks WHERE state = 'done'";
     assert_eq!(f.db.scalar(ledger), format!("{} {}", f.good, f.bad));
 }
+
+/// `sluice status` reads jobs from the ledger: name, state, chunks, rows.
+#[test]
+fn status_shows_jobs_from_the_ledger() {
+    let f = fixture(50_000, &["--job", "watched"]);
+    let out = f.spawn().wait_with_output().unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)));
+    let run = crate::util::sluice(&["status", "--db", &f.db.conninfo(), "--job", "watched", "--json"]);
+    run.assert_ok();
+    let jobs: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let job = &jobs[0];
+    assert_eq!(job["job"], "watched");
+    assert_eq!(job["state"], "finished");
+    assert_eq!(job["rows"], f.good);
+    assert_eq!(job["rejected"], f.bad);
+    assert_eq!(job["chunks_done"], job["chunks_known"]);
+    let table = crate::util::sluice(&["status", "--db", &f.db.conninfo()]);
+    assert!(table.stdout.lines().any(|l| l.starts_with("watched ") && l.contains("finished")), "{}", table.stdout);
+    let missing = crate::util::sluice(&["status", "--db", &f.db.conninfo(), "--job", "nope"]);
+    assert_eq!(missing.code, 2);
+}
+
+/// Streamed inputs resume too: a gzip file, and stdin piped again from the
+/// start (chunking is deterministic, so committed chunks are skipped).
+#[test]
+fn gzip_and_stdin_inputs_resume_exactly() {
+    let f = fixture(600_000, &[]);
+    let plain = std::fs::read(f.db.dir.path().join("t.tsv")).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &plain).unwrap();
+    let packed = f.db.file("t.tsv.gz", &gz.finish().unwrap());
+    for input in ["gzip", "stdin"] {
+        if input == "stdin" {
+            f.db.execute("TRUNCATE t; TRUNCATE sluice.jobs CASCADE; TRUNCATE sluice.rejects");
+        }
+        let mut args = f.args.clone();
+        args[1] = if input == "gzip" { packed.display().to_string() } else { "-".to_string() };
+        if input == "stdin" {
+            args.extend(["--format".to_string(), "tsv".to_string()]);
+        }
+        let run = |kill_after: Option<Duration>| {
+            let mut child = sluice_command()
+                .args(&args)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut stdin = child.stdin.take().unwrap();
+            let data = if input == "stdin" { plain.clone() } else { Vec::new() };
+            let writer = std::thread::spawn(move || {
+                let _ = std::io::Write::write_all(&mut stdin, &data);
+            });
+            if let Some(wait) = kill_after {
+                std::thread::sleep(wait);
+                let _ = child.kill();
+            }
+            let out = child.wait_with_output().unwrap();
+            let _ = writer.join();
+            out
+        };
+        for wait in moments(5, 11) {
+            run(Some(wait));
+        }
+        let out = run(None);
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{input}: {}", String::from_utf8_lossy(&out.stderr));
+        f.assert_exact();
+    }
+}

@@ -4,6 +4,7 @@ mod demo;
 mod gen;
 mod load;
 mod progress_view;
+mod status;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -33,6 +34,7 @@ enum Command {
     Load(load::LoadArgs),
     Gen(gen::GenArgs),
     Demo(demo::DemoArgs),
+    Status(status::StatusArgs),
 }
 
 /// Runs the chosen command; returns the exit code on success.
@@ -41,6 +43,7 @@ pub fn run(cli: Cli, redactor: &mut Redactor) -> Result<i32, Error> {
         Command::Load(args) => load::run(args, redactor),
         Command::Gen(args) => gen::run(args),
         Command::Demo(args) => demo::run(args, redactor),
+        Command::Status(args) => status::run(args, redactor),
     }
 }
 
