@@ -154,7 +154,7 @@ impl PgSession {
         let values: Vec<Option<&[u8]>> = owned.iter().map(Option::as_deref).collect();
         let result = self.conn.exec_params(sql, &[], &values, &[], libpq::Format::Text);
         if result.status() != Status::TuplesOk {
-            return Err(Error::Server(server_message(&result)));
+            return Err(self.failure(&result));
         }
         let rows = (0..result.ntuples())
             .map(|r| {
@@ -234,7 +234,22 @@ impl PgSession {
         if r.server_line.is_some() || state.starts_with("22") || state.starts_with("23") {
             return Ok(CopyOutcome::Refused(r));
         }
-        Err(Error::Server(describe_refusal(&r)))
+        Err(Error::Server(format!("COPY refused: {}", describe_refusal(&r))))
+    }
+
+    /// A failed statement as an error: a lost connection or a transient
+    /// SQLSTATE is [`Error::Database`] (worth retrying), anything else
+    /// [`Error::Server`].
+    fn failure(&self, result: &libpq::PQResult) -> Error {
+        if self.conn.status() == libpq::connection::Status::Bad {
+            return Error::Database(self.connection_trouble());
+        }
+        let r = refusal(result, &self.relname);
+        match r.sqlstate.as_deref() {
+            Some(state) if is_transient(state) => Error::Database(describe_refusal(&r)),
+            _ if r.message.is_empty() => Error::Database(self.connection_trouble()),
+            _ => Error::Server(describe_refusal(&r)),
+        }
     }
 
     fn connection_trouble(&self) -> String {
@@ -277,10 +292,12 @@ impl PgSession {
         let start = self.conn.exec(statement);
         match start.status() {
             Status::CopyIn => {}
-            Status::FatalError if self.conn.status() != libpq::connection::Status::Bad => {
-                return Err(Error::Server(describe_refusal(&refusal(&start, &self.relname))))
+            _ => {
+                return Err(match self.failure(&start) {
+                    Error::Server(message) => Error::Server(format!("COPY refused: {message}")),
+                    other => other,
+                })
             }
-            _ => return Err(Error::Database(self.connection_trouble())),
         }
         // `put_copy_data` fails once the server has reported an error (libpq
         // leaves the COPY state); stop sending then and read the error.
@@ -343,9 +360,9 @@ pub fn is_transient(sqlstate: &str) -> bool {
         || sqlstate.starts_with("08")
 }
 
-/// `COPY refused: permission denied for table t [42501]`.
+/// `permission denied for table t [42501]`, with DETAIL and HINT.
 fn describe_refusal(r: &CopyRefusal) -> String {
-    let mut text = format!("COPY refused: {}", r.message);
+    let mut text = r.message.clone();
     if let Some(detail) = &r.detail {
         text.push_str(&format!(" ({detail})"));
     }
