@@ -34,6 +34,9 @@ DATA = ROOT / "bench" / "data"
 RESULTS = ROOT / "bench" / "results"
 CONF = ROOT.parent / "shared" / "bench" / "postgresql.bulkload.conf"
 TICK = os.sysconf("SC_CLK_TCK")
+# --sync-on: the server keeps synchronous_commit = on (the bench conf turns it
+# off), to measure what sluice's own per-session setting is worth.
+SYNC_ON = False
 
 LINEITEM_DDL = """CREATE TABLE lineitem (l_orderkey bigint NOT NULL, l_partkey bigint NOT NULL,
  l_suppkey bigint NOT NULL, l_linenumber integer NOT NULL, l_quantity numeric(15,2) NOT NULL,
@@ -74,6 +77,8 @@ class Server:
                      "--no-locale", "--auth-local=trust", "--auth-host=trust"], stdout=subprocess.DEVNULL)
         with open(self.dir / "data" / "postgresql.conf", "a") as conf:
             conf.write("\n" + CONF.read_text())
+            if SYNC_ON:
+                conf.write("\nsynchronous_commit = on\n")
         self.run_as([str(bindir / "pg_ctl"), "-D", str(self.dir / "data"), "-l", str(self.dir / "log"), "-w",
                      "-o", f"-k {self.dir} -p {self.port} -c listen_addresses=127.0.0.1", "start"],
                     stdout=subprocess.DEVNULL)
@@ -186,7 +191,7 @@ def loaders(name, server, parts_dir):
     halves = sorted(parts_dir.glob(f"{name}-part-*"))
     out = {"psql \\copy": [copy(path)], "split 2 x psql": [copy(h) for h in halves]}
     for w in (1, 2, 3, 4):
-        out[f"sluice w{w}"] = [[str(SLUICE), "load", str(path), "--table", table, "--quiet",
+        out[f"sluice w{w}"] = [[str(SLUICE), "load", "--restart", str(path), "--table", table, "--quiet",
                                 "--workers", str(w), *fmt]]
     return out
 
@@ -252,7 +257,7 @@ def rss_check():
         server.psql(ddl("transactions"))
         for input_path in (path, zst):
             server.psql("TRUNCATE transactions; CHECKPOINT")
-            cmd = [str(SLUICE), "load", str(input_path), "--table", "transactions", "--workers", "8", "--quiet",
+            cmd = [str(SLUICE), "load", "--restart", str(input_path), "--table", "transactions", "--workers", "8", "--quiet",
                    "--format", "tsv"]
             wall, cpu, rss = run_measured([cmd], server.env)
             count = int(server.psql("SELECT count(*) FROM transactions"))
@@ -285,7 +290,7 @@ def rejects_bench(rounds, workers):
                 server.psql("TRUNCATE transactions; CHECKPOINT")
                 time.sleep(0.3)
                 rejects = Path(tempfile.mkdtemp()) / "r.jsonl"
-                cmd = [str(SLUICE), "load", str(path), "--table", "transactions", "--quiet", "--format", "tsv",
+                cmd = [str(SLUICE), "load", "--restart", str(path), "--table", "transactions", "--quiet", "--format", "tsv",
                        "--workers", str(workers), "--rejects", str(rejects)]
                 start = time.perf_counter()
                 code = subprocess.run(cmd, env=server.env).returncode
@@ -320,7 +325,7 @@ def matrix(name, workers, chunks, rounds, extra):
                     server.psql(f"TRUNCATE {table}; CHECKPOINT")
                     time.sleep(0.3)
                     before = server.cpu_seconds()
-                    cmd = [str(SLUICE), "load", str(DATA / file), "--table", table, "--quiet", "--workers", str(w),
+                    cmd = [str(SLUICE), "load", "--restart", str(DATA / file), "--table", table, "--quiet", "--workers", str(w),
                            "--chunk-size", c, *fmt, *extra]
                     wall, cpu, _ = run_measured([cmd], server.env)
                     time.sleep(0.5)
@@ -347,7 +352,10 @@ def main():
     ap.add_argument("--chunks", default="4MiB,16MiB,64MiB")
     ap.add_argument("--extra", default="", help="more sluice load arguments, space-separated")
     ap.add_argument("--rejects", action="store_true", help="only the 1-bad-in-10,000 throughput check")
+    ap.add_argument("--sync-on", action="store_true", help="server with synchronous_commit = on")
     args = ap.parse_args()
+    global SYNC_ON
+    SYNC_ON = args.sync_on
     sh(["cargo", "build", "--release", "--quiet"], cwd=ROOT)
     if args.rss:
         return rss_check()
