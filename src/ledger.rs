@@ -17,6 +17,15 @@
 //! then `done` (skip it) or its loader died and the lock went with the
 //! connection (load it).
 //!
+//! Plan steps: steps before the copy (TRUNCATE now; dropping indexes with
+//! issue 5) run in the transaction that records the job and sets
+//! `steps_done`, so they happen exactly once and never half. Steps after the
+//! copy (rebuilding indexes, ANALYZE) are to get one row each in a
+//! `sluice.steps (job, step, sql, state)` table written with the job; whoever
+//! commits the last chunk runs the pending ones, each in the transaction that
+//! marks it done, and a resumed run completes what a crash left pending, so
+//! an index is never left dropped.
+//!
 //! Why our own: resume is sluice's edge; no peer composes it with parallel
 //! chunks, many files and compressed input.
 //!

@@ -297,3 +297,24 @@ fn gzip_and_stdin_inputs_resume_exactly() {
         f.assert_exact();
     }
 }
+
+/// Three processes on one job, one killed mid-way: the other two finish
+/// the job between them, its chunks included, and nothing is loaded twice.
+#[test]
+fn three_processes_on_one_job_one_killed() {
+    let f = fixture(600_000, &["--job", "trio"]);
+    let mut doomed = f.spawn();
+    let (b, c) = (f.spawn(), f.spawn());
+    std::thread::sleep(Duration::from_millis(400));
+    let _ = doomed.kill();
+    let _ = doomed.wait();
+    for out in [b.wait_with_output().unwrap(), c.wait_with_output().unwrap()] {
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_eq!(f.db.count("t"), f.good);
+    assert_eq!(f.db.scalar("SELECT count(DISTINCT tid) FROM t"), f.good.to_string());
+    assert_eq!(f.db.scalar("SELECT sum(tid) FROM t"), f.sum.to_string());
+    assert_eq!(f.db.scalar("SELECT count(*) FROM sluice.rejects"), f.bad.to_string());
+    let pending = f.db.scalar("SELECT count(*) FROM sluice.chunks WHERE job = 'trio' AND state <> 'done'");
+    assert_eq!(pending, "0", "no chunk left behind by the killed process");
+}
