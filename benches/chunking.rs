@@ -23,7 +23,8 @@ fn main() {
         generate(dataset, rows, 1, &mut data).unwrap();
         let mut best = f64::MAX;
         for _ in 0..5 {
-            let cfg = ChunkerConfig { dialect, target: 16 << 20, header: false, keep_bytes: false, max_record: 0 };
+            let cfg =
+                ChunkerConfig { dialect, target: 16 << 20, header: false, keep_bytes: false, max_record: 64 << 20 };
             let start = Instant::now();
             let mut chunker = Chunker::new(&data[..], cfg, 0, 0);
             let mut records = 0;

@@ -82,31 +82,29 @@ pub fn stable_hash(parts: &[&str]) -> String {
     format!("{hash:016x}")
 }
 
-/// Opens `job` for a load into `table` with `fingerprint` (input sizes and
-/// modification times). A new or restarted job runs `first_steps` (such as
-/// TRUNCATE) in the transaction that records it, so they happen exactly once.
-pub fn open(
-    session: &PgSession,
-    job: &str,
-    table: &str,
-    fingerprint: &str,
-    restart: bool,
-    first_steps: &[String],
-) -> Result<Opened, Error> {
+/// What a load asks of its job.
+pub struct JobSpec<'a> {
+    pub job: &'a str,
+    /// The target table, as `schema.name`.
+    pub table: &'a str,
+    /// Input sizes and modification times (see `load::job::fingerprint`).
+    pub fingerprint: &'a str,
+    pub restart: bool,
+    /// Steps before the copy (such as TRUNCATE), run once per job.
+    pub first_steps: &'a [String],
+}
+
+/// Opens a job: a new or restarted job runs its first steps in the
+/// transaction that records it, so they happen exactly once.
+pub fn open(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened, Error> {
     session.execute("BEGIN")?;
-    let outcome = open_in_transaction(session, job, table, fingerprint, restart, first_steps);
+    let outcome = open_in_transaction(session, spec);
     session.execute(if outcome.is_ok() { "COMMIT" } else { "ROLLBACK" })?;
     outcome
 }
 
-fn open_in_transaction(
-    session: &PgSession,
-    job: &str,
-    table: &str,
-    fingerprint: &str,
-    restart: bool,
-    first_steps: &[String],
-) -> Result<Opened, Error> {
+fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened, Error> {
+    let JobSpec { job, table, fingerprint, restart, first_steps } = *spec;
     // Create-if-missing, then lock: concurrent processes starting the same
     // job queue up here, and only the first runs the job's first steps.
     session.query(

@@ -173,15 +173,7 @@ impl RecordScanner {
             }
             let c = buf[at];
             pos = at + 1;
-            if self.in_quote && c == escape {
-                self.last_was_esc = !self.last_was_esc;
-            }
-            if c == quote && !self.last_was_esc {
-                self.in_quote = !self.in_quote;
-            }
-            if c != escape {
-                self.last_was_esc = false;
-            }
+            self.quote_step(c, quote, escape);
             if c == b'\n' {
                 step.newlines += 1;
                 if !self.in_quote {
@@ -203,6 +195,21 @@ impl RecordScanner {
 }
 
 impl RecordScanner {
+    /// PostgreSQL's quote and escape step for one quote, escape or newline
+    /// byte (copied from `CopyReadLineText`; see the module docs).
+    #[inline]
+    fn quote_step(&mut self, c: u8, quote: u8, escape: u8) {
+        if self.in_quote && c == escape {
+            self.last_was_esc = !self.last_was_esc;
+        }
+        if c == quote && !self.last_was_esc {
+            self.in_quote = !self.in_quote;
+        }
+        if c != escape {
+            self.last_was_esc = false;
+        }
+    }
+
     /// The bulk path for CSV: between quote and escape bytes the quote state
     /// cannot change, so newlines are counted a stretch at a time (records
     /// outside quotes, embedded lines inside).
@@ -226,16 +233,7 @@ impl RecordScanner {
             if special == buf.len() {
                 break;
             }
-            let c = buf[special];
-            if self.in_quote && c == escape {
-                self.last_was_esc = !self.last_was_esc;
-            }
-            if c == quote && !self.last_was_esc {
-                self.in_quote = !self.in_quote;
-            }
-            if c != escape {
-                self.last_was_esc = false;
-            }
+            self.quote_step(buf[special], quote, escape);
             pos = special + 1;
         }
         (step, last_end)

@@ -169,14 +169,21 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     };
     let job = job::name(req, &table, &format, &sources);
     let first_steps: Vec<String> = req.truncate.then(|| format!("TRUNCATE {}", table.quoted())).into_iter().collect();
-    let done =
-        match ledger::open(&control, &job, &table.display(), &job::fingerprint(&sources), req.restart, &first_steps)? {
-            Opened::Fresh => HashMap::new(),
-            Opened::Resumed(done) => done,
-            Opened::Finished { rows, finished_at } => {
-                return Err(Error::AlreadyLoaded { job, rows, finished_at }.into());
-            }
-        };
+    let (target_table, fingerprint) = (table.display(), job::fingerprint(&sources));
+    let spec = ledger::JobSpec {
+        job: &job,
+        table: &target_table,
+        fingerprint: &fingerprint,
+        restart: req.restart,
+        first_steps: &first_steps,
+    };
+    let done = match ledger::open(&control, &spec)? {
+        Opened::Fresh => HashMap::new(),
+        Opened::Resumed(done) => done,
+        Opened::Finished { rows, finished_at } => {
+            return Err(Error::AlreadyLoaded { job, rows, finished_at }.into());
+        }
+    };
     if !done.is_empty() {
         warnings.push(format!("resuming job {job}: {} chunks were committed by earlier runs", done.len()));
     }
