@@ -5,7 +5,10 @@
 //!
 //! 1. Index the chunk's records with the same scanner that cut it.
 //! 2. Reject on the client, without a round trip, every record with a NUL
-//!    byte or (for UTF-8 input) invalid UTF-8.
+//!    byte or (for UTF-8 input) invalid UTF-8, and set aside as suspects the
+//!    records whose values the server will probably refuse (see `suspect`).
+//!    The others go to the server as one run, each suspect as a run of its
+//!    own, so a chunk with scattered bad records costs a few statements.
 //! 3. In the chunk's transaction (opened by the worker's ledger claim), copy
 //!    runs of consecutive records, each under a savepoint.
 //!    When the server names the failing line (`COPY t, line N`), reject that
@@ -21,6 +24,9 @@
 //! re-sent records plus per-statement overhead, so scattered bad records cost
 //! a bounded share of the throughput instead of a re-copy of the whole chunk.
 
+use std::borrow::Cow;
+
+use super::suspect::suspect;
 use super::Shared;
 use crate::chunk::{locate_server_line, Chunk};
 use crate::error::{Error, Position};
@@ -92,39 +98,48 @@ struct Isolator<'a> {
     errors: usize,
 }
 
+/// Records to copy in one COPY, in input order; not always contiguous.
+type Run = Vec<usize>;
+
 pub(super) fn isolate(
     session: &mut PgSession,
     shared: &Shared,
     chunk: &Chunk,
     bytes: &[u8],
-    refusal: CopyRefusal,
+    refusal: Option<CopyRefusal>,
 ) -> Result<Isolated, Error> {
     let index = RecordIndex::build(shared, bytes);
     let mut iso = Isolator { shared, chunk, bytes, index, rejects: Vec::new(), rows: 0, seen: 0, errors: 0 };
-    let mut runs = iso.reject_on_client();
-    if runs.len() == 1 && runs[0] == (0, iso.index.len()) {
-        // The fast path's refusal applies to the whole chunk as sent.
-        runs = iso.split_at_refusal(0, iso.index.len(), refusal);
+    let (clean, suspects) = iso.sort_records();
+    // Suspects go last, one by one; the rest first, as one run.
+    let mut runs: Vec<Run> = suspects.iter().rev().map(|&i| vec![i]).collect();
+    match refusal {
+        // The fast path's refusal applies to the whole chunk as it was sent.
+        Some(refusal) if suspects.is_empty() && iso.rejects.is_empty() => {
+            runs.extend(iso.split_at_refusal(clean, refusal))
+        }
+        _ => runs.push(clean),
     }
     // Each run is copied under the savepoint `sluice_run`; the savepoint
     // bookkeeping travels in the same round trip as the next COPY.
     let mut prelude = FIRST_RUN;
-    while let Some((from, to)) = runs.pop() {
-        if from >= to {
+    while let Some(run) = runs.pop() {
+        if run.is_empty() {
             continue;
         }
+        let stream = iso.stream(&run);
         let outcome = session.copy_after(prelude, &mut |send| {
-            send(iso.index.bytes(bytes, from, to));
+            send(&stream);
             Ok(())
         })?;
         prelude = match outcome {
             CopyOutcome::Loaded(rows) => {
                 iso.rows += rows;
-                iso.seen += to - from;
+                iso.seen += run.len();
                 "RELEASE SAVEPOINT sluice_run; SAVEPOINT sluice_run"
             }
             CopyOutcome::Refused(r) => {
-                runs.extend(iso.split_at_refusal(from, to, r));
+                runs.extend(iso.split_at_refusal(run, r));
                 AFTER_REFUSAL
             }
         };
@@ -138,12 +153,11 @@ pub(super) fn isolate(
 }
 
 impl Isolator<'_> {
-    /// Rejects records the server would refuse for their bytes alone; returns
-    /// the runs of the others, last run first (the work stack's order).
-    fn reject_on_client(&mut self) -> Vec<(usize, usize)> {
+    /// Rejects records the server would refuse for their bytes alone (NUL,
+    /// invalid UTF-8) and sorts the others into clean ones and suspects.
+    fn sort_records(&mut self) -> (Run, Run) {
         let check_utf8 = self.shared.format.encoding.is_none();
-        let mut runs = Vec::new();
-        let mut run_start = 0;
+        let (mut clean, mut suspects) = (Vec::new(), Vec::new());
         for i in 0..self.index.len() {
             let raw = self.index.bytes(self.bytes, i, i + 1);
             let reason = if memchr::memchr(0, raw).is_some() {
@@ -158,45 +172,56 @@ impl Isolator<'_> {
             } else {
                 None
             };
-            if let Some(reason) = reason {
-                self.reject(i, CopyRefusal { message: reason, ..CopyRefusal::default() });
-                runs.push((run_start, i));
-                run_start = i + 1;
+            match (reason, &self.shared.rules) {
+                (Some(reason), _) => self.reject(i, CopyRefusal { message: reason, ..CopyRefusal::default() }),
+                (None, Some(rules)) if suspect(raw, rules, self.shared.format) => suspects.push(i),
+                (None, _) => clean.push(i),
             }
         }
-        runs.push((run_start, self.index.len()));
-        runs.reverse();
-        runs
+        (clean, suspects)
     }
 
-    /// The runs still to copy after the server refused `from..to`, last first.
-    fn split_at_refusal(&mut self, from: usize, to: usize, r: CopyRefusal) -> Vec<(usize, usize)> {
+    /// The bytes COPY gets for a run: a slice when its records are
+    /// contiguous, a copy otherwise.
+    fn stream(&self, run: &[usize]) -> Cow<'_, [u8]> {
+        let (first, last) = (run[0], run[run.len() - 1]);
+        if last - first + 1 == run.len() {
+            return Cow::Borrowed(self.index.bytes(self.bytes, first, last + 1));
+        }
+        let mut out = Vec::new();
+        for &i in run {
+            out.extend_from_slice(self.index.bytes(self.bytes, i, i + 1));
+        }
+        Cow::Owned(out)
+    }
+
+    /// The runs still to copy after the server refused `run`, last first.
+    fn split_at_refusal(&mut self, run: Run, r: CopyRefusal) -> Vec<Run> {
         self.errors += 1;
         let Some(line) = r.server_line else {
-            if to - from == 1 {
-                self.reject(from, r);
+            if run.len() == 1 {
+                self.reject(run[0], r);
                 return Vec::new();
             }
-            let mid = from + (to - from) / 2;
-            return vec![(mid, to), (from, mid)];
+            let (first, second) = run.split_at(run.len() / 2);
+            return vec![second.to_vec(), first.to_vec()];
         };
-        let stream = self.index.bytes(self.bytes, from, to);
-        let bad = from + locate_server_line(self.shared.format.dialect(), stream, line).index as usize;
-        self.seen += bad - from;
-        self.reject(bad, r);
-        let mut runs = self.runs_after(bad + 1, to);
-        runs.push((from, bad));
+        let stream = self.stream(&run);
+        let at = locate_server_line(self.shared.format.dialect(), &stream, line).index as usize;
+        let at = at.min(run.len() - 1);
+        self.seen += at;
+        self.reject(run[at], r);
+        let mut runs = self.runs_after(&run[at + 1..]);
+        runs.push(run[..at].to_vec());
         runs
     }
 
-    /// `from..to` cut into runs of the size that suits the error density
+    /// `records` cut into runs of the size that suits the error density
     /// seen so far, last first.
-    fn runs_after(&self, from: usize, to: usize) -> Vec<(usize, usize)> {
+    fn runs_after(&self, records: &[usize]) -> Vec<Run> {
         let per_error = (self.seen.max(1) as f64 / self.errors.max(1) as f64).max(1.0);
         let size = ((2.0 * STATEMENT_COST * per_error).sqrt() as usize).max(MIN_RUN);
-        let mut runs: Vec<(usize, usize)> = (from..to).step_by(size).map(|a| (a, (a + size).min(to))).collect();
-        runs.reverse();
-        runs
+        records.chunks(size).rev().map(<[usize]>::to_vec).collect()
     }
 
     fn reject(&mut self, i: usize, r: CopyRefusal) {

@@ -11,6 +11,7 @@
 mod isolate;
 mod job;
 mod plan;
+mod suspect;
 mod worker;
 
 use std::collections::HashMap;
@@ -108,6 +109,8 @@ struct Shared<'a> {
     interrupt: Option<Arc<AtomicBool>>,
     sync_commit: bool,
     retry_timeout: Duration,
+    /// What each COPY column accepts, for guessing bad records (None: jsonl).
+    rules: Option<Vec<suspect::ColumnRule>>,
 }
 
 impl Shared<'_> {
@@ -206,6 +209,7 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         interrupt: req.interrupt.clone(),
         sync_commit: req.sync_commit,
         retry_timeout: req.retry_timeout,
+        rules: suspect::rules(&table, columns.as_deref(), &format),
     };
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
     let mut rejects = RejectsFile::new(&rejects_path);

@@ -86,6 +86,7 @@ mod tests {
             schema: "public".into(),
             name: "T x".into(),
             columns: cols.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
+            not_null: Vec::new(),
         }
     }
 

@@ -140,6 +140,7 @@ fn load_once(
         Claim::Mine => {}
     }
     let mut done = copy_or_isolate(session, shared, reader, chunk)?;
+    reader.expect_rejects = !done.rejects.is_empty();
     if let Some(runaway) = chunk.runaway {
         done.rejects.push(reader.runaway_reject(shared, chunk, runaway)?);
     }
@@ -205,12 +206,18 @@ fn copy_or_isolate(
     if chunk.copy_len() == 0 {
         return Ok(Isolated { rows: 0, rejects: Vec::new() });
     }
+    if reader.expect_rejects {
+        // The previous chunk had bad records: skip a fast path that would
+        // most likely fail part way after sending the whole chunk.
+        let bytes = reader.bytes_of(shared, chunk)?;
+        return isolate(session, shared, chunk, &bytes, None);
+    }
     match session.copy_after("SAVEPOINT sluice_chunk", &mut |send| reader.feed(shared, chunk, send))? {
         CopyOutcome::Loaded(rows) => Ok(Isolated { rows, rejects: Vec::new() }),
         CopyOutcome::Refused(refusal) => {
             session.execute("ROLLBACK TO SAVEPOINT sluice_chunk")?;
             let bytes = reader.bytes_of(shared, chunk)?;
-            isolate(session, shared, chunk, &bytes, refusal)
+            isolate(session, shared, chunk, &bytes, Some(refusal))
         }
     }
 }
@@ -248,6 +255,8 @@ fn record(shared: &Shared, chunk: &Chunk, rows: u64, worker: usize, start_s: f64
 struct RangeReader {
     files: HashMap<usize, File>,
     buf: Vec<u8>,
+    /// The worker's last chunk had rejects: expect more in the next one.
+    expect_rejects: bool,
 }
 
 impl RangeReader {

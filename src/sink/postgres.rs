@@ -98,6 +98,8 @@ pub struct TableInfo {
     pub name: String,
     /// All columns in order, with their SQL types.
     pub columns: Vec<(String, String)>,
+    /// The columns declared NOT NULL.
+    pub not_null: Vec<String>,
 }
 
 impl TableInfo {
@@ -187,16 +189,15 @@ impl PgSession {
             )));
         };
         let [oid, schema, table] = [&row[0], &row[1], &row[2]].map(|v| v.clone().unwrap_or_default());
-        let columns = self
-            .query(
-                "SELECT attname, pg_catalog.format_type(atttypid, atttypmod) FROM pg_catalog.pg_attribute \
-                 WHERE attrelid = $1::int8::oid AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
-                &[Some(&oid)],
-            )?
-            .into_iter()
-            .map(|r| (r[0].clone().unwrap_or_default(), r[1].clone().unwrap_or_default()))
-            .collect();
-        Ok(TableInfo { schema, name: table, columns })
+        let rows = self.query(
+            "SELECT attname, pg_catalog.format_type(atttypid, atttypmod), attnotnull FROM pg_catalog.pg_attribute \
+             WHERE attrelid = $1::int8::oid AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+            &[Some(&oid)],
+        )?;
+        let text = |r: &Vec<Option<String>>, i: usize| r[i].clone().unwrap_or_default();
+        let columns = rows.iter().map(|r| (text(r, 0), text(r, 1))).collect();
+        let not_null = rows.iter().filter(|r| text(r, 2) == "t").map(|r| text(r, 0)).collect();
+        Ok(TableInfo { schema, name: table, columns, not_null })
     }
 
     /// Prepares this session to copy with `sql` (a `COPY ... FROM STDIN`)
