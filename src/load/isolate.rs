@@ -26,7 +26,7 @@
 
 use std::borrow::Cow;
 
-use super::suspect::suspect;
+use super::suspect::{suspect, suspect_json};
 use super::Shared;
 use crate::chunk::{locate_server_line, Chunk};
 use crate::error::{Error, Position};
@@ -175,6 +175,7 @@ impl Isolator<'_> {
             match (reason, &self.shared.rules) {
                 (Some(reason), _) => self.reject(i, CopyRefusal { message: reason, ..CopyRefusal::default() }),
                 (None, Some(rules)) if suspect(raw, rules, self.shared.format) => suspects.push(i),
+                (None, None) if suspect_json(raw) => suspects.push(i),
                 (None, _) => clean.push(i),
             }
         }

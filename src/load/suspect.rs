@@ -33,6 +33,15 @@ enum ValueRule {
     Any,
 }
 
+/// True when a JSON-lines record is not one valid JSON document (the
+/// server's json/jsonb input would refuse it). Parses without building
+/// values, and only in the isolation path.
+pub fn suspect_json(record: &[u8]) -> bool {
+    let line = record.strip_suffix(b"\n").unwrap_or(record);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    serde_json::from_slice::<serde::de::IgnoredAny>(line).is_err()
+}
+
 /// Rules for the columns COPY fills, in order; `None` when the format has
 /// no fields to check (jsonl).
 pub fn rules(table: &TableInfo, columns: Option<&[String]>, format: &FormatOptions) -> Option<Vec<ColumnRule>> {
@@ -202,6 +211,13 @@ mod tests {
         assert!(!suspect(b"1\ta\\tb\n", &r, &tsv), "escaped tab is data");
         assert!(suspect(b"\\N\tabc\n", &r, &tsv), "NULL in NOT NULL");
         assert!(rules(&table(), None, &FormatOptions::new(FormatKind::Jsonl)).is_none());
+    }
+
+    #[test]
+    fn json_lines_that_do_not_parse_are_suspects() {
+        assert!(!suspect_json(b"{\"a\":[1,2,{\"b\":null}]}\r\n"));
+        assert!(suspect_json(b"{\"a\":1,}\n"));
+        assert!(suspect_json(b"\n"), "an empty line is no document");
     }
 
     #[test]
