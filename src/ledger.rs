@@ -87,7 +87,7 @@ pub struct JobSpec<'a> {
     pub job: &'a str,
     /// The target table, as `schema.name`.
     pub table: &'a str,
-    /// Input sizes and modification times (see `load::job::fingerprint`).
+    /// Inputs, options, sizes and modification times (`load::job::fingerprint`).
     pub fingerprint: &'a str,
     pub restart: bool,
     /// Steps before the copy (such as TRUNCATE), run once per job.
@@ -130,8 +130,9 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
         )?;
     } else if old_table != table || old_fingerprint != fingerprint {
         return Err(Error::Usage(format!(
-            "job {job} was started on other input (a file changed size or modification time since, or the \
-             target differs); run with --restart to start it over, or name a new job with --job"
+            "job {job} was started with other input or options (a file changed size or modification time, \
+             or the table, format options or chunk size differ); run with --restart to start it over, or \
+             name a new job with --job"
         )));
     }
     if restart || steps_done != "t" {

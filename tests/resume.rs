@@ -318,3 +318,16 @@ fn three_processes_on_one_job_one_killed() {
     let pending = f.db.scalar("SELECT count(*) FROM sluice.chunks WHERE job = 'trio' AND state <> 'done'");
     assert_eq!(pending, "0", "no chunk left behind by the killed process");
 }
+
+/// A named job resumed with another record limit would cut other chunks under
+/// the same numbers: refused, like changed input.
+#[test]
+fn named_job_refuses_other_options() {
+    let f = fixture(20_000, &["--job", "fixed"]);
+    let first = f.spawn().wait_with_output().unwrap();
+    assert!(matches!(first.status.code(), Some(0 | 1)));
+    let out = f.spawn_with(&["--max-record-size", "32MiB"]).wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("format options or chunk size differ"), "{stderr}");
+}

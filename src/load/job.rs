@@ -2,8 +2,9 @@
 //!
 //! The default job name is derived from everything that decides the chunks
 //! and where they go (table, inputs, format options, chunk size), so running
-//! the same command again resumes the same job. The fingerprint (sizes and
-//! modification times) tells whether the input changed since the job began.
+//! the same command again resumes the same job. The fingerprint adds the
+//! inputs' sizes and modification times: it tells whether anything changed
+//! since the job began, also for a job named with `--job`.
 
 use super::LoadRequest;
 use crate::format::FormatOptions;
@@ -11,11 +12,18 @@ use crate::ledger::stable_hash;
 use crate::sink::postgres::TableInfo;
 use crate::source::Source;
 
-/// `--job NAME`, or `<table>-<hash of the command's meaning>`.
+/// `--job NAME`, or `<table>-<hash of what decides the chunks>`.
 pub fn name(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, sources: &[Source]) -> String {
-    if let Some(job) = &req.job {
-        return job.clone();
+    match &req.job {
+        Some(job) => job.clone(),
+        None => format!("{}-{}", table.name, &stable_hash(&refs(&chunk_identity(req, table, format, sources)))[..12]),
     }
+}
+
+/// Everything that decides the chunks and where they go: a job resumed (or
+/// shared by several processes) with any of it different would cut other
+/// chunks under the same numbers.
+fn chunk_identity(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, sources: &[Source]) -> Vec<String> {
     let mut parts = vec![
         table.display(),
         format!("{:?}", req.columns),
@@ -29,24 +37,25 @@ pub fn name(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, source
         let path = source.path.as_ref().and_then(|p| std::fs::canonicalize(p).ok());
         parts.push(path.map_or_else(|| source.name.to_string(), |p| p.display().to_string()));
     }
-    let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
-    format!("{}-{}", table.name, &stable_hash(&refs)[..12])
+    parts
 }
 
-/// Sizes and modification times of the inputs (stdin cannot be checked).
-pub fn fingerprint(sources: &[Source]) -> String {
-    let parts: Vec<String> = sources
-        .iter()
-        .map(|s| {
-            let meta = s.path.as_ref().and_then(|p| std::fs::metadata(p).ok());
-            let mtime = meta
-                .as_ref()
-                .and_then(|m| m.modified().ok())
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_nanos());
-            format!("{}:{}:{mtime}", s.name, meta.map_or(0, |m| m.len()))
-        })
-        .collect();
-    let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
-    stable_hash(&refs)
+/// The chunk identity plus the inputs' sizes and modification times (stdin
+/// cannot be checked): a job whose fingerprint changed is not resumed.
+pub fn fingerprint(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, sources: &[Source]) -> String {
+    let mut parts = chunk_identity(req, table, format, sources);
+    for s in sources {
+        let meta = s.path.as_ref().and_then(|p| std::fs::metadata(p).ok());
+        let mtime = meta
+            .as_ref()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        parts.push(format!("{}:{mtime}", meta.map_or(0, |m| m.len())));
+    }
+    stable_hash(&refs(&parts))
+}
+
+fn refs(parts: &[String]) -> Vec<&str> {
+    parts.iter().map(String::as_str).collect()
 }

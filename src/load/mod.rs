@@ -172,7 +172,7 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     };
     let job = job::name(req, &table, &format, &sources);
     let first_steps: Vec<String> = req.truncate.then(|| format!("TRUNCATE {}", table.quoted())).into_iter().collect();
-    let (target_table, fingerprint) = (table.display(), job::fingerprint(&sources));
+    let (target_table, fingerprint) = (table.display(), job::fingerprint(req, &table, &format, &sources));
     let spec = ledger::JobSpec {
         job: &job,
         table: &target_table,
