@@ -101,8 +101,6 @@ struct Shared<'a> {
     clock: Instant,
     stop: AtomicBool,
     max_record_size: u64,
-    /// Rejects are also committed to `sluice.rejects` with their chunk.
-    rejects_in_db: bool,
     job: String,
     /// Chunks committed by earlier runs of the job.
     done: HashMap<u64, Done>,
@@ -158,52 +156,19 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     let control = target.connect()?;
     let table = control.resolve_table(&req.table)?;
     let columns = choose_columns(&table, req.columns.as_deref(), format.kind)?;
-    let copy_sql = copy_statement(&table, columns.as_deref(), &format);
-    let mut warnings = Vec::new();
-    let rejects_in_db = match ensure_tables(&control) {
-        Ok(()) => true,
-        Err(e) => {
-            return Err(Error::Database(format!(
-                "sluice keeps its ledger in schema \"sluice\" of the target database and cannot create it ({e}); \
-                 create it once as a user who may (see the README), then load again"
-            ))
-            .into())
-        }
-    };
-    let job = job::name(req, &table, &format, &sources);
-    let first_steps: Vec<String> = req.truncate.then(|| format!("TRUNCATE {}", table.quoted())).into_iter().collect();
-    let (target_table, fingerprint) = (table.display(), job::fingerprint(req, &table, &format, &sources));
-    let spec = ledger::JobSpec {
-        job: &job,
-        table: &target_table,
-        fingerprint: &fingerprint,
-        restart: req.restart,
-        first_steps: &first_steps,
-    };
-    let done = match ledger::open(&control, &spec)? {
-        Opened::Fresh => HashMap::new(),
-        Opened::Resumed(done) => done,
-        Opened::Finished { rows, finished_at } => {
-            return Err(Error::AlreadyLoaded { job, rows, finished_at }.into());
-        }
-    };
-    if !done.is_empty() {
-        warnings.push(format!("resuming job {job}: {} chunks were committed by earlier runs", done.len()));
-    }
+    let (job, done) = open_job(&control, req, &table, &format, &sources)?;
     drop(control);
-    let total = sources.iter().map(|s| s.size).sum::<Option<u64>>();
-    progress.set_total(total);
+    progress.set_total(sources.iter().map(|s| s.size).sum::<Option<u64>>());
     let shared = Shared {
         sources: &sources,
         format: &format,
         table: &table,
-        copy_sql,
+        copy_sql: copy_statement(&table, columns.as_deref(), &format),
         target: &target,
         progress,
         clock: Instant::now(),
         stop: AtomicBool::new(false),
         max_record_size: req.max_record_size,
-        rejects_in_db,
         job,
         done,
         interrupt: req.interrupt.clone(),
@@ -213,17 +178,69 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     };
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
     let mut rejects = RejectsFile::new(&rejects_path);
-    let (records, scans, mut failure, elsewhere) = run_pipeline(&shared, req, &mut rejects);
+    let outcome = run_pipeline(&shared, req, &mut rejects);
+    conclude(&shared, req, outcome, &mut rejects, started_unix_ms)
+}
+
+/// Creates the ledger when missing and opens the job: its name and the
+/// chunks earlier runs committed. A finished job ends the load here.
+fn open_job(
+    control: &PgSession,
+    req: &LoadRequest,
+    table: &TableInfo,
+    format: &FormatOptions,
+    sources: &[Source],
+) -> Result<(String, HashMap<u64, Done>), Failed> {
+    ensure_tables(control).map_err(|e| {
+        Error::Database(format!(
+            "sluice keeps its ledger in schema \"sluice\" of the target database and cannot create it ({e}); \
+             create it once as a user who may (see the README), then load again"
+        ))
+    })?;
+    let job = job::name(req, table, format, sources);
+    let first_steps: Vec<String> = req.truncate.then(|| format!("TRUNCATE {}", table.quoted())).into_iter().collect();
+    let (target_table, fingerprint) = (table.display(), job::fingerprint(req, table, format, sources));
+    let spec = ledger::JobSpec {
+        job: &job,
+        table: &target_table,
+        fingerprint: &fingerprint,
+        restart: req.restart,
+        first_steps: &first_steps,
+    };
+    match ledger::open(control, &spec)? {
+        Opened::Fresh => Ok((job, HashMap::new())),
+        Opened::Resumed(done) => Ok((job, done)),
+        Opened::Finished { rows, finished_at } => Err(Error::AlreadyLoaded { job, rows, finished_at }.into()),
+    }
+}
+
+/// After the pipeline: an interrupted load says so, a complete one marks
+/// its job finished, and either way the report accounts for what committed.
+fn conclude(
+    shared: &Shared,
+    req: &LoadRequest,
+    (records, scans, mut failure, elsewhere): PipelineResult,
+    rejects: &mut RejectsFile,
+    started_unix_ms: u128,
+) -> Result<LoadReport, Failed> {
+    let mut warnings = Vec::new();
+    if !shared.done.is_empty() {
+        warnings.push(format!(
+            "resumed job {}: {} chunks were committed by earlier runs",
+            shared.job,
+            shared.done.len()
+        ));
+    }
     if failure.is_none() && shared.interrupted() {
         let rows = records.iter().map(|r| r.rows).sum();
         failure = Some(Error::Interrupted { chunks: records.len() as u64, rows });
     }
     if failure.is_none() {
-        if let Err(e) = target.connect().and_then(|s| finish_job(&s, &shared, &mut rejects)) {
+        if let Err(e) = shared.target.connect().and_then(|s| finish_job(&s, shared, rejects)) {
             warnings.push(format!("could not finish job {}: {e}", shared.job));
         }
     }
-    let mut report = build_report(&shared, req, records, scans, started_unix_ms, failure.is_none());
+    let mut report = build_report(shared, req, records, scans, started_unix_ms, failure.is_none());
     report.warnings.splice(0..0, warnings);
     report.summary.job = shared.job.clone();
     report.summary.chunks_by_others = elsewhere;
@@ -241,7 +258,7 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
 /// rejects, exactly as committed.
 fn finish_job(control: &PgSession, shared: &Shared, rejects: &mut RejectsFile) -> Result<(), Error> {
     ledger::finish(control, &shared.job)?;
-    if !shared.rejects_in_db || shared.done.is_empty() {
+    if shared.done.is_empty() {
         return Ok(());
     }
     let rows = control.query(crate::rejects::SELECT_FOR_JOB, &[Some(&shared.job)])?;
@@ -454,19 +471,13 @@ fn chunk_error(source: &Source, err: ChunkError) -> Error {
     }
 }
 
-fn build_report(
-    shared: &Shared,
-    req: &LoadRequest,
-    chunks: Vec<ChunkRecord>,
-    scans: Vec<InputScan>,
-    started_unix_ms: u128,
-    complete: bool,
-) -> LoadReport {
-    let wall = shared.clock.elapsed().as_secs_f64();
-    let mut per_file: Vec<FileSummary> = shared
-        .sources
+/// Per-input accounting from what the feeder saw; loaded and rejected rows
+/// are added from the committed chunks.
+fn file_summaries(sources: &[Source], scans: &[InputScan]) -> Vec<FileSummary> {
+    let scans = scans.iter().copied().chain(std::iter::repeat(InputScan::default()));
+    sources
         .iter()
-        .zip(scans.iter().copied().chain(std::iter::repeat(InputScan::default())))
+        .zip(scans)
         .map(|(source, scan)| FileSummary {
             file: source.name.to_string(),
             compression: source.compression,
@@ -480,7 +491,19 @@ fn build_report(
             resumed_rejected: scan.resumed_rejected,
             chunks: scan.chunks,
         })
-        .collect();
+        .collect()
+}
+
+fn build_report(
+    shared: &Shared,
+    req: &LoadRequest,
+    chunks: Vec<ChunkRecord>,
+    scans: Vec<InputScan>,
+    started_unix_ms: u128,
+    complete: bool,
+) -> LoadReport {
+    let wall = shared.clock.elapsed().as_secs_f64();
+    let mut per_file = file_summaries(shared.sources, &scans);
     let mut warnings = Vec::new();
     for c in &chunks {
         if let Some(f) = per_file.iter_mut().find(|f| f.file == c.file) {

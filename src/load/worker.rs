@@ -225,7 +225,7 @@ fn copy_or_isolate(
 /// Stores the chunk's rejects, marks its ledger row done and commits: the
 /// good rows, the rejected records and the ledger row are durable together.
 fn commit_chunk(session: &mut PgSession, shared: &Shared, chunk: &Chunk, done: &Isolated) -> Result<(), Error> {
-    if shared.rejects_in_db && !done.rejects.is_empty() {
+    if !done.rejects.is_empty() {
         let rows = crate::rejects::copy_text(&done.rejects, &shared.job, &shared.table.display());
         session.copy_rows(crate::rejects::COPY_INTO_TABLE, &rows)?;
     }
