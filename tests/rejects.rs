@@ -1,11 +1,11 @@
 //! A bad record costs only itself: every error class is isolated to its
 //! record, the rest loads, and `read = loaded + rejected` holds.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::util::TestDb;
+use crate::util::{Run, TestDb};
 
 fn read_rejects(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -14,6 +14,27 @@ fn read_rejects(path: &Path) -> Vec<Value> {
 
 fn report(path: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// What a load with a rejects file and a JSON report produced.
+struct Loaded {
+    run: Run,
+    rejects_path: PathBuf,
+    rejects: Vec<Value>,
+    report: Value,
+}
+
+/// Loads `file` into `table` with a rejects file and a report, plus `extra`.
+fn load_with_rejects(db: &TestDb, file: &Path, table: &str, extra: &[&str]) -> Loaded {
+    let rejects_path = db.dir.path().join(format!("{table}.rejects.jsonl"));
+    let report_path = db.dir.path().join(format!("{table}.report.json"));
+    let _ = std::fs::remove_file(&rejects_path);
+    let (file, rejects, report_arg) =
+        (file.to_str().unwrap(), rejects_path.to_str().unwrap(), report_path.to_str().unwrap());
+    let args = [&[file, "--table", table, "--rejects", rejects, "--report", report_arg][..], extra].concat();
+    let run = db.load(&args);
+    let report = if report_path.exists() { report(&report_path) } else { Value::Null };
+    Loaded { run, rejects: read_rejects(&rejects_path), rejects_path, report }
 }
 
 /// Asserts the accounting equation in a JSON report, per file and in total.
@@ -76,25 +97,10 @@ fn each_error_class_costs_only_its_record() {
     for (workers, chunk) in [("1", "1KiB"), ("2", "64KiB"), ("8", "1KiB"), ("2", "64MiB")] {
         let table = format!("t_{workers}_{}", chunk.to_lowercase());
         corpus_table(&db, &table);
-        let rejects = db.dir.path().join(format!("{table}.rejects.jsonl"));
-        let report_path = db.dir.path().join(format!("{table}.json"));
-        let run = db.load(&[
-            file.to_str().unwrap(),
-            "--table",
-            &table,
-            "--header",
-            "--workers",
-            workers,
-            "--chunk-size",
-            chunk,
-            "--rejects",
-            rejects.to_str().unwrap(),
-            "--report",
-            report_path.to_str().unwrap(),
-        ]);
+        let extra = ["--header", "--workers", workers, "--chunk-size", chunk];
+        let Loaded { run, rejects_path, rejects: found, report: r } = load_with_rejects(&db, &file, &table, &extra);
         assert_eq!(run.code, 1, "{}", run.stderr);
-        assert!(run.stderr.contains(&format!("see {}", rejects.display())), "{}", run.stderr);
-        let found = read_rejects(&rejects);
+        assert!(run.stderr.contains(&format!("see {}", rejects_path.display())), "{}", run.stderr);
         let mut lines: Vec<(u64, String)> = found
             .iter()
             .map(|r| (r["line"].as_u64().unwrap(), r["sqlstate"].as_str().unwrap_or("client").to_string()))
@@ -103,7 +109,6 @@ fn each_error_class_costs_only_its_record() {
         let expected: Vec<(u64, String)> = bad.iter().map(|(l, c)| (*l, c.to_string())).collect();
         assert_eq!(lines, expected, "workers {workers}, chunk {chunk}");
         assert_eq!(db.count(&table), 300, "every good record loaded");
-        let r = report(&report_path);
         assert_accounts(&r);
         assert_eq!(r["summary"]["rejected"], bad.len() as u64);
         for reject in &found {
@@ -180,23 +185,10 @@ fn a_file_of_only_bad_records() {
     db.execute("CREATE TABLE t (id int, n int)");
     let data: String = (0..500).map(|i| format!("x{i},{i}\n")).collect();
     let file = db.file("allbad.csv", data.as_bytes());
-    let rejects = db.dir.path().join("r.jsonl");
-    let report_path = db.dir.path().join("r.json");
-    let run = db.load(&[
-        file.to_str().unwrap(),
-        "--table",
-        "t",
-        "--chunk-size",
-        "1KiB",
-        "--rejects",
-        rejects.to_str().unwrap(),
-        "--report",
-        report_path.to_str().unwrap(),
-    ]);
+    let Loaded { run, rejects, report: r, .. } = load_with_rejects(&db, &file, "t", &["--chunk-size", "1KiB"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_eq!(db.count("t"), 0);
-    assert_eq!(read_rejects(&rejects).len(), 500);
-    let r = report(&report_path);
+    assert_eq!(rejects.len(), 500);
     assert_accounts(&r);
     assert_eq!(r["summary"]["rejected"], 500);
 }
@@ -263,19 +255,14 @@ fn unterminated_quote_at_end_of_file_is_one_reject() {
     let mut data: String = (0..300).map(|i| format!("{i},n{i}\n")).collect();
     data.push_str("300,\"never closed\n301,x\n302,y\n");
     let file = db.file("open.csv", data.as_bytes());
-    let rejects = db.dir.path().join("r.jsonl");
-    let report_path = db.dir.path().join("r.json");
-    let path = file.to_str().unwrap();
-    let args = [path, "--table", "t", "--chunk-size", "1KiB", "--rejects", rejects.to_str().unwrap()];
-    let run = db.load(&[&args[..], &["--report", report_path.to_str().unwrap()]].concat());
+    let Loaded { run, rejects: found, report: r, .. } = load_with_rejects(&db, &file, "t", &["--chunk-size", "1KiB"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_eq!(db.count("t"), 300);
-    let found = read_rejects(&rejects);
     assert_eq!(found.len(), 1);
     assert_eq!(found[0]["line"], 301);
     assert_eq!(found[0]["sqlstate"], "22P04");
     assert_eq!(found[0]["raw"], "300,\"never closed\n301,x\n302,y\n");
-    assert_accounts(&report(&report_path));
+    assert_accounts(&r);
 }
 
 /// A quote left open early in a big input would make the rest of the file
@@ -294,23 +281,9 @@ fn runaway_record_is_rejected_and_the_rest_loads() {
     let packed = db.file("runaway.csv.gz", &gz.finish().unwrap());
     for file in [plain, packed] {
         db.execute("TRUNCATE t");
-        let rejects = db.dir.path().join("r.jsonl");
-        let report_path = db.dir.path().join("r.json");
-        let run = db.load(&[
-            file.to_str().unwrap(),
-            "--table",
-            "t",
-            "--max-record-size",
-            "1KiB",
-            "--chunk-size",
-            "4KiB",
-            "--rejects",
-            rejects.to_str().unwrap(),
-            "--report",
-            report_path.to_str().unwrap(),
-        ]);
+        let extra = ["--max-record-size", "1KiB", "--chunk-size", "4KiB"];
+        let Loaded { run, rejects: found, report: r, .. } = load_with_rejects(&db, &file, "t", &extra);
         assert_eq!(run.code, 1, "{}", run.stderr);
-        let found = read_rejects(&rejects);
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0]["line"], 101);
         assert!(found[0]["reason"].as_str().unwrap().contains("--max-record-size"));
@@ -320,7 +293,6 @@ fn runaway_record_is_rejected_and_the_rest_loads() {
         let stored = format!("SELECT count(*) FROM sluice.rejects WHERE file = '{}'", file.display());
         assert_eq!(db.scalar(&stored), "1", "the runaway reject committed with its chunk");
         assert_eq!(db.count("t"), 2000 - swallowed, "every line after the runaway loads");
-        let r = report(&report_path);
         assert_accounts(&r);
         assert_eq!(r["summary"]["records_read"], 2000 - swallowed + 1);
     }
