@@ -10,6 +10,7 @@
 //! [`progress::Progress`] counters that the CLI renders.
 
 pub mod chunk;
+pub mod doctor;
 pub mod encoding;
 pub mod error;
 pub mod format;

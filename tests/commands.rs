@@ -69,3 +69,31 @@ fn demo_runs_end_to_end() {
     assert!(run.stdout.contains("loaded 50,000 rows"), "{}", run.stdout);
     assert!(run.stderr.contains("stopping the server"), "{}", run.stderr);
 }
+
+/// `sluice doctor` reads the settings and the table and gives advice with
+/// the numbers behind it.
+#[test]
+fn doctor_reads_settings_and_table() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE parent (id int PRIMARY KEY); \
+         CREATE TABLE orders (id int PRIMARY KEY, parent int REFERENCES parent, qty int CHECK (qty > 0)); \
+         CREATE INDEX orders_qty ON orders (qty)",
+    );
+    let run = sluice(&["doctor", "--db", &db.conninfo(), "--table", "orders", "--json"]);
+    run.assert_ok();
+    let findings: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let find = |topic: &str| findings.as_array().unwrap().iter().find(|f| f["topic"] == topic).cloned().unwrap();
+    assert_eq!(find("max_connections")["level"], "ok");
+    assert!(find("shared_buffers")["value"].as_str().unwrap().ends_with("MB"));
+    let indexes = find("public.orders indexes");
+    assert_eq!(indexes["level"], "advice");
+    assert!(indexes["value"].as_str().unwrap().contains("orders_qty"));
+    assert!(indexes["advice"].as_str().unwrap().contains("drop the 1 secondary index(es)"));
+    assert_eq!(find("public.orders foreign keys")["value"], "1");
+    assert_eq!(find("public.orders CHECK constraints")["value"], "1");
+    let text = sluice(&["doctor", "--db", &db.conninfo()]);
+    assert!(text.stdout.lines().any(|l| l.starts_with("-> max_wal_size = ")), "{}", text.stdout);
+    let missing = sluice(&["doctor", "--db", &db.conninfo(), "--table", "nope"]);
+    assert_eq!(missing.code, 2);
+}

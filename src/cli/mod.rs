@@ -1,6 +1,7 @@
 //! Subcommands: each file holds one command's flags, help text and `run`.
 
 mod demo;
+mod doctor;
 mod gen;
 mod load;
 mod progress_view;
@@ -35,6 +36,7 @@ enum Command {
     Gen(gen::GenArgs),
     Demo(demo::DemoArgs),
     Status(status::StatusArgs),
+    Doctor(doctor::DoctorArgs),
 }
 
 /// Runs the chosen command; returns the exit code on success.
@@ -44,6 +46,7 @@ pub fn run(cli: Cli, redactor: &mut Redactor) -> Result<i32, Error> {
         Command::Gen(args) => gen::run(args),
         Command::Demo(args) => demo::run(args, redactor),
         Command::Status(args) => status::run(args, redactor),
+        Command::Doctor(args) => doctor::run(args, redactor),
     }
 }
 
