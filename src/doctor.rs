@@ -203,11 +203,7 @@ fn table_findings(session: &PgSession, table: &TableInfo) -> Result<Vec<Finding>
         let unlogged = row[0].as_deref() == Some("u");
         out.push(Finding {
             topic: format!("{name} size"),
-            value: format!(
-                "{} on disk, about {} rows",
-                row[1].clone().unwrap_or_default(),
-                row[2].clone().unwrap_or_default()
-            ),
+            value: format!("{} on disk, {}", row[1].clone().unwrap_or_default(), rows_estimate(row[2].as_deref())),
             level: if unlogged { "warning" } else { "ok" },
             advice: if unlogged {
                 "the table is UNLOGGED: a crash or unclean shutdown empties it; set it LOGGED when the load is done"
