@@ -116,10 +116,12 @@ impl LoadReport {
         )
     }
 
+    /// Writes the JSON report to `path` and the chart next to it
+    /// (`path` with the extension `.html`).
     pub fn write_json(&self, path: &Path) -> std::io::Result<()> {
         let file = std::fs::File::create(path)?;
         serde_json::to_writer_pretty(std::io::BufWriter::new(file), self)?;
-        Ok(())
+        std::fs::write(path.with_extension("html"), crate::chart::html(self))
     }
 }
 

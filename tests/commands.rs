@@ -97,3 +97,38 @@ fn doctor_reads_settings_and_table() {
     let missing = sluice(&["doctor", "--db", &db.conninfo(), "--table", "nope"]);
     assert_eq!(missing.code, 2);
 }
+
+/// `--report` also writes a self-contained HTML chart; headless Chromium lays
+/// it out and every chunk's bar gets a real width.
+#[test]
+fn report_chart_renders_in_a_browser() {
+    let db = TestDb::new();
+    db.execute(&sluice::gen::Dataset::Transactions.ddl("t"));
+    let mut data = Vec::new();
+    sluice::gen::generate(sluice::gen::Dataset::Transactions, 100_000, 3, &mut data).unwrap();
+    let file = db.file("t.tsv", &data);
+    let report = db.dir.path().join("run.json");
+    let path = file.to_str().unwrap();
+    db.load(&[path, "--table", "t", "--chunk-size", "256KiB", "--report", report.to_str().unwrap()]).assert_ok();
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let chunks = json["chunks"].as_array().unwrap().len();
+    let html = db.dir.path().join("run.html");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(!page.contains("src=\"http") && !page.contains("href=\"http"), "nothing is fetched from a network");
+    let profile = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new("chromium")
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"])
+        .args(["--disable-background-networking", "--disable-component-update", "--disable-sync"])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(["--virtual-time-budget=2000", "--dump-dom"])
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .expect("run chromium (scripts/setup.sh installs it)");
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        dom.contains(&format!("data-rendered=\"{chunks}\"")),
+        "rendered bars for {chunks} chunks:\n{}",
+        &dom[..dom.len().min(400)]
+    );
+    assert!(chunks > 5);
+}
