@@ -29,6 +29,9 @@ pub struct LocalOptions {
     pub password: Option<String>,
     /// `postgresql.conf` settings, e.g. `("shared_buffers", "1GB")`.
     pub settings: Vec<(String, String)>,
+    /// Serve TLS with a fresh self-signed certificate for `localhost`
+    /// (made with the `openssl` tool); its path is [`LocalPostgres::tls_cert`].
+    pub tls: bool,
 }
 
 /// A running throwaway server.
@@ -116,6 +119,10 @@ impl LocalPostgres {
         let pwfile = root.join("pwfile");
         fs::write(&pwfile, opts.password.as_deref().unwrap_or("sluice-local")).map_err(|e| setup_error("pwfile", e))?;
         give(&pwfile)?;
+        let mut settings = opts.settings.clone();
+        if opts.tls {
+            settings.extend(self_signed_tls(&root, &give)?);
+        }
         let log = root.join("server.log");
         let log_file = fs::File::create(&log).map_err(|e| setup_error("log file", e))?;
         let data = root.join("data");
@@ -135,7 +142,7 @@ impl LocalPostgres {
             return Err(setup_error("initdb failed", log_tail(&log)));
         }
         let port = free_port()?;
-        let mut pg = LocalPostgres { root, pid: 0, port, tcp: opts.tcp, bindir, settings: opts.settings.clone() };
+        let mut pg = LocalPostgres { root, pid: 0, port, tcp: opts.tcp, bindir, settings };
         pg.spawn_server()?;
         Ok(pg)
     }
@@ -195,6 +202,11 @@ impl LocalPostgres {
         format!("host={} port={} user={SUPERUSER} dbname={dbname}", self.root.display(), self.port)
     }
 
+    /// The certificate a TLS server presents (its own CA).
+    pub fn tls_cert(&self) -> PathBuf {
+        self.root.join("server.crt")
+    }
+
     /// The socket folder, for `PGHOST`.
     pub fn socket_dir(&self) -> &Path {
         &self.root
@@ -229,6 +241,35 @@ impl Drop for LocalPostgres {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// A self-signed certificate and key for `localhost`, owned by the server's
+/// user (PostgreSQL refuses a key others can read); returns the settings.
+fn self_signed_tls(root: &Path, give: &dyn Fn(&Path) -> Result<(), Error>) -> Result<Vec<(String, String)>, Error> {
+    let (cert, key) = (root.join("server.crt"), root.join("server.key"));
+    let status = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| setup_error("running openssl", e))?;
+    if !status.success() {
+        return Err(setup_error("openssl", "could not make a certificate"));
+    }
+    fs::set_permissions(&key, fs::Permissions::from_mode(0o600)).map_err(|e| setup_error("chmod", e))?;
+    fs::set_permissions(&cert, fs::Permissions::from_mode(0o644)).map_err(|e| setup_error("chmod", e))?;
+    give(&key)?;
+    give(&cert)?;
+    Ok(vec![
+        ("ssl".into(), "on".into()),
+        ("ssl_cert_file".into(), cert.display().to_string()),
+        ("ssl_key_file".into(), key.display().to_string()),
+    ])
 }
 
 fn as_identity(cmd: &mut Command, identity: Option<(u32, u32)>) {

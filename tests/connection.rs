@@ -130,3 +130,47 @@ fn copy_refused_for_privileges_is_a_database_error() {
     assert_eq!(first, "sluice: COPY refused: permission denied for table t [42501]");
     assert!(run.stderr.contains("sluice: 0 rows in 0 chunks were committed"), "{}", run.stderr);
 }
+
+/// TLS through libpq: `sslmode=require` connects encrypted, `verify-full`
+/// accepts the server's certificate from `sslrootcert` and refuses one from
+/// another authority with one clear line and exit code 4.
+#[test]
+fn tls_sslmodes_are_honoured() {
+    use sluice::local_pg::{LocalOptions, LocalPostgres};
+    let opts = LocalOptions { tcp: true, tls: true, password: Some(PASSWORD.into()), ..LocalOptions::default() };
+    let server = LocalPostgres::start(&opts).unwrap();
+    let base = format!("host=127.0.0.1 port={} user=sluice password={PASSWORD} dbname=postgres", server.port);
+    let admin = sluice::sink::postgres::PgTarget::new(Some(&server.conninfo("postgres"))).connect().unwrap();
+    admin.execute("CREATE TABLE t (id int, name text)").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("d.csv");
+    std::fs::write(&file, "1,a\n2,b\n").unwrap();
+    let load = |conn: &str| {
+        let mut cmd = sluice_command();
+        cmd.args(["load", file.to_str().unwrap(), "--table", "t", "--restart", "--db", conn]);
+        run_command(cmd)
+    };
+    let require = format!("{base} sslmode=require");
+    load(&require).assert_ok();
+    let ssl = sluice::sink::postgres::PgTarget::new(Some(&require)).connect().unwrap();
+    let used = ssl.query("SELECT ssl::text FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &[]).unwrap();
+    assert_eq!(used[0][0].as_deref(), Some("true"), "the session is encrypted");
+    let trusted = format!("{base} sslmode=verify-full sslrootcert={}", server.tls_cert().display());
+    load(&trusted).assert_ok();
+    let other_ca = dir.path().join("other.crt");
+    let made = std::process::Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=other"])
+        .arg("-keyout")
+        .arg(dir.path().join("other.key"))
+        .arg("-out")
+        .arg(&other_ca)
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    let run = load(&format!("{base} sslmode=verify-full sslrootcert={}", other_ca.display()));
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    assert!(run.stderr.contains("certificate verify failed"), "{}", run.stderr);
+    assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.stderr);
+    assert!(!run.output().contains(PASSWORD), "{}", run.output());
+    server.stop();
+}

@@ -28,6 +28,7 @@ pub fn server() -> &'static LocalPostgres {
             tcp: true,
             password: Some(PASSWORD.into()),
             settings: settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            tls: false,
         };
         let server = LocalPostgres::start(&opts).expect("start the test PostgreSQL server");
         // SAFETY: registering a plain extern "C" function; it runs at exit.
