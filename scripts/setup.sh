@@ -4,10 +4,11 @@
 #   libpq-dev     the PostgreSQL client library sluice links (connection strings, .pgpass, TLS)
 #   libclang-dev  used once at build time to generate the libpq bindings
 #   chromium      the tests open the report's chart in a headless browser
+#   openssl       the TLS test makes a self-signed certificate
 # The Rust toolchain is expected to be present.
 set -euo pipefail
 need=()
-for pkg in postgresql libpq-dev libclang-dev chromium; do
+for pkg in postgresql libpq-dev libclang-dev chromium openssl; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if ((${#need[@]})); then
