@@ -1,10 +1,11 @@
-//! The database side of a load, behind a small interface so that MySQL /
-//! MariaDB (`LOAD DATA LOCAL`) can follow PostgreSQL without touching the
-//! chunking or scheduling code.
+//! The database side of a load: the types the loader and a sink exchange.
 //!
 //! Contract (from rust-postgres): a chunk is committed only when its copy
 //! finishes; if feeding the bytes fails, the chunk is rolled back, never half
-//! loaded.
+//! loaded. PostgreSQL is the only sink so far, and the loader calls its
+//! session directly (COPY with savepoints, the ledger, statements). When
+//! MySQL / MariaDB (`LOAD DATA LOCAL`) arrives, the trait is to be drawn
+//! from the calls the loader actually makes, not guessed ahead of them.
 
 pub mod postgres;
 
@@ -38,9 +39,3 @@ pub type CopyWriter<'a> = dyn FnMut(&[u8]) -> bool + 'a;
 /// Produces a chunk's bytes into a [`CopyWriter`]; fails only for input trouble
 /// (reading the file).
 pub type Feed<'a> = dyn FnMut(&mut CopyWriter<'_>) -> Result<(), Error> + 'a;
-
-/// One connection loading chunks, one transaction each.
-pub trait Session: Send {
-    /// Copies the bytes `feed` produces as one chunk, in one transaction.
-    fn copy_chunk(&mut self, feed: &mut Feed<'_>) -> Result<CopyOutcome, Error>;
-}

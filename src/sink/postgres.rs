@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use libpq::result::ErrorField;
 use libpq::{Connection, Status};
 
-use super::{CopyOutcome, CopyRefusal, Feed, Session};
+use super::{CopyOutcome, CopyRefusal, Feed};
 use crate::error::Error;
 use crate::redact::display_conninfo;
 use crate::sql::quote_ident;
@@ -136,15 +136,12 @@ impl PgSession {
         let result = self.conn.exec(sql);
         match result.status() {
             Status::CommandOk | Status::TuplesOk => Ok(None),
-            _ if self.conn.status() == libpq::connection::Status::Bad => {
-                Err(Error::Database(self.connection_trouble()))
-            }
             _ => {
-                let state = result.error_field(ErrorField::Sqlstate).ok().flatten().unwrap_or_default();
-                if is_transient(state) {
-                    return Err(Error::Database(format!("{} [{state}]", server_message(&result))));
+                let r = refusal(&result, &self.relname);
+                match self.retryable(&r) {
+                    Some(error) => Err(error),
+                    None => Ok(Some((r.sqlstate.unwrap_or_default(), r.message))),
                 }
-                Ok(Some((state.to_string(), server_message(&result))))
             }
         }
     }
@@ -225,43 +222,36 @@ impl PgSession {
     /// Anything else (a lost connection, a shutdown, missing privileges) is
     /// the database's trouble, not the record's.
     fn classify_refusal(&self, r: CopyRefusal) -> Result<CopyOutcome, Error> {
-        if self.conn.status() == libpq::connection::Status::Bad {
-            return Err(Error::Database(self.connection_trouble()));
+        if let Some(error) = self.retryable(&r) {
+            return Err(error);
         }
         let state = r.sqlstate.as_deref().unwrap_or("");
-        if is_transient(state) {
-            return Err(Error::Database(describe_refusal(&r)));
-        }
         if r.server_line.is_some() || state.starts_with("22") || state.starts_with("23") {
             return Ok(CopyOutcome::Refused(r));
         }
         Err(Error::Server(format!("COPY refused: {}", describe_refusal(&r))))
     }
 
-    /// A failed statement as an error: a lost connection or a transient
-    /// SQLSTATE is [`Error::Database`] (worth retrying), anything else
-    /// [`Error::Server`].
+    /// A failed statement as an error: see [`PgSession::retryable`].
     fn failure(&self, result: &libpq::PQResult) -> Error {
-        if self.conn.status() == libpq::connection::Status::Bad {
-            return Error::Database(self.connection_trouble());
-        }
         let r = refusal(result, &self.relname);
-        match r.sqlstate.as_deref() {
-            Some(state) if is_transient(state) => Error::Database(describe_refusal(&r)),
-            _ if r.message.is_empty() => Error::Database(self.connection_trouble()),
-            _ => Error::Server(describe_refusal(&r)),
+        self.retryable(&r).unwrap_or_else(|| Error::Server(describe_refusal(&r)))
+    }
+
+    /// The one rule for what is worth retrying: a lost connection (or a
+    /// failure without a message, which is one) and a transient SQLSTATE are
+    /// [`Error::Database`]; anything else is the statement's own failure.
+    fn retryable(&self, r: &CopyRefusal) -> Option<Error> {
+        if self.conn.status() == libpq::connection::Status::Bad || r.message.is_empty() {
+            return Some(Error::Database(self.connection_trouble()));
         }
+        let transient = r.sqlstate.as_deref().is_some_and(is_transient);
+        transient.then(|| Error::Database(describe_refusal(r)))
     }
 
     fn connection_trouble(&self) -> String {
         let msg = self.conn.error_message().unwrap_or("the connection was lost");
         format!("lost the connection to the server: {}", one_line(msg))
-    }
-}
-
-impl Session for PgSession {
-    fn copy_chunk(&mut self, feed: &mut Feed<'_>) -> Result<CopyOutcome, Error> {
-        self.copy_after("", feed)
     }
 }
 
