@@ -14,6 +14,7 @@
 
 use std::io::{self, Read};
 
+use crate::error::Position;
 use crate::format::{Dialect, RecordScanner};
 use crate::source::RawCounter;
 
@@ -30,6 +31,19 @@ pub struct Location {
     pub first_line: u64,
     /// 1-based number of the first data record (header excluded).
     pub first_record: u64,
+}
+
+impl Location {
+    /// Where a record of this chunk is in its file, from the record's index
+    /// in the chunk, the newlines before it and its offset in the chunk.
+    pub fn position(&self, file: &str, index: u64, lines_before: u64, byte_in_chunk: u64) -> Position {
+        Position {
+            file: file.to_string(),
+            line: self.first_line + lines_before,
+            record: self.first_record + index,
+            byte: self.byte_offset + byte_in_chunk,
+        }
+    }
 }
 
 /// A unit of work: one COPY, one transaction.

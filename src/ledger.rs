@@ -158,6 +158,15 @@ fn done_chunks(session: &PgSession, job: &str) -> Result<HashMap<u64, Done>, Err
     Ok(rows.iter().map(|r| (num(&r[0]), Done { rows: num(&r[1]), rejected: num(&r[2]) })).collect())
 }
 
+/// The rows a chunk loaded, when its ledger row is done.
+pub fn committed_rows(session: &PgSession, job: &str, seq: u64) -> Result<Option<u64>, Error> {
+    let rows = session.query(
+        "SELECT rows_loaded FROM sluice.chunks WHERE job = $1 AND seq = $2::bigint AND state = 'done'",
+        &[Some(job), Some(&seq.to_string())],
+    )?;
+    Ok(rows.first().and_then(|r| r[0].as_deref()).and_then(|v| v.parse().ok()))
+}
+
 /// Marks the job finished once every chunk has committed.
 pub fn finish(session: &PgSession, job: &str) -> Result<(), Error> {
     session.query("UPDATE sluice.jobs SET finished_at = now() WHERE job = $1 RETURNING 1", &[Some(job)])?;

@@ -29,7 +29,7 @@ use std::borrow::Cow;
 use super::suspect::{suspect, suspect_json};
 use super::Shared;
 use crate::chunk::{locate_server_line, Chunk};
-use crate::error::{Error, Position};
+use crate::error::Error;
 use crate::format::RecordScanner;
 use crate::rejects::Reject;
 use crate::sink::postgres::PgSession;
@@ -227,12 +227,8 @@ impl Isolator<'_> {
 
     fn reject(&mut self, i: usize, r: CopyRefusal) {
         let loc = &self.chunk.loc;
-        let position = Position {
-            file: self.shared.sources[loc.source].name.to_string(),
-            line: loc.first_line + self.index.lines_before[i],
-            record: loc.first_record + i as u64,
-            byte: loc.byte_offset + self.index.start[i] as u64,
-        };
+        let file = &self.shared.sources[loc.source].name;
+        let position = loc.position(file, i as u64, self.index.lines_before[i], self.index.start[i] as u64);
         let mut reason = r.message;
         if let Some(detail) = r.detail {
             reason.push_str(&format!(" ({detail})"));

@@ -16,7 +16,7 @@ use crossbeam_channel::{Receiver, Sender};
 use super::isolate::{isolate, Isolated};
 use super::{Event, Shared};
 use crate::chunk::{Chunk, Runaway};
-use crate::error::{Error, Position};
+use crate::error::Error;
 use crate::ledger::{self, ChunkRow, Claim};
 use crate::rejects::Reject;
 use crate::report::ChunkRecord;
@@ -26,14 +26,14 @@ use crate::sink::{CopyOutcome, CopyWriter};
 use crate::source::io_reason;
 
 pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Sender<Event>) {
-    let mut session = match open_session(shared) {
+    let session = match open_session(shared) {
         Ok(s) => s,
         Err(e) => {
             let _ = events.send(Event::Failed(e));
             return;
         }
     };
-    let mut reader = RangeReader::default();
+    let mut worker = Worker { shared, session, reader: RangeReader::default(), expect_rejects: false };
     let mut deferred = Vec::new();
     // The queue first; then the chunks another process held, waiting for
     // each: done by then, or its loader died and the lock went with it.
@@ -43,7 +43,7 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
             break;
         }
         let start_s = shared.clock.elapsed().as_secs_f64();
-        let event = match load_with_retries(&mut session, shared, &mut reader, &chunk, wait) {
+        let event = match worker.load_with_retries(&chunk, wait) {
             Ok(Outcome::Busy) => {
                 deferred.push(chunk);
                 continue;
@@ -52,9 +52,7 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
             Ok(Outcome::Committed(done)) => {
                 let rejected = done.rejects.len() as u64;
                 shared.progress.chunk_done(chunk.source_span, done.rows, rejected);
-                let mut rec = record(shared, &chunk, done.rows, id, start_s);
-                rec.rejected = rejected;
-                Event::Committed(rec, done.rejects)
+                Event::Committed(record(shared, &chunk, done.rows, rejected, id, start_s), done.rejects)
             }
             Err(err) => Event::Failed(err),
         };
@@ -100,52 +98,117 @@ fn open_session(shared: &Shared) -> Result<PgSession, Error> {
     Ok(session)
 }
 
-/// Loads a chunk; when the connection is lost or the server is restarting,
-/// reconnects with backoff until `--retry-timeout`, then asks the ledger
-/// whether the lost attempt committed before trying again, so a chunk is
-/// never loaded twice.
-fn load_with_retries(
-    session: &mut PgSession,
-    shared: &Shared,
-    reader: &mut RangeReader,
-    chunk: &Chunk,
-    wait: bool,
-) -> Result<Outcome, Error> {
-    let mut deadline = None;
+/// Connects again, backing off from 0.1 s to 5 s between attempts.
+fn reconnect(shared: &Shared, deadline: Instant) -> Result<PgSession, Error> {
+    let mut pause = Duration::from_millis(100);
     loop {
-        let err = match load_once(session, shared, reader, chunk, wait) {
-            Err(err @ (Error::Database(_) | Error::Connect { .. })) => err,
-            other => return other,
-        };
-        let deadline = *deadline.get_or_insert_with(|| Instant::now() + shared.retry_timeout);
-        *session = reconnect(shared, deadline).map_err(|_| err)?;
-        if let Some(done) = committed_before(session, shared, chunk)? {
-            return Ok(Outcome::Committed(done));
+        std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
+        match open_session(shared) {
+            Ok(session) => return Ok(session),
+            Err(e) if Instant::now() >= deadline || shared.stopping() => return Err(e),
+            Err(_) => pause = (pause * 2).min(Duration::from_secs(5)),
         }
     }
 }
 
-/// Claims the chunk in the ledger, loads it, and commits it with its
-/// rejects and its ledger row, all in one transaction.
-fn load_once(
-    session: &mut PgSession,
-    shared: &Shared,
-    reader: &mut RangeReader,
-    chunk: &Chunk,
-    wait: bool,
-) -> Result<Outcome, Error> {
-    match ledger::claim(session, &ledger_row(shared, chunk, 0, 0), wait)? {
-        Claim::Busy => return Ok(Outcome::Busy),
-        Claim::Done => return Ok(Outcome::Elsewhere),
-        Claim::Mine => {}
+/// One worker's connection and reading state.
+struct Worker<'s> {
+    shared: &'s Shared<'s>,
+    session: PgSession,
+    reader: RangeReader,
+    /// The last chunk had rejects: expect more in the next one.
+    expect_rejects: bool,
+}
+
+impl Worker<'_> {
+    /// Loads a chunk; when the connection is lost or the server is
+    /// restarting, reconnects with backoff until `--retry-timeout`, then asks
+    /// the ledger whether the lost attempt committed before trying again, so
+    /// a chunk is never loaded twice.
+    fn load_with_retries(&mut self, chunk: &Chunk, wait: bool) -> Result<Outcome, Error> {
+        let mut deadline = None;
+        loop {
+            let err = match self.load_once(chunk, wait) {
+                Err(err @ (Error::Database(_) | Error::Connect { .. })) => err,
+                other => return other,
+            };
+            let deadline = *deadline.get_or_insert_with(|| Instant::now() + self.shared.retry_timeout);
+            self.session = reconnect(self.shared, deadline).map_err(|_| err)?;
+            if let Some(done) = self.committed_before(chunk)? {
+                return Ok(Outcome::Committed(done));
+            }
+        }
     }
-    let mut done = copy_or_isolate(session, shared, reader, chunk)?;
-    reader.expect_rejects = !done.rejects.is_empty();
-    if let Some(runaway) = chunk.runaway {
-        done.rejects.push(reader.runaway_reject(shared, chunk, runaway)?);
+
+    /// Claims the chunk in the ledger, loads it, and commits it with its
+    /// rejects and its ledger row, all in one transaction.
+    fn load_once(&mut self, chunk: &Chunk, wait: bool) -> Result<Outcome, Error> {
+        match ledger::claim(&self.session, &ledger_row(self.shared, chunk, 0, 0), wait)? {
+            Claim::Busy => return Ok(Outcome::Busy),
+            Claim::Done => return Ok(Outcome::Elsewhere),
+            Claim::Mine => {}
+        }
+        let mut done = self.copy_or_isolate(chunk)?;
+        self.expect_rejects = !done.rejects.is_empty();
+        if let Some(runaway) = chunk.runaway {
+            done.rejects.push(self.reader.runaway_reject(self.shared, chunk, runaway)?);
+        }
+        self.commit_chunk(chunk, &done)?;
+        Ok(Outcome::Committed(done))
     }
-    commit_chunk(session, shared, chunk, &done)?;
-    Ok(Outcome::Committed(done))
+
+    /// The fast path (one COPY of the whole chunk, under a savepoint so a
+    /// refusal keeps the transaction and its claim); on a refusal, isolation.
+    fn copy_or_isolate(&mut self, chunk: &Chunk) -> Result<Isolated, Error> {
+        let (shared, reader) = (self.shared, &mut self.reader);
+        if chunk.copy_len() == 0 {
+            return Ok(Isolated { rows: 0, rejects: Vec::new() });
+        }
+        if self.expect_rejects {
+            // The previous chunk had bad records: skip a fast path that would
+            // most likely fail part way after sending the whole chunk.
+            let bytes = reader.bytes_of(shared, chunk)?;
+            return isolate(&mut self.session, shared, chunk, &bytes, None);
+        }
+        match self.session.copy_after("SAVEPOINT sluice_chunk", &mut |send| reader.feed(shared, chunk, send))? {
+            CopyOutcome::Loaded(rows) => Ok(Isolated { rows, rejects: Vec::new() }),
+            CopyOutcome::Refused(refusal) => {
+                self.session.execute("ROLLBACK TO SAVEPOINT sluice_chunk")?;
+                let bytes = reader.bytes_of(shared, chunk)?;
+                isolate(&mut self.session, shared, chunk, &bytes, Some(refusal))
+            }
+        }
+    }
+
+    /// Stores the chunk's rejects, marks its ledger row done and commits: the
+    /// good rows, the rejected records and the ledger row are durable together.
+    fn commit_chunk(&mut self, chunk: &Chunk, done: &Isolated) -> Result<(), Error> {
+        let shared = self.shared;
+        if !done.rejects.is_empty() {
+            let rows = crate::rejects::copy_text(&done.rejects, &shared.job, &shared.table.display());
+            self.session.copy_rows(crate::rejects::COPY_INTO_TABLE, &rows)?;
+        }
+        let row = ledger_row(shared, chunk, done.rows, done.rejects.len() as u64);
+        self.session.execute(&format!("{}; COMMIT", row.done_sql()))
+    }
+
+    /// The chunk's counts and rejects when its ledger row is done: an attempt
+    /// whose connection was lost after the server committed.
+    fn committed_before(&self, chunk: &Chunk) -> Result<Option<Isolated>, Error> {
+        let shared = self.shared;
+        let Some(rows) = ledger::committed_rows(&self.session, &shared.job, chunk.seq)? else {
+            return Ok(None);
+        };
+        let (from, to) = (chunk.loc.byte_offset.to_string(), (chunk.loc.byte_offset + chunk.loc.byte_len).to_string());
+        let file = shared.sources[chunk.loc.source].name.to_string();
+        let rejects = self
+            .session
+            .query(crate::rejects::SELECT_FOR_RANGE, &[Some(&shared.job), Some(&file), Some(&from), Some(&to)])?
+            .iter()
+            .map(|r| Reject::from_row(r))
+            .collect();
+        Ok(Some(Isolated { rows, rejects }))
+    }
 }
 
 fn ledger_row<'a>(shared: &'a Shared, chunk: &Chunk, rows: u64, rejected: u64) -> ChunkRow<'a> {
@@ -161,79 +224,7 @@ fn ledger_row<'a>(shared: &'a Shared, chunk: &Chunk, rows: u64, rejected: u64) -
     }
 }
 
-/// Connects again, backing off from 0.1 s to 5 s between attempts.
-fn reconnect(shared: &Shared, deadline: Instant) -> Result<PgSession, Error> {
-    let mut pause = Duration::from_millis(100);
-    loop {
-        std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
-        match open_session(shared) {
-            Ok(session) => return Ok(session),
-            Err(e) if Instant::now() >= deadline || shared.stopping() => return Err(e),
-            Err(_) => pause = (pause * 2).min(Duration::from_secs(5)),
-        }
-    }
-}
-
-/// The chunk's counts and rejects when its ledger row exists: an attempt
-/// whose connection was lost after the server committed.
-fn committed_before(session: &PgSession, shared: &Shared, chunk: &Chunk) -> Result<Option<Isolated>, Error> {
-    let seq = chunk.seq.to_string();
-    let row = session.query(
-        "SELECT rows_loaded FROM sluice.chunks WHERE job = $1 AND seq = $2::bigint AND state = 'done'",
-        &[Some(&shared.job), Some(&seq)],
-    )?;
-    let Some(rows) = row.first().and_then(|r| r[0].as_deref()).and_then(|v| v.parse().ok()) else {
-        return Ok(None);
-    };
-    let (from, to) = (chunk.loc.byte_offset.to_string(), (chunk.loc.byte_offset + chunk.loc.byte_len).to_string());
-    let file = shared.sources[chunk.loc.source].name.to_string();
-    let rejects = session
-        .query(crate::rejects::SELECT_FOR_RANGE, &[Some(&shared.job), Some(&file), Some(&from), Some(&to)])?
-        .iter()
-        .map(|r| Reject::from_row(r))
-        .collect();
-    Ok(Some(Isolated { rows, rejects }))
-}
-
-/// The fast path (one COPY of the whole chunk, under a savepoint so a
-/// refusal keeps the transaction and its claim); on a refusal, isolation.
-fn copy_or_isolate(
-    session: &mut PgSession,
-    shared: &Shared,
-    reader: &mut RangeReader,
-    chunk: &Chunk,
-) -> Result<Isolated, Error> {
-    if chunk.copy_len() == 0 {
-        return Ok(Isolated { rows: 0, rejects: Vec::new() });
-    }
-    if reader.expect_rejects {
-        // The previous chunk had bad records: skip a fast path that would
-        // most likely fail part way after sending the whole chunk.
-        let bytes = reader.bytes_of(shared, chunk)?;
-        return isolate(session, shared, chunk, &bytes, None);
-    }
-    match session.copy_after("SAVEPOINT sluice_chunk", &mut |send| reader.feed(shared, chunk, send))? {
-        CopyOutcome::Loaded(rows) => Ok(Isolated { rows, rejects: Vec::new() }),
-        CopyOutcome::Refused(refusal) => {
-            session.execute("ROLLBACK TO SAVEPOINT sluice_chunk")?;
-            let bytes = reader.bytes_of(shared, chunk)?;
-            isolate(session, shared, chunk, &bytes, Some(refusal))
-        }
-    }
-}
-
-/// Stores the chunk's rejects, marks its ledger row done and commits: the
-/// good rows, the rejected records and the ledger row are durable together.
-fn commit_chunk(session: &mut PgSession, shared: &Shared, chunk: &Chunk, done: &Isolated) -> Result<(), Error> {
-    if !done.rejects.is_empty() {
-        let rows = crate::rejects::copy_text(&done.rejects, &shared.job, &shared.table.display());
-        session.copy_rows(crate::rejects::COPY_INTO_TABLE, &rows)?;
-    }
-    let row = ledger_row(shared, chunk, done.rows, done.rejects.len() as u64);
-    session.execute(&format!("{}; COMMIT", row.done_sql()))
-}
-
-fn record(shared: &Shared, chunk: &Chunk, rows: u64, worker: usize, start_s: f64) -> ChunkRecord {
+fn record(shared: &Shared, chunk: &Chunk, rows: u64, rejected: u64, worker: usize, start_s: f64) -> ChunkRecord {
     ChunkRecord {
         seq: chunk.seq,
         file: shared.sources[chunk.loc.source].name.to_string(),
@@ -243,7 +234,7 @@ fn record(shared: &Shared, chunk: &Chunk, rows: u64, worker: usize, start_s: f64
         first_record: chunk.loc.first_record,
         records: chunk.records,
         rows,
-        rejected: 0,
+        rejected,
         worker,
         start_s,
         end_s: shared.clock.elapsed().as_secs_f64(),
@@ -255,8 +246,6 @@ fn record(shared: &Shared, chunk: &Chunk, rows: u64, worker: usize, start_s: f64
 struct RangeReader {
     files: HashMap<usize, File>,
     buf: Vec<u8>,
-    /// The worker's last chunk had rejects: expect more in the next one.
-    expect_rejects: bool,
 }
 
 impl RangeReader {
@@ -310,12 +299,9 @@ impl RangeReader {
     /// The reject for a record that outgrew `--max-record-size`.
     fn runaway_reject(&mut self, shared: &Shared, chunk: &Chunk, runaway: Runaway) -> Result<Reject, Error> {
         let raw = self.range(shared, chunk, runaway.offset, chunk.loc.byte_len)?;
-        let position = Position {
-            file: shared.sources[chunk.loc.source].name.to_string(),
-            line: chunk.loc.first_line + runaway.lines_before,
-            record: chunk.loc.first_record + chunk.records - 1,
-            byte: chunk.loc.byte_offset + runaway.offset,
-        };
+        let file = &shared.sources[chunk.loc.source].name;
+        // The runaway is the chunk's last record.
+        let position = chunk.loc.position(file, chunk.records - 1, runaway.lines_before, runaway.offset);
         let reason = format!(
             "the record runs past --max-record-size ({} bytes) without ending; is a quote left open? \
              sluice went on at the next line",
