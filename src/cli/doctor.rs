@@ -5,7 +5,6 @@ use sluice::doctor;
 use sluice::error::exit;
 use sluice::load::default_workers;
 use sluice::redact::Redactor;
-use sluice::sink::postgres::PgTarget;
 use sluice::Error;
 
 /// Read the server settings and the target table and say what would make a
@@ -33,11 +32,7 @@ pub struct DoctorArgs {
 }
 
 pub fn run(args: DoctorArgs, redactor: &mut Redactor) -> Result<i32, Error> {
-    let target = PgTarget::new(args.db.as_deref());
-    for secret in target.secrets() {
-        redactor.add(&secret);
-    }
-    let session = target.connect()?;
+    let session = super::guarded_target(args.db.as_deref(), redactor).connect()?;
     let table = args.table.as_deref().map(|t| session.resolve_table(t)).transpose()?;
     let findings = doctor::examine(&session, table.as_ref(), args.workers.unwrap_or_else(default_workers))?;
     if args.json {

@@ -10,7 +10,6 @@ use sluice::load::{self, Failed, LoadRequest};
 use sluice::progress::Progress;
 use sluice::redact::Redactor;
 use sluice::report::{thousands, LoadReport};
-use sluice::sink::postgres::PgTarget;
 use sluice::Error;
 
 use super::progress_view::ProgressView;
@@ -197,9 +196,7 @@ impl LoadArgs {
 }
 
 pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
-    for secret in PgTarget::new(args.db.as_deref()).secrets() {
-        redactor.add(&secret);
-    }
+    super::guarded_target(args.db.as_deref(), redactor);
     let mut request = args.request();
     request.interrupt = Some(super::interrupt_flag());
     let progress = Arc::new(Progress::default());

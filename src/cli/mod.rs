@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use sluice::redact::Redactor;
+use sluice::sink::postgres::PgTarget;
 use sluice::Error;
 
 #[derive(Parser, Debug)]
@@ -48,6 +49,16 @@ pub fn run(cli: Cli, redactor: &mut Redactor) -> Result<i32, Error> {
         Command::Status(args) => status::run(args, redactor),
         Command::Doctor(args) => doctor::run(args, redactor),
     }
+}
+
+/// The target `--db` names, with every password it may use registered for
+/// masking before anything is printed.
+pub fn guarded_target(db: Option<&str>, redactor: &mut Redactor) -> PgTarget {
+    let target = PgTarget::new(db);
+    for secret in target.secrets() {
+        redactor.add(&secret);
+    }
+    target
 }
 
 /// A flag set by the first Ctrl-C (the load stops handing out chunks and

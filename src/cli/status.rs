@@ -6,7 +6,6 @@ use sluice::error::exit;
 use sluice::ledger;
 use sluice::redact::Redactor;
 use sluice::report::thousands;
-use sluice::sink::postgres::PgTarget;
 use sluice::Error;
 
 /// Show jobs from the ledger: chunks done, rows, rejects, active hosts.
@@ -29,11 +28,7 @@ pub struct StatusArgs {
 }
 
 pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
-    let target = PgTarget::new(args.db.as_deref());
-    for secret in target.secrets() {
-        redactor.add(&secret);
-    }
-    let session = target.connect()?;
+    let session = super::guarded_target(args.db.as_deref(), redactor).connect()?;
     let exists = session.query("SELECT to_regclass('sluice.jobs') IS NOT NULL", &[])?;
     if exists.first().and_then(|r| r[0].as_deref()) != Some("t") {
         println!("no sluice jobs in this database");
