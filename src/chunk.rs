@@ -139,17 +139,6 @@ pub struct Chunker<R> {
     next_seq: u64,
 }
 
-#[derive(Debug)]
-pub enum ChunkError {
-    Io(io::Error),
-}
-
-impl From<io::Error> for ChunkError {
-    fn from(e: io::Error) -> Self {
-        ChunkError::Io(e)
-    }
-}
-
 impl<R: Read> Chunker<R> {
     /// `raw` counts on-disk bytes below a decompressor (for progress);
     /// `total_size` is the on-disk size when known; `first_seq` numbers chunks
@@ -205,7 +194,7 @@ impl<R: Read> Chunker<R> {
     }
 
     /// The next chunk, or `None` at the end of the input.
-    pub fn next_chunk(&mut self) -> Result<Option<Chunk>, ChunkError> {
+    pub fn next_chunk(&mut self) -> io::Result<Option<Chunk>> {
         if self.preamble.is_none() {
             self.skip_preamble()?;
         }
@@ -280,7 +269,7 @@ impl<R: Read> Chunker<R> {
     /// at most, and becomes one rejected record; scanning starts afresh
     /// after it, so the rest of the input still loads and memory stays
     /// bounded.
-    fn cut_runaway(&mut self, cut: &mut Cut, start: (u64, u64, u64)) -> Result<(), ChunkError> {
+    fn cut_runaway(&mut self, cut: &mut Cut, start: (u64, u64, u64)) -> io::Result<()> {
         let runaway = Runaway { offset: self.record_start.0 - start.0, lines_before: self.record_start.1 - start.1 };
         let mut budget = self.cfg.max_record;
         loop {
@@ -327,7 +316,7 @@ impl<R: Read> Chunker<R> {
         span
     }
 
-    fn skip_preamble(&mut self) -> Result<(), ChunkError> {
+    fn skip_preamble(&mut self) -> io::Result<()> {
         let mut pre = Preamble::default();
         while self.block_len - self.block_pos < 3 && self.fill_more()? {}
         if self.block[self.block_pos..self.block_len].starts_with(b"\xEF\xBB\xBF") {

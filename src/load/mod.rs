@@ -23,7 +23,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::{bounded, unbounded, Sender};
 
-use crate::chunk::{Chunk, ChunkError, Chunker, ChunkerConfig, Preamble};
+use crate::chunk::{Chunk, Chunker, ChunkerConfig, Preamble};
 use crate::encoding::InputEncoding;
 use crate::error::Error;
 use crate::format::{FormatKind, FormatOptions};
@@ -443,7 +443,7 @@ fn feed_one(
         let chunk = match chunker.next_chunk() {
             Ok(Some(chunk)) => chunk,
             Ok(None) => break,
-            Err(err) => return Err(chunk_error(source, err)),
+            Err(err) => return Err(source.input_error(&io_reason(&err))),
         };
         scan.chunks += 1;
         scan.bytes = chunk.loc.byte_offset + chunk.loc.byte_len;
@@ -463,12 +463,6 @@ fn feed_one(
     scan.records = chunker.totals().0;
     *seq = chunker.next_seq();
     Ok(scan)
-}
-
-fn chunk_error(source: &Source, err: ChunkError) -> Error {
-    match err {
-        ChunkError::Io(e) => source.input_error(&io_reason(&e)),
-    }
 }
 
 /// Per-input accounting from what the feeder saw; loaded and rejected rows
