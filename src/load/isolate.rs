@@ -116,7 +116,8 @@ pub(super) fn isolate(
     match refusal {
         // The fast path's refusal applies to the whole chunk as it was sent.
         Some(refusal) if suspects.is_empty() && iso.rejects.is_empty() => {
-            runs.extend(iso.split_at_refusal(clean, refusal))
+            let at = iso.refused_at(&iso.stream(&clean), &refusal);
+            runs.extend(iso.split_at_refusal(clean, at, refusal))
         }
         _ => runs.push(clean),
     }
@@ -139,7 +140,10 @@ pub(super) fn isolate(
                 "RELEASE SAVEPOINT sluice_run; SAVEPOINT sluice_run"
             }
             CopyOutcome::Refused(r) => {
-                runs.extend(iso.split_at_refusal(run, r));
+                // Located in the stream just sent, not built a second time.
+                let at = iso.refused_at(&stream, &r);
+                drop(stream);
+                runs.extend(iso.split_at_refusal(run, at, r));
                 AFTER_REFUSAL
             }
         };
@@ -196,10 +200,18 @@ impl Isolator<'_> {
         Cow::Owned(out)
     }
 
-    /// The runs still to copy after the server refused `run`, last first.
-    fn split_at_refusal(&mut self, run: Run, r: CopyRefusal) -> Vec<Run> {
+    /// The index in its run of the record the server refused, when it named
+    /// the line (`stream` is the run's bytes as they were sent).
+    fn refused_at(&self, stream: &[u8], r: &CopyRefusal) -> Option<usize> {
+        let line = r.server_line?;
+        Some(locate_server_line(self.shared.format.dialect(), stream, line).index as usize)
+    }
+
+    /// The runs still to copy after the server refused `run` at record
+    /// `at` of the run (`None`: no line named), last first.
+    fn split_at_refusal(&mut self, run: Run, at: Option<usize>, r: CopyRefusal) -> Vec<Run> {
         self.errors += 1;
-        let Some(line) = r.server_line else {
+        let Some(at) = at else {
             if run.len() == 1 {
                 self.reject(run[0], r);
                 return Vec::new();
@@ -207,8 +219,6 @@ impl Isolator<'_> {
             let (first, second) = run.split_at(run.len() / 2);
             return vec![second.to_vec(), first.to_vec()];
         };
-        let stream = self.stream(&run);
-        let at = locate_server_line(self.shared.format.dialect(), &stream, line).index as usize;
         let at = at.min(run.len() - 1);
         self.seen += at;
         self.reject(run[at], r);
