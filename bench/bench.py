@@ -190,9 +190,12 @@ def loaders(name, server, parts_dir):
     copy = lambda f: ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", f"\\copy {table} from '{f}' {opts}"]
     halves = sorted(parts_dir.glob(f"{name}-part-*"))
     out = {"psql \\copy": [copy(path)], "split 2 x psql": [copy(h) for h in halves]}
-    for w in (1, 2, 3, 4):
-        out[f"sluice w{w}"] = [[str(SLUICE), "load", "--restart", str(path), "--table", table, "--quiet",
-                                "--workers", str(w), *fmt]]
+    sluice = [str(SLUICE), "load", "--restart", str(path), "--table", table, "--quiet", *fmt]
+    for w in (1, 2, 4):
+        out[f"sluice w{w}"] = [[*sluice, "--workers", str(w)]]
+    # What --copy-format auto chose against: both formats forced, 2 workers.
+    for copy_format in ("text", "binary"):
+        out[f"sluice w2 {copy_format}"] = [[*sluice, "--workers", "2", "--copy-format", copy_format]]
     return out
 
 

@@ -131,6 +131,7 @@ mod tests {
             rows: 5,
             rejected,
             worker,
+            binary: false,
             start_s,
             end_s,
         };

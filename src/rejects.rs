@@ -187,6 +187,22 @@ impl RejectsFile {
         Ok(())
     }
 
+    /// Closes the file and renames it to `to` (replacing what is there);
+    /// with nothing written, removes `to` instead.
+    pub fn move_to(&mut self, to: &Path) -> std::io::Result<()> {
+        self.flush()?;
+        self.out = None;
+        match self.written {
+            0 => match std::fs::remove_file(to) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            },
+            _ => std::fs::rename(&self.path, to)?,
+        }
+        self.path = to.to_path_buf();
+        Ok(())
+    }
+
     pub fn flush(&mut self) -> std::io::Result<()> {
         match self.out.as_mut() {
             Some(out) => out.flush(),

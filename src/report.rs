@@ -24,6 +24,8 @@ pub struct ChunkRecord {
     /// Records rejected (`records = rows + rejected`).
     pub rejected: u64,
     pub worker: usize,
+    /// Sent as binary COPY (else as the input's text).
+    pub binary: bool,
     /// Seconds since the load started.
     pub start_s: f64,
     pub end_s: f64,
@@ -79,6 +81,32 @@ pub struct Summary {
     pub started_unix_ms: u128,
     /// False when the load stopped on an error before reading everything.
     pub complete: bool,
+    /// How the chunks travelled to the server, and why.
+    pub copy: CopyPath,
+}
+
+/// Binary or text COPY: what the plan chose, why, and what happened.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CopyPath {
+    /// `binary` or `text`.
+    pub planned: String,
+    /// Why this plan; for text, what prevents binary.
+    pub why: String,
+    pub binary_chunks: u64,
+    pub text_chunks: u64,
+    /// Why the first chunk that fell back from binary to text did.
+    pub first_fallback: Option<String>,
+}
+
+impl CopyPath {
+    /// `binary COPY`, `binary COPY (2 chunks as text)`, `text COPY (why)`.
+    fn describe(&self) -> String {
+        match (self.planned.as_str(), self.text_chunks) {
+            ("binary", 0) => "binary COPY".into(),
+            ("binary", n) => format!("binary COPY ({n} chunk{} as text)", plural(n)),
+            _ => format!("text COPY ({})", self.why),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -100,7 +128,7 @@ impl LoadReport {
             n => format!(", rejected {}", thousands(n)),
         };
         format!(
-            "loaded {} rows{rejected} ({}, {} file{}) into {} in {:.2} s: {} rows/s, {:.1} MB/s, {} worker{}, {} chunk{}",
+            "loaded {} rows{rejected} ({}, {} file{}) into {} in {:.2} s: {} rows/s, {:.1} MB/s, {} worker{}, {} chunk{}, {}",
             thousands(s.rows_loaded),
             human_bytes(s.bytes),
             s.files,
@@ -113,6 +141,7 @@ impl LoadReport {
             plural(s.workers as u64),
             s.chunks,
             plural(s.chunks),
+            s.copy.describe(),
         )
     }
 

@@ -98,7 +98,7 @@ fn kill_at_random_moments_then_resume_loads_exactly_once() {
 
 #[test]
 fn ctrl_c_stops_cleanly_and_the_same_command_resumes() {
-    let f = fixture(400_000, &[]);
+    let f = fixture(1_500_000, &[]);
     let child = f.spawn();
     std::thread::sleep(Duration::from_millis(400));
     // SAFETY: signalling our own child.

@@ -9,6 +9,8 @@ mod formats;
 mod inputs;
 // Connection conventions, credentials and the errors a user can meet.
 mod connection;
+// Binary COPY loads what text COPY loads.
+mod binary;
 // Bad records cost only themselves: isolation, rejects file, accounting.
 mod rejects;
 // Exactly once across kills, interrupts, changed inputs and processes.

@@ -82,6 +82,7 @@ pub fn run(args: DemoArgs, _redactor: &mut Redactor) -> Result<i32, Error> {
         sync_commit: false,
         interrupt: None,
         retry_timeout: load::DEFAULT_RETRY_TIMEOUT,
+        copy_format: load::CopyFormat::Auto,
     };
     let progress = Arc::new(Progress::default());
     let view = ProgressView::start(progress.clone(), 1.0);

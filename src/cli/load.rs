@@ -6,7 +6,7 @@ use std::sync::Arc;
 use clap::{Args, ValueEnum};
 use sluice::error::exit;
 use sluice::format::{parse_char_option, FormatKind, FormatOptions};
-use sluice::load::{self, Failed, LoadRequest};
+use sluice::load::{self, CopyFormat, Failed, LoadRequest};
 use sluice::progress::Progress;
 use sluice::redact::Redactor;
 use sluice::report::{thousands, LoadReport};
@@ -132,6 +132,12 @@ pub struct LoadArgs {
     #[arg(long, value_parser = humantime::parse_duration, default_value = "5m", value_name = "DURATION")]
     retry_timeout: std::time::Duration,
 
+    /// How chunks travel: binary (the server parses less; chunks whose values
+    /// sluice cannot read with certainty go as text), text (the input's bytes
+    /// as they are), or auto: binary when every column's type has an encoder.
+    #[arg(long, value_enum, default_value = "auto", value_name = "FORMAT")]
+    copy_format: CopyFormatArg,
+
     /// Write a JSON report (summary, per-file counts, one record per chunk).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
@@ -152,6 +158,23 @@ enum FormatArg {
     Tsv,
     #[value(alias = "ndjson")]
     Jsonl,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum CopyFormatArg {
+    Auto,
+    Text,
+    Binary,
+}
+
+impl From<CopyFormatArg> for CopyFormat {
+    fn from(f: CopyFormatArg) -> Self {
+        match f {
+            CopyFormatArg::Auto => CopyFormat::Auto,
+            CopyFormatArg::Text => CopyFormat::Text,
+            CopyFormatArg::Binary => CopyFormat::Binary,
+        }
+    }
 }
 
 impl From<FormatArg> for FormatKind {
@@ -191,6 +214,7 @@ impl LoadArgs {
             sync_commit: self.synchronous_commit,
             interrupt: None,
             retry_timeout: self.retry_timeout,
+            copy_format: self.copy_format.into(),
         }
     }
 }

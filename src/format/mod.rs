@@ -1,10 +1,12 @@
 //! Input formats: which bytes end a record, and which COPY options make the
 //! server parse the records exactly as the client cut them.
 //!
-//! sluice never parses fields on the client: the server does that. The format
-//! only has to know where records end (see [`scan`]) and how to describe the
-//! format to COPY.
+//! The format has to know where records end (see [`scan`]) and how to
+//! describe the format to COPY. Fields are parsed on the client only to
+//! encode them for binary COPY (see [`binary`]), which the server reads with
+//! less work than text.
 
+pub mod binary;
 pub mod scan;
 
 use std::path::Path;

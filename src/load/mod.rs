@@ -15,7 +15,7 @@ mod suspect;
 mod worker;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -30,11 +30,11 @@ use crate::format::{FormatKind, FormatOptions};
 use crate::ledger::{self, Done, Opened};
 use crate::progress::Progress;
 use crate::rejects::{Reject, RejectsFile};
-use crate::report::{ChunkRecord, FileSummary, LoadReport, Summary};
+use crate::report::{ChunkRecord, CopyPath, FileSummary, LoadReport, Summary};
 use crate::sink::postgres::{PgSession, PgTarget, TableInfo};
 use crate::source::{io_reason, resolve_inputs, Source};
 
-pub use plan::{choose_columns, copy_statement, resolve_kind};
+pub use plan::{choose_columns, copy_statement, resolve_kind, CopyFormat};
 
 /// Default chunk size. Measured on `transactions` 10 M rows with 2 workers
 /// (bench/README.md): 4 MiB to 64 MiB are within noise of each other; 16 MiB
@@ -88,6 +88,8 @@ pub struct LoadRequest {
     /// How long a worker keeps reconnecting after a lost connection or a
     /// transient server error before the load fails.
     pub retry_timeout: Duration,
+    /// `--copy-format`: binary where every column has an encoder, or forced.
+    pub copy_format: CopyFormat,
 }
 
 /// Facts every worker needs, shared read-only.
@@ -109,6 +111,10 @@ struct Shared<'a> {
     retry_timeout: Duration,
     /// What each COPY column accepts, for guessing bad records (None: jsonl).
     rules: Option<Vec<suspect::ColumnRule>>,
+    /// Binary COPY, when the plan uses it.
+    binary: Option<plan::BinaryPlan>,
+    /// Why chunks go as text, when they do.
+    text_why: String,
 }
 
 impl Shared<'_> {
@@ -156,6 +162,7 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     let control = target.connect()?;
     let table = control.resolve_table(&req.table)?;
     let columns = choose_columns(&table, req.columns.as_deref(), format.kind)?;
+    let copy_plan = plan::choose_copy_format(req.copy_format, &table, columns.as_deref(), &format)?;
     let (job, done) = open_job(&control, req, &table, &format, &sources)?;
     drop(control);
     progress.set_total(sources.iter().map(|s| s.size).sum::<Option<u64>>());
@@ -175,6 +182,8 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         sync_commit: req.sync_commit,
         retry_timeout: req.retry_timeout,
         rules: suspect::rules(&table, columns.as_deref(), &format),
+        text_why: copy_plan.as_ref().err().cloned().unwrap_or_default(),
+        binary: copy_plan.ok(),
     };
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
     let mut rejects = RejectsFile::new(&rejects_path);
@@ -253,22 +262,25 @@ fn conclude(
     }
 }
 
-/// Marks the job finished and, when earlier runs committed part of it,
-/// rewrites the rejects file from the database so it holds the whole job's
-/// rejects, exactly as committed.
+/// Marks the job finished once the rejects file is complete: written in
+/// full and, when earlier runs committed part of the job, rewritten from the
+/// database (to a temporary name, then renamed) so it holds the whole job's
+/// rejects, exactly as committed. In that order, a kill at any moment leaves
+/// either an unfinished job (the next run redoes the file) or a complete file.
 fn finish_job(control: &PgSession, shared: &Shared, rejects: &mut RejectsFile) -> Result<(), Error> {
-    ledger::finish(control, &shared.job)?;
-    if shared.done.is_empty() {
-        return Ok(());
+    rejects.flush().map_err(|e| rejects_file_error(rejects, &e))?;
+    if !shared.done.is_empty() {
+        let rows = control.query(crate::rejects::SELECT_FOR_JOB, &[Some(&shared.job)])?;
+        let mut partial = rejects.path().as_os_str().to_owned();
+        partial.push(".partial");
+        let mut file = RejectsFile::new(Path::new(&partial));
+        for row in &rows {
+            record_rejects(&mut file, &[Reject::from_row(row)])?;
+        }
+        file.move_to(rejects.path()).map_err(|e| rejects_file_error(&file, &e))?;
+        *rejects = file;
     }
-    let rows = control.query(crate::rejects::SELECT_FOR_JOB, &[Some(&shared.job)])?;
-    let mut file = RejectsFile::new(rejects.path());
-    for row in &rows {
-        record_rejects(&mut file, &[Reject::from_row(row)])?;
-    }
-    file.flush().map_err(|e| rejects_file_error(&file, &e))?;
-    *rejects = file;
-    Ok(())
+    ledger::finish(control, &shared.job)
 }
 
 /// Creates sluice's ledger and rejects tables when they are missing; a user
@@ -537,6 +549,29 @@ fn build_report(
         chunks: chunks.len() as u64,
         started_unix_ms,
         complete,
+        copy: copy_path(shared, &chunks),
     };
     LoadReport { summary, per_file, chunks, warnings }
+}
+
+/// What the plan chose for COPY's format and what each chunk used.
+fn copy_path(shared: &Shared, chunks: &[ChunkRecord]) -> CopyPath {
+    let binary_chunks = chunks.iter().filter(|c| c.binary).count() as u64;
+    let text_chunks = chunks.len() as u64 - binary_chunks;
+    match &shared.binary {
+        Some(plan) => CopyPath {
+            planned: "binary".into(),
+            why: "every column has a binary encoder: the server parses less".into(),
+            binary_chunks,
+            text_chunks,
+            first_fallback: plan.fallbacks().1,
+        },
+        None => CopyPath {
+            planned: "text".into(),
+            why: shared.text_why.clone(),
+            binary_chunks,
+            text_chunks,
+            first_fallback: None,
+        },
+    }
 }

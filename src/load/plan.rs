@@ -1,7 +1,11 @@
 //! Deciding what to run before any byte is copied: the format, the target
-//! columns and the COPY statement.
+//! columns, the COPY statement and whether chunks go as binary.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use crate::error::Error;
+use crate::format::binary::BinaryEncoder;
 use crate::format::{FormatKind, FormatOptions};
 use crate::sink::postgres::TableInfo;
 use crate::source::Source;
@@ -69,12 +73,94 @@ fn column_list(table: &TableInfo) -> String {
 
 /// `COPY "s"."t" ("a", "b") FROM STDIN WITH (FORMAT csv, ...)`.
 pub fn copy_statement(table: &TableInfo, columns: Option<&[String]>, format: &FormatOptions) -> String {
+    let options: Vec<String> = format.copy_options().into_iter().map(|(k, v)| format!("{k} {v}")).collect();
+    format!("{} WITH ({})", copy_target(table, columns), options.join(", "))
+}
+
+/// `COPY "s"."t" ("a", "b") FROM STDIN`.
+fn copy_target(table: &TableInfo, columns: Option<&[String]>) -> String {
     let columns = match columns {
         Some(cols) => format!(" ({})", cols.iter().map(|c| quote_ident(c)).collect::<Vec<_>>().join(", ")),
         None => String::new(),
     };
-    let options: Vec<String> = format.copy_options().into_iter().map(|(k, v)| format!("{k} {v}")).collect();
-    format!("COPY {}{columns} FROM STDIN WITH ({})", table.quoted(), options.join(", "))
+    format!("COPY {}{columns} FROM STDIN", table.quoted())
+}
+
+/// `--copy-format`: how chunks travel to the server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CopyFormat {
+    /// Binary when every column has an encoder, else text.
+    #[default]
+    Auto,
+    Text,
+    /// Binary, or a usage error naming the column that prevents it.
+    Binary,
+}
+
+/// Binary COPY for this load: the statement, the encoder each worker clones,
+/// and how often chunks fell back to text.
+#[derive(Debug)]
+pub struct BinaryPlan {
+    pub sql: String,
+    pub encoder: BinaryEncoder,
+    tried: AtomicU64,
+    fell_back: AtomicU64,
+    first_fallback: Mutex<Option<String>>,
+}
+
+impl BinaryPlan {
+    /// Whether to try binary for the next chunk: not once most chunks have
+    /// fallen back (a column in a form the encoder does not read), since each
+    /// fallback wastes the part of the chunk already sent.
+    pub fn wanted(&self) -> bool {
+        let fell_back = self.fell_back.load(Ordering::Relaxed);
+        fell_back < 3 || fell_back * 2 < self.tried.load(Ordering::Relaxed)
+    }
+
+    pub fn note_try(&self) {
+        self.tried.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn note_fallback(&self, why: String) {
+        self.fell_back.fetch_add(1, Ordering::Relaxed);
+        self.first_fallback.lock().expect("not poisoned").get_or_insert(why);
+    }
+
+    /// Chunks that fell back to text, and why the first did.
+    pub fn fallbacks(&self) -> (u64, Option<String>) {
+        (self.fell_back.load(Ordering::Relaxed), self.first_fallback.lock().expect("not poisoned").clone())
+    }
+}
+
+/// The binary plan, or why chunks go as text.
+pub fn choose_copy_format(
+    wanted: CopyFormat,
+    table: &TableInfo,
+    columns: Option<&[String]>,
+    format: &FormatOptions,
+) -> Result<Result<BinaryPlan, String>, Error> {
+    if wanted == CopyFormat::Text {
+        return Ok(Err("--copy-format text".into()));
+    }
+    let chosen: Vec<(String, String)> = match columns {
+        Some(names) => names.iter().filter_map(|n| table.columns.iter().find(|(c, _)| c == n).cloned()).collect(),
+        None => table.columns.clone(),
+    };
+    match BinaryEncoder::new(&chosen, format) {
+        Ok(encoder) if wanted == CopyFormat::Auto && !encoder.pays() => Ok(Err(
+            "integer, text and similar columns: the server reads their text about as fast as sluice encodes them"
+                .into(),
+        )),
+        Ok(encoder) => Ok(Ok(BinaryPlan {
+            sql: format!("{} WITH (FORMAT binary)", copy_target(table, columns)),
+            encoder,
+            tried: AtomicU64::new(0),
+            fell_back: AtomicU64::new(0),
+            first_fallback: Mutex::new(None),
+        })),
+        Err(why) if wanted == CopyFormat::Binary => Err(Error::Usage(format!("--copy-format binary: {why}"))),
+        Err(why) => Ok(Err(why)),
+    }
 }
 
 #[cfg(test)]
@@ -97,6 +183,22 @@ mod tests {
         let t2 = table(&[("a", "json"), ("b", "jsonb")]);
         assert!(choose_columns(&t2, None, FormatKind::Jsonl).is_err());
         assert_eq!(choose_columns(&t, None, FormatKind::Csv).unwrap(), None);
+    }
+
+    #[test]
+    fn auto_uses_binary_only_where_it_pays() {
+        let csv = FormatOptions::new(FormatKind::Csv);
+        let plain = table(&[("id", "integer"), ("name", "text")]);
+        let why = choose_copy_format(CopyFormat::Auto, &plain, None, &csv).unwrap().unwrap_err();
+        assert!(why.contains("about as fast"), "{why}");
+        assert!(choose_copy_format(CopyFormat::Binary, &plain, None, &csv).unwrap().is_ok());
+        let priced = table(&[("id", "integer"), ("price", "numeric(15,2)")]);
+        let plan = choose_copy_format(CopyFormat::Auto, &priced, None, &csv).unwrap().unwrap();
+        assert_eq!(plan.sql, "COPY \"public\".\"T x\" FROM STDIN WITH (FORMAT binary)");
+        let text = choose_copy_format(CopyFormat::Text, &priced, None, &csv).unwrap();
+        assert!(text.is_err());
+        let odd = table(&[("at", "timestamp with time zone")]);
+        assert!(choose_copy_format(CopyFormat::Binary, &odd, None, &csv).is_err(), "forced binary cannot be done");
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! One worker: one connection, one chunk per transaction.
 //!
-//! The worker streams a chunk's bytes to COPY without looking at fields: on a
-//! 2-core machine every client cycle is taken from the server, which does the
-//! parsing anyway. Positioned inputs are read by range in small pieces, so a
-//! worker holds one piece of memory whatever the chunk size.
+//! The worker streams a chunk to COPY in small pieces, so it holds one piece
+//! of memory whatever the chunk size: as binary tuples when the load plan
+//! says so (the server parses less; see [`crate::format::binary`]), else as
+//! the input's own bytes, untouched. A chunk the encoder is unsure of goes
+//! as text, and a refused one is isolated as text, so the rules for rejects
+//! are the server's text rules either way.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -17,6 +19,7 @@ use super::isolate::{isolate, Isolated};
 use super::{Event, Shared};
 use crate::chunk::{Chunk, Runaway};
 use crate::error::Error;
+use crate::format::binary::{self, BinaryEncoder, Unsure};
 use crate::ledger::{self, ChunkRow, Claim};
 use crate::rejects::Reject;
 use crate::report::ChunkRecord;
@@ -33,7 +36,14 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
             return;
         }
     };
-    let mut worker = Worker { shared, session, reader: RangeReader::default(), expect_rejects: false };
+    let mut worker = Worker {
+        shared,
+        session,
+        reader: RangeReader::default(),
+        expect_rejects: false,
+        encoder: shared.binary.as_ref().map(|plan| plan.encoder.clone()),
+        last_binary: false,
+    };
     let mut deferred = Vec::new();
     // The queue first; then the chunks another process held, waiting for
     // each: done by then, or its loader died and the lock went with it.
@@ -52,7 +62,8 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
             Ok(Outcome::Committed(done)) => {
                 let rejected = done.rejects.len() as u64;
                 shared.progress.chunk_done(chunk.source_span, done.rows, rejected);
-                Event::Committed(record(shared, &chunk, done.rows, rejected, id, start_s), done.rejects)
+                let record = record(shared, &chunk, done.rows, rejected, (id, worker.last_binary), start_s);
+                Event::Committed(record, done.rejects)
             }
             Err(err) => Event::Failed(err),
         };
@@ -118,6 +129,10 @@ struct Worker<'s> {
     reader: RangeReader,
     /// The last chunk had rejects: expect more in the next one.
     expect_rejects: bool,
+    /// This worker's binary encoder, when the plan is binary.
+    encoder: Option<BinaryEncoder>,
+    /// The last chunk committed went as binary.
+    last_binary: bool,
 }
 
 impl Worker<'_> {
@@ -160,10 +175,16 @@ impl Worker<'_> {
     /// The fast path (one COPY of the whole chunk, under a savepoint so a
     /// refusal keeps the transaction and its claim); on a refusal, isolation.
     fn copy_or_isolate(&mut self, chunk: &Chunk) -> Result<Isolated, Error> {
-        let (shared, reader) = (self.shared, &mut self.reader);
+        self.last_binary = false;
         if chunk.copy_len() == 0 {
             return Ok(Isolated { rows: 0, rejects: Vec::new() });
         }
+        if !self.expect_rejects {
+            if let Some(done) = self.copy_binary(chunk)? {
+                return Ok(done);
+            }
+        }
+        let (shared, reader) = (self.shared, &mut self.reader);
         if self.expect_rejects {
             // The previous chunk had bad records: skip a fast path that would
             // most likely fail part way after sending the whole chunk.
@@ -176,6 +197,40 @@ impl Worker<'_> {
                 self.session.execute("ROLLBACK TO SAVEPOINT sluice_chunk")?;
                 let bytes = reader.bytes_of(shared, chunk)?;
                 isolate(&mut self.session, shared, chunk, &bytes, Some(refusal))
+            }
+        }
+    }
+
+    /// The binary fast path: `None` when the plan is text or the encoder was
+    /// unsure of a record (the chunk then goes as text); a refused chunk is
+    /// isolated as text, where the server names the line.
+    fn copy_binary(&mut self, chunk: &Chunk) -> Result<Option<Isolated>, Error> {
+        let (shared, reader) = (self.shared, &mut self.reader);
+        let (Some(plan), Some(encoder)) = (&shared.binary, self.encoder.as_mut()) else { return Ok(None) };
+        if !plan.wanted() {
+            return Ok(None);
+        }
+        plan.note_try();
+        let mut unsure = None;
+        let outcome = self.session.copy_with("SAVEPOINT sluice_chunk", &plan.sql, &mut |send| {
+            reader.feed_binary(shared, chunk, encoder, send, &mut unsure)
+        });
+        if let Some(unsure) = unsure {
+            self.session.execute("ROLLBACK TO SAVEPOINT sluice_chunk")?;
+            let file = &shared.sources[chunk.loc.source].name;
+            let record = chunk.loc.first_record + unsure.record;
+            plan.note_fallback(format!("{file}: record {record}: {}", unsure.reason));
+            return Ok(None);
+        }
+        match outcome? {
+            CopyOutcome::Loaded(rows) => {
+                self.last_binary = true;
+                Ok(Some(Isolated { rows, rejects: Vec::new() }))
+            }
+            CopyOutcome::Refused(_) => {
+                self.session.execute("ROLLBACK TO SAVEPOINT sluice_chunk")?;
+                let bytes = reader.bytes_of(shared, chunk)?;
+                isolate(&mut self.session, shared, chunk, &bytes, None).map(Some)
             }
         }
     }
@@ -224,7 +279,9 @@ fn ledger_row<'a>(shared: &'a Shared, chunk: &Chunk, rows: u64, rejected: u64) -
     }
 }
 
-fn record(shared: &Shared, chunk: &Chunk, rows: u64, rejected: u64, worker: usize, start_s: f64) -> ChunkRecord {
+/// The report's record of a chunk; `by` is the worker and whether it went
+/// as binary.
+fn record(shared: &Shared, chunk: &Chunk, rows: u64, rejected: u64, by: (usize, bool), start_s: f64) -> ChunkRecord {
     ChunkRecord {
         seq: chunk.seq,
         file: shared.sources[chunk.loc.source].name.to_string(),
@@ -235,7 +292,8 @@ fn record(shared: &Shared, chunk: &Chunk, rows: u64, rejected: u64, worker: usiz
         records: chunk.records,
         rows,
         rejected,
-        worker,
+        worker: by.0,
+        binary: by.1,
         start_s,
         end_s: shared.clock.elapsed().as_secs_f64(),
     }
@@ -246,6 +304,8 @@ fn record(shared: &Shared, chunk: &Chunk, rows: u64, rejected: u64, worker: usiz
 struct RangeReader {
     files: HashMap<usize, File>,
     buf: Vec<u8>,
+    /// Binary tuples waiting to be sent.
+    out: Vec<u8>,
 }
 
 impl RangeReader {
@@ -256,26 +316,90 @@ impl RangeReader {
             send(&data[..chunk.copy_len() as usize]);
             return Ok(());
         }
-        let source = &shared.sources[chunk.loc.source];
-        self.buf.resize(COPY_PIECE, 0);
-        let file = open_cached(&mut self.files, shared, chunk.loc.source)?;
-        let (mut at, end) = (chunk.loc.byte_offset, chunk.loc.byte_offset + chunk.copy_len());
-        while at < end {
-            let want = ((end - at) as usize).min(self.buf.len());
-            let piece = &mut self.buf[..want];
-            file.read_exact_at(piece, at).map_err(|e| {
-                source.input_error(&format!(
-                    "reading bytes {at}..{}: {} (did the file change during the load?)",
-                    at + want as u64,
-                    io_reason(&e)
-                ))
-            })?;
-            if !send(piece) {
-                break;
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.resize(COPY_PIECE, 0);
+        let (mut at, end) = (0, chunk.copy_len());
+        let result = loop {
+            let want = (end - at).min(COPY_PIECE as u64) as usize;
+            if want == 0 {
+                break Ok(());
+            }
+            if let Err(e) = self.read_into(shared, chunk, at, &mut buf[..want]) {
+                break Err(e);
+            }
+            if !send(&buf[..want]) {
+                break Ok(());
             }
             at += want as u64;
+        };
+        self.buf = buf;
+        result
+    }
+
+    /// Sends the chunk as binary tuples: reads it piece by piece, encodes the
+    /// whole records of what has been read, and carries a partial record over
+    /// to the next piece. When the encoder is unsure of a record, stops with
+    /// `unsure` set (and an error, so the COPY is abandoned).
+    fn feed_binary(
+        &mut self,
+        shared: &Shared,
+        chunk: &Chunk,
+        encoder: &mut BinaryEncoder,
+        send: &mut CopyWriter<'_>,
+        unsure: &mut Option<Unsure>,
+    ) -> Result<(), Error> {
+        let mut out = std::mem::take(&mut self.out);
+        out.clear();
+        out.extend_from_slice(binary::HEADER);
+        let mut pending = std::mem::take(&mut self.buf);
+        pending.clear();
+        let (mut read, end) = (0, chunk.copy_len());
+        let mut records = 0;
+        let result = loop {
+            let want = (end - read).min(COPY_PIECE as u64);
+            let have = pending.len();
+            pending.resize(have + want as usize, 0);
+            if let Err(e) = self.read_into(shared, chunk, read, &mut pending[have..]) {
+                break Err(e);
+            }
+            read += want;
+            match encoder.encode(&pending, read == end, &mut out) {
+                Ok(done) => {
+                    pending.drain(..done.consumed);
+                    records += done.records;
+                }
+                Err(u) => {
+                    *unsure = Some(Unsure { record: records + u.record, reason: u.reason });
+                    break Err(Error::Usage("binary encoding stopped; the chunk goes as text".into()));
+                }
+            }
+            if read == end {
+                out.extend_from_slice(binary::TRAILER);
+            }
+            if !send(&out) || read == end {
+                break Ok(());
+            }
+            out.clear();
+        };
+        (self.out, self.buf) = (out, pending);
+        result
+    }
+
+    /// Fills `into` with the chunk's bytes from offset `from`.
+    fn read_into(&mut self, shared: &Shared, chunk: &Chunk, from: u64, into: &mut [u8]) -> Result<(), Error> {
+        if let Some(data) = &chunk.data {
+            into.copy_from_slice(&data[from as usize..from as usize + into.len()]);
+            return Ok(());
         }
-        Ok(())
+        let source = &shared.sources[chunk.loc.source];
+        let at = chunk.loc.byte_offset + from;
+        open_cached(&mut self.files, shared, chunk.loc.source)?.read_exact_at(into, at).map_err(|e| {
+            source.input_error(&format!(
+                "reading bytes {at}..{}: {} (did the file change during the load?)",
+                at + into.len() as u64,
+                io_reason(&e)
+            ))
+        })
     }
 
     /// The chunk's bytes that go to COPY, for isolating refused records.
@@ -285,14 +409,8 @@ impl RangeReader {
 
     /// Bytes `from..to` of the chunk.
     fn range(&mut self, shared: &Shared, chunk: &Chunk, from: u64, to: u64) -> Result<Vec<u8>, Error> {
-        if let Some(data) = &chunk.data {
-            return Ok(data[from as usize..to as usize].to_vec());
-        }
         let mut bytes = vec![0; (to - from) as usize];
-        let source = &shared.sources[chunk.loc.source];
-        open_cached(&mut self.files, shared, chunk.loc.source)?
-            .read_exact_at(&mut bytes, chunk.loc.byte_offset + from)
-            .map_err(|e| source.input_error(&io_reason(&e)))?;
+        self.read_into(shared, chunk, from, &mut bytes)?;
         Ok(bytes)
     }
 

@@ -188,7 +188,7 @@ impl PgSession {
         let [oid, schema, table] = [&row[0], &row[1], &row[2]].map(|v| v.clone().unwrap_or_default());
         let rows = self.query(
             "SELECT attname, pg_catalog.format_type(atttypid, atttypmod), attnotnull FROM pg_catalog.pg_attribute \
-             WHERE attrelid = $1::int8::oid AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+             WHERE attrelid = $1::int8::oid AND attnum > 0 AND NOT attisdropped AND attgenerated = '' ORDER BY attnum",
             &[Some(&oid)],
         )?;
         let text = |r: &Vec<Option<String>>, i: usize| r[i].clone().unwrap_or_default();
@@ -260,9 +260,16 @@ impl PgSession {
     /// round trip, then copies what `feed` produces. Reject isolation copies
     /// many short runs, so each saved round trip counts.
     pub fn copy_after(&mut self, prelude: &str, feed: &mut Feed<'_>) -> Result<CopyOutcome, Error> {
+        let copy_sql = self.copy_sql.clone();
+        self.copy_with(prelude, &copy_sql, feed)
+    }
+
+    /// [`PgSession::copy_after`] with another COPY statement into the same
+    /// table (the binary one).
+    pub fn copy_with(&mut self, prelude: &str, copy_sql: &str, feed: &mut Feed<'_>) -> Result<CopyOutcome, Error> {
         let statement = match prelude {
-            "" => self.copy_sql.clone(),
-            _ => format!("{prelude}; {}", self.copy_sql),
+            "" => copy_sql.to_string(),
+            _ => format!("{prelude}; {copy_sql}"),
         };
         self.copy_statement(&statement, feed)
     }

@@ -1,0 +1,900 @@
+//! Binary COPY: records turned into PostgreSQL's binary tuple format on the
+//! client, so the server skips parsing text.
+//!
+//! Why: on a 2-core machine the server's parsing is the bottleneck, and a
+//! binary COPY of the same rows costs the server 0.87× (transactions), 0.70×
+//! (TPC-H lineitem) and 0.65× (JSON lines into jsonb) the CPU of a text COPY
+//! (bench/README.md). The client pays a field split and a number parse,
+//! which is much cheaper than what the server saves.
+//!
+//! The certainty rule: binary must load exactly what a text COPY of the same
+//! bytes loads. The encoder therefore splits fields by the server's own rules
+//! (`CopyReadAttributesText` / `CopyReadAttributesCSV`) and converts only
+//! values whose text form it reads without doubt: canonical integers,
+//! decimals, ISO dates and timestamps, `t`/`f`, hyphenated UUIDs. Anything
+//! else (spaces around a number, exponents in a numeric, another date style,
+//! an escape that yields NUL, a carriage return, a wrong field count) is
+//! [`Unsure`], and the caller sends the chunk as text, where the server
+//! decides as before. Checks that depend on the column's modifier (length of
+//! `varchar(n)`, scale of `numeric(p,s)`, NOT NULL, constraints) stay on the
+//! server, which applies them to binary input the same way. So binary changes
+//! how fast a chunk loads, never what it loads.
+
+use memchr::{memchr, memchr3};
+
+use super::{FormatKind, FormatOptions};
+
+/// The binary COPY stream's header: signature, flags, no extension.
+pub const HEADER: &[u8] = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";
+/// The stream's trailer: a tuple with -1 fields.
+pub const TRAILER: &[u8] = &[0xff, 0xff];
+
+/// Why a record could not be encoded with certainty.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unsure {
+    /// 0-based record within the input given to [`BinaryEncoder::encode`].
+    pub record: u64,
+    pub reason: String,
+}
+
+/// What one call to [`BinaryEncoder::encode`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Encoded {
+    /// Input bytes consumed: whole records only.
+    pub consumed: usize,
+    pub records: u64,
+}
+
+/// How one column's text becomes its binary form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Codec {
+    Int2,
+    Int4,
+    Int8,
+    Float4,
+    Float8,
+    Numeric,
+    Date,
+    Timestamp,
+    Bool,
+    /// text, varchar, char: the bytes themselves (the server checks the
+    /// encoding and the declared length, as for text input).
+    Text,
+    Json,
+    Jsonb,
+    Uuid,
+}
+
+impl Codec {
+    /// The codec for a type as `format_type` prints it, if there is one.
+    pub fn for_type(sql_type: &str) -> Option<Codec> {
+        let base = without_modifier(sql_type);
+        Some(match base.as_str() {
+            "smallint" => Codec::Int2,
+            "integer" => Codec::Int4,
+            "bigint" => Codec::Int8,
+            "real" => Codec::Float4,
+            "double precision" => Codec::Float8,
+            "numeric" => Codec::Numeric,
+            "date" => Codec::Date,
+            "timestamp without time zone" => Codec::Timestamp,
+            "boolean" => Codec::Bool,
+            "text" | "character varying" | "character" | "bpchar" => Codec::Text,
+            "json" => Codec::Json,
+            "jsonb" => Codec::Jsonb,
+            "uuid" => Codec::Uuid,
+            _ => return None,
+        })
+    }
+}
+
+impl Codec {
+    /// Whether the server's text input for this type costs more than the
+    /// client's encoding of it. Measured with 2 workers (bench/README.md):
+    /// numeric + date (lineitem) and jsonb (cname) load faster as binary;
+    /// integers + text (transactions) load slower, the client's split
+    /// costing more than the server saves. Floats, timestamps and json have
+    /// parse-heavy text input like numeric and jsonb.
+    pub fn pays(self) -> bool {
+        matches!(
+            self,
+            Codec::Numeric
+                | Codec::Date
+                | Codec::Timestamp
+                | Codec::Float4
+                | Codec::Float8
+                | Codec::Json
+                | Codec::Jsonb
+        )
+    }
+}
+
+/// `numeric(15,2)` → `numeric`; `timestamp(3) without time zone` →
+/// `timestamp without time zone`.
+fn without_modifier(sql_type: &str) -> String {
+    match (sql_type.find('('), sql_type.find(')')) {
+        (Some(open), Some(close)) if open < close => format!("{}{}", &sql_type[..open], &sql_type[close + 1..]),
+        _ => sql_type.to_string(),
+    }
+}
+
+/// The format's splitting rules.
+#[derive(Clone, Debug)]
+struct Rules {
+    kind: Layout,
+    delimiter: u8,
+    quote: u8,
+    escape: u8,
+    null: Vec<u8>,
+    /// Bytes that stop the skip over ordinary bytes.
+    special: [bool; 256],
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    Text,
+    Csv,
+    /// One JSON document per line (COPY's CSV mode with control-byte quote
+    /// and delimiter, so an empty line is NULL).
+    Line,
+}
+
+impl Rules {
+    fn new(format: &FormatOptions) -> Rules {
+        let (kind, delimiter, quote, null) = match format.kind {
+            FormatKind::Tsv => {
+                (Layout::Text, format.delimiter.unwrap_or(b'\t'), 0, format.null.as_deref().unwrap_or("\\N"))
+            }
+            FormatKind::Csv => (
+                Layout::Csv,
+                format.delimiter.unwrap_or(b','),
+                format.quote.unwrap_or(b'"'),
+                format.null.as_deref().unwrap_or(""),
+            ),
+            FormatKind::Jsonl => (Layout::Line, 0, 0, ""),
+        };
+        let stops = match kind {
+            Layout::Text => [delimiter, b'\\', b'\n', b'\r', 0],
+            Layout::Csv => [delimiter, quote, b'\n', b'\r', 0],
+            Layout::Line => [0; 5],
+        };
+        let mut special = [false; 256];
+        for b in stops {
+            special[b as usize] = true;
+        }
+        let escape = format.escape.unwrap_or(quote);
+        Rules { kind, delimiter, quote, escape, null: null.as_bytes().to_vec(), special }
+    }
+
+    /// The first special byte at or after `from`, or the end.
+    #[inline]
+    fn next_special(&self, input: &[u8], from: usize) -> usize {
+        from + input[from..].iter().position(|&b| self.special[b as usize]).unwrap_or(input.len() - from)
+    }
+}
+
+/// A split that cannot go on: more input needed, or a record to leave to
+/// the text path.
+enum Stop {
+    NeedMore,
+    Unsure(String),
+}
+
+impl From<&str> for Stop {
+    fn from(reason: &str) -> Self {
+        Stop::Unsure(reason.to_string())
+    }
+}
+
+/// Encodes records of one format into binary tuples for one column list.
+#[derive(Clone, Debug)]
+pub struct BinaryEncoder {
+    rules: Rules,
+    split: Split,
+}
+
+impl BinaryEncoder {
+    /// An encoder for `columns` (name, `format_type` text) in COPY order, or
+    /// the reason binary cannot be used for them.
+    pub fn new(columns: &[(String, String)], format: &FormatOptions) -> Result<BinaryEncoder, String> {
+        let mut codecs = Vec::with_capacity(columns.len());
+        for (name, sql_type) in columns {
+            match Codec::for_type(sql_type) {
+                Some(codec) => codecs.push(codec),
+                None => return Err(format!("column \"{name}\" has type {sql_type}, which sluice does not encode")),
+            }
+        }
+        if format.kind == FormatKind::Jsonl && codecs.len() != 1 {
+            return Err("json lines fill exactly one column".into());
+        }
+        let split = Split { codecs, column: 0, scratch: Vec::new() };
+        Ok(BinaryEncoder { rules: Rules::new(format), split })
+    }
+
+    /// Whether binary pays for these columns (see [`Codec::pays`]).
+    pub fn pays(&self) -> bool {
+        self.split.codecs.iter().any(|c| c.pays())
+    }
+
+    /// Encodes the whole records at the front of `input` (all of it when
+    /// `at_end`: the last record may lack its newline) and appends their
+    /// tuples to `out`. On [`Unsure`], `out` holds the tuples of the records
+    /// before it.
+    pub fn encode(&mut self, input: &[u8], at_end: bool, out: &mut Vec<u8>) -> Result<Encoded, Unsure> {
+        let mut done = Encoded::default();
+        while done.consumed < input.len() {
+            let rest = &input[done.consumed..];
+            let unsure = |reason| Unsure { record: done.records, reason };
+            let tuple = out.len();
+            let len = match self.split.record(&self.rules, rest, at_end, out) {
+                Ok(len) => len,
+                Err(stop) => {
+                    out.truncate(tuple);
+                    match stop {
+                        Stop::NeedMore => break,
+                        Stop::Unsure(reason) => return Err(unsure(reason)),
+                    }
+                }
+            };
+            done.consumed += len;
+            done.records += 1;
+        }
+        Ok(done)
+    }
+}
+
+/// Splits one record and encodes each field as soon as it ends, in one
+/// pass that also finds where the record ends, by the server's rules (the
+/// property tests check those ends against the record scanner's reference).
+#[derive(Clone, Debug)]
+struct Split {
+    codecs: Vec<Codec>,
+    /// The next field's column.
+    column: usize,
+    /// A field's value after unescaping or unquoting.
+    scratch: Vec<u8>,
+}
+
+impl Split {
+    /// Appends the tuple of the record at the front of `input` to `out`;
+    /// returns the record's length with its newline. On a stop, `out` may
+    /// hold part of the tuple: the caller cuts it off.
+    fn record(&mut self, rules: &Rules, input: &[u8], at_end: bool, out: &mut Vec<u8>) -> Result<usize, Stop> {
+        self.column = 0;
+        out.extend_from_slice(&(self.codecs.len() as i16).to_be_bytes());
+        let len = match rules.kind {
+            Layout::Text => self.text(rules, input, at_end, out),
+            Layout::Csv => self.csv(rules, input, at_end, out),
+            Layout::Line => self.line(input, at_end, out),
+        }?;
+        match self.column == self.codecs.len() {
+            true => Ok(len),
+            false => Err(Stop::Unsure(format!("{} fields for {} columns", self.column, self.codecs.len()))),
+        }
+    }
+
+    /// Encodes the next field (`None`: NULL).
+    #[inline]
+    fn emit(&mut self, value: Option<&[u8]>, out: &mut Vec<u8>) -> Result<(), Stop> {
+        let Some(&codec) = self.codecs.get(self.column) else { return Err("more fields than columns".into()) };
+        self.column += 1;
+        match value {
+            None => {
+                out.extend_from_slice(&(-1i32).to_be_bytes());
+                Ok(())
+            }
+            Some(v) => encode_value(codec, v, out).map_err(Stop::Unsure),
+        }
+    }
+
+    /// Encodes the field held in scratch.
+    fn emit_scratch(&mut self, out: &mut Vec<u8>) -> Result<(), Stop> {
+        let value = std::mem::take(&mut self.scratch);
+        let result = self.emit(Some(&value), out);
+        self.scratch = value;
+        result
+    }
+
+    /// PostgreSQL's text format: a backslash escapes the next byte (newline
+    /// included); the raw field equal to the NULL string is NULL.
+    fn text(&mut self, rules: &Rules, input: &[u8], at_end: bool, out: &mut Vec<u8>) -> Result<usize, Stop> {
+        let (mut start, mut at, mut escaped) = (0, 0, false);
+        loop {
+            at = rules.next_special(input, at);
+            let Some(&b) = input.get(at) else {
+                if !at_end {
+                    return Err(Stop::NeedMore);
+                }
+                self.text_field(rules, &input[start..at], escaped, out)?;
+                return Ok(at);
+            };
+            match b {
+                b'\\' if at + 1 < input.len() => {
+                    escaped = true;
+                    at += 2;
+                }
+                b'\\' if at_end => return Err("a backslash at the end of the data".into()),
+                b'\\' => return Err(Stop::NeedMore),
+                b'\n' => {
+                    self.text_field(rules, &input[start..at], escaped, out)?;
+                    return Ok(at + 1);
+                }
+                b if b == rules.delimiter => {
+                    self.text_field(rules, &input[start..at], escaped, out)?;
+                    (start, at, escaped) = (at + 1, at + 1, false);
+                }
+                _ => return Err("a carriage return or NUL byte (the text path decides)".into()),
+            }
+        }
+    }
+
+    fn text_field(&mut self, rules: &Rules, raw: &[u8], escaped: bool, out: &mut Vec<u8>) -> Result<(), Stop> {
+        if raw == rules.null.as_slice() {
+            self.emit(None, out)
+        } else if escaped {
+            self.scratch.clear();
+            unescape_text(raw, &mut self.scratch).map_err(Stop::Unsure)?;
+            self.emit_scratch(out)
+        } else {
+            self.emit(Some(raw), out)
+        }
+    }
+
+    /// PostgreSQL's CSV: a quote may open anywhere in a field; quoted bytes
+    /// hold delimiters and newlines; inside quotes the escape byte escapes a
+    /// quote or itself. An unquoted field equal to the NULL string is NULL.
+    fn csv(&mut self, rules: &Rules, input: &[u8], at_end: bool, out: &mut Vec<u8>) -> Result<usize, Stop> {
+        if input.starts_with(b"\\.\n") || (at_end && input == b"\\.") {
+            return Err("an end-of-data marker".into());
+        }
+        let (mut start, mut at) = (0, 0);
+        // Once the field has had a quote (its value then builds up in
+        // scratch): where its bytes not yet copied there begin.
+        let mut quoted_from: Option<usize> = None;
+        loop {
+            at = rules.next_special(input, at);
+            let Some(&b) = input.get(at) else {
+                if !at_end {
+                    return Err(Stop::NeedMore);
+                }
+                self.csv_field(rules, &input[start..at], quoted_from.map(|q| &input[q..at]), out)?;
+                return Ok(at);
+            };
+            if b == rules.quote {
+                if quoted_from.is_none() {
+                    self.scratch.clear();
+                }
+                self.scratch.extend_from_slice(&input[quoted_from.unwrap_or(start)..at]);
+                at = self.quoted(rules, input, at + 1, at_end)?;
+                quoted_from = Some(at);
+            } else if b == b'\n' {
+                self.csv_field(rules, &input[start..at], quoted_from.map(|q| &input[q..at]), out)?;
+                return Ok(at + 1);
+            } else if b == rules.delimiter {
+                self.csv_field(rules, &input[start..at], quoted_from.take().map(|q| &input[q..at]), out)?;
+                (start, at) = (at + 1, at + 1);
+            } else {
+                return Err("an unquoted carriage return or a NUL byte (the text path decides)".into());
+            }
+        }
+    }
+
+    /// Copies a quoted part (after its opening quote) to scratch; returns
+    /// where it ends, past the closing quote.
+    fn quoted(&mut self, rules: &Rules, input: &[u8], mut at: usize, at_end: bool) -> Result<usize, Stop> {
+        let (quote, escape) = (rules.quote, rules.escape);
+        loop {
+            let Some(i) = memchr3(quote, escape, 0, &input[at..]) else {
+                return Err(if at_end { "an unterminated quoted field".into() } else { Stop::NeedMore });
+            };
+            self.scratch.extend_from_slice(&input[at..at + i]);
+            at += i;
+            let c = input[at];
+            if c == 0 {
+                return Err("a NUL byte in a quoted field".into());
+            }
+            if c == escape {
+                match input.get(at + 1) {
+                    Some(&n) if n == escape || n == quote => {
+                        self.scratch.push(n);
+                        at += 2;
+                        continue;
+                    }
+                    None if !at_end => return Err(Stop::NeedMore),
+                    _ => {}
+                }
+            }
+            if c == quote {
+                return Ok(at + 1);
+            }
+            self.scratch.push(c);
+            at += 1;
+        }
+    }
+
+    /// Encodes a CSV field: `raw` as it is in the input; `tail`, when the
+    /// field had quotes, its bytes after the last one (the rest of its value
+    /// is in scratch).
+    fn csv_field(&mut self, rules: &Rules, raw: &[u8], tail: Option<&[u8]>, out: &mut Vec<u8>) -> Result<(), Stop> {
+        match tail {
+            Some(tail) => {
+                self.scratch.extend_from_slice(tail);
+                self.emit_scratch(out)
+            }
+            None if raw == rules.null.as_slice() => self.emit(None, out),
+            None => self.emit(Some(raw), out),
+        }
+    }
+
+    /// A JSON-lines record: the whole line is the one field; an empty line is
+    /// NULL, as COPY's CSV mode reads it.
+    fn line(&mut self, input: &[u8], at_end: bool, out: &mut Vec<u8>) -> Result<usize, Stop> {
+        let (end, len) = match memchr(b'\n', input) {
+            Some(i) => (i, i + 1),
+            None if at_end => (input.len(), input.len()),
+            None => return Err(Stop::NeedMore),
+        };
+        let line = &input[..end];
+        if line == b"\\." || memchr3(b'\r', 0x01, 0x02, line).is_some() || memchr(0, line).is_some() {
+            return Err("a carriage return, control byte or end-of-data marker".into());
+        }
+        self.emit((!line.is_empty()).then_some(line), out)?;
+        Ok(len)
+    }
+}
+
+/// `CopyReadAttributesText`'s escapes, appended to `value`: octal, `\x`
+/// hex, control letters, and any other byte taken literally. A NUL result or
+/// `\.` is unsure (the text path treats both specially).
+fn unescape_text(raw: &[u8], value: &mut Vec<u8>) -> Result<(), String> {
+    let mut i = 0;
+    while i < raw.len() {
+        let Some(k) = memchr(b'\\', &raw[i..]) else {
+            value.extend_from_slice(&raw[i..]);
+            break;
+        };
+        value.extend_from_slice(&raw[i..i + k]);
+        i += k + 1;
+        let c = raw[i];
+        i += 1;
+        let byte = match c {
+            b'0'..=b'7' => {
+                let mut v = u32::from(c - b'0');
+                for _ in 0..2 {
+                    match raw.get(i) {
+                        Some(&d @ b'0'..=b'7') => {
+                            v = v * 8 + u32::from(d - b'0');
+                            i += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                (v & 0xff) as u8
+            }
+            b'x' if raw.get(i).is_some_and(u8::is_ascii_hexdigit) => {
+                let mut v = 0u32;
+                for _ in 0..2 {
+                    match raw.get(i).and_then(|d| (*d as char).to_digit(16)) {
+                        Some(d) => {
+                            v = v * 16 + d;
+                            i += 1;
+                        }
+                        None => break,
+                    }
+                }
+                v as u8
+            }
+            b'b' => 8,
+            b'f' => 12,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            b'v' => 11,
+            b'.' => return Err("an end-of-data marker".into()),
+            other => other,
+        };
+        if byte == 0 {
+            return Err("an escape that yields a NUL byte".into());
+        }
+        value.push(byte);
+    }
+    Ok(())
+}
+
+/// Appends one field: its length, then its binary value.
+fn encode_value(codec: Codec, text: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    let ok = match codec {
+        Codec::Int2 => integer(text, i16::MIN.into(), i16::MAX.into()).map(|v| put(out, &(v as i16).to_be_bytes())),
+        Codec::Int4 => integer(text, i32::MIN.into(), i32::MAX.into()).map(|v| put(out, &(v as i32).to_be_bytes())),
+        Codec::Int8 => integer(text, i64::MIN, i64::MAX).map(|v| put(out, &v.to_be_bytes())),
+        Codec::Float4 => float(text).filter(|_| f32_exact(text)).map(|v| put(out, &(v as f32).to_be_bytes())),
+        Codec::Float8 => float(text).map(|v| put(out, &v.to_be_bytes())),
+        Codec::Numeric => numeric(text, out),
+        Codec::Date => iso_date(text).map(|d| put(out, &(d as i32).to_be_bytes())),
+        Codec::Timestamp => timestamp(text).map(|t| put(out, &t.to_be_bytes())),
+        Codec::Bool => boolean(text).map(|b| put(out, &[u8::from(b)])),
+        Codec::Text | Codec::Json => {
+            put(out, text);
+            Some(())
+        }
+        Codec::Jsonb => {
+            out.extend_from_slice(&(text.len() as i32 + 1).to_be_bytes());
+            out.push(1);
+            out.extend_from_slice(text);
+            Some(())
+        }
+        Codec::Uuid => uuid(text).map(|u| put(out, &u)),
+    };
+    ok.ok_or_else(|| format!("a value sluice does not read with certainty as {codec:?}: {:?}", preview(text)))
+}
+
+/// A field's length and bytes.
+#[inline]
+fn put(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
+    out.extend_from_slice(bytes);
+}
+
+fn preview(text: &[u8]) -> String {
+    String::from_utf8_lossy(&text[..text.len().min(40)]).into_owned()
+}
+
+/// `[-+]digits` within `min..=max`; no spaces, underscores or hex.
+fn integer(text: &[u8], min: i64, max: i64) -> Option<i64> {
+    let (negative, digits) = match text.split_first()? {
+        (b'-', rest) => (true, rest),
+        (b'+', rest) => (false, rest),
+        _ => (false, text),
+    };
+    if digits.is_empty() || digits.len() > 19 {
+        return None;
+    }
+    let mut magnitude = 0u64;
+    for &d in digits {
+        let d = d.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        magnitude = magnitude * 10 + u64::from(d);
+    }
+    let v = if negative { -i128::from(magnitude) } else { i128::from(magnitude) };
+    (i128::from(min)..=i128::from(max)).contains(&v).then_some(v as i64)
+}
+
+/// `[-]digits[.digits][e[-+]digits]`, finite and normal (the server refuses
+/// what overflows and reads subnormals its own way).
+fn float(text: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(text).ok()?;
+    let body = s.strip_prefix('-').unwrap_or(s);
+    let (mantissa, exponent) = match body.find(['e', 'E']) {
+        Some(i) => (&body[..i], Some(&body[i + 1..])),
+        None => (body, None),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits_ok = |d: &str| d.bytes().all(|b| b.is_ascii_digit());
+    let exp_ok = exponent.map_or(true, |e| {
+        let e = e.strip_prefix(['-', '+']).unwrap_or(e);
+        !e.is_empty() && e.len() <= 4 && digits_ok(e)
+    });
+    if int.is_empty() || !digits_ok(int) || !digits_ok(frac) || !exp_ok {
+        return None;
+    }
+    let v: f64 = s.parse().ok()?;
+    (v == 0.0 && mantissa.bytes().all(|b| b == b'0' || b == b'.') || v.is_normal()).then_some(v)
+}
+
+/// A float4 read through f64 then narrowed can differ from reading it as
+/// f32 directly (double rounding); accept only when both agree and it is
+/// normal in f32.
+fn f32_exact(text: &[u8]) -> bool {
+    let Ok(s) = std::str::from_utf8(text) else { return false };
+    match (s.parse::<f32>(), s.parse::<f64>()) {
+        (Ok(direct), Ok(wide)) => direct == wide as f32 && (direct == 0.0 || direct.is_normal()),
+        _ => false,
+    }
+}
+
+/// PostgreSQL's binary numeric: base-10000 digits, weight of the first,
+/// sign and display scale. From `[-+]digits[.digits]` only (no exponent,
+/// NaN or infinity); the server rounds to the column's scale as it does for
+/// text.
+fn numeric(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    let (negative, body) = match text.split_first()? {
+        (b'-', rest) => (true, rest),
+        (b'+', rest) => (false, rest),
+        _ => (false, text),
+    };
+    let (int, frac) = match memchr(b'.', body) {
+        Some(i) => (&body[..i], &body[i + 1..]),
+        None => (body, &body[..0]),
+    };
+    let all_digits = |d: &[u8]| d.iter().all(u8::is_ascii_digit);
+    if int.len() + frac.len() == 0 || body.len() > 1000 || !all_digits(int) || !all_digits(frac) {
+        return None;
+    }
+    let int = &int[int.iter().position(|&d| d != b'0').unwrap_or(int.len())..];
+    // Digits left-padded to whole groups before the point, right-padded
+    // after: `digit(k)` is the k-th of them.
+    let pad = (4 - int.len() % 4) % 4;
+    let digit = |k: usize| -> i16 {
+        let d = match k.checked_sub(pad) {
+            None => b'0',
+            Some(k) if k < int.len() => int[k],
+            Some(k) => frac.get(k - int.len()).copied().unwrap_or(b'0'),
+        };
+        i16::from(d - b'0')
+    };
+    let length = out.len();
+    let header = length + 4;
+    out.extend_from_slice(&[0; 12]);
+    let mut weight = ((pad + int.len()) / 4) as i16 - 1;
+    let (mut written, mut significant) = (0, 0);
+    for g in 0..(pad + int.len() + frac.len()).div_ceil(4) {
+        let k = g * 4;
+        let group = digit(k) * 1000 + digit(k + 1) * 100 + digit(k + 2) * 10 + digit(k + 3);
+        if written == 0 && group == 0 {
+            weight -= 1;
+            continue;
+        }
+        out.extend_from_slice(&group.to_be_bytes());
+        written += 1;
+        if group != 0 {
+            significant = written;
+        }
+    }
+    out.truncate(header + 8 + 2 * significant);
+    if significant == 0 {
+        weight = 0;
+    }
+    let sign: u16 = if negative && significant > 0 { 0x4000 } else { 0 };
+    out[header..header + 2].copy_from_slice(&(significant as i16).to_be_bytes());
+    out[header + 2..header + 4].copy_from_slice(&weight.to_be_bytes());
+    out[header + 4..header + 6].copy_from_slice(&sign.to_be_bytes());
+    out[header + 6..header + 8].copy_from_slice(&(frac.len() as i16).to_be_bytes());
+    out[length..header].copy_from_slice(&((8 + 2 * significant) as i32).to_be_bytes());
+    Some(())
+}
+
+/// Days from 2000-01-01 (PostgreSQL's epoch) to a civil date.
+fn days_since_2000(year: i64, month: i64, day: i64) -> i64 {
+    // Howard Hinnant's days_from_civil, shifted from 1970 to 2000.
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468 - 10_957
+}
+
+fn digits_value(text: &[u8]) -> Option<i64> {
+    text.iter().all(u8::is_ascii_digit).then(|| text.iter().fold(0, |acc, &d| acc * 10 + i64::from(d - b'0')))
+}
+
+/// `YYYY-MM-DD`, year 1 to 9999, a real day of the month.
+fn iso_date(text: &[u8]) -> Option<i64> {
+    if text.len() != 10 || text[4] != b'-' || text[7] != b'-' {
+        return None;
+    }
+    let (y, m, d) = (digits_value(&text[..4])?, digits_value(&text[5..7])?, digits_value(&text[8..])?);
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let valid = y >= 1 && (1..=12).contains(&m) && d >= 1 && d <= month_days[(m - 1).clamp(0, 11) as usize];
+    valid.then(|| days_since_2000(y, m, d))
+}
+
+/// `YYYY-MM-DD HH:MM:SS[.ffffff]` (or `T` between), as microseconds from
+/// 2000-01-01 00:00.
+fn timestamp(text: &[u8]) -> Option<i64> {
+    if text.len() < 19 || !matches!(text[10], b' ' | b'T') || text[13] != b':' || text[16] != b':' {
+        return None;
+    }
+    let days = iso_date(&text[..10])?;
+    let (h, m, s) = (digits_value(&text[11..13])?, digits_value(&text[14..16])?, digits_value(&text[17..19])?);
+    if h > 23 || m > 59 || s > 59 {
+        return None;
+    }
+    let micros = match &text[19..] {
+        [] => 0,
+        [b'.', frac @ ..] if (1..=6).contains(&frac.len()) => digits_value(frac)? * 10i64.pow(6 - frac.len() as u32),
+        _ => return None,
+    };
+    Some(((days * 24 + h) * 60 + m) * 60_000_000 + s * 1_000_000 + micros)
+}
+
+fn boolean(text: &[u8]) -> Option<bool> {
+    match text {
+        b"t" | b"true" | b"1" => Some(true),
+        b"f" | b"false" | b"0" => Some(false),
+        _ => None,
+    }
+}
+
+/// `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
+fn uuid(text: &[u8]) -> Option<[u8; 16]> {
+    if text.len() != 36 || [8, 13, 18, 23].iter().any(|&i| text[i] != b'-') {
+        return None;
+    }
+    let hex: Vec<u8> = text.iter().copied().filter(|&b| b != b'-').collect();
+    let mut bytes = [0u8; 16];
+    for (i, pair) in hex.chunks(2).enumerate() {
+        let pair = std::str::from_utf8(pair).ok()?;
+        bytes[i] = u8::from_str_radix(pair, 16).ok()?;
+    }
+    Some(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encoder(types: &[&str], kind: FormatKind) -> BinaryEncoder {
+        let cols: Vec<(String, String)> = types.iter().map(|t| ("c".to_string(), t.to_string())).collect();
+        BinaryEncoder::new(&cols, &FormatOptions::new(kind)).unwrap()
+    }
+
+    /// The fields of the first tuple in `out`: None for NULL.
+    fn fields(out: &[u8]) -> Vec<Option<Vec<u8>>> {
+        let n = i16::from_be_bytes([out[0], out[1]]) as usize;
+        let mut at = 2;
+        (0..n)
+            .map(|_| {
+                let len = i32::from_be_bytes(out[at..at + 4].try_into().unwrap());
+                at += 4;
+                (len >= 0).then(|| {
+                    at += len as usize;
+                    out[at - len as usize..at].to_vec()
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn splits_text_fields_with_escapes_and_nulls() {
+        let mut e = encoder(&["integer", "text", "text"], FormatKind::Tsv);
+        let mut out = Vec::new();
+        let done = e.encode(b"-7\ta\\tb\\\\c\\101\\x41\t\\N\n", true, &mut out).unwrap();
+        assert_eq!(done, Encoded { consumed: 22, records: 1 });
+        let f = fields(&out);
+        assert_eq!(f[0].as_deref(), Some(&(-7i32).to_be_bytes()[..]));
+        assert_eq!(f[1].as_deref(), Some(&b"a\tb\\cAA"[..]));
+        assert_eq!(f[2], None);
+    }
+
+    #[test]
+    fn stops_before_an_incomplete_record_unless_at_end() {
+        let mut e = encoder(&["integer"], FormatKind::Tsv);
+        let mut out = Vec::new();
+        assert_eq!(e.encode(b"1\n2\n3", false, &mut out).unwrap(), Encoded { consumed: 4, records: 2 });
+        assert_eq!(e.encode(b"3", true, &mut out).unwrap(), Encoded { consumed: 1, records: 1 });
+    }
+
+    #[test]
+    fn splits_csv_like_the_server() {
+        let mut e = encoder(&["text", "text", "text", "text"], FormatKind::Csv);
+        let mut out = Vec::new();
+        e.encode(b"\"a,\"\"b\"\"\nc\",,\"\",x\"y\"z\n", true, &mut out).unwrap();
+        let f = fields(&out);
+        assert_eq!(f[0].as_deref(), Some(&b"a,\"b\"\nc"[..]));
+        assert_eq!(f[1], None, "unquoted empty is NULL");
+        assert_eq!(f[2].as_deref(), Some(&b""[..]), "quoted empty is an empty string");
+        assert_eq!(f[3].as_deref(), Some(&b"xyz"[..]), "a quote may open mid-field");
+    }
+
+    #[test]
+    fn unsure_of_what_the_text_path_must_decide() {
+        let mut e = encoder(&["integer", "text"], FormatKind::Tsv);
+        let cases: [&[u8]; 7] = [b" 1\ta\n", b"1\n", b"1\ta\tb\n", b"1\ta\r\n", b"1\ta\\0\n", b"1e3\ta\n", b"1\t\\.\n"];
+        for case in cases {
+            let err = e.encode(case, true, &mut Vec::new()).unwrap_err();
+            assert_eq!(err.record, 0, "{case:?}");
+        }
+        let mut e = encoder(&["integer"], FormatKind::Csv);
+        assert!(e.encode(b"1\n\"2\n", true, &mut Vec::new()).is_err_and(|u| u.record == 1));
+        assert!(e.encode(b"1\r\n", true, &mut Vec::new()).is_err());
+    }
+
+    /// Record ends the splitter finds (complete records only), and whether
+    /// it stopped on a record it is unsure of.
+    fn split_ends(format: &FormatOptions, input: &[u8]) -> (Vec<usize>, bool) {
+        let rules = Rules::new(format);
+        let mut split = Split { codecs: vec![Codec::Text; 64], column: 0, scratch: Vec::new() };
+        let (mut ends, mut at) = (Vec::new(), 0);
+        loop {
+            split.column = 0;
+            let rest = &input[at..];
+            let stepped = match rules.kind {
+                Layout::Text => split.text(&rules, rest, false, &mut Vec::new()),
+                Layout::Csv => split.csv(&rules, rest, false, &mut Vec::new()),
+                Layout::Line => split.line(rest, false, &mut Vec::new()),
+            };
+            match stepped {
+                Ok(len) => {
+                    at += len;
+                    ends.push(at);
+                }
+                Err(Stop::NeedMore) => return (ends, false),
+                Err(Stop::Unsure(_)) => return (ends, true),
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(600))]
+        /// The splitter ends records where the record scanner's reference
+        /// (PostgreSQL's CopyReadLineText) does; where it is unsure it stops,
+        /// and the chunk goes as text.
+        #[test]
+        fn splitter_ends_records_where_the_reference_does(
+            picks in proptest::collection::vec(0usize..9, 0..300),
+            kind in 0usize..4,
+        ) {
+            let input: Vec<u8> = picks.iter().map(|&i| b"a,\"\\\n\t|x\r"[i]).collect();
+            let mut format = FormatOptions::new([FormatKind::Tsv, FormatKind::Csv, FormatKind::Csv, FormatKind::Jsonl][kind]);
+            if kind == 2 {
+                format.escape = Some(b'\\');
+            }
+            let reference = crate::format::scan::reference_record_ends(format.dialect(), &input);
+            let (ends, unsure) = split_ends(&format, &input);
+            proptest::prop_assert_eq!(&reference[..ends.len()], &ends[..]);
+            if !unsure {
+                proptest::prop_assert_eq!(reference, ends);
+            }
+        }
+    }
+
+    #[test]
+    fn numbers_in_binary() {
+        assert_eq!(integer(b"+12", 0, 100), Some(12));
+        assert_eq!(integer(b"128", -128, 127), None);
+        assert_eq!(integer(b"9223372036854775807", i64::MIN, i64::MAX), Some(i64::MAX));
+        assert_eq!(integer(b"-9223372036854775808", i64::MIN, i64::MAX), Some(i64::MIN));
+        let num = |t: &[u8]| {
+            let mut out = Vec::new();
+            numeric(t, &mut out)
+                .map(|_| out[4..].chunks(2).map(|c| i16::from_be_bytes([c[0], c[1]])).collect::<Vec<_>>())
+        };
+        // ndigits, weight, sign, dscale, digits...
+        assert_eq!(num(b"21168.23"), Some(vec![3, 1, 0, 2, 2, 1168, 2300]));
+        assert_eq!(num(b"-0.04"), Some(vec![1, -1, 0x4000, 2, 400]));
+        assert_eq!(num(b"0.00"), Some(vec![0, 0, 0, 2]));
+        assert_eq!(num(b"-0"), Some(vec![0, 0, 0, 0]));
+        assert_eq!(num(b".00001"), Some(vec![1, -2, 0, 5, 1000]));
+        assert_eq!(num(b"100000000"), Some(vec![1, 2, 0, 0, 1]));
+        assert_eq!(num(b"1e5"), None);
+        assert_eq!(num(b"NaN"), None);
+        assert_eq!(num(b"."), None);
+        assert_eq!(float(b"1.5e3"), Some(1500.0));
+        assert_eq!(float(b"1e999"), None);
+        assert_eq!(float(b"1e-320"), None, "subnormal");
+        assert_eq!(float(b"Infinity"), None);
+        assert_eq!(float(b"0.0"), Some(0.0));
+    }
+
+    #[test]
+    fn dates_and_times_from_postgresqls_epoch() {
+        assert_eq!(iso_date(b"2000-01-01"), Some(0));
+        assert_eq!(iso_date(b"1996-03-13"), Some(-1389));
+        assert_eq!(iso_date(b"2024-02-29"), Some(8825));
+        assert_eq!(iso_date(b"2023-02-29"), None);
+        assert_eq!(iso_date(b"0000-01-01"), None);
+        assert_eq!(iso_date(b"1996-3-13"), None);
+        assert_eq!(timestamp(b"2000-01-02 00:00:01.5"), Some(86_400_000_000 + 1_500_000));
+        assert_eq!(timestamp(b"1999-12-31T23:59:59"), Some(-1_000_000));
+        assert_eq!(timestamp(b"2000-01-01 24:00:00"), None);
+        assert_eq!(timestamp(b"2000-01-01 00:00:00.1234567"), None);
+    }
+
+    #[test]
+    fn types_with_and_without_codecs() {
+        assert_eq!(Codec::for_type("numeric(15,2)"), Some(Codec::Numeric));
+        assert_eq!(Codec::for_type("character varying(44)"), Some(Codec::Text));
+        assert_eq!(Codec::for_type("timestamp(3) without time zone"), Some(Codec::Timestamp));
+        assert_eq!(Codec::for_type("timestamp with time zone"), None);
+        assert_eq!(Codec::for_type("integer[]"), None);
+        let cols = vec![("ts".to_string(), "timestamp with time zone".to_string())];
+        let err = BinaryEncoder::new(&cols, &FormatOptions::new(FormatKind::Csv)).unwrap_err();
+        assert!(err.contains("\"ts\""), "{err}");
+        assert_eq!(uuid(b"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11").unwrap()[0], 0xa0);
+        assert_eq!(uuid(b"a0eebc999c0b4ef8bb6d6bb9bd380a11"), None);
+    }
+}

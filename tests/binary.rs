@@ -1,0 +1,232 @@
+//! Binary COPY loads exactly what a text COPY of the same file loads: every
+//! type with an encoder, escapes, quotes, NULLs, rounding to the column's
+//! modifier, and values the encoder is unsure of (those chunks go as text).
+
+use crate::util::TestDb;
+
+const COLUMNS: &str = "i2 smallint, i4 integer, i8 bigint, f4 real, f8 double precision, n numeric, \
+     n3 numeric(12,3), d date, ts timestamp, ts3 timestamp(3), b boolean, t text, v varchar(20), c char(5), \
+     j json, jb jsonb, u uuid";
+
+/// A small deterministic generator (xorshift), so failures reproduce.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len() as u64) as usize]
+    }
+}
+
+/// One row's values as text (`None` = NULL). Every `unsure_every`th row
+/// holds a value the text input accepts but the encoder does not read.
+fn row(rng: &mut Rng, i: u64, unsure_every: u64) -> Vec<Option<String>> {
+    let date = |rng: &mut Rng| format!("{:04}-{:02}-{:02}", 1 + rng.below(9999), 1 + rng.below(12), 1 + rng.below(28));
+    let fraction = |rng: &mut Rng| match rng.below(7) {
+        0 => String::new(),
+        n => format!(".{:0width$}", rng.below(10u64.pow(n as u32)), width = n as usize),
+    };
+    let time = |rng: &mut Rng| {
+        format!("{} {:02}:{:02}:{:02}{}", date(rng), rng.below(24), rng.below(60), rng.below(60), fraction(rng))
+    };
+    let decimal = |rng: &mut Rng| {
+        let sign = rng.pick(&["", "-", "+"]);
+        let int = rng.pick(&["0", "7", "12345", "99999999999999999999", "", "000123"]);
+        let frac = rng.pick(&["", ".5", ".0001", ".123456789", ".00", "."]);
+        let int = if int.is_empty() && frac.len() < 2 { "1" } else { int };
+        format!("{sign}{int}{frac}")
+    };
+    let text = rng.pick(&["plain", "tab\there", "back\\slash", "new\nline", "ünïcödé ✓", "", "  spaced  ", "\\N"]);
+    let json = rng.pick(&[r#"{"a": [1, 2.50, "x\u00e9"]}"#, r#"  {"b":null}  "#, "[]", r#""tab\tin string""#, "3"]);
+    let mut values = vec![
+        Some(((i * 37) % 65536) as i64 - 32768).map(|v| v.to_string()),
+        Some((rng.next() as i32).to_string()),
+        Some(match rng.below(10) {
+            0 => i64::MIN.to_string(),
+            1 => i64::MAX.to_string(),
+            _ => (rng.next() as i64).to_string(),
+        }),
+        Some(rng.pick(&["1.5", "-0.1", "3.4028235e38", "0", "123456.789", "1e-30", "7"]).to_string()),
+        Some(rng.pick(&["0.1", "-2.5e-300", "1.7976931348623157e308", "42", "3.141592653589793", "-0"]).to_string()),
+        Some(decimal(rng)),
+        Some(format!("{}{}.{}", rng.pick(&["", "-"]), rng.below(1_000_000), rng.below(100_000))),
+        Some(date(rng)),
+        Some(time(rng)),
+        Some(time(rng)),
+        Some(rng.pick(&["t", "f", "true", "false", "1", "0"]).to_string()),
+        Some(text.to_string()),
+        Some(rng.pick(&["short", "trailing   ", "", "exactly twenty chars"]).to_string()),
+        Some(rng.pick(&["ab", "abcde", "", "x  "]).to_string()),
+        Some(json.to_string()),
+        Some(json.to_string()),
+        Some(format!(
+            "{:08x}-{:04x}-4{:03x}-a{:03x}-{:012x}",
+            rng.next() as u32,
+            rng.below(1 << 16),
+            rng.below(4096),
+            rng.below(4096),
+            rng.next() >> 16
+        )),
+    ];
+    for v in values.iter_mut().skip(1) {
+        if rng.below(13) == 0 {
+            *v = None;
+        }
+    }
+    if unsure_every > 0 && i % unsure_every == unsure_every - 1 {
+        let (column, value) = match (i / unsure_every) % 6 {
+            0 => (1, " 42 "),
+            1 => (5, "1.5e3"),
+            2 => (7, "March 3, 2020"),
+            3 => (10, "yes"),
+            4 => (8, "2020-01-01 24:00:00"),
+            _ => (16, "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}"),
+        };
+        values[column] = Some(value.to_string());
+    }
+    values
+}
+
+fn tsv(rows: &[Vec<Option<String>>]) -> Vec<u8> {
+    let escape = |v: &str| v.replace('\\', "\\\\").replace('\t', "\\t").replace('\n', "\\n");
+    let mut out = String::new();
+    for row in rows {
+        let fields: Vec<String> = row.iter().map(|v| v.as_deref().map_or("\\N".to_string(), escape)).collect();
+        out.push_str(&fields.join("\t"));
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+/// CSV that quotes when it must and sometimes when it need not.
+fn csv(rows: &[Vec<Option<String>>]) -> Vec<u8> {
+    let mut out = String::new();
+    for (i, row) in rows.iter().enumerate() {
+        let fields: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, v)| match v.as_deref() {
+                None => String::new(),
+                Some(v) if v.is_empty() || v.contains([',', '"', '\n']) || (i + c) % 5 == 0 => {
+                    format!("\"{}\"", v.replace('"', "\"\""))
+                }
+                Some(v) => v.to_string(),
+            })
+            .collect();
+        out.push_str(&fields.join(","));
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+fn rows(count: u64, unsure_every: u64) -> Vec<Vec<Option<String>>> {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    (0..count).map(|i| row(&mut rng, i, unsure_every)).collect()
+}
+
+/// Rows compared by their text form (json has no equality operator; its
+/// text is the input, kept byte for byte).
+fn assert_same_text_rows(db: &TestDb, a: &str, b: &str) {
+    assert_eq!(db.count(a), db.count(b), "row counts of {a} and {b}");
+    let diff = db.scalar(&format!(
+        "SELECT count(*) FROM ((SELECT x::text FROM {a} x EXCEPT ALL SELECT y::text FROM {b} y) \
+         UNION ALL (SELECT y::text FROM {b} y EXCEPT ALL SELECT x::text FROM {a} x)) d"
+    ));
+    assert_eq!(diff, "0", "{a} and {b} differ");
+}
+
+/// Loads `file` with sluice (binary forced) and with psql, compares, and
+/// returns the report's (binary chunks, text chunks).
+fn load_both_ways(db: &TestDb, file: &std::path::Path, args: &[&str], psql_options: &str) -> (u64, u64) {
+    db.execute(&format!("CREATE TABLE got ({COLUMNS}); CREATE TABLE want (LIKE got)"));
+    let report = file.with_extension("report.json");
+    let mut full = vec![file.to_str().unwrap(), "--table", "got", "--copy-format", "binary", "--chunk-size", "4KiB"];
+    full.extend_from_slice(&["--report", report.to_str().unwrap()]);
+    full.extend_from_slice(args);
+    let run = db.load(&full);
+    run.assert_ok();
+    db.psql_copy("want", file, psql_options);
+    assert_same_text_rows(db, "got", "want");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let copy = &report["summary"]["copy"];
+    assert_eq!(copy["planned"], "binary");
+    (copy["binary_chunks"].as_u64().unwrap(), copy["text_chunks"].as_u64().unwrap())
+}
+
+#[test]
+fn binary_tsv_loads_what_text_loads_for_every_encoded_type() {
+    let db = TestDb::new();
+    let file = db.file("types.tsv", &tsv(&rows(3000, 0)));
+    let (binary, text) = load_both_ways(&db, &file, &["--workers", "3"], "");
+    assert!(binary > 100, "{binary} binary chunks");
+    assert_eq!(text, 0, "every value is in a form the encoder reads");
+    // The cases worth having: rounding to the modifier, NULLs, escapes, padding.
+    assert_ne!(db.scalar("SELECT count(*) FROM got WHERE n3 IS NULL"), "0");
+    assert_ne!(db.scalar("SELECT count(*) FROM got WHERE t LIKE '%' || chr(9) || '%'"), "0");
+    assert_eq!(db.scalar("SELECT max(octet_length(c)) FROM got"), "5");
+}
+
+#[test]
+fn binary_csv_loads_what_text_loads() {
+    let db = TestDb::new();
+    let file = db.file("types.csv", &csv(&rows(2000, 0)));
+    let (binary, text) = load_both_ways(&db, &file, &["--workers", "2"], "with (format csv)");
+    assert!(binary > 50 && text == 0, "{binary} binary, {text} text chunks");
+}
+
+#[test]
+fn chunks_with_values_the_encoder_does_not_read_go_as_text() {
+    let db = TestDb::new();
+    let file = db.file("unsure.tsv", &tsv(&rows(4000, 150)));
+    let (binary, text) = load_both_ways(&db, &file, &["--workers", "2"], "");
+    assert!(binary > 0 && text > 0, "{binary} binary, {text} text chunks");
+    let dates = (0..4000).filter(|i| i % 150 == 149 && (i / 150) % 6 == 2).count();
+    assert_eq!(db.scalar("SELECT count(*) FROM got WHERE d = '2020-03-03'"), dates.to_string());
+}
+
+#[test]
+fn json_lines_into_json_and_jsonb_in_binary() {
+    let db = TestDb::new();
+    let mut data = String::new();
+    for i in 0..3000 {
+        data.push_str(&format!(r#"{{"i": {i}, "s": "tab\there \\ \u00e9", "a": [1.50, null, true]}}"#));
+        data.push('\n');
+    }
+    let file = db.file("docs.jsonl", data.as_bytes());
+    let report = file.with_extension("report.json");
+    for ty in ["jsonb", "json"] {
+        db.execute(&format!(
+            "DROP TABLE IF EXISTS got, want; CREATE TABLE got (doc {ty}); CREATE TABLE want (LIKE got)"
+        ));
+        let args =
+            [file.to_str().unwrap(), "--table", "got", "--chunk-size", "8KiB", "--report", report.to_str().unwrap()];
+        db.load(&args).assert_ok();
+        db.psql_copy("want", &file, "with (format csv, quote e'\\x01', delimiter e'\\x02')");
+        assert_same_text_rows(&db, "got", "want");
+        let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        assert_eq!(report["summary"]["copy"]["planned"], "binary", "auto picks binary for {ty}");
+        assert_eq!(report["summary"]["copy"]["text_chunks"], 0, "{ty}");
+    }
+    assert_eq!(db.scalar("SELECT doc::text FROM got LIMIT 1"), data.lines().next().unwrap(), "json keeps its bytes");
+}
+
+#[test]
+fn a_type_without_an_encoder_means_text_and_says_why() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE got (id int, at timestamptz)");
+    let file = db.file("tz.csv", b"1,2020-01-01 00:00:00+02\n");
+    let run = db.load(&[file.to_str().unwrap(), "--table", "got"]);
+    run.assert_ok();
+    assert!(run.output().contains("text COPY (column \"at\" has type timestamp with time zone"), "{}", run.output());
+    let forced = db.load(&[file.to_str().unwrap(), "--table", "got", "--copy-format", "binary"]);
+    assert_eq!(forced.code, 2, "{}", forced.output());
+    assert!(forced.output().contains("--copy-format binary: column \"at\""), "{}", forced.output());
+}
