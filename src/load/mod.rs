@@ -564,7 +564,7 @@ fn copy_path(shared: &Shared, chunks: &[ChunkRecord]) -> CopyPath {
             why: "every column has a binary encoder: the server parses less".into(),
             binary_chunks,
             text_chunks,
-            first_fallback: plan.fallbacks().1,
+            first_fallback: plan.first_fallback(),
         },
         None => CopyPath {
             planned: "text".into(),

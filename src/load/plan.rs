@@ -89,7 +89,8 @@ fn copy_target(table: &TableInfo, columns: Option<&[String]>) -> String {
 /// `--copy-format`: how chunks travel to the server.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CopyFormat {
-    /// Binary when every column has an encoder, else text.
+    /// Binary where it pays (see [`Codec::pays`](crate::format::binary::Codec::pays)) and every
+    /// column has an encoder, else text.
     #[default]
     Auto,
     Text,
@@ -126,9 +127,9 @@ impl BinaryPlan {
         self.first_fallback.lock().expect("not poisoned").get_or_insert(why);
     }
 
-    /// Chunks that fell back to text, and why the first did.
-    pub fn fallbacks(&self) -> (u64, Option<String>) {
-        (self.fell_back.load(Ordering::Relaxed), self.first_fallback.lock().expect("not poisoned").clone())
+    /// Why the first chunk that fell back to text did.
+    pub fn first_fallback(&self) -> Option<String> {
+        self.first_fallback.lock().expect("not poisoned").clone()
     }
 }
 
@@ -142,11 +143,7 @@ pub fn choose_copy_format(
     if wanted == CopyFormat::Text {
         return Ok(Err("--copy-format text".into()));
     }
-    let chosen: Vec<(String, String)> = match columns {
-        Some(names) => names.iter().filter_map(|n| table.columns.iter().find(|(c, _)| c == n).cloned()).collect(),
-        None => table.columns.clone(),
-    };
-    match BinaryEncoder::new(&chosen, format) {
+    match BinaryEncoder::new(&table.copy_columns(columns), format) {
         Ok(encoder) if wanted == CopyFormat::Auto && !encoder.pays() => Ok(Err(
             "integer, text and similar columns: the server reads their text about as fast as sluice encodes them"
                 .into(),

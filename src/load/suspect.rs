@@ -48,14 +48,11 @@ pub fn rules(table: &TableInfo, columns: Option<&[String]>, format: &FormatOptio
     if format.kind == FormatKind::Jsonl {
         return None;
     }
-    let chosen: Vec<&(String, String)> = match columns {
-        Some(names) => names.iter().filter_map(|n| table.columns.iter().find(|(c, _)| c == n)).collect(),
-        None => table.columns.iter().collect(),
-    };
     Some(
-        chosen
+        table
+            .copy_columns(columns)
             .into_iter()
-            .map(|(name, ty)| ColumnRule { not_null: table.not_null.contains(name), kind: value_rule(ty) })
+            .map(|(name, ty)| ColumnRule { not_null: table.not_null.contains(&name), kind: value_rule(&ty) })
             .collect(),
     )
 }

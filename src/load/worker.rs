@@ -25,7 +25,7 @@ use crate::rejects::Reject;
 use crate::report::ChunkRecord;
 use crate::sink::postgres::PgSession;
 use crate::sink::postgres::COPY_PIECE;
-use crate::sink::{CopyOutcome, CopyWriter};
+use crate::sink::{CopyOutcome, CopyRefusal, CopyWriter};
 use crate::source::io_reason;
 
 pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Sender<Event>) {
@@ -73,6 +73,11 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
         }
     }
 }
+
+/// A fast path runs under this savepoint, so a refusal keeps the chunk's
+/// transaction and its ledger claim.
+const SAVEPOINT: &str = "SAVEPOINT sluice_chunk";
+const ROLLBACK_TO_SAVEPOINT: &str = "ROLLBACK TO SAVEPOINT sluice_chunk";
 
 /// Chunks to load, each with whether to wait for another process's claim.
 type Work<'a> = Box<dyn Iterator<Item = (Chunk, bool)> + 'a>;
@@ -179,26 +184,28 @@ impl Worker<'_> {
         if chunk.copy_len() == 0 {
             return Ok(Isolated { rows: 0, rejects: Vec::new() });
         }
-        if !self.expect_rejects {
-            if let Some(done) = self.copy_binary(chunk)? {
-                return Ok(done);
-            }
+        if self.expect_rejects {
+            // The previous chunk had bad records: skip the fast paths, which
+            // would most likely fail part way after sending the whole chunk.
+            return self.isolate(chunk, None);
+        }
+        if let Some(done) = self.copy_binary(chunk)? {
+            return Ok(done);
         }
         let (shared, reader) = (self.shared, &mut self.reader);
-        if self.expect_rejects {
-            // The previous chunk had bad records: skip a fast path that would
-            // most likely fail part way after sending the whole chunk.
-            let bytes = reader.bytes_of(shared, chunk)?;
-            return isolate(&mut self.session, shared, chunk, &bytes, None);
-        }
-        match self.session.copy_after("SAVEPOINT sluice_chunk", &mut |send| reader.feed(shared, chunk, send))? {
+        match self.session.copy_after(SAVEPOINT, &mut |send| reader.feed(shared, chunk, send))? {
             CopyOutcome::Loaded(rows) => Ok(Isolated { rows, rejects: Vec::new() }),
             CopyOutcome::Refused(refusal) => {
-                self.session.execute("ROLLBACK TO SAVEPOINT sluice_chunk")?;
-                let bytes = reader.bytes_of(shared, chunk)?;
-                isolate(&mut self.session, shared, chunk, &bytes, Some(refusal))
+                self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
+                self.isolate(chunk, Some(refusal))
             }
         }
+    }
+
+    /// Reject isolation over the chunk's text (see [`isolate`]).
+    fn isolate(&mut self, chunk: &Chunk, refusal: Option<CopyRefusal>) -> Result<Isolated, Error> {
+        let bytes = self.reader.bytes_of(self.shared, chunk)?;
+        isolate(&mut self.session, self.shared, chunk, &bytes, refusal)
     }
 
     /// The binary fast path: `None` when the plan is text or the encoder was
@@ -212,11 +219,11 @@ impl Worker<'_> {
         }
         plan.note_try();
         let mut unsure = None;
-        let outcome = self.session.copy_with("SAVEPOINT sluice_chunk", &plan.sql, &mut |send| {
-            reader.feed_binary(shared, chunk, encoder, send, &mut unsure)
-        });
+        let outcome = self
+            .session
+            .copy_with(SAVEPOINT, &plan.sql, &mut |send| reader.feed_binary(shared, chunk, encoder, send, &mut unsure));
         if let Some(unsure) = unsure {
-            self.session.execute("ROLLBACK TO SAVEPOINT sluice_chunk")?;
+            self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
             let file = &shared.sources[chunk.loc.source].name;
             let record = chunk.loc.first_record + unsure.record;
             plan.note_fallback(format!("{file}: record {record}: {}", unsure.reason));
@@ -228,9 +235,10 @@ impl Worker<'_> {
                 Ok(Some(Isolated { rows, rejects: Vec::new() }))
             }
             CopyOutcome::Refused(_) => {
-                self.session.execute("ROLLBACK TO SAVEPOINT sluice_chunk")?;
-                let bytes = reader.bytes_of(shared, chunk)?;
-                isolate(&mut self.session, shared, chunk, &bytes, None).map(Some)
+                // The server's line numbers count binary tuples; isolation
+                // finds the bad records in the text itself.
+                self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
+                self.isolate(chunk, None).map(Some)
             }
         }
     }

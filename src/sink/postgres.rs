@@ -103,6 +103,15 @@ pub struct TableInfo {
 }
 
 impl TableInfo {
+    /// The columns COPY fills, in order, with their types: those named (by
+    /// `--columns`), or all of them.
+    pub fn copy_columns(&self, named: Option<&[String]>) -> Vec<(String, String)> {
+        match named {
+            Some(names) => names.iter().filter_map(|n| self.columns.iter().find(|(c, _)| c == n).cloned()).collect(),
+            None => self.columns.clone(),
+        }
+    }
+
     /// `"schema"."name"`.
     pub fn quoted(&self) -> String {
         format!("{}.{}", quote_ident(&self.schema), quote_ident(&self.name))
