@@ -215,7 +215,11 @@ fn json_lines_into_json_and_jsonb_in_binary() {
         assert_eq!(report["summary"]["copy"]["planned"], "binary", "auto picks binary for {ty}");
         assert_eq!(report["summary"]["copy"]["text_chunks"], 0, "{ty}");
     }
-    assert_eq!(db.scalar("SELECT doc::text FROM got LIMIT 1"), data.lines().next().unwrap(), "json keeps its bytes");
+    assert_eq!(
+        db.scalar("SELECT doc::text FROM got WHERE doc->>'i' = '0'"),
+        data.lines().next().unwrap(),
+        "json keeps its bytes"
+    );
 }
 
 #[test]
