@@ -17,14 +17,15 @@
 //! then `done` (skip it) or its loader died and the lock went with the
 //! connection (load it).
 //!
-//! Plan steps: steps before the copy (TRUNCATE now; dropping indexes with
-//! issue 5) run in the transaction that records the job and sets
-//! `steps_done`, so they happen exactly once and never half. Steps after the
-//! copy (rebuilding indexes, ANALYZE) are to get one row each in a
-//! `sluice.steps (job, step, sql, state)` table written with the job; whoever
-//! commits the last chunk runs the pending ones, each in the transaction that
-//! marks it done, and a resumed run completes what a crash left pending, so
-//! an index is never left dropped.
+//! Plan steps: steps before the copy (TRUNCATE, dropping deferred indexes
+//! and constraints) run in the transaction that records the job and sets
+//! `steps_done`, so they happen exactly once and never half. Each dropped
+//! object gets a row in `sluice.steps` with the SQL that builds it again,
+//! written in that same transaction; whoever finishes the job builds the
+//! pending ones, each in the transaction that marks it `rebuilt`, and a
+//! resumed run completes what a crash left pending, so an index is never
+//! left dropped (see `load::defer`). A `--restart` keeps pending steps: the
+//! objects they describe are still dropped.
 //!
 //! Why our own: resume is sluice's edge; no peer composes it with parallel
 //! chunks, many files and compressed input.
@@ -32,7 +33,11 @@
 //! Schema (documented in the README; columns are only ever added):
 //! `sluice.jobs (job, target_table, fingerprint, created_at, finished_at)` and
 //! `sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, state
-//! ('pending' or 'done'), rows_loaded, rows_rejected, host, pid, committed_at)`.
+//! ('pending' or 'done'), rows_loaded, rows_rejected, host, pid, committed_at)`,
+//! `sluice.steps (job, step, target_table, name, drop_sql, create_sql,
+//! violations_sql, state ('dropped' or 'rebuilt'), rebuilt_at)` and
+//! `sluice.xacts (job, seq)` (one row per COPY of a deferred load, whose
+//! `xmin` names the rows that COPY wrote).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -50,7 +55,12 @@ pub const CREATE_SCHEMA: &str = "CREATE SCHEMA IF NOT EXISTS sluice; \
      seq bigint NOT NULL, file text NOT NULL, byte_offset bigint NOT NULL, byte_len bigint NOT NULL, \
      first_line bigint NOT NULL, state text NOT NULL, rows_loaded bigint NOT NULL DEFAULT 0, \
      rows_rejected bigint NOT NULL DEFAULT 0, host text NOT NULL, pid integer NOT NULL, \
-     committed_at timestamptz, PRIMARY KEY (job, seq))";
+     committed_at timestamptz, PRIMARY KEY (job, seq)); \
+     CREATE TABLE IF NOT EXISTS sluice.steps (job text NOT NULL, step integer NOT NULL, \
+     target_table text NOT NULL, name text NOT NULL, drop_sql text NOT NULL, create_sql text NOT NULL, \
+     violations_sql text, state text NOT NULL, rebuilt_at timestamptz, PRIMARY KEY (job, step)); \
+     CREATE TABLE IF NOT EXISTS sluice.xacts (job text NOT NULL, seq bigint NOT NULL); \
+     CREATE INDEX IF NOT EXISTS xacts_job_seq ON sluice.xacts (job, seq)";
 
 /// A committed chunk's counts, as the ledger recorded them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -92,6 +102,28 @@ pub struct JobSpec<'a> {
     pub restart: bool,
     /// Steps before the copy (such as TRUNCATE), run once per job.
     pub first_steps: &'a [String],
+    /// Indexes and constraints to drop now and build after the copy.
+    pub deferred: &'a [DeferredStep],
+}
+
+/// An index or constraint dropped for the load, and how to build it again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeferredStep {
+    /// As the user knows it: `index "t_a_idx"`, `primary key "t_pkey"`.
+    pub name: String,
+    pub drop_sql: String,
+    pub create_sql: String,
+    /// For keys and constraints that refuse rows: a query for the `xmin` of
+    /// the rows that would violate it.
+    pub violations_sql: Option<String>,
+}
+
+/// A step of a job as the ledger has it.
+#[derive(Clone, Debug)]
+pub struct StepRow {
+    pub step: u32,
+    pub deferred: DeferredStep,
+    pub rebuilt: bool,
 }
 
 /// Opens a job: a new or restarted job runs its first steps in the
@@ -104,7 +136,7 @@ pub fn open(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened, Error> {
 }
 
 fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened, Error> {
-    let JobSpec { job, table, fingerprint, restart, first_steps } = *spec;
+    let JobSpec { job, table, fingerprint, restart, first_steps, deferred } = *spec;
     // Create-if-missing, then lock: concurrent processes starting the same
     // job queue up here, and only the first runs the job's first steps.
     session.query(
@@ -123,6 +155,8 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
     if restart {
         session.query("DELETE FROM sluice.chunks WHERE job = $1 RETURNING 1", &[Some(job)])?;
         session.query("DELETE FROM sluice.rejects WHERE job = $1 RETURNING 1", &[Some(job)])?;
+        session.query("DELETE FROM sluice.xacts WHERE job = $1 RETURNING 1", &[Some(job)])?;
+        session.query("DELETE FROM sluice.steps WHERE job = $1 AND state = 'rebuilt' RETURNING 1", &[Some(job)])?;
         session.query(
             "UPDATE sluice.jobs SET target_table = $2, fingerprint = $3, finished_at = NULL, steps_done = false, \
              created_at = now() WHERE job = $1 RETURNING 1",
@@ -139,6 +173,7 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
         for step in first_steps {
             session.execute(step)?;
         }
+        record_deferred(session, job, table, deferred)?;
         session.query("UPDATE sluice.jobs SET steps_done = true WHERE job = $1 RETURNING 1", &[Some(job)])?;
     }
     let done = done_chunks(session, job)?;
@@ -149,7 +184,70 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
     Ok(if done.is_empty() { Opened::Fresh } else { Opened::Resumed(done) })
 }
 
-fn done_chunks(session: &PgSession, job: &str) -> Result<HashMap<u64, Done>, Error> {
+/// Drops each deferred object and records how to build it again, in the
+/// job's opening transaction.
+fn record_deferred(session: &PgSession, job: &str, table: &str, deferred: &[DeferredStep]) -> Result<(), Error> {
+    let next = session.query("SELECT coalesce(max(step), 0) FROM sluice.steps WHERE job = $1", &[Some(job)])?;
+    let first: u32 = next.first().and_then(|r| r[0].as_deref()).and_then(|v| v.parse().ok()).unwrap_or(0);
+    for (i, step) in deferred.iter().enumerate() {
+        session.execute(&step.drop_sql)?;
+        let number = (first + 1 + i as u32).to_string();
+        session.query(
+            "INSERT INTO sluice.steps (job, step, target_table, name, drop_sql, create_sql, violations_sql, state) \
+             VALUES ($1, $2::integer, $3, $4, $5, $6, $7, 'dropped') RETURNING 1",
+            &[
+                Some(job),
+                Some(&number),
+                Some(table),
+                Some(&step.name),
+                Some(&step.drop_sql),
+                Some(&step.create_sql),
+                step.violations_sql.as_deref(),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// The job's deferred objects, in the order they were dropped.
+pub fn steps(session: &PgSession, job: &str) -> Result<Vec<StepRow>, Error> {
+    let rows = session.query(
+        "SELECT step, name, drop_sql, create_sql, violations_sql, state FROM sluice.steps WHERE job = $1 ORDER BY step",
+        &[Some(job)],
+    )?;
+    let text = |r: &[Option<String>], i: usize| r[i].clone().unwrap_or_default();
+    Ok(rows
+        .iter()
+        .map(|r| StepRow {
+            step: text(r, 0).parse().unwrap_or(0),
+            deferred: DeferredStep {
+                name: text(r, 1),
+                drop_sql: text(r, 2),
+                create_sql: text(r, 3),
+                violations_sql: r[4].clone(),
+            },
+            rebuilt: text(r, 5) == "rebuilt",
+        })
+        .collect())
+}
+
+/// Marks a step rebuilt (in the transaction that built it).
+pub fn mark_rebuilt(session: &PgSession, job: &str, step: u32) -> Result<(), Error> {
+    session.query(
+        "UPDATE sluice.steps SET state = 'rebuilt', rebuilt_at = now() WHERE job = $1 AND step = $2::integer \
+         RETURNING 1",
+        &[Some(job), Some(&step.to_string())],
+    )?;
+    Ok(())
+}
+
+/// The marker a deferred load writes in each COPY's subtransaction: it
+/// shares the `xmin` of the rows that COPY writes (see `load::defer`).
+pub fn xact_marker_sql(job: &str, seq: u64) -> String {
+    format!("INSERT INTO sluice.xacts (job, seq) VALUES ({}, {seq})", quote_literal(job))
+}
+
+pub fn done_chunks(session: &PgSession, job: &str) -> Result<HashMap<u64, Done>, Error> {
     let rows = session.query(
         "SELECT seq, rows_loaded, rows_rejected FROM sluice.chunks WHERE job = $1 AND state = 'done'",
         &[Some(job)],
@@ -274,6 +372,8 @@ pub struct JobStatus {
     pub rejected: u64,
     /// Hosts (and processes) that committed a chunk in the last minute.
     pub active: Vec<String>,
+    /// Indexes and constraints dropped for the job and not yet built again.
+    pub dropped: Vec<String>,
 }
 
 /// Every job, or the one named, newest first.
@@ -283,7 +383,9 @@ pub fn status(session: &PgSession, job: Option<&str>) -> Result<Vec<JobStatus>, 
            count(c.seq) FILTER (WHERE c.state = 'done'), count(c.seq), \
            coalesce(sum(c.rows_loaded), 0), coalesce(sum(c.rows_rejected), 0), \
            coalesce(string_agg(DISTINCT c.host || ' (pid ' || c.pid || ')', ', ') \
-             FILTER (WHERE c.committed_at > now() - interval '1 minute'), '') \
+             FILTER (WHERE c.committed_at > now() - interval '1 minute'), ''), \
+           (SELECT coalesce(string_agg(s.name, '; ' ORDER BY s.step), '') FROM sluice.steps s \
+             WHERE s.job = j.job AND s.state = 'dropped') \
          FROM sluice.jobs j LEFT JOIN sluice.chunks c ON c.job = j.job \
          WHERE $1::text IS NULL OR j.job = $1 GROUP BY j.job ORDER BY max(j.created_at) DESC",
         &[job],
@@ -301,6 +403,7 @@ pub fn status(session: &PgSession, job: Option<&str>) -> Result<Vec<JobStatus>, 
             rows: num(r, 5),
             rejected: num(r, 6),
             active: text(r, 7).split(", ").filter(|s| !s.is_empty()).map(str::to_string).collect(),
+            dropped: text(r, 8).split("; ").filter(|s| !s.is_empty()).map(str::to_string).collect(),
         })
         .collect())
 }

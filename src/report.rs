@@ -83,6 +83,48 @@ pub struct Summary {
     pub complete: bool,
     /// How the chunks travelled to the server, and why.
     pub copy: CopyPath,
+    /// Indexes and constraints dropped for the load and built after it.
+    pub deferred: Deferral,
+}
+
+/// What `--defer-indexes` did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Deferral {
+    /// Every object the job deferred (`primary key "t_pkey"`, ...).
+    pub objects: Vec<String>,
+    /// Why nothing was deferred, when nothing was.
+    pub why_not: Option<String>,
+    /// Objects this process built, with seconds each (they run in parallel).
+    pub built: Vec<BuiltObject>,
+    /// Wall time of the rebuild.
+    pub rebuild_seconds: f64,
+    /// Chunks loaded again because their rows violated a key or constraint.
+    pub reloaded_chunks: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct BuiltObject {
+    pub name: String,
+    pub seconds: f64,
+}
+
+impl Deferral {
+    /// `, 3 deferred indexes/constraints rebuilt in 4.10 s`, or nothing.
+    fn describe(&self) -> String {
+        match self.objects.len() {
+            0 => String::new(),
+            n => format!(
+                ", {n} deferred index{}/constraint{} rebuilt in {:.2} s{}",
+                if n == 1 { "" } else { "es" },
+                plural(n as u64),
+                self.rebuild_seconds,
+                match self.reloaded_chunks {
+                    0 => String::new(),
+                    c => format!(" ({c} chunk{} reloaded for violating rows)", plural(c)),
+                }
+            ),
+        }
+    }
 }
 
 /// Binary or text COPY: what the plan chose, why, and what happened.
@@ -128,7 +170,7 @@ impl LoadReport {
             n => format!(", rejected {}", thousands(n)),
         };
         format!(
-            "loaded {} rows{rejected} ({}, {} file{}) into {} in {:.2} s: {} rows/s, {:.1} MB/s, {} worker{}, {} chunk{}, {}",
+            "loaded {} rows{rejected} ({}, {} file{}) into {} in {:.2} s: {} rows/s, {:.1} MB/s, {} worker{}, {} chunk{}, {}{}",
             thousands(s.rows_loaded),
             human_bytes(s.bytes),
             s.files,
@@ -142,6 +184,7 @@ impl LoadReport {
             s.chunks,
             plural(s.chunks),
             s.copy.describe(),
+            s.deferred.describe(),
         )
     }
 

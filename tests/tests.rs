@@ -13,6 +13,8 @@ mod connection;
 mod binary;
 // Bad records cost only themselves: isolation, rejects file, accounting.
 mod rejects;
+// Indexes and constraints dropped for the load and built again after it.
+mod defer;
 // Exactly once across kills, interrupts, changed inputs and processes.
 mod resume;
 // Progress, reports, gen and demo.

@@ -83,6 +83,7 @@ pub fn run(args: DemoArgs, _redactor: &mut Redactor) -> Result<i32, Error> {
         interrupt: None,
         retry_timeout: load::DEFAULT_RETRY_TIMEOUT,
         copy_format: load::CopyFormat::Auto,
+        defer_indexes: load::DeferIndexes::Auto,
     };
     let progress = Arc::new(Progress::default());
     let view = ProgressView::start(progress.clone(), 1.0);

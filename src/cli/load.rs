@@ -6,7 +6,7 @@ use std::sync::Arc;
 use clap::{Args, ValueEnum};
 use sluice::error::exit;
 use sluice::format::{parse_char_option, FormatKind, FormatOptions};
-use sluice::load::{self, CopyFormat, Failed, LoadRequest};
+use sluice::load::{self, CopyFormat, DeferIndexes, Failed, LoadRequest};
 use sluice::progress::Progress;
 use sluice::redact::Redactor;
 use sluice::report::{thousands, LoadReport};
@@ -138,6 +138,14 @@ pub struct LoadArgs {
     #[arg(long, value_enum, default_value = "auto", value_name = "FORMAT")]
     copy_format: CopyFormatArg,
 
+    /// Drop the table's indexes, keys, CHECK and foreign-key constraints for
+    /// the load and build them again after it, several at once. auto: when
+    /// the table is empty (or --truncate). Rows that violate a key or
+    /// constraint still end up as rejects; a crash never leaves an index
+    /// dropped (the same command builds it). `--defer-indexes` alone: yes.
+    #[arg(long, value_enum, default_value = "auto", num_args = 0..=1, default_missing_value = "yes", value_name = "WHEN")]
+    defer_indexes: DeferArg,
+
     /// Write a JSON report (summary, per-file counts, one record per chunk).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
@@ -165,6 +173,23 @@ enum CopyFormatArg {
     Auto,
     Text,
     Binary,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum DeferArg {
+    Auto,
+    Yes,
+    No,
+}
+
+impl From<DeferArg> for DeferIndexes {
+    fn from(d: DeferArg) -> Self {
+        match d {
+            DeferArg::Auto => DeferIndexes::Auto,
+            DeferArg::Yes => DeferIndexes::Yes,
+            DeferArg::No => DeferIndexes::No,
+        }
+    }
 }
 
 impl From<CopyFormatArg> for CopyFormat {
@@ -215,6 +240,7 @@ impl LoadArgs {
             interrupt: None,
             retry_timeout: self.retry_timeout,
             copy_format: self.copy_format.into(),
+            defer_indexes: self.defer_indexes.into(),
         }
     }
 }

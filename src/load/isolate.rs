@@ -123,34 +123,38 @@ pub(super) fn isolate(
     }
     // Each run is copied under the savepoint `sluice_run`; the savepoint
     // bookkeeping travels in the same round trip as the next COPY.
-    let mut prelude = FIRST_RUN;
+    let after_loaded = shared.savepoint("RELEASE SAVEPOINT sluice_run; SAVEPOINT sluice_run", chunk);
+    let after_refusal = shared.savepoint(AFTER_REFUSAL, chunk);
+    let mut prelude = shared.savepoint(FIRST_RUN, chunk);
+    let mut refused_last = false;
     while let Some(run) = runs.pop() {
         if run.is_empty() {
             continue;
         }
         let stream = iso.stream(&run);
-        let outcome = session.copy_after(prelude, &mut |send| {
+        let outcome = session.copy_after(&prelude, &mut |send| {
             send(&stream);
             Ok(())
         })?;
+        refused_last = matches!(outcome, CopyOutcome::Refused(_));
         prelude = match outcome {
             CopyOutcome::Loaded(rows) => {
                 iso.rows += rows;
                 iso.seen += run.len();
-                "RELEASE SAVEPOINT sluice_run; SAVEPOINT sluice_run"
+                after_loaded.clone()
             }
             CopyOutcome::Refused(r) => {
                 // Located in the stream just sent, not built a second time.
                 let at = iso.refused_at(&stream, &r);
                 drop(stream);
                 runs.extend(iso.split_at_refusal(run, at, r));
-                AFTER_REFUSAL
+                after_refusal.clone()
             }
         };
     }
     // Leave the transaction open and usable: the worker stores the rejects
     // in it and commits.
-    if prelude == AFTER_REFUSAL {
+    if refused_last {
         session.execute(AFTER_REFUSAL)?;
     }
     Ok(Isolated { rows: iso.rows, rejects: iso.rejects })

@@ -8,13 +8,14 @@
 //! chunks for its pool). On the first fatal error the queue stops: chunks in
 //! flight finish or roll back, nothing is half loaded.
 
+mod defer;
 mod isolate;
 mod job;
 mod plan;
 mod suspect;
 mod worker;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -30,10 +31,11 @@ use crate::format::{FormatKind, FormatOptions};
 use crate::ledger::{self, Done, Opened};
 use crate::progress::Progress;
 use crate::rejects::{Reject, RejectsFile};
-use crate::report::{ChunkRecord, CopyPath, FileSummary, LoadReport, Summary};
+use crate::report::{BuiltObject, ChunkRecord, CopyPath, Deferral, FileSummary, LoadReport, Summary};
 use crate::sink::postgres::{PgSession, PgTarget, TableInfo};
 use crate::source::{io_reason, resolve_inputs, Source};
 
+pub use defer::DeferIndexes;
 pub use plan::{choose_columns, copy_statement, resolve_kind, CopyFormat};
 
 /// Default chunk size. Measured on `transactions` 10 M rows with 2 workers
@@ -90,6 +92,8 @@ pub struct LoadRequest {
     pub retry_timeout: Duration,
     /// `--copy-format`: binary where every column has an encoder, or forced.
     pub copy_format: CopyFormat,
+    /// `--defer-indexes`: drop indexes and constraints for the load.
+    pub defer_indexes: DeferIndexes,
 }
 
 /// Facts every worker needs, shared read-only.
@@ -115,6 +119,10 @@ struct Shared<'a> {
     binary: Option<plan::BinaryPlan>,
     /// Why chunks go as text, when they do.
     text_why: String,
+    /// A key or constraint is deferred: each COPY writes a marker (see [`defer`]).
+    marked: bool,
+    /// In a pass that loads chunks again: only these.
+    redo: Option<HashSet<u64>>,
 }
 
 impl Shared<'_> {
@@ -125,6 +133,16 @@ impl Shared<'_> {
 
     fn interrupted(&self) -> bool {
         self.interrupt.as_ref().is_some_and(|i| i.load(Ordering::SeqCst))
+    }
+
+    /// The statements that open a COPY's subtransaction: with a key or
+    /// constraint deferred, they also write the chunk's marker, which shares
+    /// the rows' `xmin` (see [`defer`]).
+    fn savepoint(&self, statements: &str, chunk: &Chunk) -> String {
+        match self.marked {
+            true => format!("{statements}; {}", ledger::xact_marker_sql(&self.job, chunk.seq)),
+            false => statements.to_string(),
+        }
     }
 }
 
@@ -163,10 +181,12 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     let table = control.resolve_table(&req.table)?;
     let columns = choose_columns(&table, req.columns.as_deref(), format.kind)?;
     let copy_plan = plan::choose_copy_format(req.copy_format, &table, columns.as_deref(), &format)?;
-    let (job, done) = open_job(&control, req, &table, &format, &sources)?;
+    let defer_plan = defer::plan(&control, &table, req.defer_indexes, req.truncate)?;
+    let (job, done) = open_job(&control, req, &table, &format, &sources, &defer_plan.steps)?;
+    let steps = ledger::steps(&control, &job)?;
     drop(control);
     progress.set_total(sources.iter().map(|s| s.size).sum::<Option<u64>>());
-    let shared = Shared {
+    let mut shared = Shared {
         sources: &sources,
         format: &format,
         table: &table,
@@ -184,11 +204,84 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         rules: suspect::rules(&table, columns.as_deref(), &format),
         text_why: copy_plan.as_ref().err().cloned().unwrap_or_default(),
         binary: copy_plan.ok(),
+        marked: steps.iter().any(|s| !s.rebuilt && s.deferred.violations_sql.is_some()),
+        redo: None,
     };
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
     let mut rejects = RejectsFile::new(&rejects_path);
-    let outcome = run_pipeline(&shared, req, &mut rejects);
-    conclude(&shared, req, outcome, &mut rejects, started_unix_ms)
+    let mut outcome = run_pipeline(&shared, req, &mut rejects);
+    let mut deferral = Deferral {
+        objects: steps.iter().map(|s| s.deferred.name.clone()).collect(),
+        why_not: defer_plan.why_not.filter(|_| steps.is_empty()),
+        ..Deferral::default()
+    };
+    if !steps.is_empty() {
+        outcome = complete_deferred(&mut shared, req, &mut rejects, outcome, &mut deferral);
+    }
+    conclude(&shared, req, outcome, &mut rejects, started_unix_ms, deferral)
+}
+
+/// Builds the deferred indexes and constraints once every chunk has
+/// committed; loads again the chunks whose rows violated a key or
+/// constraint (see [`defer`]), then builds again, until all is built.
+fn complete_deferred(
+    shared: &mut Shared,
+    req: &LoadRequest,
+    rejects: &mut RejectsFile,
+    mut outcome: PipelineResult,
+    deferral: &mut Deferral,
+) -> PipelineResult {
+    let mut rebuilt = defer::Rebuilt::default();
+    let mut passes = 0;
+    while outcome.2.is_none() && !shared.interrupted() {
+        let relation = shared.table.quoted();
+        let completion = shared.target.connect().and_then(|control| {
+            defer::complete(&control, shared.target, (&shared.job, &relation), req.workers, &mut rebuilt)
+        });
+        match completion {
+            Ok(defer::Completion::Complete) => break,
+            Ok(defer::Completion::Reload(_)) if passes == 5 => {
+                outcome.2 = Some(Error::Database(format!(
+                    "job {}: chunks kept being reopened while building the deferred indexes; run the same \
+                     command again to finish",
+                    shared.job
+                )));
+            }
+            Ok(defer::Completion::Reload(chunks)) => {
+                passes += 1;
+                shared.redo = Some(chunks.into_iter().collect());
+                let again = run_pipeline(shared, req, rejects);
+                outcome = merge_reload(shared, outcome, again);
+                shared.redo = None;
+            }
+            Err(e) => outcome.2 = Some(e),
+        }
+    }
+    deferral.built = rebuilt.built.into_iter().map(|(name, seconds)| BuiltObject { name, seconds }).collect();
+    deferral.rebuild_seconds = rebuilt.seconds;
+    deferral.reloaded_chunks = rebuilt.reloaded.len() as u64;
+    outcome
+}
+
+/// The first pass's results with the reloaded chunks' records replaced by
+/// the second pass's. A reloaded chunk that an earlier run had committed no
+/// longer counts as resumed.
+fn merge_reload(shared: &Shared, first: PipelineResult, again: PipelineResult) -> PipelineResult {
+    let (mut records, mut scans, failure, elsewhere) = first;
+    let redo = shared.redo.as_ref().expect("a reload pass has chunks to redo");
+    records.retain(|r| !redo.contains(&r.seq));
+    for record in &again.0 {
+        let Some(done) = shared.done.get(&record.seq) else { continue };
+        let source = shared.sources.iter().position(|s| *s.name == *record.file);
+        if let Some(scan) = source.and_then(|i| scans.get_mut(i)) {
+            scan.resumed_chunks -= 1;
+            scan.resumed_rows -= done.rows;
+            scan.resumed_rejected -= done.rejected;
+        }
+    }
+    records.extend(again.0);
+    records.sort_by_key(|r| r.seq);
+    (records, scans, failure.or(again.2), elsewhere + again.3)
 }
 
 /// Creates the ledger when missing and opens the job: its name and the
@@ -199,6 +292,7 @@ fn open_job(
     table: &TableInfo,
     format: &FormatOptions,
     sources: &[Source],
+    deferred: &[ledger::DeferredStep],
 ) -> Result<(String, HashMap<u64, Done>), Failed> {
     ensure_tables(control).map_err(|e| {
         Error::Database(format!(
@@ -215,6 +309,7 @@ fn open_job(
         fingerprint: &fingerprint,
         restart: req.restart,
         first_steps: &first_steps,
+        deferred,
     };
     match ledger::open(control, &spec)? {
         Opened::Fresh => Ok((job, HashMap::new())),
@@ -231,6 +326,7 @@ fn conclude(
     (records, scans, mut failure, elsewhere): PipelineResult,
     rejects: &mut RejectsFile,
     started_unix_ms: u128,
+    deferral: Deferral,
 ) -> Result<LoadReport, Failed> {
     let mut warnings = Vec::new();
     if !shared.done.is_empty() {
@@ -245,11 +341,13 @@ fn conclude(
         failure = Some(Error::Interrupted { chunks: records.len() as u64, rows });
     }
     if failure.is_none() {
-        if let Err(e) = shared.target.connect().and_then(|s| finish_job(&s, shared, rejects)) {
+        let rewrite = !shared.done.is_empty() || deferral.reloaded_chunks > 0;
+        if let Err(e) = shared.target.connect().and_then(|s| finish_job(&s, shared, rejects, rewrite)) {
             warnings.push(format!("could not finish job {}: {e}", shared.job));
         }
     }
     let mut report = build_report(shared, req, records, scans, started_unix_ms, failure.is_none());
+    report.summary.deferred = deferral;
     report.warnings.splice(0..0, warnings);
     report.summary.job = shared.job.clone();
     report.summary.chunks_by_others = elsewhere;
@@ -263,13 +361,13 @@ fn conclude(
 }
 
 /// Marks the job finished once the rejects file is complete: written in
-/// full and, when earlier runs committed part of the job, rewritten from the
-/// database (to a temporary name, then renamed) so it holds the whole job's
+/// full and, when earlier runs committed part of the job or chunks were
+/// loaded again, rewritten from the database (to a temporary name, then renamed) so it holds the whole job's
 /// rejects, exactly as committed. In that order, a kill at any moment leaves
 /// either an unfinished job (the next run redoes the file) or a complete file.
-fn finish_job(control: &PgSession, shared: &Shared, rejects: &mut RejectsFile) -> Result<(), Error> {
+fn finish_job(control: &PgSession, shared: &Shared, rejects: &mut RejectsFile, rewrite: bool) -> Result<(), Error> {
     rejects.flush().map_err(|e| rejects_file_error(rejects, &e))?;
-    if !shared.done.is_empty() {
+    if rewrite {
         let rows = control.query(crate::rejects::SELECT_FOR_JOB, &[Some(&shared.job)])?;
         let mut partial = rejects.path().as_os_str().to_owned();
         partial.push(".partial");
@@ -459,6 +557,13 @@ fn feed_one(
         };
         scan.chunks += 1;
         scan.bytes = chunk.loc.byte_offset + chunk.loc.byte_len;
+        if let Some(redo) = &shared.redo {
+            // A pass that loads reopened chunks again: only those.
+            if redo.contains(&chunk.seq) && (shared.stopping() || queue.send(chunk).is_err()) {
+                break;
+            }
+            continue;
+        }
         if let Some(done) = shared.done.get(&chunk.seq) {
             // Committed by an earlier run: skip it without reading it again.
             scan.resumed_rows += done.rows;
@@ -550,6 +655,7 @@ fn build_report(
         started_unix_ms,
         complete,
         copy: copy_path(shared, &chunks),
+        deferred: Deferral::default(),
     };
     LoadReport { summary, per_file, chunks, warnings }
 }

@@ -193,7 +193,8 @@ impl Worker<'_> {
             return Ok(done);
         }
         let (shared, reader) = (self.shared, &mut self.reader);
-        match self.session.copy_after(SAVEPOINT, &mut |send| reader.feed(shared, chunk, send))? {
+        let savepoint = shared.savepoint(SAVEPOINT, chunk);
+        match self.session.copy_after(&savepoint, &mut |send| reader.feed(shared, chunk, send))? {
             CopyOutcome::Loaded(rows) => Ok(Isolated { rows, rejects: Vec::new() }),
             CopyOutcome::Refused(refusal) => {
                 self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
@@ -219,9 +220,10 @@ impl Worker<'_> {
         }
         plan.note_try();
         let mut unsure = None;
-        let outcome = self
-            .session
-            .copy_with(SAVEPOINT, &plan.sql, &mut |send| reader.feed_binary(shared, chunk, encoder, send, &mut unsure));
+        let savepoint = shared.savepoint(SAVEPOINT, chunk);
+        let outcome = self.session.copy_with(&savepoint, &plan.sql, &mut |send| {
+            reader.feed_binary(shared, chunk, encoder, send, &mut unsure)
+        });
         if let Some(unsure) = unsure {
             self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
             let file = &shared.sources[chunk.loc.source].name;

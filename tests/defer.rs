@@ -1,0 +1,172 @@
+//! Index and constraint deferral: the same rows and rejects as a load with
+//! everything in place, every object back afterwards, even after a kill.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::util::{sluice_command, TestDb};
+
+const SCHEMA: &str = "CREATE TABLE kinds (k int PRIMARY KEY); INSERT INTO kinds SELECT generate_series(0, 9); \
+     CREATE TABLE {t} (id int PRIMARY KEY, code text UNIQUE, k int REFERENCES kinds, \
+       amount int CHECK (amount >= 0), note text); \
+     CREATE INDEX ON {t} (note); CREATE UNIQUE INDEX ON {t} (lower(code)) WHERE amount > 10";
+
+/// What the catalog says about a table's indexes and constraints.
+fn definitions(db: &TestDb, table: &str) -> String {
+    db.scalar(&format!(
+        "SELECT (SELECT string_agg(pg_get_indexdef(indexrelid), '; ' ORDER BY pg_get_indexdef(indexrelid)) FROM pg_index \
+           WHERE indrelid = '{table}'::regclass) || ' | ' || \
+         (SELECT string_agg(conname || ' ' || pg_get_constraintdef(oid), '; ' ORDER BY conname) \
+           FROM pg_constraint WHERE conrelid = '{table}'::regclass)"
+    ))
+}
+
+/// 3,000 rows with duplicate ids and codes, a missing reference and a
+/// negative amount at known lines.
+fn rows_with_violations() -> (String, Vec<u64>) {
+    let mut data = String::new();
+    let mut bad_lines = Vec::new();
+    for line in 1..=3000u64 {
+        let (mut id, mut code, mut k, mut amount) = (line, format!("c{line}"), line % 10, line as i64 % 50);
+        match line {
+            700 | 2900 => id = 5,               // the id of line 5
+            1500 => code = "c1499".to_string(), // the code of line 1499
+            2000 => k = 99,                     // no such kind
+            2200 => amount = -3,                // refused by the CHECK
+            _ => {}
+        }
+        if [700, 1500, 2000, 2200, 2900].contains(&line) {
+            bad_lines.push(line);
+        }
+        data.push_str(&format!("{id}\t{code}\t{k}\t{amount}\tnote {line}\n"));
+    }
+    (data, bad_lines)
+}
+
+fn rejected_lines(path: &std::path::Path) -> Vec<u64> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut lines: Vec<u64> =
+        text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["line"].as_u64().unwrap()).collect();
+    lines.sort_unstable();
+    lines
+}
+
+#[test]
+fn deferred_keys_and_constraints_reject_what_they_would_have_refused() {
+    let db = TestDb::new();
+    db.execute(&SCHEMA.replace("{t}", "got"));
+    db.execute(
+        &SCHEMA
+            .replace("{t}", "want")
+            .replace("CREATE TABLE kinds (k int PRIMARY KEY); INSERT INTO kinds SELECT generate_series(0, 9); ", ""),
+    );
+    let before = definitions(&db, "got");
+    let (data, bad_lines) = rows_with_violations();
+    let file = db.file("t.tsv", data.as_bytes());
+    let (report, got_rejects, want_rejects) =
+        (db.dir.path().join("r.json"), db.dir.path().join("got.rejects"), db.dir.path().join("want.rejects"));
+    let common = [file.to_str().unwrap(), "--chunk-size", "4KiB", "--workers", "1"];
+    let got = db.load(
+        &[
+            &common[..],
+            &["--table", "got", "--report", report.to_str().unwrap(), "--rejects", got_rejects.to_str().unwrap()],
+        ]
+        .concat(),
+    );
+    assert_eq!(got.code, 1, "rejects mean exit 1: {}", got.output());
+    let want = db.load(
+        &[&common[..], &["--table", "want", "--defer-indexes", "no", "--rejects", want_rejects.to_str().unwrap()]]
+            .concat(),
+    );
+    assert_eq!(want.code, 1, "{}", want.output());
+
+    // The same rows and the same rejected lines as with everything in place.
+    db.assert_same_rows("got", "want");
+    assert_eq!(rejected_lines(&got_rejects), bad_lines, "rejected lines with deferral");
+    assert_eq!(rejected_lines(&want_rejects), bad_lines, "rejected lines without deferral");
+    let reasons = std::fs::read_to_string(&got_rejects).unwrap();
+    for needle in [
+        "duplicate key value violates unique constraint",
+        "violates foreign key constraint",
+        "violates check constraint",
+    ] {
+        assert!(reasons.contains(needle), "{needle}: {reasons}");
+    }
+    // Every index and constraint is back, as it was.
+    assert_eq!(definitions(&db, "got"), before);
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let deferred = &report["summary"]["deferred"];
+    let objects: Vec<&str> = deferred["objects"].as_array().unwrap().iter().map(|o| o.as_str().unwrap()).collect();
+    assert_eq!(objects.len(), 5, "pkey, unique code, plain index, check, foreign key: {objects:?}");
+    assert!(objects.iter().all(|o| !o.contains("lower")), "a unique expression index stays: {objects:?}");
+    assert!(deferred["reloaded_chunks"].as_u64().unwrap() >= 3, "{deferred}");
+    assert_eq!(report["summary"]["rows_loaded"], 3000 - bad_lines.len() as u64);
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.steps WHERE state <> 'rebuilt'"), "0");
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.xacts"), "0", "markers are cleaned up");
+    assert!(got.output().contains("5 deferred indexes/constraints rebuilt in"), "{}", got.output());
+}
+
+#[test]
+fn auto_defers_into_an_empty_table_only() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int PRIMARY KEY, v int); CREATE INDEX ON t (v)");
+    let first = db.file("a.csv", b"1,1\n2,2\n");
+    let second = db.file("b.csv", b"3,3\n");
+    let run = db.load(&[first.to_str().unwrap(), "--table", "t"]);
+    run.assert_ok();
+    assert!(run.output().contains("2 deferred indexes/constraints"), "{}", run.output());
+    let run = db.load(&[second.to_str().unwrap(), "--table", "t"]);
+    run.assert_ok();
+    assert!(!run.output().contains("deferred"), "the table has rows: {}", run.output());
+    assert_eq!(db.count("t"), 3);
+    assert_eq!(db.scalar("SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass"), "2");
+}
+
+/// Killed after the drop, before the rebuild: the indexes are recorded as
+/// pending, and the same command loads the rest and builds them.
+#[test]
+fn a_kill_between_drop_and_rebuild_is_completed_by_the_same_command() {
+    let db = TestDb::new();
+    db.execute(&sluice::gen::Dataset::Transactions.ddl("t"));
+    db.execute("ALTER TABLE t ADD PRIMARY KEY (tid); CREATE INDEX ON t (amount)");
+    let before = definitions(&db, "t");
+    let rows = 400_000u64;
+    let data: String = (1..=rows).map(|i| format!("{i}\t{}\t{}\tdescription-{i}\n", 10_000 + i, i % 500)).collect();
+    let file = db.file("t.tsv", data.as_bytes());
+    let conn = db.conninfo();
+    let args = [
+        "load",
+        file.to_str().unwrap(),
+        "--db",
+        &conn,
+        "--table",
+        "t",
+        "--chunk-size",
+        "64KiB",
+        "--workers",
+        "2",
+        "--quiet",
+    ];
+    let mut child = sluice_command().args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let committed = || db.session().query("SELECT 1 FROM sluice.chunks WHERE state = 'done' LIMIT 1", &[]);
+    while !committed().is_ok_and(|rows| !rows.is_empty()) {
+        assert!(Instant::now() < deadline, "no chunk committed in 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.code().is_none(), "the load finished before the kill: the test lost its teeth");
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.steps WHERE state = 'dropped'"), "2", "both pending");
+    assert_eq!(db.scalar("SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass"), "0", "dropped");
+    let status = sluice_command().args(["status", "--db", &conn]).output().unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(status.contains("not yet built again: index \"t_amount_idx\", primary key \"t_pkey\""), "{status}");
+
+    let again = sluice_command().args(args).output().unwrap();
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    assert_eq!(definitions(&db, "t"), before, "indexes built again");
+    assert_eq!(db.count("t"), rows);
+    assert_eq!(db.scalar("SELECT count(DISTINCT tid) FROM t"), rows.to_string(), "each row once");
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.steps WHERE state = 'dropped'"), "0");
+}
