@@ -35,7 +35,7 @@
 //! `sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, state
 //! ('pending' or 'done'), rows_loaded, rows_rejected, host, pid, committed_at)`,
 //! `sluice.steps (job, step, target_table, name, drop_sql, create_sql,
-//! violations_sql, state ('dropped' or 'rebuilt'), rebuilt_at)` and
+//! violations_sql, state ('dropped' or 'rebuilt'), recorded_at, rebuilt_at)` and
 //! `sluice.xacts (job, seq)` (one row per COPY of a deferred load, whose
 //! `xmin` names the rows that COPY wrote).
 
@@ -58,7 +58,8 @@ pub const CREATE_SCHEMA: &str = "CREATE SCHEMA IF NOT EXISTS sluice; \
      committed_at timestamptz, PRIMARY KEY (job, seq)); \
      CREATE TABLE IF NOT EXISTS sluice.steps (job text NOT NULL, step integer NOT NULL, \
      target_table text NOT NULL, name text NOT NULL, drop_sql text NOT NULL, create_sql text NOT NULL, \
-     violations_sql text, state text NOT NULL, rebuilt_at timestamptz, PRIMARY KEY (job, step)); \
+     violations_sql text, state text NOT NULL, recorded_at timestamptz NOT NULL DEFAULT now(), \
+     rebuilt_at timestamptz, PRIMARY KEY (job, step)); \
      CREATE TABLE IF NOT EXISTS sluice.xacts (job text NOT NULL, seq bigint NOT NULL); \
      CREATE INDEX IF NOT EXISTS xacts_job_seq ON sluice.xacts (job, seq)";
 
@@ -265,10 +266,34 @@ pub fn committed_rows(session: &PgSession, job: &str, seq: u64) -> Result<Option
     Ok(rows.first().and_then(|r| r[0].as_deref()).and_then(|v| v.parse().ok()))
 }
 
-/// Marks the job finished once every chunk has committed.
-pub fn finish(session: &PgSession, job: &str) -> Result<(), Error> {
-    session.query("UPDATE sluice.jobs SET finished_at = now() WHERE job = $1 RETURNING 1", &[Some(job)])?;
-    Ok(())
+/// The chunks among `0..total` that the ledger does not hold as committed.
+pub fn missing_chunks(session: &PgSession, job: &str, total: u64) -> Result<Vec<u64>, Error> {
+    let rows = session.query(
+        "SELECT s FROM generate_series(0, $2::bigint - 1) s WHERE NOT EXISTS \
+         (SELECT 1 FROM sluice.chunks c WHERE c.job = $1 AND c.seq = s AND c.state = 'done') ORDER BY s",
+        &[Some(job), Some(&total.to_string())],
+    )?;
+    Ok(rows.iter().filter_map(|r| r[0].as_deref()?.parse().ok()).collect())
+}
+
+/// Marks the job finished when all its `total` chunks are committed, with
+/// a synchronous commit: WAL is flushed in order, so once this commit is
+/// durable, so are the chunks' asynchronous commits it counted.
+pub fn finish(session: &PgSession, job: &str, total: u64) -> Result<(), Error> {
+    session.execute("BEGIN; SET LOCAL synchronous_commit = on")?;
+    let marked = session.query(
+        "UPDATE sluice.jobs SET finished_at = now() WHERE job = $1 AND (SELECT count(*) FROM sluice.chunks \
+         WHERE job = $1 AND state = 'done') = $2::bigint RETURNING 1",
+        &[Some(job), Some(&total.to_string())],
+    );
+    session.execute(if marked.is_ok() { "COMMIT" } else { "ROLLBACK" })?;
+    match marked?.is_empty() {
+        false => Ok(()),
+        true => Err(Error::Database(format!(
+            "job {job}: some chunks are no longer committed (a server crash undid them); run the same command \
+             again to load them"
+        ))),
+    }
 }
 
 /// What a chunk's ledger row records.

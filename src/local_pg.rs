@@ -177,6 +177,19 @@ impl LocalPostgres {
         self.spawn_server()
     }
 
+    /// Kills the server as a crash would (immediate shutdown: crash
+    /// recovery at the next start, which empties unlogged tables) and
+    /// starts it again.
+    pub fn crash_and_restart(&mut self) -> Result<(), Error> {
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(self.pid, libc::SIGQUIT) };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.running() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.spawn_server()
+    }
+
     fn wait_ready(&self, log: &Path) -> Result<(), Error> {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {

@@ -100,6 +100,10 @@ pub struct Deferral {
     pub rebuild_seconds: f64,
     /// Chunks loaded again because their rows violated a key or constraint.
     pub reloaded_chunks: u64,
+    /// How rows reached the table: `logged` or `unlogged for the load`, and why.
+    pub table_path: String,
+    /// `--unlogged`: the table was unlogged for the load.
+    pub unlogged: bool,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -111,19 +115,24 @@ pub struct BuiltObject {
 impl Deferral {
     /// `, 3 deferred indexes/constraints rebuilt in 4.10 s`, or nothing.
     fn describe(&self) -> String {
-        match self.objects.len() {
-            0 => String::new(),
-            n => format!(
-                ", {n} deferred index{}/constraint{} rebuilt in {:.2} s{}",
-                if n == 1 { "" } else { "es" },
-                plural(n as u64),
-                self.rebuild_seconds,
-                match self.reloaded_chunks {
-                    0 => String::new(),
-                    c => format!(" ({c} chunk{} reloaded for violating rows)", plural(c)),
-                }
-            ),
-        }
+        let unlogged = match self.unlogged {
+            true => ", unlogged for the load",
+            false => "",
+        };
+        unlogged.to_string()
+            + &match self.objects.len() {
+                0 => String::new(),
+                n => format!(
+                    ", {n} deferred index{}/constraint{} rebuilt in {:.2} s{}",
+                    if n == 1 { "" } else { "es" },
+                    plural(n as u64),
+                    self.rebuild_seconds,
+                    match self.reloaded_chunks {
+                        0 => String::new(),
+                        c => format!(" ({c} chunk{} reloaded for violating rows)", plural(c)),
+                    }
+                ),
+            }
     }
 }
 

@@ -170,3 +170,54 @@ fn a_kill_between_drop_and_rebuild_is_completed_by_the_same_command() {
     assert_eq!(db.scalar("SELECT count(DISTINCT tid) FROM t"), rows.to_string(), "each row once");
     assert_eq!(db.scalar("SELECT count(*) FROM sluice.steps WHERE state = 'dropped'"), "0");
 }
+
+/// `--unlogged`: the table is logged again afterwards; a server crash
+/// during the load (which empties an unlogged table) costs a reload, not
+/// rows; a table with rows is refused.
+#[test]
+fn unlogged_load_survives_a_server_crash() {
+    use sluice::local_pg::{LocalOptions, LocalPostgres};
+    use sluice::sink::postgres::PgTarget;
+    let settings = vec![("fsync".to_string(), "off".to_string())];
+    let mut server = LocalPostgres::start(&LocalOptions { settings, ..LocalOptions::default() }).unwrap();
+    let conninfo = server.conninfo("postgres");
+    let query = |sql: &str| -> Option<String> {
+        let session = PgTarget::new(Some(&conninfo)).connect().ok()?;
+        session.query(sql, &[]).ok()?.first()?.first()?.clone()
+    };
+    let setup = format!("{}; ALTER TABLE t ADD PRIMARY KEY (tid)", sluice::gen::Dataset::Transactions.ddl("t"));
+    PgTarget::new(Some(&conninfo)).connect().unwrap().execute(&setup).unwrap();
+    let rows = 1_500_000u64;
+    let data: String = (1..=rows).map(|i| format!("{i}\t{}\t{}\tdescription-{i}\n", 10_000 + i, i % 500)).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.tsv");
+    std::fs::write(&file, data).unwrap();
+    let args = ["load", file.to_str().unwrap(), "--db", &conninfo, "--table", "t", "--chunk-size", "256KiB"];
+    let child = sluice_command()
+        .args(args)
+        .args(["--unlogged", "--retry-timeout", "60s", "--workers", "2", "--progress-interval", "100"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let committed = || query("SELECT count(*) FROM sluice.chunks WHERE state = 'done'").unwrap_or_default();
+    while matches!(committed().as_str(), "" | "0") {
+        assert!(Instant::now() < deadline, "no chunk committed in 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(query("SELECT relpersistence::text FROM pg_class WHERE relname = 't'").as_deref(), Some("u"));
+    server.crash_and_restart().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(stderr.contains("restarted meanwhile"), "{stderr}");
+    assert_eq!(query("SELECT count(*) FROM t"), Some(rows.to_string()), "every row once: {stderr}");
+    assert_eq!(query("SELECT count(DISTINCT tid) FROM t"), Some(rows.to_string()));
+    assert_eq!(query("SELECT relpersistence::text FROM pg_class WHERE relname = 't'").as_deref(), Some("p"));
+    assert_eq!(query("SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass").as_deref(), Some("1"));
+    let again = sluice_command().args(args).args(["--job", "second", "--unlogged"]).output().unwrap();
+    assert_eq!(again.status.code(), Some(2), "{}", String::from_utf8_lossy(&again.stderr));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--unlogged needs an empty table"));
+    server.stop();
+}

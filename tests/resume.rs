@@ -175,6 +175,18 @@ fn two_processes_on_one_job_one_killed() {
 /// table ends exact.
 #[test]
 fn server_restart_mid_load_is_survived() {
+    restart_mid_load(false);
+}
+
+/// A crash (immediate shutdown, then crash recovery) undoes the last
+/// asynchronous commits after the workers saw them succeed: the load must
+/// notice from the ledger and load those chunks again.
+#[test]
+fn server_crash_mid_load_loses_nothing() {
+    restart_mid_load(true);
+}
+
+fn restart_mid_load(crash: bool) {
     use sluice::local_pg::{LocalOptions, LocalPostgres};
     use sluice::sink::postgres::PgTarget;
     let settings = vec![("fsync".to_string(), "off".to_string())];
@@ -199,7 +211,10 @@ fn server_restart_mid_load_is_survived() {
         .unwrap();
     std::thread::sleep(Duration::from_millis(500));
     let loaded_before = query("SELECT count(*) FROM t");
-    server.restart().unwrap();
+    match crash {
+        true => server.crash_and_restart().unwrap(),
+        false => server.restart().unwrap(),
+    }
     let out = child.wait_with_output().unwrap();
     assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
     assert_ne!(loaded_before, good.to_string(), "the restart came before the end of the load");

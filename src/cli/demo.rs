@@ -84,6 +84,7 @@ pub fn run(args: DemoArgs, _redactor: &mut Redactor) -> Result<i32, Error> {
         retry_timeout: load::DEFAULT_RETRY_TIMEOUT,
         copy_format: load::CopyFormat::Auto,
         defer_indexes: load::DeferIndexes::Auto,
+        unlogged: false,
     };
     let progress = Arc::new(Progress::default());
     let view = ProgressView::start(progress.clone(), 1.0);

@@ -88,8 +88,9 @@ pub struct LoadArgs {
     #[arg(short, long, value_name = "N")]
     workers: Option<usize>,
 
-    /// Target chunk size; chunks end at the next record boundary.
-    #[arg(long, value_parser = super::parse_byte_size, default_value = "16MiB", value_name = "SIZE")]
+    /// Target chunk size; chunks end at the next record boundary. auto: a
+    /// 32nd of the input, between 1 MiB and 16 MiB (16 MiB for stdin).
+    #[arg(long, value_parser = parse_chunk_size, default_value = "auto", value_name = "SIZE")]
     chunk_size: u64,
 
     /// Empty the table before loading.
@@ -146,6 +147,13 @@ pub struct LoadArgs {
     #[arg(long, value_enum, default_value = "auto", num_args = 0..=1, default_missing_value = "yes", value_name = "WHEN")]
     defer_indexes: DeferArg,
 
+    /// Make the (empty) table UNLOGGED for the load and LOGGED again after
+    /// it: no WAL for the rows. A server crash meanwhile empties an unlogged
+    /// table; sluice then loads every chunk again on the next run. Not for a
+    /// table others write to during the load, nor one replicas must see.
+    #[arg(long)]
+    unlogged: bool,
+
     /// Write a JSON report (summary, per-file counts, one record per chunk).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
@@ -173,6 +181,14 @@ enum CopyFormatArg {
     Auto,
     Text,
     Binary,
+}
+
+/// A byte size, or `auto` (0: chosen from the input's size).
+fn parse_chunk_size(text: &str) -> Result<u64, String> {
+    match text {
+        "auto" => Ok(load::AUTO_CHUNK_SIZE),
+        _ => super::parse_byte_size(text),
+    }
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -241,6 +257,7 @@ impl LoadArgs {
             retry_timeout: self.retry_timeout,
             copy_format: self.copy_format.into(),
             defer_indexes: self.defer_indexes.into(),
+            unlogged: self.unlogged,
         }
     }
 }

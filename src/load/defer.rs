@@ -71,27 +71,117 @@ pub struct DeferPlan {
     pub why_not: Option<String>,
 }
 
-/// Chooses what to drop before the load.
-pub fn plan(session: &PgSession, table: &TableInfo, mode: DeferIndexes, truncate: bool) -> Result<DeferPlan, Error> {
-    if mode == DeferIndexes::No {
-        return Ok(DeferPlan { why_not: Some("--defer-indexes no".into()), ..DeferPlan::default() });
-    }
+/// What the load does to the table before it starts.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TablePlan {
+    pub defer: DeferIndexes,
+    /// `--truncate`: the table will be empty.
+    pub truncate: bool,
+    /// `--unlogged`: no WAL for the load, the table set logged after it.
+    pub unlogged: bool,
+}
+
+/// Chooses what to drop (and whether to unlog the table) before the load.
+pub fn plan(session: &PgSession, table: &TableInfo, wanted: TablePlan) -> Result<DeferPlan, Error> {
     let relation = table.quoted();
-    if mode == DeferIndexes::Auto && !truncate {
-        let empty = session.query(&format!("SELECT NOT EXISTS (SELECT 1 FROM {relation})"), &[])?;
-        if empty.first().and_then(|r| r[0].as_deref()) != Some("t") {
-            let why = "the table has rows (a rebuild would sort them all; --defer-indexes yes to defer anyway)";
-            return Ok(DeferPlan { why_not: Some(why.into()), ..DeferPlan::default() });
+    let empty = wanted.truncate || {
+        let rows = session.query(&format!("SELECT NOT EXISTS (SELECT 1 FROM {relation})"), &[])?;
+        rows.first().and_then(|r| r[0].as_deref()) == Some("t")
+    };
+    let shape = session.query(
+        "SELECT relkind::text, relpersistence::text FROM pg_class WHERE oid = $1::regclass",
+        &[Some(&relation)],
+    )?;
+    let [kind, persistence] = [0, 1].map(|i| shape.first().and_then(|r| r[i].clone()).unwrap_or_default());
+    let mut plan = DeferPlan::default();
+    if wanted.unlogged && persistence == "p" {
+        if !empty {
+            return Err(Error::Usage(format!(
+                "--unlogged needs an empty table (or --truncate): a server crash empties an unlogged table, \
+                 and {} has rows that sluice could not load again",
+                table.display()
+            )));
         }
+        plan.steps.push(unlogged_step(&relation));
     }
-    let kind = session.query("SELECT relkind::text FROM pg_class WHERE oid = $1::regclass", &[Some(&relation)])?;
-    if kind.first().and_then(|r| r[0].as_deref()) == Some("p") {
-        return Ok(DeferPlan { why_not: Some("partitioned table".into()), ..DeferPlan::default() });
+    let why_not = match (wanted.defer, empty, kind.as_str()) {
+        (DeferIndexes::No, _, _) => Some("--defer-indexes no"),
+        (DeferIndexes::Auto, false, _) => {
+            Some("the table has rows (a rebuild would sort them all; --defer-indexes yes to defer anyway)")
+        }
+        (_, _, "p") => Some("partitioned table"),
+        _ => None,
+    };
+    if let Some(why) = why_not {
+        plan.why_not = Some(why.into());
+        return Ok(plan);
     }
-    let mut steps = index_steps(session, &relation)?;
-    steps.extend(constraint_steps(session, &relation)?);
-    let why_not = steps.is_empty().then(|| "no index or constraint that can be deferred".to_string());
-    Ok(DeferPlan { steps, why_not })
+    let before = plan.steps.len();
+    plan.steps.extend(index_steps(session, &relation)?);
+    plan.steps.extend(constraint_steps(session, &relation)?);
+    if plan.steps.len() == before {
+        plan.why_not = Some("no index or constraint that can be deferred".into());
+    }
+    Ok(plan)
+}
+
+const SET_LOGGED: &str = " SET LOGGED";
+
+/// `--unlogged` as a step: unlogged now, logged again after the load (a
+/// rewrite of the table, without WAL under `wal_level = minimal`).
+fn unlogged_step(relation: &str) -> DeferredStep {
+    DeferredStep {
+        name: "unlogged table".into(),
+        drop_sql: format!("ALTER TABLE {relation} SET UNLOGGED"),
+        create_sql: format!("ALTER TABLE {relation}{SET_LOGGED}"),
+        violations_sql: None,
+    }
+}
+
+pub fn is_unlogged_step(step: &StepRow) -> bool {
+    step.deferred.create_sql.ends_with(SET_LOGGED)
+}
+
+/// A server crash empties an unlogged table, whatever the ledger says. So
+/// when the server started after the job unlogged its table (a crash, or a
+/// restart sluice cannot tell from one), the table is emptied (it was empty
+/// before the load: every row in it is the job's) and every chunk goes back
+/// to pending. Returns whether it did.
+pub fn recover_unlogged(control: &PgSession, job: &str, relation: &str) -> Result<bool, Error> {
+    control.execute("BEGIN")?;
+    let outcome = reset_if_restarted(control, job, relation);
+    control.execute(if outcome.is_ok() { "COMMIT" } else { "ROLLBACK" })?;
+    outcome.map(|reset| reset.is_some())
+}
+
+/// [`recover_unlogged`] in the caller's transaction: the chunks reopened.
+fn reset_if_restarted(control: &PgSession, job: &str, relation: &str) -> Result<Option<Vec<u64>>, Error> {
+    control.query("SELECT 1 FROM sluice.jobs WHERE job = $1 FOR NO KEY UPDATE", &[Some(job)])?;
+    let restarted = control.query(
+        &format!(
+            "SELECT 1 FROM sluice.steps WHERE job = $1 AND state = 'dropped' AND create_sql LIKE '%{SET_LOGGED}' \
+             AND recorded_at < pg_postmaster_start_time()"
+        ),
+        &[Some(job)],
+    )?;
+    if restarted.is_empty() {
+        return Ok(None);
+    }
+    control.execute(&format!("TRUNCATE {relation}"))?;
+    let all: Vec<u64> = control
+        .query("SELECT seq FROM sluice.chunks WHERE job = $1", &[Some(job)])?
+        .iter()
+        .filter_map(|r| r[0].as_deref()?.parse().ok())
+        .collect();
+    reopen_chunks(control, job, relation, &all)?;
+    control.query(
+        &format!(
+            "UPDATE sluice.steps SET recorded_at = now() WHERE job = $1 AND state = 'dropped' \
+             AND create_sql LIKE '%{SET_LOGGED}' RETURNING 1"
+        ),
+        &[Some(job)],
+    )?;
+    Ok(Some(all))
 }
 
 /// Indexes, primary keys and unique constraints that can be dropped.
@@ -202,6 +292,8 @@ pub struct Rebuilt {
     pub seconds: f64,
     /// Chunks that loaded rows violating a key or constraint.
     pub reloaded: Vec<u64>,
+    /// The server restarted while the table was unlogged: all was reloaded.
+    pub restarted: bool,
 }
 
 /// What finishing the deferred steps found.
@@ -236,18 +328,22 @@ fn complete_locked(
     sessions: usize,
     rebuilt: &mut Rebuilt,
 ) -> Result<Completion, Error> {
-    control.query("SELECT 1 FROM sluice.jobs WHERE job = $1 FOR NO KEY UPDATE", &[Some(job)])?;
+    if let Some(all) = reset_if_restarted(control, job, relation)? {
+        rebuilt.restarted = true;
+        return Ok(Completion::Reload(all));
+    }
     let open = control.query("SELECT seq FROM sluice.chunks WHERE job = $1 AND state <> 'done'", &[Some(job)])?;
     if !open.is_empty() {
         // Another process reopened chunks: load them first.
         return Ok(Completion::Reload(open.iter().filter_map(|r| r[0].as_deref()?.parse().ok()).collect()));
     }
-    let pending: Vec<StepRow> = ledger::steps(control, job)?.into_iter().filter(|s| !s.rebuilt).collect();
+    let (logged, pending): (Vec<StepRow>, Vec<StepRow>) =
+        ledger::steps(control, job)?.into_iter().filter(|s| !s.rebuilt).partition(is_unlogged_step);
     let started = Instant::now();
-    let violated = match pending.is_empty() {
-        true => Vec::new(),
-        false => build_in_parallel(target, job, &pending, sessions, rebuilt)?,
-    };
+    // Logged first, in a transaction of its own: the indexes are then built
+    // once, into a logged table, and do not wait for its lock.
+    build_in_parallel(target, job, &logged, 1, rebuilt)?;
+    let violated = build_in_parallel(target, job, &pending, sessions, rebuilt)?;
     if violated.is_empty() {
         // Every key is in place: the markers have served.
         control.query("DELETE FROM sluice.xacts WHERE job = $1 RETURNING 1", &[Some(job)])?;
@@ -259,7 +355,9 @@ fn complete_locked(
     chunks.dedup();
     reopen_chunks(control, job, relation, &chunks)?;
     for (step, _) in &violated {
-        build_one(control, job, step, rebuilt).map_err(|e| rows_from_elsewhere(step, e))?;
+        if let Some((_, message)) = build_one(control, job, step, rebuilt)? {
+            return Err(could_not_build(step, &message));
+        }
     }
     rebuilt.seconds += started.elapsed().as_secs_f64();
     rebuilt.reloaded.extend(&chunks);
@@ -275,6 +373,9 @@ fn build_in_parallel(
     sessions: usize,
     rebuilt: &mut Rebuilt,
 ) -> Result<Vec<(StepRow, Vec<u64>)>, Error> {
+    if pending.is_empty() {
+        return Ok(Vec::new());
+    }
     let queue = Mutex::new(pending.iter().rev().cloned().collect::<Vec<_>>());
     let results = Mutex::new((Vec::new(), Vec::new(), None::<Error>));
     thread::scope(|scope| {
@@ -324,14 +425,18 @@ fn build_checked(
         if state.first().and_then(|r| r[0].as_deref()) != Some("dropped") {
             return Ok(None);
         }
-        if let Some(violations) = &step.deferred.violations_sql {
+        // Optimistic: building is the cheapest check that nothing violates
+        // the key (a query for duplicates costs a sort of its own).
+        session.execute("SAVEPOINT sluice_build")?;
+        let Some((state, message)) = build_one(session, job, step, rebuilt)? else { return Ok(None) };
+        session.execute("ROLLBACK TO SAVEPOINT sluice_build")?;
+        if let (true, Some(violations)) = (VIOLATIONS.contains(&state.as_str()), &step.deferred.violations_sql) {
             let chunks = violating_chunks(session, job, violations)?;
             if !chunks.is_empty() {
                 return Ok(Some(chunks));
             }
         }
-        build_one(session, job, step, rebuilt)?;
-        Ok(None)
+        Err(could_not_build(step, &message))
     })();
     let end = match &outcome {
         Ok(None) => "COMMIT",
@@ -341,36 +446,40 @@ fn build_checked(
     outcome
 }
 
-/// Builds one step with more memory for the sort and marks it rebuilt.
-fn build_one(session: &PgSession, job: &str, step: &StepRow, rebuilt: &mut Rebuilt) -> Result<(), Error> {
+/// SQLSTATEs of a key or constraint that existing rows violate: unique,
+/// not-null, check and foreign-key violations.
+const VIOLATIONS: [&str; 4] = ["23505", "23502", "23514", "23503"];
+
+/// Builds one step with more memory for the sort and marks it rebuilt;
+/// the server's refusal (SQLSTATE and message) when it refused.
+fn build_one(
+    session: &PgSession,
+    job: &str,
+    step: &StepRow,
+    rebuilt: &mut Rebuilt,
+) -> Result<Option<(String, String)>, Error> {
     let started = Instant::now();
     session.execute(&format!(
         "SELECT set_config('maintenance_work_mem', greatest(pg_size_bytes(current_setting('maintenance_work_mem')), \
          {BUILD_MEMORY_MB} * 1024 * 1024) / 1024 || 'kB', true)"
     ))?;
-    session.execute(&step.deferred.create_sql).map_err(|e| match e {
-        Error::Server(message) => Error::Database(format!(
-            "could not build {} again after the load: {message}; it stays dropped and recorded in the \
-             ledger (sluice.steps); fix the cause and run the same command again to build it",
-            step.deferred.name
-        )),
-        other => other,
-    })?;
+    if let Some(refusal) = session.execute_for_state(&step.deferred.create_sql)? {
+        return Ok(Some(refusal));
+    }
     ledger::mark_rebuilt(session, job, step.step)?;
     rebuilt.built.push((step.deferred.name.clone(), started.elapsed().as_secs_f64()));
-    Ok(())
+    Ok(None)
 }
 
-/// When the rows that violate a key were not all loaded by this job (they
-/// were in the table before, or came from elsewhere meanwhile).
-fn rows_from_elsewhere(step: &StepRow, e: Error) -> Error {
-    match e {
-        Error::Database(message) => Error::Database(format!(
-            "{message} (the rows that violate {} were not loaded by this job)",
-            step.deferred.name
-        )),
-        other => other,
-    }
+/// A build the server refused for rows this job did not load (they were in
+/// the table before, or came from elsewhere meanwhile), or for another reason.
+fn could_not_build(step: &StepRow, message: &str) -> Error {
+    Error::Database(format!(
+        "could not build {} again after the load: {message}; it stays dropped and recorded in the ledger \
+         (sluice.steps); fix the rows that violate it (those this job loaded were checked) and run the same \
+         command again to build it",
+        step.deferred.name
+    ))
 }
 
 /// The chunks whose COPY wrote rows that `violations` (a query for `xmin`)

@@ -38,11 +38,23 @@ use crate::source::{io_reason, resolve_inputs, Source};
 pub use defer::DeferIndexes;
 pub use plan::{choose_columns, copy_statement, resolve_kind, CopyFormat};
 
-/// Default chunk size. Measured on `transactions` 10 M rows with 2 workers
-/// (bench/README.md): 4 MiB to 64 MiB are within noise of each other; 16 MiB
-/// gives 25 chunks per 400 MB (a short tail) and keeps in-memory chunks of
-/// streamed inputs small.
+/// Largest automatic chunk size. Measured on `transactions` 10 M rows with
+/// 2 workers (bench/README.md): 4 MiB to 64 MiB are within noise of each
+/// other; 16 MiB gives 25 chunks per 400 MB (a short tail) and keeps
+/// in-memory chunks of streamed inputs small.
 pub const DEFAULT_CHUNK_SIZE: u64 = 16 << 20;
+
+/// `--chunk-size auto`: a 32nd of the input, between 1 MiB and
+/// [`DEFAULT_CHUNK_SIZE`], so that a small input still makes many more
+/// chunks than workers (a 38 MB file in 16 MiB chunks is 3 chunks for 2
+/// workers: one of them idles for a third of the load). It depends on the
+/// input alone, not on `--workers`, so a resumed job cuts the same chunks
+/// whatever the worker count.
+pub const AUTO_CHUNK_SIZE: u64 = 0;
+
+fn auto_chunk_size(total: Option<u64>) -> u64 {
+    total.map_or(DEFAULT_CHUNK_SIZE, |t| (t / 32).clamp(1 << 20, DEFAULT_CHUNK_SIZE))
+}
 
 /// Default `--retry-timeout`, as timescaledb-parallel-copy's.
 pub const DEFAULT_RETRY_TIMEOUT: Duration = Duration::from_secs(300);
@@ -94,6 +106,8 @@ pub struct LoadRequest {
     pub copy_format: CopyFormat,
     /// `--defer-indexes`: drop indexes and constraints for the load.
     pub defer_indexes: DeferIndexes,
+    /// `--unlogged`: an empty table is unlogged for the load, logged after.
+    pub unlogged: bool,
 }
 
 /// Facts every worker needs, shared read-only.
@@ -123,6 +137,10 @@ struct Shared<'a> {
     marked: bool,
     /// In a pass that loads chunks again: only these.
     redo: Option<HashSet<u64>>,
+    /// Said before the load started, for the report.
+    early_warnings: Vec<String>,
+    /// Chunks loaded a second time by this run (lost or violating rows).
+    redone: u64,
 }
 
 impl Shared<'_> {
@@ -172,6 +190,11 @@ impl From<Error> for Failed {
 pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed> {
     let started_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
     let mut sources = resolve_inputs(&req.inputs)?;
+    let mut req = req.clone();
+    if req.chunk_size == AUTO_CHUNK_SIZE {
+        req.chunk_size = auto_chunk_size(sources.iter().map(|s| s.size).sum());
+    }
+    let req = &req;
     let mut format = req.options.clone();
     format.kind = resolve_kind(req.format, &sources)?;
     format.validate().map_err(Error::Usage)?;
@@ -181,9 +204,19 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     let table = control.resolve_table(&req.table)?;
     let columns = choose_columns(&table, req.columns.as_deref(), format.kind)?;
     let copy_plan = plan::choose_copy_format(req.copy_format, &table, columns.as_deref(), &format)?;
-    let defer_plan = defer::plan(&control, &table, req.defer_indexes, req.truncate)?;
-    let (job, done) = open_job(&control, req, &table, &format, &sources, &defer_plan.steps)?;
+    let wanted = defer::TablePlan { defer: req.defer_indexes, truncate: req.truncate, unlogged: req.unlogged };
+    let defer_plan = defer::plan(&control, &table, wanted)?;
+    let (job, mut done) = open_job(&control, req, &table, &format, &sources, &defer_plan.steps)?;
     let steps = ledger::steps(&control, &job)?;
+    let mut early_warnings = Vec::new();
+    if defer::recover_unlogged(&control, &job, &table.quoted())? {
+        early_warnings.push(format!(
+            "{} was unlogged for job {job} and the server restarted meanwhile (a crash empties unlogged \
+             tables): it was emptied and every chunk is loaded again",
+            table.display()
+        ));
+        done.clear();
+    }
     drop(control);
     progress.set_total(sources.iter().map(|s| s.size).sum::<Option<u64>>());
     let mut shared = Shared {
@@ -206,49 +239,71 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         binary: copy_plan.ok(),
         marked: steps.iter().any(|s| !s.rebuilt && s.deferred.violations_sql.is_some()),
         redo: None,
+        early_warnings,
+        redone: 0,
     };
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
     let mut rejects = RejectsFile::new(&rejects_path);
     let mut outcome = run_pipeline(&shared, req, &mut rejects);
+    let unlogged = steps.iter().any(defer::is_unlogged_step);
     let mut deferral = Deferral {
-        objects: steps.iter().map(|s| s.deferred.name.clone()).collect(),
+        objects: steps.iter().filter(|s| !defer::is_unlogged_step(s)).map(|s| s.deferred.name.clone()).collect(),
         why_not: defer_plan.why_not.filter(|_| steps.is_empty()),
+        unlogged,
+        table_path: match unlogged {
+            true => "unlogged for the load, logged after (--unlogged): no WAL for the rows".into(),
+            false => "logged: each chunk commits on its own, so COPY FREEZE and WAL skipping (which need the \
+                      transaction that created or truncated the table) do not apply; --unlogged skips WAL for an \
+                      empty table"
+                .into(),
+        },
         ..Deferral::default()
     };
-    if !steps.is_empty() {
-        outcome = complete_deferred(&mut shared, req, &mut rejects, outcome, &mut deferral);
-    }
+    outcome = complete_job(&mut shared, req, &mut rejects, outcome, &mut deferral, !steps.is_empty());
     conclude(&shared, req, outcome, &mut rejects, started_unix_ms, deferral)
 }
 
-/// Builds the deferred indexes and constraints once every chunk has
-/// committed; loads again the chunks whose rows violated a key or
-/// constraint (see [`defer`]), then builds again, until all is built.
-fn complete_deferred(
+/// After the copy: loads again any chunk the ledger does not hold as
+/// committed (a server crash undoes the last asynchronous commits: the
+/// workers saw them succeed, the ledger lost them with their rows), then
+/// builds the deferred indexes and constraints, loading again the chunks
+/// whose rows violated a key or constraint (see [`defer`]), until all is
+/// committed and built.
+fn complete_job(
     shared: &mut Shared,
     req: &LoadRequest,
     rejects: &mut RejectsFile,
     mut outcome: PipelineResult,
     deferral: &mut Deferral,
+    deferred: bool,
 ) -> PipelineResult {
     let mut rebuilt = defer::Rebuilt::default();
     let mut passes = 0;
     while outcome.2.is_none() && !shared.interrupted() {
+        let total: u64 = outcome.1.iter().map(|s| s.chunks).sum();
         let relation = shared.table.quoted();
         let completion = shared.target.connect().and_then(|control| {
+            let missing = ledger::missing_chunks(&control, &shared.job, total)?;
+            if !missing.is_empty() || !deferred {
+                return Ok(match missing.is_empty() {
+                    true => defer::Completion::Complete,
+                    false => defer::Completion::Reload(missing),
+                });
+            }
             defer::complete(&control, shared.target, (&shared.job, &relation), req.workers, &mut rebuilt)
         });
         match completion {
             Ok(defer::Completion::Complete) => break,
             Ok(defer::Completion::Reload(_)) if passes == 5 => {
                 outcome.2 = Some(Error::Database(format!(
-                    "job {}: chunks kept being reopened while building the deferred indexes; run the same \
-                     command again to finish",
+                    "job {}: chunks kept being reopened (lost by server crashes, or violating deferred keys); \
+                     run the same command again to finish",
                     shared.job
                 )));
             }
             Ok(defer::Completion::Reload(chunks)) => {
                 passes += 1;
+                shared.redone += chunks.len() as u64;
                 shared.redo = Some(chunks.into_iter().collect());
                 let again = run_pipeline(shared, req, rejects);
                 outcome = merge_reload(shared, outcome, again);
@@ -256,6 +311,13 @@ fn complete_deferred(
             }
             Err(e) => outcome.2 = Some(e),
         }
+    }
+    if rebuilt.restarted {
+        shared.early_warnings.push(format!(
+            "{} was unlogged for the load and the server restarted meanwhile (a crash empties unlogged tables): \
+             it was emptied and every chunk loaded again",
+            shared.table.display()
+        ));
     }
     deferral.built = rebuilt.built.into_iter().map(|(name, seconds)| BuiltObject { name, seconds }).collect();
     deferral.rebuild_seconds = rebuilt.seconds;
@@ -328,7 +390,7 @@ fn conclude(
     started_unix_ms: u128,
     deferral: Deferral,
 ) -> Result<LoadReport, Failed> {
-    let mut warnings = Vec::new();
+    let mut warnings = shared.early_warnings.clone();
     if !shared.done.is_empty() {
         warnings.push(format!(
             "resumed job {}: {} chunks were committed by earlier runs",
@@ -341,9 +403,10 @@ fn conclude(
         failure = Some(Error::Interrupted { chunks: records.len() as u64, rows });
     }
     if failure.is_none() {
-        let rewrite = !shared.done.is_empty() || deferral.reloaded_chunks > 0;
-        if let Err(e) = shared.target.connect().and_then(|s| finish_job(&s, shared, rejects, rewrite)) {
-            warnings.push(format!("could not finish job {}: {e}", shared.job));
+        let rewrite = !shared.done.is_empty() || shared.redone > 0;
+        let total = scans.iter().map(|s| s.chunks).sum();
+        if let Err(e) = shared.target.connect().and_then(|s| finish_job(&s, shared, rejects, (rewrite, total))) {
+            failure = Some(e);
         }
     }
     let mut report = build_report(shared, req, records, scans, started_unix_ms, failure.is_none());
@@ -365,7 +428,12 @@ fn conclude(
 /// loaded again, rewritten from the database (to a temporary name, then renamed) so it holds the whole job's
 /// rejects, exactly as committed. In that order, a kill at any moment leaves
 /// either an unfinished job (the next run redoes the file) or a complete file.
-fn finish_job(control: &PgSession, shared: &Shared, rejects: &mut RejectsFile, rewrite: bool) -> Result<(), Error> {
+fn finish_job(
+    control: &PgSession,
+    shared: &Shared,
+    rejects: &mut RejectsFile,
+    (rewrite, total): (bool, u64),
+) -> Result<(), Error> {
     rejects.flush().map_err(|e| rejects_file_error(rejects, &e))?;
     if rewrite {
         let rows = control.query(crate::rejects::SELECT_FOR_JOB, &[Some(&shared.job)])?;
@@ -378,7 +446,7 @@ fn finish_job(control: &PgSession, shared: &Shared, rejects: &mut RejectsFile, r
         file.move_to(rejects.path()).map_err(|e| rejects_file_error(&file, &e))?;
         *rejects = file;
     }
-    ledger::finish(control, &shared.job)
+    ledger::finish(control, &shared.job, total)
 }
 
 /// Creates sluice's ledger and rejects tables when they are missing; a user

@@ -248,10 +248,13 @@ impl PgSession {
     }
 
     /// The one rule for what is worth retrying: a lost connection (or a
-    /// failure without a message, which is one) and a transient SQLSTATE are
+    /// failure without a message or without a SQLSTATE, which the server
+    /// always sends: libpq's own, such as "server closed the connection
+    /// unexpectedly" after a crash) and a transient SQLSTATE are
     /// [`Error::Database`]; anything else is the statement's own failure.
     fn retryable(&self, r: &CopyRefusal) -> Option<Error> {
-        if self.conn.status() == libpq::connection::Status::Bad || r.message.is_empty() {
+        let bad = self.conn.status() == libpq::connection::Status::Bad;
+        if bad || r.message.is_empty() || r.sqlstate.is_none() {
             return Some(Error::Database(self.connection_trouble()));
         }
         let transient = r.sqlstate.as_deref().is_some_and(is_transient);
