@@ -75,6 +75,8 @@ pub struct Summary {
     pub rows_per_sec: f64,
     pub mb_per_sec: f64,
     pub workers: usize,
+    /// `--workers auto`: the count chosen and what each count measured.
+    pub workers_chosen: Option<String>,
     pub chunk_size: u64,
     pub chunks: u64,
     /// Milliseconds since the Unix epoch when the load started.
@@ -189,7 +191,8 @@ impl LoadReport {
             human_count(s.rows_per_sec),
             s.mb_per_sec,
             s.workers,
-            plural(s.workers as u64),
+            plural(s.workers as u64).to_string()
+                + &s.workers_chosen.as_ref().map(|c| format!(" ({c})")).unwrap_or_default(),
             s.chunks,
             plural(s.chunks),
             s.copy.describe(),

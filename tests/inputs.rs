@@ -92,6 +92,32 @@ fn identical_table_for_any_workers_and_chunk_size() {
     }
 }
 
+/// `--workers auto` loads exactly, never uses more workers than allowed,
+/// and says what it measured.
+#[test]
+fn workers_auto_loads_exactly_and_reports_its_choice() {
+    let db = TestDb::new();
+    db.execute(&sluice::gen::Dataset::Transactions.ddl("t"));
+    let mut data = Vec::new();
+    sluice::gen::generate(sluice::gen::Dataset::Transactions, 2_500_000, 3, &mut data).unwrap();
+    let file = db.file("t.tsv", &data);
+    let report = db.dir.path().join("r.json");
+    let args = ["--table", "t", "--workers", "auto", "--max-workers", "4", "--chunk-size", "512KiB"];
+    db.load(&[&[file.to_str().unwrap()][..], &args, &["--report", report.to_str().unwrap()]].concat()).assert_ok();
+    assert_eq!(db.count("t"), 2_500_000);
+    assert_eq!(db.scalar("SELECT count(DISTINCT tid) FROM t"), "2500000");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let chosen = report["summary"]["workers_chosen"].as_str().unwrap().to_string();
+    assert!(chosen.starts_with("auto: "), "{chosen}");
+    let used: std::collections::BTreeSet<u64> =
+        report["chunks"].as_array().unwrap().iter().map(|c| c["worker"].as_u64().unwrap()).collect();
+    assert!(used.iter().all(|&w| w < 4), "{used:?}");
+    assert!(used.contains(&0) && used.contains(&1), "starts with 2 workers: {used:?}");
+    if chosen.contains(", 3 ") {
+        assert!(used.contains(&2), "level 3 was measured, so a third worker loaded: {used:?} {chosen}");
+    }
+}
+
 /// A UTF-8 byte-order mark at the start of a file is not data.
 #[test]
 fn utf8_bom_is_stripped() {

@@ -30,7 +30,7 @@ pub struct DemoArgs {
     #[arg(long, value_parser = super::parse_count, default_value = "2M")]
     rows: u64,
 
-    /// Connections loading at once (default: the CPU count, 2 to 8).
+    /// Connections loading at once (default: auto, as for `sluice load`).
     #[arg(short, long)]
     workers: Option<usize>,
 
@@ -71,7 +71,7 @@ pub fn run(args: DemoArgs, _redactor: &mut Redactor) -> Result<i32, Error> {
         format: None,
         options: FormatOptions::new(sluice::format::FormatKind::Csv),
         db: Some(conninfo),
-        workers: args.workers.unwrap_or_else(load::default_workers),
+        workers: args.workers.unwrap_or(load::AUTO_WORKERS),
         chunk_size: args.chunk_size,
         truncate: false,
         rejects: None,
@@ -85,6 +85,7 @@ pub fn run(args: DemoArgs, _redactor: &mut Redactor) -> Result<i32, Error> {
         copy_format: load::CopyFormat::Auto,
         defer_indexes: load::DeferIndexes::Auto,
         unlogged: false,
+        max_workers: None,
     };
     let progress = Arc::new(Progress::default());
     let view = ProgressView::start(progress.clone(), 1.0);

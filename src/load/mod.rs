@@ -11,6 +11,7 @@
 mod defer;
 mod isolate;
 mod job;
+mod pace;
 mod plan;
 mod suspect;
 mod worker;
@@ -63,9 +64,16 @@ pub const DEFAULT_RETRY_TIMEOUT: Duration = Duration::from_secs(300);
 /// (usually a quote left open), which keeps memory bounded.
 pub const DEFAULT_MAX_RECORD_SIZE: u64 = 64 << 20;
 
-/// Default number of connections: the local CPU count, at least 2 and at
-/// most 8. On a 2-core machine, 2 workers beat 1 by 1.6-1.9x and 4 were no
-/// faster than 2 (bench/README.md); `--workers auto` will measure instead.
+/// `--workers auto` (the default): start with 2 connections and add one
+/// while throughput rises (see `pace`).
+pub const AUTO_WORKERS: usize = 0;
+
+/// Most connections `--workers auto` opens.
+pub const MAX_AUTO_WORKERS: usize = 16;
+
+/// The local CPU count, at least 2 and at most 8: a fixed count for callers
+/// that want one. On a 2-core machine, 2 workers beat 1 by 1.6-1.9x and 4
+/// were no faster than 2 (bench/README.md).
 pub fn default_workers() -> usize {
     thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8)
 }
@@ -108,6 +116,9 @@ pub struct LoadRequest {
     pub defer_indexes: DeferIndexes,
     /// `--unlogged`: an empty table is unlogged for the load, logged after.
     pub unlogged: bool,
+    /// `--max-workers`: the most `--workers auto` opens (default: the CPU
+    /// count for a server on this machine, else [`MAX_AUTO_WORKERS`]).
+    pub max_workers: Option<usize>,
 }
 
 /// Facts every worker needs, shared read-only.
@@ -141,6 +152,10 @@ struct Shared<'a> {
     early_warnings: Vec<String>,
     /// Chunks loaded a second time by this run (lost or violating rows).
     redone: u64,
+    /// `--workers auto`: how many workers may load now.
+    pace: Option<pace::Pacer>,
+    /// The feeder has queued its last chunk.
+    fed_all: AtomicBool,
 }
 
 impl Shared<'_> {
@@ -151,6 +166,11 @@ impl Shared<'_> {
 
     fn interrupted(&self) -> bool {
         self.interrupt.as_ref().is_some_and(|i| i.load(Ordering::SeqCst))
+    }
+
+    /// Connections loading now: the fixed count, or the pacer's level.
+    fn workers(&self, req: &LoadRequest) -> usize {
+        self.pace.as_ref().map_or(req.workers.max(1), pace::Pacer::level)
     }
 
     /// The statements that open a COPY's subtransaction: with a key or
@@ -208,6 +228,11 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     let defer_plan = defer::plan(&control, &table, wanted)?;
     let (job, mut done) = open_job(&control, req, &table, &format, &sources, &defer_plan.steps)?;
     let steps = ledger::steps(&control, &job)?;
+    let auto_ceiling = match (req.max_workers, control.server_is_local()?) {
+        (Some(max), _) => max.max(1),
+        (None, true) => default_workers().min(MAX_AUTO_WORKERS),
+        (None, false) => MAX_AUTO_WORKERS,
+    };
     let mut early_warnings = Vec::new();
     if defer::recover_unlogged(&control, &job, &table.quoted())? {
         early_warnings.push(format!(
@@ -241,6 +266,8 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         redo: None,
         early_warnings,
         redone: 0,
+        pace: (req.workers == AUTO_WORKERS).then(|| pace::Pacer::new(auto_ceiling)),
+        fed_all: AtomicBool::new(false),
     };
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
     let mut rejects = RejectsFile::new(&rejects_path);
@@ -290,7 +317,7 @@ fn complete_job(
                     false => defer::Completion::Reload(missing),
                 });
             }
-            defer::complete(&control, shared.target, (&shared.job, &relation), req.workers, &mut rebuilt)
+            defer::complete(&control, shared.target, (&shared.job, &relation), shared.workers(req), &mut rebuilt)
         });
         match completion {
             Ok(defer::Completion::Complete) => break,
@@ -507,7 +534,8 @@ struct InputScan {
 type PipelineResult = (Vec<ChunkRecord>, Vec<InputScan>, Option<Error>, u64);
 
 fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -> PipelineResult {
-    let workers = req.workers.max(1);
+    let workers = shared.pace.as_ref().map_or(req.workers.max(1), pace::Pacer::max);
+    shared.fed_all.store(false, Ordering::SeqCst);
     let streamed = shared.sources.iter().any(|s| !s.is_positioned());
     // Streamed chunks hold their bytes: hand each one straight to a free
     // worker (a rendezvous queue), so memory stays at about (workers + 1)
@@ -518,7 +546,11 @@ fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -
     let (event_tx, event_rx) = unbounded::<Event>();
     thread::scope(|scope| {
         let feeder_events = event_tx.clone();
-        let feeder = scope.spawn(move || feed(shared, req, chunk_tx, feeder_events));
+        let feeder = scope.spawn(move || {
+            let scans = feed(shared, req, chunk_tx, feeder_events);
+            shared.fed_all.store(true, Ordering::SeqCst);
+            scans
+        });
         for id in 0..workers {
             let (rx, tx) = (chunk_rx.clone(), event_tx.clone());
             scope.spawn(move || worker::run(id, shared, rx, tx));
@@ -531,6 +563,9 @@ fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -
         for event in event_rx {
             let error = match event {
                 Event::Committed(record, chunk_rejects) => {
+                    if let Some(pace) = &shared.pace {
+                        pace.committed(record.byte_len);
+                    }
                     records.push(record);
                     rejected += chunk_rejects.len() as u64;
                     record_rejects(rejects, &chunk_rejects).err().or_else(|| over_limit(req, rejected, &chunk_rejects))
@@ -717,7 +752,8 @@ fn build_report(
         wall_seconds: wall,
         rows_per_sec: rows as f64 / wall.max(1e-9),
         mb_per_sec: bytes as f64 / 1e6 / wall.max(1e-9),
-        workers: req.workers.max(1),
+        workers: shared.workers(req),
+        workers_chosen: shared.pace.as_ref().map(pace::Pacer::describe),
         chunk_size: req.chunk_size,
         chunks: chunks.len() as u64,
         started_unix_ms,

@@ -29,6 +29,9 @@ use crate::sink::{CopyOutcome, CopyRefusal, CopyWriter};
 use crate::source::io_reason;
 
 pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Sender<Event>) {
+    if !wait_for_turn(id, shared, &queue) {
+        return;
+    }
     let session = match open_session(shared) {
         Ok(s) => s,
         Err(e) => {
@@ -47,8 +50,10 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
     let mut deferred = Vec::new();
     // The queue first; then the chunks another process held, waiting for
     // each: done by then, or its loader died and the lock went with it.
-    let mut work: Work = Box::new(queue.into_iter().map(|c| (c, false)));
-    while let Some((chunk, wait)) = next_work(&mut work, &mut deferred) {
+    let mut work: Work = Box::new(queue.clone().into_iter().map(|c| (c, false)));
+    loop {
+        wait_for_turn(id, shared, &queue);
+        let Some((chunk, wait)) = next_work(&mut work, &mut deferred) else { break };
         if shared.stopping() {
             break;
         }
@@ -72,6 +77,19 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
             break;
         }
     }
+}
+
+/// With `--workers auto`, waits while the pacer keeps this worker idle;
+/// false when the queue ran out meanwhile (nothing left to take).
+fn wait_for_turn(id: usize, shared: &Shared, queue: &Receiver<Chunk>) -> bool {
+    let Some(pace) = &shared.pace else { return true };
+    while !pace.allows(id) && !shared.stopping() {
+        if shared.fed_all.load(std::sync::atomic::Ordering::SeqCst) && queue.is_empty() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
 }
 
 /// A fast path runs under this savepoint, so a refusal keeps the chunk's

@@ -268,6 +268,17 @@ impl PgSession {
 }
 
 impl PgSession {
+    /// Whether the server runs on this machine: a Unix socket, a loopback
+    /// address, or the same address at both ends.
+    pub fn server_is_local(&self) -> Result<bool, Error> {
+        let rows = self.query(
+            "SELECT inet_server_addr() IS NULL OR host(inet_server_addr()) IN ('127.0.0.1', '::1') \
+             OR inet_server_addr() << '127.0.0.0/8'::inet OR inet_server_addr() = inet_client_addr()",
+            &[],
+        )?;
+        Ok(rows.first().and_then(|r| r[0].as_deref()) == Some("t"))
+    }
+
     /// Runs `prelude` (statements such as `SAVEPOINT s`) and the COPY in one
     /// round trip, then copies what `feed` produces. Reject isolation copies
     /// many short runs, so each saved round trip counts.
