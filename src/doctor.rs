@@ -61,8 +61,9 @@ pub fn examine(session: &PgSession, table: Option<&TableInfo>, workers: usize) -
         topic: "server CPUs".into(),
         value: "could not be read over SQL".into(),
         level: "ok",
-        advice: "sluice's default is this machine's CPU count (2 to 8); the field reports found the best \
-                 between 2 and the server's core count, and 12 on 8 cores slower: time a load with a few --workers values"
+        advice: "sluice's default, --workers auto, starts with 2 connections and adds one while throughput \
+                 rises (no more than this machine's CPUs when the server runs here); the field reports found the \
+                 best between 2 and the server's core count, and 12 on 8 cores slower; sluice bench measures it"
             .into(),
     });
     if let Some(table) = table {
@@ -179,15 +180,21 @@ fn table_findings(session: &PgSession, table: &TableInfo) -> Result<Vec<Finding>
         } else {
             format!(
                 "every index is updated row by row during the load: with a primary key, 10 M rows took 14.1 s \
-                 instead of 5.1 s plus 3.6 s to add the key afterwards; for a big load into a large share of the \
-                 table, drop the {} secondary index(es) before and rebuild them after{}",
+                 instead of 5.1 s plus 3.6 s to add the key afterwards; sluice drops and rebuilds them itself \
+                 when the table is empty (--defer-indexes auto); for a big load into a large share of a full \
+                 table, drop the {} secondary index(es) with --defer-indexes yes{}",
                 indexes.len() - unique,
-                if unique > 0 { " (keep unique ones: they turn duplicates into rejects)" } else { "" }
+                if unique > 0 { " (unique ones too: duplicates still end up as rejects)" } else { "" }
             )
         },
     });
     for (what, rows, advice) in [
-        ("foreign keys", &fks, "checked per row at the end of each chunk's COPY; faster to add them after the load"),
+        (
+            "foreign keys",
+            &fks,
+            "checked per row at the end of each chunk's COPY; --defer-indexes adds them after the load (violating \
+             rows still end up as rejects)",
+        ),
         ("CHECK constraints", &checks, "cheap, checked per row; violations become rejects"),
         ("triggers", &triggers, "run per row and can dominate a load; disable them only if you know what they do"),
     ] {

@@ -9,6 +9,7 @@
 //! The library never prints. It returns typed [`error::Error`]s and updates
 //! [`progress::Progress`] counters that the CLI renders.
 
+pub mod bench;
 pub mod chart;
 pub mod chunk;
 pub mod doctor;

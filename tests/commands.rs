@@ -89,13 +89,45 @@ fn doctor_reads_settings_and_table() {
     let indexes = find("public.orders indexes");
     assert_eq!(indexes["level"], "advice");
     assert!(indexes["value"].as_str().unwrap().contains("orders_qty"));
-    assert!(indexes["advice"].as_str().unwrap().contains("drop the 1 secondary index(es)"));
+    assert!(indexes["advice"].as_str().unwrap().contains("drop the 1 secondary index(es) with --defer-indexes yes"));
     assert_eq!(find("public.orders foreign keys")["value"], "1");
     assert_eq!(find("public.orders CHECK constraints")["value"], "1");
     let text = sluice(&["doctor", "--db", &db.conninfo()]);
     assert!(text.stdout.lines().any(|l| l.starts_with("-> max_wal_size = ")), "{}", text.stdout);
     let missing = sluice(&["doctor", "--db", &db.conninfo(), "--table", "nope"]);
     assert_eq!(missing.code, 2);
+}
+
+/// `sluice bench` loads every setting into a scratch copy, answers the three
+/// questions, recommends a command line, writes every run as CSV, and
+/// leaves the user's table alone.
+#[test]
+fn bench_measures_a_matrix_and_recommends_a_command() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE orders (id int PRIMARY KEY, qty int, note text)");
+    let data: String = (1..=30_000).map(|i| format!("{i},{},note {i}\n", i % 7)).collect();
+    let file = db.file("orders.csv", data.as_bytes());
+    let csv = db.dir.path().join("runs.csv");
+    let args = [file.to_str().unwrap(), "--table", "orders", "--rounds", "2", "--csv", csv.to_str().unwrap()];
+    let run = sluice(&[&["bench", "--db", &db.conninfo()][..], &args].concat());
+    run.assert_ok();
+    for needle in [
+        "1 worker, one transaction",
+        "workers auto (chose ",
+        "2 workers, binary COPY",
+        "Is the load fast?",
+        "Is one transaction a problem?",
+        "Do parallel sessions help?",
+        &format!("Use: sluice load {} --table orders", file.display()),
+    ] {
+        assert!(run.stdout.contains(needle), "{needle}: {}", run.stdout);
+    }
+    let runs = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(runs.lines().count(), 1 + 2 * 9, "a header and 9 settings x 2 rounds: {runs}");
+    assert!(runs.lines().skip(1).all(|l| l.contains(",30000,")), "every run loaded every row: {runs}");
+    assert_eq!(db.count("orders"), 0, "the user's table is not written");
+    assert_eq!(db.scalar("SELECT count(*) FROM pg_class WHERE relname LIKE 'sluice_bench_%'"), "0", "scratch dropped");
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.jobs WHERE job LIKE 'sluice-bench-%'"), "0");
 }
 
 /// `--report` also writes a self-contained HTML chart; headless Chromium lays

@@ -176,7 +176,7 @@ pub struct LoadArgs {
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
-enum FormatArg {
+pub(super) enum FormatArg {
     Csv,
     #[value(alias = "text")]
     Tsv,

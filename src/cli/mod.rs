@@ -1,5 +1,6 @@
 //! Subcommands: each file holds one command's flags, help text and `run`.
 
+mod bench;
 mod demo;
 mod doctor;
 mod gen;
@@ -38,6 +39,7 @@ enum Command {
     Demo(demo::DemoArgs),
     Status(status::StatusArgs),
     Doctor(doctor::DoctorArgs),
+    Bench(bench::BenchArgs),
 }
 
 /// Runs the chosen command; returns the exit code on success.
@@ -48,6 +50,7 @@ pub fn run(cli: Cli, redactor: &mut Redactor) -> Result<i32, Error> {
         Command::Demo(args) => demo::run(args, redactor),
         Command::Status(args) => status::run(args, redactor),
         Command::Doctor(args) => doctor::run(args, redactor),
+        Command::Bench(args) => bench::run(args, redactor),
     }
 }
 

@@ -290,6 +290,12 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     conclude(&shared, req, outcome, &mut rejects, started_unix_ms, deferral)
 }
 
+/// Whether every column of `table` has a binary encoder (`--copy-format
+/// binary` would be accepted).
+pub fn binary_possible(table: &TableInfo, format: &FormatOptions) -> bool {
+    matches!(plan::choose_copy_format(CopyFormat::Binary, table, None, format), Ok(Ok(_)))
+}
+
 /// After the copy: loads again any chunk the ledger does not hold as
 /// committed (a server crash undoes the last asynchronous commits: the
 /// workers saw them succeed, the ledger lost them with their rows), then
