@@ -224,14 +224,16 @@ def loaders(name, server, parts_dir):
         pgloader = pgloader_command(name, server, path)
         if pgloader:
             out["pgloader"] = [pgloader]
-        out["sluice w2"] = [[*sluice, "--workers", "2"]]
+        out["sluice"] = [sluice]
         return out
     out["split 2 x psql"] = [copy(h) for h in halves]
     if name in INDEXES:
-        # Default (indexes deferred: the table is empty) and kept in place.
-        out["sluice w2"] = [[*sluice, "--workers", "2"]]
-        out["sluice w2 keep indexes"] = [[*sluice, "--workers", "2", "--defer-indexes", "no"]]
+        # Defaults (indexes deferred: the table is empty) and kept in place.
+        out["sluice"] = [sluice]
+        out["sluice keep indexes"] = [[*sluice, "--defer-indexes", "no"]]
         return out
+    # The defaults (--workers auto, --copy-format auto, --chunk-size auto).
+    out["sluice"] = [sluice]
     for w in (1, 2, 4):
         out[f"sluice w{w}"] = [[*sluice, "--workers", str(w)]]
     # What --copy-format auto chose against: both formats forced, 2 workers.

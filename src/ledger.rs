@@ -185,6 +185,12 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
     Ok(if done.is_empty() { Opened::Fresh } else { Opened::Resumed(done) })
 }
 
+/// Whether the job exists and has run its first steps.
+pub fn first_steps_done(session: &PgSession, job: &str) -> Result<bool, Error> {
+    let rows = session.query("SELECT steps_done FROM sluice.jobs WHERE job = $1", &[Some(job)])?;
+    Ok(rows.first().and_then(|r| r[0].as_deref()) == Some("t"))
+}
+
 /// Drops each deferred object and records how to build it again, in the
 /// job's opening transaction.
 fn record_deferred(session: &PgSession, job: &str, table: &str, deferred: &[DeferredStep]) -> Result<(), Error> {

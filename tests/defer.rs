@@ -216,6 +216,9 @@ fn unlogged_load_survives_a_server_crash() {
     assert_eq!(query("SELECT count(DISTINCT tid) FROM t"), Some(rows.to_string()));
     assert_eq!(query("SELECT relpersistence::text FROM pg_class WHERE relname = 't'").as_deref(), Some("p"));
     assert_eq!(query("SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass").as_deref(), Some("1"));
+    let same = sluice_command().args(args).args(["--unlogged"]).output().unwrap();
+    assert!(same.status.success(), "the finished job, run again: {}", String::from_utf8_lossy(&same.stderr));
+    assert!(String::from_utf8_lossy(&same.stderr).contains("already"), "{}", String::from_utf8_lossy(&same.stderr));
     let again = sluice_command().args(args).args(["--job", "second", "--unlogged"]).output().unwrap();
     assert_eq!(again.status.code(), Some(2), "{}", String::from_utf8_lossy(&again.stderr));
     assert!(String::from_utf8_lossy(&again.stderr).contains("--unlogged needs an empty table"));

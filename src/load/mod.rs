@@ -225,8 +225,7 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     let columns = choose_columns(&table, req.columns.as_deref(), format.kind)?;
     let copy_plan = plan::choose_copy_format(req.copy_format, &table, columns.as_deref(), &format)?;
     let wanted = defer::TablePlan { defer: req.defer_indexes, truncate: req.truncate, unlogged: req.unlogged };
-    let defer_plan = defer::plan(&control, &table, wanted)?;
-    let (job, mut done) = open_job(&control, req, &table, &format, &sources, &defer_plan.steps)?;
+    let (job, mut done, defer_plan) = open_job(&control, req, &table, &format, &sources, wanted)?;
     let steps = ledger::steps(&control, &job)?;
     let auto_ceiling = match (req.max_workers, control.server_is_local()?) {
         (Some(max), _) => max.max(1),
@@ -387,8 +386,8 @@ fn open_job(
     table: &TableInfo,
     format: &FormatOptions,
     sources: &[Source],
-    deferred: &[ledger::DeferredStep],
-) -> Result<(String, HashMap<u64, Done>), Failed> {
+    wanted: defer::TablePlan,
+) -> Result<(String, HashMap<u64, Done>, defer::DeferPlan), Failed> {
     ensure_tables(control).map_err(|e| {
         Error::Database(format!(
             "sluice keeps its ledger in schema \"sluice\" of the target database and cannot create it ({e}); \
@@ -396,6 +395,10 @@ fn open_job(
         ))
     })?;
     let job = job::name(req, table, format, sources);
+    // A job past its first steps keeps what they did (an unlogged table
+    // with rows in it is then the job's own doing, not a refusal).
+    let started = !req.restart && ledger::first_steps_done(control, &job)?;
+    let defer_plan = defer::plan(control, table, defer::TablePlan { unlogged: wanted.unlogged && !started, ..wanted })?;
     let first_steps: Vec<String> = req.truncate.then(|| format!("TRUNCATE {}", table.quoted())).into_iter().collect();
     let (target_table, fingerprint) = (table.display(), job::fingerprint(req, table, format, sources));
     let spec = ledger::JobSpec {
@@ -404,11 +407,11 @@ fn open_job(
         fingerprint: &fingerprint,
         restart: req.restart,
         first_steps: &first_steps,
-        deferred,
+        deferred: &defer_plan.steps,
     };
     match ledger::open(control, &spec)? {
-        Opened::Fresh => Ok((job, HashMap::new())),
-        Opened::Resumed(done) => Ok((job, done)),
+        Opened::Fresh => Ok((job, HashMap::new(), defer_plan)),
+        Opened::Resumed(done) => Ok((job, done, defer_plan)),
         Opened::Finished { rows, finished_at } => Err(Error::AlreadyLoaded { job, rows, finished_at }.into()),
     }
 }
