@@ -130,10 +130,7 @@ pub struct StepRow {
 /// Opens a job: a new or restarted job runs its first steps in the
 /// transaction that records it, so they happen exactly once.
 pub fn open(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened, Error> {
-    session.execute("BEGIN")?;
-    let outcome = open_in_transaction(session, spec);
-    session.execute(if outcome.is_ok() { "COMMIT" } else { "ROLLBACK" })?;
-    outcome
+    session.transaction(|| open_in_transaction(session, spec))
 }
 
 fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened, Error> {

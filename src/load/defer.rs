@@ -148,10 +148,7 @@ pub fn is_unlogged_step(step: &StepRow) -> bool {
 /// before the load: every row in it is the job's) and every chunk goes back
 /// to pending. Returns whether it did.
 pub fn recover_unlogged(control: &PgSession, job: &str, relation: &str) -> Result<bool, Error> {
-    control.execute("BEGIN")?;
-    let outcome = reset_if_restarted(control, job, relation);
-    control.execute(if outcome.is_ok() { "COMMIT" } else { "ROLLBACK" })?;
-    outcome.map(|reset| reset.is_some())
+    control.transaction(|| reset_if_restarted(control, job, relation)).map(|reset| reset.is_some())
 }
 
 /// [`recover_unlogged`] in the caller's transaction: the chunks reopened.
@@ -315,53 +312,42 @@ pub fn complete(
     sessions: usize,
     rebuilt: &mut Rebuilt,
 ) -> Result<Completion, Error> {
-    control.execute("BEGIN")?;
-    let outcome = complete_locked(control, target, (job, relation), sessions, rebuilt);
-    control.execute(if outcome.is_ok() { "COMMIT" } else { "ROLLBACK" })?;
-    outcome
-}
-
-fn complete_locked(
-    control: &PgSession,
-    target: &PgTarget,
-    (job, relation): (&str, &str),
-    sessions: usize,
-    rebuilt: &mut Rebuilt,
-) -> Result<Completion, Error> {
-    if let Some(all) = reset_if_restarted(control, job, relation)? {
-        rebuilt.restarted = true;
-        return Ok(Completion::Reload(all));
-    }
-    let open = control.query("SELECT seq FROM sluice.chunks WHERE job = $1 AND state <> 'done'", &[Some(job)])?;
-    if !open.is_empty() {
-        // Another process reopened chunks: load them first.
-        return Ok(Completion::Reload(open.iter().filter_map(|r| r[0].as_deref()?.parse().ok()).collect()));
-    }
-    let (logged, pending): (Vec<StepRow>, Vec<StepRow>) =
-        ledger::steps(control, job)?.into_iter().filter(|s| !s.rebuilt).partition(is_unlogged_step);
-    let started = Instant::now();
-    // Logged first, in a transaction of its own: the indexes are then built
-    // once, into a logged table, and do not wait for its lock.
-    build_in_parallel(target, job, &logged, 1, rebuilt)?;
-    let violated = build_in_parallel(target, job, &pending, sessions, rebuilt)?;
-    if violated.is_empty() {
-        // Every key is in place: the markers have served.
-        control.query("DELETE FROM sluice.xacts WHERE job = $1 RETURNING 1", &[Some(job)])?;
-        rebuilt.seconds += started.elapsed().as_secs_f64();
-        return Ok(Completion::Complete);
-    }
-    let mut chunks: Vec<u64> = violated.iter().flat_map(|(_, seqs)| seqs.iter().copied()).collect();
-    chunks.sort_unstable();
-    chunks.dedup();
-    reopen_chunks(control, job, relation, &chunks)?;
-    for (step, _) in &violated {
-        if let Some((_, message)) = build_one(control, job, step, rebuilt)? {
-            return Err(could_not_build(step, &message));
+    control.transaction(|| {
+        if let Some(all) = reset_if_restarted(control, job, relation)? {
+            rebuilt.restarted = true;
+            return Ok(Completion::Reload(all));
         }
-    }
-    rebuilt.seconds += started.elapsed().as_secs_f64();
-    rebuilt.reloaded.extend(&chunks);
-    Ok(Completion::Reload(chunks))
+        let open = control.query("SELECT seq FROM sluice.chunks WHERE job = $1 AND state <> 'done'", &[Some(job)])?;
+        if !open.is_empty() {
+            // Another process reopened chunks: load them first.
+            return Ok(Completion::Reload(open.iter().filter_map(|r| r[0].as_deref()?.parse().ok()).collect()));
+        }
+        let (logged, pending): (Vec<StepRow>, Vec<StepRow>) =
+            ledger::steps(control, job)?.into_iter().filter(|s| !s.rebuilt).partition(is_unlogged_step);
+        let started = Instant::now();
+        // Logged first, in a transaction of its own: the indexes are then built
+        // once, into a logged table, and do not wait for its lock.
+        build_in_parallel(target, job, &logged, 1, rebuilt)?;
+        let violated = build_in_parallel(target, job, &pending, sessions, rebuilt)?;
+        if violated.is_empty() {
+            // Every key is in place: the markers have served.
+            control.query("DELETE FROM sluice.xacts WHERE job = $1 RETURNING 1", &[Some(job)])?;
+            rebuilt.seconds += started.elapsed().as_secs_f64();
+            return Ok(Completion::Complete);
+        }
+        let mut chunks: Vec<u64> = violated.iter().flat_map(|(_, seqs)| seqs.iter().copied()).collect();
+        chunks.sort_unstable();
+        chunks.dedup();
+        reopen_chunks(control, job, relation, &chunks)?;
+        for (step, _) in &violated {
+            if let Some((_, message)) = build_one(control, job, step, rebuilt)? {
+                return Err(could_not_build(step, &message));
+            }
+        }
+        rebuilt.seconds += started.elapsed().as_secs_f64();
+        rebuilt.reloaded.extend(&chunks);
+        Ok(Completion::Reload(chunks))
+    })
 }
 
 /// Builds steps over `sessions` connections; returns the steps that found

@@ -268,6 +268,15 @@ impl PgSession {
 }
 
 impl PgSession {
+    /// Runs `body` in a transaction: committed when it succeeds, rolled
+    /// back when it fails.
+    pub fn transaction<T>(&self, body: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+        self.execute("BEGIN")?;
+        let outcome = body();
+        self.execute(if outcome.is_ok() { "COMMIT" } else { "ROLLBACK" })?;
+        outcome
+    }
+
     /// Whether the server runs on this machine: a Unix socket, a loopback
     /// address, or the same address at both ends.
     pub fn server_is_local(&self) -> Result<bool, Error> {
