@@ -130,7 +130,7 @@ fn a_kill_between_drop_and_rebuild_is_completed_by_the_same_command() {
     db.execute(&sluice::gen::Dataset::Transactions.ddl("t"));
     db.execute("ALTER TABLE t ADD PRIMARY KEY (tid); CREATE INDEX ON t (amount)");
     let before = definitions(&db, "t");
-    let rows = 400_000u64;
+    let rows = 1_000_000u64;
     let data: String = (1..=rows).map(|i| format!("{i}\t{}\t{}\tdescription-{i}\n", 10_000 + i, i % 500)).collect();
     let file = db.file("t.tsv", data.as_bytes());
     let conn = db.conninfo();
