@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use crate::error::Error;
-use crate::load::{self, CopyFormat, LoadRequest};
+use crate::load::{self, CopyFormat, DeferIndexes, LoadRequest};
 use crate::progress::Progress;
 use crate::sink::postgres::PgSession;
 
@@ -24,6 +24,7 @@ pub struct Setting {
     pub workers: usize,
     pub chunk_size: u64,
     pub copy_format: CopyFormat,
+    pub defer: DeferIndexes,
 }
 
 /// One load of one setting.
@@ -42,8 +43,9 @@ pub struct Measured {
 
 /// The matrix: one connection in one transaction (what `psql \copy` does),
 /// one connection in chunks, 2 and 4 connections, `auto`, smaller and larger
-/// chunks, and each COPY format.
-pub fn settings(input_bytes: u64, binary_possible: bool) -> Vec<Setting> {
+/// chunks, each COPY format, and indexes kept during the load when the table
+/// has some (deferred is the default into the empty scratch table).
+pub fn settings(input_bytes: u64, binary_possible: bool, has_indexes: bool) -> Vec<Setting> {
     let auto = load::AUTO_CHUNK_SIZE;
     let mut out = vec![
         setting("1 worker, one transaction", 1, input_bytes.max(1), CopyFormat::Auto),
@@ -58,11 +60,15 @@ pub fn settings(input_bytes: u64, binary_possible: bool) -> Vec<Setting> {
     if binary_possible {
         out.push(setting("2 workers, binary COPY", 2, auto, CopyFormat::Binary));
     }
+    if has_indexes {
+        let kept = setting("2 workers, indexes kept", 2, auto, CopyFormat::Auto);
+        out.push(Setting { defer: DeferIndexes::No, ..kept });
+    }
     out
 }
 
 fn setting(label: &str, workers: usize, chunk_size: u64, copy_format: CopyFormat) -> Setting {
-    Setting { label: label.into(), workers, chunk_size, copy_format }
+    Setting { label: label.into(), workers, chunk_size, copy_format, defer: DeferIndexes::Auto }
 }
 
 /// Loads `base` (its table being the scratch table) with every setting,
@@ -86,6 +92,7 @@ pub fn run_matrix(
                 workers: s.workers,
                 chunk_size: s.chunk_size,
                 copy_format: s.copy_format,
+                defer_indexes: s.defer,
                 job: Some(format!("sluice-bench-{}-{i}", std::process::id())),
                 restart: true,
                 ..base.clone()
@@ -208,6 +215,9 @@ pub fn recommended_flags(best: &Row, settings: &[Setting]) -> String {
         CopyFormat::Binary => flags.push("--copy-format binary".into()),
         CopyFormat::Auto => {}
     }
+    if s.defer == DeferIndexes::No {
+        flags.push("--defer-indexes no".into());
+    }
     flags.join(" ")
 }
 
@@ -323,16 +333,18 @@ mod tests {
 
     #[test]
     fn recommended_flags_name_only_what_differs_from_the_defaults() {
-        let s = settings(100 << 20, true);
+        let s = settings(100 << 20, true, true);
         assert_eq!(recommended_flags(&row("2 workers, 1 MiB chunks", 1.0), &s), "--workers 2 --chunk-size 1MiB");
         assert_eq!(recommended_flags(&row("workers auto", 1.0), &s), "");
         assert_eq!(recommended_flags(&row("2 workers, binary COPY", 1.0), &s), "--workers 2 --copy-format binary");
-        assert!(!settings(1, false).iter().any(|s| s.copy_format == CopyFormat::Binary));
+        assert_eq!(recommended_flags(&row("2 workers, indexes kept", 1.0), &s), "--workers 2 --defer-indexes no");
+        assert!(!settings(1, false, false).iter().any(|s| s.copy_format == CopyFormat::Binary));
+        assert!(!settings(1, false, false).iter().any(|s| s.defer == DeferIndexes::No));
     }
 
     #[test]
     fn medians_take_the_middle_run() {
-        let s = settings(1, false);
+        let s = settings(1, false, false);
         let run = |round, wall_s| Measured {
             label: "1 worker".into(),
             round,

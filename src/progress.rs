@@ -17,6 +17,8 @@ pub struct Progress {
     rows_done: AtomicU64,
     rejected: AtomicU64,
     chunks_done: AtomicU64,
+    /// Deferred indexes and constraints being built (0: not building).
+    building: AtomicU64,
 }
 
 /// One sample of [`Progress`].
@@ -28,6 +30,8 @@ pub struct Snapshot {
     pub rows_done: u64,
     pub rejected: u64,
     pub chunks_done: u64,
+    /// Deferred indexes and constraints being built after the copy.
+    pub building: u64,
 }
 
 impl Default for Progress {
@@ -39,6 +43,7 @@ impl Default for Progress {
             rows_done: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
             chunks_done: AtomicU64::new(0),
+            building: AtomicU64::new(0),
         }
     }
 }
@@ -55,6 +60,12 @@ impl Progress {
         self.chunks_done.fetch_add(1, Relaxed);
     }
 
+    /// The copy is done and `objects` deferred indexes and constraints are
+    /// being built (0 when that is over).
+    pub fn set_building(&self, objects: u64) {
+        self.building.store(objects, Relaxed);
+    }
+
     /// A chunk committed by an earlier run: its bytes count as done.
     pub fn chunk_skipped(&self, source_bytes: u64) {
         self.bytes_done.fetch_add(source_bytes, Relaxed);
@@ -69,6 +80,7 @@ impl Progress {
             rows_done: self.rows_done.load(Relaxed),
             rejected: self.rejected.load(Relaxed),
             chunks_done: self.chunks_done.load(Relaxed),
+            building: self.building.load(Relaxed),
         }
     }
 }
@@ -109,6 +121,7 @@ mod tests {
             rows_done: 50,
             rejected: 0,
             chunks_done: 1,
+            building: 0,
         };
         assert_eq!(s.fraction(), Some(0.25));
         assert_eq!(s.eta(), Some(Duration::from_secs(30)));

@@ -115,6 +115,7 @@ fn bench_measures_a_matrix_and_recommends_a_command() {
         "1 worker, one transaction",
         "workers auto (chose ",
         "2 workers, binary COPY",
+        "2 workers, indexes kept",
         "Is the load fast?",
         "Is one transaction a problem?",
         "Do parallel sessions help?",
@@ -123,7 +124,7 @@ fn bench_measures_a_matrix_and_recommends_a_command() {
         assert!(run.stdout.contains(needle), "{needle}: {}", run.stdout);
     }
     let runs = std::fs::read_to_string(&csv).unwrap();
-    assert_eq!(runs.lines().count(), 1 + 2 * 9, "a header and 9 settings x 2 rounds: {runs}");
+    assert_eq!(runs.lines().count(), 1 + 2 * 10, "a header and 10 settings x 2 rounds: {runs}");
     assert!(runs.lines().skip(1).all(|l| l.contains(",30000,")), "every run loaded every row: {runs}");
     assert_eq!(db.count("orders"), 0, "the user's table is not written");
     assert_eq!(db.scalar("SELECT count(*) FROM pg_class WHERE relname LIKE 'sluice_bench_%'"), "0", "scratch dropped");

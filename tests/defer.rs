@@ -163,8 +163,13 @@ fn a_kill_between_drop_and_rebuild_is_completed_by_the_same_command() {
     let status = String::from_utf8_lossy(&status.stdout);
     assert!(status.contains("not yet built again: index \"t_amount_idx\", primary key \"t_pkey\""), "{status}");
 
-    let again = sluice_command().args(args).output().unwrap();
-    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    // The same command (with progress lines, to see the build announced).
+    let loud = &args[..args.len() - 1];
+    assert_eq!(args[args.len() - 1], "--quiet");
+    let again = sluice_command().args(loud).args(["--progress-interval", "0.02"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert!(stderr.contains("building 2 deferred indexes/constraints"), "{stderr}");
     assert_eq!(definitions(&db, "t"), before, "indexes built again");
     assert_eq!(db.count("t"), rows);
     assert_eq!(db.scalar("SELECT count(DISTINCT tid) FROM t"), rows.to_string(), "each row once");

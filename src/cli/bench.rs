@@ -164,7 +164,10 @@ fn measure(
     let info = control.resolve_table(scratch)?;
     options.kind = load::resolve_kind(base.format, &sluice::source::resolve_inputs(inputs)?)?;
     let bytes: u64 = inputs.iter().filter_map(|i| std::fs::metadata(i).ok()).map(|m| m.len()).sum();
-    let settings = bench::settings(bytes, load::binary_possible(&info, &options));
+    let indexes =
+        control.query("SELECT count(*) FROM pg_index WHERE indrelid = $1::regclass", &[Some(&info.quoted())])?;
+    let has_indexes = indexes.first().and_then(|r| r[0].as_deref()).is_some_and(|n| n != "0");
+    let settings = bench::settings(bytes, load::binary_possible(&info, &options), has_indexes);
     let runs = bench::run_matrix(control, &base, &settings, args.rounds, |m| {
         eprintln!("sluice bench: round {} {:<28} {:7.2} s", m.round + 1, m.label, m.wall_s);
     })?;

@@ -77,6 +77,15 @@ pub fn describe(s: &Snapshot) -> String {
     if s.rejected > 0 {
         line.push_str(&format!(", {} rejected", thousands(s.rejected)));
     }
+    if s.building > 0 {
+        line.push_str(&format!(
+            ", building {} deferred index{}/constraint{}",
+            s.building,
+            if s.building == 1 { "" } else { "es" },
+            if s.building == 1 { "" } else { "s" }
+        ));
+        return line;
+    }
     if let Some(eta) = s.eta() {
         let secs = eta.as_secs();
         line.push_str(&format!(", ETA {}:{:02}", secs / 60, secs % 60));

@@ -322,7 +322,12 @@ fn complete_job(
                     false => defer::Completion::Reload(missing),
                 });
             }
-            defer::complete(&control, shared.target, (&shared.job, &relation), shared.workers(req), &mut rebuilt)
+            let pending = ledger::steps(&control, &shared.job)?.iter().filter(|s| !s.rebuilt).count();
+            shared.progress.set_building(pending as u64);
+            let completion =
+                defer::complete(&control, shared.target, (&shared.job, &relation), shared.workers(req), &mut rebuilt);
+            shared.progress.set_building(0);
+            completion
         });
         match completion {
             Ok(defer::Completion::Complete) => break,
