@@ -103,8 +103,11 @@ pub struct JobSpec<'a> {
     pub restart: bool,
     /// Steps before the copy (such as TRUNCATE), run once per job.
     pub first_steps: &'a [String],
-    /// Indexes and constraints to drop now and build after the copy.
-    pub deferred: &'a [DeferredStep],
+    /// Chooses the indexes and constraints to drop now and build after the
+    /// copy; called only by the process that runs the job's first steps,
+    /// under the job's lock, after them (so it sees the truncated table and
+    /// no other process is dropping what it reads in the catalog).
+    pub plan_deferred: &'a dyn Fn() -> Result<Vec<DeferredStep>, Error>,
 }
 
 /// An index or constraint dropped for the load, and how to build it again.
@@ -134,7 +137,7 @@ pub fn open(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened, Error> {
 }
 
 fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened, Error> {
-    let JobSpec { job, table, fingerprint, restart, first_steps, deferred } = *spec;
+    let JobSpec { job, table, fingerprint, restart, first_steps, plan_deferred } = *spec;
     // Create-if-missing, then lock: concurrent processes starting the same
     // job queue up here, and only the first runs the job's first steps.
     session.query(
@@ -171,7 +174,7 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
         for step in first_steps {
             session.execute(step)?;
         }
-        record_deferred(session, job, table, deferred)?;
+        record_deferred(session, job, table, &plan_deferred()?)?;
         session.query("UPDATE sluice.jobs SET steps_done = true WHERE job = $1 RETURNING 1", &[Some(job)])?;
     }
     let done = done_chunks(session, job)?;
@@ -180,12 +183,6 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
         return Ok(Opened::Finished { rows, finished_at });
     }
     Ok(if done.is_empty() { Opened::Fresh } else { Opened::Resumed(done) })
-}
-
-/// Whether the job exists and has run its first steps.
-pub fn first_steps_done(session: &PgSession, job: &str) -> Result<bool, Error> {
-    let rows = session.query("SELECT steps_done FROM sluice.jobs WHERE job = $1", &[Some(job)])?;
-    Ok(rows.first().and_then(|r| r[0].as_deref()) == Some("t"))
 }
 
 /// Drops each deferred object and records how to build it again, in the

@@ -229,3 +229,38 @@ fn unlogged_load_survives_a_server_crash() {
     assert!(String::from_utf8_lossy(&again.stderr).contains("--unlogged needs an empty table"));
     server.stop();
 }
+
+/// Two processes on one job with a deferred primary key and duplicate ids:
+/// one drops, both load, the key is built once, and every duplicate ends up
+/// rejected exactly once.
+#[test]
+fn two_processes_share_a_deferred_load() {
+    let db = TestDb::new();
+    db.execute(&sluice::gen::Dataset::Transactions.ddl("t"));
+    db.execute("ALTER TABLE t ADD PRIMARY KEY (tid); CREATE INDEX ON t (amount)");
+    let before = definitions(&db, "t");
+    let rows = 300_000u64;
+    // Every 50,000th line repeats the id of the line 1,000 before it.
+    let id = |i: u64| if i % 50_000 == 0 { i - 1_000 } else { i };
+    let data: String = (1..=rows).map(|i| format!("{}\t{}\t{}\td-{i}\n", id(i), 10_000 + i, i % 500)).collect();
+    let file = db.file("t.tsv", data.as_bytes());
+    let (conn, rejects) = (db.conninfo(), db.dir.path().join("t.rejects.jsonl"));
+    let args =
+        ["load", file.to_str().unwrap(), "--db", &conn, "--table", "t", "--job", "pair", "--chunk-size", "64KiB"];
+    let args = [&args[..], &["--rejects", rejects.to_str().unwrap()]].concat();
+    let spawn = || sluice_command().args(&args).args(["--quiet"]).stderr(Stdio::piped()).spawn().unwrap();
+    let (a, b) = (spawn(), spawn());
+    for out in [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()] {
+        assert_eq!(out.status.code(), Some(1), "rejects: exit 1: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let dups = rows / 50_000;
+    assert_eq!(db.count("t"), rows - dups);
+    assert_eq!(db.scalar("SELECT count(DISTINCT tid) FROM t"), (rows - dups).to_string());
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.rejects WHERE job = 'pair'"), dups.to_string());
+    let reasons = db.scalar("SELECT string_agg(DISTINCT sqlstate, ',') FROM sluice.rejects WHERE job = 'pair'");
+    assert_eq!(reasons, "23505", "duplicate keys");
+    assert_eq!(definitions(&db, "t"), before);
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.steps WHERE job = 'pair' AND state = 'rebuilt'"), "2");
+    let file_lines = std::fs::read_to_string(&rejects).unwrap().lines().count() as u64;
+    assert_eq!(file_lines, dups, "both processes leave the whole job's rejects in the shared file");
+}

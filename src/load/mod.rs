@@ -400,10 +400,14 @@ fn open_job(
         ))
     })?;
     let job = job::name(req, table, format, sources);
-    // A job past its first steps keeps what they did (an unlogged table
-    // with rows in it is then the job's own doing, not a refusal).
-    let started = !req.restart && ledger::first_steps_done(control, &job)?;
-    let defer_plan = defer::plan(control, table, defer::TablePlan { unlogged: wanted.unlogged && !started, ..wanted })?;
+    // Planned by the process that runs the job's first steps, under its lock.
+    let planned = std::cell::RefCell::new(None);
+    let plan_deferred = || -> Result<Vec<ledger::DeferredStep>, Error> {
+        let plan = defer::plan(control, table, wanted)?;
+        let steps = plan.steps.clone();
+        *planned.borrow_mut() = Some(plan);
+        Ok(steps)
+    };
     let first_steps: Vec<String> = req.truncate.then(|| format!("TRUNCATE {}", table.quoted())).into_iter().collect();
     let (target_table, fingerprint) = (table.display(), job::fingerprint(req, table, format, sources));
     let spec = ledger::JobSpec {
@@ -412,9 +416,11 @@ fn open_job(
         fingerprint: &fingerprint,
         restart: req.restart,
         first_steps: &first_steps,
-        deferred: &defer_plan.steps,
+        plan_deferred: &plan_deferred,
     };
-    match ledger::open(control, &spec)? {
+    let opened = ledger::open(control, &spec)?;
+    let defer_plan = planned.into_inner().unwrap_or_default();
+    match opened {
         Opened::Fresh => Ok((job, HashMap::new(), defer_plan)),
         Opened::Resumed(done) => Ok((job, done, defer_plan)),
         Opened::Finished { rows, finished_at } => Err(Error::AlreadyLoaded { job, rows, finished_at }.into()),
@@ -444,7 +450,7 @@ fn conclude(
         failure = Some(Error::Interrupted { chunks: records.len() as u64, rows });
     }
     if failure.is_none() {
-        let rewrite = !shared.done.is_empty() || shared.redone > 0;
+        let rewrite = !shared.done.is_empty() || shared.redone > 0 || elsewhere > 0;
         let total = scans.iter().map(|s| s.chunks).sum();
         if let Err(e) = shared.target.connect().and_then(|s| finish_job(&s, shared, rejects, (rewrite, total))) {
             failure = Some(e);
@@ -465,9 +471,10 @@ fn conclude(
 }
 
 /// Marks the job finished once the rejects file is complete: written in
-/// full and, when earlier runs committed part of the job or chunks were
-/// loaded again, rewritten from the database (to a temporary name, then renamed) so it holds the whole job's
-/// rejects, exactly as committed. In that order, a kill at any moment leaves
+/// full and, when earlier runs or other processes committed part of the job
+/// or chunks were loaded again, rewritten from the database (to a name of
+/// this process, then renamed) so it holds the whole job's rejects, exactly
+/// as committed. In that order, a kill at any moment leaves
 /// either an unfinished job (the next run redoes the file) or a complete file.
 fn finish_job(
     control: &PgSession,
@@ -479,7 +486,7 @@ fn finish_job(
     if rewrite {
         let rows = control.query(crate::rejects::SELECT_FOR_JOB, &[Some(&shared.job)])?;
         let mut partial = rejects.path().as_os_str().to_owned();
-        partial.push(".partial");
+        partial.push(format!(".partial-{}", std::process::id()));
         let mut file = RejectsFile::new(Path::new(&partial));
         for row in &rows {
             record_rejects(&mut file, &[Reject::from_row(row)])?;
