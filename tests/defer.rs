@@ -264,3 +264,45 @@ fn two_processes_share_a_deferred_load() {
     let file_lines = std::fs::read_to_string(&rejects).unwrap().lines().count() as u64;
     assert_eq!(file_lines, dups, "both processes leave the whole job's rejects in the shared file");
 }
+
+/// Killed at random moments (while loading, building the key, or loading
+/// violating chunks again), the same command always ends with every row
+/// once, every duplicate rejected once, and the key and index in place.
+#[test]
+fn kills_at_random_moments_of_a_deferred_load_with_duplicates() {
+    let db = TestDb::new();
+    db.execute(&sluice::gen::Dataset::Transactions.ddl("t"));
+    db.execute("ALTER TABLE t ADD PRIMARY KEY (tid); CREATE INDEX ON t (amount)");
+    let before = definitions(&db, "t");
+    let rows = 600_000u64;
+    let id = |i: u64| if i % 20_000 == 0 { i - 7_000 } else { i };
+    let data: String = (1..=rows).map(|i| format!("{}\t{}\t{}\td-{i}\n", id(i), 10_000 + i, i % 500)).collect();
+    let file = db.file("t.tsv", data.as_bytes());
+    let (conn, rejects) = (db.conninfo(), db.dir.path().join("t.rejects.jsonl"));
+    let args = ["load", file.to_str().unwrap(), "--db", &conn, "--table", "t", "--chunk-size", "128KiB", "--quiet"];
+    let args = [&args[..], &["--rejects", rejects.to_str().unwrap()]].concat();
+    let mut rng = sluice::gen::Rng::new(11);
+    let mut killed = 0;
+    for i in 0..12 {
+        let mut child = sluice_command().args(&args).stderr(Stdio::piped()).spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(30 + rng.below(500)));
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        assert!(matches!(out.status.code(), None | Some(0 | 1)), "run {i}: {}", String::from_utf8_lossy(&out.stderr));
+        killed += u32::from(out.status.code().is_none());
+    }
+    assert!(killed >= 6, "only {killed} of 12 runs were killed: the test lost its teeth");
+    let last = sluice_command().args(&args).output().unwrap();
+    assert!(matches!(last.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&last.stderr));
+    let dups = rows / 20_000;
+    assert_eq!(db.count("t"), rows - dups);
+    assert_eq!(db.scalar("SELECT count(DISTINCT tid) FROM t"), (rows - dups).to_string());
+    assert_eq!(
+        db.scalar("SELECT count(*) || ' ' || count(DISTINCT byte) FROM sluice.rejects"),
+        format!("{dups} {dups}")
+    );
+    assert_eq!(std::fs::read_to_string(&rejects).unwrap().lines().count() as u64, dups, "rejects file");
+    assert_eq!(definitions(&db, "t"), before);
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.steps WHERE state = 'dropped'"), "0");
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.xacts"), "0");
+}
