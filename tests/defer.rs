@@ -230,39 +230,67 @@ fn unlogged_load_survives_a_server_crash() {
     server.stop();
 }
 
+/// `transactions` with a primary key on `tid` and an index on `amount`;
+/// `rows` lines where every `every`-th repeats the id of the line `back`
+/// lines before it; the `sluice load` arguments (with `extra`).
+struct Keyed {
+    db: TestDb,
+    before: String,
+    rejects: std::path::PathBuf,
+    args: Vec<String>,
+    rows: u64,
+    dups: u64,
+}
+
+fn keyed(rows: u64, every: u64, back: u64, extra: &[&str]) -> Keyed {
+    let db = TestDb::new();
+    db.execute(&sluice::gen::Dataset::Transactions.ddl("t"));
+    db.execute("ALTER TABLE t ADD PRIMARY KEY (tid); CREATE INDEX ON t (amount)");
+    let before = definitions(&db, "t");
+    let id = |i: u64| if i % every == 0 { i - back } else { i };
+    let data: String = (1..=rows).map(|i| format!("{}\t{}\t{}\td-{i}\n", id(i), 10_000 + i, i % 500)).collect();
+    let file = db.file("t.tsv", data.as_bytes());
+    let rejects = db.dir.path().join("t.rejects.jsonl");
+    let mut args: Vec<String> = ["load", file.to_str().unwrap(), "--db", &db.conninfo(), "--table", "t", "--quiet"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(["--rejects".to_string(), rejects.display().to_string()]);
+    args.extend(extra.iter().map(|s| s.to_string()));
+    Keyed { db, before, rejects, args, rows, dups: rows / every }
+}
+
+impl Keyed {
+    /// Every row once, every duplicate rejected once (database and file),
+    /// the key and index back, nothing left dropped.
+    fn assert_exact(&self) {
+        let (db, dups) = (&self.db, self.dups);
+        assert_eq!(db.count("t"), self.rows - dups);
+        assert_eq!(db.scalar("SELECT count(DISTINCT tid) FROM t"), (self.rows - dups).to_string());
+        let stored = "SELECT count(*) || ' ' || count(DISTINCT byte) || ' ' || string_agg(DISTINCT sqlstate, ',') \
+             FROM sluice.rejects";
+        assert_eq!(db.scalar(stored), format!("{dups} {dups} 23505"), "duplicate keys, each rejected once");
+        let file_lines = std::fs::read_to_string(&self.rejects).unwrap().lines().count() as u64;
+        assert_eq!(file_lines, dups, "the rejects file holds the whole job's");
+        assert_eq!(definitions(db, "t"), self.before);
+        assert_eq!(db.scalar("SELECT count(*) FROM sluice.steps WHERE state = 'dropped'"), "0");
+        assert_eq!(db.scalar("SELECT count(*) FROM sluice.xacts"), "0");
+    }
+}
+
 /// Two processes on one job with a deferred primary key and duplicate ids:
 /// one drops, both load, the key is built once, and every duplicate ends up
 /// rejected exactly once.
 #[test]
 fn two_processes_share_a_deferred_load() {
-    let db = TestDb::new();
-    db.execute(&sluice::gen::Dataset::Transactions.ddl("t"));
-    db.execute("ALTER TABLE t ADD PRIMARY KEY (tid); CREATE INDEX ON t (amount)");
-    let before = definitions(&db, "t");
-    let rows = 300_000u64;
-    // Every 50,000th line repeats the id of the line 1,000 before it.
-    let id = |i: u64| if i % 50_000 == 0 { i - 1_000 } else { i };
-    let data: String = (1..=rows).map(|i| format!("{}\t{}\t{}\td-{i}\n", id(i), 10_000 + i, i % 500)).collect();
-    let file = db.file("t.tsv", data.as_bytes());
-    let (conn, rejects) = (db.conninfo(), db.dir.path().join("t.rejects.jsonl"));
-    let args =
-        ["load", file.to_str().unwrap(), "--db", &conn, "--table", "t", "--job", "pair", "--chunk-size", "64KiB"];
-    let args = [&args[..], &["--rejects", rejects.to_str().unwrap()]].concat();
-    let spawn = || sluice_command().args(&args).args(["--quiet"]).stderr(Stdio::piped()).spawn().unwrap();
+    let k = keyed(300_000, 50_000, 1_000, &["--job", "pair", "--chunk-size", "64KiB"]);
+    let spawn = || sluice_command().args(&k.args).stderr(Stdio::piped()).spawn().unwrap();
     let (a, b) = (spawn(), spawn());
     for out in [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()] {
         assert_eq!(out.status.code(), Some(1), "rejects: exit 1: {}", String::from_utf8_lossy(&out.stderr));
     }
-    let dups = rows / 50_000;
-    assert_eq!(db.count("t"), rows - dups);
-    assert_eq!(db.scalar("SELECT count(DISTINCT tid) FROM t"), (rows - dups).to_string());
-    assert_eq!(db.scalar("SELECT count(*) FROM sluice.rejects WHERE job = 'pair'"), dups.to_string());
-    let reasons = db.scalar("SELECT string_agg(DISTINCT sqlstate, ',') FROM sluice.rejects WHERE job = 'pair'");
-    assert_eq!(reasons, "23505", "duplicate keys");
-    assert_eq!(definitions(&db, "t"), before);
-    assert_eq!(db.scalar("SELECT count(*) FROM sluice.steps WHERE job = 'pair' AND state = 'rebuilt'"), "2");
-    let file_lines = std::fs::read_to_string(&rejects).unwrap().lines().count() as u64;
-    assert_eq!(file_lines, dups, "both processes leave the whole job's rejects in the shared file");
+    k.assert_exact();
+    assert_eq!(k.db.scalar("SELECT count(*) FROM sluice.steps WHERE job = 'pair' AND state = 'rebuilt'"), "2");
 }
 
 /// Killed at random moments (while loading, building the key, or loading
@@ -270,21 +298,11 @@ fn two_processes_share_a_deferred_load() {
 /// once, every duplicate rejected once, and the key and index in place.
 #[test]
 fn kills_at_random_moments_of_a_deferred_load_with_duplicates() {
-    let db = TestDb::new();
-    db.execute(&sluice::gen::Dataset::Transactions.ddl("t"));
-    db.execute("ALTER TABLE t ADD PRIMARY KEY (tid); CREATE INDEX ON t (amount)");
-    let before = definitions(&db, "t");
-    let rows = 600_000u64;
-    let id = |i: u64| if i % 20_000 == 0 { i - 7_000 } else { i };
-    let data: String = (1..=rows).map(|i| format!("{}\t{}\t{}\td-{i}\n", id(i), 10_000 + i, i % 500)).collect();
-    let file = db.file("t.tsv", data.as_bytes());
-    let (conn, rejects) = (db.conninfo(), db.dir.path().join("t.rejects.jsonl"));
-    let args = ["load", file.to_str().unwrap(), "--db", &conn, "--table", "t", "--chunk-size", "128KiB", "--quiet"];
-    let args = [&args[..], &["--rejects", rejects.to_str().unwrap()]].concat();
+    let k = keyed(600_000, 20_000, 7_000, &["--chunk-size", "128KiB"]);
     let mut rng = sluice::gen::Rng::new(11);
     let mut killed = 0;
     for i in 0..12 {
-        let mut child = sluice_command().args(&args).stderr(Stdio::piped()).spawn().unwrap();
+        let mut child = sluice_command().args(&k.args).stderr(Stdio::piped()).spawn().unwrap();
         std::thread::sleep(Duration::from_millis(30 + rng.below(500)));
         let _ = child.kill();
         let out = child.wait_with_output().unwrap();
@@ -292,17 +310,7 @@ fn kills_at_random_moments_of_a_deferred_load_with_duplicates() {
         killed += u32::from(out.status.code().is_none());
     }
     assert!(killed >= 6, "only {killed} of 12 runs were killed: the test lost its teeth");
-    let last = sluice_command().args(&args).output().unwrap();
+    let last = sluice_command().args(&k.args).output().unwrap();
     assert!(matches!(last.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&last.stderr));
-    let dups = rows / 20_000;
-    assert_eq!(db.count("t"), rows - dups);
-    assert_eq!(db.scalar("SELECT count(DISTINCT tid) FROM t"), (rows - dups).to_string());
-    assert_eq!(
-        db.scalar("SELECT count(*) || ' ' || count(DISTINCT byte) FROM sluice.rejects"),
-        format!("{dups} {dups}")
-    );
-    assert_eq!(std::fs::read_to_string(&rejects).unwrap().lines().count() as u64, dups, "rejects file");
-    assert_eq!(definitions(&db, "t"), before);
-    assert_eq!(db.scalar("SELECT count(*) FROM sluice.steps WHERE state = 'dropped'"), "0");
-    assert_eq!(db.scalar("SELECT count(*) FROM sluice.xacts"), "0");
+    k.assert_exact();
 }

@@ -32,7 +32,13 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
     if !wait_for_turn(id, shared, &queue) {
         return;
     }
-    let session = match open_session(shared) {
+    // A worker that starts late (--workers auto) may meet a restarting
+    // server: it waits for it as a worker that lost its connection does.
+    let opened = match open_session(shared) {
+        Err(Error::Database(_) | Error::Connect { .. }) => reconnect(shared, Instant::now() + shared.retry_timeout),
+        other => other,
+    };
+    let session = match opened {
         Ok(s) => s,
         Err(e) => {
             let _ = events.send(Event::Failed(e));
@@ -165,15 +171,25 @@ impl Worker<'_> {
     /// a chunk is never loaded twice.
     fn load_with_retries(&mut self, chunk: &Chunk, wait: bool) -> Result<Outcome, Error> {
         let mut deadline = None;
+        let mut lost = None;
         loop {
-            let err = match self.load_once(chunk, wait) {
-                Err(err @ (Error::Database(_) | Error::Connect { .. })) => err,
-                other => return other,
+            let outcome = match lost.take() {
+                None => self.load_once(chunk, wait),
+                Some(err) => {
+                    let deadline = *deadline.get_or_insert_with(|| Instant::now() + self.shared.retry_timeout);
+                    self.session = reconnect(self.shared, deadline).map_err(|_| err)?;
+                    // The ledger query may lose the connection too (a server
+                    // that accepted it while going down): that is one more try.
+                    match self.committed_before(chunk) {
+                        Ok(Some(done)) => return Ok(Outcome::Committed(done)),
+                        Ok(None) => self.load_once(chunk, wait),
+                        Err(e) => Err(e),
+                    }
+                }
             };
-            let deadline = *deadline.get_or_insert_with(|| Instant::now() + self.shared.retry_timeout);
-            self.session = reconnect(self.shared, deadline).map_err(|_| err)?;
-            if let Some(done) = self.committed_before(chunk)? {
-                return Ok(Outcome::Committed(done));
+            match outcome {
+                Err(err @ (Error::Database(_) | Error::Connect { .. })) => lost = Some(err),
+                other => return other,
             }
         }
     }
