@@ -44,6 +44,7 @@ use std::time::Instant;
 
 use crate::error::Error;
 use crate::ledger::{self, DeferredStep, StepRow};
+use crate::report::Deferral;
 use crate::sink::postgres::{PgSession, PgTarget, TableInfo};
 use crate::sql::quote_ident;
 
@@ -278,6 +279,26 @@ fn missing_references_sql(relation: &str, columns: &str, referenced: &str, refer
     format!(
         "SELECT t.xmin FROM {relation} t WHERE {not_null} AND NOT EXISTS (SELECT 1 FROM {referenced} r WHERE {matches})"
     )
+}
+
+/// The report's account of what the job deferred (from the ledger: a
+/// resumed job reports what its first run dropped) and why, before the
+/// rebuild fills in its times.
+pub fn deferral(steps: &[StepRow], plan: DeferPlan) -> Deferral {
+    let unlogged = steps.iter().any(is_unlogged_step);
+    Deferral {
+        objects: steps.iter().filter(|s| !is_unlogged_step(s)).map(|s| s.deferred.name.clone()).collect(),
+        why_not: plan.why_not.filter(|_| steps.is_empty()),
+        unlogged,
+        table_path: match unlogged {
+            true => "unlogged for the load, logged after (--unlogged): no WAL for the rows".into(),
+            false => "logged: each chunk commits on its own, so COPY FREEZE and WAL skipping (which need the \
+                      transaction that created or truncated the table) do not apply; --unlogged skips WAL for an \
+                      empty table"
+                .into(),
+        },
+        ..Deferral::default()
+    }
 }
 
 /// How the rebuild went, for the report.

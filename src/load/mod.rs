@@ -227,11 +227,7 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     let wanted = defer::TablePlan { defer: req.defer_indexes, truncate: req.truncate, unlogged: req.unlogged };
     let (job, mut done, defer_plan) = open_job(&control, req, &table, &format, &sources, wanted)?;
     let steps = ledger::steps(&control, &job)?;
-    let auto_ceiling = match (req.max_workers, control.server_is_local()?) {
-        (Some(max), _) => max.max(1),
-        (None, true) => default_workers().min(MAX_AUTO_WORKERS),
-        (None, false) => MAX_AUTO_WORKERS,
-    };
+    let auto_ceiling = auto_ceiling(&control, req)?;
     let mut early_warnings = Vec::new();
     if defer::recover_unlogged(&control, &job, &table.quoted())? {
         early_warnings.push(format!(
@@ -271,22 +267,20 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
     let mut rejects = RejectsFile::new(&rejects_path);
     let mut outcome = run_pipeline(&shared, req, &mut rejects);
-    let unlogged = steps.iter().any(defer::is_unlogged_step);
-    let mut deferral = Deferral {
-        objects: steps.iter().filter(|s| !defer::is_unlogged_step(s)).map(|s| s.deferred.name.clone()).collect(),
-        why_not: defer_plan.why_not.filter(|_| steps.is_empty()),
-        unlogged,
-        table_path: match unlogged {
-            true => "unlogged for the load, logged after (--unlogged): no WAL for the rows".into(),
-            false => "logged: each chunk commits on its own, so COPY FREEZE and WAL skipping (which need the \
-                      transaction that created or truncated the table) do not apply; --unlogged skips WAL for an \
-                      empty table"
-                .into(),
-        },
-        ..Deferral::default()
-    };
+    let mut deferral = defer::deferral(&steps, defer_plan);
     outcome = complete_job(&mut shared, req, &mut rejects, outcome, &mut deferral, !steps.is_empty());
     conclude(&shared, req, outcome, &mut rejects, started_unix_ms, deferral)
+}
+
+/// The most workers `--workers auto` may use: `--max-workers`, else the
+/// CPU count for a server on this machine (see `pace`), else
+/// [`MAX_AUTO_WORKERS`].
+fn auto_ceiling(control: &PgSession, req: &LoadRequest) -> Result<usize, Error> {
+    Ok(match (req.max_workers, control.server_is_local()?) {
+        (Some(max), _) => max.max(1),
+        (None, true) => default_workers().min(MAX_AUTO_WORKERS),
+        (None, false) => MAX_AUTO_WORKERS,
+    })
 }
 
 /// Whether every column of `table` has a binary encoder (`--copy-format
