@@ -85,7 +85,7 @@ pub struct LoadArgs {
     encoding: Option<String>,
 
     /// Connections loading at once, or auto: start with 2 and add one while
-    /// throughput rises by 5 % or more, step back when it does not (the
+    /// throughput rises by 8 % or more, step back when it does not (the
     /// summary says what each count measured).
     #[arg(short, long, value_parser = parse_workers, default_value = "auto", value_name = "N|auto")]
     workers: usize,
