@@ -57,9 +57,16 @@ pub fn examine(session: &PgSession, table: Option<&TableInfo>, workers: usize) -
             }),
         }
     }
+    // SQL does not tell the server's CPU count; a server on this machine
+    // has this machine's.
+    let cpus = match session.server_is_local()? {
+        true => std::thread::available_parallelism()
+            .map_or("unknown".into(), |n| format!("{n} (the server runs on this machine)")),
+        false => "not visible (the server runs on another machine)".into(),
+    };
     findings.push(Finding {
         topic: "server CPUs".into(),
-        value: "could not be read over SQL".into(),
+        value: cpus,
         level: "ok",
         advice: "sluice's default, --workers auto, starts with 2 connections and adds one while throughput \
                  rises (no more than this machine's CPUs when the server runs here); the field reports found the \

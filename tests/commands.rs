@@ -85,6 +85,8 @@ fn doctor_reads_settings_and_table() {
     let findings: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     let find = |topic: &str| findings.as_array().unwrap().iter().find(|f| f["topic"] == topic).cloned().unwrap();
     assert_eq!(find("max_connections")["level"], "ok");
+    let cpus = find("server CPUs")["value"].as_str().unwrap().to_string();
+    assert!(cpus.ends_with("(the server runs on this machine)"), "the test server is local: {cpus}");
     assert!(find("shared_buffers")["value"].as_str().unwrap().ends_with("MB"));
     let indexes = find("public.orders indexes");
     assert_eq!(indexes["level"], "advice");
