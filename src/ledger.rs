@@ -266,6 +266,28 @@ pub fn committed_rows(session: &PgSession, job: &str, seq: u64) -> Result<Option
     Ok(rows.first().and_then(|r| r[0].as_deref()).and_then(|v| v.parse().ok()))
 }
 
+/// Puts `chunks` back to pending, with their stored rejects and markers
+/// deleted, in the caller's transaction (which deletes their rows too).
+pub fn reopen_chunks(session: &PgSession, job: &str, chunks: &[u64]) -> Result<(), Error> {
+    let list = seq_array(chunks);
+    for sql in [
+        "DELETE FROM sluice.rejects r USING sluice.chunks c WHERE c.job = $1 AND c.seq = ANY($2::bigint[]) \
+         AND r.job = c.job AND r.file = c.file AND r.byte >= c.byte_offset AND r.byte < c.byte_offset + c.byte_len \
+         RETURNING 1",
+        "DELETE FROM sluice.xacts WHERE job = $1 AND seq = ANY($2::bigint[]) RETURNING 1",
+        "UPDATE sluice.chunks SET state = 'pending', rows_loaded = 0, rows_rejected = 0, committed_at = NULL \
+         WHERE job = $1 AND seq = ANY($2::bigint[]) RETURNING 1",
+    ] {
+        session.query(sql, &[Some(job), Some(&list)])?;
+    }
+    Ok(())
+}
+
+/// `{1,2,3}`: chunk numbers as a bigint[] parameter.
+pub fn seq_array(chunks: &[u64]) -> String {
+    format!("{{{}}}", chunks.iter().map(u64::to_string).collect::<Vec<_>>().join(","))
+}
+
 /// The chunks among `0..total` that the ledger does not hold as committed.
 pub fn missing_chunks(session: &PgSession, job: &str, total: u64) -> Result<Vec<u64>, Error> {
     let rows = session.query(
@@ -280,14 +302,15 @@ pub fn missing_chunks(session: &PgSession, job: &str, total: u64) -> Result<Vec<
 /// a synchronous commit: WAL is flushed in order, so once this commit is
 /// durable, so are the chunks' asynchronous commits it counted.
 pub fn finish(session: &PgSession, job: &str, total: u64) -> Result<(), Error> {
-    session.execute("BEGIN; SET LOCAL synchronous_commit = on")?;
-    let marked = session.query(
-        "UPDATE sluice.jobs SET finished_at = now() WHERE job = $1 AND (SELECT count(*) FROM sluice.chunks \
-         WHERE job = $1 AND state = 'done') = $2::bigint RETURNING 1",
-        &[Some(job), Some(&total.to_string())],
-    );
-    session.execute(if marked.is_ok() { "COMMIT" } else { "ROLLBACK" })?;
-    match marked?.is_empty() {
+    let marked = session.transaction(|| {
+        session.execute("SET LOCAL synchronous_commit = on")?;
+        session.query(
+            "UPDATE sluice.jobs SET finished_at = now() WHERE job = $1 AND (SELECT count(*) FROM sluice.chunks \
+             WHERE job = $1 AND state = 'done') = $2::bigint RETURNING 1",
+            &[Some(job), Some(&total.to_string())],
+        )
+    })?;
+    match marked.is_empty() {
         false => Ok(()),
         true => Err(Error::Database(format!(
             "job {job}: some chunks are no longer committed (a server crash undid them); run the same command \

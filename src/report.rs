@@ -108,6 +108,14 @@ pub struct Deferral {
     pub unlogged: bool,
 }
 
+/// `1 deferred index/constraint`, `3 deferred indexes/constraints`.
+pub fn deferred_objects(n: u64) -> String {
+    match n {
+        1 => "1 deferred index/constraint".into(),
+        n => format!("{n} deferred indexes/constraints"),
+    }
+}
+
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct BuiltObject {
     pub name: String,
@@ -125,9 +133,8 @@ impl Deferral {
             + &match self.objects.len() {
                 0 => String::new(),
                 n => format!(
-                    ", {n} deferred index{}/constraint{} rebuilt in {:.2} s{}",
-                    if n == 1 { "" } else { "es" },
-                    plural(n as u64),
+                    ", {} rebuilt in {:.2} s{}",
+                    deferred_objects(n as u64),
                     self.rebuild_seconds,
                     match self.reloaded_chunks {
                         0 => String::new(),

@@ -6,8 +6,8 @@ use clap::Args;
 use sluice::bench::{self, Measured};
 use sluice::error::exit;
 use sluice::format::{FormatKind, FormatOptions};
-use sluice::gen::{generate, Dataset};
-use sluice::load::{self, CopyFormat, DeferIndexes, LoadRequest};
+use sluice::gen::{write_file, Dataset};
+use sluice::load::{self, LoadRequest};
 use sluice::redact::Redactor;
 use sluice::report::thousands;
 use sluice::sink::postgres::PgSession;
@@ -77,7 +77,10 @@ pub fn run(args: BenchArgs, redactor: &mut Redactor) -> Result<i32, Error> {
     let scratch_dir =
         tempfile::tempdir().map_err(|e| Error::Usage(format!("cannot create a temporary folder: {e}")))?;
     let (inputs, source_table) = match args.dataset {
-        Some(dataset) => (vec![generated(dataset, args.rows, &scratch_dir)?], None),
+        Some(dataset) => {
+            eprintln!("sluice bench: generating {} rows of {}", thousands(args.rows), dataset.name());
+            (vec![write_file(dataset, args.rows, scratch_dir.path())?.display().to_string()], None)
+        }
         None => (args.files.clone(), args.table.clone()),
     };
     let (quoted, scratch) = create_scratch(&control, source_table.as_deref(), args.dataset)?;
@@ -90,19 +93,6 @@ pub fn run(args: BenchArgs, redactor: &mut Redactor) -> Result<i32, Error> {
         .map_err(|e| Error::Input { file: args.csv.display().to_string(), message: format!("cannot write: {e}") })?;
     println!("every run: {}", args.csv.display());
     Ok(exit::OK)
-}
-
-/// Writes the dataset to a file in `dir`.
-fn generated(dataset: Dataset, rows: u64, dir: &tempfile::TempDir) -> Result<String, Error> {
-    let path = dir.path().join(format!("{}.{}", dataset.name(), dataset.extension()));
-    let file = std::fs::File::create(&path)
-        .map_err(|e| Error::Input { file: path.display().to_string(), message: e.to_string() })?;
-    let mut out = std::io::BufWriter::new(file);
-    eprintln!("sluice bench: generating {} rows of {}", thousands(rows), dataset.name());
-    generate(dataset, rows, 1, &mut out)
-        .and_then(|_| std::io::Write::flush(&mut out))
-        .map_err(|e| Error::Input { file: path.display().to_string(), message: e.to_string() })?;
-    Ok(path.display().to_string())
 }
 
 /// A scratch table shaped like the user's table (or the dataset's), in the
@@ -139,27 +129,12 @@ fn measure(
     options.delimiter = args.delimiter;
     options.header = args.header;
     let base = LoadRequest {
-        inputs: inputs.to_vec(),
-        table: scratch.to_string(),
-        columns: None,
         format: args.format.map(Into::into),
         options: options.clone(),
         db: args.db.clone(),
-        workers: load::AUTO_WORKERS,
-        chunk_size: load::AUTO_CHUNK_SIZE,
-        truncate: false,
         rejects: Some(dir.path().join("rejects.jsonl")),
-        max_errors: None,
-        max_record_size: load::DEFAULT_MAX_RECORD_SIZE,
-        job: None,
         restart: true,
-        sync_commit: false,
-        interrupt: None,
-        retry_timeout: load::DEFAULT_RETRY_TIMEOUT,
-        copy_format: CopyFormat::Auto,
-        defer_indexes: DeferIndexes::Auto,
-        unlogged: false,
-        max_workers: None,
+        ..LoadRequest::new(inputs.to_vec(), scratch)
     };
     let info = control.resolve_table(scratch)?;
     options.kind = load::resolve_kind(base.format, &sluice::source::resolve_inputs(inputs)?)?;

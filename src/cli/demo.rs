@@ -1,13 +1,10 @@
 //! `sluice demo`: the main job end to end on a throwaway local PostgreSQL.
 
-use std::fs::File;
-use std::io::BufWriter;
 use std::sync::Arc;
 
 use clap::Args;
 use sluice::error::exit;
-use sluice::format::FormatOptions;
-use sluice::gen::{generate, Dataset};
+use sluice::gen::{write_file, Dataset};
 use sluice::load::{self, LoadRequest};
 use sluice::local_pg::{LocalOptions, LocalPostgres};
 use sluice::progress::Progress;
@@ -57,35 +54,14 @@ pub fn run(args: DemoArgs, _redactor: &mut Redactor) -> Result<i32, Error> {
     session.execute(&args.dataset.ddl(table))?;
     drop(session);
     let dir = tempfile::tempdir().map_err(|e| Error::Usage(format!("creating a temporary folder: {e}")))?;
-    let path = dir.path().join(format!("{table}.{}", args.dataset.extension()));
-    eprintln!("sluice demo: generating {} rows of {table} into {}", args.rows, path.display());
-    let io_error = |e: std::io::Error| Error::Input { file: path.display().to_string(), message: e.to_string() };
-    let mut out = BufWriter::new(File::create(&path).map_err(io_error)?);
-    generate(args.dataset, args.rows, 1, &mut out).map_err(io_error)?;
-    drop(out);
+    eprintln!("sluice demo: generating {} rows of {table} into {}", args.rows, dir.path().display());
+    let path = write_file(args.dataset, args.rows, dir.path())?;
     eprintln!("sluice demo: sluice load {} --table {table}", path.display());
     let request = LoadRequest {
-        inputs: vec![path.display().to_string()],
-        table: table.to_string(),
-        columns: None,
-        format: None,
-        options: FormatOptions::new(sluice::format::FormatKind::Csv),
         db: Some(conninfo),
         workers: args.workers.unwrap_or(load::AUTO_WORKERS),
         chunk_size: args.chunk_size,
-        truncate: false,
-        rejects: None,
-        max_errors: None,
-        max_record_size: load::DEFAULT_MAX_RECORD_SIZE,
-        job: None,
-        restart: false,
-        sync_commit: false,
-        interrupt: None,
-        retry_timeout: load::DEFAULT_RETRY_TIMEOUT,
-        copy_format: load::CopyFormat::Auto,
-        defer_indexes: load::DeferIndexes::Auto,
-        unlogged: false,
-        max_workers: None,
+        ..LoadRequest::new(vec![path.display().to_string()], table)
     };
     let progress = Arc::new(Progress::default());
     let view = ProgressView::start(progress.clone(), 1.0);

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sluice::progress::{Progress, Snapshot};
-use sluice::report::{human_bytes, human_count, thousands};
+use sluice::report::{deferred_objects, human_bytes, human_count, thousands};
 
 pub struct ProgressView {
     stop: mpsc::Sender<()>,
@@ -78,12 +78,7 @@ pub fn describe(s: &Snapshot) -> String {
         line.push_str(&format!(", {} rejected", thousands(s.rejected)));
     }
     if s.building > 0 {
-        line.push_str(&format!(
-            ", building {} deferred index{}/constraint{}",
-            s.building,
-            if s.building == 1 { "" } else { "es" },
-            if s.building == 1 { "" } else { "s" }
-        ));
+        line.push_str(&format!(", building {}", deferred_objects(s.building)));
         return line;
     }
     if let Some(eta) = s.eta() {

@@ -92,6 +92,16 @@ impl Rng {
     }
 }
 
+/// Writes `rows` rows of `dataset` (seed 1) to a new file at `path`, named
+/// `dataset.extension` in `dir` (what the demo and `sluice bench` load).
+pub fn write_file(dataset: Dataset, rows: u64, dir: &std::path::Path) -> Result<std::path::PathBuf, crate::Error> {
+    let path = dir.join(format!("{}.{}", dataset.name(), dataset.extension()));
+    let io_error = |e: io::Error| crate::Error::Input { file: path.display().to_string(), message: e.to_string() };
+    let mut out = io::BufWriter::new(std::fs::File::create(&path).map_err(io_error)?);
+    generate(dataset, rows, 1, &mut out).and_then(|_| out.flush()).map_err(io_error)?;
+    Ok(path)
+}
+
 /// Writes `rows` rows of `dataset` to `out`, buffered in large blocks.
 pub fn generate(dataset: Dataset, rows: u64, seed: u64, out: &mut dyn Write) -> io::Result<()> {
     let mut rng = Rng::new(seed.wrapping_mul(31).wrapping_add(dataset as u64));

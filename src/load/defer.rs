@@ -502,28 +502,17 @@ fn violating_chunks(session: &PgSession, job: &str, violations: &str) -> Result<
     Ok(rows.iter().filter_map(|r| r[0].as_deref()?.parse().ok()).collect())
 }
 
-/// Deletes the rows, rejects and markers of `chunks` and marks them
-/// pending again, in the caller's transaction.
+/// Deletes the rows `chunks` loaded (found through their markers' `xmin`)
+/// and reopens them in the ledger, in the caller's transaction.
 fn reopen_chunks(control: &PgSession, job: &str, relation: &str, chunks: &[u64]) -> Result<(), Error> {
-    let list = format!("{{{}}}", chunks.iter().map(u64::to_string).collect::<Vec<_>>().join(","));
     control.query(
         &format!(
             "DELETE FROM {relation} t USING sluice.xacts x WHERE x.job = $1 AND x.seq = ANY($2::bigint[]) \
              AND t.xmin::text::bigint = x.xmin::text::bigint RETURNING 1"
         ),
-        &[Some(job), Some(&list)],
+        &[Some(job), Some(&ledger::seq_array(chunks))],
     )?;
-    for sql in [
-        "DELETE FROM sluice.rejects r USING sluice.chunks c WHERE c.job = $1 AND c.seq = ANY($2::bigint[]) \
-         AND r.job = c.job AND r.file = c.file AND r.byte >= c.byte_offset AND r.byte < c.byte_offset + c.byte_len \
-         RETURNING 1",
-        "DELETE FROM sluice.xacts WHERE job = $1 AND seq = ANY($2::bigint[]) RETURNING 1",
-        "UPDATE sluice.chunks SET state = 'pending', rows_loaded = 0, rows_rejected = 0, committed_at = NULL \
-         WHERE job = $1 AND seq = ANY($2::bigint[]) RETURNING 1",
-    ] {
-        control.query(sql, &[Some(job), Some(&list)])?;
-    }
-    Ok(())
+    ledger::reopen_chunks(control, job, chunks)
 }
 
 #[cfg(test)]

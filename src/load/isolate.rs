@@ -123,16 +123,17 @@ pub(super) fn isolate(
     }
     // Each run is copied under the savepoint `sluice_run`; the savepoint
     // bookkeeping travels in the same round trip as the next COPY.
+    let first_run = shared.savepoint(FIRST_RUN, chunk);
     let after_loaded = shared.savepoint("RELEASE SAVEPOINT sluice_run; SAVEPOINT sluice_run", chunk);
     let after_refusal = shared.savepoint(AFTER_REFUSAL, chunk);
-    let mut prelude = shared.savepoint(FIRST_RUN, chunk);
+    let mut prelude = first_run.as_str();
     let mut refused_last = false;
     while let Some(run) = runs.pop() {
         if run.is_empty() {
             continue;
         }
         let stream = iso.stream(&run);
-        let outcome = session.copy_after(&prelude, &mut |send| {
+        let outcome = session.copy_after(prelude, &mut |send| {
             send(&stream);
             Ok(())
         })?;
@@ -141,14 +142,14 @@ pub(super) fn isolate(
             CopyOutcome::Loaded(rows) => {
                 iso.rows += rows;
                 iso.seen += run.len();
-                after_loaded.clone()
+                &after_loaded
             }
             CopyOutcome::Refused(r) => {
                 // Located in the stream just sent, not built a second time.
                 let at = iso.refused_at(&stream, &r);
                 drop(stream);
                 runs.extend(iso.split_at_refusal(run, at, r));
-                after_refusal.clone()
+                &after_refusal
             }
         };
     }

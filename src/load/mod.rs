@@ -121,6 +121,37 @@ pub struct LoadRequest {
     pub max_workers: Option<usize>,
 }
 
+impl LoadRequest {
+    /// A load of `inputs` into `table` with every default: `sluice load
+    /// FILE --table T` and nothing else (the demo and `sluice bench` start
+    /// from it).
+    pub fn new(inputs: Vec<String>, table: &str) -> LoadRequest {
+        LoadRequest {
+            inputs,
+            table: table.to_string(),
+            columns: None,
+            format: None,
+            options: FormatOptions::new(FormatKind::Csv),
+            db: None,
+            workers: AUTO_WORKERS,
+            chunk_size: AUTO_CHUNK_SIZE,
+            truncate: false,
+            rejects: None,
+            max_errors: None,
+            max_record_size: DEFAULT_MAX_RECORD_SIZE,
+            job: None,
+            restart: false,
+            sync_commit: false,
+            interrupt: None,
+            retry_timeout: DEFAULT_RETRY_TIMEOUT,
+            copy_format: CopyFormat::Auto,
+            defer_indexes: DeferIndexes::Auto,
+            unlogged: false,
+            max_workers: None,
+        }
+    }
+}
+
 /// Facts every worker needs, shared read-only.
 struct Shared<'a> {
     sources: &'a [Source],
