@@ -138,10 +138,7 @@ fn bench_measures_a_matrix_and_recommends_a_command() {
 #[test]
 fn report_chart_renders_in_a_browser() {
     let db = TestDb::new();
-    db.execute(&sluice::gen::Dataset::Transactions.ddl("t"));
-    let mut data = Vec::new();
-    sluice::gen::generate(sluice::gen::Dataset::Transactions, 100_000, 3, &mut data).unwrap();
-    let file = db.file("t.tsv", &data);
+    let file = db.generated(sluice::gen::Dataset::Transactions, "t", 100_000, 3, "t.tsv");
     let report = db.dir.path().join("run.json");
     let path = file.to_str().unwrap();
     db.load(&[path, "--table", "t", "--chunk-size", "256KiB", "--report", report.to_str().unwrap()]).assert_ok();

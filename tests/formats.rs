@@ -114,11 +114,8 @@ fn jsonl_documents_arrive_byte_identical() {
 #[test]
 fn generated_store_sales_matches_psql_copy() {
     let db = TestDb::new();
-    db.execute(&sluice::gen::Dataset::StoreSales.ddl("got"));
+    let file = db.generated(sluice::gen::Dataset::StoreSales, "got", 20_000, 5, "store_sales.csv");
     db.execute("CREATE TABLE want (LIKE got)");
-    let mut data = Vec::new();
-    sluice::gen::generate(sluice::gen::Dataset::StoreSales, 20_000, 5, &mut data).unwrap();
-    let file = db.file("store_sales.csv", &data);
     db.load(&[file.to_str().unwrap(), "--table", "got", "--chunk-size", "1KiB"]).assert_ok();
     db.psql_copy("want", &file, "with (format csv)");
     db.assert_same_rows("got", "want");

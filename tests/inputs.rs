@@ -75,11 +75,9 @@ fn stdin_gzip_and_zstd_load_the_same_table() {
 #[test]
 fn identical_table_for_any_workers_and_chunk_size() {
     let db = TestDb::new();
-    db.execute(&sluice::gen::Dataset::StoreSales.ddl("want"));
-    let mut data = Vec::new();
-    sluice::gen::generate(sluice::gen::Dataset::StoreSales, 30_000, 9, &mut data).unwrap();
+    let file = db.generated(sluice::gen::Dataset::StoreSales, "want", 30_000, 9, "sales.csv");
+    let data = std::fs::read(&file).unwrap();
     assert!(data.windows(2).any(|w| w == b"\n\"" || w == b"t\n"), "data has quoted newlines");
-    let file = db.file("sales.csv", &data);
     db.psql_copy("want", &file, "with (format csv)");
     for workers in ["1", "2", "8"] {
         for chunk in ["1KiB", "64KiB", "1MiB", "64MiB"] {
@@ -97,10 +95,7 @@ fn identical_table_for_any_workers_and_chunk_size() {
 #[test]
 fn workers_auto_loads_exactly_and_reports_its_choice() {
     let db = TestDb::new();
-    db.execute(&sluice::gen::Dataset::Transactions.ddl("t"));
-    let mut data = Vec::new();
-    sluice::gen::generate(sluice::gen::Dataset::Transactions, 2_500_000, 3, &mut data).unwrap();
-    let file = db.file("t.tsv", &data);
+    let file = db.generated(sluice::gen::Dataset::Transactions, "t", 2_500_000, 3, "t.tsv");
     let report = db.dir.path().join("r.json");
     let args = ["--table", "t", "--workers", "auto", "--max-workers", "4", "--chunk-size", "512KiB"];
     db.load(&[&[file.to_str().unwrap()][..], &args, &["--report", report.to_str().unwrap()]].concat()).assert_ok();

@@ -92,6 +92,15 @@ impl TestDb {
         path
     }
 
+    /// Creates `table` shaped like `dataset` and writes `rows` generated rows
+    /// (with `seed`) to the file `name` in this test's folder.
+    pub fn generated(&self, dataset: sluice::gen::Dataset, table: &str, rows: u64, seed: u64, name: &str) -> PathBuf {
+        self.execute(&dataset.ddl(table));
+        let mut data = Vec::new();
+        sluice::gen::generate(dataset, rows, seed, &mut data).unwrap();
+        self.file(name, &data)
+    }
+
     /// Loads `file` into `table` with `psql \copy` (the reference).
     pub fn psql_copy(&self, table: &str, file: &Path, options: &str) {
         let command = format!("\\copy {table} from '{}' {options}", file.display());
