@@ -18,8 +18,10 @@ use crate::sql::quote_ident;
 
 /// Bytes handed to libpq per `PQputCopyData` call: large enough to keep
 /// per-call overhead negligible, small enough that libpq's output buffer (which
-/// grows to the largest message) stays small per connection.
-pub const COPY_PIECE: usize = 256 * 1024;
+/// grows to the largest message) stays small per connection and the copy
+/// libpq makes of each piece stays in cache: 256 KiB pieces cost 0.3 s more
+/// client CPU than 64 KiB on lineitem (1.16 GB of binary COPY), 32 KiB no less.
+pub const COPY_PIECE: usize = 64 * 1024;
 
 /// Where to connect: the user's `--db`, or libpq's defaults (PG* variables).
 #[derive(Clone, Debug)]
