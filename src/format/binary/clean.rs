@@ -5,8 +5,8 @@
 //! Why: most lines of a real file are clean, and for them the exact
 //! splitter's per-byte walk over five special bytes, a second walk over each
 //! value and a length check per byte written cost more than the server saved
-//! on lineitem (bench/README.md: 2.2 s of client CPU for 6 M rows, now
-//! 1.5 s). Here the line is found with `memchr`, its delimiters eight bytes
+//! on lineitem (bench/README.md: encoding 6 M rows took 2.2 s of one core,
+//! now 1.45 s). Here the line is found with `memchr`, its delimiters eight bytes
 //! at a time, short text fields are copied as fixed-size blocks and the
 //! tuple is built in reused room. Whatever this path does not read on the
 //! first try (a value that may be the NULL string, a 19-digit integer, a
@@ -110,15 +110,15 @@ fn equal_bytes(word: u64, byte: u8) -> u64 {
 }
 
 /// Bytes a field's binary form may need beyond its text: the 4-byte length
-/// and, for the longest fixed-size value (a uuid, from 36 bytes of text, or a
-/// numeric's header), less than 24 more.
+/// and at most 24 more (a numeric's 8-byte header and padded groups, an
+/// 8-byte float or timestamp from a one-digit text).
 const ROOM_PER_FIELD: usize = 28;
 
 /// Text fields up to this length are copied as one fixed-size block.
 const SHORT_TEXT: usize = 32;
 
-/// Where the tuple is written: room made in the output, and how much of it
-/// is used.
+/// Where the tuple is written: the workspace's room, and how much of it is
+/// used.
 struct Cursor<'a> {
     room: &'a mut [u8],
     at: usize,
