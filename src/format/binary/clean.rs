@@ -194,7 +194,10 @@ fn field(codec: Codec, text: &[u8], tuple: &mut Cursor) -> Option<()> {
 }
 
 /// `[-+]digits` at the front of `text`, up to 18 digits (longer ones go to
-/// the exact path), within `min..=max`; with the bytes it took.
+/// the exact path), within `min..=max`; with the bytes it took. Not the
+/// exact path's `integer`: bounding the digits keeps the arithmetic in u64
+/// (no i128 range check), 3-6 % of the whole encoding on lineitem and
+/// transactions.
 #[inline]
 fn leading_integer(text: &[u8], min: i64, max: i64) -> Option<(i64, usize)> {
     let (negative, sign) = match text.first() {
@@ -227,7 +230,9 @@ fn leading_digits(text: &[u8]) -> (u64, usize) {
 
 /// `[-+]digits[.digits]` at the front of `text` as a binary numeric, for up
 /// to 16 significant integer digits and 16 fraction digits (the exact
-/// encoder takes longer ones, and is the reference in the tests).
+/// encoder takes longer ones, and is the reference in the tests). Not the
+/// exact `numeric`: that one writes to a `Vec`, this one into the tuple's
+/// room, and it needs no per-digit lookups for the short decimals files hold.
 fn leading_numeric(text: &[u8], tuple: &mut Cursor) -> Option<usize> {
     let (negative, sign) = match text.first() {
         Some(b'-') => (true, 1),
