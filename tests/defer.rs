@@ -122,6 +122,34 @@ fn auto_defers_into_an_empty_table_only() {
     assert_eq!(db.scalar("SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass"), "2");
 }
 
+/// Two sessions build two indexes at once. Each index calls a function that
+/// sleeps per row, so the builds take the same time on any machine: in turn
+/// they would take their sum, at once about the longer one.
+#[test]
+fn deferred_indexes_are_built_at_the_same_time() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE FUNCTION slow(v int) RETURNS int IMMUTABLE LANGUAGE plpgsql AS \
+           'BEGIN PERFORM pg_sleep(0.004); RETURN v; END'; \
+         CREATE TABLE t (a int, b int); CREATE INDEX ON t (slow(a)); CREATE INDEX ON t (slow(b))",
+    );
+    let rows: String = (0..200).map(|i| format!("{i}\t{i}\n")).collect();
+    let file = db.file("t.tsv", rows.as_bytes());
+    let report = db.dir.path().join("r.json");
+    let run =
+        db.load(&[file.to_str().unwrap(), "--table", "t", "--workers", "2", "--report", report.to_str().unwrap()]);
+    run.assert_ok();
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let deferred = &report["summary"]["deferred"];
+    let builds: Vec<f64> =
+        deferred["built"].as_array().unwrap().iter().map(|b| b["seconds"].as_f64().unwrap()).collect();
+    assert_eq!(builds.len(), 2, "{deferred}");
+    assert!(builds.iter().all(|&s| s >= 0.7), "each build sleeps 200 x 4 ms: {deferred}");
+    let total = deferred["rebuild_seconds"].as_f64().unwrap();
+    assert!(total < 0.75 * builds.iter().sum::<f64>(), "the builds took turns: {deferred}");
+    assert_eq!(db.scalar("SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass"), "2");
+}
+
 /// Killed after the drop, before the rebuild: the indexes are recorded as
 /// pending, and the same command loads the rest and builds them.
 #[test]

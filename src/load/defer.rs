@@ -389,7 +389,11 @@ fn build_in_parallel(
         for _ in 0..sessions.clamp(1, pending.len()) {
             scope.spawn(|| {
                 let outcome = target.connect().and_then(|session| {
-                    while let Some(step) = queue.lock().unwrap().pop() {
+                    loop {
+                        // Not `while let ... = queue.lock()...`: the guard would
+                        // live through the body and the builds would take turns.
+                        let next = queue.lock().unwrap().pop();
+                        let Some(step) = next else { break };
                         let mut mine = Rebuilt::default();
                         let found = build_checked(&session, job, &step, &mut mine)?;
                         let mut results = results.lock().unwrap();
