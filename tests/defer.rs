@@ -122,6 +122,24 @@ fn auto_defers_into_an_empty_table_only() {
     assert_eq!(db.scalar("SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass"), "2");
 }
 
+/// Keys come back as they were: covering columns, storage parameters and
+/// deferrability survive the index-then-constraint rebuild.
+#[test]
+fn keys_come_back_with_their_options() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE t (id int, u int, v int, CONSTRAINT t_key PRIMARY KEY (id) INCLUDE (v) WITH (fillfactor = 70), \
+           CONSTRAINT t_u UNIQUE (u) DEFERRABLE INITIALLY DEFERRED, CONSTRAINT t_v UNIQUE (v, u) DEFERRABLE)",
+    );
+    let before = definitions(&db, "t");
+    let rows: String = (0..500).map(|i| format!("{i}\t{i}\t{i}\n")).collect();
+    let run = db.load(&[db.file("t.tsv", rows.as_bytes()).to_str().unwrap(), "--table", "t"]);
+    run.assert_ok();
+    assert!(run.output().contains("3 deferred indexes/constraints"), "{}", run.output());
+    assert_eq!(definitions(&db, "t"), before);
+    assert_eq!(db.count("t"), 500);
+}
+
 /// Two sessions build two indexes at once. Each index calls a function that
 /// sleeps per row, so the builds take the same time on any machine: in turn
 /// they would take their sum, at once about the longer one.
