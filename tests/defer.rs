@@ -140,6 +140,29 @@ fn keys_come_back_with_their_options() {
     assert_eq!(db.count("t"), 500);
 }
 
+/// Indexes and keys in another tablespace come back in it (the catalog's
+/// index definition leaves the tablespace out).
+#[test]
+fn deferred_indexes_come_back_in_their_tablespace() {
+    let db = TestDb::new();
+    let space = db.tablespace();
+    db.execute(&format!(
+        "CREATE TABLE t (id int, v int, CONSTRAINT t_key PRIMARY KEY (id) USING INDEX TABLESPACE {space}); \
+         CREATE INDEX t_v ON t (v) TABLESPACE {space} WHERE v > 10; CREATE INDEX t_v2 ON t (v, id)"
+    ));
+    let placed = "SELECT string_agg(indexname || ':' || coalesce(tablespace, '-'), ' ' ORDER BY indexname) \
+                  FROM pg_indexes WHERE tablename = 't'";
+    let before = db.scalar(placed);
+    assert_eq!(before, format!("t_key:{space} t_v:{space} t_v2:-"));
+    let rows: String = (0..300).map(|i| format!("{i}\t{i}\n")).collect();
+    let run = db.load(&[db.file("t.tsv", rows.as_bytes()).to_str().unwrap(), "--table", "t"]);
+    run.assert_ok();
+    assert!(run.output().contains("3 deferred indexes/constraints"), "{}", run.output());
+    assert_eq!(db.scalar(placed), before);
+    db.execute("DROP TABLE t");
+    db.execute(&format!("DROP TABLESPACE {space}"));
+}
+
 /// Two sessions build two indexes at once. Each index calls a function that
 /// sleeps per row, so the builds take the same time on any machine: in turn
 /// they would take their sum, at once about the longer one.

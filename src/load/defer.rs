@@ -204,20 +204,25 @@ fn index_steps(session: &PgSession, relation: &str) -> Result<Vec<DeferredStep>,
         array_to_string(ARRAY(SELECT quote_ident(a.attname) FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(num, o) \
           JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.num \
           WHERE k.o <= i.indnkeyatts ORDER BY k.o), ', '), \
-        coalesce(con.condeferrable, false), coalesce(con.condeferred, false) \
+        coalesce(con.condeferrable, false), coalesce(con.condeferred, false), \
+        coalesce((SELECT quote_literal(t.spcname) FROM pg_tablespace t WHERE t.oid = c.reltablespace), '''''') \
         FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
         LEFT JOIN pg_constraint con ON con.conindid = i.indexrelid AND con.conrelid = i.indrelid \
           AND con.contype IN ('p', 'u', 'x') \
         WHERE i.indrelid = $1::regclass ORDER BY c.relname";
     let mut steps = Vec::new();
     for row in session.query(INDEXES, &[Some(relation)])? {
-        let [qualified, name, indexdef, contype, conname, unique, plain, keep, columns, deferrable, deferred] =
-            [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map(|i| row[i].clone().unwrap_or_default());
+        let [qualified, name, indexdef, contype, conname, unique, plain, keep, columns, deferrable, deferred, space] =
+            [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11].map(|i| row[i].clone().unwrap_or_default());
         let (unique, plain) = (unique == "t", plain == "t");
         if keep == "t" || contype == "x" || (unique && !plain) {
             continue;
         }
         let violations = unique.then(|| duplicates_sql(relation, &columns, contype == "p"));
+        // The catalog's definition leaves the tablespace out (as pg_dump's
+        // does: it sets default_tablespace). Set for every build, '' meaning
+        // the database's default: a role's own default must not move it.
+        let indexdef = format!("SELECT set_config('default_tablespace', {space}, true); {indexdef}");
         steps.push(match contype.as_str() {
             "p" | "u" => {
                 let kind = if contype == "p" { "PRIMARY KEY" } else { "UNIQUE" };

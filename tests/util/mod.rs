@@ -54,6 +54,20 @@ impl TestDb {
         TestDb { name, dir: tempfile::tempdir().unwrap() }
     }
 
+    /// A tablespace of its own (named like the database) in an empty
+    /// folder the server's user owns, next to the server's socket.
+    pub fn tablespace(&self) -> String {
+        use std::os::unix::fs::MetadataExt;
+        let socket_dir = server().socket_dir();
+        let owner = std::fs::metadata(socket_dir).unwrap();
+        let location = socket_dir.join(format!("ts_{}", self.name));
+        std::fs::create_dir(&location).unwrap();
+        std::os::unix::fs::chown(&location, Some(owner.uid()), Some(owner.gid())).unwrap();
+        let name = format!("ts_{}", self.name);
+        self.execute(&format!("CREATE TABLESPACE {name} LOCATION '{}'", location.display()));
+        name
+    }
+
     /// Unix-socket connection string (trusted).
     pub fn conninfo(&self) -> String {
         server().conninfo(&self.name)
