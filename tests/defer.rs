@@ -122,21 +122,30 @@ fn auto_defers_into_an_empty_table_only() {
     assert_eq!(db.scalar("SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass"), "2");
 }
 
-/// Keys come back as they were: covering columns, storage parameters and
-/// deferrability survive the index-then-constraint rebuild.
+/// Keys come back as they were: covering columns, storage parameters,
+/// deferrability and comments survive the index-then-constraint rebuild.
 #[test]
 fn keys_come_back_with_their_options() {
     let db = TestDb::new();
     db.execute(
         "CREATE TABLE t (id int, u int, v int, CONSTRAINT t_key PRIMARY KEY (id) INCLUDE (v) WITH (fillfactor = 70), \
-           CONSTRAINT t_u UNIQUE (u) DEFERRABLE INITIALLY DEFERRED, CONSTRAINT t_v UNIQUE (v, u) DEFERRABLE)",
+           CONSTRAINT t_u UNIQUE (u) DEFERRABLE INITIALLY DEFERRED, CONSTRAINT t_v UNIQUE (v, u) DEFERRABLE, \
+           CONSTRAINT t_c CHECK (v >= 0)); CREATE INDEX t_plain ON t (v); \
+         COMMENT ON CONSTRAINT t_key ON t IS 'the key'; COMMENT ON INDEX t_key IS 'its index, don''t drop'; \
+         COMMENT ON INDEX t_plain IS 'plain'; COMMENT ON CONSTRAINT t_c ON t IS 'checked'",
     );
-    let before = definitions(&db, "t");
+    let comments = "SELECT (SELECT string_agg(coalesce(obj_description(indexrelid, 'pg_class'), '-'), ' / ' \
+                      ORDER BY indexrelid::regclass::text) FROM pg_index WHERE indrelid = 't'::regclass) || ' | ' || \
+                    (SELECT string_agg(coalesce(obj_description(oid, 'pg_constraint'), '-'), ' / ' \
+                      ORDER BY conname) FROM pg_constraint WHERE conrelid = 't'::regclass)";
+    let (before, noted) = (definitions(&db, "t"), db.scalar(comments));
+    assert!(noted.contains("don't drop"), "{noted}");
     let rows: String = (0..500).map(|i| format!("{i}\t{i}\t{i}\n")).collect();
     let run = db.load(&[db.file("t.tsv", rows.as_bytes()).to_str().unwrap(), "--table", "t"]);
     run.assert_ok();
-    assert!(run.output().contains("3 deferred indexes/constraints"), "{}", run.output());
+    assert!(run.output().contains("5 deferred indexes/constraints"), "{}", run.output());
     assert_eq!(definitions(&db, "t"), before);
+    assert_eq!(db.scalar(comments), noted);
     assert_eq!(db.count("t"), 500);
 }
 

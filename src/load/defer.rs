@@ -205,7 +205,9 @@ fn index_steps(session: &PgSession, relation: &str) -> Result<Vec<DeferredStep>,
           JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.num \
           WHERE k.o <= i.indnkeyatts ORDER BY k.o), ', '), \
         coalesce(con.condeferrable, false), coalesce(con.condeferred, false), \
-        coalesce((SELECT quote_literal(t.spcname) FROM pg_tablespace t WHERE t.oid = c.reltablespace), '''''') \
+        coalesce((SELECT quote_literal(t.spcname) FROM pg_tablespace t WHERE t.oid = c.reltablespace), ''''''), \
+        coalesce(quote_literal(obj_description(i.indexrelid, 'pg_class')), ''), \
+        coalesce(quote_literal(obj_description(con.oid, 'pg_constraint')), '') \
         FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
         LEFT JOIN pg_constraint con ON con.conindid = i.indexrelid AND con.conrelid = i.indrelid \
           AND con.contype IN ('p', 'u', 'x') \
@@ -214,6 +216,7 @@ fn index_steps(session: &PgSession, relation: &str) -> Result<Vec<DeferredStep>,
     for row in session.query(INDEXES, &[Some(relation)])? {
         let [qualified, name, indexdef, contype, conname, unique, plain, keep, columns, deferrable, deferred, space] =
             [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11].map(|i| row[i].clone().unwrap_or_default());
+        let [index_comment, key_comment] = [12, 13].map(|i| row[i].clone().unwrap_or_default());
         let (unique, plain) = (unique == "t", plain == "t");
         if keep == "t" || contype == "x" || (unique && !plain) {
             continue;
@@ -222,7 +225,10 @@ fn index_steps(session: &PgSession, relation: &str) -> Result<Vec<DeferredStep>,
         // The catalog's definition leaves the tablespace out (as pg_dump's
         // does: it sets default_tablespace). Set for every build, '' meaning
         // the database's default: a role's own default must not move it.
-        let indexdef = format!("SELECT set_config('default_tablespace', {space}, true); {indexdef}");
+        let indexdef = format!(
+            "SELECT set_config('default_tablespace', {space}, true); {indexdef}{}",
+            comment_sql(&format!("INDEX {qualified}"), &index_comment)
+        );
         steps.push(match contype.as_str() {
             "p" | "u" => {
                 let kind = if contype == "p" { "PRIMARY KEY" } else { "UNIQUE" };
@@ -241,9 +247,10 @@ fn index_steps(session: &PgSession, relation: &str) -> Result<Vec<DeferredStep>,
                     // Measured on transactions with two other indexes: the three
                     // builds 9.9 s -> 9.0 s (median of 3).
                     create_sql: format!(
-                        "{indexdef}; ALTER TABLE {relation} ADD CONSTRAINT {} {kind}{USING_INDEX}{}{timing}",
+                        "{indexdef}; ALTER TABLE {relation} ADD CONSTRAINT {} {kind}{USING_INDEX}{}{timing}{}",
                         quote_ident(&conname),
-                        quote_ident(&name)
+                        quote_ident(&name),
+                        comment_sql(&format!("CONSTRAINT {} ON {relation}", quote_ident(&conname)), &key_comment)
                     ),
                     violations_sql: violations,
                 }
@@ -266,15 +273,16 @@ fn constraint_steps(session: &PgSession, relation: &str) -> Result<Vec<DeferredS
         array_to_string(ARRAY(SELECT quote_ident(a.attname) FROM unnest(con.conkey) WITH ORDINALITY k(num, o) \
           JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.num ORDER BY k.o), ','), \
         array_to_string(ARRAY(SELECT quote_ident(a.attname) FROM unnest(con.confkey) WITH ORDINALITY k(num, o) \
-          JOIN pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.num ORDER BY k.o), ',') \
+          JOIN pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.num ORDER BY k.o), ','), \
+        coalesce(quote_literal(obj_description(con.oid, 'pg_constraint')), '') \
         FROM pg_constraint con WHERE con.conrelid = $1::regclass AND con.contype IN ('c', 'f') \
           AND con.conislocal AND con.coninhcount = 0 AND con.convalidated \
           AND (con.contype = 'c' OR (con.confmatchtype = 's' AND con.confrelid <> con.conrelid)) \
         ORDER BY con.conname";
     let mut steps = Vec::new();
     for row in session.query(CONSTRAINTS, &[Some(relation)])? {
-        let [conname, contype, condef, check, referenced, columns, referenced_columns] =
-            [0, 1, 2, 3, 4, 5, 6].map(|i| row[i].clone().unwrap_or_default());
+        let [conname, contype, condef, check, referenced, columns, referenced_columns, comment] =
+            [0, 1, 2, 3, 4, 5, 6, 7].map(|i| row[i].clone().unwrap_or_default());
         let violations = match contype.as_str() {
             "c" => format!("SELECT xmin FROM {relation} WHERE NOT ({check})"),
             _ => missing_references_sql(relation, &columns, &referenced, &referenced_columns),
@@ -282,11 +290,24 @@ fn constraint_steps(session: &PgSession, relation: &str) -> Result<Vec<DeferredS
         steps.push(DeferredStep {
             name: format!("{} \"{conname}\"", if contype == "c" { "check constraint" } else { "foreign key" }),
             drop_sql: format!("ALTER TABLE {relation} DROP CONSTRAINT {}", quote_ident(&conname)),
-            create_sql: format!("ALTER TABLE {relation} ADD CONSTRAINT {} {condef}", quote_ident(&conname)),
+            create_sql: format!(
+                "ALTER TABLE {relation} ADD CONSTRAINT {} {condef}{}",
+                quote_ident(&conname),
+                comment_sql(&format!("CONSTRAINT {} ON {relation}", quote_ident(&conname)), &comment)
+            ),
             violations_sql: Some(violations),
         });
     }
     Ok(steps)
+}
+
+/// `; COMMENT ON {object} IS {literal}` for a comment the drop takes with
+/// it; empty when there is none.
+fn comment_sql(object: &str, literal: &str) -> String {
+    match literal.is_empty() {
+        true => String::new(),
+        false => format!("; COMMENT ON {object} IS {literal}"),
+    }
 }
 
 /// The `xmin` of rows sharing a key with another row (and, for a primary
