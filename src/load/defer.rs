@@ -38,7 +38,7 @@
 //! hand; doing it so that a crash cannot lose an index and a duplicate
 //! cannot fail the load at the end is sluice's edge.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::thread;
 use std::time::Instant;
 
@@ -460,13 +460,8 @@ fn build_in_parallel(
         for _ in 0..sessions.clamp(1, pending.len()) {
             scope.spawn(|| {
                 let outcome = target.connect().and_then(|session| {
-                    loop {
-                        // Not `while let ... = queue.lock()...`: the guard would
-                        // live through the body and the builds would take turns.
-                        let next = queue.lock().unwrap().pop();
-                        let Some(step) = next else { break };
+                    while let Some((step, _turn)) = next_step(&queue, &one_key_at_a_time) {
                         let mut mine = Rebuilt::default();
-                        let _turn = attaches_a_key(&step).then(|| one_key_at_a_time.lock().unwrap());
                         let found = build_checked(&session, job, &step, &mut mine)?;
                         let mut results = results.lock().unwrap();
                         results.0.extend(mine.built);
@@ -489,6 +484,31 @@ fn build_in_parallel(
         Some(e) => Err(e),
         None => Ok(violated),
     }
+}
+
+/// The next step for a free session, and for a key its turn. While a key
+/// builds, a step that is not a key comes first: another key would only
+/// wait. The queue's lock is let go before waiting for a turn (and is not
+/// held by the caller's loop: the builds would take turns).
+fn next_step<'a>(
+    queue: &Mutex<Vec<StepRow>>,
+    one_key_at_a_time: &'a Mutex<()>,
+) -> Option<(StepRow, Option<MutexGuard<'a, ()>>)> {
+    let (step, turn) = {
+        let mut queue = queue.lock().unwrap();
+        let turn = one_key_at_a_time.try_lock().ok();
+        let last = queue.len().checked_sub(1)?;
+        let at = match turn {
+            Some(_) => last,
+            None => queue.iter().rposition(|s| !attaches_a_key(s)).unwrap_or(last),
+        };
+        (queue.remove(at), turn)
+    };
+    let turn = match attaches_a_key(&step) {
+        true => Some(turn.unwrap_or_else(|| one_key_at_a_time.lock().unwrap())),
+        false => None,
+    };
+    Some((step, turn))
 }
 
 /// In its own transaction: skips a step another process built, returns the
