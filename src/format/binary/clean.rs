@@ -200,17 +200,23 @@ fn field(codec: Codec, text: &[u8], tuple: &mut Cursor) -> Option<()> {
 /// transactions.
 #[inline]
 fn leading_integer(text: &[u8], min: i64, max: i64) -> Option<(i64, usize)> {
-    let (negative, sign) = match text.first() {
-        Some(b'-') => (true, 1),
-        Some(b'+') => (false, 1),
-        _ => (false, 0),
-    };
+    let (negative, sign) = leading_sign(text);
     let (magnitude, digits) = leading_digits(&text[sign..]);
     if digits == 0 || digits > 18 {
         return None;
     }
     let v = if negative { -(magnitude as i64) } else { magnitude as i64 };
     (min..=max).contains(&v).then_some((v, sign + digits))
+}
+
+/// Whether `text` starts with a minus, and the sign's length (0 or 1).
+#[inline]
+fn leading_sign(text: &[u8]) -> (bool, usize) {
+    match text.first() {
+        Some(b'-') => (true, 1),
+        Some(b'+') => (false, 1),
+        _ => (false, 0),
+    }
 }
 
 /// The value and count of the decimal digits at the front of `text`
@@ -234,19 +240,17 @@ fn leading_digits(text: &[u8]) -> (u64, usize) {
 /// exact `numeric`: that one writes to a `Vec`, this one into the tuple's
 /// room, and it needs no per-digit lookups for the short decimals files hold.
 fn leading_numeric(text: &[u8], tuple: &mut Cursor) -> Option<usize> {
-    let (negative, sign) = match text.first() {
-        Some(b'-') => (true, 1),
-        Some(b'+') => (false, 1),
-        _ => (false, 0),
-    };
+    let (negative, sign) = leading_sign(text);
     let zeros = text[sign..].iter().take_while(|&&b| b == b'0').count();
     let (int, int_digits) = leading_digits(&text[sign + zeros..]);
     let point = sign + zeros + int_digits;
-    let (frac, frac_digits) = match text.get(point) {
-        Some(b'.') => leading_digits(&text[point + 1..]),
-        _ => (0, 0),
+    let ((frac, frac_digits), used) = match text.get(point) {
+        Some(b'.') => {
+            let fraction = leading_digits(&text[point + 1..]);
+            (fraction, point + 1 + fraction.1)
+        }
+        _ => ((0, 0), point),
     };
-    let used = if text.get(point) == Some(&b'.') { point + 1 + frac_digits } else { point };
     if zeros + int_digits + frac_digits == 0 {
         return None;
     }
