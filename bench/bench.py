@@ -37,6 +37,8 @@ TICK = os.sysconf("SC_CLK_TCK")
 # --sync-on: the server keeps synchronous_commit = on (the bench conf turns it
 # off), to measure what sluice's own per-session setting is worth.
 SYNC_ON = False
+# --pg-bindir: another PostgreSQL's server binaries (default: Debian's).
+PG_BINDIR = None
 
 LINEITEM_DDL = """CREATE TABLE lineitem (l_orderkey bigint NOT NULL, l_partkey bigint NOT NULL,
  l_suppkey bigint NOT NULL, l_linenumber integer NOT NULL, l_quantity numeric(15,2) NOT NULL,
@@ -76,7 +78,7 @@ class Server:
     def __init__(self):
         self.dir = Path(tempfile.mkdtemp(prefix="sluice-bench-"))
         self.port = 54000 + os.getpid() % 1000
-        bindir = Path(subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True).stdout.strip())
+        bindir = Path(PG_BINDIR or subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True).stdout.strip())
         if not (bindir / "initdb").exists():
             bindir = sorted(Path("/usr/lib/postgresql").glob("*/bin"))[-1]
         self.bindir = bindir
@@ -244,6 +246,7 @@ def loaders(name, server, parts_dir):
 
 def bench(names, rounds):
     server = Server()
+    version = server.psql("SHOW server_version")
     parts_dir = Path(tempfile.mkdtemp(prefix="sluice-bench-parts-"))
     raw = []
     try:
@@ -267,8 +270,8 @@ def bench(names, rounds):
                     checkpoint = time.perf_counter() - started
                     count = int(server.psql(f"SELECT count(*) FROM {table}"))
                     assert count == rows, f"{label} loaded {count} rows of {name}, expected {rows}"
-                    raw.append(dict(dataset=name, loader=label, round=r, wall_s=wall, rows=rows, bytes=size,
-                                    client_cpu_s=cpu, server_cpu_s=server_cpu, peak_rss_mb=rss,
+                    raw.append(dict(server=version, dataset=name, loader=label, round=r, wall_s=wall, rows=rows,
+                                    bytes=size, client_cpu_s=cpu, server_cpu_s=server_cpu, peak_rss_mb=rss,
                                     wal_mb=wal / 1e6, checkpoint_s=checkpoint))
                     print(f"{name:13} {label:15} round {r}: {wall:6.2f} s  client {cpu:5.2f} s  "
                           f"server {server_cpu:6.2f} s  rss {rss:6.1f} MB  WAL {wal / 1e6:7.0f} MB  "
@@ -281,7 +284,8 @@ def bench(names, rounds):
 
 
 def summarize(raw):
-    lines = ["| dataset | loader | wall s (median) | rows/s | MB/s | x psql \\copy | server CPU s | client CPU s | "
+    lines = [f"PostgreSQL {raw[0]['server']} (server), medians of {1 + max(r['round'] for r in raw)} rounds", "",
+             "| dataset | loader | wall s (median) | rows/s | MB/s | x psql \\copy | server CPU s | client CPU s | "
              "client CPU / server CPU | WAL MB | checkpoint s |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in dict.fromkeys(r["dataset"] for r in raw):
@@ -408,9 +412,10 @@ def main():
     ap.add_argument("--extra", default="", help="more sluice load arguments, space-separated")
     ap.add_argument("--rejects", action="store_true", help="only the 1-bad-in-10,000 throughput check")
     ap.add_argument("--sync-on", action="store_true", help="server with synchronous_commit = on")
+    ap.add_argument("--pg-bindir", help="run this PostgreSQL's initdb/pg_ctl/postgres instead of Debian's")
     args = ap.parse_args()
-    global SYNC_ON
-    SYNC_ON = args.sync_on
+    global SYNC_ON, PG_BINDIR
+    SYNC_ON, PG_BINDIR = args.sync_on, args.pg_bindir
     sh(["cargo", "build", "--release", "--quiet"], cwd=ROOT)
     if args.rss:
         return rss_check()

@@ -87,6 +87,47 @@ pub struct Summary {
     pub copy: CopyPath,
     /// Indexes and constraints dropped for the load and built after it.
     pub deferred: Deferral,
+    /// What the loading sessions were doing on the server.
+    pub server_waits: ServerWaits,
+}
+
+/// The loading sessions as `pg_stat_activity` showed them, sampled during
+/// the load (see `load::waits`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ServerWaits {
+    /// Session observations: samples times the sessions active in each.
+    pub samples: u64,
+    /// `CPU` or `wait_event_type:wait_event`, largest share first.
+    pub events: Vec<ServerWait>,
+    /// What the largest wait means and what would help, when it is known.
+    pub hint: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ServerWait {
+    pub event: String,
+    pub samples: u64,
+    /// Of all samples, 0 to 1.
+    pub share: f64,
+}
+
+impl ServerWaits {
+    /// `server sessions (1,204 samples): 70% CPU, 19% Lock:extend, 7%
+    /// IO:DataFileExtend, 4% other`, or nothing without samples.
+    pub fn describe(&self) -> Option<String> {
+        const SHOWN: usize = 4;
+        if self.samples == 0 {
+            return None;
+        }
+        let percent = |share: f64| format!("{:.0}%", 100.0 * share);
+        let mut parts: Vec<String> =
+            self.events.iter().take(SHOWN).map(|w| format!("{} {}", percent(w.share), w.event)).collect();
+        let rest: f64 = self.events.iter().skip(SHOWN).map(|w| w.share).sum();
+        if rest > 0.0 {
+            parts.push(format!("{} other", percent(rest)));
+        }
+        Some(format!("server sessions ({} samples): {}", thousands(self.samples), parts.join(", ")))
+    }
 }
 
 /// What `--defer-indexes` did.

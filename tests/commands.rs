@@ -164,3 +164,40 @@ fn report_chart_renders_in_a_browser() {
     );
     assert!(chunks > 5);
 }
+
+/// The report says what the loading sessions waited on: here a lock another
+/// session holds on the table for the first 1.5 s of the load.
+#[test]
+fn report_names_what_the_server_sessions_waited_on() {
+    let db = TestDb::new();
+    db.execute(&sluice::gen::Dataset::Transactions.ddl("t"));
+    let mut data = Vec::new();
+    sluice::gen::generate(sluice::gen::Dataset::Transactions, 20_000, 2, &mut data).unwrap();
+    let file = db.file("t.tsv", &data);
+    let report = db.dir.path().join("waits.json");
+    let holder = db.session();
+    holder.execute("BEGIN; LOCK TABLE t IN SHARE MODE").unwrap();
+    let load = std::thread::spawn({
+        let args: Vec<String> = ["load", "--db", &db.conninfo(), file.to_str().unwrap(), "--table", "t", "--report"]
+            .into_iter()
+            .map(String::from)
+            .chain([report.to_str().unwrap().to_string()])
+            .collect();
+        move || sluice(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    });
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    holder.execute("COMMIT").unwrap();
+    let run = load.join().unwrap();
+    run.assert_ok();
+    assert_eq!(db.count("t"), 20_000);
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let waits = &json["summary"]["server_waits"];
+    let events = waits["events"].as_array().unwrap();
+    let lock = events.iter().find(|e| e["event"] == "Lock:relation").expect("a Lock:relation sample");
+    assert!(lock["samples"].as_u64().unwrap() >= 10, "{waits}");
+    assert!(lock["share"].as_f64().unwrap() > 0.5, "the load waited most of its time: {waits}");
+    let total: u64 = events.iter().map(|e| e["samples"].as_u64().unwrap()).sum();
+    assert_eq!(waits["samples"].as_u64(), Some(total));
+    assert!(run.stdout.contains("server sessions ("), "{}", run.stdout);
+    assert!(run.stdout.contains("Lock:relation: another session held a lock"), "{}", run.stdout);
+}

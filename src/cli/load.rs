@@ -314,6 +314,10 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
             eprintln!("sluice: warning: {}", redactor.apply(warning));
         }
         println!("{}", report.summary_line());
+        let waits = &report.summary.server_waits;
+        for line in waits.describe().into_iter().chain(waits.hint.iter().map(|h| format!("  {h}"))) {
+            println!("{line}");
+        }
     }
     if let Some(file) = &report.summary.rejects_file {
         let n = thousands(report.summary.rejected);

@@ -14,6 +14,7 @@ mod job;
 mod pace;
 mod plan;
 mod suspect;
+mod waits;
 mod worker;
 
 use std::collections::{HashMap, HashSet};
@@ -187,6 +188,8 @@ struct Shared<'a> {
     pace: Option<pace::Pacer>,
     /// The feeder has queued its last chunk.
     fed_all: AtomicBool,
+    /// What the loading sessions wait on, for the report.
+    waits: waits::WaitSampler,
 }
 
 impl Shared<'_> {
@@ -294,6 +297,7 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         redone: 0,
         pace: (req.workers == AUTO_WORKERS).then(|| pace::Pacer::new(auto_ceiling)),
         fed_all: AtomicBool::new(false),
+        waits: waits::WaitSampler::default(),
     };
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
     let mut rejects = RejectsFile::new(&rejects_path);
@@ -590,7 +594,9 @@ fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -
     let capacity = if streamed { 0 } else { workers * 4 };
     let (chunk_tx, chunk_rx) = bounded::<Chunk>(capacity);
     let (event_tx, event_rx) = unbounded::<Event>();
+    let (sampling, sampler_done) = bounded::<()>(0);
     thread::scope(|scope| {
+        scope.spawn(move || shared.waits.run(shared.target, sampler_done));
         let feeder_events = event_tx.clone();
         let feeder = scope.spawn(move || {
             let scans = feed(shared, req, chunk_tx, feeder_events);
@@ -627,6 +633,7 @@ fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -
                 failure.get_or_insert(err);
             }
         }
+        drop(sampling);
         if let Err(e) = rejects.flush() {
             failure.get_or_insert(rejects_file_error(rejects, &e));
         }
@@ -806,6 +813,7 @@ fn build_report(
         complete,
         copy: copy_path(shared, &chunks),
         deferred: Deferral::default(),
+        server_waits: shared.waits.summary(),
     };
     LoadReport { summary, per_file, chunks, warnings }
 }

@@ -131,6 +131,7 @@ enum Outcome {
 /// a crash loses its ledger row too, and the chunk is loaded again).
 fn open_session(shared: &Shared) -> Result<PgSession, Error> {
     let mut session = shared.target.connect()?;
+    shared.waits.watch(session.backend_pid());
     session.set_copy_statement(&shared.copy_sql, shared.table);
     if !shared.sync_commit {
         session.execute("SET synchronous_commit = off")?;

@@ -73,6 +73,11 @@ impl PgTarget {
     }
 }
 
+/// Text parameters as libpq reads them: C strings.
+fn c_strings(params: &[Option<&str>]) -> Vec<Option<Vec<u8>>> {
+    params.iter().map(|p| p.map(|v| format!("{v}\0").into_bytes())).collect()
+}
+
 /// `postgres://user@host:port/db` built from libpq's defaults (PG* variables),
 /// for messages when no `--db` was given.
 fn defaults_display() -> String {
@@ -159,10 +164,30 @@ impl PgSession {
 
     /// Runs a query with text parameters; returns rows of text values.
     pub fn query(&self, sql: &str, params: &[Option<&str>]) -> Result<Vec<Vec<Option<String>>>, Error> {
-        // libpq reads text parameters as C strings.
-        let owned: Vec<Option<Vec<u8>>> = params.iter().map(|p| p.map(|v| format!("{v}\0").into_bytes())).collect();
+        let owned = c_strings(params);
         let values: Vec<Option<&[u8]>> = owned.iter().map(Option::as_deref).collect();
-        let result = self.conn.exec_params(sql, &[], &values, &[], libpq::Format::Text);
+        self.rows(self.conn.exec_params(sql, &[], &values, &[], libpq::Format::Text))
+    }
+
+    /// Prepares `sql` as the statement `name`, for a query asked so often
+    /// that parsing and planning it each time would show on the server.
+    pub fn prepare(&self, name: &str, sql: &str) -> Result<(), Error> {
+        let result = self.conn.prepare(Some(name), sql, &[]);
+        match result.status() {
+            Status::CommandOk => Ok(()),
+            _ => Err(self.failure(&result)),
+        }
+    }
+
+    /// Runs the prepared statement `name` (see [`PgSession::query`]).
+    pub fn query_prepared(&self, name: &str, params: &[Option<&str>]) -> Result<Vec<Vec<Option<String>>>, Error> {
+        let owned = c_strings(params);
+        let values: Vec<Option<&[u8]>> = owned.iter().map(Option::as_deref).collect();
+        self.rows(self.conn.exec_prepared(Some(name), &values, &[], libpq::Format::Text))
+    }
+
+    /// A query's rows as text, or its error.
+    fn rows(&self, result: libpq::PQResult) -> Result<Vec<Vec<Option<String>>>, Error> {
         if result.status() != Status::TuplesOk {
             return Err(self.failure(&result));
         }
@@ -277,6 +302,16 @@ impl PgSession {
         let outcome = body();
         self.execute(if outcome.is_ok() { "COMMIT" } else { "ROLLBACK" })?;
         outcome
+    }
+
+    /// The server's version as `server_version_num` (150013 for 15.13).
+    pub fn server_version(&self) -> i32 {
+        self.conn.server_version()
+    }
+
+    /// The process id of the server session, as `pg_stat_activity` shows it.
+    pub fn backend_pid(&self) -> u32 {
+        self.conn.backend_pid()
     }
 
     /// Whether the server runs on this machine: a Unix socket, a loopback
