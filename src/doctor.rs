@@ -92,8 +92,8 @@ fn version_advice(server_version_num: i32) -> Finding {
         advice: match old {
             true => "parallel sessions loading one table queue on its extension lock: PostgreSQL 15 and older grow a \
                      table one page at a time under that lock (sluice's report shows it as Lock:extend); 16 and later \
-                     grow it many pages at a time. On this project's 2-core benchmark the same load went from 1.57x \
-                     psql \\copy on 15 to 1.97x on 18"
+                     grow it many pages at a time. On this project's 2-core benchmark the same load went from 1.59x \
+                     psql \\copy on 15 to 1.80x on 18"
                 .into(),
             false => String::new(),
         },

@@ -3,10 +3,10 @@
 //!
 //! Why: a load slower than it should be is usually waiting on something the
 //! client cannot see. On this project's benchmark (PostgreSQL 15, 2 cores)
-//! two COPY sessions spent 19 % of their time queued on the table's
+//! two COPY sessions spent 19-25 % of their time queued on the table's
 //! extension lock (PostgreSQL 15 and older grow a table one page at a time
-//! under one lock), which is why two sessions were 1.57x one and not 1.9x;
-//! on PostgreSQL 18 the same load ran 1.97x. Other loads wait on WAL
+//! under one lock): sluice loaded `transactions` 1.59x as fast as one psql
+//! `\copy` there, and 1.80x on PostgreSQL 18. Other loads wait on WAL
 //! flushes, on a lock another session holds, or on sluice itself
 //! (`Client:ClientRead`). `pg_stat_activity` shows each session's current
 //! wait to the role that owns it, no superuser needed; one more connection
@@ -108,7 +108,7 @@ fn hint(event: &str, server_version_num: i32) -> Option<String> {
     Some(match event {
         "Lock:extend" if server_version_num < 160000 => "Lock:extend: the sessions queued to grow the table, which \
              PostgreSQL 15 and older do one page at a time under one lock; PostgreSQL 16 and later grow it many \
-             pages at a time (this project's benchmark: 1.57x psql \\copy on 15, 1.97x on 18)"
+             pages at a time (this project's benchmark: 1.59x psql \\copy on 15, 1.80x on 18)"
             .into(),
         "Lock:extend" => "Lock:extend: the sessions queued to grow the table; fewer workers may load as fast".into(),
         "Client:ClientRead" => "Client:ClientRead: the server waited for sluice to send; the client's side \
