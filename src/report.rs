@@ -95,7 +95,7 @@ pub struct Summary {
 /// the load (see `load::waits`).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ServerWaits {
-    /// Session observations: samples times the sessions active in each.
+    /// Session observations: one per loading session active at each look.
     pub samples: u64,
     /// `CPU` or `wait_event_type:wait_event`, largest share first.
     pub events: Vec<ServerWait>,
@@ -103,6 +103,7 @@ pub struct ServerWaits {
     pub hint: Option<String>,
 }
 
+/// One wait event's part of the samples.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ServerWait {
     pub event: String,

@@ -34,7 +34,7 @@ const SAMPLE_SQL: &str = "SELECT coalesce(wait_event_type || ':' || wait_event, 
 
 /// The label of an active session that waits for nothing: it runs, or waits
 /// for a CPU (on a machine with fewer cores than busy processes).
-pub const ON_CPU: &str = "CPU";
+const ON_CPU: &str = "CPU";
 
 /// The loading sessions' backend process ids and what was seen of them.
 #[derive(Default)]
