@@ -200,4 +200,6 @@ fn report_names_what_the_server_sessions_waited_on() {
     assert_eq!(waits["samples"].as_u64(), Some(total));
     assert!(run.stdout.contains("server sessions ("), "{}", run.stdout);
     assert!(run.stdout.contains("Lock:relation: another session held a lock"), "{}", run.stdout);
+    let page = std::fs::read_to_string(report.with_extension("html")).unwrap();
+    assert!(page.contains("<p>server sessions ("), "the chart's page says it too");
 }
