@@ -78,7 +78,8 @@ class Server:
     def __init__(self):
         self.dir = Path(tempfile.mkdtemp(prefix="sluice-bench-"))
         self.port = 54000 + os.getpid() % 1000
-        bindir = Path(PG_BINDIR or subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True).stdout.strip())
+        bindir = Path(PG_BINDIR or subprocess.run(["pg_config", "--bindir"], capture_output=True,
+                                                  text=True).stdout.strip())
         if not (bindir / "initdb").exists():
             bindir = sorted(Path("/usr/lib/postgresql").glob("*/bin"))[-1]
         self.bindir = bindir

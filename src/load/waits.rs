@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
+use crate::doctor::EXTENSION_LOCK_MEASURED;
 use crate::report::{ServerWait, ServerWaits};
 use crate::sink::postgres::{PgSession, PgTarget};
 
@@ -106,10 +107,10 @@ const HINT_SHARE: f64 = 0.10;
 /// loads meet most; `None` for running and for waits with no simple cause.
 fn hint(event: &str, server_version_num: i32) -> Option<String> {
     Some(match event {
-        "Lock:extend" if server_version_num < 160000 => "Lock:extend: the sessions queued to grow the table, which \
-             PostgreSQL 15 and older do one page at a time under one lock; PostgreSQL 16 and later grow it many \
-             pages at a time (this project's benchmark: 1.59x psql \\copy on 15, 1.80x on 18)"
-            .into(),
+        "Lock:extend" if server_version_num < 160000 => format!(
+            "Lock:extend: the sessions queued to grow the table, which PostgreSQL 15 and older do one page at a \
+             time under one lock; PostgreSQL 16 and later grow it many pages at a time ({EXTENSION_LOCK_MEASURED})"
+        ),
         "Lock:extend" => "Lock:extend: the sessions queued to grow the table; fewer workers may load as fast".into(),
         "Client:ClientRead" => "Client:ClientRead: the server waited for sluice to send; the client's side \
              (reading, decompressing, binary encoding) is the limit, or the network"
