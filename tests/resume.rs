@@ -344,5 +344,5 @@ fn named_job_refuses_other_options() {
     let out = f.spawn_with(&["--max-record-size", "32MiB"]).wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("format options or chunk size differ"), "{stderr}");
+    assert!(stderr.contains("format options, chunk size or sluice's chunking rule differ"), "{stderr}");
 }

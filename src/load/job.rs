@@ -40,10 +40,12 @@ fn chunk_identity(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, 
     parts
 }
 
-/// The chunk identity plus the inputs' sizes and modification times (stdin
-/// cannot be checked): a job whose fingerprint changed is not resumed.
+/// The chunk identity plus the chunking rule and the inputs' sizes and
+/// modification times (stdin cannot be checked): a job whose fingerprint
+/// changed is not resumed.
 pub fn fingerprint(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, sources: &[Source]) -> String {
     let mut parts = chunk_identity(req, table, format, sources);
+    parts.push(crate::chunk::CUT_RULE.to_string());
     for s in sources {
         let meta = s.path.as_ref().and_then(|p| std::fs::metadata(p).ok());
         let mtime = meta
