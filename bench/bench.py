@@ -12,6 +12,8 @@ reports medians and ratios to psql \\copy from the same run.
     python3 bench/bench.py                       # all datasets, 3 rounds
     python3 bench/bench.py --datasets transactions --rounds 5
     python3 bench/bench.py --rss                 # also peak RSS, 8 workers, 5 GB input
+    python3 bench/bench.py --datasets transactions-paths --wal-level minimal --write-mbps 100
+                                                 # fresh-table paths on an emulated slow disk (root)
 
 Not a test: nothing here runs in CI. Results go to bench/results/.
 """
@@ -39,6 +41,10 @@ TICK = os.sysconf("SC_CLK_TCK")
 SYNC_ON = False
 # --pg-bindir: another PostgreSQL's server binaries (default: Debian's).
 PG_BINDIR = None
+# --wal-level: the server's wal_level (minimal lets COPY FREEZE skip WAL).
+WAL_LEVEL = None
+# --write-mbps: the server's writes to its disk throttled to this many MB/s.
+WRITE_MBPS = None
 
 LINEITEM_DDL = """CREATE TABLE lineitem (l_orderkey bigint NOT NULL, l_partkey bigint NOT NULL,
  l_suppkey bigint NOT NULL, l_linenumber integer NOT NULL, l_quantity numeric(15,2) NOT NULL,
@@ -58,6 +64,8 @@ DATASETS = {
     "transactions-indexed": ("transactions.tsv", "transactions", 10_000_000, "", ["--format", "tsv"]),
     # pgloader is 16-23x slower than psql here: it loads the first million
     # rows only, against psql \copy and sluice on the same prefix.
+    # The fresh-table paths: the same load with FREEZE, --unlogged and the defaults.
+    "transactions-paths": ("transactions.tsv", "transactions", 10_000_000, "", ["--format", "tsv"]),
     "transactions-1m": ("transactions-1m.tsv", "transactions", 1_000_000, "", ["--format", "tsv"]),
     "lineitem-1m": ("lineitem-1m.psv", "lineitem", 1_000_000, "with (delimiter '|')",
                     ["--format", "tsv", "--delimiter", "|"]),
@@ -93,10 +101,14 @@ class Server:
             conf.write("\n" + CONF.read_text())
             if SYNC_ON:
                 conf.write("\nsynchronous_commit = on\n")
+            if WAL_LEVEL:
+                conf.write(f"\nwal_level = {WAL_LEVEL}\nmax_wal_senders = 0\n")
         self.run_as([str(bindir / "pg_ctl"), "-D", str(self.dir / "data"), "-l", str(self.dir / "log"), "-w",
                      "-o", f"-k {self.dir} -p {self.port} -c listen_addresses=127.0.0.1", "start"],
                     stdout=subprocess.DEVNULL)
         self.pid = int((self.dir / "data" / "postmaster.pid").read_text().split()[0])
+        if WRITE_MBPS:
+            throttle_writes(self.dir, [self.pid, *children(self.pid)], WRITE_MBPS)
         self.env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(self.port), PGUSER="bench",
                         PGDATABASE="postgres")
 
@@ -130,6 +142,47 @@ class Server:
         self.run_as([str(self.bindir / "pg_ctl"), "-D", str(self.dir / "data"), "-m", "fast", "stop"],
                     stdout=subprocess.DEVNULL)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def children(pid):
+    """The live children of `pid`."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(stat.parent.name))
+        except OSError:
+            continue
+    return out
+
+
+def throttle_writes(folder, pids, mbps):
+    """An emulated slow disk: moves `pids` (the postmaster and its children;
+    later backends inherit it) into a cgroup whose writes to the disk under
+    `folder` are throttled to `mbps` MB/s (cgroup v1 blkio or v2 io.max; root
+    only). What is throttled is what the server writes and fsyncs itself
+    (WAL, checkpoints, a COPY FREEZE commit's fsync); writeback the kernel
+    starts on its own after 30 s is not, so this is a lower bound on a slow
+    disk's cost."""
+    dev = os.stat(folder).st_dev
+    block = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
+    if (block / "partition").exists():
+        block = block.resolve().parent
+    device = (block / "dev").read_text().strip()
+    limit = int(mbps * 1e6)
+    v1, v2 = Path("/sys/fs/cgroup/blkio"), Path("/sys/fs/cgroup")
+    if v1.is_dir():
+        group = v1 / "sluice-bench-slow"
+        group.mkdir(exist_ok=True)
+        (group / "blkio.throttle.write_bps_device").write_text(f"{device} {limit}\n")
+    else:
+        (v2 / "cgroup.subtree_control").write_text("+io\n")
+        group = v2 / "sluice-bench-slow"
+        group.mkdir(exist_ok=True)
+        (group / "io.max").write_text(f"{device} wbps={limit}\n")
+    for pid in pids:
+        (group / "cgroup.procs").write_text(f"{pid}\n")
+    print(f"server writes throttled to {mbps} MB/s on device {device}", flush=True)
 
 
 def peak_rss_kb(pids, stop):
@@ -223,6 +276,16 @@ def loaders(name, server, parts_dir):
     halves = sorted(parts_dir.glob(f"{name}-part-*"))
     out = {"psql \\copy": [copy(path)]}
     sluice = [str(SLUICE), "load", "--restart", str(path), "--table", table, "--quiet", *fmt]
+    if name == "transactions-paths":
+        # One transaction that empties the table and loads it FREEZE (WAL
+        # skipped under wal_level = minimal), against sluice's defaults
+        # (chunks commit on their own) and --unlogged.
+        freeze = copy(path)[:-2] + ["-c", "BEGIN", "-c", f"TRUNCATE {table}",
+                                    "-c", f"\\copy {table} from '{path}' with (freeze)", "-c", "COMMIT"]
+        out["psql TRUNCATE + COPY FREEZE"] = [freeze]
+        out["sluice"] = [sluice]
+        out["sluice --unlogged"] = [[*sluice, "--unlogged"]]
+        return out
     if name in PGLOADER_DELIMITER:
         pgloader = pgloader_command(name, server, path)
         if pgloader:
@@ -285,7 +348,10 @@ def bench(names, rounds):
 
 
 def summarize(raw):
-    lines = [f"PostgreSQL {raw[0]['server']} (server), medians of {1 + max(r['round'] for r in raw)} rounds", "",
+    setup = "".join([f", wal_level = {WAL_LEVEL}" if WAL_LEVEL else "",
+                     f", server writes throttled to {WRITE_MBPS} MB/s" if WRITE_MBPS else ""])
+    lines = [f"PostgreSQL {raw[0]['server']} (server){setup}, medians of {1 + max(r['round'] for r in raw)} rounds",
+             "",
              "| dataset | loader | wall s (median) | rows/s | MB/s | x psql \\copy | server CPU s | client CPU s | "
              "client CPU / server CPU | WAL MB | checkpoint s |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -414,9 +480,11 @@ def main():
     ap.add_argument("--rejects", action="store_true", help="only the 1-bad-in-10,000 throughput check")
     ap.add_argument("--sync-on", action="store_true", help="server with synchronous_commit = on")
     ap.add_argument("--pg-bindir", help="run this PostgreSQL's initdb/pg_ctl/postgres instead of Debian's")
+    ap.add_argument("--wal-level", choices=["minimal", "replica", "logical"], help="the server's wal_level")
+    ap.add_argument("--write-mbps", type=float, help="throttle the server's disk writes (an emulated slow disk; root)")
     args = ap.parse_args()
-    global SYNC_ON, PG_BINDIR
-    SYNC_ON, PG_BINDIR = args.sync_on, args.pg_bindir
+    global SYNC_ON, PG_BINDIR, WAL_LEVEL, WRITE_MBPS
+    SYNC_ON, PG_BINDIR, WAL_LEVEL, WRITE_MBPS = args.sync_on, args.pg_bindir, args.wal_level, args.write_mbps
     sh(["cargo", "build", "--release", "--quiet"], cwd=ROOT)
     if args.rss:
         return rss_check()

@@ -100,6 +100,10 @@ fn pid_array(pids: &[u32]) -> String {
     format!("{{{}}}", list.join(","))
 }
 
+/// What a slow disk did to this project's benchmark (bench/README.md).
+const SLOW_DISK_MEASURED: &str = "with the server's writes throttled to 100 MB/s, 10 M rows loaded at \
+     1.0-1.1x psql \\copy, against 1.6x unthrottled, and no other load path was faster";
+
 /// A wait that takes at least this share of the samples gets a hint.
 const HINT_SHARE: f64 = 0.10;
 
@@ -117,8 +121,12 @@ fn hint(event: &str, server_version_num: i32) -> Option<String> {
             .into(),
         // PostgreSQL 17 renamed WALSync to WalSync and WALWrite to WalWrite.
         "IO:WALSync" | "IO:WalSync" | "IO:WALWrite" | "IO:WalWrite" | "LWLock:WALWrite" => format!(
-            "{event}: the sessions waited for WAL to reach the disk; see `sluice doctor` (synchronous_commit, \
-             wal_buffers, a faster WAL disk)"
+            "{event}: the sessions waited for WAL to reach the disk, so the disk's write speed is the limit \
+             ({SLOW_DISK_MEASURED}); a faster disk, or WAL on a disk of its own, would help"
+        ),
+        "IO:WALInitSync" | "IO:WalInitSync" | "IO:WALInitWrite" | "IO:WalInitWrite" => format!(
+            "{event}: the server created and zero-filled new WAL files instead of recycling old ones (a new \
+             cluster's first loads, or min_wal_size below what a load writes: raise it to keep the files)"
         ),
         "LWLock:WALInsert" => {
             "LWLock:WALInsert: the sessions queued to write WAL; fewer workers may load as fast".into()
@@ -161,6 +169,10 @@ mod tests {
         assert!(newer.hint.is_some_and(|h| h.contains("fewer workers") && !h.contains("PostgreSQL 16")));
         let small = sampler(&[(ON_CPU, 95), ("Lock:extend", 5)], 150013).summary();
         assert_eq!(small.hint, None, "a 5 % wait is not worth a hint");
+        for (event, says) in [("LWLock:WALWrite", "write speed"), ("IO:WalInitSync", "min_wal_size")] {
+            let waits = sampler(&[(ON_CPU, 60), (event, 40)], 170000).summary();
+            assert!(waits.hint.as_deref().is_some_and(|h| h.starts_with(event) && h.contains(says)), "{event}");
+        }
         let unknown = sampler(&[(ON_CPU, 50), ("IPC:SomethingNew", 50)], 150013).summary();
         assert_eq!(unknown.hint, None);
         assert_eq!(sampler(&[], 150013).summary().samples, 0);
