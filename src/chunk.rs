@@ -12,13 +12,15 @@
 //! UTF-8 byte-order mark at the very start of an input is skipped; with a
 //! header, the first record of each input (not of each chunk) is skipped.
 //!
-//! Tail taper: when the input's size is known up front (a plain file), the
-//! chunks in its last four targets' worth of bytes shrink to a quarter of
-//! what is left, down to an eighth of the target (not below 1 MiB). Workers
-//! then finish within a small chunk of each other instead of one idling
-//! while another loads a full-size last chunk (measured: 55-72 ms apart on a
-//! 3.1 s load of 32 chunks). The sizes depend only on the offset, the target
-//! and the file's size, so the cut stays deterministic.
+//! Tail taper: when the load's remaining size is known up front (this input
+//! and the ones after it are plain files), the chunks in the load's last four
+//! targets' worth of bytes shrink to a quarter of what is left, down to an
+//! eighth of the target (not below 1 MiB). Workers then finish within a
+//! small chunk of each other instead of one idling while another loads a
+//! full-size last chunk (measured: 55-72 ms apart on a 3.1 s load of 32
+//! chunks). Only the load's end is tapered, not every file's: many small
+//! files would otherwise all be cut fine. The sizes depend only on the
+//! offset, the target and the inputs' sizes, so the cut stays deterministic.
 
 use std::io::{self, Read};
 
@@ -154,7 +156,8 @@ pub struct Chunker<R> {
     total_size: Option<u64>,
     span_emitted: u64,
     next_seq: u64,
-    /// The input's size in the bytes offsets count, when the tail is tapered.
+    /// The load's bytes from this input's start to the load's end, when the
+    /// tail is tapered.
     taper_over: Option<u64>,
 }
 
@@ -193,11 +196,16 @@ impl<R: Read> Chunker<R> {
         self
     }
 
-    /// A plain file: its size on disk is the size offsets count in, so the
-    /// tail is tapered (see the module docs).
     pub fn with_total_size(mut self, total_size: Option<u64>) -> Self {
         self.total_size = total_size;
-        self.taper_over = total_size;
+        self
+    }
+
+    /// Tapers the chunks near the load's end (see the module docs), given
+    /// the load's bytes from this input's first byte on, in the bytes this
+    /// input's offsets count (so: this input and all later ones are plain files).
+    pub fn tapered(mut self, bytes_to_load_end: Option<u64>) -> Self {
+        self.taper_over = bytes_to_load_end;
         self
     }
 
@@ -515,7 +523,7 @@ mod tests {
         let target = 8 << 20;
         let cut = |piece: usize, size: Option<u64>| {
             let cfg = ChunkerConfig { keep_bytes: false, ..config(Dialect::Lines, target, false) };
-            let mut chunker = Chunker::new(Trickle { data: &input, piece }, cfg, 0, 0).with_total_size(size);
+            let mut chunker = Chunker::new(Trickle { data: &input, piece }, cfg, 0, 0).tapered(size);
             std::iter::from_fn(|| chunker.next_chunk().unwrap()).map(|c| c.loc).collect::<Vec<_>>()
         };
         let tapered = cut(1 << 20, Some(input.len() as u64));
@@ -530,6 +538,8 @@ mod tests {
         assert!(body.last().is_some_and(|&l| l < target / 4), "{lens:?}");
         let plain: Vec<u64> = cut(1 << 20, None).iter().map(|l| l.byte_len).collect();
         assert_eq!(plain.len(), 5, "an unknown size keeps full chunks: {plain:?}");
+        let more_to_come: Vec<u64> = cut(1 << 20, Some(10 * input.len() as u64)).iter().map(|l| l.byte_len).collect();
+        assert_eq!(more_to_come, plain, "a file far from the load's end keeps full chunks");
     }
 
     #[test]

@@ -166,8 +166,8 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
     } else if old_table != table || old_fingerprint != fingerprint {
         return Err(Error::Usage(format!(
             "job {job} was started with other input or options (a file changed size or modification time, \
-             or the table, format options, chunk size or sluice's chunking rule differ); run with --restart to start it over, or \
-             name a new job with --job"
+             or the table, format options, chunk size or sluice's chunking rule differ); run with --restart \
+             to start it over, or name a new job with --job"
         )));
     }
     if restart || steps_done != "t" {

@@ -700,7 +700,7 @@ fn feed_one(
     let (stream, raw) = source.open_stream()?;
     let mut chunker = Chunker::new(stream, cfg, index, *seq);
     chunker = if source.is_positioned() {
-        chunker.with_total_size(source.size)
+        chunker.with_total_size(source.size).tapered(bytes_to_load_end(shared.sources, index))
     } else {
         chunker.with_raw_counter(raw, source.size)
     };
@@ -736,6 +736,13 @@ fn feed_one(
     scan.records = chunker.totals().0;
     *seq = chunker.next_seq();
     Ok(scan)
+}
+
+/// The load's bytes from the start of input `index` to its end, when that
+/// input and every later one is a plain file (sizes known up front): where
+/// the chunker can taper the load's tail.
+fn bytes_to_load_end(sources: &[Source], index: usize) -> Option<u64> {
+    sources[index..].iter().map(|s| s.size.filter(|_| s.is_positioned())).sum()
 }
 
 /// Per-input accounting from what the feeder saw; loaded and rejected rows
@@ -837,5 +844,32 @@ fn copy_path(shared: &Shared, chunks: &[ChunkRecord]) -> CopyPath {
             text_chunks,
             first_fallback: None,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::Compression;
+
+    fn file(size: u64, compression: Compression) -> Source {
+        Source {
+            name: "f".into(),
+            path: Some("f".into()),
+            compression,
+            size: Some(size),
+            looks_utf16: false,
+            transcoding: None,
+        }
+    }
+
+    #[test]
+    fn only_a_load_that_ends_in_plain_files_is_tapered() {
+        let plain = [file(10, Compression::None), file(20, Compression::None)];
+        assert_eq!(bytes_to_load_end(&plain, 0), Some(30));
+        assert_eq!(bytes_to_load_end(&plain, 1), Some(20));
+        let ends_compressed = [file(10, Compression::None), file(20, Compression::Gzip)];
+        assert_eq!(bytes_to_load_end(&ends_compressed, 0), None);
+        assert_eq!(bytes_to_load_end(&ends_compressed, 1), None);
     }
 }
