@@ -64,9 +64,11 @@ fn gen_is_deterministic_and_prints_ddl() {
 /// load, summarise, stop and clean up.
 #[test]
 fn demo_runs_end_to_end() {
-    let run = sluice(&["demo", "--rows", "50k", "--dataset", "store_sales"]);
+    let run = sluice(&["demo", "--rows", "300k", "--dataset", "store_sales"]);
     run.assert_ok();
-    assert!(run.stdout.contains("loaded 50,000 rows"), "{}", run.stdout);
+    assert!(run.stdout.contains("loaded 300,000 rows"), "{}", run.stdout);
+    // Where the time went, as `sluice load` prints it (20 samples a second).
+    assert!(run.stdout.contains("server sessions ("), "{}", run.stdout);
     assert!(run.stderr.contains("stopping the server"), "{}", run.stderr);
 }
 

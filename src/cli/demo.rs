@@ -68,7 +68,7 @@ pub fn run(args: DemoArgs, _redactor: &mut Redactor) -> Result<i32, Error> {
     let outcome = load::run(&request, &progress);
     view.finish();
     let report = outcome.map_err(|failed| failed.error)?;
-    println!("{}", report.summary_line());
+    super::load::print_summary(&report);
     eprintln!("sluice demo: stopping the server and removing its files");
     server.stop();
     Ok(exit::OK)

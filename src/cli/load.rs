@@ -313,11 +313,7 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
         for warning in &report.warnings {
             eprintln!("sluice: warning: {}", redactor.apply(warning));
         }
-        println!("{}", report.summary_line());
-        let waits = &report.summary.server_waits;
-        for line in waits.describe().into_iter().chain(waits.hint.iter().map(|h| format!("  {h}"))) {
-            println!("{line}");
-        }
+        print_summary(&report);
     }
     if let Some(file) = &report.summary.rejects_file {
         let n = thousands(report.summary.rejected);
@@ -325,6 +321,16 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
         return Ok(exit::REJECTS);
     }
     Ok(exit::OK)
+}
+
+/// The summary line, then what the server's sessions waited on and the
+/// hint for it, if any.
+pub fn print_summary(report: &LoadReport) {
+    println!("{}", report.summary_line());
+    let waits = &report.summary.server_waits;
+    for line in waits.describe().into_iter().chain(waits.hint.iter().map(|h| format!("  {h}"))) {
+        println!("{line}");
+    }
 }
 
 fn write_report(args: &LoadArgs, report: &LoadReport) -> Result<(), Error> {
