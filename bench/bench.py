@@ -18,6 +18,7 @@ reports medians and ratios to psql \\copy from the same run.
 Not a test: nothing here runs in CI. Results go to bench/results/.
 """
 import argparse
+import atexit
 import csv
 import os
 import pwd
@@ -62,10 +63,10 @@ DATASETS = {
               ["--format", "jsonl"]),
     # The table with a primary key and two secondary indexes (issue 5).
     "transactions-indexed": ("transactions.tsv", "transactions", 10_000_000, "", ["--format", "tsv"]),
-    # pgloader is 16-23x slower than psql here: it loads the first million
-    # rows only, against psql \copy and sluice on the same prefix.
     # The fresh-table paths: the same load with FREEZE, --unlogged and the defaults.
     "transactions-paths": ("transactions.tsv", "transactions", 10_000_000, "", ["--format", "tsv"]),
+    # pgloader is 16-23x slower than psql here: it loads the first million
+    # rows only, against psql \copy and sluice on the same prefix.
     "transactions-1m": ("transactions-1m.tsv", "transactions", 1_000_000, "", ["--format", "tsv"]),
     "lineitem-1m": ("lineitem-1m.psv", "lineitem", 1_000_000, "with (delimiter '|')",
                     ["--format", "tsv", "--delimiter", "|"]),
@@ -126,12 +127,8 @@ class Server:
     def cpu_seconds(self):
         """Postmaster (with its reaped children) plus live children, in seconds."""
         total = 0
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            pid, ppid = int(stat.parent.name), int(fields[1])
+        for pid, fields in processes():
+            ppid = int(fields[1])
             if pid == self.pid:
                 total += sum(int(f) for f in fields[11:15])
             elif ppid == self.pid:
@@ -144,16 +141,19 @@ class Server:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def children(pid):
-    """The live children of `pid`."""
-    out = []
+def processes():
+    """(pid, the fields of /proc/PID/stat after the command name) of every
+    live process."""
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(stat.parent.name))
+            yield int(stat.parent.name), stat.read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-    return out
+
+
+def children(pid):
+    """The live children of `pid`."""
+    return [child for child, fields in processes() if int(fields[1]) == pid]
 
 
 def throttle_writes(folder, pids, mbps):
@@ -182,6 +182,7 @@ def throttle_writes(folder, pids, mbps):
         (group / "io.max").write_text(f"{device} wbps={limit}\n")
     for pid in pids:
         (group / "cgroup.procs").write_text(f"{pid}\n")
+    atexit.register(lambda: group.rmdir() if not (group / "cgroup.procs").read_text().strip() else None)
     print(f"server writes throttled to {mbps} MB/s on device {device}", flush=True)
 
 
