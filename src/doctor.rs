@@ -74,6 +74,7 @@ pub fn examine(session: &PgSession, table: Option<&TableInfo>, workers: usize) -
             .into(),
     });
     findings.push(version_advice(session.server_version()));
+    findings.push(connection_advice(session)?);
     if let Some(table) = table {
         findings.extend(table_findings(session, table)?);
     }
@@ -103,6 +104,61 @@ fn version_advice(server_version_num: i32) -> Finding {
             false => String::new(),
         },
     }
+}
+
+/// Where sockets usually are when `unix_socket_directories` cannot be read
+/// (only superusers and pg_read_all_settings may): Debian's, then upstream's.
+const USUAL_SOCKET_DIRS: &[&str] = &["/var/run/postgresql", "/tmp"];
+
+/// Over TCP to this machine's loopback, the kernel's TCP work takes CPU
+/// from the server on the same cores; a Unix socket costs less (measured:
+/// bench/README.md). The socket file is looked for on this machine, which
+/// is the server's when the connection is loopback.
+fn connection_advice(session: &PgSession) -> Result<Finding, Error> {
+    let rows = session.query(
+        "SELECT host(inet_server_addr()), inet_server_addr() << '127.0.0.0/8'::inet OR inet_server_addr() = '::1', \
+         current_setting('port'), (SELECT setting FROM pg_catalog.pg_settings \
+         WHERE name = 'unix_socket_directories')",
+        &[],
+    )?;
+    let row = rows.first().cloned().unwrap_or_default();
+    let [address, loopback, port, dirs] = [0, 1, 2, 3].map(|i| row.get(i).cloned().flatten());
+    let finding = |value: String, level, advice: String| Finding { topic: "connection".into(), value, level, advice };
+    let Some(address) = address else { return Ok(finding("Unix socket".into(), "ok", String::new())) };
+    let value = format!("TCP to {address}");
+    if loopback.as_deref() != Some("t") {
+        return Ok(finding(value, "ok", String::new()));
+    }
+    let port = port.unwrap_or_default();
+    let listed: Vec<String> = match &dirs {
+        Some(list) => list.split(',').map(|d| d.trim().to_string()).collect(),
+        None => USUAL_SOCKET_DIRS.iter().map(|d| d.to_string()).collect(),
+    };
+    let socket = listed.iter().find(|d| std::path::Path::new(d).join(format!(".s.PGSQL.{port}")).exists());
+    Ok(match socket {
+        Some(dir) => finding(
+            value,
+            "advice",
+            format!(
+                "the server also listens on a Unix socket in {dir}: --db \"host={dir} port={port} ...\" skips the \
+                 kernel's TCP work, which here competes with the server for the same cores (lineitem loaded 6-9 % \
+                 faster, transactions 3-4 %; one psql \\copy was not faster); pg_hba.conf's local lines decide who \
+                 may connect there"
+            ),
+        ),
+        None => finding(
+            value,
+            "ok",
+            match dirs {
+                Some(_) => "the server has no Unix socket on this machine".into(),
+                None => format!(
+                    "no Unix socket for port {port} in {} (only superusers and pg_read_all_settings may read \
+                     unix_socket_directories)",
+                    USUAL_SOCKET_DIRS.join(" or ")
+                ),
+            },
+        ),
+    })
 }
 
 /// A setting in bytes or seconds when it has such a unit, else its text.

@@ -1,6 +1,6 @@
 //! Progress, the JSON report, `sluice gen` and `sluice demo`.
 
-use crate::util::{sluice, TestDb};
+use crate::util::{server, sluice, TestDb, PASSWORD};
 
 #[test]
 fn report_accounts_for_every_record_and_progress_is_plain_when_piped() {
@@ -96,6 +96,16 @@ fn doctor_reads_settings_and_table() {
     assert!(indexes["advice"].as_str().unwrap().contains("drop the 1 secondary index(es) with --defer-indexes yes"));
     assert_eq!(find("public.orders foreign keys")["value"], "1");
     assert_eq!(find("public.orders CHECK constraints")["value"], "1");
+    assert_eq!(find("connection")["value"], "Unix socket");
+    // Over TCP to this machine the doctor points at the server's socket.
+    let tcp = sluice(&["doctor", "--db", &db.url_with_password(PASSWORD), "--json"]);
+    tcp.assert_ok();
+    let tcp: serde_json::Value = serde_json::from_str(&tcp.stdout).unwrap();
+    let connection = tcp.as_array().unwrap().iter().find(|f| f["topic"] == "connection").unwrap();
+    assert_eq!(connection["value"], "TCP to 127.0.0.1");
+    assert_eq!(connection["level"], "advice");
+    let socket_dir = server().socket_dir().display().to_string();
+    assert!(connection["advice"].as_str().unwrap().contains(&format!("host={socket_dir} ")), "{connection}");
     let text = sluice(&["doctor", "--db", &db.conninfo()]);
     assert!(text.stdout.lines().any(|l| l.starts_with("-> max_wal_size = ")), "{}", text.stdout);
     let missing = sluice(&["doctor", "--db", &db.conninfo(), "--table", "nope"]);
