@@ -130,12 +130,7 @@ fn connection_advice(session: &PgSession) -> Result<Finding, Error> {
         return Ok(finding(value, "ok", String::new()));
     }
     let port = port.unwrap_or_default();
-    let listed: Vec<String> = match &dirs {
-        Some(list) => list.split(',').map(|d| d.trim().to_string()).collect(),
-        None => USUAL_SOCKET_DIRS.iter().map(|d| d.to_string()).collect(),
-    };
-    let socket = listed.iter().find(|d| std::path::Path::new(d).join(format!(".s.PGSQL.{port}")).exists());
-    Ok(match socket {
+    Ok(match socket_dir(dirs.as_deref(), &port) {
         Some(dir) => finding(
             value,
             "advice",
@@ -159,6 +154,18 @@ fn connection_advice(session: &PgSession) -> Result<Finding, Error> {
             },
         ),
     })
+}
+
+/// The first of the server's socket directories (`listed`, comma-separated,
+/// or the usual ones when it could not be read) that holds the socket for
+/// `port` on this machine.
+fn socket_dir(listed: Option<&str>, port: &str) -> Option<String> {
+    let dirs: Vec<&str> = match listed {
+        Some(list) => list.split(',').map(str::trim).collect(),
+        None => USUAL_SOCKET_DIRS.to_vec(),
+    };
+    let socket = format!(".s.PGSQL.{port}");
+    dirs.into_iter().find(|d| std::path::Path::new(d).join(&socket).exists()).map(str::to_string)
 }
 
 /// A setting in bytes or seconds when it has such a unit, else its text.
@@ -333,6 +340,16 @@ mod tests {
         assert!(old.advice.contains("Lock:extend"));
         let new = version_advice(180_006);
         assert_eq!((new.value.as_str(), new.level), ("18.6", "ok"));
+    }
+
+    #[test]
+    fn the_socket_is_looked_for_in_each_listed_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".s.PGSQL.5499"), b"").unwrap();
+        let path = dir.path().display().to_string();
+        let listed = format!("/nonexistent-sluice, {path}");
+        assert_eq!(socket_dir(Some(&listed), "5499"), Some(path));
+        assert_eq!(socket_dir(Some(&listed), "5500"), None, "another port's socket");
     }
 
     #[test]
