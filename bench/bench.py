@@ -14,6 +14,7 @@ reports medians and ratios to psql \\copy from the same run.
     python3 bench/bench.py --rss                 # also peak RSS, 8 workers, 5 GB input
     python3 bench/bench.py --datasets transactions-paths --wal-level minimal --write-mbps 100
                                                  # fresh-table paths on an emulated slow disk (root)
+    python3 bench/bench.py --socket              # every loader over the Unix socket, not 127.0.0.1
 
 Not a test: nothing here runs in CI. Results go to bench/results/.
 """
@@ -46,6 +47,8 @@ PG_BINDIR = None
 WAL_LEVEL = None
 # --write-mbps: the server's writes to its disk throttled to this many MB/s.
 WRITE_MBPS = None
+# --socket: every loader connects over the server's Unix socket, not 127.0.0.1.
+SOCKET = False
 
 LINEITEM_DDL = """CREATE TABLE lineitem (l_orderkey bigint NOT NULL, l_partkey bigint NOT NULL,
  l_suppkey bigint NOT NULL, l_linenumber integer NOT NULL, l_quantity numeric(15,2) NOT NULL,
@@ -110,8 +113,8 @@ class Server:
         self.pid = int((self.dir / "data" / "postmaster.pid").read_text().split()[0])
         if WRITE_MBPS:
             throttle_writes(self.dir, [self.pid, *children(self.pid)], WRITE_MBPS)
-        self.env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(self.port), PGUSER="bench",
-                        PGDATABASE="postgres")
+        self.env = dict(os.environ, PGHOST=str(self.dir) if SOCKET else "127.0.0.1", PGPORT=str(self.port),
+                        PGUSER="bench", PGDATABASE="postgres")
 
     def run_as(self, cmd, **kw):
         if self.user:
@@ -350,7 +353,8 @@ def bench(names, rounds):
 
 def summarize(raw):
     setup = "".join([f", wal_level = {WAL_LEVEL}" if WAL_LEVEL else "",
-                     f", server writes throttled to {WRITE_MBPS} MB/s" if WRITE_MBPS else ""])
+                     f", server writes throttled to {WRITE_MBPS} MB/s" if WRITE_MBPS else "",
+                     ", every loader over the Unix socket" if SOCKET else ""])
     lines = [f"PostgreSQL {raw[0]['server']} (server){setup}, medians of {1 + max(r['round'] for r in raw)} rounds",
              "",
              "| dataset | loader | wall s (median) | rows/s | MB/s | x psql \\copy | server CPU s | client CPU s | "
@@ -483,9 +487,11 @@ def main():
     ap.add_argument("--pg-bindir", help="run this PostgreSQL's initdb/pg_ctl/postgres instead of Debian's")
     ap.add_argument("--wal-level", choices=["minimal", "replica", "logical"], help="the server's wal_level")
     ap.add_argument("--write-mbps", type=float, help="throttle the server's disk writes (an emulated slow disk; root)")
+    ap.add_argument("--socket", action="store_true", help="every loader connects over the Unix socket")
     args = ap.parse_args()
-    global SYNC_ON, PG_BINDIR, WAL_LEVEL, WRITE_MBPS
+    global SYNC_ON, PG_BINDIR, WAL_LEVEL, WRITE_MBPS, SOCKET
     SYNC_ON, PG_BINDIR, WAL_LEVEL, WRITE_MBPS = args.sync_on, args.pg_bindir, args.wal_level, args.write_mbps
+    SOCKET = args.socket
     sh(["cargo", "build", "--release", "--quiet"], cwd=ROOT)
     if args.rss:
         return rss_check()
