@@ -5,7 +5,7 @@
 //! client cannot see. On this project's benchmark (PostgreSQL 15, 2 cores)
 //! two COPY sessions spent 19-25 % of their time queued on the table's
 //! extension lock (PostgreSQL 15 and older grow a table one page at a time
-//! under one lock): sluice loaded `transactions` 1.59x as fast as one psql
+//! under one lock): sluice loaded `transactions` 1.5-1.6x as fast as one psql
 //! `\copy` there, and 1.80x on PostgreSQL 18. Other loads wait on WAL
 //! flushes, on a lock another session holds, or on sluice itself
 //! (`Client:ClientRead`). `pg_stat_activity` shows each session's current
