@@ -111,23 +111,22 @@ fn version_advice(server_version_num: i32) -> Finding {
 /// (only superusers and pg_read_all_settings may): Debian's, then upstream's.
 const USUAL_SOCKET_DIRS: &[&str] = &["/var/run/postgresql", "/tmp"];
 
-/// Over TCP to this machine's loopback, the kernel's TCP work takes CPU
+/// Over TCP to a server on this machine, the kernel's TCP work takes CPU
 /// from the server on the same cores; a Unix socket costs less (measured:
 /// bench/README.md). The socket file is looked for on this machine, which
-/// is the server's when the connection is loopback.
+/// is the server's ([`PgSession::server_is_local`]).
 fn connection_advice(session: &PgSession) -> Result<Finding, Error> {
     let rows = session.query(
-        "SELECT host(inet_server_addr()), inet_server_addr() << '127.0.0.0/8'::inet OR inet_server_addr() = '::1', \
-         current_setting('port'), (SELECT setting FROM pg_catalog.pg_settings \
+        "SELECT host(inet_server_addr()), current_setting('port'), (SELECT setting FROM pg_catalog.pg_settings \
          WHERE name = 'unix_socket_directories')",
         &[],
     )?;
     let row = rows.first().cloned().unwrap_or_default();
-    let [address, loopback, port, dirs] = [0, 1, 2, 3].map(|i| row.get(i).cloned().flatten());
+    let [address, port, dirs] = [0, 1, 2].map(|i| row.get(i).cloned().flatten());
     let finding = |value: String, level, advice: String| Finding { topic: "connection".into(), value, level, advice };
     let Some(address) = address else { return Ok(finding("Unix socket".into(), "ok", String::new())) };
     let value = format!("TCP to {address}");
-    if loopback.as_deref() != Some("t") {
+    if !session.server_is_local()? {
         return Ok(finding(value, "ok", String::new()));
     }
     let port = port.unwrap_or_default();
