@@ -351,15 +351,15 @@ def bench(names, rounds):
     return raw
 
 
-def summarize(raw):
+def summarize(raw, cores=os.cpu_count()):
     setup = "".join([f", wal_level = {WAL_LEVEL}" if WAL_LEVEL else "",
                      f", server writes throttled to {WRITE_MBPS} MB/s" if WRITE_MBPS else "",
                      ", every loader over the Unix socket" if SOCKET else ""])
     lines = [f"PostgreSQL {raw[0]['server']} (server){setup}, medians of {1 + max(r['round'] for r in raw)} rounds",
              "",
              "| dataset | loader | wall s (median) | rows/s | MB/s | x psql \\copy | server CPU s | client CPU s | "
-             "client CPU / server CPU | WAL MB | checkpoint s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "client CPU / server CPU | cores busy | CPU-bound best x psql | WAL MB | checkpoint s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in dict.fromkeys(r["dataset"] for r in raw):
         runs = [r for r in raw if r["dataset"] == name]
         med = lambda label, key: statistics.median(r[key] for r in runs if r["loader"] == label)
@@ -370,8 +370,21 @@ def summarize(raw):
             s_cpu, c_cpu = med(label, "server_cpu_s"), med(label, "client_cpu_s")
             lines.append(f"| {name} | {label} | {wall:.2f} | {rows / wall / 1e6:.2f} M | {size / wall / 1e6:.0f} | "
                          f"{base / wall:.2f}x | {s_cpu:.1f} | {c_cpu:.2f} | {100 * c_cpu / s_cpu:.1f} % | "
+                         f"{100 * (s_cpu + c_cpu) / (cores * wall):.0f} % | {base * cores / (s_cpu + c_cpu):.2f}x | "
                          f"{med(label, 'wal_mb'):.0f} | {med(label, 'checkpoint_s'):.2f} |")
+    lines += ["", f"cores busy: (server + client CPU) / ({cores} cores x wall). CPU-bound best: psql \\copy's wall "
+              f"over the shortest wall this loader's CPU seconds allow on {cores} cores, each kept busy: "
+              "a ratio beyond it needs less CPU, not better scheduling."]
     return "\n".join(lines)
+
+
+def read_raw(path):
+    """An earlier run's raw CSV, numbers as numbers (the run's setup flags are
+    not in it: its summary's first line says them)."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    text, whole = {"server", "dataset", "loader"}, {"round", "rows", "bytes"}
+    return [{k: v if k in text else int(v) if k in whole else float(v) for k, v in r.items()} for r in rows]
 
 
 def rss_check():
@@ -488,7 +501,10 @@ def main():
     ap.add_argument("--wal-level", choices=["minimal", "replica", "logical"], help="the server's wal_level")
     ap.add_argument("--write-mbps", type=float, help="throttle the server's disk writes (an emulated slow disk; root)")
     ap.add_argument("--socket", action="store_true", help="every loader connects over the Unix socket")
+    ap.add_argument("--summarize", metavar="RAW_CSV", help="only print the summary of an earlier run's raw CSV")
     args = ap.parse_args()
+    if args.summarize:
+        return print(summarize(read_raw(args.summarize)))
     global SYNC_ON, PG_BINDIR, WAL_LEVEL, WRITE_MBPS, SOCKET
     SYNC_ON, PG_BINDIR, WAL_LEVEL, WRITE_MBPS = args.sync_on, args.pg_bindir, args.wal_level, args.write_mbps
     SOCKET = args.socket
