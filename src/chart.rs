@@ -25,8 +25,8 @@ pub fn html(report: &LoadReport) -> String {
          text{font:11px sans-serif}polyline{fill:none;stroke:#2a8a4a;stroke-width:1.5}</style></head><body>",
     );
     let _ = write!(page, "<h1>{}</h1><p>{}</p>", escape(&s.table), escape(&report.summary_line()));
-    for line in s.server_waits.describe().into_iter().chain(s.server_waits.hint.clone()) {
-        let _ = write!(page, "<p>{}</p>", escape(&line));
+    for line in report.wait_lines() {
+        let _ = write!(page, "<p>{}</p>", escape(line.trim_start()));
     }
     page.push_str(&lanes(&report.chunks, s.workers.max(1), wall));
     page.push_str(&throughput(&report.chunks, wall));

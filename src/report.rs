@@ -114,8 +114,9 @@ pub struct ServerWait {
 
 impl ServerWaits {
     /// `server sessions (1,204 samples): 70% CPU, 19% Lock:extend, 7%
-    /// IO:DataFileExtend, 4% other`, or nothing without samples.
-    pub fn describe(&self) -> Option<String> {
+    /// IO:DataFileExtend, 4% other` (`sessions`: who was sampled), or
+    /// nothing without samples.
+    pub fn describe(&self, sessions: &str) -> Option<String> {
         const SHOWN: usize = 4;
         if self.samples == 0 {
             return None;
@@ -127,7 +128,7 @@ impl ServerWaits {
         if rest > 0.0 {
             parts.push(format!("{} other", percent(rest)));
         }
-        Some(format!("server sessions ({} samples): {}", thousands(self.samples), parts.join(", ")))
+        Some(format!("{sessions} ({} samples): {}", thousands(self.samples), parts.join(", ")))
     }
 }
 
@@ -148,6 +149,8 @@ pub struct Deferral {
     pub table_path: String,
     /// `--unlogged`: the table was unlogged for the load.
     pub unlogged: bool,
+    /// What the sessions building the indexes and constraints were doing.
+    pub rebuild_waits: ServerWaits,
 }
 
 /// `1 deferred index/constraint`, `3 deferred indexes/constraints`.
@@ -247,6 +250,19 @@ impl LoadReport {
             s.copy.describe(),
             s.deferred.describe(),
         )
+    }
+
+    /// Where the server's time went: what the loading sessions, then the
+    /// sessions that built the deferred indexes, were doing, each with the
+    /// hint for its largest wait (indented), when there were samples.
+    pub fn wait_lines(&self) -> Vec<String> {
+        let s = &self.summary;
+        [("server sessions", &s.server_waits), ("index builds", &s.deferred.rebuild_waits)]
+            .into_iter()
+            .flat_map(|(sessions, waits)| {
+                waits.describe(sessions).into_iter().chain(waits.hint.iter().map(|h| format!("  {h}")))
+            })
+            .collect()
     }
 
     /// Writes the JSON report to `path` and the chart next to it

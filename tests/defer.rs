@@ -392,3 +392,34 @@ fn kills_at_random_moments_of_a_deferred_load_with_duplicates() {
     assert!(matches!(last.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&last.stderr));
     k.assert_exact();
 }
+
+/// The report says what the sessions building the deferred indexes did,
+/// apart from the load's: here an index whose expression sleeps 1 ms a row,
+/// so its build spends most of its time in `pg_sleep`, and the load none.
+#[test]
+fn report_names_what_the_index_builds_waited_on() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE FUNCTION slow_id(x int) RETURNS int IMMUTABLE LANGUAGE plpgsql \
+           AS 'BEGIN PERFORM pg_sleep(0.001); RETURN x; END'; \
+         CREATE TABLE t (id int, v int); CREATE INDEX t_slow ON t (slow_id(id))",
+    );
+    let data: String = (1..=1000).map(|i| format!("{i}\t{}\n", i * 7)).collect();
+    let file = db.file("t.tsv", data.as_bytes());
+    let report = db.dir.path().join("r.json");
+    let run = db.load(&[file.to_str().unwrap(), "--table", "t", "--report", report.to_str().unwrap()]);
+    run.assert_ok();
+    assert_eq!(db.scalar("SELECT count(*) FROM t WHERE slow_id(id) = id"), "1000");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let sleeps = |waits: &serde_json::Value| {
+        let events = waits["events"].as_array().unwrap();
+        events.iter().find(|e| e["event"] == "Timeout:PgSleep").map_or(0, |e| e["samples"].as_u64().unwrap())
+    };
+    let builds = &json["summary"]["deferred"]["rebuild_waits"];
+    assert!(sleeps(builds) >= 10, "the build slept 1 s or more, sampled 20 times a second: {builds}");
+    assert!(sleeps(builds) * 2 > builds["samples"].as_u64().unwrap(), "mostly asleep: {builds}");
+    assert_eq!(sleeps(&json["summary"]["server_waits"]), 0, "the load's sessions built nothing");
+    assert!(run.stdout.contains("index builds ("), "{}", run.stdout);
+    let page = std::fs::read_to_string(report.with_extension("html")).unwrap();
+    assert!(page.contains("<p>index builds ("), "the chart's page says it too");
+}

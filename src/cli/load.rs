@@ -323,12 +323,11 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
     Ok(exit::OK)
 }
 
-/// The summary line, then what the server's sessions waited on and the
-/// hint for it, if any.
+/// The summary line, then where the server's time went (see
+/// [`LoadReport::wait_lines`]).
 pub fn print_summary(report: &LoadReport) {
     println!("{}", report.summary_line());
-    let waits = &report.summary.server_waits;
-    for line in waits.describe().into_iter().chain(waits.hint.iter().map(|h| format!("  {h}"))) {
+    for line in report.wait_lines() {
         println!("{line}");
     }
 }

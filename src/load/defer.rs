@@ -42,6 +42,9 @@ use std::sync::{Mutex, MutexGuard};
 use std::thread;
 use std::time::Instant;
 
+use crossbeam_channel::bounded;
+
+use super::waits::WaitSampler;
 use crate::error::Error;
 use crate::ledger::{self, DeferredStep, StepRow};
 use crate::report::Deferral;
@@ -62,7 +65,7 @@ pub enum DeferIndexes {
 
 /// `maintenance_work_mem` for the sessions that build indexes, unless the
 /// server's setting is already higher: enough to sort 10 M keys in memory.
-const BUILD_MEMORY_MB: u64 = 512;
+pub(super) const BUILD_MEMORY_MB: u64 = 512;
 
 /// What the plan decided, for the summary.
 #[derive(Clone, Debug, Default)]
@@ -392,16 +395,18 @@ pub enum Completion {
     Reload(Vec<u64>),
 }
 
-/// Builds the job's pending steps, `sessions` at a time; keys and
-/// constraints first check for violating rows and, when there are some,
-/// reopen the chunks that loaded them (see the module doc). Runs under a
-/// lock on the job, so two processes finishing one job take turns.
+/// Builds the job's pending steps, `sessions` at a time, watched by
+/// `waits`; keys and constraints first check for violating rows and, when
+/// there are some, reopen the chunks that loaded them (see the module doc).
+/// Runs under a lock on the job, so two processes finishing one job take
+/// turns.
 pub fn complete(
     control: &PgSession,
     target: &PgTarget,
     (job, relation): (&str, &str),
     sessions: usize,
     rebuilt: &mut Rebuilt,
+    waits: &WaitSampler,
 ) -> Result<Completion, Error> {
     control.transaction(|| {
         if let Some(all) = reset_if_restarted(control, job, relation)? {
@@ -418,8 +423,8 @@ pub fn complete(
         let started = Instant::now();
         // Logged first, in a transaction of its own: the indexes are then built
         // once, into a logged table, and do not wait for its lock.
-        build_in_parallel(target, job, &logged, 1, rebuilt)?;
-        let violated = build_in_parallel(target, job, &pending, sessions, rebuilt)?;
+        build_in_parallel(target, job, &logged, 1, rebuilt, waits)?;
+        let violated = build_in_parallel(target, job, &pending, sessions, rebuilt, waits)?;
         if violated.is_empty() {
             // Every key is in place: the markers have served.
             control.query("DELETE FROM sluice.xacts WHERE job = $1 RETURNING 1", &[Some(job)])?;
@@ -441,48 +446,71 @@ pub fn complete(
     })
 }
 
-/// Builds steps over `sessions` connections; returns the steps that found
-/// violating rows, with the chunks that loaded them (nothing built for those).
+/// Builds steps over `sessions` connections, which `waits` samples while
+/// they build; returns the steps that found violating rows, with the chunks
+/// that loaded them (nothing built for those).
 fn build_in_parallel(
     target: &PgTarget,
     job: &str,
     pending: &[StepRow],
     sessions: usize,
     rebuilt: &mut Rebuilt,
+    waits: &WaitSampler,
 ) -> Result<Vec<(StepRow, Vec<u64>)>, Error> {
     if pending.is_empty() {
         return Ok(Vec::new());
     }
     let queue = Mutex::new(pending.iter().rev().cloned().collect::<Vec<_>>());
-    let results = Mutex::new((Vec::new(), Vec::new(), None::<Error>));
+    let results: BuildResults = Mutex::new((Vec::new(), Vec::new(), None));
     let one_key_at_a_time = Mutex::new(());
+    let (sampling, sampler_done) = bounded::<()>(0);
     thread::scope(|scope| {
-        for _ in 0..sessions.clamp(1, pending.len()) {
-            scope.spawn(|| {
-                let outcome = target.connect().and_then(|session| {
-                    while let Some((step, _turn)) = next_step(&queue, &one_key_at_a_time) {
-                        let mut mine = Rebuilt::default();
-                        let found = build_checked(&session, job, &step, &mut mine)?;
-                        let mut results = results.lock().unwrap();
-                        results.0.extend(mine.built);
-                        if let Some(chunks) = found {
-                            results.1.push((step, chunks));
-                        }
-                    }
-                    Ok(())
-                });
-                if let Err(e) = outcome {
-                    queue.lock().unwrap().clear();
-                    results.lock().unwrap().2.get_or_insert(e);
-                }
-            });
+        scope.spawn(move || waits.run(target, sampler_done));
+        let builders: Vec<_> = (0..sessions.clamp(1, pending.len()))
+            .map(|_| scope.spawn(|| build_from_queue(target, job, (&queue, &one_key_at_a_time), &results, waits)))
+            .collect();
+        for builder in builders {
+            let _ = builder.join();
         }
+        drop(sampling);
     });
     let (built, violated, error) = results.into_inner().unwrap();
     rebuilt.built.extend(built);
     match error {
         Some(e) => Err(e),
         None => Ok(violated),
+    }
+}
+
+/// What the builders found: the objects built with their seconds, the
+/// steps with violating rows and their chunks, the first error.
+type BuildResults = Mutex<(Vec<(String, f64)>, Vec<(StepRow, Vec<u64>)>, Option<Error>)>;
+
+/// One builder: a session of its own takes steps from the queue until it
+/// is empty; on an error it empties the queue, so the others stop too.
+fn build_from_queue(
+    target: &PgTarget,
+    job: &str,
+    (queue, one_key_at_a_time): (&Mutex<Vec<StepRow>>, &Mutex<()>),
+    results: &BuildResults,
+    waits: &WaitSampler,
+) {
+    let outcome = target.connect().and_then(|session| {
+        waits.watch(session.backend_pid());
+        while let Some((step, _turn)) = next_step(queue, one_key_at_a_time) {
+            let mut mine = Rebuilt::default();
+            let found = build_checked(&session, job, &step, &mut mine)?;
+            let mut results = results.lock().unwrap();
+            results.0.extend(mine.built);
+            if let Some(chunks) = found {
+                results.1.push((step, chunks));
+            }
+        }
+        Ok(())
+    });
+    if let Err(e) = outcome {
+        queue.lock().unwrap().clear();
+        results.lock().unwrap().2.get_or_insert(e);
     }
 }
 

@@ -339,6 +339,7 @@ fn complete_job(
     deferred: bool,
 ) -> PipelineResult {
     let mut rebuilt = defer::Rebuilt::default();
+    let rebuild_waits = waits::WaitSampler::default();
     let mut passes = 0;
     while outcome.2.is_none() && !shared.interrupted() {
         let total: u64 = outcome.1.iter().map(|s| s.chunks).sum();
@@ -353,8 +354,8 @@ fn complete_job(
             }
             let pending = ledger::steps(&control, &shared.job)?.iter().filter(|s| !s.rebuilt).count();
             shared.progress.set_building(pending as u64);
-            let completion =
-                defer::complete(&control, shared.target, (&shared.job, &relation), shared.workers(req), &mut rebuilt);
+            let (job, sessions) = ((shared.job.as_str(), relation.as_str()), shared.workers(req));
+            let completion = defer::complete(&control, shared.target, job, sessions, &mut rebuilt, &rebuild_waits);
             shared.progress.set_building(0);
             completion
         });
@@ -388,6 +389,7 @@ fn complete_job(
     deferral.built = rebuilt.built.into_iter().map(|(name, seconds)| BuiltObject { name, seconds }).collect();
     deferral.rebuild_seconds = rebuilt.seconds;
     deferral.reloaded_chunks = rebuilt.reloaded.len() as u64;
+    deferral.rebuild_waits = rebuild_waits.summary(waits::Work::IndexBuilds);
     outcome
 }
 
@@ -820,7 +822,7 @@ fn build_report(
         complete,
         copy: copy_path(shared, &chunks),
         deferred: Deferral::default(),
-        server_waits: shared.waits.summary(),
+        server_waits: shared.waits.summary(waits::Work::Loading),
     };
     LoadReport { summary, per_file, chunks, warnings }
 }

@@ -1,5 +1,6 @@
 //! Where the server's time went: what the loading sessions were doing,
-//! sampled from `pg_stat_activity` while the chunks load.
+//! sampled from `pg_stat_activity` while the chunks load, and what the
+//! sessions building deferred indexes were doing while they build.
 //!
 //! Why: a load slower than it should be is usually waiting on something the
 //! client cannot see. On this project's benchmark (PostgreSQL 15, 2 cores)
@@ -18,6 +19,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
+use super::defer::BUILD_MEMORY_MB;
 use crate::doctor::EXTENSION_LOCK_MEASURED;
 use crate::report::{ServerWait, ServerWaits};
 use crate::sink::postgres::{PgSession, PgTarget};
@@ -28,10 +30,22 @@ use crate::sink::postgres::{PgSession, PgTarget};
 const PERIOD: Duration = Duration::from_millis(50);
 
 /// What each sample asks: the watched sessions that run a statement, and
-/// what each waits on.
+/// what each waits on. From PostgreSQL 13 on, also the parallel workers
+/// that help them (an index build's, usually).
 const SAMPLE: &str = "sluice_waits";
 const SAMPLE_SQL: &str = "SELECT coalesce(wait_event_type || ':' || wait_event, $2) FROM pg_stat_activity \
     WHERE pid = ANY($1::int[]) AND state = 'active'";
+const SAMPLE_WITH_HELPERS_SQL: &str = "SELECT coalesce(wait_event_type || ':' || wait_event, $2) \
+    FROM pg_stat_activity WHERE (pid = ANY($1::int[]) OR leader_pid = ANY($1::int[])) AND state = 'active'";
+
+/// What the watched sessions do, which decides what their waits mean.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Work {
+    /// COPY, chunk after chunk.
+    Loading,
+    /// CREATE INDEX and ADD CONSTRAINT after the load.
+    IndexBuilds,
+}
 
 /// The label of an active session that waits for nothing: it runs, or waits
 /// for a CPU (on a machine with fewer cores than busy processes).
@@ -57,7 +71,11 @@ impl WaitSampler {
     /// simply no sample: the load does not depend on it.
     pub fn run(&self, target: &PgTarget, done: Receiver<()>) {
         let Ok(session) = target.connect() else { return };
-        if session.prepare(SAMPLE, SAMPLE_SQL).is_err() {
+        let sql = match session.server_version() >= 130000 {
+            true => SAMPLE_WITH_HELPERS_SQL,
+            false => SAMPLE_SQL,
+        };
+        if session.prepare(SAMPLE, sql).is_err() {
             return;
         }
         *self.server_version.lock().unwrap() = session.server_version();
@@ -79,8 +97,9 @@ impl WaitSampler {
         Some(())
     }
 
-    /// The shares of all samples so far, largest first.
-    pub fn summary(&self) -> ServerWaits {
+    /// The shares of all samples so far, largest first, with the hint for
+    /// the largest wait that has one for this `work`.
+    pub fn summary(&self, work: Work) -> ServerWaits {
         let seen = self.seen.lock().unwrap();
         let samples: u64 = seen.values().sum();
         let mut events: Vec<ServerWait> = seen
@@ -89,7 +108,10 @@ impl WaitSampler {
             .collect();
         events.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.event.cmp(&b.event)));
         let server_version_num = *self.server_version.lock().unwrap();
-        let hint = events.iter().filter(|w| w.share >= HINT_SHARE).find_map(|w| hint(&w.event, server_version_num));
+        let hint = events.iter().filter(|w| w.share >= HINT_SHARE).find_map(|w| match work {
+            Work::Loading => hint(&w.event, server_version_num),
+            Work::IndexBuilds => build_hint(&w.event).or_else(|| hint(&w.event, server_version_num)),
+        });
         ServerWaits { samples, events, hint }
     }
 }
@@ -141,6 +163,21 @@ fn hint(event: &str, server_version_num: i32) -> Option<String> {
     })
 }
 
+/// What a wait means while indexes build, where it differs from a load.
+fn build_hint(event: &str) -> Option<String> {
+    Some(match event {
+        "IO:BufFileWrite" | "IO:BufFileRead" => format!(
+            "{event}: the builds' sorts spilled to temporary files; a larger maintenance_work_mem (sluice \
+             raises it to {BUILD_MEMORY_MB} MB for these sessions when it is lower) keeps them in memory"
+        ),
+        "IO:DataFileRead" => "IO:DataFileRead: the builds read the table from disk: it is larger than \
+             shared_buffers and the operating system's cache hold"
+            .into(),
+        "Lock:relation" => "Lock:relation: a build waited for a lock on the table another session held".into(),
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,7 +192,7 @@ mod tests {
     #[test]
     fn shares_add_up_largest_first() {
         let waits = sampler(&[("IO:DataFileExtend", 7), (ON_CPU, 70), ("Lock:extend", 19), ("IO:WALSync", 4)], 150013)
-            .summary();
+            .summary(Work::Loading);
         assert_eq!(waits.samples, 100);
         let order: Vec<&str> = waits.events.iter().map(|w| w.event.as_str()).collect();
         assert_eq!(order, [ON_CPU, "Lock:extend", "IO:DataFileExtend", "IO:WALSync"]);
@@ -165,17 +202,31 @@ mod tests {
 
     #[test]
     fn hints_depend_on_the_server_and_on_the_share() {
-        let newer = sampler(&[(ON_CPU, 80), ("Lock:extend", 20)], 180006).summary();
+        let newer = sampler(&[(ON_CPU, 80), ("Lock:extend", 20)], 180006).summary(Work::Loading);
         assert!(newer.hint.is_some_and(|h| h.contains("fewer workers") && !h.contains("PostgreSQL 16")));
-        let small = sampler(&[(ON_CPU, 95), ("Lock:extend", 5)], 150013).summary();
+        let small = sampler(&[(ON_CPU, 95), ("Lock:extend", 5)], 150013).summary(Work::Loading);
         assert_eq!(small.hint, None, "a 5 % wait is not worth a hint");
         for (event, says) in [("LWLock:WALWrite", "write speed"), ("IO:WalInitSync", "min_wal_size")] {
-            let waits = sampler(&[(ON_CPU, 60), (event, 40)], 170000).summary();
+            let waits = sampler(&[(ON_CPU, 60), (event, 40)], 170000).summary(Work::Loading);
             assert!(waits.hint.as_deref().is_some_and(|h| h.starts_with(event) && h.contains(says)), "{event}");
         }
-        let unknown = sampler(&[(ON_CPU, 50), ("IPC:SomethingNew", 50)], 150013).summary();
+        let unknown = sampler(&[(ON_CPU, 50), ("IPC:SomethingNew", 50)], 150013).summary(Work::Loading);
         assert_eq!(unknown.hint, None);
-        assert_eq!(sampler(&[], 150013).summary().samples, 0);
+        assert_eq!(sampler(&[], 150013).summary(Work::Loading).samples, 0);
+    }
+
+    #[test]
+    fn index_builds_get_hints_of_their_own() {
+        let spilled = [(ON_CPU, 60), ("IO:BufFileWrite", 40)];
+        let builds = sampler(&spilled, 150013).summary(Work::IndexBuilds);
+        assert!(builds.hint.is_some_and(|h| h.starts_with("IO:BufFileWrite") && h.contains("maintenance_work_mem")));
+        assert_eq!(sampler(&spilled, 150013).summary(Work::Loading).hint, None, "a load does not sort");
+        let reading = [(ON_CPU, 60), ("IO:DataFileRead", 40)];
+        let builds = sampler(&reading, 150013).summary(Work::IndexBuilds).hint.unwrap();
+        let load = sampler(&reading, 150013).summary(Work::Loading).hint.unwrap();
+        assert!(builds.contains("read the table") && load.contains("--defer-indexes"), "{builds} / {load}");
+        let wal = sampler(&[(ON_CPU, 60), ("LWLock:WALWrite", 40)], 150013).summary(Work::IndexBuilds);
+        assert!(wal.hint.is_some_and(|h| h.contains("write speed")), "the rest is shared with loads");
     }
 
     #[test]
