@@ -15,6 +15,8 @@ reports medians and ratios to psql \\copy from the same run.
     python3 bench/bench.py --datasets transactions-paths --wal-level minimal --write-mbps 100
                                                  # fresh-table paths on an emulated slow disk (root)
     python3 bench/bench.py --socket              # every loader over the Unix socket, not 127.0.0.1
+    python3 bench/bench.py --summarize bench/results/raw-2026-11-22-0110.csv
+                                                 # an earlier run's summary, with today's columns
 
 Not a test: nothing here runs in CI. Results go to bench/results/.
 """
