@@ -1,6 +1,8 @@
 //! `sluice bench`: a small matrix of load settings on the user's own server
 //! and data, to answer the field reports' three questions for their machine:
-//! is the load fast, is one transaction a problem, do parallel sessions help.
+//! is the load fast, is one transaction a problem, do parallel sessions help;
+//! and, when the server runs on this machine, a fourth: whether the cores are
+//! what holds the load back, so that nobody tunes settings that cannot help.
 //!
 //! Each setting loads the same input into a scratch copy of the table
 //! (`LIKE ... INCLUDING ALL`, emptied before every run), in interleaved
@@ -166,8 +168,9 @@ fn median(values: impl Iterator<Item = f64>) -> f64 {
 }
 
 /// The three questions, answered from the medians (`rows` in matrix order,
-/// the first being one worker in one transaction).
-pub fn answers(rows: &[Row]) -> Vec<String> {
+/// the first being one worker in one transaction), and whether the `cores`
+/// are the limit when the server's CPU time is known.
+pub fn answers(rows: &[Row], cores: usize) -> Vec<String> {
     let find = |label: &str| rows.iter().find(|r| r.label == label);
     let (Some(single), Some(chunked), Some(best)) =
         (find("1 worker, one transaction"), find("1 worker"), rows.iter().min_by(|a, b| a.wall_s.total_cmp(&b.wall_s)))
@@ -196,7 +199,43 @@ pub fn answers(rows: &[Row]) -> Vec<String> {
             chunked.wall_s / two.wall_s
         ));
     }
+    out.extend(machine_answer(best, single, cores));
     out
+}
+
+/// Share of the cores' time a load must use for them to count as the limit:
+/// on this project's benchmark (2 cores) loads bound by CPU kept them 90-93 %
+/// busy, one held back by the table's extension lock 86-88 %.
+const CORES_THE_LIMIT: f64 = 0.9;
+
+/// How busy the best setting kept the machine (server and sluice on
+/// `cores`), and the fastest its CPU seconds allow; `None` when the
+/// server's CPU time is unknown (it runs elsewhere).
+fn machine_answer(best: &Row, single: &Row, cores: usize) -> Option<String> {
+    let cpu = best.server_cpu_s? + best.client_cpu_s;
+    let cores_f = cores.max(1) as f64;
+    let busy = cpu / (cores_f * best.wall_s);
+    let shortest = cpu / cores_f;
+    let verdict = match busy >= CORES_THE_LIMIT {
+        true => "the cores are the limit: other settings will not make it much faster, less CPU per row would \
+                 (binary COPY where it is offered, fewer indexes during the load)"
+            .to_string(),
+        false => format!(
+            "the cores were idle {:.0} % of the time: the summary of `sluice load` says what the server's \
+             sessions waited on",
+            100.0 * (1.0 - busy)
+        ),
+    };
+    Some(format!(
+        "Is the machine the limit? The best setting kept {:.0} % of this machine's {cores} cores busy (the server \
+         {:.1} s of CPU, sluice {:.1} s); with every core busy all the time it would take {:.2} s, {:.2}x one \
+         transaction; {verdict}.",
+        100.0 * busy,
+        best.server_cpu_s?,
+        best.client_cpu_s,
+        shortest,
+        single.wall_s / shortest
+    ))
 }
 
 /// The `sluice load` flags of the best setting (those that differ from the
@@ -324,11 +363,29 @@ mod tests {
     #[test]
     fn answers_compare_with_one_transaction_and_one_connection() {
         let rows = vec![row("1 worker, one transaction", 5.0), row("1 worker", 5.1), row("2 workers", 3.0)];
-        let text = answers(&rows).join("\n");
+        let text = answers(&rows, 2).join("\n");
         assert!(text.contains("The best setting, 2 workers, loads 0.33 M rows/s"), "{text}");
         assert!(text.contains("1.67x one connection in one transaction"), "{text}");
         assert!(text.contains("took 1.02x the time of one transaction (about the same)"), "{text}");
         assert!(text.contains("2 connections load 1.70x as fast as one."), "{text}");
+        assert!(!text.contains("Is the machine the limit?"), "the server's CPU is unknown: {text}");
+    }
+
+    #[test]
+    fn the_machine_is_the_limit_when_its_cores_are_busy() {
+        let with_cpu = |label: &str, wall_s: f64, server: f64| Row { server_cpu_s: Some(server), ..row(label, wall_s) };
+        // 2 workers: 5.5 + 0.1 CPU seconds in 3 s on 2 cores, 93 % busy.
+        let rows = |two_workers_server_cpu| {
+            let (single, chunked) = (with_cpu("1 worker, one transaction", 5.0, 4.9), with_cpu("1 worker", 5.1, 4.9));
+            vec![single, chunked, with_cpu("2 workers", 3.0, two_workers_server_cpu)]
+        };
+        let busy = rows(5.5);
+        let text = answers(&busy, 2).join("\n");
+        assert!(text.contains("kept 93 % of this machine's 2 cores busy"), "{text}");
+        assert!(text.contains("it would take 2.80 s, 1.79x one transaction; the cores are the limit"), "{text}");
+        let idle = rows(4.1);
+        let text = answers(&idle, 2).join("\n");
+        assert!(text.contains("kept 70 % of") && text.contains("the cores were idle 30 % of the time"), "{text}");
     }
 
     #[test]

@@ -133,6 +133,7 @@ fn bench_measures_a_matrix_and_recommends_a_command() {
         "Is the load fast?",
         "Is one transaction a problem?",
         "Do parallel sessions help?",
+        "Is the machine the limit?",
         &format!("Use: sluice load {} --table orders", file.display()),
     ] {
         assert!(run.stdout.contains(needle), "{needle}: {}", run.stdout);

@@ -178,7 +178,8 @@ fn print_results(
         );
     }
     println!("(medians of {} rounds)\n", args.rounds);
-    for answer in bench::answers(&rows) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for answer in bench::answers(&rows, cores) {
         println!("{answer}");
     }
     if let Some(best) = rows.iter().min_by(|a, b| a.wall_s.total_cmp(&b.wall_s)) {
