@@ -13,6 +13,15 @@
 //! long decimal, a wrong field count) returns `None` and the exact splitter
 //! takes the record from its start; a property test checks that both give
 //! the same bytes.
+//!
+//! Where the CPU has AVX2 (checked once per encoder), one pass over 32 bytes
+//! at a time finds the newline, the delimiters and any byte that makes the
+//! line unclean, instead of three passes (the newline, the unclean bytes,
+//! the delimiters eight at a time): splitting lineitem in memory took 0.21 s
+//! instead of 0.47 s of the encoder's 1.46 s. Our own code, not a crate's:
+//! it is the encoder's inner loop, and what it must report (field ends up to
+//! a count, or "not clean") is specific to it. A property test checks it
+//! against the portable pass.
 
 use memchr::{memchr, memchr3};
 
@@ -20,10 +29,18 @@ use super::{encode_value, iso_date, numeric, Codec, Layout, Rules};
 
 /// Where clean records are taken apart and built, kept by the encoder so
 /// that nothing is allocated or zeroed per record.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(super) struct Workspace {
     tuple: Vec<u8>,
     ends: Vec<u32>,
+    /// The CPU has AVX2: lines are split 32 bytes at a time.
+    wide: bool,
+}
+
+impl Default for Workspace {
+    fn default() -> Self {
+        Workspace { tuple: Vec::new(), ends: Vec::new(), wide: wide::available() }
+    }
 }
 
 /// Encodes the record at the front of `input` if it is clean and every
@@ -36,10 +53,11 @@ pub(super) fn record(
     work: &mut Workspace,
     out: &mut Vec<u8>,
 ) -> Option<usize> {
-    let newline = memchr(b'\n', input)?;
-    let line = &input[..newline];
     let special = if rules.kind == Layout::Csv { rules.quote } else { b'\\' };
-    if memchr3(special, b'\r', 0, line).is_some() || line == b"\\." {
+    work.ends.resize(codecs.len(), 0);
+    let newline = split_line(input, (rules.delimiter, special), work.wide, &mut work.ends)?;
+    let line = &input[..newline];
+    if line == b"\\." {
         return None;
     }
     // The tuple is built in room for the largest one the line can give (each
@@ -49,8 +67,7 @@ pub(super) fn record(
     if work.tuple.len() < needed {
         work.tuple.resize(needed, 0);
     }
-    work.ends.resize(codecs.len(), 0);
-    let ends = field_ends(line, rules.delimiter, &mut work.ends)?;
+    let ends = &work.ends;
     let mut tuple = Cursor { room: &mut work.tuple, at: 0 };
     tuple.put(&(codecs.len() as i16).to_be_bytes());
     let mut start = 0;
@@ -67,6 +84,26 @@ pub(super) fn record(
     }
     out.extend_from_slice(&tuple.room[..tuple.at]);
     Some(newline + 1)
+}
+
+/// Where the line at the front of `input` ends (its newline) when it is clean
+/// (no `special` byte, carriage return or NUL) and has exactly `ends.len()`
+/// fields, with each field's end (the delimiters, then the newline) in
+/// `ends`; `None` otherwise, or without a newline.
+fn split_line(input: &[u8], (delimiter, special): (u8, u8), wide: bool, ends: &mut [u32]) -> Option<usize> {
+    if wide {
+        match wide::split_line(input, (delimiter, special), ends) {
+            wide::Split::Line(newline) => return Some(newline),
+            wide::Split::NotClean => return None,
+            wide::Split::NearTheEnd => {}
+        }
+    }
+    let newline = memchr(b'\n', input)?;
+    let line = &input[..newline];
+    if memchr3(special, b'\r', 0, line).is_some() {
+        return None;
+    }
+    field_ends(line, delimiter, ends).map(|_| newline)
 }
 
 /// Where each field of `line` ends (the delimiters, then the line's end),
@@ -107,6 +144,98 @@ fn equal_bytes(word: u64, byte: u8) -> u64 {
     const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
     let x = word ^ u64::from_ne_bytes([byte; 8]);
     !(((x & LOW7).wrapping_add(LOW7)) | x) & !LOW7
+}
+
+/// The line split 32 bytes at a time with AVX2.
+#[cfg(target_arch = "x86_64")]
+mod wide {
+    use std::arch::x86_64::{
+        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256, _mm256_set1_epi8,
+    };
+
+    pub fn available() -> bool {
+        std::is_x86_feature_detected!("avx2")
+    }
+
+    /// What one pass over a line found.
+    pub enum Split {
+        /// The line is clean, with the expected field count; its newline.
+        Line(usize),
+        /// An unclean byte, or another field count.
+        NotClean,
+        /// The line runs into the input's last 31 bytes: the portable pass
+        /// takes it.
+        NearTheEnd,
+    }
+
+    /// See [`super::split_line`]. Only called where [`available`] is true.
+    pub fn split_line(input: &[u8], stops: (u8, u8), ends: &mut [u32]) -> Split {
+        // SAFETY: the encoder asks only when the CPU has AVX2.
+        unsafe { split_line_avx2(input, stops, ends) }
+    }
+
+    #[target_feature(enable = "avx2")]
+    unsafe fn split_line_avx2(input: &[u8], (delimiter, special): (u8, u8), ends: &mut [u32]) -> Split {
+        let Some(last) = ends.len().checked_sub(1) else { return Split::NotClean };
+        let [delimiter, special, newline, cr, nul] =
+            [delimiter, special, b'\n', b'\r', 0].map(|b| _mm256_set1_epi8(b as i8));
+        let mut found = 0;
+        let mut at = 0;
+        while at + 32 <= input.len() {
+            // SAFETY: `at + 32 <= input.len()`: the 32 bytes are in `input`.
+            let block = unsafe { _mm256_loadu_si256(input.as_ptr().add(at).cast::<__m256i>()) };
+            let mask = |byte| _mm256_movemask_epi8(_mm256_cmpeq_epi8(block, byte)) as u32;
+            let newlines = mask(newline);
+            let before_newline = match newlines {
+                0 => u32::MAX,
+                n => (1 << n.trailing_zeros()) - 1,
+            };
+            let unclean = _mm256_or_si256(
+                _mm256_or_si256(_mm256_cmpeq_epi8(block, special), _mm256_cmpeq_epi8(block, cr)),
+                _mm256_cmpeq_epi8(block, nul),
+            );
+            if _mm256_movemask_epi8(unclean) as u32 & before_newline != 0 {
+                return Split::NotClean;
+            }
+            let mut delimiters = mask(delimiter) & before_newline;
+            while delimiters != 0 {
+                if found == last {
+                    return Split::NotClean;
+                }
+                ends[found] = (at + delimiters.trailing_zeros() as usize) as u32;
+                found += 1;
+                delimiters &= delimiters - 1;
+            }
+            if newlines != 0 {
+                if found != last {
+                    return Split::NotClean;
+                }
+                let end = at + newlines.trailing_zeros() as usize;
+                ends[last] = end as u32;
+                return Split::Line(end);
+            }
+            at += 32;
+        }
+        Split::NearTheEnd
+    }
+}
+
+/// Elsewhere the portable pass splits every line.
+#[cfg(not(target_arch = "x86_64"))]
+mod wide {
+    pub fn available() -> bool {
+        false
+    }
+
+    pub enum Split {
+        Line(usize),
+        NotClean,
+        NearTheEnd,
+    }
+
+    pub fn split_line(_: &[u8], _: (u8, u8), _: &mut [u32]) -> Split {
+        Split::NearTheEnd
+    }
 }
 
 /// Bytes a field's binary form may need beyond its text: the 4-byte length
@@ -330,6 +459,40 @@ mod tests {
         assert_eq!(fast(b"."), None);
         assert_eq!(fast(b"-|"), None);
         assert_eq!(fast(b"12|3").map(|f| f.0), Some(2));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        /// The 32-byte pass finds what the portable one finds: the same
+        /// newline and field ends, or the same refusal; lines that run into
+        /// the input's last 31 bytes it leaves to the portable pass.
+        #[test]
+        fn the_wide_pass_splits_like_the_portable_one(
+            picks in proptest::collection::vec(0usize..9, 0..400),
+            fields in 1usize..8,
+            csv in proptest::bool::ANY,
+        ) {
+            if !wide::available() {
+                return Ok(());
+            }
+            // Short fields and long lines: delimiters, newlines and unclean
+            // bytes fall anywhere in a 32-byte block, and lines cross blocks.
+            let input: Vec<u8> = picks.iter().map(|&i| b"|||\n\"\\\r\0x"[i]).collect();
+            let stops = (b'|', if csv { b'"' } else { b'\\' });
+            let (mut wide_ends, mut portable_ends) = (vec![0; fields], vec![0; fields]);
+            let portable = split_line(&input, stops, false, &mut portable_ends);
+            match wide::split_line(&input, stops, &mut wide_ends) {
+                wide::Split::Line(newline) => {
+                    proptest::prop_assert_eq!(Some(newline), portable);
+                    proptest::prop_assert_eq!(wide_ends, portable_ends);
+                }
+                wide::Split::NotClean => proptest::prop_assert_eq!(portable, None),
+                wide::Split::NearTheEnd => {
+                    let newline = memchr(b'\n', &input);
+                    proptest::prop_assert!(newline.map_or(input.len(), |n| n + 1) + 31 > input.len());
+                }
+            }
+        }
     }
 
     #[test]
