@@ -212,7 +212,8 @@ const CORES_THE_LIMIT: f64 = 0.9;
 /// `cores`), and the fastest its CPU seconds allow; `None` when the
 /// server's CPU time is unknown (it runs elsewhere).
 fn machine_answer(best: &Row, single: &Row, cores: usize) -> Option<String> {
-    let cpu = best.server_cpu_s? + best.client_cpu_s;
+    let server = best.server_cpu_s?;
+    let cpu = server + best.client_cpu_s;
     let cores_f = cores.max(1) as f64;
     let busy = cpu / (cores_f * best.wall_s);
     let shortest = cpu / cores_f;
@@ -231,7 +232,7 @@ fn machine_answer(best: &Row, single: &Row, cores: usize) -> Option<String> {
          {:.1} s of CPU, sluice {:.1} s); with every core busy all the time it would take {:.2} s, {:.2}x one \
          transaction; {verdict}.",
         100.0 * busy,
-        best.server_cpu_s?,
+        server,
         best.client_cpu_s,
         shortest,
         single.wall_s / shortest
