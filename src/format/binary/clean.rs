@@ -33,13 +33,14 @@ use super::{encode_value, iso_date, numeric, Codec, Layout, Rules};
 pub(super) struct Workspace {
     tuple: Vec<u8>,
     ends: Vec<u32>,
-    /// Present when the CPU has AVX2: lines are then split 32 bytes at a time.
-    wide: Option<wide::Avx2>,
+    /// The CPU has AVX2 (set only by [`wide::available`]): lines are split
+    /// 32 bytes at a time.
+    wide: bool,
 }
 
 impl Default for Workspace {
     fn default() -> Self {
-        Workspace { tuple: Vec::new(), ends: Vec::new(), wide: wide::detect() }
+        Workspace { tuple: Vec::new(), ends: Vec::new(), wide: wide::available() }
     }
 }
 
@@ -90,14 +91,10 @@ pub(super) fn record(
 /// (no `special` byte, carriage return or NUL) and has exactly `ends.len()`
 /// fields, with each field's end (the delimiters, then the newline) in
 /// `ends`; `None` otherwise, or without a newline.
-fn split_line(
-    input: &[u8],
-    (delimiter, special): (u8, u8),
-    wide: Option<wide::Avx2>,
-    ends: &mut [u32],
-) -> Option<usize> {
-    if let Some(avx2) = wide {
-        match wide::split_line(avx2, input, (delimiter, special), ends) {
+fn split_line(input: &[u8], (delimiter, special): (u8, u8), wide: bool, ends: &mut [u32]) -> Option<usize> {
+    if wide {
+        // SAFETY: `wide` is true only where `wide::available` found AVX2.
+        match unsafe { wide::split_line(input, (delimiter, special), ends) } {
             wide::Split::Line(newline) => return Some(newline),
             wide::Split::NotClean => return None,
             wide::Split::NearTheEnd => {}
@@ -158,12 +155,8 @@ mod wide {
         __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256, _mm256_set1_epi8,
     };
 
-    /// Proof that this CPU has AVX2: only [`detect`] makes one.
-    #[derive(Clone, Copy, Debug)]
-    pub struct Avx2(());
-
-    pub fn detect() -> Option<Avx2> {
-        std::is_x86_feature_detected!("avx2").then_some(Avx2(()))
+    pub fn available() -> bool {
+        std::is_x86_feature_detected!("avx2")
     }
 
     /// What one pass over a line found.
@@ -178,8 +171,11 @@ mod wide {
     }
 
     /// See [`super::split_line`].
-    pub fn split_line(_: Avx2, input: &[u8], stops: (u8, u8), ends: &mut [u32]) -> Split {
-        // SAFETY: an `Avx2` exists only where the CPU has AVX2.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 ([`available`]).
+    pub unsafe fn split_line(input: &[u8], stops: (u8, u8), ends: &mut [u32]) -> Split {
+        // SAFETY: the caller checked that the CPU has AVX2.
         unsafe { split_line_avx2(input, stops, ends) }
     }
 
@@ -231,13 +227,10 @@ mod wide {
 
 /// Elsewhere the portable pass splits every line.
 #[cfg(not(target_arch = "x86_64"))]
-#[allow(dead_code)] // nothing here is ever made: no AVX2 on this architecture
+#[allow(dead_code)] // never called: no AVX2 on this architecture
 mod wide {
-    #[derive(Clone, Copy, Debug)]
-    pub struct Avx2(());
-
-    pub fn detect() -> Option<Avx2> {
-        None
+    pub fn available() -> bool {
+        false
     }
 
     pub enum Split {
@@ -246,7 +239,9 @@ mod wide {
         NearTheEnd,
     }
 
-    pub fn split_line(_: Avx2, _: &[u8], _: (u8, u8), _: &mut [u32]) -> Split {
+    /// # Safety
+    /// None needed: never called ([`available`] is false here).
+    pub unsafe fn split_line(_: &[u8], _: (u8, u8), _: &mut [u32]) -> Split {
         Split::NearTheEnd
     }
 }
@@ -485,16 +480,17 @@ mod tests {
             fields in 1usize..8,
             csv in proptest::bool::ANY,
         ) {
-            let Some(avx2) = wide::detect() else {
+            if !wide::available() {
                 return Ok(());
-            };
+            }
             // Short fields and long lines: delimiters, newlines and unclean
             // bytes fall anywhere in a 32-byte block, and lines cross blocks.
             let input: Vec<u8> = picks.iter().map(|&i| b"|||\n\"\\\r\0x"[i]).collect();
             let stops = (b'|', if csv { b'"' } else { b'\\' });
             let (mut wide_ends, mut portable_ends) = (vec![0; fields], vec![0; fields]);
-            let portable = split_line(&input, stops, None, &mut portable_ends);
-            match wide::split_line(avx2, &input, stops, &mut wide_ends) {
+            let portable = split_line(&input, stops, false, &mut portable_ends);
+            // SAFETY: checked just above.
+            match unsafe { wide::split_line(&input, stops, &mut wide_ends) } {
                 wide::Split::Line(newline) => {
                     proptest::prop_assert_eq!(Some(newline), portable);
                     proptest::prop_assert_eq!(wide_ends, portable_ends);
