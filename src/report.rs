@@ -91,11 +91,12 @@ pub struct Summary {
     pub server_waits: ServerWaits,
 }
 
-/// The loading sessions as `pg_stat_activity` showed them, sampled during
-/// the load (see `load::waits`).
+/// The loading sessions (or those building deferred indexes) as
+/// `pg_stat_activity` showed them, sampled while they worked (see
+/// `load::waits`).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ServerWaits {
-    /// Session observations: one per loading session active at each look.
+    /// Session observations: one per watched session active at each look.
     pub samples: u64,
     /// `CPU` or `wait_event_type:wait_event`, largest share first.
     pub events: Vec<ServerWait>,

@@ -71,14 +71,15 @@ impl WaitSampler {
     /// simply no sample: the load does not depend on it.
     pub fn run(&self, target: &PgTarget, done: Receiver<()>) {
         let Ok(session) = target.connect() else { return };
-        let sql = match session.server_version() >= 130000 {
+        let version = session.server_version();
+        let sql = match version >= 130000 {
             true => SAMPLE_WITH_HELPERS_SQL,
             false => SAMPLE_SQL,
         };
         if session.prepare(SAMPLE, sql).is_err() {
             return;
         }
-        *self.server_version.lock().unwrap() = session.server_version();
+        *self.server_version.lock().unwrap() = version;
         while let Err(RecvTimeoutError::Timeout) = done.recv_timeout(PERIOD) {
             if self.sample(&session).is_none() {
                 return;
