@@ -119,7 +119,12 @@ pub struct Preamble {
     pub header_lines: u64,
 }
 
-const BLOCK: usize = 1 << 20;
+/// How much of its input the chunker reads at a time: little enough to stay
+/// in a core's L2 cache while the server shares the core. Measured on
+/// lineitem (754 MB, a 2-core load): a 1 MiB block behind a 1 MiB `BufReader`
+/// cost 0.34 s of CPU in the read's copy alone, this block read straight from
+/// the file 0.07 s; sluice's CPU for the load went from 2.09 to 1.76 s.
+const BLOCK: usize = 128 << 10;
 
 /// Names the rule that cuts chunks; part of a job's fingerprint, so a job
 /// begun by a sluice that cut differently is not resumed under the same

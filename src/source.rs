@@ -92,12 +92,15 @@ impl Source {
             None => Box::new(io::stdin()),
         };
         let counted = Counting { inner: raw, counter: counter.clone() };
-        let buffered = BufReader::with_capacity(1 << 20, counted);
+        // A plain input is read straight into the chunker's block: a buffer in
+        // between copied every byte once more, out of cache (chunk.rs, BLOCK).
+        let buffered = |counted| BufReader::with_capacity(1 << 20, counted);
         let stream: Box<dyn Read + Send> = match self.compression {
-            Compression::None => Box::new(buffered),
-            Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(buffered)),
+            Compression::None => Box::new(counted),
+            Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(buffered(counted))),
             Compression::Zstd => Box::new(
-                zstd::stream::read::Decoder::with_buffer(buffered).map_err(|e| self.input_error(&e.to_string()))?,
+                zstd::stream::read::Decoder::with_buffer(buffered(counted))
+                    .map_err(|e| self.input_error(&e.to_string()))?,
             ),
         };
         let stream = match self.transcoding {
