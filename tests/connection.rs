@@ -40,6 +40,41 @@ fn pg_variables_and_pgpass_are_honoured() {
     assert_eq!(db.count("t"), 3);
 }
 
+/// `--db service=NAME` reads host, port, database, user and password from
+/// the file `PGSERVICEFILE` names, as psql does; the password in it is
+/// printed nowhere, on success or when the server refuses it.
+#[test]
+fn service_file_is_honoured() {
+    let db = TestDb::new();
+    let file = table_and_file(&db);
+    let service = |password: &str| {
+        let text = format!(
+            "[sluice_test]\nhost=127.0.0.1\nport={}\ndbname={}\nuser=sluice\npassword={password}\n",
+            server().port,
+            db.name
+        );
+        let path = db.file(&format!("services-{password}"), text.as_bytes());
+        let mut cmd = sluice_command();
+        cmd.args(["load", &file, "--table", "t", "--db", "service=sluice_test"])
+            .env("PGSERVICEFILE", path)
+            .env_remove("PGHOST")
+            .env_remove("PGPORT")
+            .env_remove("PGDATABASE")
+            .env_remove("PGUSER")
+            .env_remove("PGPASSWORD");
+        run_command(cmd)
+    };
+    let run = service(PASSWORD);
+    run.assert_ok();
+    assert_eq!(db.count("t"), 3);
+    assert!(!run.output().contains(PASSWORD), "{}", run.output());
+    let run = service("NotThePassword42");
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    assert!(run.stderr.contains("password authentication failed"), "{}", run.stderr);
+    assert!(!run.output().contains("NotThePassword42"), "{}", run.output());
+    assert_eq!(db.count("t"), 3);
+}
+
 #[test]
 fn wrong_password_is_one_clear_line_without_the_password() {
     let db = TestDb::new();
