@@ -7,7 +7,7 @@
 //! two COPY sessions spent 19-25 % of their time queued on the table's
 //! extension lock (PostgreSQL 15 and older grow a table one page at a time
 //! under one lock): sluice loaded `transactions` 1.5-1.6x as fast as one psql
-//! `\copy` there, and 1.80x on PostgreSQL 18. Other loads wait on WAL
+//! `\copy` there, and 1.8-1.9x on PostgreSQL 18. Other loads wait on WAL
 //! flushes, on a lock another session holds, or on sluice itself
 //! (`Client:ClientRead`). `pg_stat_activity` shows each session's current
 //! wait to the role that owns it, no superuser needed; one more connection
@@ -136,7 +136,8 @@ fn hint(event: &str, server_version_num: i32) -> Option<String> {
     Some(match event {
         "Lock:extend" if server_version_num < 160000 => format!(
             "Lock:extend: the sessions queued to grow the table, which PostgreSQL 15 and older do one page at a \
-             time under one lock; PostgreSQL 16 and later grow it many pages at a time ({EXTENSION_LOCK_MEASURED})"
+             time under one lock (for COPY, also writing out the page whose buffer it reuses); \
+             PostgreSQL 16 and later grow it many pages at a time ({EXTENSION_LOCK_MEASURED})"
         ),
         "Lock:extend" => "Lock:extend: the sessions queued to grow the table; fewer workers may load as fast".into(),
         "Client:ClientRead" => "Client:ClientRead: the server waited for sluice to send; the client's side \
