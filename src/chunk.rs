@@ -203,6 +203,8 @@ impl<R: Read> Chunker<R> {
         self
     }
 
+    /// A plain file's size on disk, so the last chunk's span ends at it and
+    /// the spans add up to the file (see [`Chunker::take_span`]).
     pub fn with_total_size(mut self, total_size: Option<u64>) -> Self {
         self.total_size = total_size;
         self
