@@ -204,7 +204,7 @@ impl<R: Read> Chunker<R> {
     }
 
     /// A plain file's size on disk, so the last chunk's span ends at it and
-    /// the spans add up to the file (see [`Chunker::take_span`]).
+    /// the spans add up to the file (see `take_span`).
     pub fn with_total_size(mut self, total_size: Option<u64>) -> Self {
         self.total_size = total_size;
         self
