@@ -16,6 +16,53 @@ pub fn quote_literal(value: &str) -> String {
     format!("E'{}'", value.replace('\\', "\\\\").replace('\'', "''"))
 }
 
+/// A name as psql reads it in SQL: dot-separated parts, each either
+/// double-quoted (kept as written, `""` standing for `"`) or bare (ASCII
+/// letters folded to lower case, as the server folds them). `None` when it is
+/// not such a name (an empty part, an unclosed quote, a quote inside a bare
+/// part). So `"Sales 2024"."Q1.final"` is `[Sales 2024, Q1.final]` and
+/// `Orders` is `[orders]`.
+///
+/// Why: users of psql write `\copy "My Schema"."Orders" ...`; sluice takes
+/// names as written first, and this reading second, so both work.
+pub fn parse_qualified_name(name: &str) -> Option<Vec<String>> {
+    let mut parts = Vec::new();
+    let mut chars = name.chars().peekable();
+    loop {
+        let mut part = String::new();
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            loop {
+                match chars.next()? {
+                    '"' if chars.peek() == Some(&'"') => {
+                        chars.next();
+                        part.push('"');
+                    }
+                    '"' => break,
+                    c => part.push(c),
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek().filter(|&&c| c != '.') {
+                if c == '"' {
+                    return None;
+                }
+                part.push(c.to_ascii_lowercase());
+                chars.next();
+            }
+        }
+        if part.is_empty() {
+            return None;
+        }
+        parts.push(part);
+        match chars.next() {
+            None => return Some(parts),
+            Some('.') => continue,
+            Some(_) => return None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -25,5 +72,18 @@ mod tests {
         assert_eq!(quote_ident("Order \"Items\""), "\"Order \"\"Items\"\"\"");
         assert_eq!(quote_literal("\\N"), "E'\\\\N'");
         assert_eq!(quote_literal("it's"), "E'it''s'");
+    }
+
+    #[test]
+    fn reads_names_as_psql_does() {
+        let parsed = |name: &str| parse_qualified_name(name);
+        let owned = |parts: &[&str]| Some(parts.iter().map(|p| p.to_string()).collect::<Vec<_>>());
+        assert_eq!(parsed("Orders"), owned(&["orders"]));
+        assert_eq!(parsed("Sales.Orders"), owned(&["sales", "orders"]));
+        assert_eq!(parsed("\"My Schema\".\"we\"\"ird.T\""), owned(&["My Schema", "we\"ird.T"]));
+        assert_eq!(parsed("\"Ünï\".Straße"), owned(&["Ünï", "straße"]));
+        for not_a_name in ["", "a..b", ".a", "a.", "\"open", "a\"b", "\"a\"b", "\"\""] {
+            assert_eq!(parsed(not_a_name), None, "{not_a_name}");
+        }
     }
 }

@@ -124,6 +124,27 @@ fn missing_table_and_column_name_what_is_missing() {
     assert!(!run.output().contains(PASSWORD), "{}", run.output());
 }
 
+/// Names as psql takes them in SQL: quoted parts keep their case and may
+/// hold dots, bare ones are folded to lower case; a name that exists as
+/// written is still taken as written.
+#[test]
+fn tables_and_columns_named_as_in_sql() {
+    let db = TestDb::new();
+    db.execute("CREATE SCHEMA \"My Schema\"");
+    db.execute("CREATE TABLE \"My Schema\".\"we\"\"ird.T\" (id int, \"Name\" text)");
+    db.execute("CREATE TABLE orders (id int, name text)");
+    db.execute("CREATE TABLE \"Orders\" (id int, name text)");
+    let file = db.file("d.csv", b"1,a\n2,b\n");
+    let file = file.to_str().unwrap();
+    db.load(&[file, "--table", "\"My Schema\".\"we\"\"ird.T\"", "--columns", "ID,\"Name\""]).assert_ok();
+    assert_eq!(db.count("\"My Schema\".\"we\"\"ird.T\""), 2);
+    assert_eq!(db.scalar("SELECT string_agg(\"Name\", ',' ORDER BY id) FROM \"My Schema\".\"we\"\"ird.T\""), "a,b");
+    db.load(&[file, "--table", "ORDERS"]).assert_ok();
+    assert_eq!((db.count("orders"), db.count("\"Orders\"")), (2, 0), "bare ORDERS is orders");
+    db.load(&[file, "--table", "Orders"]).assert_ok();
+    assert_eq!((db.count("orders"), db.count("\"Orders\"")), (2, 2), "Orders exists as written, so it wins");
+}
+
 #[test]
 fn missing_file_and_refused_connection() {
     let db = TestDb::new();

@@ -38,7 +38,9 @@ pub struct LoadArgs {
     #[arg(required = true, value_name = "FILE")]
     files: Vec<String>,
 
-    /// Target table, as `name` (found in the search path) or `schema.name`.
+    /// Target table, as `name` (found in the search path) or `schema.name`,
+    /// taken as written; else read as in SQL, like psql: `"My Schema"."T"`,
+    /// bare letters in lower case.
     #[arg(short, long)]
     table: String,
 
@@ -73,8 +75,9 @@ pub struct LoadArgs {
     #[arg(long)]
     header: bool,
 
-    /// Target columns, comma-separated, in file order. For jsonl: the
-    /// json/jsonb column that receives the documents.
+    /// Target columns, comma-separated, in file order (as written, else as
+    /// in SQL: `"Total"` or `total`). For jsonl: the json/jsonb column that
+    /// receives the documents.
     #[arg(long, value_delimiter = ',', value_name = "A,B,C")]
     columns: Option<Vec<String>>,
 

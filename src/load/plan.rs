@@ -9,7 +9,7 @@ use crate::format::binary::BinaryEncoder;
 use crate::format::{FormatKind, FormatOptions};
 use crate::sink::postgres::TableInfo;
 use crate::source::Source;
-use crate::sql::quote_ident;
+use crate::sql::{parse_qualified_name, quote_ident};
 
 /// The format from `--format`, or guessed from the first named file.
 pub fn resolve_kind(given: Option<FormatKind>, sources: &[Source]) -> Result<FormatKind, Error> {
@@ -36,16 +36,7 @@ pub fn choose_columns(
     kind: FormatKind,
 ) -> Result<Option<Vec<String>>, Error> {
     if let Some(columns) = given {
-        for c in columns {
-            if !table.columns.iter().any(|(name, _)| name == c) {
-                return Err(Error::Target(format!(
-                    "column \"{c}\" does not exist in table {}; its columns are: {}",
-                    table.display(),
-                    column_list(table)
-                )));
-            }
-        }
-        return Ok(Some(columns.to_vec()));
+        return columns.iter().map(|c| find_column(table, c)).collect::<Result<Vec<_>, _>>().map(Some);
     }
     if kind != FormatKind::Jsonl {
         return Ok(None);
@@ -65,6 +56,26 @@ pub fn choose_columns(
             table.display()
         ))),
     }
+}
+
+/// The table's column that `given` names: as written, or else as psql
+/// reads it in SQL (`"Total"` keeps its case, bare `Total` is `total`).
+fn find_column(table: &TableInfo, given: &str) -> Result<String, Error> {
+    let as_sql = match parse_qualified_name(given) {
+        Some(mut parts) if parts.len() == 1 => parts.pop(),
+        _ => None,
+    };
+    [Some(given.to_string()), as_sql]
+        .into_iter()
+        .flatten()
+        .find(|wanted| table.columns.iter().any(|(name, _)| name == wanted))
+        .ok_or_else(|| {
+            Error::Target(format!(
+                "column \"{given}\" does not exist in table {}; its columns are: {}",
+                table.display(),
+                column_list(table)
+            ))
+        })
 }
 
 fn column_list(table: &TableInfo) -> String {
@@ -203,6 +214,18 @@ mod tests {
         let t = table(&[("id", "bigint")]);
         let err = choose_columns(&t, Some(&["nope".to_string()]), FormatKind::Csv).unwrap_err();
         assert_eq!(err.to_string(), "column \"nope\" does not exist in table public.T x; its columns are: id");
+    }
+
+    #[test]
+    fn columns_as_written_or_as_sql_names() {
+        let t = table(&[("id", "bigint"), ("Total", "numeric"), ("total", "numeric")]);
+        let names = |given: &[&str]| {
+            let given: Vec<String> = given.iter().map(|g| g.to_string()).collect();
+            choose_columns(&t, Some(&given), FormatKind::Csv).map(Option::unwrap)
+        };
+        assert_eq!(names(&["Total", "ID"]).unwrap(), ["Total", "id"]);
+        assert_eq!(names(&["\"Total\"", "TOTAL"]).unwrap(), ["Total", "total"]);
+        assert!(names(&["\"ID\""]).is_err(), "a quoted name keeps its case");
     }
 
     #[test]

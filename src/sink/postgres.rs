@@ -14,7 +14,7 @@ use libpq::{Connection, Status};
 use super::{CopyOutcome, CopyRefusal, Feed};
 use crate::error::Error;
 use crate::redact::display_conninfo;
-use crate::sql::quote_ident;
+use crate::sql::{parse_qualified_name, quote_ident};
 
 /// Bytes handed to libpq per `PQputCopyData` call: large enough to keep
 /// per-call overhead negligible, small enough that libpq's output buffer (which
@@ -202,16 +202,26 @@ impl PgSession {
     }
 
     /// Finds `name` (or `schema.name`) the way the user meant it: the exact
-    /// name in the search path first, then split at the first dot.
+    /// name in the search path first, then split at the first dot, then read
+    /// as psql reads a name in SQL (quotes kept, bare letters folded to lower
+    /// case).
     pub fn resolve_table(&self, name: &str) -> Result<TableInfo, Error> {
         const FIND: &str = "SELECT c.oid::int8, n.nspname, c.relname \
              FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
              WHERE c.relkind IN ('r', 'p', 'f') AND c.relname = $2 \
              AND (($1::text IS NULL AND pg_catalog.pg_table_is_visible(c.oid)) OR n.nspname = $1)";
-        let mut rows = self.query(FIND, &[None, Some(name)])?;
-        if rows.is_empty() {
-            if let Some((schema, table)) = name.split_once('.') {
-                rows = self.query(FIND, &[Some(schema), Some(table)])?;
+        let as_written = Some((None, name.to_string()));
+        let split = name.split_once('.').map(|(schema, table)| (Some(schema.to_string()), table.to_string()));
+        let as_sql = match parse_qualified_name(name).as_deref() {
+            Some([table]) => Some((None, table.clone())),
+            Some([schema, table]) => Some((Some(schema.clone()), table.clone())),
+            _ => None,
+        };
+        let mut rows = Vec::new();
+        for (schema, table) in [as_written, split, as_sql].into_iter().flatten() {
+            rows = self.query(FIND, &[schema.as_deref(), Some(&table)])?;
+            if !rows.is_empty() {
+                break;
             }
         }
         let Some(row) = rows.into_iter().next() else {
