@@ -88,6 +88,11 @@ impl Chunk {
     pub fn copy_len(&self) -> u64 {
         self.runaway.map_or(self.loc.byte_len, |r| r.offset)
     }
+
+    /// Records that go to COPY: all but a runaway record.
+    pub fn copied_records(&self) -> u64 {
+        self.records - u64::from(self.runaway.is_some())
+    }
 }
 
 /// A chunk being cut.

@@ -265,6 +265,44 @@ fn unterminated_quote_at_end_of_file_is_one_reject() {
     assert_accounts(&r);
 }
 
+/// A line holding only `\.` is COPY's end-of-data marker: the server
+/// would stop there without an error and ignore the rest of the chunk. That
+/// line is rejected and every record after it loads, in the fast path, in
+/// isolation (a chunk with another bad record), and as the last line; a
+/// quoted CSV value containing such a line is data.
+#[test]
+fn end_of_data_lines_are_rejected_and_the_rest_loads() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text)");
+    let mut tsv: String = (0..200).map(|i| format!("{i}\tn{i}\n")).collect();
+    tsv.insert_str(tsv.find("50\t").unwrap(), "\\.\n");
+    tsv.insert_str(tsv.find("150\t").unwrap(), "\\.\r\nnot a number\tx\n");
+    tsv.push_str("\\.");
+    let file = db.file("eod.tsv", tsv.as_bytes());
+    let Loaded { run, rejects: found, report: r, .. } = load_with_rejects(&db, &file, "t", &["--chunk-size", "1KiB"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(db.count("t"), 200);
+    let lines: Vec<u64> = found.iter().map(|f| f["line"].as_u64().unwrap()).collect();
+    assert_eq!(lines.len(), 4, "{found:?}");
+    // The last line, without a newline, the server refuses by itself, in
+    // words that depend on its version.
+    let reasons = [(51, "end-of-data marker"), (152, "end-of-data marker"), (153, "integer"), (204, "")];
+    for (line, reason) in reasons {
+        let reject = found.iter().find(|f| f["line"] == line).unwrap_or_else(|| panic!("line {line}: {found:?}"));
+        assert!(reject["reason"].as_str().unwrap().contains(reason), "{reject}");
+    }
+    assert_accounts(&r);
+    assert!(r["warnings"].as_array().unwrap().is_empty(), "{}", r["warnings"]);
+
+    db.execute("CREATE TABLE c (id int, name text)");
+    let file = db.file("eod.csv", b"id,name\n1,\"a\n\\.\nb\"\n\\.\n3,c\n");
+    let Loaded { run, rejects: found, report: r, .. } = load_with_rejects(&db, &file, "c", &["--header"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(db.scalar("SELECT string_agg(name, '|' ORDER BY id) FROM c"), "a\n\\.\nb|c");
+    assert_eq!((found.len(), &found[0]["line"]), (1, &serde_json::json!(5)), "{found:?}");
+    assert_accounts(&r);
+}
+
 /// A quote left open early in a big input would make the rest of the file
 /// one record: past --max-record-size it is rejected as one record and the
 /// load goes on at the next line, for files read by range and in memory.

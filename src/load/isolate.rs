@@ -13,8 +13,10 @@
 //!    runs of consecutive records, each under a savepoint.
 //!    When the server names the failing line (`COPY t, line N`), reject that
 //!    record, re-copy the good records before it (the failed COPY rolled them
-//!    back) and go on after it. When it names no line, split the run in two
-//!    (bisection) until the bad record stands alone.
+//!    back) and go on after it. When it names no line, or loads fewer rows
+//!    than it was sent (a `\.` line, COPY's end-of-data marker, stops it
+//!    without an error), split the run in two (bisection) until the bad
+//!    record stands alone.
 //! 4. Leave the transaction open: the worker adds the rejected records to
 //!    `sluice.rejects` and the chunk's ledger row, and commits them with the
 //!    chunk's good rows.
@@ -137,6 +139,10 @@ pub(super) fn isolate(
             send(&stream);
             Ok(())
         })?;
+        let outcome = match outcome {
+            CopyOutcome::Loaded(rows) if (rows as usize) < run.len() => CopyOutcome::Refused(stopped_early()),
+            other => other,
+        };
         refused_last = matches!(outcome, CopyOutcome::Refused(_));
         prelude = match outcome {
             CopyOutcome::Loaded(rows) => {
@@ -161,6 +167,25 @@ pub(super) fn isolate(
     Ok(Isolated { rows: iso.rows, rejects: iso.rejects })
 }
 
+/// A run the server loaded only part of, without an error: it read a line
+/// holding only `\.` as the end of the data (text format; CSV before
+/// PostgreSQL 18) and ignored the rest. Like a refusal that names no line,
+/// the run is rolled back and halved until that line stands alone.
+fn stopped_early() -> CopyRefusal {
+    CopyRefusal {
+        message: "a line holding only \\. is COPY's end-of-data marker, after which the server reads nothing; \
+                  rejected so that the records after it load"
+            .into(),
+        ..CopyRefusal::default()
+    }
+}
+
+/// A record that is a `\.` line, which the server may take for the end of
+/// the data: sent alone, so only it is lost if it is.
+fn end_of_data_line(raw: &[u8]) -> bool {
+    matches!(raw, b"\\." | b"\\.\n" | b"\\.\r\n")
+}
+
 impl Isolator<'_> {
     /// Rejects records the server would refuse for their bytes alone (NUL,
     /// invalid UTF-8) and sorts the others into clean ones and suspects.
@@ -183,6 +208,7 @@ impl Isolator<'_> {
             };
             match (reason, &self.shared.rules) {
                 (Some(reason), _) => self.reject(i, CopyRefusal { message: reason, ..CopyRefusal::default() }),
+                (None, _) if end_of_data_line(raw) => suspects.push(i),
                 (None, Some(rules)) if suspect(raw, rules, self.shared.format) => suspects.push(i),
                 (None, None) if suspect_json(raw) => suspects.push(i),
                 (None, _) => clean.push(i),

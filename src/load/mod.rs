@@ -789,7 +789,7 @@ fn build_report(
         if c.rows + c.rejected != c.records {
             warnings.push(format!(
                 "{}: line {}: the server loaded {} rows and {} were rejected from a chunk in which sluice \
-                 counted {} records; are there bare carriage-return line endings or a \\. end-of-data line?",
+                 counted {} records; are there bare carriage-return line endings?",
                 c.file, c.first_line, c.rows, c.rejected, c.records
             ));
         }

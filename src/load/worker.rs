@@ -230,6 +230,13 @@ impl Worker<'_> {
         let (shared, reader) = (self.shared, &mut self.reader);
         let savepoint = shared.savepoint(SAVEPOINT, chunk);
         match self.session.copy_after(&savepoint, &mut |send| reader.feed(shared, chunk, send))? {
+            CopyOutcome::Loaded(rows) if rows < chunk.copied_records() => {
+                // The server stopped early without an error: a `\.` line,
+                // which COPY takes for the end of the data. Isolation
+                // rejects it and loads the records after it.
+                self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
+                self.isolate(chunk, None)
+            }
             CopyOutcome::Loaded(rows) => Ok(Isolated { rows, rejects: Vec::new() }),
             CopyOutcome::Refused(refusal) => {
                 self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
