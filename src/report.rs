@@ -275,6 +275,28 @@ impl LoadReport {
     }
 }
 
+/// Fails unless sluice can write a file at `path` (its folder exists and
+/// takes new files; a file already there may be replaced). Checked before a
+/// load starts, so that an hour-long load does not end unable to write its
+/// report or rejects.
+pub fn ensure_writable(path: &Path) -> std::io::Result<()> {
+    if path.is_dir() {
+        return Err(std::io::Error::other("it is a folder"));
+    }
+    if path.exists() {
+        std::fs::OpenOptions::new().append(true).open(path)?;
+    }
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !folder.is_dir() {
+        return Err(std::io::Error::other(format!("there is no folder {}", folder.display())));
+    }
+    let refused = |e: std::io::Error| {
+        let kind = std::io::Error::from(e.kind());
+        std::io::Error::new(e.kind(), format!("{kind} when creating a file in {}", folder.display()))
+    };
+    tempfile::Builder::new().prefix(".sluice-check-").tempfile_in(folder).map(drop).map_err(refused)
+}
+
 fn plural(n: u64) -> &'static str {
     if n == 1 {
         ""

@@ -303,6 +303,27 @@ fn end_of_data_lines_are_rejected_and_the_rest_loads() {
     assert_accounts(&r);
 }
 
+/// A rejects file or report that could not be written is refused before
+/// any row moves, not found out after an hour of loading.
+#[test]
+fn unwritable_rejects_or_report_path_stops_before_loading() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text)");
+    let file = db.file("bad.csv", b"1,a\nx,b\n");
+    let file = file.to_str().unwrap();
+    let missing = db.dir.path().join("no-such-folder/out.jsonl");
+    let folder = db.dir.path().to_str().unwrap();
+    for (flag, path) in
+        [("--rejects", missing.to_str().unwrap()), ("--report", missing.to_str().unwrap()), ("--report", folder)]
+    {
+        let run = db.load(&[file, "--table", "t", flag, path]);
+        assert_eq!(run.code, 2, "{flag} {path}: {}", run.stderr);
+        assert!(run.stderr.contains(&format!("{path}: cannot write")), "{}", run.stderr);
+        assert!(run.stderr.contains(&format!("name a writable file with {flag}")), "{}", run.stderr);
+        assert_eq!(db.count("t"), 0);
+    }
+}
+
 /// A quote left open early in a big input would make the rest of the file
 /// one record: past --max-record-size it is rejected as one record and the
 /// load goes on at the next line, for files read by range and in memory.

@@ -256,6 +256,11 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     let target = PgTarget::new(req.db.as_deref());
     let control = target.connect()?;
     let table = control.resolve_table(&req.table)?;
+    let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
+    crate::report::ensure_writable(&rejects_path).map_err(|e| Error::Input {
+        file: rejects_path.display().to_string(),
+        message: format!("cannot write rejects there: {e}; name a writable file with --rejects"),
+    })?;
     let columns = choose_columns(&table, req.columns.as_deref(), format.kind)?;
     let copy_plan = plan::choose_copy_format(req.copy_format, &table, columns.as_deref(), &format)?;
     let wanted = defer::TablePlan { defer: req.defer_indexes, truncate: req.truncate, unlogged: req.unlogged };
@@ -299,7 +304,6 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         fed_all: AtomicBool::new(false),
         waits: waits::WaitSampler::default(),
     };
-    let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
     let mut rejects = RejectsFile::new(&rejects_path);
     let mut outcome = run_pipeline(&shared, req, &mut rejects);
     let mut deferral = defer::deferral(&steps, defer_plan);
