@@ -68,6 +68,10 @@ pub const CREATE_SCHEMA: &str = "CREATE SCHEMA IF NOT EXISTS sluice; \
 pub struct Done {
     pub rows: u64,
     pub rejected: u64,
+    /// Where the chunk lay in its input, to tell whether a resumed load
+    /// cuts the same chunk (stdin cannot be checked any other way).
+    pub byte_offset: u64,
+    pub byte_len: u64,
 }
 
 /// The state of a job when a load starts.
@@ -250,11 +254,18 @@ pub fn xact_marker_sql(job: &str, seq: u64) -> String {
 
 pub fn done_chunks(session: &PgSession, job: &str) -> Result<HashMap<u64, Done>, Error> {
     let rows = session.query(
-        "SELECT seq, rows_loaded, rows_rejected FROM sluice.chunks WHERE job = $1 AND state = 'done'",
+        "SELECT seq, rows_loaded, rows_rejected, byte_offset, byte_len FROM sluice.chunks \
+         WHERE job = $1 AND state = 'done'",
         &[Some(job)],
     )?;
     let num = |v: &Option<String>| v.as_deref().and_then(|s| s.parse().ok()).unwrap_or(0);
-    Ok(rows.iter().map(|r| (num(&r[0]), Done { rows: num(&r[1]), rejected: num(&r[2]) })).collect())
+    let done = |r: &Vec<Option<String>>| Done {
+        rows: num(&r[1]),
+        rejected: num(&r[2]),
+        byte_offset: num(&r[3]),
+        byte_len: num(&r[4]),
+    };
+    Ok(rows.iter().map(|r| (num(&r[0]), done(r))).collect())
 }
 
 /// The rows a chunk loaded, when its ledger row is done.

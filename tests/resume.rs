@@ -4,7 +4,7 @@
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use crate::util::{sluice_command, TestDb};
+use crate::util::{sluice_command, sluice_with_stdin, TestDb};
 
 /// `rows` transactions rows; every 997th is bad (its id is not a number).
 /// Returns the data, the number of good rows and the sum of their ids.
@@ -263,6 +263,32 @@ fn status_shows_jobs_from_the_ledger() {
     assert!(table.stdout.lines().any(|l| l.starts_with("watched ") && l.contains("finished")), "{}", table.stdout);
     let missing = crate::util::sluice(&["status", "--db", &f.db.conninfo(), "--job", "nope"]);
     assert_eq!(missing.code, 2);
+}
+
+/// stdin has no size or modification time to compare: a job run again
+/// with stdin reads it and checks every chunk an earlier run committed
+/// against the ledger. The same data again loads nothing more; other data is
+/// refused with a way out, never skipped as if it were loaded.
+#[test]
+fn stdin_with_other_data_is_refused_not_skipped() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text)");
+    let conninfo = db.conninfo();
+    let args = ["load", "-", "--db", conninfo.as_str(), "--format", "csv", "--table", "t", "--chunk-size", "1KiB"];
+    let day = |from: u64, to: u64| -> Vec<u8> { (from..to).flat_map(|i| format!("{i},n{i}\n").into_bytes()).collect() };
+    sluice_with_stdin(&args, &day(0, 500)).assert_ok();
+    let again = sluice_with_stdin(&args, &day(0, 500));
+    again.assert_ok();
+    assert!(again.stderr.contains("chunks were committed by earlier runs"), "{}", again.stderr);
+    assert_eq!(db.count("t"), 500);
+    let other = sluice_with_stdin(&args, &day(500, 900));
+    assert_eq!(other.code, 2, "{}", other.stderr);
+    assert!(other.stderr.contains("not the input job"), "{}", other.stderr);
+    assert!(other.stderr.contains("--restart"), "{}", other.stderr);
+    assert_eq!(db.count("t"), 500);
+    let restarted = [&args[..], &["--restart"]].concat();
+    sluice_with_stdin(&restarted, &day(500, 900)).assert_ok();
+    assert_eq!(db.scalar("SELECT count(DISTINCT id) FROM t"), "900");
 }
 
 /// Streamed inputs resume too: a gzip file, and stdin piped again from the

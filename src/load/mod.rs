@@ -458,6 +458,12 @@ fn open_job(
     match opened {
         Opened::Fresh => Ok((job, HashMap::new(), defer_plan)),
         Opened::Resumed(done) => Ok((job, done, defer_plan)),
+        // Whether stdin holds the same data again can only be told by
+        // reading it: a finished job with stdin is resumed, and its chunks
+        // are checked against the ledger as they are cut.
+        Opened::Finished { .. } if sources.iter().any(|s| s.path.is_none()) => {
+            Ok((job.clone(), ledger::done_chunks(control, &job)?, defer_plan))
+        }
         Opened::Finished { rows, finished_at } => Err(Error::AlreadyLoaded { job, rows, finished_at }.into()),
     }
 }
@@ -727,7 +733,11 @@ fn feed_one(
             continue;
         }
         if let Some(done) = shared.done.get(&chunk.seq) {
-            // Committed by an earlier run: skip it without reading it again.
+            // Committed by an earlier run: skip it without reading it again,
+            // once sure it is the same chunk.
+            if (done.byte_offset, done.byte_len) != (chunk.loc.byte_offset, chunk.loc.byte_len) {
+                return Err(not_the_input_of(&shared.job, source, &chunk, done));
+            }
             scan.resumed_rows += done.rows;
             scan.resumed_rejected += done.rejected;
             scan.resumed_chunks += 1;
@@ -742,6 +752,22 @@ fn feed_one(
     scan.records = chunker.totals().0;
     *seq = chunker.next_seq();
     Ok(scan)
+}
+
+/// A resumed job's input cut into another chunk than the one an earlier run
+/// committed under the same number: the input changed (for files the
+/// fingerprint notices first; stdin is only checked here).
+fn not_the_input_of(job: &str, source: &Source, chunk: &Chunk, done: &Done) -> Error {
+    source.input_error(&format!(
+        "not the input job {job} loaded before: its chunk {} held bytes {}..{}, this input's holds {}..{}. \
+         Pipe the same data to resume the job; to load this data, pass --restart (it loads again from the start) \
+         or name a new job with --job NAME",
+        chunk.seq,
+        done.byte_offset,
+        done.byte_offset + done.byte_len,
+        chunk.loc.byte_offset,
+        chunk.loc.byte_offset + chunk.loc.byte_len
+    ))
 }
 
 /// The load's bytes from the start of input `index` to its end, when that
