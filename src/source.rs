@@ -169,7 +169,15 @@ fn file_source(path: &Path) -> Result<Source, Error> {
     let name = path.display().to_string();
     let meta = std::fs::metadata(path).map_err(|e| Error::Input { file: name.clone(), message: io_reason(&e) })?;
     if !meta.is_file() {
-        return Err(Error::Input { file: name, message: "not a regular file".into() });
+        // A pipe (process substitution, mkfifo) is read once and has no size:
+        // stdin is where sluice takes such input.
+        let message = if meta.is_dir() {
+            "a folder, not a file; name its files, or a glob such as 'folder/*.csv'"
+        } else {
+            "not a regular file; to load from a pipe or a command, pipe it to stdin: \
+             `command | sluice load - ...`"
+        };
+        return Err(Error::Input { file: name, message: message.into() });
     }
     let mut head = [0u8; 1024];
     let mut file = open_file(path)?;
