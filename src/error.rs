@@ -54,6 +54,12 @@ pub enum Error {
     Interrupted { chunks: u64, rows: u64 },
     #[error("stopped: {rejected} records rejected, more than --max-errors {max} allows; the last: {last}")]
     TooManyRejects { max: u64, rejected: u64, last: String },
+    #[error(
+        "stopped: {rejected} records were rejected and none loaded, which looks like a wrong option rather \
+         than bad data; the first: {first}. Check --format, --delimiter, --header, --columns and the table, or \
+         pass --max-errors N to load whatever loads"
+    )]
+    NothingLoads { rejected: u64, first: String },
     #[error("{0}")]
     Server(String),
 }
@@ -63,7 +69,7 @@ impl Error {
         match self {
             Error::Usage(_) | Error::Input { .. } | Error::Target(_) => exit::USAGE,
             Error::Connect { .. } | Error::Database(_) | Error::Server(_) => exit::DATABASE,
-            Error::TooManyRejects { .. } => exit::TOO_MANY_REJECTS,
+            Error::TooManyRejects { .. } | Error::NothingLoads { .. } => exit::TOO_MANY_REJECTS,
             Error::Interrupted { .. } => exit::INTERRUPTED,
             Error::AlreadyLoaded { .. } => exit::OK,
         }

@@ -303,6 +303,36 @@ fn end_of_data_lines_are_rejected_and_the_rest_loads() {
     assert_accounts(&r);
 }
 
+/// A wrong option (here the delimiter) rejects every record: without
+/// --max-errors the load stops once 1,000 were rejected and none loaded,
+/// says what to check, and commits nothing; with --max-errors it goes on and
+/// rejects every record, as asked.
+#[test]
+fn only_rejects_stop_the_load_unless_max_errors_is_given() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (a int, b int, c text)");
+    let data: String = (0..3_000).map(|i| format!("{i},{},text{i}\n", 2 * i)).collect();
+    let file = db.file("commas.tsv", data.as_bytes());
+    let Loaded { run, .. } = load_with_rejects(&db, &file, "t", &[]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert!(run.stderr.contains("records were rejected and none loaded"), "{}", run.stderr);
+    assert!(run.stderr.contains("Check --format, --delimiter"), "{}", run.stderr);
+    assert!(run.stderr.contains("invalid input syntax for type integer"), "{}", run.stderr);
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.rejects"), "0", "nothing committed");
+    let Loaded { run, rejects: found, report: r, .. } = load_with_rejects(&db, &file, "t", &["--max-errors", "5000"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(found.len(), 3_000);
+    assert_accounts(&r);
+    // A file whose records mostly load is not stopped by its bad ones.
+    db.execute("CREATE TABLE u (a int, b int, c text)");
+    let mixed: String =
+        (0..3_000).map(|i| if i % 3 == 0 { format!("{i}\t{i}\tok\n") } else { format!("{i},x\n") }).collect();
+    let file = db.file("mixed.tsv", mixed.as_bytes());
+    let Loaded { run, rejects: found, .. } = load_with_rejects(&db, &file, "u", &[]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!((db.count("u"), found.len()), (1_000, 2_000));
+}
+
 /// A rejects file or report that could not be written is refused before
 /// any row moves, not found out after an hour of loading.
 #[test]

@@ -29,7 +29,7 @@
 use std::borrow::Cow;
 
 use super::suspect::{suspect, suspect_json};
-use super::Shared;
+use super::{nothing_loads, rows_loaded_so_far, Shared, ALL_REJECTED_STOP};
 use crate::chunk::{locate_server_line, Chunk};
 use crate::error::Error;
 use crate::format::RecordScanner;
@@ -158,6 +158,15 @@ pub(super) fn isolate(
                 &after_refusal
             }
         };
+        // Only rejects so far, here and everywhere: stop before isolating
+        // the rest one record at a time (the chunk is not committed).
+        if iso.rejects.len() as u64 >= ALL_REJECTED_STOP {
+            let loaded = iso.rows + rows_loaded_so_far(shared);
+            let first = iso.rejects.first().map(Reject::to_string);
+            if let Some(hopeless) = nothing_loads(shared, loaded, iso.rejects.len() as u64, &first) {
+                return Err(hopeless);
+            }
+        }
     }
     // Leave the transaction open and usable: the worker stores the rejects
     // in it and commits.

@@ -164,6 +164,8 @@ struct Shared<'a> {
     clock: Instant,
     stop: AtomicBool,
     max_record_size: u64,
+    /// No `--max-errors`: stop when only rejects come (see [`ALL_REJECTED_STOP`]).
+    stop_when_nothing_loads: bool,
     job: String,
     /// Chunks committed by earlier runs of the job.
     done: HashMap<u64, Done>,
@@ -288,6 +290,7 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         clock: Instant::now(),
         stop: AtomicBool::new(false),
         max_record_size: req.max_record_size,
+        stop_when_nothing_loads: req.max_errors.is_none(),
         job,
         done,
         interrupt: req.interrupt.clone(),
@@ -624,15 +627,22 @@ fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -
         let mut failure = None;
         let mut rejected = 0u64;
         let mut elsewhere = 0u64;
+        let mut first_reject = None;
+        let mut loaded = rows_loaded_so_far(shared);
         for event in event_rx {
             let error = match event {
                 Event::Committed(record, chunk_rejects) => {
                     if let Some(pace) = &shared.pace {
                         pace.committed(record.byte_len);
                     }
+                    loaded += record.rows;
                     records.push(record);
                     rejected += chunk_rejects.len() as u64;
-                    record_rejects(rejects, &chunk_rejects).err().or_else(|| over_limit(req, rejected, &chunk_rejects))
+                    first_reject = first_reject.or_else(|| chunk_rejects.first().map(Reject::to_string));
+                    record_rejects(rejects, &chunk_rejects).err().or_else(|| {
+                        over_limit(req, rejected, &chunk_rejects)
+                            .or_else(|| nothing_loads(shared, loaded, rejected, &first_reject))
+                    })
                 }
                 Event::Elsewhere => {
                     elsewhere += 1;
@@ -673,6 +683,29 @@ fn over_limit(req: &LoadRequest, rejected: u64, latest: &[Reject]) -> Option<Err
     let max = req.max_errors?;
     let last = latest.last()?;
     (rejected > max).then(|| Error::TooManyRejects { max, rejected, last: last.to_string() })
+}
+
+/// Records rejected, with none loaded, after which a load without
+/// `--max-errors` stops: a wrong delimiter or column list rejects every
+/// record, and isolating each of them one by one would take hours on a big
+/// file and copy it whole into the rejects file (a 300,000-line file with
+/// the wrong delimiter took 20 s to reject; psql stops at its first line).
+pub const ALL_REJECTED_STOP: u64 = 1_000;
+
+/// The error that stops a load without `--max-errors` once
+/// [`ALL_REJECTED_STOP`] records were rejected and none loaded (`loaded`
+/// counts this run's committed rows and earlier runs'). Checked as chunks
+/// commit, and by isolation between its COPY statements, so that the stop
+/// does not wait for whole chunks of rejects.
+fn nothing_loads(shared: &Shared, loaded: u64, rejected: u64, first: &Option<String>) -> Option<Error> {
+    let first = first.as_ref()?;
+    (shared.stop_when_nothing_loads && loaded == 0 && rejected >= ALL_REJECTED_STOP)
+        .then(|| Error::NothingLoads { rejected, first: first.clone() })
+}
+
+/// Rows loaded so far: committed by this run's workers and by earlier runs.
+fn rows_loaded_so_far(shared: &Shared) -> u64 {
+    shared.progress.snapshot().rows_done + shared.done.values().map(|d| d.rows).sum::<u64>()
 }
 
 /// The feeder thread: chunks every input in order onto the queue.
