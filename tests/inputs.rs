@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use crate::util::{sluice_with_stdin, TestDb};
+use crate::util::{run_command, sluice_command, sluice_with_stdin, TestDb};
 
 fn rows(from: usize, to: usize) -> String {
     (from..to).map(|i| format!("{i},\"name {i}\nsecond line\",{}\n", i % 10)).collect()
@@ -26,6 +26,25 @@ fn header_skipped_once_per_file_across_a_glob() {
     assert_eq!(db.count("t"), 1500);
     assert_eq!(db.scalar("SELECT count(*) FROM t WHERE id = 'id'"), "0", "no header row was loaded");
     assert_eq!(db.scalar("SELECT count(DISTINCT id) FROM t"), "1500");
+}
+
+/// The field reports loaded 2,000 pre-split files: a glob of many more
+/// files than the open-file limit allows loads, because a worker keeps open
+/// only the file it reads.
+#[test]
+fn a_glob_of_more_files_than_the_open_file_limit() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text)");
+    for part in 0..600 {
+        db.file(&format!("many/part-{part:04}.tsv"), format!("{part}\tn{part}\n").as_bytes());
+    }
+    let glob = db.dir.path().join("many/part-*.tsv");
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", "ulimit -n 256 && exec \"$@\"", "sh"]).arg(sluice_command().get_program());
+    cmd.args(["load", glob.to_str().unwrap(), "--table", "t", "--db", &db.conninfo(), "--workers", "4"]);
+    let run = run_command(cmd);
+    run.assert_ok();
+    assert_eq!(db.scalar("SELECT count(DISTINCT id) FROM t"), "600");
 }
 
 fn gzip(data: &[u8]) -> Vec<u8> {
