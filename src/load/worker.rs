@@ -484,7 +484,7 @@ impl RangeReader {
 }
 
 fn open_cached<'a>(cached: &'a mut Option<(usize, File)>, shared: &Shared, index: usize) -> Result<&'a File, Error> {
-    if cached.as_ref().is_none_or(|(open, _)| *open != index) {
+    if !matches!(cached, Some((open, _)) if *open == index) {
         let source = &shared.sources[index];
         let path = source.path.as_ref().expect("positioned sources have paths");
         let file = File::open(path).map_err(|e| source.input_error(&io_reason(&e)))?;
