@@ -275,11 +275,19 @@ impl LoadReport {
     }
 }
 
-/// Fails unless sluice can write a file at `path` (its folder exists and
-/// takes new files; a file already there may be replaced). Checked before a
-/// load starts, so that an hour-long load does not end unable to write its
-/// report or rejects.
-pub fn ensure_writable(path: &Path) -> std::io::Result<()> {
+/// Fails unless sluice can write `what` (the report, rejects) at `path`,
+/// the file `flag` names. Checked before a load starts, so that an
+/// hour-long load does not end unable to write its report or rejects.
+pub fn ensure_writable(path: &Path, what: &str, flag: &str) -> Result<(), crate::error::Error> {
+    can_write(path).map_err(|e| crate::error::Error::Input {
+        file: path.display().to_string(),
+        message: format!("cannot write {what} there: {e}; name a writable file with {flag}"),
+    })
+}
+
+/// Whether a file can be written at `path`: its folder exists and takes new
+/// files, and a file already there may be replaced.
+fn can_write(path: &Path) -> std::io::Result<()> {
     if path.is_dir() {
         return Err(std::io::Error::other("it is a folder"));
     }

@@ -289,10 +289,7 @@ impl LoadArgs {
 pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
     super::guarded_target(args.db.as_deref(), redactor);
     if let Some(path) = &args.report {
-        sluice::report::ensure_writable(path).map_err(|e| Error::Input {
-            file: path.display().to_string(),
-            message: format!("cannot write the report there: {e}; name a writable file with --report"),
-        })?;
+        sluice::report::ensure_writable(path, "the report", "--report")?;
     }
     let mut request = args.request();
     request.interrupt = Some(super::interrupt_flag());

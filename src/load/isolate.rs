@@ -160,7 +160,7 @@ pub(super) fn isolate(
         };
         // Only rejects so far, here and everywhere: stop before isolating
         // the rest one record at a time (the chunk is not committed).
-        if iso.rejects.len() as u64 >= ALL_REJECTED_STOP {
+        if iso.rows == 0 && iso.rejects.len() as u64 >= ALL_REJECTED_STOP {
             let loaded = iso.rows + rows_loaded_so_far(shared);
             let first = iso.rejects.first().map(Reject::to_string);
             if let Some(hopeless) = nothing_loads(shared, loaded, iso.rejects.len() as u64, &first) {

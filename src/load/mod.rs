@@ -259,10 +259,7 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     let control = target.connect()?;
     let table = control.resolve_table(&req.table)?;
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
-    crate::report::ensure_writable(&rejects_path).map_err(|e| Error::Input {
-        file: rejects_path.display().to_string(),
-        message: format!("cannot write rejects there: {e}; name a writable file with --rejects"),
-    })?;
+    crate::report::ensure_writable(&rejects_path, "rejects", "--rejects")?;
     let columns = choose_columns(&table, req.columns.as_deref(), format.kind)?;
     let copy_plan = plan::choose_copy_format(req.copy_format, &table, columns.as_deref(), &format)?;
     let wanted = defer::TablePlan { defer: req.defer_indexes, truncate: req.truncate, unlogged: req.unlogged };
