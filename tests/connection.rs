@@ -116,6 +116,10 @@ fn missing_table_and_column_name_what_is_missing() {
     let run = db.load(&[&file, "--table", "t", "--columns", "id,missing"]);
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("column \"missing\" does not exist in table public.t; its columns are: id, name"));
+    db.execute("CREATE VIEW v AS SELECT * FROM t");
+    let run = db.load(&[&file, "--table", "v"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("\"public\".\"v\" is a view; sluice loads only into tables"), "{}", run.stderr);
     // Errors after a successful password login do not show the password.
     let mut cmd = sluice_command();
     cmd.args(["load", &file, "--table", "nope", "--db", &url]);

@@ -74,6 +74,23 @@ impl PgTarget {
 }
 
 /// Text parameters as libpq reads them: C strings.
+/// What a relation of `relkind` is, in words, when sluice cannot load into
+/// it; `None` for a table (plain, partitioned or foreign). Views are refused
+/// even with an INSTEAD OF trigger: truncation, savepoint isolation and index
+/// deferral all assume rows land in the relation itself.
+fn not_a_table(relkind: &str) -> Option<&'static str> {
+    match relkind {
+        "r" | "p" | "f" => None,
+        "v" => Some("a view"),
+        "m" => Some("a materialized view"),
+        "S" => Some("a sequence"),
+        "i" | "I" => Some("an index"),
+        "c" => Some("a composite type"),
+        "t" => Some("a TOAST table"),
+        _ => Some("another kind of relation"),
+    }
+}
+
 fn c_strings(params: &[Option<&str>]) -> Vec<Option<Vec<u8>>> {
     params.iter().map(|p| p.map(|v| format!("{v}\0").into_bytes())).collect()
 }
@@ -206,9 +223,9 @@ impl PgSession {
     /// as psql reads a name in SQL (quotes kept, bare letters folded to lower
     /// case).
     pub fn resolve_table(&self, name: &str) -> Result<TableInfo, Error> {
-        const FIND: &str = "SELECT c.oid::int8, n.nspname, c.relname \
+        const FIND: &str = "SELECT c.oid::int8, n.nspname, c.relname, c.relkind::text \
              FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
-             WHERE c.relkind IN ('r', 'p', 'f') AND c.relname = $2 \
+             WHERE c.relname = $2 \
              AND (($1::text IS NULL AND pg_catalog.pg_table_is_visible(c.oid)) OR n.nspname = $1)";
         let as_written = Some((None, name.to_string()));
         let split = name.split_once('.').map(|(schema, table)| (Some(schema.to_string()), table.to_string()));
@@ -231,7 +248,13 @@ impl PgSession {
                 "table \"{name}\" does not exist (searched schemas: {path}); create it first, or name it as schema.table"
             )));
         };
-        let [oid, schema, table] = [&row[0], &row[1], &row[2]].map(|v| v.clone().unwrap_or_default());
+        let [oid, schema, table, kind] = [&row[0], &row[1], &row[2], &row[3]].map(|v| v.clone().unwrap_or_default());
+        if let Some(what) = not_a_table(&kind) {
+            return Err(Error::Target(format!(
+                "\"{schema}\".\"{table}\" is {what}; sluice loads only into tables: \
+                 name the table it reads from"
+            )));
+        }
         let rows = self.query(
             "SELECT attname, pg_catalog.format_type(atttypid, atttypmod), attnotnull FROM pg_catalog.pg_attribute \
              WHERE attrelid = $1::int8::oid AND attnum > 0 AND NOT attisdropped AND attgenerated = '' ORDER BY attnum",
