@@ -69,6 +69,9 @@ pub struct Chunk {
     pub source_span: u64,
     /// The bytes, for inputs that cannot be read by range (stdin, compressed).
     pub data: Option<Vec<u8>>,
+    /// A hash of `data`, which the ledger keeps so that a resumed load can
+    /// tell the same stdin from other data of the same record lengths.
+    pub content_hash: Option<u64>,
     /// A record that outgrew the maximum record size ends the chunk; it is
     /// rejected, not copied.
     pub runaway: Option<Runaway>,
@@ -311,6 +314,7 @@ impl<R: Read> Chunker<R> {
             },
             records: cut.records,
             source_span: self.take_span(),
+            content_hash: cut.data.as_deref().map(xxhash_rust::xxh3::xxh3_64),
             data: cut.data,
             runaway: cut.runaway,
         };

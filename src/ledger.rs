@@ -33,7 +33,8 @@
 //! Schema (documented in the README; columns are only ever added):
 //! `sluice.jobs (job, target_table, fingerprint, created_at, finished_at)` and
 //! `sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, state
-//! ('pending' or 'done'), rows_loaded, rows_rejected, host, pid, committed_at)`,
+//! ('pending' or 'done'), rows_loaded, rows_rejected, host, pid, committed_at,
+//! content_hash)`,
 //! `sluice.steps (job, step, target_table, name, drop_sql, create_sql,
 //! violations_sql, state ('dropped' or 'rebuilt'), recorded_at, rebuilt_at)` and
 //! `sluice.xacts (job, seq)` (one row per COPY of a deferred load, whose
@@ -61,7 +62,13 @@ pub const CREATE_SCHEMA: &str = "CREATE SCHEMA IF NOT EXISTS sluice; \
      violations_sql text, state text NOT NULL, recorded_at timestamptz NOT NULL DEFAULT now(), \
      rebuilt_at timestamptz, PRIMARY KEY (job, step)); \
      CREATE TABLE IF NOT EXISTS sluice.xacts (job text NOT NULL, seq bigint NOT NULL); \
-     CREATE INDEX IF NOT EXISTS xacts_job_seq ON sluice.xacts (job, seq)";
+     CREATE INDEX IF NOT EXISTS xacts_job_seq ON sluice.xacts (job, seq); \
+     ALTER TABLE sluice.chunks ADD COLUMN IF NOT EXISTS content_hash bigint";
+
+/// True when the ledger and rejects tables exist with every column this
+/// version writes (a ledger made by an older sluice lacks later columns).
+pub const SCHEMA_IS_CURRENT: &str = "SELECT to_regclass('sluice.rejects') IS NOT NULL AND EXISTS (SELECT \
+     FROM pg_catalog.pg_attribute WHERE attrelid = to_regclass('sluice.chunks') AND attname = 'content_hash')";
 
 /// A committed chunk's counts, as the ledger recorded them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -72,6 +79,8 @@ pub struct Done {
     /// cuts the same chunk (stdin cannot be checked any other way).
     pub byte_offset: u64,
     pub byte_len: u64,
+    /// The chunk's content hash, for inputs read as a stream.
+    pub content_hash: Option<u64>,
 }
 
 /// The state of a job when a load starts.
@@ -254,7 +263,7 @@ pub fn xact_marker_sql(job: &str, seq: u64) -> String {
 
 pub fn done_chunks(session: &PgSession, job: &str) -> Result<HashMap<u64, Done>, Error> {
     let rows = session.query(
-        "SELECT seq, rows_loaded, rows_rejected, byte_offset, byte_len FROM sluice.chunks \
+        "SELECT seq, rows_loaded, rows_rejected, byte_offset, byte_len, content_hash FROM sluice.chunks \
          WHERE job = $1 AND state = 'done'",
         &[Some(job)],
     )?;
@@ -264,6 +273,7 @@ pub fn done_chunks(session: &PgSession, job: &str) -> Result<HashMap<u64, Done>,
         rejected: num(&r[2]),
         byte_offset: num(&r[3]),
         byte_len: num(&r[4]),
+        content_hash: r[5].as_deref().and_then(|s| s.parse::<i64>().ok()).map(|h| h as u64),
     };
     Ok(rows.iter().map(|r| (num(&r[0]), done(r))).collect())
 }
@@ -338,6 +348,7 @@ pub struct ChunkRow<'a> {
     pub byte_offset: u64,
     pub byte_len: u64,
     pub first_line: u64,
+    pub content_hash: Option<u64>,
     pub rows: u64,
     pub rejected: u64,
 }
@@ -357,17 +368,19 @@ impl ChunkRow<'_> {
     /// Creates the chunk's `pending` row unless it exists (autocommit).
     pub fn pending_sql(&self) -> String {
         let mut sql = String::from(
-            "INSERT INTO sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, state, host, pid) VALUES (",
+            "INSERT INTO sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, content_hash, state, host, pid) \
+             VALUES (",
         );
         let _ = write!(
             sql,
-            "{}, {}, {}, {}, {}, {}, 'pending', {}, {}) ON CONFLICT (job, seq) DO NOTHING",
+            "{}, {}, {}, {}, {}, {}, {}, 'pending', {}, {}) ON CONFLICT (job, seq) DO NOTHING",
             quote_literal(self.job),
             self.seq,
             quote_literal(self.file),
             self.byte_offset,
             self.byte_len,
             self.first_line,
+            self.content_hash.map_or("NULL".to_string(), |h| (h as i64).to_string()),
             quote_literal(&host_name()),
             std::process::id()
         );
@@ -493,11 +506,12 @@ mod tests {
             byte_offset: 0,
             byte_len: 9,
             first_line: 1,
+            content_hash: Some(u64::MAX),
             rows: 2,
             rejected: 1,
         };
         let sql = row.pending_sql();
-        assert!(sql.contains("VALUES (E'j''1', 3, E'a.csv', 0, 9, 1, 'pending', "), "{sql}");
+        assert!(sql.contains("VALUES (E'j''1', 3, E'a.csv', 0, 9, 1, -1, 'pending', "), "{sql}");
         assert!(row.claim_sql(false).ends_with("WHERE job = E'j''1' AND seq = 3 FOR UPDATE SKIP LOCKED"));
         assert!(row
             .done_sql()

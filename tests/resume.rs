@@ -289,6 +289,22 @@ fn stdin_with_other_data_is_refused_not_skipped() {
     let restarted = [&args[..], &["--restart"]].concat();
     sluice_with_stdin(&restarted, &day(500, 900)).assert_ok();
     assert_eq!(db.scalar("SELECT count(DISTINCT id) FROM t"), "900");
+    // A ledger made before content hashes gets the column on the next load.
+    db.execute("ALTER TABLE sluice.chunks DROP COLUMN content_hash");
+    // Other records of the very same lengths cut the same byte ranges: the
+    // chunks' content hashes tell them apart.
+    let same_lengths = [&args[..], &["--job", "fixed-width"]].concat();
+    sluice_with_stdin(&same_lengths, &day(1000, 1400)).assert_ok();
+    let hashed = "SELECT count(content_hash) FROM sluice.chunks WHERE job = 'fixed-width'";
+    assert_eq!(db.scalar(hashed), "5");
+    let other = sluice_with_stdin(&same_lengths, &day(2000, 2400));
+    assert_eq!(other.code, 2, "{}", other.stderr);
+    assert!(
+        other.stderr.contains("its chunk 0 (bytes 0..1") && other.stderr.contains("held other data"),
+        "{}",
+        other.stderr
+    );
+    assert_eq!(db.count("t"), 1300);
 }
 
 /// Streamed inputs resume too: a gzip file, and stdin piped again from the

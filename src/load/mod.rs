@@ -541,9 +541,8 @@ fn finish_job(
 /// Creates sluice's ledger and rejects tables when they are missing; a user
 /// who may not create them can still load once they exist.
 fn ensure_tables(control: &PgSession) -> Result<(), Error> {
-    const CHECK: &str = "SELECT to_regclass('sluice.chunks') IS NOT NULL AND to_regclass('sluice.rejects') IS NOT NULL";
     for _ in 0..3 {
-        if control.query(CHECK, &[])?.first().and_then(|r| r[0].as_deref()) == Some("t") {
+        if control.query(ledger::SCHEMA_IS_CURRENT, &[])?.first().and_then(|r| r[0].as_deref()) == Some("t") {
             return Ok(());
         }
         let ddl = format!("{}; {}", ledger::CREATE_SCHEMA, crate::rejects::CREATE_TABLE);
@@ -765,7 +764,7 @@ fn feed_one(
         if let Some(done) = shared.done.get(&chunk.seq) {
             // Committed by an earlier run: skip it without reading it again,
             // once sure it is the same chunk.
-            if (done.byte_offset, done.byte_len) != (chunk.loc.byte_offset, chunk.loc.byte_len) {
+            if !is_the_chunk_done(done, &chunk) {
                 return Err(not_the_input_of(&shared.job, source, &chunk, done));
             }
             scan.resumed_rows += done.rows;
@@ -784,19 +783,32 @@ fn feed_one(
     Ok(scan)
 }
 
+/// Whether `chunk` is the one an earlier run committed as `done`: the same
+/// byte range, and for streamed inputs the same content (a ledger row from a
+/// sluice without content hashes is judged by its range alone).
+fn is_the_chunk_done(done: &Done, chunk: &Chunk) -> bool {
+    let same_range = (done.byte_offset, done.byte_len) == (chunk.loc.byte_offset, chunk.loc.byte_len);
+    let same_content = match (done.content_hash, chunk.content_hash) {
+        (Some(before), Some(now)) => before == now,
+        _ => true,
+    };
+    same_range && same_content
+}
+
 /// A resumed job's input cut into another chunk than the one an earlier run
 /// committed under the same number: the input changed (for files the
 /// fingerprint notices first; stdin is only checked here).
 fn not_the_input_of(job: &str, source: &Source, chunk: &Chunk, done: &Done) -> Error {
+    let range = |offset: u64, len: u64| format!("bytes {offset}..{}", offset + len);
+    let (before, now) = (range(done.byte_offset, done.byte_len), range(chunk.loc.byte_offset, chunk.loc.byte_len));
+    let difference = if before == now {
+        format!("its chunk {} ({now}) held other data", chunk.seq)
+    } else {
+        format!("its chunk {} held {before}, this input's holds {now}", chunk.seq)
+    };
     source.input_error(&format!(
-        "not the input job {job} loaded before: its chunk {} held bytes {}..{}, this input's holds {}..{}. \
-         Pipe the same data to resume the job; to load this data, pass --restart (it loads again from the start) \
-         or name a new job with --job NAME",
-        chunk.seq,
-        done.byte_offset,
-        done.byte_offset + done.byte_len,
-        chunk.loc.byte_offset,
-        chunk.loc.byte_offset + chunk.loc.byte_len
+        "not the input job {job} loaded before: {difference}. Pipe the same data to resume the job; to load this \
+         data, pass --restart (it loads again from the start) or name a new job with --job NAME"
     ))
 }
 

@@ -325,6 +325,7 @@ fn ledger_row<'a>(shared: &'a Shared, chunk: &Chunk, rows: u64, rejected: u64) -
         byte_offset: chunk.loc.byte_offset,
         byte_len: chunk.loc.byte_len,
         first_line: chunk.loc.first_line,
+        content_hash: chunk.content_hash,
         rows,
         rejected,
     }
