@@ -89,6 +89,29 @@ fn stdin_gzip_and_zstd_load_the_same_table() {
     }
 }
 
+/// A compressed file cut short says so, names how to check it, and keeps
+/// the chunks committed before the cut.
+#[test]
+fn compressed_input_cut_short_says_so() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text, k int)");
+    let data = rows(0, 20_000);
+    let packed = gzip(data.as_bytes());
+    let zst = zstd::encode_all(data.as_bytes(), 3).unwrap();
+    for (name, bytes, tool) in [("cut.csv.gz", &packed, "gzip"), ("cut.csv.zst", &zst, "zstd")] {
+        let file = db.file(name, &bytes[..bytes.len() * 3 / 4]);
+        let file = file.to_str().unwrap();
+        let run = db.load(&[file, "--table", "t", "--chunk-size", "4KiB", "--workers", "1"]);
+        assert_eq!(run.code, 2, "{}", run.stderr);
+        let expected = format!("{file}: the {tool} data is cut short or damaged (");
+        assert!(run.stderr.contains(&expected), "{}", run.stderr);
+        assert!(run.stderr.contains(&format!("`{tool} -t {file}` checks the file")), "{}", run.stderr);
+        assert!(run.stderr.contains("were committed before the error and stay loaded"), "{}", run.stderr);
+    }
+    let loaded: u64 = db.count("t");
+    assert!(loaded > 0 && loaded < 40_000, "{loaded}");
+}
+
 /// Workers 1, 2, 8 and chunk sizes 1 KiB to 64 MiB all give the table
 /// `psql \copy` gives.
 #[test]
