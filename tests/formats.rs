@@ -110,6 +110,28 @@ fn jsonl_documents_arrive_byte_identical() {
     assert_eq!(db.scalar("SELECT doc->>'path' FROM bdocs WHERE doc->>'n' = '0'"), r"C:\Fun\input.json");
 }
 
+/// An empty line holds no document: it is rejected with its line number,
+/// not loaded as a NULL row no record asked for, on the binary and the text
+/// path alike.
+#[test]
+fn jsonl_empty_lines_are_rejected_not_loaded_as_null() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE docs (doc jsonb)");
+    let file = db.file("docs.jsonl", b"{\"a\":1}\n\n{\"b\":2}\n{\"c\":3}\n\n");
+    let path = file.to_str().unwrap();
+    for copy_format in ["binary", "text"] {
+        let rejects = db.dir.path().join(format!("{copy_format}.rejects.jsonl"));
+        let rejects = rejects.to_str().unwrap();
+        let run = db.load(&[path, "--table", "docs", "--copy-format", copy_format, "--rejects", rejects, "--restart"]);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert_eq!(db.scalar("SELECT count(*) FILTER (WHERE doc IS NULL) || '/' || count(*) FROM docs"), "0/3");
+        let lines: Vec<String> = std::fs::read_to_string(rejects).unwrap().lines().map(String::from).collect();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].contains("\"line\":2,") && lines[1].contains("\"line\":5,"), "{lines:?}");
+        db.execute("TRUNCATE docs");
+    }
+}
+
 /// The generated store_sales CSV (quoted fields, rare quoted newlines).
 #[test]
 fn generated_store_sales_matches_psql_copy() {

@@ -458,7 +458,9 @@ impl Split {
         if line == b"\\." || memchr3(b'\r', 0x01, 0x02, line).is_some() || memchr(0, line).is_some() {
             return Err("a carriage return, control byte or end-of-data marker".into());
         }
-        self.emit((!line.is_empty()).then_some(line), out)?;
+        // An empty line is an empty document (never NULL), as in the text
+        // path's COPY statement: the server refuses it and it is rejected.
+        self.emit(Some(line), out)?;
         Ok(len)
     }
 }

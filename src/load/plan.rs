@@ -83,8 +83,15 @@ fn column_list(table: &TableInfo) -> String {
 }
 
 /// `COPY "s"."t" ("a", "b") FROM STDIN WITH (FORMAT csv, ...)`.
+///
+/// For json lines, `FORCE_NOT_NULL` makes an empty line an empty document,
+/// which the server refuses, so it becomes a reject naming its line: CSV
+/// mode would load it as a NULL row that no input record asked for.
 pub fn copy_statement(table: &TableInfo, columns: Option<&[String]>, format: &FormatOptions) -> String {
-    let options: Vec<String> = format.copy_options().into_iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let mut options: Vec<String> = format.copy_options().into_iter().map(|(k, v)| format!("{k} {v}")).collect();
+    if let (FormatKind::Jsonl, Some([column])) = (format.kind, columns) {
+        options.push(format!("FORCE_NOT_NULL ({})", quote_ident(column)));
+    }
     format!("{} WITH ({})", copy_target(table, columns), options.join(", "))
 }
 
@@ -233,5 +240,7 @@ mod tests {
         let t = table(&[("a", "int")]);
         let sql = copy_statement(&t, Some(&["a".into()]), &FormatOptions::new(FormatKind::Tsv));
         assert_eq!(sql, "COPY \"public\".\"T x\" (\"a\") FROM STDIN WITH (FORMAT text)");
+        let sql = copy_statement(&t, Some(&["a".into()]), &FormatOptions::new(FormatKind::Jsonl));
+        assert!(sql.ends_with(", FORCE_NOT_NULL (\"a\"))"), "{sql}");
     }
 }
