@@ -84,8 +84,31 @@ pub fn run_matrix(
 ) -> Result<Vec<Measured>, Error> {
     let server = ServerCpu::find(control)?;
     let mut out = Vec::new();
+    let measured = measure_each(control, base, settings, rounds, &server, &mut on_run, &mut out);
+    // The ledger rows of every run, also after an error or an interrupt.
+    control.execute(&format!(
+        "DELETE FROM sluice.rejects WHERE job LIKE 'sluice-bench-{0}-%'; \
+         DELETE FROM sluice.jobs WHERE job LIKE 'sluice-bench-{0}-%'",
+        std::process::id()
+    ))?;
+    measured.map(|()| out)
+}
+
+fn measure_each(
+    control: &PgSession,
+    base: &LoadRequest,
+    settings: &[Setting],
+    rounds: usize,
+    server: &Option<ServerCpu>,
+    on_run: &mut impl FnMut(&Measured),
+    out: &mut Vec<Measured>,
+) -> Result<(), Error> {
+    let interrupted = || base.interrupt.as_ref().is_some_and(|i| i.load(std::sync::atomic::Ordering::SeqCst));
     for round in 0..rounds {
         for (i, s) in settings.iter().enumerate() {
+            if interrupted() {
+                return Err(Error::Interrupted { chunks: 0, rows: 0 });
+            }
             control.execute(&format!("TRUNCATE {}", control.resolve_table(&base.table)?.quoted()))?;
             // Flushes the previous run's dirty pages; needs a privilege many
             // users lack, and the matrix stands without it.
@@ -117,12 +140,7 @@ pub fn run_matrix(
             out.push(measured);
         }
     }
-    control.execute(&format!(
-        "DELETE FROM sluice.rejects WHERE job LIKE 'sluice-bench-{0}-%'; \
-         DELETE FROM sluice.jobs WHERE job LIKE 'sluice-bench-{0}-%'",
-        std::process::id()
-    ))?;
-    Ok(out)
+    Ok(())
 }
 
 /// Medians per setting, in the matrix's order.

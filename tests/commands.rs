@@ -1,6 +1,44 @@
 //! Progress, the JSON report, `sluice gen` and `sluice demo`.
 
-use crate::util::{server, sluice, TestDb, PASSWORD};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use crate::util::{server, sluice, sluice_command, TestDb, PASSWORD};
+
+/// Starts `sluice args` with stderr read line by line on a thread: the lines
+/// arrive on the channel as they are printed.
+fn spawn_watched(args: &[&str]) -> (Child, mpsc::Receiver<String>) {
+    let mut child = sluice_command().args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let (send, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = send.send(line);
+        }
+    });
+    (child, lines)
+}
+
+/// Waits for a stderr line containing `needle`; every line seen until then.
+fn wait_for_line(lines: &mpsc::Receiver<String>, needle: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    while let Ok(line) = lines.recv_timeout(Duration::from_secs(120)) {
+        let found = line.contains(needle);
+        seen.push(line);
+        if found {
+            return seen;
+        }
+    }
+    panic!("no line with {needle:?}: {seen:?}")
+}
+
+fn terminate(child: &Child) {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+}
 
 #[test]
 fn report_accounts_for_every_record_and_progress_is_plain_when_piped() {
@@ -70,6 +108,27 @@ fn demo_runs_end_to_end() {
     // Where the time went, as `sluice load` prints it (20 samples a second).
     assert!(run.stdout.contains("server sessions ("), "{}", run.stdout);
     assert!(run.stderr.contains("stopping the server"), "{}", run.stderr);
+}
+
+/// TERM (or Ctrl-C) during the demo's load still stops the throwaway server
+/// and removes its files and the generated data.
+#[test]
+fn demo_interrupted_stops_its_server_and_cleans_up() {
+    let (mut child, lines) = spawn_watched(&["demo", "--rows", "1M"]);
+    let seen = wait_for_line(&lines, "sluice demo: sluice load ");
+    let data_dir = seen.iter().find_map(|l| l.split(" into ").nth(1)).expect("the demo names its data folder");
+    let children = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", child.id())).unwrap();
+    let children: Vec<String> = children.split_whitespace().map(String::from).collect();
+    assert!(!children.is_empty(), "the demo's server runs as its child");
+    terminate(&child);
+    let status = child.wait().unwrap();
+    let rest: Vec<String> = lines.iter().collect();
+    assert_eq!(status.code(), Some(3), "{rest:?}");
+    assert!(rest.iter().any(|l| l.contains("stopping the server and removing its files")), "{rest:?}");
+    for pid in &children {
+        assert!(!Path::new(&format!("/proc/{pid}")).exists(), "process {pid} outlived the demo");
+    }
+    assert!(!Path::new(data_dir).exists(), "{data_dir} was left behind");
 }
 
 /// `sluice doctor` reads the settings and the table and gives advice with
@@ -142,6 +201,28 @@ fn bench_measures_a_matrix_and_recommends_a_command() {
     assert_eq!(runs.lines().count(), 1 + 2 * 10, "a header and 10 settings x 2 rounds: {runs}");
     assert!(runs.lines().skip(1).all(|l| l.contains(",30000,")), "every run loaded every row: {runs}");
     assert_eq!(db.count("orders"), 0, "the user's table is not written");
+    assert_eq!(db.scalar("SELECT count(*) FROM pg_class WHERE relname LIKE 'sluice_bench_%'"), "0", "scratch dropped");
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.jobs WHERE job LIKE 'sluice-bench-%'"), "0");
+}
+
+/// TERM during `sluice bench` stops it with its scratch table dropped and its
+/// ledger rows deleted: nothing of it stays in the user's database.
+#[test]
+fn bench_interrupted_leaves_nothing_behind() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE orders (id int, qty int, note text)");
+    let data: String = (1..=100_000).map(|i| format!("{i},{},note {i}\n", i % 7)).collect();
+    let file = db.file("orders.csv", data.as_bytes());
+    let conninfo = db.conninfo();
+    let csv = db.dir.path().join("runs.csv");
+    let args = ["bench", "--db", &conninfo, file.to_str().unwrap(), "--table", "orders", "--rounds", "5"];
+    let (mut child, lines) = spawn_watched(&[&args[..], &["--csv", csv.to_str().unwrap()]].concat());
+    wait_for_line(&lines, "sluice bench: round 1 ");
+    terminate(&child);
+    let status = child.wait().unwrap();
+    let rest: Vec<String> = lines.iter().collect();
+    assert_eq!(status.code(), Some(3), "{rest:?}");
+    assert!(rest.iter().any(|l| l.contains("interrupted; its scratch table and ledger rows were removed")), "{rest:?}");
     assert_eq!(db.scalar("SELECT count(*) FROM pg_class WHERE relname LIKE 'sluice_bench_%'"), "0", "scratch dropped");
     assert_eq!(db.scalar("SELECT count(*) FROM sluice.jobs WHERE job LIKE 'sluice-bench-%'"), "0");
 }

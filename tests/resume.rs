@@ -96,25 +96,29 @@ fn kill_at_random_moments_then_resume_loads_exactly_once() {
     f.assert_exact();
 }
 
+/// Ctrl-C, and the TERM that `kill`, systemd and container runtimes send,
+/// stop after the chunks in flight with a summary and exit code 3.
 #[test]
-fn ctrl_c_stops_cleanly_and_the_same_command_resumes() {
-    let f = fixture(1_500_000, &[]);
-    let child = f.spawn();
-    std::thread::sleep(Duration::from_millis(400));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if out.status.code() == Some(3) {
-        assert!(stderr.contains("run the same command again to resume"), "{stderr}");
-        assert!(f.db.count("t") < f.good, "it stopped before the end");
-    } else {
-        // The load may have finished before the signal arrived.
-        assert!(matches!(out.status.code(), Some(0 | 1)), "{stderr}");
+fn ctrl_c_or_term_stops_cleanly_and_the_same_command_resumes() {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let f = fixture(1_500_000, &[]);
+        let child = f.spawn();
+        std::thread::sleep(Duration::from_millis(400));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if matches!(out.status.code(), Some(0 | 1)) {
+            // The load may have finished before the signal arrived.
+        } else {
+            assert_eq!(out.status.code(), Some(3), "signal {signal}: {stderr}");
+            assert!(stderr.contains("run the same command again to resume"), "{stderr}");
+            assert!(f.db.count("t") < f.good, "it stopped before the end");
+        }
+        let out = f.spawn().wait_with_output().unwrap();
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+        f.assert_exact();
     }
-    let out = f.spawn().wait_with_output().unwrap();
-    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
-    f.assert_exact();
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! `sluice bench`: a small matrix of settings on your server and your data.
 
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use clap::Args;
 use sluice::bench::{self, Measured};
@@ -72,6 +74,9 @@ pub struct BenchArgs {
 }
 
 pub fn run(args: BenchArgs, redactor: &mut Redactor) -> Result<i32, Error> {
+    // A Ctrl-C or TERM ends the run in the clean-up below: a scratch table
+    // left behind could hold gigabytes of the user's database.
+    let interrupt = super::interrupt_flag();
     let target = super::guarded_target(args.db.as_deref(), redactor);
     let control = target.connect()?;
     let scratch_dir =
@@ -84,9 +89,15 @@ pub fn run(args: BenchArgs, redactor: &mut Redactor) -> Result<i32, Error> {
         None => (args.files.clone(), args.table.clone()),
     };
     let (quoted, scratch) = create_scratch(&control, source_table.as_deref(), args.dataset)?;
-    let outcome = measure(&args, &control, &inputs, &scratch, &scratch_dir);
+    let outcome = measure(&args, &control, &inputs, &scratch, &scratch_dir, interrupt);
     let dropped = control.execute(&format!("DROP TABLE IF EXISTS {quoted}"));
-    let (runs, settings) = outcome?;
+    let (runs, settings) = match outcome {
+        Err(Error::Interrupted { .. }) => {
+            eprintln!("sluice bench: interrupted; its scratch table and ledger rows were removed");
+            return Ok(exit::INTERRUPTED);
+        }
+        outcome => outcome?,
+    };
     dropped?;
     print_results(&args, &runs, &settings, &inputs, source_table.as_deref());
     bench::write_csv(&args.csv, &runs)
@@ -124,6 +135,7 @@ fn measure(
     inputs: &[String],
     scratch: &str,
     dir: &tempfile::TempDir,
+    interrupt: Arc<AtomicBool>,
 ) -> Result<(Vec<Measured>, Vec<bench::Setting>), Error> {
     let mut options = FormatOptions::new(args.format.map_or(FormatKind::Csv, Into::into));
     options.delimiter = args.delimiter;
@@ -134,6 +146,7 @@ fn measure(
         db: args.db.clone(),
         rejects: Some(dir.path().join("rejects.jsonl")),
         restart: true,
+        interrupt: Some(interrupt),
         ..LoadRequest::new(inputs.to_vec(), scratch)
     };
     let info = control.resolve_table(scratch)?;

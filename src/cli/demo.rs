@@ -46,6 +46,10 @@ fn demo_settings() -> Vec<(String, String)> {
 }
 
 pub fn run(args: DemoArgs, _redactor: &mut Redactor) -> Result<i32, Error> {
+    // Installed first: a Ctrl-C or TERM at any step then ends in the clean-up
+    // below (the server stopped, its files and the data removed), not in a
+    // server left running.
+    let interrupt = super::interrupt_flag();
     eprintln!("sluice demo: starting a throwaway PostgreSQL server");
     let server = LocalPostgres::start(&LocalOptions { settings: demo_settings(), ..LocalOptions::default() })?;
     let conninfo = server.conninfo("postgres");
@@ -61,15 +65,22 @@ pub fn run(args: DemoArgs, _redactor: &mut Redactor) -> Result<i32, Error> {
         db: Some(conninfo),
         workers: args.workers.unwrap_or(load::AUTO_WORKERS),
         chunk_size: args.chunk_size,
+        interrupt: Some(interrupt),
         ..LoadRequest::new(vec![path.display().to_string()], table)
     };
     let progress = Arc::new(Progress::default());
     let view = ProgressView::start(progress.clone(), 1.0);
     let outcome = load::run(&request, &progress);
     view.finish();
-    let report = outcome.map_err(|failed| failed.error)?;
-    super::load::print_summary(&report);
+    let code = match outcome {
+        Ok(report) => {
+            super::load::print_summary(&report);
+            exit::OK
+        }
+        Err(failed) if matches!(failed.error, Error::Interrupted { .. }) => exit::INTERRUPTED,
+        Err(failed) => return Err(failed.error),
+    };
     eprintln!("sluice demo: stopping the server and removing its files");
     server.stop();
-    Ok(exit::OK)
+    Ok(code)
 }

@@ -64,9 +64,10 @@ pub fn guarded_target(db: Option<&str>, redactor: &mut Redactor) -> PgTarget {
     target
 }
 
-/// A flag set by the first Ctrl-C (the load stops handing out chunks and
-/// lets in-flight ones commit); a second Ctrl-C exits at once, and the server
-/// rolls back whatever was in flight.
+/// A flag set by the first Ctrl-C, TERM or HUP (the load stops handing out
+/// chunks and lets in-flight ones commit); a second one exits at once, and
+/// the server rolls back whatever was in flight. TERM counts because it is
+/// how `kill`, systemd and container runtimes ask a program to stop.
 pub fn interrupt_flag() -> Arc<AtomicBool> {
     let flag = Arc::new(AtomicBool::new(false));
     let seen = flag.clone();
@@ -74,10 +75,10 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
         if seen.swap(true, Ordering::SeqCst) {
             std::process::exit(130);
         }
-        eprintln!("sluice: stopping after the chunks in flight; Ctrl-C again to quit at once");
+        eprintln!("sluice: stopping after the chunks in flight; Ctrl-C (or TERM) again to quit at once");
     });
     if let Err(e) = installed {
-        eprintln!("sluice: warning: Ctrl-C will not stop the load cleanly: {e}");
+        eprintln!("sluice: warning: Ctrl-C and TERM will not stop the load cleanly: {e}");
     }
     flag
 }
