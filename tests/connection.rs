@@ -128,6 +128,32 @@ fn missing_table_and_column_name_what_is_missing() {
     assert!(!run.output().contains(PASSWORD), "{}", run.output());
 }
 
+/// More workers than the server lets the role connect: the load goes on
+/// with the connections it got, loads every row and says what happened,
+/// even when it lasts longer than --retry-timeout (it used to fail then).
+#[test]
+fn workers_beyond_a_connection_limit_do_not_fail_the_load() {
+    let db = TestDb::new();
+    let role = format!("{}_limited", db.name);
+    db.execute(&format!("CREATE ROLE {role} LOGIN CONNECTION LIMIT 3; GRANT ALL ON DATABASE {} TO {role}", db.name));
+    db.execute(&format!("CREATE TABLE t (id int, name text); ALTER TABLE t OWNER TO {role}"));
+    let data: String = (0..600_000).map(|i| format!("{i},name {i}\n")).collect();
+    let file = db.file("d.csv", data.as_bytes());
+    let conninfo = format!("{} user={role}", db.conninfo());
+    let args = ["--table", "t", "--workers", "8", "--chunk-size", "16KiB", "--retry-timeout", "1s"];
+    let run = run_command({
+        let mut cmd = sluice_command();
+        cmd.args([&["load", file.to_str().unwrap(), "--db", &conninfo][..], &args].concat());
+        cmd
+    });
+    run.assert_ok();
+    assert_eq!(db.count("t"), 600_000);
+    assert!(run.stderr.contains(&format!("too many connections for role \"{role}\"")), "{}", run.stderr);
+    assert!(run.stderr.contains("never loaded"), "{}", run.stderr);
+    let seconds: f64 = run.stdout.split(" in ").nth(1).and_then(|s| s.split(' ').next()).unwrap().parse().unwrap();
+    assert!(seconds > 1.0, "the load ({seconds} s) must outlast --retry-timeout for this test to bite");
+}
+
 /// Names as psql takes them in SQL: quoted parts keep their case and may
 /// hold dots, bare ones are folded to lower case; a name that exists as
 /// written is still taken as written.

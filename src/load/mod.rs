@@ -192,6 +192,11 @@ struct Shared<'a> {
     fed_all: AtomicBool,
     /// What the loading sessions wait on, for the report.
     waits: waits::WaitSampler,
+    /// Some worker of this load has connected.
+    any_connected: AtomicBool,
+    /// Workers whose first connection the server refused: why, and
+    /// whether they loaded a chunk once connected later.
+    refused: std::sync::Mutex<Vec<(String, bool)>>,
 }
 
 impl Shared<'_> {
@@ -206,7 +211,16 @@ impl Shared<'_> {
 
     /// Connections loading now: the fixed count, or the pacer's level.
     fn workers(&self, req: &LoadRequest) -> usize {
-        self.pace.as_ref().map_or(req.workers.max(1), pace::Pacer::level)
+        let idle = self.refused.lock().map_or(0, |r| r.iter().filter(|(_, loaded)| !loaded).count());
+        self.pace.as_ref().map_or(req.workers.max(1).saturating_sub(idle).max(1), pace::Pacer::level)
+    }
+
+    /// A worker's first connection was refused (`reason`); `loaded`: it
+    /// connected later and committed a chunk.
+    fn note_refused(&self, reason: String, loaded: bool) {
+        if let Ok(mut refused) = self.refused.lock() {
+            refused.push((reason, loaded));
+        }
     }
 
     /// The statements that open a COPY's subtransaction: with a key or
@@ -303,6 +317,8 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         pace: (req.workers == AUTO_WORKERS).then(|| pace::Pacer::new(auto_ceiling)),
         fed_all: AtomicBool::new(false),
         waits: waits::WaitSampler::default(),
+        any_connected: AtomicBool::new(false),
+        refused: std::sync::Mutex::default(),
     };
     let mut rejects = RejectsFile::new(&rejects_path);
     let mut outcome = run_pipeline(&shared, req, &mut rejects);
@@ -486,6 +502,7 @@ fn conclude(
             shared.done.len()
         ));
     }
+    warnings.extend(refused_warning(shared));
     if failure.is_none() && shared.interrupted() {
         let rows = records.iter().map(|r| r.rows).sum();
         failure = Some(Error::Interrupted { chunks: records.len() as u64, rows });
@@ -781,6 +798,22 @@ fn feed_one(
     scan.records = chunker.totals().0;
     *seq = chunker.next_seq();
     Ok(scan)
+}
+
+/// Workers whose connection the server refused at first: its
+/// `max_connections` or the role's connection limit allows fewer sessions
+/// than `--workers` asked for. The load went on with the others (workers
+/// that never connected are not counted in the summary).
+fn refused_warning(shared: &Shared) -> Option<String> {
+    let refused = shared.refused.lock().map(|r| r.clone()).unwrap_or_default();
+    let (first, _) = refused.first()?;
+    let late = refused.iter().filter(|(_, loaded)| *loaded).count();
+    Some(format!(
+        "the server refused {} of the load's connections at first ({first}); {} never loaded and {late} joined \
+         later. Lower --workers, or raise the server's max_connections or the role's connection limit",
+        refused.len(),
+        refused.len() - late
+    ))
 }
 
 /// Why an input could not be read to its end. A decompressor's own words

@@ -10,6 +10,7 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
@@ -33,17 +34,30 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
     }
     // A worker that starts late (--workers auto) may meet a restarting
     // server: it waits for it as a worker that lost its connection does.
+    let mut refused = None;
     let opened = match open_session(shared) {
-        Err(Error::Database(_) | Error::Connect { .. }) => reconnect(shared, Instant::now() + shared.retry_timeout),
+        Err(e @ (Error::Database(_) | Error::Connect { .. })) => {
+            refused = Some(e.to_string());
+            reconnect(shared, Instant::now() + shared.retry_timeout)
+        }
         other => other,
     };
     let session = match opened {
         Ok(s) => s,
+        Err(e) if shared.any_connected.load(Ordering::SeqCst) || shared.stopping() => {
+            // Other workers load: this session is one more than the server
+            // allows (max_connections, a role's limit). Failing the load
+            // for it would throw their progress away.
+            shared.note_refused(e.to_string(), false);
+            return;
+        }
         Err(e) => {
             let _ = events.send(Event::Failed(e));
             return;
         }
     };
+    shared.any_connected.store(true, Ordering::SeqCst);
+    let mut committed_any = false;
     let mut worker = Worker {
         shared,
         session,
@@ -70,6 +84,7 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
             }
             Ok(Outcome::Elsewhere) => Event::Elsewhere,
             Ok(Outcome::Committed(done)) => {
+                committed_any = true;
                 let rejected = done.rejects.len() as u64;
                 shared.progress.chunk_done(chunk.source_span, done.rows, rejected);
                 let record = record(shared, &chunk, done.rows, rejected, (id, worker.last_binary), start_s);
@@ -81,6 +96,9 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
         if events.send(event).is_err() || failed {
             break;
         }
+    }
+    if let Some(reason) = refused {
+        shared.note_refused(reason, committed_any);
     }
 }
 
