@@ -122,6 +122,24 @@ fn auto_defers_into_an_empty_table_only() {
     assert_eq!(db.scalar("SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass"), "2");
 }
 
+/// A statement_timeout set for the database or role does not cancel
+/// sluice's statements: an index rebuild cancelled after the load would
+/// leave its index dropped however often the job ran again.
+#[test]
+fn a_statement_timeout_does_not_leave_indexes_dropped() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int PRIMARY KEY, v text); CREATE INDEX ON t (v)");
+    let data: String = (0..200_000).map(|i| format!("{i},value {}\n", i * 7919 % 200_000)).collect();
+    let file = db.file("a.csv", data.as_bytes());
+    db.execute(&format!("ALTER DATABASE {} SET statement_timeout = '1ms'", db.name));
+    let run = db.load(&[file.to_str().unwrap(), "--table", "t", "--defer-indexes", "yes"]);
+    db.execute(&format!("ALTER DATABASE {} RESET statement_timeout", db.name));
+    run.assert_ok();
+    assert!(run.output().contains("2 deferred indexes/constraints rebuilt"), "{}", run.output());
+    assert_eq!(db.count("t"), 200_000);
+    assert_eq!(db.scalar("SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass"), "2");
+}
+
 /// Keys come back as they were: covering columns, storage parameters,
 /// deferrability and comments survive the index-then-constraint rebuild.
 #[test]

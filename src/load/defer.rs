@@ -436,8 +436,8 @@ pub fn complete(
         chunks.dedup();
         reopen_chunks(control, job, relation, &chunks)?;
         for (step, _) in &violated {
-            if let Some((_, message)) = build_one(control, job, step, rebuilt)? {
-                return Err(could_not_build(step, &message));
+            if let Some((state, message)) = build_one(control, job, step, rebuilt)? {
+                return Err(could_not_build(step, &state, &message));
             }
         }
         rebuilt.seconds += started.elapsed().as_secs_f64();
@@ -567,7 +567,7 @@ fn build_checked(
                 return Ok(Some(chunks));
             }
         }
-        Err(could_not_build(step, &message))
+        Err(could_not_build(step, &state, &message))
     })();
     let end = match &outcome {
         Ok(None) => "COMMIT",
@@ -603,12 +603,16 @@ fn build_one(
 }
 
 /// A build the server refused for rows this job did not load (they were in
-/// the table before, or came from elsewhere meanwhile), or for another reason.
-fn could_not_build(step: &StepRow, message: &str) -> Error {
+/// the table before, or came from elsewhere meanwhile), or for another
+/// reason (`state`, such as a cancel or a full disk).
+fn could_not_build(step: &StepRow, state: &str, message: &str) -> Error {
+    let fix = match VIOLATIONS.contains(&state) {
+        true => "fix the rows that violate it (those this job loaded were checked) and run",
+        false => "once the cause is fixed, run",
+    };
     Error::Database(format!(
-        "could not build {} again after the load: {message}; it stays dropped and recorded in the ledger \
-         (sluice.steps); fix the rows that violate it (those this job loaded were checked) and run the same \
-         command again to build it",
+        "could not build {} again after the load: {message} [{state}]; it stays dropped and recorded in the \
+         ledger (sluice.steps); {fix} the same command again to build it",
         step.deferred.name
     ))
 }

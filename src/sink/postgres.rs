@@ -68,12 +68,17 @@ impl PgTarget {
             .map_err(|e| Error::Connect { target: self.display.clone(), message: one_line(&e.to_string()) })?;
         let session = PgSession { conn, copy_sql: String::new(), relname: String::new() };
         // libpq prints notices on stderr itself; sluice speaks for itself.
-        session.execute("SET client_min_messages = warning")?;
+        // No timeouts, as pg_dump and pg_restore set none: a role's
+        // statement_timeout would cancel an index rebuild after the load and
+        // leave the index dropped, however often the job is run again.
+        session.execute(
+            "SET client_min_messages = warning; SET statement_timeout = 0; SET lock_timeout = 0; \
+             SET idle_in_transaction_session_timeout = 0",
+        )?;
         Ok(session)
     }
 }
 
-/// Text parameters as libpq reads them: C strings.
 /// What a relation of `relkind` is, in words, when sluice cannot load into
 /// it; `None` for a table (plain, partitioned or foreign). Views are refused
 /// even with an INSTEAD OF trigger: truncation, savepoint isolation and index
@@ -91,6 +96,7 @@ fn not_a_table(relkind: &str) -> Option<&'static str> {
     }
 }
 
+/// Text parameters as libpq reads them: C strings.
 fn c_strings(params: &[Option<&str>]) -> Vec<Option<Vec<u8>>> {
     params.iter().map(|p| p.map(|v| format!("{v}\0").into_bytes())).collect()
 }
