@@ -120,6 +120,15 @@ fn missing_table_and_column_name_what_is_missing() {
     let run = db.load(&[&file, "--table", "v"]);
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("\"public\".\"v\" is a view; sluice loads only into tables"), "{}", run.stderr);
+    // A read-only server or role (a standby, default_transaction_read_only).
+    db.execute(&format!("ALTER DATABASE {} SET default_transaction_read_only = on", db.name));
+    let run = db.load(&[&file, "--table", "t"]);
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("read-only transaction [25006]; sluice writes, so connect to the primary"),
+        "{}",
+        run.stderr
+    );
     // Errors after a successful password login do not show the password.
     let mut cmd = sluice_command();
     cmd.args(["load", &file, "--table", "nope", "--db", &url]);

@@ -34,7 +34,7 @@ use crate::ledger::{self, Done, Opened};
 use crate::progress::Progress;
 use crate::rejects::{Reject, RejectsFile};
 use crate::report::{BuiltObject, ChunkRecord, CopyPath, Deferral, FileSummary, LoadReport, Summary};
-use crate::sink::postgres::{PgSession, PgTarget, TableInfo};
+use crate::sink::postgres::{PgSession, PgTarget, TableInfo, READ_ONLY, READ_ONLY_ADVICE};
 use crate::source::{io_reason, resolve_inputs, Compression, Source};
 
 pub use defer::DeferIndexes;
@@ -444,12 +444,7 @@ fn open_job(
     sources: &[Source],
     wanted: defer::TablePlan,
 ) -> Result<(String, HashMap<u64, Done>, defer::DeferPlan), Failed> {
-    ensure_tables(control).map_err(|e| {
-        Error::Database(format!(
-            "sluice keeps its ledger in schema \"sluice\" of the target database and cannot create it ({e}); \
-             create it once as a user who may (see the README), then load again"
-        ))
-    })?;
+    ensure_tables(control)?;
     let job = job::name(req, table, format, sources);
     // Planned by the process that runs the job's first steps, under its lock.
     let planned = std::cell::RefCell::new(None);
@@ -567,7 +562,15 @@ fn ensure_tables(control: &PgSession) -> Result<(), Error> {
             None => return Ok(()),
             // Another sluice created them at the same moment: check again.
             Some((state, _)) if ["23505", "42P06", "42P07"].contains(&state.as_str()) => continue,
-            Some((state, message)) => return Err(Error::Server(format!("{message} [{state}]"))),
+            Some((state, message)) if state == READ_ONLY => {
+                return Err(Error::Server(format!("{message} [{state}]{READ_ONLY_ADVICE}")))
+            }
+            Some((state, message)) => {
+                return Err(Error::Database(format!(
+                    "sluice keeps its ledger in schema \"sluice\" of the target database and cannot create it \
+                     ({message} [{state}]); create it once as a user who may (see the README), then load again"
+                )))
+            }
         }
     }
     Err(Error::Server("the sluice tables kept changing while being created".into()))

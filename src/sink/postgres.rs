@@ -79,6 +79,12 @@ impl PgTarget {
     }
 }
 
+/// SQLSTATE of a write refused by a read-only transaction: a standby, or
+/// `default_transaction_read_only` on the role or database.
+pub const READ_ONLY: &str = "25006";
+pub const READ_ONLY_ADVICE: &str = "; sluice writes, so connect to the primary, not a standby, with a role or \
+     database without default_transaction_read_only";
+
 /// What a relation of `relkind` is, in words, when sluice cannot load into
 /// it; `None` for a table (plain, partitioned or foreign). Views are refused
 /// even with an INSTEAD OF trigger: truncation, savepoint isolation and index
@@ -310,7 +316,13 @@ impl PgSession {
     /// A failed statement as an error: see [`PgSession::retryable`].
     fn failure(&self, result: &libpq::PQResult) -> Error {
         let r = refusal(result, &self.relname);
-        self.retryable(&r).unwrap_or_else(|| Error::Server(describe_refusal(&r)))
+        self.retryable(&r).unwrap_or_else(|| {
+            let advice = match r.sqlstate.as_deref() {
+                Some(READ_ONLY) => READ_ONLY_ADVICE,
+                _ => "",
+            };
+            Error::Server(describe_refusal(&r) + advice)
+        })
     }
 
     /// The one rule for what is worth retrying: a lost connection (or a
