@@ -122,6 +122,36 @@ fn auto_defers_into_an_empty_table_only() {
     assert_eq!(db.scalar("SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass"), "2");
 }
 
+/// A user who may insert but does not own the table loads it as psql would:
+/// auto keeps the indexes (dropping them needs the owner), and asking for
+/// deferral or an unlogged load says who may.
+#[test]
+fn a_user_who_may_only_insert_loads_with_indexes_kept() {
+    let db = TestDb::new();
+    let role = format!("{}_inserter", db.name);
+    db.execute("CREATE TABLE t (id int PRIMARY KEY, v int); CREATE INDEX ON t (v)");
+    db.execute(&format!(
+        "CREATE ROLE {role} LOGIN; GRANT SELECT, INSERT ON t TO {role}; GRANT CREATE ON DATABASE {0} TO {role}",
+        db.name
+    ));
+    let file = db.file("a.csv", b"1,1\n2,2\n");
+    let as_inserter = |extra: &[&str]| {
+        let conninfo = format!("{} user={role}", db.conninfo());
+        let mut cmd = sluice_command();
+        cmd.args([&["load", file.to_str().unwrap(), "--db", &conninfo, "--table", "t"][..], extra].concat());
+        crate::util::run_command(cmd)
+    };
+    as_inserter(&[]).assert_ok();
+    assert_eq!(db.count("t"), 2);
+    assert_eq!(db.scalar("SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass"), "2");
+    for flag in ["--defer-indexes", "--unlogged"] {
+        let run = as_inserter(&[flag, "--restart"]);
+        assert_eq!(run.code, 2, "{}", run.stderr);
+        assert!(run.stderr.contains("which only its owner may do; connect as the owner"), "{}", run.stderr);
+    }
+    assert_eq!(db.count("t"), 2);
+}
+
 /// A statement_timeout set for the database or role does not cancel
 /// sluice's statements: an index rebuild cancelled after the load would
 /// leave its index dropped however often the job ran again.

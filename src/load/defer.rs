@@ -93,11 +93,28 @@ pub fn plan(session: &PgSession, table: &TableInfo, wanted: TablePlan) -> Result
         rows.first().and_then(|r| r[0].as_deref()) == Some("t")
     };
     let shape = session.query(
-        "SELECT relkind::text, relpersistence::text FROM pg_class WHERE oid = $1::regclass",
+        "SELECT relkind::text, relpersistence::text, pg_has_role(current_user, relowner, 'USAGE')::text \
+         FROM pg_class WHERE oid = $1::regclass",
         &[Some(&relation)],
     )?;
-    let [kind, persistence] = [0, 1].map(|i| shape.first().and_then(|r| r[i].clone()).unwrap_or_default());
+    let [kind, persistence, owner] = [0, 1, 2].map(|i| shape.first().and_then(|r| r[i].clone()).unwrap_or_default());
+    // Dropping an index or altering the table needs its owner's rights;
+    // INSERT alone (enough for COPY) is not enough.
+    let owned = owner == "true";
+    let not_owner = |flag: &str| {
+        Error::Usage(format!(
+            "{flag} drops and rebuilds parts of {}, which only its owner may do; connect as the owner (or a member \
+             of the owner's role), or leave {flag} out",
+            table.display()
+        ))
+    };
     let mut plan = DeferPlan::default();
+    if wanted.unlogged && !owned {
+        return Err(not_owner("--unlogged"));
+    }
+    if wanted.defer == DeferIndexes::Yes && !owned {
+        return Err(not_owner("--defer-indexes yes"));
+    }
     if wanted.unlogged && persistence == "p" {
         if !empty {
             return Err(Error::Usage(format!(
@@ -113,6 +130,7 @@ pub fn plan(session: &PgSession, table: &TableInfo, wanted: TablePlan) -> Result
         (DeferIndexes::Auto, false, _) => {
             Some("the table has rows (a rebuild would sort them all; --defer-indexes yes to defer anyway)")
         }
+        (DeferIndexes::Auto, _, _) if !owned => Some("only the table's owner may drop its indexes"),
         (_, _, "p") => Some("partitioned table"),
         _ => None,
     };
