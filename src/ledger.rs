@@ -185,7 +185,10 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
     }
     if restart || steps_done != "t" {
         for step in first_steps {
-            session.execute(step)?;
+            session.execute(step).map_err(|e| match e {
+                Error::Server(message) => Error::Server(format!("{step}: {message}")),
+                other => other,
+            })?;
         }
         record_deferred(session, job, table, &plan_deferred()?)?;
         session.query("UPDATE sluice.jobs SET steps_done = true WHERE job = $1 RETURNING 1", &[Some(job)])?;

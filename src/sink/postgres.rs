@@ -169,9 +169,10 @@ pub struct PgSession {
 impl PgSession {
     /// Runs a statement that returns nothing.
     pub fn execute(&self, sql: &str) -> Result<(), Error> {
-        match self.execute_for_state(sql)? {
-            None => Ok(()),
-            Some((_, message)) => Err(Error::Server(message)),
+        let result = self.conn.exec(sql);
+        match result.status() {
+            Status::CommandOk | Status::TuplesOk => Ok(()),
+            _ => Err(self.failure(&result)),
         }
     }
 
