@@ -150,7 +150,7 @@ fn a_user_who_may_only_insert_loads_with_indexes_kept() {
         assert!(run.stderr.contains("which only its owner may do; connect as the owner"), "{}", run.stderr);
     }
     // A refused first step names itself, with the server's SQLSTATE.
-    let run = as_inserter(&["--truncate"]);
+    let run = as_inserter(&["--truncate", "--restart"]);
     assert_ne!(run.code, 0);
     assert!(run.stderr.contains("TRUNCATE \"public\".\"t\": permission denied for table t [42501]"), "{}", run.stderr);
     assert_eq!(db.count("t"), 2);
