@@ -171,15 +171,26 @@ fn doctor_reads_settings_and_table() {
     assert_eq!(missing.code, 2);
 }
 
+/// A table `orders` and a CSV file of `rows` rows for it.
+fn orders(db: &TestDb, key: &str, rows: u64) -> std::path::PathBuf {
+    db.execute(&format!("CREATE TABLE orders (id int {key}, qty int, note text)"));
+    let data: String = (1..=rows).map(|i| format!("{i},{},note {i}\n", i % 7)).collect();
+    db.file("orders.csv", data.as_bytes())
+}
+
+/// No scratch table and no ledger rows of `sluice bench` stay behind.
+fn assert_bench_left_nothing(db: &TestDb) {
+    assert_eq!(db.scalar("SELECT count(*) FROM pg_class WHERE relname LIKE 'sluice_bench_%'"), "0", "scratch dropped");
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.jobs WHERE job LIKE 'sluice-bench-%'"), "0");
+}
+
 /// `sluice bench` loads every setting into a scratch copy, answers the three
 /// questions, recommends a command line, writes every run as CSV, and
 /// leaves the user's table alone.
 #[test]
 fn bench_measures_a_matrix_and_recommends_a_command() {
     let db = TestDb::new();
-    db.execute("CREATE TABLE orders (id int PRIMARY KEY, qty int, note text)");
-    let data: String = (1..=30_000).map(|i| format!("{i},{},note {i}\n", i % 7)).collect();
-    let file = db.file("orders.csv", data.as_bytes());
+    let file = orders(&db, "PRIMARY KEY", 30_000);
     let csv = db.dir.path().join("runs.csv");
     let args = [file.to_str().unwrap(), "--table", "orders", "--rounds", "2", "--csv", csv.to_str().unwrap()];
     let run = sluice(&[&["bench", "--db", &db.conninfo()][..], &args].concat());
@@ -201,8 +212,7 @@ fn bench_measures_a_matrix_and_recommends_a_command() {
     assert_eq!(runs.lines().count(), 1 + 2 * 10, "a header and 10 settings x 2 rounds: {runs}");
     assert!(runs.lines().skip(1).all(|l| l.contains(",30000,")), "every run loaded every row: {runs}");
     assert_eq!(db.count("orders"), 0, "the user's table is not written");
-    assert_eq!(db.scalar("SELECT count(*) FROM pg_class WHERE relname LIKE 'sluice_bench_%'"), "0", "scratch dropped");
-    assert_eq!(db.scalar("SELECT count(*) FROM sluice.jobs WHERE job LIKE 'sluice-bench-%'"), "0");
+    assert_bench_left_nothing(&db);
 }
 
 /// TERM during `sluice bench` stops it with its scratch table dropped and its
@@ -210,9 +220,7 @@ fn bench_measures_a_matrix_and_recommends_a_command() {
 #[test]
 fn bench_interrupted_leaves_nothing_behind() {
     let db = TestDb::new();
-    db.execute("CREATE TABLE orders (id int, qty int, note text)");
-    let data: String = (1..=100_000).map(|i| format!("{i},{},note {i}\n", i % 7)).collect();
-    let file = db.file("orders.csv", data.as_bytes());
+    let file = orders(&db, "", 100_000);
     let conninfo = db.conninfo();
     let csv = db.dir.path().join("runs.csv");
     let args = ["bench", "--db", &conninfo, file.to_str().unwrap(), "--table", "orders", "--rounds", "5"];
@@ -223,8 +231,7 @@ fn bench_interrupted_leaves_nothing_behind() {
     let rest: Vec<String> = lines.iter().collect();
     assert_eq!(status.code(), Some(3), "{rest:?}");
     assert!(rest.iter().any(|l| l.contains("interrupted; its scratch table and ledger rows were removed")), "{rest:?}");
-    assert_eq!(db.scalar("SELECT count(*) FROM pg_class WHERE relname LIKE 'sluice_bench_%'"), "0", "scratch dropped");
-    assert_eq!(db.scalar("SELECT count(*) FROM sluice.jobs WHERE job LIKE 'sluice-bench-%'"), "0");
+    assert_bench_left_nothing(&db);
 }
 
 /// `--report` also writes a self-contained HTML chart; headless Chromium lays
