@@ -383,11 +383,18 @@ impl ChunkRow<'_> {
             self.byte_offset,
             self.byte_len,
             self.first_line,
-            self.content_hash.map_or("NULL".to_string(), |h| (h as i64).to_string()),
+            self.hash_sql(),
             quote_literal(&host_name()),
             std::process::id()
         );
         sql
+    }
+
+    /// The content hash as SQL: a bigint with the hash's bits, or NULL.
+    /// `done` writes it again: a pending row left by an interrupted run of
+    /// other data may hold another chunk's hash.
+    fn hash_sql(&self) -> String {
+        self.content_hash.map_or("NULL".to_string(), |h| (h as i64).to_string())
     }
 
     /// Locks the row for this transaction; with `wait`, waits for another
@@ -404,10 +411,11 @@ impl ChunkRow<'_> {
     /// Marks the claimed row done with its counts, in the chunk's transaction.
     pub fn done_sql(&self) -> String {
         format!(
-            "UPDATE sluice.chunks SET state = 'done', rows_loaded = {}, rows_rejected = {}, host = {}, pid = {}, \
-             committed_at = now() WHERE job = {} AND seq = {}",
+            "UPDATE sluice.chunks SET state = 'done', rows_loaded = {}, rows_rejected = {}, content_hash = {}, \
+             host = {}, pid = {}, committed_at = now() WHERE job = {} AND seq = {}",
             self.rows,
             self.rejected,
+            self.hash_sql(),
             quote_literal(&host_name()),
             std::process::id(),
             quote_literal(self.job),
@@ -516,8 +524,8 @@ mod tests {
         let sql = row.pending_sql();
         assert!(sql.contains("VALUES (E'j''1', 3, E'a.csv', 0, 9, 1, -1, 'pending', "), "{sql}");
         assert!(row.claim_sql(false).ends_with("WHERE job = E'j''1' AND seq = 3 FOR UPDATE SKIP LOCKED"));
-        assert!(row
-            .done_sql()
-            .starts_with("UPDATE sluice.chunks SET state = 'done', rows_loaded = 2, rows_rejected = 1,"));
+        assert!(row.done_sql().starts_with(
+            "UPDATE sluice.chunks SET state = 'done', rows_loaded = 2, rows_rejected = 1, content_hash = -1,"
+        ));
     }
 }

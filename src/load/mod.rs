@@ -813,7 +813,8 @@ fn refused_warning(shared: &Shared) -> Option<String> {
     let late = refused.iter().filter(|(_, loaded)| *loaded).count();
     Some(format!(
         "the server refused {} of the load's connections at first ({first}); {} never loaded and {late} joined \
-         later. Lower --workers, or raise the server's max_connections or the role's connection limit",
+         later. When the server allows fewer connections than --workers (max_connections, a role's connection \
+         limit), lower --workers or raise that limit",
         refused.len(),
         refused.len() - late
     ))
