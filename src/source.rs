@@ -114,6 +114,27 @@ impl Source {
     pub fn input_error(&self, message: &str) -> Error {
         Error::Input { file: self.name.to_string(), message: message.to_string() }
     }
+
+    /// Why this input could not be read to its end, `raw_bytes_read` bytes
+    /// into the file. A decompressor's own words ("incomplete deflate
+    /// stream") do not say that the file is cut short or damaged, nor how to
+    /// check it.
+    pub fn read_error(&self, err: &io::Error, raw_bytes_read: u64) -> Error {
+        let reason = io_reason(err);
+        let tool = match self.compression {
+            Compression::None => return self.input_error(&reason),
+            Compression::Gzip => "gzip",
+            Compression::Zstd => "zstd",
+        };
+        let check = match &self.path {
+            Some(path) => format!("`{tool} -t {}` checks the file", path.display()),
+            None => format!("`{tool} -t` checks the data piped in"),
+        };
+        self.input_error(&format!(
+            "the {tool} data is cut short or damaged ({reason}), {} bytes in; {check}; copy it again if that fails",
+            crate::report::thousands(raw_bytes_read)
+        ))
+    }
 }
 
 fn open_file(path: &Path) -> Result<File, Error> {

@@ -35,7 +35,7 @@ use crate::progress::Progress;
 use crate::rejects::{Reject, RejectsFile};
 use crate::report::{BuiltObject, ChunkRecord, CopyPath, Deferral, FileSummary, LoadReport, Summary};
 use crate::sink::postgres::{PgSession, PgTarget, TableInfo, READ_ONLY, READ_ONLY_ADVICE};
-use crate::source::{io_reason, resolve_inputs, Compression, Source};
+use crate::source::{resolve_inputs, Source};
 
 pub use defer::DeferIndexes;
 pub use plan::{choose_columns, copy_statement, resolve_kind, CopyFormat};
@@ -770,7 +770,7 @@ fn feed_one(
         let chunk = match chunker.next_chunk() {
             Ok(Some(chunk)) => chunk,
             Ok(None) => break,
-            Err(err) => return Err(source.input_error(&read_failure(source, &err, raw.get()))),
+            Err(err) => return Err(source.read_error(&err, raw.get())),
         };
         scan.chunks += 1;
         scan.bytes = chunk.loc.byte_offset + chunk.loc.byte_len;
@@ -818,26 +818,6 @@ fn refused_warning(shared: &Shared) -> Option<String> {
         refused.len(),
         refused.len() - late
     ))
-}
-
-/// Why an input could not be read to its end. A decompressor's own words
-/// ("incomplete deflate stream") do not say that the file is cut short or
-/// damaged, nor how to check it.
-fn read_failure(source: &Source, err: &std::io::Error, raw_bytes_read: u64) -> String {
-    let reason = io_reason(err);
-    let (kind, tool) = match source.compression {
-        Compression::None => return reason,
-        Compression::Gzip => ("gzip", "gzip"),
-        Compression::Zstd => ("zstd", "zstd"),
-    };
-    let check = match &source.path {
-        Some(path) => format!("`{tool} -t {}` checks the file", path.display()),
-        None => format!("`{tool} -t` checks the data piped in"),
-    };
-    format!(
-        "the {kind} data is cut short or damaged ({reason}), {} bytes in; {check}; copy it again if that fails",
-        crate::report::thousands(raw_bytes_read)
-    )
 }
 
 /// Whether `chunk` is the one an earlier run committed as `done`: the same
