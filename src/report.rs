@@ -305,7 +305,8 @@ fn can_write(path: &Path) -> std::io::Result<()> {
     tempfile::Builder::new().prefix(".sluice-check-").tempfile_in(folder).map(drop).map_err(refused)
 }
 
-fn plural(n: u64) -> &'static str {
+/// `s` unless `n` is 1.
+pub fn plural(n: u64) -> &'static str {
     if n == 1 {
         ""
     } else {

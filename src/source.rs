@@ -4,14 +4,15 @@
 //! can read any chunk without a shared cursor and chunks cost no memory while
 //! they wait. Stdin and compressed inputs can only be read once, front to back:
 //! the chunker decompresses them on its own thread (off the load path) and
-//! hands workers the chunk bytes. Compression is recognised by magic bytes, not
+//! hands workers the chunk bytes. A pipe named as a file (`<(zcat a.gz)`, a
+//! fifo) is read like stdin. Compression is recognised by magic bytes, not
 //! by file name.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::encoding::{looks_like_utf16, Transcoding, TranscodingReader};
 use crate::error::Error;
@@ -38,20 +39,34 @@ impl Compression {
     }
 }
 
-/// One input: a file or stdin.
+/// One input: a file, a pipe or stdin.
 #[derive(Clone, Debug)]
 pub struct Source {
     /// The name used in messages and reports: the path as given, or `-`.
     pub name: Arc<str>,
     /// `None` for stdin.
     pub path: Option<PathBuf>,
+    /// A pipe named as a file, already open.
+    pub pipe: Option<Pipe>,
     pub compression: Compression,
-    /// Bytes on disk; `None` for stdin.
+    /// Bytes on disk; `None` for stdin and pipes.
     pub size: Option<u64>,
     /// The first bytes look like UTF-16 (uncompressed inputs only).
     pub looks_utf16: bool,
     /// Set by the load when `--encoding` names something other than UTF-8.
     pub transcoding: Option<Transcoding>,
+}
+
+/// A pipe named on the command line, opened when the inputs are resolved:
+/// its first bytes were read then (to recognise compression) and stay in the
+/// buffer, and a pipe closed early would cut its writer off.
+#[derive(Clone)]
+pub struct Pipe(Arc<Mutex<Option<BufReader<File>>>>);
+
+impl std::fmt::Debug for Pipe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Pipe")
+    }
 }
 
 /// Counts bytes read from the underlying file, below any decompressor, so
@@ -81,15 +96,24 @@ impl<R: Read> Read for Counting<R> {
 impl Source {
     /// True when workers read this source's chunks by byte range.
     pub fn is_positioned(&self) -> bool {
-        self.path.is_some() && self.compression == Compression::None && self.transcoding.is_none()
+        self.can_be_read_again() && self.compression == Compression::None && self.transcoding.is_none()
+    }
+
+    /// A file can be read again (to reload chunks); stdin and pipes cannot.
+    pub fn can_be_read_again(&self) -> bool {
+        self.path.is_some() && self.pipe.is_none()
     }
 
     /// Opens the source for one front-to-back pass, decompressing if needed.
     pub fn open_stream(&self) -> Result<(Box<dyn Read + Send>, RawCounter), Error> {
         let counter = RawCounter::default();
-        let raw: Box<dyn Read + Send> = match &self.path {
-            Some(path) => Box::new(open_file(path)?),
-            None => Box::new(io::stdin()),
+        let raw: Box<dyn Read + Send> = match (&self.path, &self.pipe) {
+            (_, Some(pipe)) => {
+                let taken = pipe.0.lock().ok().and_then(|mut p| p.take());
+                Box::new(taken.ok_or_else(|| self.input_error("a pipe can be read only once"))?)
+            }
+            (Some(path), None) => Box::new(open_file(path)?),
+            (None, None) => Box::new(io::stdin()),
         };
         let counted = Counting { inner: raw, counter: counter.clone() };
         // A plain input is read straight into the chunker's block: a buffer in
@@ -126,9 +150,9 @@ impl Source {
             Compression::Gzip => "gzip",
             Compression::Zstd => "zstd",
         };
-        let check = match &self.path {
-            Some(path) => format!("`{tool} -t {}` checks the file", path.display()),
-            None => format!("`{tool} -t` checks the data piped in"),
+        let check = match (&self.path, self.can_be_read_again()) {
+            (Some(path), true) => format!("`{tool} -t {}` checks the file", path.display()),
+            _ => format!("`{tool} -t` checks the data piped in"),
         };
         self.input_error(&format!(
             "the {tool} data is cut short or damaged ({reason}), {} bytes in; {check}; copy it again if that fails",
@@ -152,7 +176,7 @@ pub fn io_reason(e: &io::Error) -> String {
 
 /// Expands the command line's inputs: `-` is stdin, arguments with glob
 /// characters are expanded by sluice (sorted, so chunking is deterministic),
-/// other arguments must name readable regular files.
+/// other arguments must name readable files or pipes.
 pub fn resolve_inputs(args: &[String]) -> Result<Vec<Source>, Error> {
     let mut sources = Vec::new();
     let mut stdin_seen = false;
@@ -189,16 +213,12 @@ pub fn resolve_inputs(args: &[String]) -> Result<Vec<Source>, Error> {
 fn file_source(path: &Path) -> Result<Source, Error> {
     let name = path.display().to_string();
     let meta = std::fs::metadata(path).map_err(|e| Error::Input { file: name.clone(), message: io_reason(&e) })?;
-    if !meta.is_file() {
-        // A pipe (process substitution, mkfifo) is read once and has no size:
-        // stdin is where sluice takes such input.
-        let message = if meta.is_dir() {
-            "a folder, not a file; name its files, or a glob such as 'folder/*.csv'"
-        } else {
-            "not a regular file; to load from a pipe or a command, pipe it to stdin: \
-             `command | sluice load - ...`"
-        };
+    if meta.is_dir() {
+        let message = "a folder, not a file; name its files, or a glob such as 'folder/*.csv'";
         return Err(Error::Input { file: name, message: message.into() });
+    }
+    if !meta.is_file() {
+        return pipe_source(path);
     }
     let mut head = [0u8; 1024];
     let mut file = open_file(path)?;
@@ -208,6 +228,7 @@ fn file_source(path: &Path) -> Result<Source, Error> {
     Ok(Source {
         name: name.into(),
         path: Some(path.to_path_buf()),
+        pipe: None,
         compression,
         size: Some(meta.len()),
         looks_utf16: compression == Compression::None && looks_like_utf16(&head[..n]),
@@ -221,9 +242,31 @@ fn stdin_source() -> Result<Source, Error> {
     let stdin = io::stdin();
     let mut lock = stdin.lock();
     let head = lock.fill_buf().map_err(|e| Error::Input { file: "-".into(), message: io_reason(&e) })?;
+    Ok(streamed_source("-", None, head))
+}
+
+/// A pipe (process substitution, a fifo, /dev/stdin) is peeked at like
+/// stdin, through a buffer that then serves the load.
+fn pipe_source(path: &Path) -> Result<Source, Error> {
+    let name = path.display().to_string();
+    let mut reader = BufReader::new(open_file(path)?);
+    let head = reader.fill_buf().map_err(|e| Error::Input { file: name.clone(), message: io_reason(&e) })?;
+    let mut source = streamed_source(&name, Some(path), head);
+    source.pipe = Some(Pipe(Arc::new(Mutex::new(Some(reader)))));
+    Ok(source)
+}
+
+fn streamed_source(name: &str, path: Option<&Path>, head: &[u8]) -> Source {
     let compression = Compression::detect(head);
-    let looks_utf16 = compression == Compression::None && looks_like_utf16(&head[..head.len().min(1024)]);
-    Ok(Source { name: "-".into(), path: None, compression, size: None, looks_utf16, transcoding: None })
+    Source {
+        name: name.into(),
+        path: path.map(Path::to_path_buf),
+        pipe: None,
+        compression,
+        size: None,
+        looks_utf16: compression == Compression::None && looks_like_utf16(&head[..head.len().min(1024)]),
+        transcoding: None,
+    }
 }
 
 fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {

@@ -6,7 +6,7 @@ use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::util::{server, sluice, sluice_command, TestDb, PASSWORD};
+use crate::util::{server, sluice, sluice_command, sluice_with_stdin, TestDb, PASSWORD};
 
 /// Starts `sluice args` with stderr read line by line on a thread: the lines
 /// arrive on the channel as they are printed.
@@ -212,6 +212,13 @@ fn bench_measures_a_matrix_and_recommends_a_command() {
     assert_eq!(runs.lines().count(), 1 + 2 * 10, "a header and 10 settings x 2 rounds: {runs}");
     assert!(runs.lines().skip(1).all(|l| l.contains(",30000,")), "every run loaded every row: {runs}");
     assert_eq!(db.count("orders"), 0, "the user's table is not written");
+    assert_bench_left_nothing(&db);
+
+    // Stdin can be read once: the matrix's later runs would load nothing.
+    let data = std::fs::read(&file).unwrap();
+    let piped = sluice_with_stdin(&["bench", "--db", &db.conninfo(), "-", "--table", "orders"], &data);
+    assert_eq!(piped.code, 2, "{}", piped.output());
+    assert!(piped.stderr.contains("stdin can be read only once: save it to a file"), "{}", piped.stderr);
     assert_bench_left_nothing(&db);
 }
 

@@ -4,7 +4,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::util::{sluice_command, TestDb};
+use crate::util::{sluice_command, sluice_with_stdin, TestDb};
 
 const SCHEMA: &str = "CREATE TABLE kinds (k int PRIMARY KEY); INSERT INTO kinds SELECT generate_series(0, 9); \
      CREATE TABLE {t} (id int PRIMARY KEY, code text UNIQUE, k int REFERENCES kinds, \
@@ -104,6 +104,46 @@ fn deferred_keys_and_constraints_reject_what_they_would_have_refused() {
     assert_eq!(db.scalar("SELECT count(*) FROM sluice.steps WHERE state <> 'rebuilt'"), "0");
     assert_eq!(db.scalar("SELECT count(*) FROM sluice.xacts"), "0", "markers are cleaned up");
     assert!(got.output().contains("5 deferred indexes/constraints rebuilt in"), "{}", got.output());
+}
+
+/// Stdin cannot be read again to reload the chunks whose rows a deferred
+/// key refuses after the load: keys and constraints stay in place, plain
+/// indexes are still deferred, and every violating line is rejected.
+#[test]
+fn stdin_defers_plain_indexes_only_and_rejects_violations() {
+    let db = TestDb::new();
+    db.execute(&SCHEMA.replace("{t}", "got"));
+    let before = definitions(&db, "got");
+    let (data, bad_lines) = rows_with_violations();
+    let (report, rejects) = (db.dir.path().join("r.json"), db.dir.path().join("got.rejects"));
+    let conninfo = db.conninfo();
+    let args = [
+        "load",
+        "-",
+        "--db",
+        &conninfo,
+        "--format",
+        "tsv",
+        "--table",
+        "got",
+        "--chunk-size",
+        "4KiB",
+        "--defer-indexes",
+        "yes",
+        "--report",
+        report.to_str().unwrap(),
+        "--rejects",
+        rejects.to_str().unwrap(),
+    ];
+    let run = sluice_with_stdin(&args, data.as_bytes());
+    assert_eq!(run.code, 1, "rejects mean exit 1: {}", run.output());
+    assert_eq!(rejected_lines(&rejects), bad_lines);
+    assert_eq!(db.count("got"), 3000 - bad_lines.len() as u64);
+    assert_eq!(definitions(&db, "got"), before);
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let deferred = &report["summary"]["deferred"];
+    assert_eq!(deferred["objects"], serde_json::json!(["index \"got_note_idx\""]), "{deferred}");
+    assert_eq!(deferred["reloaded_chunks"], 0, "{deferred}");
 }
 
 #[test]

@@ -89,6 +89,45 @@ fn stdin_gzip_and_zstd_load_the_same_table() {
     }
 }
 
+/// A pipe named as a file (a fifo, process substitution, /dev/stdin) is
+/// read like stdin: compression is recognised, and the same data through
+/// the same pipe again is recognised as loaded.
+#[test]
+fn a_pipe_named_as_a_file_is_read_like_stdin() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE want (id int, name text, k int); CREATE TABLE got (LIKE want)");
+    db.execute("CREATE TABLE through_stdin (LIKE want)");
+    let data = rows(0, 4000);
+    let plain = db.file("data.csv", data.as_bytes());
+    db.load(&[plain.to_str().unwrap(), "--table", "want"]).assert_ok();
+    let fifo = db.dir.path().join("fifo.csv");
+    run_command({
+        let mut mkfifo = std::process::Command::new("mkfifo");
+        mkfifo.arg(&fifo);
+        mkfifo
+    });
+    let write_once = |bytes: Vec<u8>| {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::OpenOptions::new().write(true).open(fifo)?.write_all(&bytes))
+    };
+    let args = [fifo.to_str().unwrap(), "--table", "got", "--chunk-size", "1KiB", "--workers", "2"];
+    let writer = write_once(gzip(data.as_bytes()));
+    db.load(&args).assert_ok();
+    writer.join().unwrap().unwrap();
+    db.assert_same_rows("want", "got");
+    let writer = write_once(data.clone().into_bytes());
+    let again = db.load(&args);
+    writer.join().unwrap().unwrap();
+    again.assert_ok();
+    assert!(again.stderr.contains("were committed by earlier runs"), "{}", again.stderr);
+    assert_eq!(db.count("got"), 4000, "the same data again is not loaded twice");
+
+    let conninfo = db.conninfo();
+    let args = ["load", "/dev/stdin", "--db", &conninfo, "--format", "csv", "--table", "through_stdin"];
+    sluice_with_stdin(&args, &zstd::encode_all(data.as_bytes(), 3).unwrap()).assert_ok();
+    db.assert_same_rows("want", "through_stdin");
+}
+
 /// A compressed file cut short says so, names how to check it, and keeps
 /// the chunks committed before the cut.
 #[test]

@@ -1,6 +1,7 @@
 //! Exactly once: kills, interrupts, changed inputs and several processes on
 //! one job never leave a row duplicated or missing, nor a reject lost.
 
+use std::io::Write;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
@@ -143,6 +144,27 @@ fn changed_input_is_refused_and_restart_starts_over() {
     assert_eq!(f.db.count("t"), f.good + 1);
     assert_eq!(f.db.scalar("SELECT count(DISTINCT tid) FROM t"), (f.good + 1).to_string());
     assert_eq!(f.db.scalar("SELECT count(*) FROM sluice.rejects"), f.bad.to_string(), "old rejects forgotten");
+}
+
+/// `--chunk-size auto` is resolved from the input's size; the job is still
+/// the command's: a file that grew since is refused like any changed file,
+/// not loaded again as a new job beside the rows it already gave.
+#[test]
+fn changed_input_with_auto_chunk_size_is_the_same_job() {
+    let db = TestDb::new();
+    let file = db.generated(sluice::gen::Dataset::Transactions, "t", 1_000_000, 7, "t.tsv");
+    let size = std::fs::metadata(&file).unwrap().len();
+    assert!(size > 33 << 20, "auto chunks grow with the input from 32 MiB on: {size}");
+    let args = [file.to_str().unwrap(), "--table", "t", "--quiet"];
+    db.load(&args).assert_ok();
+    let more = sluice::gen::Dataset::Transactions;
+    let mut extra = Vec::new();
+    sluice::gen::generate(more, 50_000, 8, &mut extra).unwrap();
+    std::fs::OpenOptions::new().append(true).open(&file).unwrap().write_all(&extra).unwrap();
+    let again = db.load(&args);
+    assert_eq!(again.code, 2, "{}", again.output());
+    assert!(again.stderr.contains("was started with other input"), "{}", again.stderr);
+    assert_eq!(db.count("t"), 1_000_000);
 }
 
 impl Fixture {

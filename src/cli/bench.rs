@@ -150,7 +150,18 @@ fn measure(
         ..LoadRequest::new(inputs.to_vec(), scratch)
     };
     let info = control.resolve_table(scratch)?;
-    options.kind = load::resolve_kind(base.format, &sluice::source::resolve_inputs(inputs)?)?;
+    let sources = sluice::source::resolve_inputs(inputs)?;
+    if let Some(once) = sources.iter().find(|s| !s.can_be_read_again()) {
+        return Err(Error::Usage(format!(
+            "bench loads its input once per setting and round, and {} can be read only once: save it to a file \
+             and name the file",
+            match &*once.name {
+                "-" => "stdin",
+                name => name,
+            }
+        )));
+    }
+    options.kind = load::resolve_kind(base.format, &sources)?;
     let bytes: u64 = inputs.iter().filter_map(|i| std::fs::metadata(i).ok()).map(|m| m.len()).sum();
     let indexes =
         control.query("SELECT count(*) FROM pg_index WHERE indrelid = $1::regclass", &[Some(&info.quoted())])?;

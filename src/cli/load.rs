@@ -323,8 +323,9 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
         print_summary(&report);
     }
     if let Some(file) = &report.summary.rejects_file {
-        let n = thousands(report.summary.rejected);
-        eprintln!("sluice: rejected {n} records; see {file} (one JSON object per record, with the reason)");
+        let rejected = report.summary.rejected;
+        let (n, s) = (thousands(rejected), sluice::report::plural(rejected));
+        eprintln!("sluice: rejected {n} record{s}; see {file} (one JSON object per record, with the reason)");
         return Ok(exit::REJECTS);
     }
     Ok(exit::OK)

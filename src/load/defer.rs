@@ -83,6 +83,8 @@ pub struct TablePlan {
     pub truncate: bool,
     /// `--unlogged`: no WAL for the load, the table set logged after it.
     pub unlogged: bool,
+    /// An input is stdin or a pipe: its chunks cannot be read again.
+    pub read_once: bool,
 }
 
 /// Chooses what to drop (and whether to unlog the table) before the load.
@@ -141,8 +143,20 @@ pub fn plan(session: &PgSession, table: &TableInfo, wanted: TablePlan) -> Result
     let before = plan.steps.len();
     plan.steps.extend(index_steps(session, &relation)?);
     plan.steps.extend(constraint_steps(session, &relation)?);
+    let found = plan.steps.len();
+    if wanted.read_once {
+        // The chunks that loaded rows violating a deferred key are loaded
+        // again after the load; stdin and pipes cannot be read again, so
+        // keys and constraints stay in place and refuse such rows at once.
+        plan.steps.retain(|s| s.violations_sql.is_none());
+    }
     if plan.steps.len() == before {
-        plan.why_not = Some("no index or constraint that can be deferred".into());
+        plan.why_not = Some(match found == before {
+            true => "no index or constraint that can be deferred".into(),
+            false => "keys and constraints stay in place when the input is stdin or a pipe (rows they refuse \
+                      after the load could not be read again)"
+                .into(),
+        });
     }
     Ok(plan)
 }

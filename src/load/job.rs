@@ -1,10 +1,12 @@
 //! Which job a load belongs to, and whether its input is still the same.
 //!
 //! The default job name is derived from everything that decides the chunks
-//! and where they go (table, inputs, format options, chunk size), so running
-//! the same command again resumes the same job. The fingerprint adds the
-//! inputs' sizes and modification times: it tells whether anything changed
-//! since the job began, also for a job named with `--job`.
+//! and where they go (table, inputs, format options, chunk size as given:
+//! `auto` is resolved from the inputs' sizes), so running the same command
+//! again resumes the same job, even with an input that changed since. The
+//! fingerprint adds the inputs' sizes and modification times: it tells
+//! whether anything changed since the job began, also for a job named with
+//! `--job`.
 
 use super::LoadRequest;
 use crate::format::FormatOptions;
@@ -41,13 +43,13 @@ fn chunk_identity(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, 
 }
 
 /// The chunk identity plus the chunking rule and the inputs' sizes and
-/// modification times (stdin cannot be checked): a job whose fingerprint
-/// changed is not resumed.
+/// modification times (stdin and pipes cannot be checked: their chunks'
+/// hashes are): a job whose fingerprint changed is not resumed.
 pub fn fingerprint(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, sources: &[Source]) -> String {
     let mut parts = chunk_identity(req, table, format, sources);
     parts.push(crate::chunk::CUT_RULE.to_string());
     for s in sources {
-        let meta = s.path.as_ref().and_then(|p| std::fs::metadata(p).ok());
+        let meta = s.path.as_ref().filter(|_| s.can_be_read_again()).and_then(|p| std::fs::metadata(p).ok());
         let mtime = meta
             .as_ref()
             .and_then(|m| m.modified().ok())

@@ -163,6 +163,8 @@ struct Shared<'a> {
     progress: &'a Progress,
     clock: Instant,
     stop: AtomicBool,
+    /// `--chunk-size`, with `auto` resolved from the inputs' sizes.
+    chunk_size: u64,
     max_record_size: u64,
     /// No `--max-errors`: stop when only rejects come (see [`ALL_REJECTED_STOP`]).
     stop_when_nothing_loads: bool,
@@ -260,11 +262,6 @@ impl From<Error> for Failed {
 pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed> {
     let started_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
     let mut sources = resolve_inputs(&req.inputs)?;
-    let mut req = req.clone();
-    if req.chunk_size == AUTO_CHUNK_SIZE {
-        req.chunk_size = auto_chunk_size(sources.iter().map(|s| s.size).sum());
-    }
-    let req = &req;
     let mut format = req.options.clone();
     format.kind = resolve_kind(req.format, &sources)?;
     format.validate().map_err(Error::Usage)?;
@@ -276,7 +273,12 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     crate::report::ensure_writable(&rejects_path, "rejects", "--rejects")?;
     let columns = choose_columns(&table, req.columns.as_deref(), format.kind)?;
     let copy_plan = plan::choose_copy_format(req.copy_format, &table, columns.as_deref(), &format)?;
-    let wanted = defer::TablePlan { defer: req.defer_indexes, truncate: req.truncate, unlogged: req.unlogged };
+    let wanted = defer::TablePlan {
+        defer: req.defer_indexes,
+        truncate: req.truncate,
+        unlogged: req.unlogged,
+        read_once: sources.iter().any(|s| !s.can_be_read_again()),
+    };
     let (job, mut done, defer_plan) = open_job(&control, req, &table, &format, &sources, wanted)?;
     let steps = ledger::steps(&control, &job)?;
     let auto_ceiling = auto_ceiling(&control, req)?;
@@ -300,6 +302,10 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         progress,
         clock: Instant::now(),
         stop: AtomicBool::new(false),
+        chunk_size: match req.chunk_size {
+            AUTO_CHUNK_SIZE => auto_chunk_size(sources.iter().map(|s| s.size).sum()),
+            asked => asked,
+        },
         max_record_size: req.max_record_size,
         stop_when_nothing_loads: req.max_errors.is_none(),
         job,
@@ -388,6 +394,16 @@ fn complete_job(
                     shared.job
                 )));
             }
+            Ok(defer::Completion::Reload(chunks)) if shared.sources.iter().any(|s| !s.can_be_read_again()) => {
+                outcome.2 = Some(Error::Database(format!(
+                    "job {}: {} chunk{} must be loaded again (lost by a server crash, or reopened by another run of \
+                     the job), and stdin or a pipe cannot be read twice; run the same command again with the same \
+                     data to load them",
+                    shared.job,
+                    chunks.len(),
+                    crate::report::plural(chunks.len() as u64)
+                )));
+            }
             Ok(defer::Completion::Reload(chunks)) => {
                 passes += 1;
                 shared.redone += chunks.len() as u64;
@@ -472,7 +488,7 @@ fn open_job(
         // Whether stdin holds the same data again can only be told by
         // reading it: a finished job with stdin is resumed, and its chunks
         // are checked against the ledger as they are cut.
-        Opened::Finished { .. } if sources.iter().any(|s| s.path.is_none()) => {
+        Opened::Finished { .. } if sources.iter().any(|s| !s.can_be_read_again()) => {
             Ok((job.clone(), ledger::done_chunks(control, &job)?, defer_plan))
         }
         Opened::Finished { rows, finished_at } => Err(Error::AlreadyLoaded { job, rows, finished_at }.into()),
@@ -753,7 +769,7 @@ fn feed_one(
 ) -> Result<InputScan, Error> {
     let cfg = ChunkerConfig {
         dialect: shared.format.dialect(),
-        target: req.chunk_size.max(1),
+        target: shared.chunk_size.max(1),
         header: shared.format.header,
         keep_bytes: !source.is_positioned(),
         max_record: req.max_record_size,
@@ -925,7 +941,7 @@ fn build_report(
         mb_per_sec: bytes as f64 / 1e6 / wall.max(1e-9),
         workers: shared.workers(req),
         workers_chosen: shared.pace.as_ref().map(pace::Pacer::describe),
-        chunk_size: req.chunk_size,
+        chunk_size: shared.chunk_size,
         chunks: chunks.len() as u64,
         started_unix_ms,
         complete,
@@ -967,6 +983,7 @@ mod tests {
         Source {
             name: "f".into(),
             path: Some("f".into()),
+            pipe: None,
             compression,
             size: Some(size),
             looks_utf16: false,
