@@ -4,6 +4,8 @@
 //! line and byte when there is one, say what was expected, and never contain a
 //! password (the CLI passes every message through [`crate::redact`] as well).
 
+use crate::report::count_of;
+
 /// Exit codes, documented in the README and `sluice load --help`.
 pub mod exit {
     /// Every record was loaded.
@@ -50,9 +52,16 @@ pub enum Error {
         "job {job} already finished at {finished_at} ({rows} rows); nothing to do. Pass --restart to load it again"
     )]
     AlreadyLoaded { job: String, rows: u64, finished_at: String },
-    #[error("interrupted after committing {chunks} chunks ({rows} rows); run the same command again to resume")]
+    #[error(
+        "interrupted after committing {} ({}); run the same command again to resume",
+        count_of(*chunks, "chunk"),
+        count_of(*rows, "row")
+    )]
     Interrupted { chunks: u64, rows: u64 },
-    #[error("stopped: {rejected} records rejected, more than --max-errors {max} allows; the last: {last}")]
+    #[error(
+        "stopped: {} rejected, more than --max-errors {max} allows; the last: {last}",
+        count_of(*rejected, "record")
+    )]
     TooManyRejects { max: u64, rejected: u64, last: String },
     #[error(
         "stopped: {rejected} records were rejected and none loaded, which looks like a wrong option rather \

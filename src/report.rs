@@ -234,8 +234,9 @@ impl LoadReport {
             n => format!(", rejected {}", thousands(n)),
         };
         format!(
-            "loaded {} rows{rejected} ({}, {} file{}) into {} in {:.2} s: {} rows/s, {:.1} MB/s, {} worker{}, {} chunk{}, {}{}",
+            "loaded {} row{}{rejected} ({}, {} file{}) into {} in {:.2} s: {} rows/s, {:.1} MB/s, {} worker{}, {} chunk{}, {}{}",
             thousands(s.rows_loaded),
+            plural(s.rows_loaded),
             human_bytes(s.bytes),
             s.files,
             plural(s.files as u64),
@@ -312,6 +313,11 @@ pub fn plural(n: u64) -> &'static str {
     } else {
         "s"
     }
+}
+
+/// `1 record`, `12,345 records`.
+pub fn count_of(n: u64, noun: &str) -> String {
+    format!("{} {noun}{}", thousands(n), plural(n))
 }
 
 /// `12345678` → `12,345,678`.

@@ -119,7 +119,7 @@ fn a_pipe_named_as_a_file_is_read_like_stdin() {
     let again = db.load(&args);
     writer.join().unwrap().unwrap();
     again.assert_ok();
-    assert!(again.stderr.contains("were committed by earlier runs"), "{}", again.stderr);
+    assert!(again.stderr.contains("committed by earlier runs"), "{}", again.stderr);
     assert_eq!(db.count("got"), 4000, "the same data again is not loaded twice");
 
     let conninfo = db.conninfo();

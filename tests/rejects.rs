@@ -170,7 +170,7 @@ fn reject_names_file_line_record_and_byte() {
         let run = db.load(&[&common[..], &["--max-errors", "0", "--workers", "1", "--restart"]].concat());
         assert_eq!(run.code, 5, "{}", run.stderr);
         let expected = format!(
-            "sluice: stopped: 1 records rejected, more than --max-errors 0 allows; the last: {path}: line 802 \
+            "sluice: stopped: 1 record rejected, more than --max-errors 0 allows; the last: {path}: line 802 \
              (record 401, byte {byte}): column \"id\": invalid input syntax for type integer: \"x1\" [22P02]"
         );
         assert_eq!(run.stderr.lines().next().unwrap(), expected);

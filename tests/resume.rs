@@ -305,7 +305,7 @@ fn stdin_with_other_data_is_refused_not_skipped() {
     sluice_with_stdin(&args, &day(0, 500)).assert_ok();
     let again = sluice_with_stdin(&args, &day(0, 500));
     again.assert_ok();
-    assert!(again.stderr.contains("chunks were committed by earlier runs"), "{}", again.stderr);
+    assert!(again.stderr.contains("chunks committed by earlier runs"), "{}", again.stderr);
     assert_eq!(db.count("t"), 500);
     let other = sluice_with_stdin(&args, &day(500, 900));
     assert_eq!(other.code, 2, "{}", other.stderr);

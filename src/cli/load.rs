@@ -9,7 +9,7 @@ use sluice::format::{parse_char_option, FormatKind, FormatOptions};
 use sluice::load::{self, CopyFormat, DeferIndexes, Failed, LoadRequest};
 use sluice::progress::Progress;
 use sluice::redact::Redactor;
-use sluice::report::{thousands, LoadReport};
+use sluice::report::{count_of, thousands, LoadReport};
 use sluice::Error;
 
 use super::progress_view::ProgressView;
@@ -308,9 +308,11 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
             write_report(&args, &partial)?;
             let s = &partial.summary;
             eprintln!(
-                "sluice: {} rows in {} chunks were committed before the error and stay loaded",
-                thousands(s.rows_loaded),
-                s.chunks
+                "sluice: {} in {} {} committed before the error and stay{} loaded",
+                count_of(s.rows_loaded, "row"),
+                count_of(s.chunks, "chunk"),
+                if s.rows_loaded == 1 { "was" } else { "were" },
+                if s.rows_loaded == 1 { "s" } else { "" },
             );
             return Ok(error.exit_code());
         }

@@ -508,9 +508,9 @@ fn conclude(
     let mut warnings = shared.early_warnings.clone();
     if !shared.done.is_empty() {
         warnings.push(format!(
-            "resumed job {}: {} chunks were committed by earlier runs",
+            "resumed job {}: {} committed by earlier runs",
             shared.job,
-            shared.done.len()
+            crate::report::count_of(shared.done.len() as u64, "chunk")
         ));
     }
     warnings.extend(refused_warning(shared));
