@@ -10,6 +10,18 @@ pub fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
+/// A name as psql shows it: bare when it needs no quotes (lower case
+/// letters, digits, `_`, not starting with a digit), quoted otherwise, so
+/// `"My Schema"."Big T"` is not shown as the ambiguous `My Schema.Big T`.
+pub fn display_ident(name: &str) -> String {
+    let bare = name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    match bare {
+        true => name.to_string(),
+        false => quote_ident(name),
+    }
+}
+
 /// An `E'...'` literal: quotes and backslashes escaped, so the result means
 /// the same whatever `standard_conforming_strings` is.
 pub fn quote_literal(value: &str) -> String {
@@ -72,6 +84,16 @@ mod tests {
         assert_eq!(quote_ident("Order \"Items\""), "\"Order \"\"Items\"\"\"");
         assert_eq!(quote_literal("\\N"), "E'\\\\N'");
         assert_eq!(quote_literal("it's"), "E'it''s'");
+    }
+
+    #[test]
+    fn shows_names_quoted_only_when_psql_would() {
+        assert_eq!(display_ident("orders_2024"), "orders_2024");
+        assert_eq!(display_ident("_t"), "_t");
+        assert_eq!(display_ident("Big T"), "\"Big T\"");
+        assert_eq!(display_ident("Orders"), "\"Orders\"");
+        assert_eq!(display_ident("2024"), "\"2024\"");
+        assert_eq!(display_ident("a.b"), "\"a.b\"");
     }
 
     #[test]

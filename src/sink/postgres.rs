@@ -14,7 +14,7 @@ use libpq::{Connection, Status};
 use super::{CopyOutcome, CopyRefusal, Feed};
 use crate::error::Error;
 use crate::redact::display_conninfo;
-use crate::sql::{parse_qualified_name, quote_ident};
+use crate::sql::{display_ident, parse_qualified_name, quote_ident};
 
 /// Bytes handed to libpq per `PQputCopyData` call: large enough to keep
 /// per-call overhead negligible, small enough that libpq's output buffer (which
@@ -154,7 +154,7 @@ impl TableInfo {
     }
 
     pub fn display(&self) -> String {
-        format!("{}.{}", self.schema, self.name)
+        format!("{}.{}", display_ident(&self.schema), display_ident(&self.name))
     }
 }
 
