@@ -143,3 +143,21 @@ fn generated_store_sales_matches_psql_copy() {
     db.assert_same_rows("got", "want");
     assert_eq!(db.count("got"), 20_000);
 }
+
+/// Bare carriage returns (old Mac files) end lines for the server but not
+/// for sluice's chunker: a small file still loads as psql loads it, and the
+/// summary says why the counts differ and how to convert the file.
+#[test]
+fn bare_carriage_returns_load_like_psql_and_are_named() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE got (id int, name text); CREATE TABLE want (LIKE got)");
+    let data: String = (0..300).map(|i| format!("{i},name {i}\r")).collect();
+    let file = db.file("mac.csv", data.as_bytes());
+    let run = db.load(&[file.to_str().unwrap(), "--table", "got"]);
+    run.assert_ok();
+    db.psql_copy("want", &file, "with (format csv)");
+    db.assert_same_rows("got", "want");
+    assert_eq!(db.count("got"), 300);
+    assert!(run.stderr.contains("counted 1 record; are there bare carriage-return line endings"), "{}", run.stderr);
+    assert!(run.stderr.contains("`tr '\\r' '\\n'` converts them"), "{}", run.stderr);
+}

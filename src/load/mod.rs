@@ -33,7 +33,9 @@ use crate::format::{FormatKind, FormatOptions};
 use crate::ledger::{self, Done, Opened};
 use crate::progress::Progress;
 use crate::rejects::{Reject, RejectsFile};
-use crate::report::{BuiltObject, ChunkRecord, CopyPath, Deferral, FileSummary, LoadReport, Summary};
+use crate::report::{
+    count_of, thousands, BuiltObject, ChunkRecord, CopyPath, Deferral, FileSummary, LoadReport, Summary,
+};
 use crate::sink::postgres::{PgSession, PgTarget, TableInfo, READ_ONLY, READ_ONLY_ADVICE};
 use crate::source::{resolve_inputs, Source};
 
@@ -510,7 +512,7 @@ fn conclude(
         warnings.push(format!(
             "resumed job {}: {} committed by earlier runs",
             shared.job,
-            crate::report::count_of(shared.done.len() as u64, "chunk")
+            count_of(shared.done.len() as u64, "chunk")
         ));
     }
     warnings.extend(refused_warning(shared));
@@ -913,9 +915,14 @@ fn build_report(
         }
         if c.rows + c.rejected != c.records {
             warnings.push(format!(
-                "{}: line {}: the server loaded {} rows and {} were rejected from a chunk in which sluice \
-                 counted {} records; are there bare carriage-return line endings?",
-                c.file, c.first_line, c.rows, c.rejected, c.records
+                "{}: line {}: the server loaded {} and rejected {} from a chunk in which sluice counted {}; are \
+                 there bare carriage-return line endings (old Mac files)? The server reads them, but sluice cuts \
+                 chunks only at line feeds: `tr '\\r' '\\n'` converts them",
+                c.file,
+                c.first_line,
+                count_of(c.rows, "row"),
+                thousands(c.rejected),
+                count_of(c.records, "record")
             ));
         }
     }
