@@ -220,7 +220,7 @@ mod tests {
     fn unknown_column_lists_the_real_ones() {
         let t = table(&[("id", "bigint")]);
         let err = choose_columns(&t, Some(&["nope".to_string()]), FormatKind::Csv).unwrap_err();
-        assert_eq!(err.to_string(), "column \"nope\" does not exist in table public.T x; its columns are: id");
+        assert_eq!(err.to_string(), "column \"nope\" does not exist in table public.\"T x\"; its columns are: id");
     }
 
     #[test]
