@@ -133,6 +133,7 @@ mod tests {
             records: 5,
             rows: 5,
             rejected,
+            suppressed: 0,
             worker,
             binary: false,
             start_s,

@@ -34,7 +34,7 @@
 //! `sluice.jobs (job, target_table, fingerprint, created_at, finished_at)` and
 //! `sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, state
 //! ('pending' or 'done'), rows_loaded, rows_rejected, host, pid, committed_at,
-//! content_hash)`,
+//! content_hash, rows_suppressed)`,
 //! `sluice.steps (job, step, target_table, name, drop_sql, create_sql,
 //! violations_sql, state ('dropped' or 'rebuilt'), recorded_at, rebuilt_at)` and
 //! `sluice.xacts (job, seq)` (one row per COPY of a deferred load, whose
@@ -63,18 +63,24 @@ pub const CREATE_SCHEMA: &str = "CREATE SCHEMA IF NOT EXISTS sluice; \
      rebuilt_at timestamptz, PRIMARY KEY (job, step)); \
      CREATE TABLE IF NOT EXISTS sluice.xacts (job text NOT NULL, seq bigint NOT NULL); \
      CREATE INDEX IF NOT EXISTS xacts_job_seq ON sluice.xacts (job, seq); \
-     ALTER TABLE sluice.chunks ADD COLUMN IF NOT EXISTS content_hash bigint";
+     ALTER TABLE sluice.chunks ADD COLUMN IF NOT EXISTS content_hash bigint; \
+     ALTER TABLE sluice.chunks ADD COLUMN IF NOT EXISTS rows_suppressed bigint NOT NULL DEFAULT 0";
 
 /// True when the ledger and rejects tables exist with every column this
 /// version writes (a ledger made by an older sluice lacks later columns).
-pub const SCHEMA_IS_CURRENT: &str = "SELECT to_regclass('sluice.rejects') IS NOT NULL AND EXISTS (SELECT \
-     FROM pg_catalog.pg_attribute WHERE attrelid = to_regclass('sluice.chunks') AND attname = 'content_hash')";
+pub const SCHEMA_IS_CURRENT: &str = "SELECT to_regclass('sluice.rejects') IS NOT NULL AND (SELECT count(*) \
+     FROM pg_catalog.pg_attribute WHERE attrelid = to_regclass('sluice.chunks') \
+     AND attname IN ('content_hash', 'rows_suppressed')) = 2";
 
 /// A committed chunk's counts, as the ledger recorded them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Done {
     pub rows: u64,
     pub rejected: u64,
+    /// Records the server took without counting them as rows: a BEFORE
+    /// INSERT trigger returned NULL (it dropped them, or stored them
+    /// elsewhere, as inheritance partitioning does).
+    pub suppressed: u64,
     /// Where the chunk lay in its input, to tell whether a resumed load
     /// cuts the same chunk (stdin cannot be checked any other way).
     pub byte_offset: u64,
@@ -266,8 +272,8 @@ pub fn xact_marker_sql(job: &str, seq: u64) -> String {
 
 pub fn done_chunks(session: &PgSession, job: &str) -> Result<HashMap<u64, Done>, Error> {
     let rows = session.query(
-        "SELECT seq, rows_loaded, rows_rejected, byte_offset, byte_len, content_hash FROM sluice.chunks \
-         WHERE job = $1 AND state = 'done'",
+        "SELECT seq, rows_loaded, rows_rejected, byte_offset, byte_len, content_hash, rows_suppressed \
+         FROM sluice.chunks WHERE job = $1 AND state = 'done'",
         &[Some(job)],
     )?;
     let num = |v: &Option<String>| v.as_deref().and_then(|s| s.parse().ok()).unwrap_or(0);
@@ -277,17 +283,21 @@ pub fn done_chunks(session: &PgSession, job: &str) -> Result<HashMap<u64, Done>,
         byte_offset: num(&r[3]),
         byte_len: num(&r[4]),
         content_hash: r[5].as_deref().and_then(|s| s.parse::<i64>().ok()).map(|h| h as u64),
+        suppressed: num(&r[6]),
     };
     Ok(rows.iter().map(|r| (num(&r[0]), done(r))).collect())
 }
 
-/// The rows a chunk loaded, when its ledger row is done.
-pub fn committed_rows(session: &PgSession, job: &str, seq: u64) -> Result<Option<u64>, Error> {
+/// The rows a chunk loaded and those a trigger suppressed, when its ledger
+/// row is done.
+pub fn committed_rows(session: &PgSession, job: &str, seq: u64) -> Result<Option<(u64, u64)>, Error> {
     let rows = session.query(
-        "SELECT rows_loaded FROM sluice.chunks WHERE job = $1 AND seq = $2::bigint AND state = 'done'",
+        "SELECT rows_loaded, rows_suppressed FROM sluice.chunks WHERE job = $1 AND seq = $2::bigint \
+         AND state = 'done'",
         &[Some(job), Some(&seq.to_string())],
     )?;
-    Ok(rows.first().and_then(|r| r[0].as_deref()).and_then(|v| v.parse().ok()))
+    let num = |r: &Vec<Option<String>>, i: usize| r[i].as_deref().and_then(|v| v.parse().ok());
+    Ok(rows.first().and_then(|r| Some((num(r, 0)?, num(r, 1)?))))
 }
 
 /// Puts `chunks` back to pending, with their stored rejects and markers
@@ -299,8 +309,8 @@ pub fn reopen_chunks(session: &PgSession, job: &str, chunks: &[u64]) -> Result<(
          AND r.job = c.job AND r.file = c.file AND r.byte >= c.byte_offset AND r.byte < c.byte_offset + c.byte_len \
          RETURNING 1",
         "DELETE FROM sluice.xacts WHERE job = $1 AND seq = ANY($2::bigint[]) RETURNING 1",
-        "UPDATE sluice.chunks SET state = 'pending', rows_loaded = 0, rows_rejected = 0, committed_at = NULL \
-         WHERE job = $1 AND seq = ANY($2::bigint[]) RETURNING 1",
+        "UPDATE sluice.chunks SET state = 'pending', rows_loaded = 0, rows_rejected = 0, rows_suppressed = 0, \
+         committed_at = NULL WHERE job = $1 AND seq = ANY($2::bigint[]) RETURNING 1",
     ] {
         session.query(sql, &[Some(job), Some(&list)])?;
     }
@@ -354,6 +364,7 @@ pub struct ChunkRow<'a> {
     pub content_hash: Option<u64>,
     pub rows: u64,
     pub rejected: u64,
+    pub suppressed: u64,
 }
 
 /// What a claim found.
@@ -411,10 +422,11 @@ impl ChunkRow<'_> {
     /// Marks the claimed row done with its counts, in the chunk's transaction.
     pub fn done_sql(&self) -> String {
         format!(
-            "UPDATE sluice.chunks SET state = 'done', rows_loaded = {}, rows_rejected = {}, content_hash = {}, \
-             host = {}, pid = {}, committed_at = now() WHERE job = {} AND seq = {}",
+            "UPDATE sluice.chunks SET state = 'done', rows_loaded = {}, rows_rejected = {}, rows_suppressed = {}, \
+             content_hash = {}, host = {}, pid = {}, committed_at = now() WHERE job = {} AND seq = {}",
             self.rows,
             self.rejected,
+            self.suppressed,
             self.hash_sql(),
             quote_literal(&host_name()),
             std::process::id(),
@@ -520,12 +532,14 @@ mod tests {
             content_hash: Some(u64::MAX),
             rows: 2,
             rejected: 1,
+            suppressed: 4,
         };
         let sql = row.pending_sql();
         assert!(sql.contains("VALUES (E'j''1', 3, E'a.csv', 0, 9, 1, -1, 'pending', "), "{sql}");
         assert!(row.claim_sql(false).ends_with("WHERE job = E'j''1' AND seq = 3 FOR UPDATE SKIP LOCKED"));
         assert!(row.done_sql().starts_with(
-            "UPDATE sluice.chunks SET state = 'done', rows_loaded = 2, rows_rejected = 1, content_hash = -1,"
+            "UPDATE sluice.chunks SET state = 'done', rows_loaded = 2, rows_rejected = 1, rows_suppressed = 4, \
+             content_hash = -1,"
         ));
     }
 }

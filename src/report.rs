@@ -21,8 +21,12 @@ pub struct ChunkRecord {
     pub records: u64,
     /// Rows the server reported loading.
     pub rows: u64,
-    /// Records rejected (`records = rows + rejected`).
+    /// Records rejected.
     pub rejected: u64,
+    /// Records a BEFORE INSERT trigger suppressed (returned NULL for): the
+    /// server took them but did not count them as rows. `records = rows +
+    /// rejected + suppressed`.
+    pub suppressed: u64,
     pub worker: usize,
     /// Sent as binary COPY (else as the input's text).
     pub binary: bool,
@@ -32,8 +36,10 @@ pub struct ChunkRecord {
 }
 
 /// Per-input accounting: `records_read = rows_loaded + rejected +
-/// resumed_rows + resumed_rejected` on a complete load (the last two were
-/// committed by earlier runs of the job); the header is counted apart.
+/// suppressed + resumed_rows + resumed_rejected + resumed_suppressed` on a
+/// complete load (the `resumed_` ones were committed by earlier runs of the
+/// job; `suppressed` records were taken by the server but not counted, see
+/// [`ChunkRecord::suppressed`]); the header is counted apart.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct FileSummary {
     pub file: String,
@@ -45,8 +51,10 @@ pub struct FileSummary {
     pub records_read: u64,
     pub rows_loaded: u64,
     pub rejected: u64,
+    pub suppressed: u64,
     pub resumed_rows: u64,
     pub resumed_rejected: u64,
+    pub resumed_suppressed: u64,
     pub chunks: u64,
 }
 
@@ -58,12 +66,16 @@ pub struct Summary {
     pub records_read: u64,
     pub rows_loaded: u64,
     pub rejected: u64,
+    /// Records a trigger suppressed (see [`ChunkRecord::suppressed`]).
+    pub suppressed: u64,
     /// Where the rejected records were written, when there were any.
     pub rejects_file: Option<String>,
-    /// Chunks, rows and rejects committed by earlier runs of the job.
+    /// Chunks, rows, rejects and suppressed records committed by earlier
+    /// runs of the job.
     pub resumed_chunks: u64,
     pub resumed_rows: u64,
     pub resumed_rejected: u64,
+    pub resumed_suppressed: u64,
     /// The job this load belongs to (the ledger's name for it).
     pub job: String,
     /// Chunks another process of the same job committed first.
@@ -229,10 +241,13 @@ impl LoadReport {
     /// 3.21 M rows/s, 126.6 MB/s, 2 workers, 24 chunks`
     pub fn summary_line(&self) -> String {
         let s = &self.summary;
-        let rejected = match s.rejected {
+        let mut rejected = match s.rejected {
             0 => String::new(),
             n => format!(", rejected {}", thousands(n)),
         };
+        if s.suppressed > 0 {
+            rejected.push_str(&format!(", {} taken by a trigger that returned NULL", thousands(s.suppressed)));
+        }
         format!(
             "loaded {} row{}{rejected} ({}, {} file{}) into {} in {:.2} s: {} rows/s, {:.1} MB/s, {} worker{}, {} chunk{}, {}{}",
             thousands(s.rows_loaded),

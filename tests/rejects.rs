@@ -39,10 +39,59 @@ fn load_with_rejects(db: &TestDb, file: &Path, table: &str, extra: &[&str]) -> L
 
 /// Asserts the accounting equation in a JSON report, per file and in total.
 fn assert_accounts(report: &Value) {
+    let sum = |v: &Value| ["rows_loaded", "rejected", "suppressed"].iter().map(|k| v[k].as_u64().unwrap()).sum::<u64>();
     let s = &report["summary"];
-    assert_eq!(s["records_read"], s["rows_loaded"].as_u64().unwrap() + s["rejected"].as_u64().unwrap(), "{s}");
+    assert_eq!(s["records_read"], sum(s), "{s}");
     for f in report["per_file"].as_array().unwrap() {
-        assert_eq!(f["records_read"], f["rows_loaded"].as_u64().unwrap() + f["rejected"].as_u64().unwrap(), "{f}");
+        assert_eq!(f["records_read"], sum(f), "{f}");
+    }
+}
+
+/// Records a BEFORE INSERT trigger returns NULL for are taken by the server
+/// but not counted as rows (COPY counts like INSERT). They are neither
+/// loaded nor rejected: a filter drops them, inheritance partitioning
+/// stores them in a child. Errors the trigger raises are rejects.
+#[test]
+fn records_a_trigger_returns_null_for_are_suppressed_not_rejected() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE events (id int, day date, note text); \
+         CREATE TABLE events_old (CHECK (day < '2025-01-01')) INHERITS (events); \
+         CREATE TABLE events_new (CHECK (day >= '2025-01-01')) INHERITS (events); \
+         CREATE FUNCTION route() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+           IF NEW.id = 777 THEN RAISE EXCEPTION 'id 777 is refused'; END IF; \
+           IF NEW.id % 10 = 0 THEN RETURN NEW; END IF; \
+           IF NEW.day < '2025-01-01' THEN INSERT INTO events_old VALUES (NEW.*); \
+           ELSE INSERT INTO events_new VALUES (NEW.*); END IF; RETURN NULL; END $$; \
+         CREATE TRIGGER route BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION route()",
+    );
+    let mut data = String::new();
+    for i in 0..3000 {
+        data.push_str(&format!("{i}\t{}-03-01\tnote {i}\n", 2024 + i % 2));
+    }
+    data.push_str("x\t2024-01-01\tnot a number\n");
+    let file = db.file("events.tsv", data.as_bytes());
+    for format in ["text", "binary"] {
+        db.execute("TRUNCATE events, events_old, events_new");
+        let loaded =
+            load_with_rejects(&db, &file, "events", &["--chunk-size", "4KiB", "--copy-format", format, "--restart"]);
+        assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
+        let mut lines: Vec<u64> = loaded.rejects.iter().map(|r| r["line"].as_u64().unwrap()).collect();
+        lines.sort_unstable();
+        assert_eq!(lines, [778, 3001], "{format}: only the trigger's error and the bad number are rejects");
+        assert_eq!(db.count("ONLY events"), 300, "{format}: every tenth row stays in the parent");
+        assert_eq!(db.count("events_old") + db.count("events_new"), 2699, "{format}");
+        let s = &loaded.report["summary"];
+        assert_eq!((s["rows_loaded"].as_u64(), s["suppressed"].as_u64()), (Some(300), Some(2699)), "{format}: {s}");
+        assert_accounts(&loaded.report);
+        assert!(
+            loaded.run.stdout.contains(", rejected 2, 2,699 taken by a trigger that returned NULL"),
+            "{}",
+            loaded.run.stdout
+        );
+        assert!(!loaded.run.stderr.contains("carriage"), "{}", loaded.run.stderr);
+        let binary_chunks = s["copy"]["binary_chunks"].as_u64().unwrap();
+        assert_eq!(binary_chunks > 0, format == "binary", "{s}");
     }
 }
 

@@ -14,9 +14,11 @@
 //!    When the server names the failing line (`COPY t, line N`), reject that
 //!    record, re-copy the good records before it (the failed COPY rolled them
 //!    back) and go on after it. When it names no line, or loads fewer rows
-//!    than it was sent (a `\.` line, COPY's end-of-data marker, stops it
-//!    without an error), split the run in two (bisection) until the bad
-//!    record stands alone.
+//!    than it was sent with a `\.` line among them (COPY's end-of-data
+//!    marker, which stops it without an error), split the run in two
+//!    (bisection) until the bad record stands alone. Fewer rows without a
+//!    `\.` line are rows a BEFORE INSERT trigger suppressed (returned NULL
+//!    for): not rejects, the server took them.
 //! 4. Leave the transaction open: the worker adds the rejected records to
 //!    `sluice.rejects` and the chunk's ledger row, and commits them with the
 //!    chunk's good rows.
@@ -54,7 +56,36 @@ const AFTER_REFUSAL: &str = "ROLLBACK TO SAVEPOINT sluice_run";
 /// What a chunk loaded and rejected (its transaction still open).
 pub(super) struct Isolated {
     pub rows: u64,
+    /// Records the server took but did not count (see [`suppressed`]).
+    pub suppressed: u64,
     pub rejects: Vec<Reject>,
+}
+
+impl Isolated {
+    /// A chunk the server took whole: `rows` of its `records`.
+    pub fn all(records: u64, rows: u64) -> Isolated {
+        Isolated { rows, suppressed: suppressed(records, rows), rejects: Vec::new() }
+    }
+}
+
+/// Records sent without an error but not counted as rows: a BEFORE INSERT
+/// row trigger returned NULL for them, having dropped them or stored them
+/// elsewhere (inheritance partitioning does); COPY counts only the rows it
+/// inserted, as INSERT does.
+pub(super) fn suppressed(records: u64, rows: u64) -> u64 {
+    records.saturating_sub(rows)
+}
+
+/// Whether `bytes` may hold a line of only `\.`, after which the server
+/// reads nothing (a quoted CSV value may also match: then isolation, which
+/// looks at each record, decides).
+pub(super) fn may_hold_end_of_data_line(bytes: &[u8]) -> bool {
+    let inside = [&b"\n\\.\n"[..], b"\n\\.\r\n"];
+    end_of_data_line(bytes)
+        || bytes.starts_with(b"\\.\n")
+        || bytes.starts_with(b"\\.\r\n")
+        || bytes.ends_with(b"\n\\.")
+        || inside.iter().any(|needle| memchr::memmem::find(bytes, needle).is_some())
 }
 
 /// The chunk's records: start offsets and newlines before each, with an end
@@ -95,6 +126,7 @@ struct Isolator<'a> {
     index: RecordIndex,
     rejects: Vec<Reject>,
     rows: u64,
+    suppressed: u64,
     /// Records tried and errors met so far, for the run size.
     seen: usize,
     errors: usize,
@@ -111,7 +143,8 @@ pub(super) fn isolate(
     refusal: Option<CopyRefusal>,
 ) -> Result<Isolated, Error> {
     let index = RecordIndex::build(shared, bytes);
-    let mut iso = Isolator { shared, chunk, bytes, index, rejects: Vec::new(), rows: 0, seen: 0, errors: 0 };
+    let mut iso =
+        Isolator { shared, chunk, bytes, index, rejects: Vec::new(), rows: 0, suppressed: 0, seen: 0, errors: 0 };
     let (clean, suspects) = iso.sort_records();
     // Suspects go last, one by one; the rest first, as one run.
     let mut runs: Vec<Run> = suspects.iter().rev().map(|&i| vec![i]).collect();
@@ -140,13 +173,16 @@ pub(super) fn isolate(
             Ok(())
         })?;
         let outcome = match outcome {
-            CopyOutcome::Loaded(rows) if (rows as usize) < run.len() => CopyOutcome::Refused(stopped_early()),
+            CopyOutcome::Loaded(rows) if (rows as usize) < run.len() && iso.holds_end_of_data_line(&run) => {
+                CopyOutcome::Refused(stopped_early())
+            }
             other => other,
         };
         refused_last = matches!(outcome, CopyOutcome::Refused(_));
         prelude = match outcome {
             CopyOutcome::Loaded(rows) => {
                 iso.rows += rows;
+                iso.suppressed += suppressed(run.len() as u64, rows);
                 iso.seen += run.len();
                 &after_loaded
             }
@@ -173,7 +209,7 @@ pub(super) fn isolate(
     if refused_last {
         session.execute(AFTER_REFUSAL)?;
     }
-    Ok(Isolated { rows: iso.rows, rejects: iso.rejects })
+    Ok(Isolated { rows: iso.rows, suppressed: iso.suppressed, rejects: iso.rejects })
 }
 
 /// A run the server loaded only part of, without an error: it read a line
@@ -196,6 +232,10 @@ fn end_of_data_line(raw: &[u8]) -> bool {
 }
 
 impl Isolator<'_> {
+    fn holds_end_of_data_line(&self, run: &[usize]) -> bool {
+        run.iter().any(|&i| end_of_data_line(self.index.bytes(self.bytes, i, i + 1)))
+    }
+
     /// Rejects records the server would refuse for their bytes alone (NUL,
     /// invalid UTF-8) and sorts the others into clean ones and suspects.
     fn sort_records(&mut self) -> (Run, Run) {

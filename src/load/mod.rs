@@ -445,6 +445,7 @@ fn merge_reload(shared: &Shared, first: PipelineResult, again: PipelineResult) -
             scan.resumed_chunks -= 1;
             scan.resumed_rows -= done.rows;
             scan.resumed_rejected -= done.rejected;
+            scan.resumed_suppressed -= done.suppressed;
         }
     }
     records.extend(again.0);
@@ -626,6 +627,7 @@ struct InputScan {
     resumed_chunks: u64,
     resumed_rows: u64,
     resumed_rejected: u64,
+    resumed_suppressed: u64,
 }
 
 /// Committed chunks, what the feeder saw, the first error, and the chunks
@@ -807,6 +809,7 @@ fn feed_one(
             }
             scan.resumed_rows += done.rows;
             scan.resumed_rejected += done.rejected;
+            scan.resumed_suppressed += done.suppressed;
             scan.resumed_chunks += 1;
             shared.progress.chunk_skipped(chunk.source_span);
             continue;
@@ -890,8 +893,10 @@ fn file_summaries(sources: &[Source], scans: &[InputScan]) -> Vec<FileSummary> {
             records_read: scan.records,
             rows_loaded: 0,
             rejected: 0,
+            suppressed: 0,
             resumed_rows: scan.resumed_rows,
             resumed_rejected: scan.resumed_rejected,
+            resumed_suppressed: scan.resumed_suppressed,
             chunks: scan.chunks,
         })
         .collect()
@@ -912,8 +917,9 @@ fn build_report(
         if let Some(f) = per_file.iter_mut().find(|f| f.file == c.file) {
             f.rows_loaded += c.rows;
             f.rejected += c.rejected;
+            f.suppressed += c.suppressed;
         }
-        if c.rows + c.rejected != c.records {
+        if c.rows + c.rejected + c.suppressed != c.records {
             warnings.push(format!(
                 "{}: line {}: the server loaded {} and rejected {} from a chunk in which sluice counted {}; are \
                  there bare carriage-return line endings (old Mac files)? The server reads them, but sluice cuts \
@@ -935,16 +941,20 @@ fn build_report(
         records_read: per_file.iter().map(|f| f.records_read).sum(),
         rows_loaded: rows,
         rejected: per_file.iter().map(|f| f.rejected).sum(),
+        suppressed: per_file.iter().map(|f| f.suppressed).sum(),
         rejects_file: None,
         resumed_chunks: scans.iter().map(|s| s.resumed_chunks).sum(),
         resumed_rows: per_file.iter().map(|f| f.resumed_rows).sum(),
         resumed_rejected: per_file.iter().map(|f| f.resumed_rejected).sum(),
+        resumed_suppressed: per_file.iter().map(|f| f.resumed_suppressed).sum(),
         job: String::new(),
         chunks_by_others: 0,
         header_lines: per_file.iter().map(|f| f.header_lines).sum(),
         bytes,
         wall_seconds: wall,
-        rows_per_sec: rows as f64 / wall.max(1e-9),
+        // Suppressed records cost the server a row's work (a routing
+        // trigger stores them elsewhere).
+        rows_per_sec: (rows + per_file.iter().map(|f| f.suppressed).sum::<u64>()) as f64 / wall.max(1e-9),
         mb_per_sec: bytes as f64 / 1e6 / wall.max(1e-9),
         workers: shared.workers(req),
         workers_chosen: shared.pace.as_ref().map(pace::Pacer::describe),

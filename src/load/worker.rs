@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 
-use super::isolate::{isolate, Isolated};
+use super::isolate::{isolate, may_hold_end_of_data_line, Isolated};
 use super::{Event, Shared};
 use crate::chunk::{Chunk, Runaway};
 use crate::error::Error;
@@ -87,7 +87,7 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
                 committed_any = true;
                 let rejected = done.rejects.len() as u64;
                 shared.progress.chunk_done(chunk.source_span, done.rows, rejected);
-                let record = record(shared, &chunk, done.rows, rejected, (id, worker.last_binary), start_s);
+                let record = record(shared, &chunk, &done, (id, worker.last_binary), start_s);
                 Event::Committed(record, done.rejects)
             }
             Err(err) => Event::Failed(err),
@@ -215,7 +215,7 @@ impl Worker<'_> {
     /// Claims the chunk in the ledger, loads it, and commits it with its
     /// rejects and its ledger row, all in one transaction.
     fn load_once(&mut self, chunk: &Chunk, wait: bool) -> Result<Outcome, Error> {
-        match ledger::claim(&self.session, &ledger_row(self.shared, chunk, 0, 0), wait)? {
+        match ledger::claim(&self.session, &ledger_row(self.shared, chunk, None), wait)? {
             Claim::Busy => return Ok(Outcome::Busy),
             Claim::Done => return Ok(Outcome::Elsewhere),
             Claim::Mine => {}
@@ -234,7 +234,7 @@ impl Worker<'_> {
     fn copy_or_isolate(&mut self, chunk: &Chunk) -> Result<Isolated, Error> {
         self.last_binary = false;
         if chunk.copy_len() == 0 {
-            return Ok(Isolated { rows: 0, rejects: Vec::new() });
+            return Ok(Isolated::all(0, 0));
         }
         if self.expect_rejects {
             // The previous chunk had bad records: skip the fast paths, which
@@ -247,14 +247,17 @@ impl Worker<'_> {
         let (shared, reader) = (self.shared, &mut self.reader);
         let savepoint = shared.savepoint(SAVEPOINT, chunk);
         match self.session.copy_after(&savepoint, &mut |send| reader.feed(shared, chunk, send))? {
-            CopyOutcome::Loaded(rows) if rows < chunk.copied_records() => {
+            CopyOutcome::Loaded(rows)
+                if rows < chunk.copied_records() && may_hold_end_of_data_line(&reader.bytes_of(shared, chunk)?) =>
+            {
                 // The server stopped early without an error: a `\.` line,
                 // which COPY takes for the end of the data. Isolation
                 // rejects it and loads the records after it.
                 self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
                 self.isolate(chunk, None)
             }
-            CopyOutcome::Loaded(rows) => Ok(Isolated { rows, rejects: Vec::new() }),
+            // Fewer rows without a `\.` line: a trigger suppressed some.
+            CopyOutcome::Loaded(rows) => Ok(Isolated::all(chunk.copied_records(), rows)),
             CopyOutcome::Refused(refusal) => {
                 self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
                 self.isolate(chunk, Some(refusal))
@@ -293,7 +296,7 @@ impl Worker<'_> {
         match outcome? {
             CopyOutcome::Loaded(rows) => {
                 self.last_binary = true;
-                Ok(Some(Isolated { rows, rejects: Vec::new() }))
+                Ok(Some(Isolated::all(chunk.copied_records(), rows)))
             }
             CopyOutcome::Refused(_) => {
                 // The server's line numbers count binary tuples; isolation
@@ -312,7 +315,7 @@ impl Worker<'_> {
             let rows = crate::rejects::copy_text(&done.rejects, &shared.job, &shared.table.display());
             self.session.copy_rows(crate::rejects::COPY_INTO_TABLE, &rows)?;
         }
-        let row = ledger_row(shared, chunk, done.rows, done.rejects.len() as u64);
+        let row = ledger_row(shared, chunk, Some(done));
         self.session.execute(&format!("{}; COMMIT", row.done_sql()))
     }
 
@@ -320,7 +323,7 @@ impl Worker<'_> {
     /// whose connection was lost after the server committed.
     fn committed_before(&self, chunk: &Chunk) -> Result<Option<Isolated>, Error> {
         let shared = self.shared;
-        let Some(rows) = ledger::committed_rows(&self.session, &shared.job, chunk.seq)? else {
+        let Some((rows, suppressed)) = ledger::committed_rows(&self.session, &shared.job, chunk.seq)? else {
             return Ok(None);
         };
         let (from, to) = (chunk.loc.byte_offset.to_string(), (chunk.loc.byte_offset + chunk.loc.byte_len).to_string());
@@ -331,11 +334,12 @@ impl Worker<'_> {
             .iter()
             .map(|r| Reject::from_row(r))
             .collect();
-        Ok(Some(Isolated { rows, rejects }))
+        Ok(Some(Isolated { rows, suppressed, rejects }))
     }
 }
 
-fn ledger_row<'a>(shared: &'a Shared, chunk: &Chunk, rows: u64, rejected: u64) -> ChunkRow<'a> {
+/// The chunk's ledger row, with its counts once it is `done`.
+fn ledger_row<'a>(shared: &'a Shared, chunk: &Chunk, done: Option<&Isolated>) -> ChunkRow<'a> {
     ChunkRow {
         job: &shared.job,
         seq: chunk.seq,
@@ -344,14 +348,15 @@ fn ledger_row<'a>(shared: &'a Shared, chunk: &Chunk, rows: u64, rejected: u64) -
         byte_len: chunk.loc.byte_len,
         first_line: chunk.loc.first_line,
         content_hash: chunk.content_hash,
-        rows,
-        rejected,
+        rows: done.map_or(0, |d| d.rows),
+        rejected: done.map_or(0, |d| d.rejects.len() as u64),
+        suppressed: done.map_or(0, |d| d.suppressed),
     }
 }
 
 /// The report's record of a chunk; `by` is the worker and whether it went
 /// as binary.
-fn record(shared: &Shared, chunk: &Chunk, rows: u64, rejected: u64, by: (usize, bool), start_s: f64) -> ChunkRecord {
+fn record(shared: &Shared, chunk: &Chunk, done: &Isolated, by: (usize, bool), start_s: f64) -> ChunkRecord {
     ChunkRecord {
         seq: chunk.seq,
         file: shared.sources[chunk.loc.source].name.to_string(),
@@ -360,8 +365,9 @@ fn record(shared: &Shared, chunk: &Chunk, rows: u64, rejected: u64, by: (usize, 
         first_line: chunk.loc.first_line,
         first_record: chunk.loc.first_record,
         records: chunk.records,
-        rows,
-        rejected,
+        rows: done.rows,
+        rejected: done.rejects.len() as u64,
+        suppressed: done.suppressed,
         worker: by.0,
         binary: by.1,
         start_s,
