@@ -4,7 +4,7 @@
 //! line and byte when there is one, say what was expected, and never contain a
 //! password (the CLI passes every message through [`crate::redact`] as well).
 
-use crate::report::count_of;
+use crate::report::{count_of, thousands};
 
 /// Exit codes, documented in the README and `sluice load --help`.
 pub mod exit {
@@ -64,9 +64,10 @@ pub enum Error {
     )]
     TooManyRejects { max: u64, rejected: u64, last: String },
     #[error(
-        "stopped: {rejected} records were rejected and none loaded, which looks like a wrong option rather \
-         than bad data; the first: {first}. Check --format, --delimiter, --header, --columns and the table, or \
-         pass --max-errors N to load whatever loads"
+        "stopped: {} records were rejected and none loaded, which looks like a wrong option rather than bad \
+         data; the first: {first}. Check --format, --delimiter, --header, --columns and the table, or pass \
+         --max-errors N to load whatever loads",
+        thousands(*rejected)
     )]
     NothingLoads { rejected: u64, first: String },
     #[error("{0}")]

@@ -95,6 +95,27 @@ fn records_a_trigger_returns_null_for_are_suppressed_not_rejected() {
     }
 }
 
+/// A trigger that stores every row elsewhere leaves the table empty, yet
+/// the load is not taken for a wrong option when many records are bad:
+/// the server took the good ones.
+#[test]
+fn a_trigger_taking_every_row_is_not_taken_for_nothing_loading() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE kept (id int); CREATE TABLE parent (id int); \
+         CREATE FUNCTION keep() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+           INSERT INTO kept VALUES (NEW.id); RETURN NULL; END $$; \
+         CREATE TRIGGER keep BEFORE INSERT ON parent FOR EACH ROW EXECUTE FUNCTION keep()",
+    );
+    let data: String = (0..2400).map(|i| if i % 2 == 0 { format!("{i}\n") } else { format!("x{i}\n") }).collect();
+    let file = db.file("ids.csv", data.as_bytes());
+    let loaded = load_with_rejects(&db, &file, "parent", &["--chunk-size", "4KiB", "--workers", "1"]);
+    assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
+    assert_eq!(loaded.rejects.len(), 1200);
+    assert_eq!((db.count("parent"), db.count("kept")), (0, 1200));
+    assert_accounts(&loaded.report);
+}
+
 /// One record per error class, between good ones; `(line, sqlstate)` of
 /// each bad record (line 1 is the header; "client" for sluice's own checks).
 fn corpus() -> (Vec<u8>, Vec<(u64, &'static str)>) {

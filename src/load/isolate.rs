@@ -196,8 +196,8 @@ pub(super) fn isolate(
         };
         // Only rejects so far, here and everywhere: stop before isolating
         // the rest one record at a time (the chunk is not committed).
-        if iso.rows == 0 && iso.rejects.len() as u64 >= ALL_REJECTED_STOP {
-            let loaded = iso.rows + rows_loaded_so_far(shared);
+        if iso.rows + iso.suppressed == 0 && iso.rejects.len() as u64 >= ALL_REJECTED_STOP {
+            let loaded = rows_loaded_so_far(shared);
             let first = iso.rejects.first().map(Reject::to_string);
             if let Some(hopeless) = nothing_loads(shared, loaded, iso.rejects.len() as u64, &first) {
                 return Err(hopeless);

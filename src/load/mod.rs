@@ -671,7 +671,7 @@ fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -
                     if let Some(pace) = &shared.pace {
                         pace.committed(record.byte_len);
                     }
-                    loaded += record.rows;
+                    loaded += record.rows + record.suppressed;
                     records.push(record);
                     rejected += chunk_rejects.len() as u64;
                     first_reject = first_reject.or_else(|| chunk_rejects.first().map(Reject::to_string));
@@ -739,9 +739,10 @@ fn nothing_loads(shared: &Shared, loaded: u64, rejected: u64, first: &Option<Str
         .then(|| Error::NothingLoads { rejected, first: first.clone() })
 }
 
-/// Rows loaded so far: committed by this run's workers and by earlier runs.
+/// Rows loaded so far (or taken by a trigger that returned NULL): committed
+/// by this run's workers and by earlier runs.
 fn rows_loaded_so_far(shared: &Shared) -> u64 {
-    shared.progress.snapshot().rows_done + shared.done.values().map(|d| d.rows).sum::<u64>()
+    shared.progress.snapshot().rows_done + shared.done.values().map(|d| d.rows + d.suppressed).sum::<u64>()
 }
 
 /// The feeder thread: chunks every input in order onto the queue.

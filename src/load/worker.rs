@@ -86,7 +86,9 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
             Ok(Outcome::Committed(done)) => {
                 committed_any = true;
                 let rejected = done.rejects.len() as u64;
-                shared.progress.chunk_done(chunk.source_span, done.rows, rejected);
+                // Suppressed records count as the server's progress: a
+                // routing trigger stored them elsewhere.
+                shared.progress.chunk_done(chunk.source_span, done.rows + done.suppressed, rejected);
                 let record = record(shared, &chunk, &done, (id, worker.last_binary), start_s);
                 Event::Committed(record, done.rejects)
             }
