@@ -119,7 +119,8 @@ fn missing_table_and_column_name_what_is_missing() {
     db.execute("CREATE VIEW v AS SELECT * FROM t");
     let run = db.load(&[&file, "--table", "v"]);
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("\"public\".\"v\" is a view; sluice loads only into tables"), "{}", run.stderr);
+    let refusal = "\"public\".\"v\" is a view without an INSTEAD OF INSERT trigger; sluice loads only into tables";
+    assert!(run.stderr.contains(refusal), "{}", run.stderr);
     // A read-only server or role (a standby, default_transaction_read_only).
     db.execute(&format!("ALTER DATABASE {} SET default_transaction_read_only = on", db.name));
     let run = db.load(&[&file, "--table", "t"]);

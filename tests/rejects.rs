@@ -95,6 +95,45 @@ fn records_a_trigger_returns_null_for_are_suppressed_not_rejected() {
     }
 }
 
+/// A view with an INSTEAD OF INSERT trigger is a target, as for COPY and
+/// INSERT: its trigger writes the rows, and its errors are rejects. It has
+/// nothing to defer, and --truncate is refused before anything is done.
+#[test]
+fn a_view_with_an_instead_of_trigger_is_loaded_through_it() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE people (id int PRIMARY KEY, name text); \
+         CREATE VIEW people_v AS SELECT id, name FROM people; \
+         CREATE FUNCTION people_ins() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+           IF NEW.id = 500 THEN RAISE EXCEPTION 'id 500 is refused'; END IF; \
+           INSERT INTO people VALUES (NEW.id, upper(NEW.name)); RETURN NEW; END $$; \
+         CREATE TRIGGER people_ins INSTEAD OF INSERT ON people_v FOR EACH ROW EXECUTE FUNCTION people_ins()",
+    );
+    let mut data: String = (0..2000).map(|i| format!("{i},name {i}\n")).collect();
+    data.push_str("7,duplicate\n");
+    let file = db.file("people.csv", data.as_bytes());
+    for format in ["text", "binary"] {
+        db.execute("TRUNCATE people");
+        let args = ["--chunk-size", "4KiB", "--copy-format", format, "--restart"];
+        let loaded = load_with_rejects(&db, &file, "people_v", &args);
+        assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
+        let mut lines: Vec<u64> = loaded.rejects.iter().map(|r| r["line"].as_u64().unwrap()).collect();
+        lines.sort_unstable();
+        assert_eq!(lines, [501, 2001], "{format}: the trigger's error and the duplicate key");
+        assert_eq!(db.count("people"), 1999, "{format}");
+        assert_eq!(db.scalar("SELECT name FROM people WHERE id = 7"), "NAME 7", "{format}: the trigger wrote it");
+        assert_accounts(&loaded.report);
+        let deferred = &loaded.report["summary"]["deferred"];
+        assert_eq!(deferred["why_not"], "a view: its INSTEAD OF trigger writes the rows", "{deferred}");
+        let binary_chunks = loaded.report["summary"]["copy"]["binary_chunks"].as_u64().unwrap();
+        assert_eq!(binary_chunks > 0, format == "binary", "{format}");
+    }
+    let run = db.load(&[file.to_str().unwrap(), "--table", "people_v", "--truncate", "--restart"]);
+    assert_eq!(run.code, 2, "{}", run.output());
+    assert!(run.stderr.contains("--truncate works on tables, and public.people_v is a view"), "{}", run.stderr);
+    assert_eq!(db.count("people"), 1999, "nothing was truncated");
+}
+
 /// A trigger that stores every row elsewhere leaves the table empty, yet
 /// the load is not taken for a wrong option when many records are bad:
 /// the server took the good ones.

@@ -260,6 +260,20 @@ impl From<Error> for Failed {
     }
 }
 
+/// `--truncate` and `--unlogged` act on a table; a view's INSTEAD OF
+/// trigger writes its rows to tables sluice does not know.
+fn refuse_table_flags_on_a_view(req: &LoadRequest, table: &TableInfo) -> Result<(), Error> {
+    let asked = [(req.truncate, "--truncate"), (req.unlogged, "--unlogged")];
+    match asked.iter().find(|(on, _)| *on) {
+        Some((_, flag)) if table.is_view => Err(Error::Usage(format!(
+            "{flag} works on tables, and {} is a view (its INSTEAD OF trigger writes the rows): apply it to the \
+             tables the trigger writes to, or leave {flag} out",
+            table.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Runs a load to the end, or to its first fatal error.
 pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed> {
     let started_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
@@ -271,6 +285,7 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     let target = PgTarget::new(req.db.as_deref());
     let control = target.connect()?;
     let table = control.resolve_table(&req.table)?;
+    refuse_table_flags_on_a_view(req, &table)?;
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
     crate::report::ensure_writable(&rejects_path, "rejects", "--rejects")?;
     let columns = choose_columns(&table, req.columns.as_deref(), format.kind)?;

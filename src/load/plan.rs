@@ -188,6 +188,7 @@ mod tests {
             name: "T x".into(),
             columns: cols.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
             not_null: Vec::new(),
+            is_view: false,
         }
     }
 

@@ -187,6 +187,7 @@ mod tests {
             name: "t".into(),
             columns: vec![("id".into(), "integer".into()), ("name".into(), "character varying(5)".into())],
             not_null: vec!["id".into()],
+            is_view: false,
         }
     }
 

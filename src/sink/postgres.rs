@@ -86,13 +86,14 @@ pub const READ_ONLY_ADVICE: &str = "; sluice writes, so connect to the primary, 
      database without default_transaction_read_only";
 
 /// What a relation of `relkind` is, in words, when sluice cannot load into
-/// it; `None` for a table (plain, partitioned or foreign). Views are refused
-/// even with an INSTEAD OF trigger: truncation, savepoint isolation and index
-/// deferral all assume rows land in the relation itself.
-fn not_a_table(relkind: &str) -> Option<&'static str> {
+/// it; `None` for a table (plain, partitioned or foreign) and for a view
+/// whose INSTEAD OF INSERT trigger writes the rows (COPY accepts it, as
+/// INSERT does).
+fn not_a_table(relkind: &str, instead_of_insert: bool) -> Option<&'static str> {
     match relkind {
         "r" | "p" | "f" => None,
-        "v" => Some("a view"),
+        "v" if instead_of_insert => None,
+        "v" => Some("a view without an INSTEAD OF INSERT trigger"),
         "m" => Some("a materialized view"),
         "S" => Some("a sequence"),
         "i" | "I" => Some("an index"),
@@ -136,6 +137,9 @@ pub struct TableInfo {
     pub columns: Vec<(String, String)>,
     /// The columns declared NOT NULL.
     pub not_null: Vec<String>,
+    /// A view whose INSTEAD OF INSERT trigger takes the rows: it cannot be
+    /// truncated, and has no indexes of its own.
+    pub is_view: bool,
 }
 
 impl TableInfo {
@@ -262,10 +266,19 @@ impl PgSession {
             )));
         };
         let [oid, schema, table, kind] = [&row[0], &row[1], &row[2], &row[3]].map(|v| v.clone().unwrap_or_default());
-        if let Some(what) = not_a_table(&kind) {
+        // Trigger type bits: ROW 1, INSERT 4, INSTEAD 64.
+        let instead_of_insert = kind == "v"
+            && !self
+                .query(
+                    "SELECT 1 FROM pg_catalog.pg_trigger WHERE tgrelid = $1::int8::oid AND tgtype & 69 = 69 \
+                     AND tgenabled <> 'D'",
+                    &[Some(&oid)],
+                )?
+                .is_empty();
+        if let Some(what) = not_a_table(&kind, instead_of_insert) {
             return Err(Error::Target(format!(
-                "\"{schema}\".\"{table}\" is {what}; sluice loads only into tables: \
-                 name the table it reads from"
+                "\"{schema}\".\"{table}\" is {what}; sluice loads only into tables (and views with such a \
+                 trigger): name the table it reads from"
             )));
         }
         let rows = self.query(
@@ -276,7 +289,7 @@ impl PgSession {
         let text = |r: &Vec<Option<String>>, i: usize| r[i].clone().unwrap_or_default();
         let columns = rows.iter().map(|r| (text(r, 0), text(r, 1))).collect();
         let not_null = rows.iter().filter(|r| text(r, 2) == "t").map(|r| text(r, 0)).collect();
-        Ok(TableInfo { schema, name: table, columns, not_null })
+        Ok(TableInfo { schema, name: table, columns, not_null, is_view: kind == "v" })
     }
 
     /// Prepares this session to copy with `sql` (a `COPY ... FROM STDIN`)
