@@ -241,15 +241,15 @@ impl LoadReport {
     /// 3.21 M rows/s, 126.6 MB/s, 2 workers, 24 chunks`
     pub fn summary_line(&self) -> String {
         let s = &self.summary;
-        let mut rejected = match s.rejected {
+        let mut not_loaded = match s.rejected {
             0 => String::new(),
             n => format!(", rejected {}", thousands(n)),
         };
         if s.suppressed > 0 {
-            rejected.push_str(&format!(", {} taken by a trigger that returned NULL", thousands(s.suppressed)));
+            not_loaded.push_str(&format!(", {} taken by a trigger that returned NULL", thousands(s.suppressed)));
         }
         format!(
-            "loaded {} row{}{rejected} ({}, {} file{}) into {} in {:.2} s: {} rows/s, {:.1} MB/s, {} worker{}, {} chunk{}, {}{}",
+            "loaded {} row{}{not_loaded} ({}, {} file{}) into {} in {:.2} s: {} rows/s, {:.1} MB/s, {} worker{}, {} chunk{}, {}{}",
             thousands(s.rows_loaded),
             plural(s.rows_loaded),
             human_bytes(s.bytes),

@@ -413,12 +413,11 @@ fn complete_job(
             }
             Ok(defer::Completion::Reload(chunks)) if shared.sources.iter().any(|s| !s.can_be_read_again()) => {
                 outcome.2 = Some(Error::Database(format!(
-                    "job {}: {} chunk{} must be loaded again (lost by a server crash, or reopened by another run of \
-                     the job), and stdin or a pipe cannot be read twice; run the same command again with the same \
-                     data to load them",
+                    "job {}: {} must be loaded again (lost by a server crash, or reopened by another run of the \
+                     job), and stdin or a pipe cannot be read twice; run the same command again with the same data \
+                     to load them",
                     shared.job,
-                    chunks.len(),
-                    crate::report::plural(chunks.len() as u64)
+                    count_of(chunks.len() as u64, "chunk")
                 )));
             }
             Ok(defer::Completion::Reload(chunks)) => {
@@ -949,6 +948,7 @@ fn build_report(
         }
     }
     let rows: u64 = chunks.iter().map(|c| c.rows).sum();
+    let suppressed: u64 = per_file.iter().map(|f| f.suppressed).sum();
     let bytes: u64 = per_file.iter().map(|f| f.bytes).sum();
     let summary = Summary {
         table: shared.table.display(),
@@ -957,7 +957,7 @@ fn build_report(
         records_read: per_file.iter().map(|f| f.records_read).sum(),
         rows_loaded: rows,
         rejected: per_file.iter().map(|f| f.rejected).sum(),
-        suppressed: per_file.iter().map(|f| f.suppressed).sum(),
+        suppressed,
         rejects_file: None,
         resumed_chunks: scans.iter().map(|s| s.resumed_chunks).sum(),
         resumed_rows: per_file.iter().map(|f| f.resumed_rows).sum(),
@@ -970,7 +970,7 @@ fn build_report(
         wall_seconds: wall,
         // Suppressed records cost the server a row's work (a routing
         // trigger stores them elsewhere).
-        rows_per_sec: (rows + per_file.iter().map(|f| f.suppressed).sum::<u64>()) as f64 / wall.max(1e-9),
+        rows_per_sec: (rows + suppressed) as f64 / wall.max(1e-9),
         mb_per_sec: bytes as f64 / 1e6 / wall.max(1e-9),
         workers: shared.workers(req),
         workers_chosen: shared.pace.as_ref().map(pace::Pacer::describe),
