@@ -174,6 +174,12 @@ pub fn io_reason(e: &io::Error) -> String {
     }
 }
 
+/// Whether any of `sources` is stdin or a pipe, whose chunks cannot be read
+/// a second time (to reload them, or to load them in another run).
+pub fn any_read_once(sources: &[Source]) -> bool {
+    sources.iter().any(|s| !s.can_be_read_again())
+}
+
 /// Expands the command line's inputs: `-` is stdin, arguments with glob
 /// characters are expanded by sluice (sorted, so chunking is deterministic),
 /// other arguments must name readable files or pipes.

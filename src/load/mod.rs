@@ -37,7 +37,7 @@ use crate::report::{
     count_of, thousands, BuiltObject, ChunkRecord, CopyPath, Deferral, FileSummary, LoadReport, Summary,
 };
 use crate::sink::postgres::{PgSession, PgTarget, TableInfo, READ_ONLY, READ_ONLY_ADVICE};
-use crate::source::{resolve_inputs, Source};
+use crate::source::{any_read_once, resolve_inputs, Source};
 
 pub use defer::DeferIndexes;
 pub use plan::{choose_columns, copy_statement, resolve_kind, CopyFormat};
@@ -294,7 +294,7 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         defer: req.defer_indexes,
         truncate: req.truncate,
         unlogged: req.unlogged,
-        read_once: sources.iter().any(|s| !s.can_be_read_again()),
+        read_once: any_read_once(&sources),
     };
     let (job, mut done, defer_plan) = open_job(&control, req, &table, &format, &sources, wanted)?;
     let steps = ledger::steps(&control, &job)?;
@@ -411,7 +411,7 @@ fn complete_job(
                     shared.job
                 )));
             }
-            Ok(defer::Completion::Reload(chunks)) if shared.sources.iter().any(|s| !s.can_be_read_again()) => {
+            Ok(defer::Completion::Reload(chunks)) if any_read_once(shared.sources) => {
                 outcome.2 = Some(Error::Database(format!(
                     "job {}: {} must be loaded again (lost by a server crash, or reopened by another run of the \
                      job), and stdin or a pipe cannot be read twice; run the same command again with the same data \
@@ -502,10 +502,10 @@ fn open_job(
     match opened {
         Opened::Fresh => Ok((job, HashMap::new(), defer_plan)),
         Opened::Resumed(done) => Ok((job, done, defer_plan)),
-        // Whether stdin holds the same data again can only be told by
-        // reading it: a finished job with stdin is resumed, and its chunks
+        // Whether stdin or a pipe holds the same data again can only be
+        // told by reading it: such a finished job is resumed, and its chunks
         // are checked against the ledger as they are cut.
-        Opened::Finished { .. } if sources.iter().any(|s| !s.can_be_read_again()) => {
+        Opened::Finished { .. } if any_read_once(sources) => {
             Ok((job.clone(), ledger::done_chunks(control, &job)?, defer_plan))
         }
         Opened::Finished { rows, finished_at } => Err(Error::AlreadyLoaded { job, rows, finished_at }.into()),
@@ -870,7 +870,7 @@ fn is_the_chunk_done(done: &Done, chunk: &Chunk) -> bool {
 
 /// A resumed job's input cut into another chunk than the one an earlier run
 /// committed under the same number: the input changed (for files the
-/// fingerprint notices first; stdin is only checked here).
+/// fingerprint notices first; stdin and pipes are only checked here).
 fn not_the_input_of(job: &str, source: &Source, chunk: &Chunk, done: &Done) -> Error {
     let range = |offset: u64, len: u64| format!("bytes {offset}..{}", offset + len);
     let (before, now) = (range(done.byte_offset, done.byte_len), range(chunk.loc.byte_offset, chunk.loc.byte_len));
