@@ -11,6 +11,10 @@
 //! Rules: a chunk ends at the first record end at or after `target` bytes; a
 //! UTF-8 byte-order mark at the very start of an input is skipped; with a
 //! header, the first record of each input (not of each chunk) is skipped.
+//! Records end at the line-end style of the input's first line end, as the
+//! server reads each chunk (see [`line_end_of`]): `\n` for most files, `\r`
+//! for files with bare carriage returns, so these load in parallel chunks
+//! too. A first line end past the first block (128 KiB) is taken to be `\n`.
 //!
 //! Tail taper: when the load's remaining size is known up front (this input
 //! and the ones after it are plain files), the chunks in the load's last four
@@ -25,6 +29,7 @@
 use std::io::{self, Read};
 
 use crate::error::Position;
+use crate::format::scan::{line_end_of, LineEnd};
 use crate::format::{Dialect, RecordScanner};
 use crate::source::RawCounter;
 
@@ -75,6 +80,8 @@ pub struct Chunk {
     /// A record that outgrew the maximum record size ends the chunk; it is
     /// rejected, not copied.
     pub runaway: Option<Runaway>,
+    /// How the input's records end, for whoever splits the chunk into them.
+    pub line_end: LineEnd,
 }
 
 /// Where a runaway record starts inside its chunk; it runs to the chunk's end.
@@ -82,7 +89,7 @@ pub struct Chunk {
 pub struct Runaway {
     /// Offset of the record's first byte within the chunk.
     pub offset: u64,
-    /// Newlines in the chunk before the record.
+    /// Line ends in the chunk before the record.
     pub lines_before: u64,
 }
 
@@ -153,6 +160,8 @@ pub struct Chunker<R> {
     reader: R,
     cfg: ChunkerConfig,
     source: usize,
+    /// Decided before the preamble is skipped; `Lf` until then.
+    line_end: LineEnd,
     scanner: RecordScanner,
     block: Vec<u8>,
     block_pos: usize,
@@ -160,7 +169,7 @@ pub struct Chunker<R> {
     eof: bool,
     /// Decompressed bytes consumed so far.
     offset: u64,
-    /// Newlines consumed so far.
+    /// Line ends consumed so far.
     lines: u64,
     /// Data records completed so far.
     records: u64,
@@ -181,11 +190,12 @@ impl<R: Read> Chunker<R> {
     /// `total_size` is the on-disk size when known; `first_seq` numbers chunks
     /// across inputs.
     pub fn new(reader: R, cfg: ChunkerConfig, source: usize, first_seq: u64) -> Self {
-        let scanner = RecordScanner::new(cfg.dialect);
+        let scanner = RecordScanner::new(cfg.dialect, LineEnd::Lf);
         Chunker {
             reader,
             cfg,
             source,
+            line_end: LineEnd::Lf,
             scanner,
             block: vec![0; BLOCK],
             block_pos: 0,
@@ -275,7 +285,7 @@ impl<R: Read> Chunker<R> {
             };
             let consumed = &avail[..step.consumed];
             if step.records > 0 {
-                let tail = memchr::memchr_iter(b'\n', &consumed[step.last_end..]).count() as u64;
+                let tail = memchr::memchr_iter(self.line_end.byte(), &consumed[step.last_end..]).count() as u64;
                 self.record_start = (start.0 + cut.len + step.last_end as u64, self.lines + step.newlines - tail);
             }
             if let Some(d) = cut.data.as_mut() {
@@ -299,7 +309,7 @@ impl<R: Read> Chunker<R> {
         if self.eof && self.block_pos == self.block_len && !self.scanner.at_record_start() {
             // The last record has no trailing newline; it still counts.
             cut.records += 1;
-            self.scanner = RecordScanner::new(self.cfg.dialect);
+            self.scanner = self.fresh_scanner();
         }
         self.offset += cut.len;
         self.records += cut.records;
@@ -317,13 +327,14 @@ impl<R: Read> Chunker<R> {
             content_hash: cut.data.as_deref().map(xxhash_rust::xxh3::xxh3_64),
             data: cut.data,
             runaway: cut.runaway,
+            line_end: self.line_end,
         };
         self.next_seq += 1;
         Ok(Some(chunk))
     }
 
     /// The current record has outgrown `max_record` (usually a quote left
-    /// open): it runs to the next raw newline, or another `max_record` bytes
+    /// open): it runs to the next raw line end, or another `max_record` bytes
     /// at most, and becomes one rejected record; scanning starts afresh
     /// after it, so the rest of the input still loads and memory stays
     /// bounded.
@@ -335,7 +346,7 @@ impl<R: Read> Chunker<R> {
                 break;
             }
             let avail = &self.block[self.block_pos..self.block_len];
-            let newline = memchr::memchr(b'\n', avail);
+            let newline = memchr::memchr(self.line_end.byte(), avail);
             let take = newline.map_or(avail.len(), |i| i + 1).min(budget as usize);
             if let Some(d) = cut.data.as_mut() {
                 d.extend_from_slice(&avail[..take]);
@@ -353,7 +364,7 @@ impl<R: Read> Chunker<R> {
         }
         cut.records += 1;
         cut.runaway = Some(runaway);
-        self.scanner = RecordScanner::new(self.cfg.dialect);
+        self.scanner = self.fresh_scanner();
         Ok(())
     }
 
@@ -382,6 +393,7 @@ impl<R: Read> Chunker<R> {
             self.offset += 3;
             pre.bom = true;
         }
+        self.decide_line_end()?;
         if self.cfg.header {
             loop {
                 if self.block_pos == self.block_len && !self.fill()? {
@@ -397,10 +409,32 @@ impl<R: Read> Chunker<R> {
             }
             pre.header_records = u64::from(self.offset > u64::from(pre.bom) * 3);
             pre.header_lines = self.lines;
-            self.scanner = RecordScanner::new(self.cfg.dialect);
+            self.scanner = self.fresh_scanner();
         }
         self.preamble = Some(pre);
         Ok(())
+    }
+
+    /// Reads ahead until the input's first line end shows its style (or the
+    /// block is full, or the input ends) and scans with it from here on.
+    fn decide_line_end(&mut self) -> io::Result<()> {
+        loop {
+            let head = &self.block[self.block_pos..self.block_len];
+            if let Some(line_end) = line_end_of(self.cfg.dialect, head, self.eof) {
+                self.line_end = line_end;
+                break;
+            }
+            let block_full = self.block_pos == 0 && self.block_len == self.block.len();
+            if block_full || !self.fill_more()? {
+                break;
+            }
+        }
+        self.scanner = self.fresh_scanner();
+        Ok(())
+    }
+
+    fn fresh_scanner(&self) -> RecordScanner {
+        RecordScanner::new(self.cfg.dialect, self.line_end)
     }
 
     /// Refills an exhausted block; false at end of input.
@@ -442,7 +476,7 @@ impl<R: Read> Chunker<R> {
 pub struct RecordInChunk {
     /// 0-based record index within the chunk.
     pub index: u64,
-    /// Newlines in the chunk before the record's first byte.
+    /// Line ends in the chunk before the record's first byte.
     pub lines_before: u64,
     /// Offset of the record's first byte within the chunk.
     pub byte: u64,
@@ -453,9 +487,10 @@ pub struct RecordInChunk {
 /// records. In CSV it also counts line ends inside quoted fields, with a quirk
 /// copied here: the line-end style is fixed at the stream's first record end,
 /// and until then a quoted `\r` (not `\n`) is what counts, so the first
-/// record of an LF file counts none of its quoted newlines.
-pub fn locate_server_line(dialect: Dialect, chunk: &[u8], server_line: u64) -> RecordInChunk {
-    let mut scanner = RecordScanner::new(dialect);
+/// record of an LF file counts none of its quoted newlines. In a CR input
+/// quoted `\r`s count throughout.
+pub fn locate_server_line(dialect: Dialect, line_end: LineEnd, chunk: &[u8], server_line: u64) -> RecordInChunk {
+    let mut scanner = RecordScanner::new(dialect, line_end);
     let mut found = RecordInChunk { index: 0, lines_before: 0, byte: 0 };
     let (mut pos, mut index, mut lines, mut server_lines) = (0usize, 0u64, 0u64, 0u64);
     let mut crlf = None;
@@ -465,6 +500,8 @@ pub fn locate_server_line(dialect: Dialect, chunk: &[u8], server_line: u64) -> R
         let ends_crlf = record.ends_with(b"\r\n");
         let embedded = if !dialect.server_counts_embedded_newlines() {
             0
+        } else if line_end == LineEnd::Cr {
+            step.newlines - step.records
         } else if crlf.unwrap_or(true) {
             // Quoted carriage returns, the terminator's own excepted.
             memchr::memchr_iter(b'\r', record).count() as u64 - u64::from(ends_crlf)
@@ -604,17 +641,24 @@ mod tests {
         let chunk = b"1,\"a\nb\"\n2,c\n3,\"x\ny\nz\"\n4,d\n";
         // CSV, LF: the first record's quoted newline is not counted (line 1),
         // record 1 is line 2, record 2 ends at line 5, record 3 is line 6.
-        assert_eq!(locate_server_line(CSV, chunk, 1).index, 0);
-        let r = locate_server_line(CSV, chunk, 2);
+        let lf = LineEnd::Lf;
+        assert_eq!(locate_server_line(CSV, lf, chunk, 1).index, 0);
+        let r = locate_server_line(CSV, lf, chunk, 2);
         assert_eq!((r.index, r.lines_before, r.byte), (1, 2, 8));
-        assert_eq!(locate_server_line(CSV, chunk, 5).index, 2);
-        assert_eq!(locate_server_line(CSV, chunk, 6).index, 3);
+        assert_eq!(locate_server_line(CSV, lf, chunk, 5).index, 2);
+        assert_eq!(locate_server_line(CSV, lf, chunk, 6).index, 3);
         // CSV, CRLF: quoted CRLFs count from the first record on.
         let crlf = b"1,\"a\r\nb\"\r\n2,c\r\n";
-        assert_eq!(locate_server_line(CSV, crlf, 3).index, 1);
+        assert_eq!(locate_server_line(CSV, lf, crlf, 3).index, 1);
+        // CSV, CR: quoted carriage returns count from the first record on.
+        let cr = b"1,\"a\rb\"\r2,c\r3,\"x\ny\"\r4,d\r";
+        assert_eq!(locate_server_line(CSV, LineEnd::Cr, cr, 2).index, 0);
+        let r = locate_server_line(CSV, LineEnd::Cr, cr, 3);
+        assert_eq!((r.index, r.lines_before, r.byte), (1, 2, 8));
+        assert_eq!(locate_server_line(CSV, LineEnd::Cr, cr, 5).index, 3, "a quoted \\n is no line");
         // Text: the server counts records.
         let text = b"a\\\nb\nc\nd\n";
-        let r = locate_server_line(Dialect::Text, text, 2);
+        let r = locate_server_line(Dialect::Text, lf, text, 2);
         assert_eq!((r.index, r.lines_before, r.byte), (1, 2, 5));
     }
 
@@ -643,14 +687,17 @@ mod tests {
             let chunks = chunks_of(&input, config(dialect, target, false), piece);
             let joined: Vec<u8> = chunks.iter().flat_map(|c| c.data.clone().unwrap()).collect();
             prop_assert_eq!(&joined, &input);
-            let ends = reference_record_ends(dialect, &input);
+            let line_end = line_end_of(dialect, &input, true).unwrap_or_default();
+            let ends = reference_record_ends(dialect, line_end, &input);
             let mut offset = 0u64;
             for (i, c) in chunks.iter().enumerate() {
                 prop_assert_eq!(c.loc.byte_offset, offset);
                 offset += c.loc.byte_len;
                 let last = i + 1 == chunks.len();
                 prop_assert!(last || ends.contains(&(offset as usize)), "boundary {} is inside a record", offset);
-                let expected_lines = 1 + input[..c.loc.byte_offset as usize].iter().filter(|&&b| b == b'\n').count() as u64;
+                let expected_lines =
+                    1 + input[..c.loc.byte_offset as usize].iter().filter(|&&b| b == line_end.byte()).count() as u64;
+                prop_assert_eq!(c.line_end, line_end);
                 prop_assert_eq!(c.loc.first_line, expected_lines);
             }
             let counted: u64 = chunks.iter().map(|c| c.records).sum();

@@ -144,20 +144,39 @@ fn generated_store_sales_matches_psql_copy() {
     assert_eq!(db.count("got"), 20_000);
 }
 
-/// Bare carriage returns (old Mac files) end lines for the server but not
-/// for sluice's chunker: a small file still loads as psql loads it, and the
-/// summary says why the counts differ and how to convert the file.
+/// Files whose lines end in a bare carriage return (classic Mac, Excel for
+/// Mac's "CSV (Macintosh)") are cut at carriage returns, as the server reads
+/// them: each format loads in many small chunks exactly as psql loads it,
+/// quoted or escaped line ends of either kind included, and the report has
+/// no warning.
 #[test]
-fn bare_carriage_returns_load_like_psql_and_are_named() {
-    let db = TestDb::new();
-    db.execute("CREATE TABLE got (id int, name text); CREATE TABLE want (LIKE got)");
-    let data: String = (0..300).map(|i| format!("{i},name {i}\r")).collect();
-    let file = db.file("mac.csv", data.as_bytes());
-    let run = db.load(&[file.to_str().unwrap(), "--table", "got"]);
-    run.assert_ok();
-    db.psql_copy("want", &file, "with (format csv)");
-    db.assert_same_rows("got", "want");
-    assert_eq!(db.count("got"), 300);
-    assert!(run.stderr.contains("counted 1 record; are there bare carriage-return line endings"), "{}", run.stderr);
-    assert!(run.stderr.contains("`tr '\\r' '\\n'` converts them"), "{}", run.stderr);
+fn carriage_return_files_load_in_chunks_like_psql() {
+    let csv: String = (0..3000)
+        .map(|i| match i % 3 {
+            0 => format!("{i},\"two\rlines {i}\",\"a quoted\nnewline\"\r"),
+            1 => format!("{i},\"has, comma\",\r"),
+            _ => format!("{i},plain {i},\"\"\r"),
+        })
+        .collect();
+    let tsv: String = (0..3000).map(|i| format!("{i}\tescaped\\\rreturn {i}\t\\N\r")).collect();
+    let jsonl: String = (0..3000).map(|i| format!("{{\"id\": {i}, \"s\": \"a\\rb\"}}\r")).collect();
+    let jsonl_psql = "with (format csv, quote e'\\x01', delimiter e'\\x02')";
+    let cases = [
+        ("mac.csv", "id int, body text, n text", csv, "with (format csv)"),
+        ("mac.tsv", "id int, body text, n text", tsv, ""),
+        ("mac.jsonl", "doc jsonb", jsonl, jsonl_psql),
+    ];
+    for (name, columns, data, psql_options) in cases {
+        let db = TestDb::new();
+        db.execute(&format!("CREATE TABLE got ({columns}); CREATE TABLE want (LIKE got)"));
+        let file = db.file(name, data.as_bytes());
+        let report_path = db.dir.path().join("report.json");
+        let report = report_path.to_str().unwrap();
+        let args = ["--chunk-size", "1KiB", "--workers", "3", "--report", report];
+        db.assert_loads_like_psql(&file, &args, psql_options);
+        assert_eq!(db.count("got"), 3000, "{name}");
+        let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report_path).unwrap()).unwrap();
+        assert!(r["chunks"].as_array().unwrap().len() > 20, "{name}: cut into chunks at carriage returns");
+        assert!(r["warnings"].as_array().unwrap().is_empty(), "{name}: {}", r["warnings"]);
+    }
 }

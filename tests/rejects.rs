@@ -238,11 +238,11 @@ fn each_error_class_costs_only_its_record() {
 }
 
 /// The record named by line, record number and byte offset, mapped from the
-/// server's `COPY t, line N` through quoted newlines, in LF and CRLF files;
+/// server's `COPY t, line N` through quoted newlines, in LF, CRLF and CR files;
 /// --max-errors stops the load with exit code 5.
 #[test]
 fn reject_names_file_line_record_and_byte() {
-    for eol in ["\n", "\r\n"] {
+    for eol in ["\n", "\r\n", "\r"] {
         let db = TestDb::new();
         db.execute("CREATE TABLE t (id int, note text)");
         let mut data = format!("id,note{eol}");

@@ -878,7 +878,7 @@ mod tests {
             if kind == 2 {
                 format.escape = Some(b'\\');
             }
-            let reference = crate::format::scan::reference_record_ends(format.dialect(), &input);
+            let reference = crate::format::scan::reference_record_ends(format.dialect(), crate::format::scan::LineEnd::Lf, &input);
             let (ends, unsure) = split_ends(&format, &input);
             proptest::prop_assert_eq!(&reference[..ends.len()], &ends[..]);
             if !unsure {

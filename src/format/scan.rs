@@ -19,8 +19,14 @@
 //! feeds it slices in any split and it carries its state across them. The slow
 //! byte-at-a-time [`reference_record_ends`] is the specification: the unit and
 //! property tests run both in lockstep on random input split at random points.
-//! Change both or neither. A bare `\r` as a line terminator (classic Mac files)
-//! is not recognised; such files look like one long record.
+//! Change both or neither.
+//!
+//! Line ends: like the server, which takes a COPY stream's line-end style from
+//! its first line end, the scanner ends records at `\n` (which also ends a
+//! `\r\n`) or, for an input whose first line end is a bare `\r` (classic Mac
+//! files, Excel for Mac's "CSV (Macintosh)"), at `\r`; see [`line_end_of`].
+//! A line end of the other style inside such an input is data here and an
+//! error on the server, which makes its record a reject.
 
 use memchr::{memchr, memchr2, memchr3};
 
@@ -43,6 +49,39 @@ impl Dialect {
     }
 }
 
+/// The byte that ends records and lines in one input.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LineEnd {
+    /// `\n`, alone or after `\r`.
+    #[default]
+    Lf,
+    /// A bare `\r`.
+    Cr,
+}
+
+impl LineEnd {
+    pub fn byte(self) -> u8 {
+        match self {
+            LineEnd::Lf => b'\n',
+            LineEnd::Cr => b'\r',
+        }
+    }
+}
+
+/// The line-end style the server takes for a COPY stream that starts with
+/// `head`: the style of its first line end outside quotes and escapes, a
+/// `\r\n` counting as `\n` (`CopyReadLineText`). `None` while `head` cannot
+/// tell: no line end yet, or a `\r` as its last byte when more input may
+/// follow (`complete` is false).
+pub fn line_end_of(dialect: Dialect, head: &[u8], complete: bool) -> Option<LineEnd> {
+    let first = live_bytes(dialect, head).find(|&i| matches!(head[i], b'\r' | b'\n'))?;
+    match (head[first], head.get(first + 1)) {
+        (b'\n', _) | (_, Some(b'\n')) => Some(LineEnd::Lf),
+        (_, Some(_)) => Some(LineEnd::Cr),
+        (_, None) => complete.then_some(LineEnd::Cr),
+    }
+}
+
 /// What one call to [`RecordScanner::scan`] saw.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Step {
@@ -50,7 +89,8 @@ pub struct Step {
     pub consumed: usize,
     /// Records that ended (their terminating newline was consumed).
     pub records: u64,
-    /// Physical `\n` bytes consumed, inside records or ending them.
+    /// Line-end bytes (`\n`, or `\r` in a [`LineEnd::Cr`] input) consumed,
+    /// inside records or ending them.
     pub newlines: u64,
     /// Offset just past the last record end in the slice (when `records > 0`).
     pub last_end: usize,
@@ -60,6 +100,8 @@ pub struct Step {
 #[derive(Clone, Debug)]
 pub struct RecordScanner {
     dialect: Dialect,
+    /// The byte that ends records ([`LineEnd::byte`]).
+    eol: u8,
     /// csv: inside a quoted field.
     in_quote: bool,
     /// csv: the previous byte was an escape inside quotes.
@@ -71,8 +113,15 @@ pub struct RecordScanner {
 }
 
 impl RecordScanner {
-    pub fn new(dialect: Dialect) -> Self {
-        RecordScanner { dialect, in_quote: false, last_was_esc: false, pending_backslash: false, mid_record: false }
+    pub fn new(dialect: Dialect, line_end: LineEnd) -> Self {
+        RecordScanner {
+            dialect,
+            eol: line_end.byte(),
+            in_quote: false,
+            last_was_esc: false,
+            pending_backslash: false,
+            mid_record: false,
+        }
     }
 
     /// True when the scanner stands between records.
@@ -84,7 +133,7 @@ impl RecordScanner {
     /// record terminator (check `records == 1`); otherwise consumes all of it.
     pub fn scan(&mut self, buf: &[u8], stop_at_record_end: bool) -> Step {
         let (step, last_end) = match self.dialect {
-            Dialect::Lines => scan_lines(buf, stop_at_record_end),
+            Dialect::Lines => scan_lines(buf, stop_at_record_end, self.eol),
             Dialect::Text => self.scan_text(buf, stop_at_record_end),
             Dialect::Csv { quote, escape } => {
                 let escape = if escape == quote { 0 } else { escape };
@@ -109,12 +158,12 @@ impl RecordScanner {
         loop {
             if self.pending_backslash {
                 let Some(&escaped) = buf.get(pos) else { break };
-                step.newlines += u64::from(escaped == b'\n');
+                step.newlines += u64::from(escaped == self.eol);
                 self.pending_backslash = false;
                 pos += 1;
                 continue;
             }
-            let Some(i) = memchr2(b'\\', b'\n', &buf[pos..]) else {
+            let Some(i) = memchr2(b'\\', self.eol, &buf[pos..]) else {
                 pos = buf.len();
                 break;
             };
@@ -140,13 +189,13 @@ impl RecordScanner {
         let (mut pos, mut last_end) = (0, 0);
         while pos < buf.len() {
             if self.pending_backslash {
-                step.newlines += u64::from(buf[pos] == b'\n');
+                step.newlines += u64::from(buf[pos] == self.eol);
                 self.pending_backslash = false;
                 pos += 1;
                 continue;
             }
             let stretch_end = memchr(b'\\', &buf[pos..]).map_or(buf.len(), |i| pos + i);
-            if let Some((n, last)) = newlines_in(&buf[pos..stretch_end]) {
+            if let Some((n, last)) = newlines_in(&buf[pos..stretch_end], self.eol) {
                 step.newlines += n;
                 step.records += n;
                 last_end = pos + last + 1;
@@ -165,7 +214,7 @@ impl RecordScanner {
         }
         let mut step = Step::default();
         let (mut pos, mut last_end) = (0, 0);
-        while let Some(i) = memchr3(quote, escape, b'\n', &buf[pos..]) {
+        while let Some(i) = memchr3(quote, escape, self.eol, &buf[pos..]) {
             let at = pos + i;
             if i > 0 {
                 // Ordinary bytes were skipped: each resets "last was escape".
@@ -174,7 +223,7 @@ impl RecordScanner {
             let c = buf[at];
             pos = at + 1;
             self.quote_step(c, quote, escape);
-            if c == b'\n' {
+            if c == self.eol {
                 step.newlines += 1;
                 if !self.in_quote {
                     step.records += 1;
@@ -195,7 +244,7 @@ impl RecordScanner {
 }
 
 impl RecordScanner {
-    /// PostgreSQL's quote and escape step for one quote, escape or newline
+    /// PostgreSQL's quote and escape step for one quote, escape or line-end
     /// byte (copied from `CopyReadLineText`; see the module docs).
     #[inline]
     fn quote_step(&mut self, c: u8, quote: u8, escape: u8) {
@@ -222,7 +271,7 @@ impl RecordScanner {
             if !stretch.is_empty() {
                 // Ordinary bytes, newlines included, reset "last was escape".
                 self.last_was_esc = false;
-                if let Some((n, last)) = newlines_in(stretch) {
+                if let Some((n, last)) = newlines_in(stretch, self.eol) {
                     step.newlines += n;
                     if !self.in_quote {
                         step.records += n;
@@ -240,37 +289,38 @@ impl RecordScanner {
     }
 }
 
-/// The number of newlines in `stretch` and the offset of the last one, or
-/// `None` without any. Short stretches (dense `\N` or quotes) are counted by
-/// a plain loop: the SIMD search costs more to start than it saves there.
-fn newlines_in(stretch: &[u8]) -> Option<(u64, usize)> {
+/// The number of line ends (`eol` bytes) in `stretch` and the offset of the
+/// last one, or `None` without any. Short stretches (dense `\N` or quotes)
+/// are counted by a plain loop: the SIMD search costs more to start than it
+/// saves there.
+fn newlines_in(stretch: &[u8], eol: u8) -> Option<(u64, usize)> {
     if stretch.len() < 64 {
         let mut found = None;
         for (i, &b) in stretch.iter().enumerate() {
-            if b == b'\n' {
+            if b == eol {
                 found = Some((found.map_or(0, |(n, _)| n) + 1, i));
             }
         }
         return found;
     }
-    let last = memchr::memrchr(b'\n', stretch)?;
-    Some((memchr::memchr_iter(b'\n', stretch).count() as u64, last))
+    let last = memchr::memrchr(eol, stretch)?;
+    Some((memchr::memchr_iter(eol, stretch).count() as u64, last))
 }
 
 /// Lines need no state: the last byte tells whether a record just ended.
-fn scan_lines(buf: &[u8], stop: bool) -> (Step, usize) {
+fn scan_lines(buf: &[u8], stop: bool, eol: u8) -> (Step, usize) {
     let step = if stop {
-        match memchr(b'\n', buf) {
+        match memchr(eol, buf) {
             Some(i) => Step { consumed: i + 1, records: 1, newlines: 1, last_end: 0 },
             None => Step { consumed: buf.len(), ..Step::default() },
         }
     } else {
-        let n = memchr::memchr_iter(b'\n', buf).count() as u64;
+        let n = memchr::memchr_iter(eol, buf).count() as u64;
         Step { consumed: buf.len(), records: n, newlines: n, last_end: 0 }
     };
     let last_end = match step.records {
         0 => 0,
-        _ => memchr::memrchr(b'\n', &buf[..step.consumed]).map_or(0, |i| i + 1),
+        _ => memchr::memrchr(eol, &buf[..step.consumed]).map_or(0, |i| i + 1),
     };
     (step, last_end)
 }
@@ -278,42 +328,38 @@ fn scan_lines(buf: &[u8], stop: bool) -> (Step, usize) {
 /// The specification of record ends, one byte at a time: returns the offset
 /// just past each record terminator. Slow and obvious on purpose; tests check
 /// the fast scanner against it.
-pub fn reference_record_ends(dialect: Dialect, input: &[u8]) -> Vec<usize> {
-    let mut ends = Vec::new();
+pub fn reference_record_ends(dialect: Dialect, line_end: LineEnd, input: &[u8]) -> Vec<usize> {
+    live_bytes(dialect, input).filter(|&i| input[i] == line_end.byte()).map(|i| i + 1).collect()
+}
+
+/// Offsets of the bytes that are neither escaped (text) nor inside quotes
+/// (csv): where a line end ends a record. One byte at a time, as the server
+/// reads them.
+fn live_bytes(dialect: Dialect, input: &[u8]) -> impl Iterator<Item = usize> + '_ {
     let (mut in_quote, mut last_was_esc, mut escaped) = (false, false, false);
-    for (i, &c) in input.iter().enumerate() {
-        let ends_record = match dialect {
-            Dialect::Lines => c == b'\n',
-            Dialect::Text => {
-                if escaped {
-                    escaped = false;
-                    false
-                } else if c == b'\\' {
-                    escaped = true;
-                    false
-                } else {
-                    c == b'\n'
-                }
-            }
-            Dialect::Csv { quote, escape } => {
-                let escape = if escape == quote { 0 } else { escape };
-                if in_quote && c == escape {
-                    last_was_esc = !last_was_esc;
-                }
-                if c == quote && !last_was_esc {
-                    in_quote = !in_quote;
-                }
-                if c != escape {
-                    last_was_esc = false;
-                }
-                c == b'\n' && !in_quote
-            }
-        };
-        if ends_record {
-            ends.push(i + 1);
+    let live = move |c: u8| match dialect {
+        Dialect::Lines => true,
+        Dialect::Text => {
+            let live = !escaped;
+            escaped = live && c == b'\\';
+            live
         }
-    }
-    ends
+        Dialect::Csv { quote, escape } => {
+            let escape = if escape == quote { 0 } else { escape };
+            if in_quote && c == escape {
+                last_was_esc = !last_was_esc;
+            }
+            if c == quote && !last_was_esc {
+                in_quote = !in_quote;
+            }
+            if c != escape {
+                last_was_esc = false;
+            }
+            !in_quote
+        }
+    };
+    let mut live = live;
+    input.iter().enumerate().filter_map(move |(i, &c)| live(c).then_some(i))
 }
 
 #[cfg(test)]
@@ -323,8 +369,8 @@ mod tests {
     const CSV: Dialect = Dialect::Csv { quote: b'"', escape: b'"' };
 
     /// Record ends found by the fast scanner when fed `input` in `pieces`.
-    fn fast_ends(dialect: Dialect, input: &[u8], pieces: &[usize]) -> Vec<usize> {
-        let mut scanner = RecordScanner::new(dialect);
+    fn fast_ends(dialect: Dialect, line_end: LineEnd, input: &[u8], pieces: &[usize]) -> Vec<usize> {
+        let mut scanner = RecordScanner::new(dialect, line_end);
         let mut ends = Vec::new();
         let mut offset = 0;
         let mut cuts = pieces.iter().cycle();
@@ -347,9 +393,10 @@ mod tests {
 
     /// The input cut at the reference scanner's record ends.
     fn records(dialect: Dialect, input: &[u8]) -> Vec<String> {
+        let line_end = line_end_of(dialect, input, true).unwrap_or_default();
         let mut start = 0;
         let mut out = Vec::new();
-        for end in reference_record_ends(dialect, input) {
+        for end in reference_record_ends(dialect, line_end, input) {
             out.push(String::from_utf8_lossy(&input[start..end]).into_owned());
             start = end;
         }
@@ -357,9 +404,11 @@ mod tests {
     }
 
     fn check_all_splits(dialect: Dialect, input: &[u8]) {
-        let want = reference_record_ends(dialect, input);
-        for pieces in [&[usize::MAX][..], &[1], &[2], &[3, 1, 7], &[5, 2]] {
-            assert_eq!(fast_ends(dialect, input, pieces), want, "pieces {pieces:?}");
+        for line_end in [LineEnd::Lf, LineEnd::Cr] {
+            let want = reference_record_ends(dialect, line_end, input);
+            for pieces in [&[usize::MAX][..], &[1], &[2], &[3, 1, 7], &[5, 2]] {
+                assert_eq!(fast_ends(dialect, line_end, input, pieces), want, "pieces {pieces:?}, {line_end:?}");
+            }
         }
     }
 
@@ -392,12 +441,41 @@ mod tests {
 
     #[test]
     fn counts_records_and_newlines_without_stopping() {
-        let mut s = RecordScanner::new(CSV);
+        let mut s = RecordScanner::new(CSV, LineEnd::Lf);
         let step = s.scan(b"1,\"a\nb\"\n2,c\n3", false);
         assert_eq!(step, Step { consumed: 13, records: 2, newlines: 3, last_end: 12 });
         assert!(!s.at_record_start());
-        let mut s = RecordScanner::new(Dialect::Lines);
+        let mut s = RecordScanner::new(Dialect::Lines, LineEnd::Lf);
         assert_eq!(s.scan(b"{}\n{}\n", false).records, 2);
         assert!(s.at_record_start());
+        let mut s = RecordScanner::new(CSV, LineEnd::Cr);
+        let step = s.scan(b"1,\"a\rb\n\"\r2,c\n\r3", false);
+        assert_eq!(step, Step { consumed: 15, records: 2, newlines: 3, last_end: 14 }, "\\n is data, \\r ends");
+    }
+
+    #[test]
+    fn the_first_line_end_outside_quotes_and_escapes_sets_the_style() {
+        let cr = Some(LineEnd::Cr);
+        let lf = Some(LineEnd::Lf);
+        assert_eq!(line_end_of(CSV, b"a,b\rc,d\r", false), cr);
+        assert_eq!(line_end_of(CSV, b"a,b\r\nc,d\r\n", false), lf);
+        assert_eq!(line_end_of(CSV, b"a,b\nc\rd\r", false), lf);
+        assert_eq!(line_end_of(CSV, b"\"a\nb\",c\rd", false), cr, "a quoted newline is data");
+        assert_eq!(line_end_of(CSV, b"\"a\rb\",c\n", false), lf, "a quoted carriage return is data");
+        assert_eq!(line_end_of(Dialect::Text, b"a\\\nb\rc", false), cr, "an escaped newline is data");
+        assert_eq!(line_end_of(Dialect::Lines, b"{}\r{}", false), cr);
+        assert_eq!(line_end_of(CSV, b"a,b", false), None, "no line end yet");
+        assert_eq!(line_end_of(CSV, b"a,b\r", false), None, "a \\r\\n may be split");
+        assert_eq!(line_end_of(CSV, b"a,b\r", true), cr, "the whole input ends in a bare \\r");
+    }
+
+    #[test]
+    fn carriage_return_inputs_end_records_at_carriage_returns() {
+        let input = b"a,\"x\ry\",1\r\"q\nz\",2\rb,3";
+        assert_eq!(records(CSV, input), ["a,\"x\ry\",1\r", "\"q\nz\",2\r"]);
+        check_all_splits(CSV, input);
+        let input = b"a\\\rb\t1\rc\n\td\r";
+        assert_eq!(records(Dialect::Text, input), ["a\\\rb\t1\r", "c\n\td\r"], "\\ + \\r is data");
+        check_all_splits(Dialect::Text, input);
     }
 }

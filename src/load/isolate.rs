@@ -34,6 +34,7 @@ use super::suspect::{suspect, suspect_json};
 use super::{nothing_loads, rows_loaded_so_far, Shared, ALL_REJECTED_STOP};
 use crate::chunk::{locate_server_line, Chunk};
 use crate::error::Error;
+use crate::format::scan::LineEnd;
 use crate::format::RecordScanner;
 use crate::rejects::Reject;
 use crate::sink::postgres::PgSession;
@@ -80,12 +81,10 @@ pub(super) fn suppressed(records: u64, rows: u64) -> u64 {
 /// reads nothing (a quoted CSV value may also match: then isolation, which
 /// looks at each record, decides).
 pub(super) fn may_hold_end_of_data_line(bytes: &[u8]) -> bool {
-    let inside = [&b"\n\\.\n"[..], b"\n\\.\r\n"];
-    end_of_data_line(bytes)
-        || bytes.starts_with(b"\\.\n")
-        || bytes.starts_with(b"\\.\r\n")
-        || bytes.ends_with(b"\n\\.")
-        || inside.iter().any(|needle| memchr::memmem::find(bytes, needle).is_some())
+    memchr::memmem::find_iter(bytes, b"\\.").any(|at| {
+        let starts_line = at == 0 || matches!(bytes[at - 1], b'\n' | b'\r');
+        starts_line && matches!(bytes.get(at + 2), None | Some(b'\n' | b'\r'))
+    })
 }
 
 /// The chunk's records: start offsets and newlines before each, with an end
@@ -96,8 +95,8 @@ struct RecordIndex {
 }
 
 impl RecordIndex {
-    fn build(shared: &Shared, bytes: &[u8]) -> RecordIndex {
-        let mut scanner = RecordScanner::new(shared.format.dialect());
+    fn build(shared: &Shared, line_end: LineEnd, bytes: &[u8]) -> RecordIndex {
+        let mut scanner = RecordScanner::new(shared.format.dialect(), line_end);
         let (mut start, mut lines_before) = (vec![0], vec![0]);
         let (mut pos, mut lines) = (0, 0);
         while pos < bytes.len() {
@@ -142,7 +141,7 @@ pub(super) fn isolate(
     bytes: &[u8],
     refusal: Option<CopyRefusal>,
 ) -> Result<Isolated, Error> {
-    let index = RecordIndex::build(shared, bytes);
+    let index = RecordIndex::build(shared, chunk.line_end, bytes);
     let mut iso =
         Isolator { shared, chunk, bytes, index, rejects: Vec::new(), rows: 0, suppressed: 0, seen: 0, errors: 0 };
     let (clean, suspects) = iso.sort_records();
@@ -228,7 +227,7 @@ fn stopped_early() -> CopyRefusal {
 /// A record that is a `\.` line, which the server may take for the end of
 /// the data: sent alone, so only it is lost if it is.
 fn end_of_data_line(raw: &[u8]) -> bool {
-    matches!(raw, b"\\." | b"\\.\n" | b"\\.\r\n")
+    matches!(raw, b"\\." | b"\\.\n" | b"\\.\r\n" | b"\\.\r")
 }
 
 impl Isolator<'_> {
@@ -284,7 +283,7 @@ impl Isolator<'_> {
     /// the line (`stream` is the run's bytes as they were sent).
     fn refused_at(&self, stream: &[u8], r: &CopyRefusal) -> Option<usize> {
         let line = r.server_line?;
-        Some(locate_server_line(self.shared.format.dialect(), stream, line).index as usize)
+        Some(locate_server_line(self.shared.format.dialect(), self.chunk.line_end, stream, line).index as usize)
     }
 
     /// The runs still to copy after the server refused `run` at record
@@ -327,5 +326,22 @@ impl Isolator<'_> {
         reject.sqlstate = r.sqlstate;
         reject.column = r.column;
         self.rejects.push(reject);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn end_of_data_lines_are_found_whatever_the_line_ends() {
+        for eol in ["\n", "\r\n", "\r"] {
+            let chunk = format!("1,a{eol}\\.{eol}2,b{eol}");
+            assert!(may_hold_end_of_data_line(chunk.as_bytes()), "{eol:?}");
+            assert!(may_hold_end_of_data_line(format!("\\.{eol}2,b{eol}").as_bytes()), "{eol:?}");
+            assert!(may_hold_end_of_data_line(format!("1,a{eol}\\.").as_bytes()), "{eol:?}");
+            assert!(end_of_data_line(format!("\\.{eol}").as_bytes()), "{eol:?}");
+            assert!(!may_hold_end_of_data_line(format!("1,a\\.{eol}2,\\.b{eol}").as_bytes()), "{eol:?}");
+        }
     }
 }

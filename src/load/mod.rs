@@ -937,8 +937,8 @@ fn build_report(
         if c.rows + c.rejected + c.suppressed != c.records {
             warnings.push(format!(
                 "{}: line {}: the server loaded {} and rejected {} from a chunk in which sluice counted {}; are \
-                 there bare carriage-return line endings (old Mac files)? The server reads them, but sluice cuts \
-                 chunks only at line feeds: `tr '\\r' '\\n'` converts them",
+                 line ends mixed (bare carriage returns among line feeds)? The server takes a chunk's line-end \
+                 style from the chunk's first line end, sluice from the file's: make them alike (`dos2unix`)",
                 c.file,
                 c.first_line,
                 count_of(c.rows, "row"),
