@@ -9,7 +9,7 @@
 //! by file name.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -46,7 +46,7 @@ pub struct Source {
     pub name: Arc<str>,
     /// `None` for stdin.
     pub path: Option<PathBuf>,
-    /// A pipe named as a file, already open.
+    /// Stdin or a pipe named as a file, already open and its head read.
     pub pipe: Option<Pipe>,
     pub compression: Compression,
     /// Bytes on disk; `None` for stdin and pipes.
@@ -57,11 +57,20 @@ pub struct Source {
     pub transcoding: Option<Transcoding>,
 }
 
-/// A pipe named on the command line, opened when the inputs are resolved:
-/// its first bytes were read then (to recognise compression) and stay in the
-/// buffer, and a pipe closed early would cut its writer off.
+/// Stdin or a pipe named on the command line, opened when the inputs are
+/// resolved (a pipe closed early would cut its writer off). Its first bytes
+/// (up to [`STREAM_HEAD`]) were read then, to recognise compression and to
+/// name the data (`load::job`); the reader serves them again first.
 #[derive(Clone)]
-pub struct Pipe(Arc<Mutex<Option<BufReader<File>>>>);
+pub struct Pipe {
+    reader: Arc<Mutex<Option<Box<dyn Read + Send>>>>,
+    head_hash: u64,
+}
+
+/// How much of stdin or a pipe is read before the load starts. Enough that
+/// two days' exports rarely share it (so they are told apart by their
+/// head), little enough to hold in memory.
+pub const STREAM_HEAD: usize = 1 << 20;
 
 impl std::fmt::Debug for Pipe {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -104,12 +113,17 @@ impl Source {
         self.path.is_some() && self.pipe.is_none()
     }
 
+    /// For stdin and pipes, a hash of their first bytes (see [`Pipe`]).
+    pub fn head_hash(&self) -> Option<u64> {
+        self.pipe.as_ref().map(|p| p.head_hash)
+    }
+
     /// Opens the source for one front-to-back pass, decompressing if needed.
     pub fn open_stream(&self) -> Result<(Box<dyn Read + Send>, RawCounter), Error> {
         let counter = RawCounter::default();
         let raw: Box<dyn Read + Send> = match (&self.path, &self.pipe) {
             (_, Some(pipe)) => {
-                let taken = pipe.0.lock().ok().and_then(|mut p| p.take());
+                let taken = pipe.reader.lock().ok().and_then(|mut p| p.take());
                 Box::new(taken.ok_or_else(|| self.input_error("a pipe can be read only once"))?)
             }
             (Some(path), None) => Box::new(open_file(path)?),
@@ -242,37 +256,35 @@ fn file_source(path: &Path) -> Result<Source, Error> {
     })
 }
 
-/// Stdin's compression is found by peeking at its first bytes; the peeked
-/// bytes stay in stdin's own buffer, so the chunker still reads them.
 fn stdin_source() -> Result<Source, Error> {
-    let stdin = io::stdin();
-    let mut lock = stdin.lock();
-    let head = lock.fill_buf().map_err(|e| Error::Input { file: "-".into(), message: io_reason(&e) })?;
-    Ok(streamed_source("-", None, head))
+    streamed_source("-", None, Box::new(io::stdin()))
 }
 
-/// A pipe (process substitution, a fifo, /dev/stdin) is peeked at like
-/// stdin, through a buffer that then serves the load.
+/// A pipe (process substitution, a fifo, /dev/stdin) is read like stdin.
 fn pipe_source(path: &Path) -> Result<Source, Error> {
-    let name = path.display().to_string();
-    let mut reader = BufReader::new(open_file(path)?);
-    let head = reader.fill_buf().map_err(|e| Error::Input { file: name.clone(), message: io_reason(&e) })?;
-    let mut source = streamed_source(&name, Some(path), head);
-    source.pipe = Some(Pipe(Arc::new(Mutex::new(Some(reader)))));
-    Ok(source)
+    streamed_source(&path.display().to_string(), Some(path), Box::new(open_file(path)?))
 }
 
-fn streamed_source(name: &str, path: Option<&Path>, head: &[u8]) -> Source {
-    let compression = Compression::detect(head);
-    Source {
+/// Reads the head of stdin or a pipe (see [`Pipe`]) and keeps it in front
+/// of the rest for the load.
+fn streamed_source(name: &str, path: Option<&Path>, mut reader: Box<dyn Read + Send>) -> Result<Source, Error> {
+    let mut head = vec![0; STREAM_HEAD];
+    let n =
+        read_up_to(&mut reader, &mut head).map_err(|e| Error::Input { file: name.into(), message: io_reason(&e) })?;
+    head.truncate(n);
+    let compression = Compression::detect(&head);
+    let looks_utf16 = compression == Compression::None && looks_like_utf16(&head[..n.min(1024)]);
+    let head_hash = xxhash_rust::xxh3::xxh3_64(&head);
+    let reader: Box<dyn Read + Send> = Box::new(io::Cursor::new(head).chain(reader));
+    Ok(Source {
         name: name.into(),
         path: path.map(Path::to_path_buf),
-        pipe: None,
+        pipe: Some(Pipe { reader: Arc::new(Mutex::new(Some(reader))), head_hash }),
         compression,
         size: None,
-        looks_utf16: compression == Compression::None && looks_like_utf16(&head[..head.len().min(1024)]),
+        looks_utf16,
         transcoding: None,
-    }
+    })
 }
 
 fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {

@@ -291,12 +291,14 @@ fn status_shows_jobs_from_the_ledger() {
     assert_eq!(missing.code, 2);
 }
 
-/// stdin has no size or modification time to compare: a job run again
-/// with stdin reads it and checks every chunk an earlier run committed
-/// against the ledger. The same data again loads nothing more; other data is
-/// refused with a way out, never skipped as if it were loaded.
+/// stdin has no size or modification time to compare. Its default job is
+/// named by its first bytes as well: another day's data piped in is a job of
+/// its own and loads, as another file would; the same data again finds its
+/// job and loads nothing more. Data that starts like an earlier job's and
+/// then differs (a growing export) is checked chunk by chunk against that
+/// job and refused with a way out, never skipped as if it were loaded.
 #[test]
-fn stdin_with_other_data_is_refused_not_skipped() {
+fn stdin_with_other_data_is_a_new_job_and_never_skipped() {
     let db = TestDb::new();
     db.execute("CREATE TABLE t (id int, name text)");
     let conninfo = db.conninfo();
@@ -307,14 +309,18 @@ fn stdin_with_other_data_is_refused_not_skipped() {
     again.assert_ok();
     assert!(again.stderr.contains("chunks committed by earlier runs"), "{}", again.stderr);
     assert_eq!(db.count("t"), 500);
-    let other = sluice_with_stdin(&args, &day(500, 900));
+    sluice_with_stdin(&args, &day(500, 900)).assert_ok();
+    assert_eq!(db.count("t"), 900);
+    assert_eq!(db.scalar("SELECT count(DISTINCT id) FROM t"), "900");
+    let export = [&args[..8], &["--chunk-size", "256KiB"]].concat();
+    let (first, grown) = (day(10_000, 110_000), day(10_000, 120_000));
+    assert!(first.len() > sluice::source::STREAM_HEAD, "the grown export starts like the first one");
+    sluice_with_stdin(&export, &first).assert_ok();
+    let other = sluice_with_stdin(&export, &grown);
     assert_eq!(other.code, 2, "{}", other.stderr);
     assert!(other.stderr.contains("not the input job"), "{}", other.stderr);
-    assert!(other.stderr.contains("--restart"), "{}", other.stderr);
-    assert_eq!(db.count("t"), 500);
-    let restarted = [&args[..], &["--restart"]].concat();
-    sluice_with_stdin(&restarted, &day(500, 900)).assert_ok();
-    assert_eq!(db.scalar("SELECT count(DISTINCT id) FROM t"), "900");
+    assert!(other.stderr.contains("--restart") && other.stderr.contains("--job NAME"), "{}", other.stderr);
+    assert_eq!(db.count("t"), 100_900);
     // A ledger made before content hashes and suppressed counts gets the
     // columns on the next load.
     db.execute("ALTER TABLE sluice.chunks DROP COLUMN content_hash, DROP COLUMN rows_suppressed");
@@ -331,7 +337,7 @@ fn stdin_with_other_data_is_refused_not_skipped() {
         "{}",
         other.stderr
     );
-    assert_eq!(db.count("t"), 1300);
+    assert_eq!(db.count("t"), 101_300);
 }
 
 /// Streamed inputs resume too: a gzip file, and stdin piped again from the

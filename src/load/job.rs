@@ -7,6 +7,14 @@
 //! fingerprint adds the inputs' sizes and modification times: it tells
 //! whether anything changed since the job began, also for a job named with
 //! `--job`.
+//!
+//! Stdin and pipes have no size or time, and `-` names every day's data
+//! alike: their default job name also depends on their first bytes
+//! (`source::STREAM_HEAD`). Other data piped in is then a job of its own, as
+//! another file would be (`zcat day-2.gz | sluice load -` loads day 2), while
+//! the same data again resumes its job, or finds it loaded. Data that starts
+//! like an earlier job's and then differs is refused when its chunks are
+//! checked against that job's (`load::not_the_input_of`).
 
 use super::LoadRequest;
 use crate::format::FormatOptions;
@@ -18,7 +26,11 @@ use crate::source::Source;
 pub fn name(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, sources: &[Source]) -> String {
     match &req.job {
         Some(job) => job.clone(),
-        None => format!("{}-{}", table.name, &stable_hash(&refs(&chunk_identity(req, table, format, sources)))[..12]),
+        None => {
+            let mut identity = chunk_identity(req, table, format, sources);
+            identity.extend(sources.iter().filter_map(Source::head_hash).map(|h| format!("head {h:016x}")));
+            format!("{}-{}", table.name, &stable_hash(&refs(&identity))[..12])
+        }
     }
 }
 
