@@ -28,6 +28,8 @@
 
 use std::io::{self, Read};
 
+use xxhash_rust::xxh3::Xxh3;
+
 use crate::error::Position;
 use crate::format::scan::{line_end_of, LineEnd};
 use crate::format::{Dialect, RecordScanner};
@@ -74,8 +76,11 @@ pub struct Chunk {
     pub source_span: u64,
     /// The bytes, for inputs that cannot be read by range (stdin, compressed).
     pub data: Option<Vec<u8>>,
-    /// A hash of `data`, which the ledger keeps so that a resumed load can
-    /// tell the same stdin from other data of the same record lengths.
+    /// A hash of the chunk's bytes (xxh3, hashed as they are scanned),
+    /// which the ledger keeps so that a resumed load can tell the same input
+    /// from other data of the same record lengths: stdin, or a file copied or
+    /// touched since (its size and time no longer tell). `None` only in
+    /// ledger rows of older versions.
     pub content_hash: Option<u64>,
     /// A record that outgrew the maximum record size ends the chunk; it is
     /// rejected, not copied.
@@ -108,9 +113,20 @@ impl Chunk {
 /// A chunk being cut.
 struct Cut {
     data: Option<Vec<u8>>,
+    hash: Xxh3,
     len: u64,
     records: u64,
     runaway: Option<Runaway>,
+}
+
+impl Cut {
+    /// Adds scanned bytes to the chunk.
+    fn take(&mut self, bytes: &[u8]) {
+        self.hash.update(bytes);
+        if let Some(d) = self.data.as_mut() {
+            d.extend_from_slice(bytes);
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -270,8 +286,8 @@ impl<R: Read> Chunker<R> {
         // Sized up front: a doubling Vec would reserve twice the chunk size
         // for a chunk that ends one record past the target.
         let reserve = (target + RECORD_SLACK) as usize;
-        let mut cut =
-            Cut { data: self.cfg.keep_bytes.then(|| Vec::with_capacity(reserve)), len: 0, records: 0, runaway: None };
+        let data = self.cfg.keep_bytes.then(|| Vec::with_capacity(reserve));
+        let mut cut = Cut { data, hash: Xxh3::new(), len: 0, records: 0, runaway: None };
         loop {
             if self.block_pos == self.block_len && !self.fill()? {
                 break;
@@ -288,9 +304,7 @@ impl<R: Read> Chunker<R> {
                 let tail = memchr::memchr_iter(self.line_end.byte(), &consumed[step.last_end..]).count() as u64;
                 self.record_start = (start.0 + cut.len + step.last_end as u64, self.lines + step.newlines - tail);
             }
-            if let Some(d) = cut.data.as_mut() {
-                d.extend_from_slice(consumed);
-            }
+            cut.take(consumed);
             self.block_pos += step.consumed;
             cut.len += step.consumed as u64;
             cut.records += step.records;
@@ -324,7 +338,7 @@ impl<R: Read> Chunker<R> {
             },
             records: cut.records,
             source_span: self.take_span(),
-            content_hash: cut.data.as_deref().map(xxhash_rust::xxh3::xxh3_64),
+            content_hash: Some(cut.hash.digest()),
             data: cut.data,
             runaway: cut.runaway,
             line_end: self.line_end,
@@ -348,9 +362,7 @@ impl<R: Read> Chunker<R> {
             let avail = &self.block[self.block_pos..self.block_len];
             let newline = memchr::memchr(self.line_end.byte(), avail);
             let take = newline.map_or(avail.len(), |i| i + 1).min(budget as usize);
-            if let Some(d) = cut.data.as_mut() {
-                d.extend_from_slice(&avail[..take]);
-            }
+            cut.take(&avail[..take]);
             self.block_pos += take;
             cut.len += take as u64;
             budget -= take as u64;

@@ -31,7 +31,8 @@
 //! chunks, many files and compressed input.
 //!
 //! Schema (documented in the README; columns are only ever added):
-//! `sluice.jobs (job, target_table, fingerprint, created_at, finished_at)` and
+//! `sluice.jobs (job, target_table, fingerprint, created_at, finished_at,
+//! chunking)` and
 //! `sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, state
 //! ('pending' or 'done'), rows_loaded, rows_rejected, host, pid, committed_at,
 //! content_hash, rows_suppressed)`,
@@ -64,13 +65,15 @@ pub const CREATE_SCHEMA: &str = "CREATE SCHEMA IF NOT EXISTS sluice; \
      CREATE TABLE IF NOT EXISTS sluice.xacts (job text NOT NULL, seq bigint NOT NULL); \
      CREATE INDEX IF NOT EXISTS xacts_job_seq ON sluice.xacts (job, seq); \
      ALTER TABLE sluice.chunks ADD COLUMN IF NOT EXISTS content_hash bigint; \
-     ALTER TABLE sluice.chunks ADD COLUMN IF NOT EXISTS rows_suppressed bigint NOT NULL DEFAULT 0";
+     ALTER TABLE sluice.chunks ADD COLUMN IF NOT EXISTS rows_suppressed bigint NOT NULL DEFAULT 0; \
+     ALTER TABLE sluice.jobs ADD COLUMN IF NOT EXISTS chunking text";
 
 /// True when the ledger and rejects tables exist with every column this
 /// version writes (a ledger made by an older sluice lacks later columns).
 pub const SCHEMA_IS_CURRENT: &str = "SELECT to_regclass('sluice.rejects') IS NOT NULL AND (SELECT count(*) \
      FROM pg_catalog.pg_attribute WHERE attrelid = to_regclass('sluice.chunks') \
-     AND attname IN ('content_hash', 'rows_suppressed')) = 2";
+     AND attname IN ('content_hash', 'rows_suppressed')) = 2 AND EXISTS (SELECT FROM pg_catalog.pg_attribute \
+     WHERE attrelid = to_regclass('sluice.jobs') AND attname = 'chunking')";
 
 /// A committed chunk's counts, as the ledger recorded them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -85,7 +88,8 @@ pub struct Done {
     /// cuts the same chunk (stdin cannot be checked any other way).
     pub byte_offset: u64,
     pub byte_len: u64,
-    /// The chunk's content hash, for inputs read as a stream.
+    /// The chunk's content hash (`None` in rows of older versions, which
+    /// hashed only inputs read as a stream).
     pub content_hash: Option<u64>,
 }
 
@@ -96,6 +100,11 @@ pub enum Opened {
     Fresh,
     /// Some chunks committed by earlier runs (or other processes).
     Resumed(HashMap<u64, Done>),
+    /// The inputs' sizes or modification times changed since the job began
+    /// (a file copied or touched again), nothing else did, and every
+    /// committed chunk has a content hash: the load checks each against the
+    /// chunk it cuts now, whether or not the job had finished.
+    Changed(HashMap<u64, Done>),
     /// Every chunk committed and the job marked finished.
     Finished { rows: u64, finished_at: String },
 }
@@ -119,6 +128,8 @@ pub struct JobSpec<'a> {
     pub table: &'a str,
     /// Inputs, options, sizes and modification times (`load::job::fingerprint`).
     pub fingerprint: &'a str,
+    /// The part of the fingerprint that decides the chunks (`load::job::chunking`).
+    pub chunking: &'a str,
     pub restart: bool,
     /// Steps before the copy (such as TRUNCATE), run once per job.
     pub first_steps: &'a [String],
@@ -156,37 +167,46 @@ pub fn open(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened, Error> {
 }
 
 fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened, Error> {
-    let JobSpec { job, table, fingerprint, restart, first_steps, plan_deferred } = *spec;
+    let JobSpec { job, table, fingerprint, chunking, restart, first_steps, plan_deferred } = *spec;
     // Create-if-missing, then lock: concurrent processes starting the same
     // job queue up here, and only the first runs the job's first steps.
     session.query(
-        "INSERT INTO sluice.jobs (job, target_table, fingerprint) VALUES ($1, $2, $3) \
+        "INSERT INTO sluice.jobs (job, target_table, fingerprint, chunking) VALUES ($1, $2, $3, $4) \
          ON CONFLICT (job) DO NOTHING RETURNING 1",
-        &[Some(job), Some(table), Some(fingerprint)],
+        &[Some(job), Some(table), Some(fingerprint), Some(chunking)],
     )?;
     let found = session.query(
-        "SELECT fingerprint, target_table, coalesce(finished_at::text, ''), steps_done FROM sluice.jobs \
-         WHERE job = $1 FOR UPDATE",
+        "SELECT fingerprint, target_table, coalesce(finished_at::text, ''), steps_done, coalesce(chunking, '') \
+         FROM sluice.jobs WHERE job = $1 FOR UPDATE",
         &[Some(job)],
     )?;
     let row = found.first().ok_or_else(|| Error::Server(format!("job {job} vanished from sluice.jobs")))?;
-    let [old_fingerprint, old_table, finished_at, steps_done] =
-        [0, 1, 2, 3].map(|i| row[i].clone().unwrap_or_default());
+    let [old_fingerprint, old_table, finished_at, steps_done, old_chunking] =
+        [0, 1, 2, 3, 4].map(|i| row[i].clone().unwrap_or_default());
+    let same = old_table == table && old_fingerprint == fingerprint;
+    // Only sizes or times changed, and every committed chunk can be checked
+    // by its bytes: the same data copied or touched again resumes.
+    let changed = !restart
+        && !same
+        && old_table == table
+        && old_chunking == chunking
+        && done_chunks(session, job)?.values().all(|d| d.content_hash.is_some());
     if restart {
         session.query("DELETE FROM sluice.chunks WHERE job = $1 RETURNING 1", &[Some(job)])?;
         session.query("DELETE FROM sluice.rejects WHERE job = $1 RETURNING 1", &[Some(job)])?;
         session.query("DELETE FROM sluice.xacts WHERE job = $1 RETURNING 1", &[Some(job)])?;
         session.query("DELETE FROM sluice.steps WHERE job = $1 AND state = 'rebuilt' RETURNING 1", &[Some(job)])?;
         session.query(
-            "UPDATE sluice.jobs SET target_table = $2, fingerprint = $3, finished_at = NULL, steps_done = false, \
-             created_at = now() WHERE job = $1 RETURNING 1",
-            &[Some(job), Some(table), Some(fingerprint)],
+            "UPDATE sluice.jobs SET target_table = $2, fingerprint = $3, chunking = $4, finished_at = NULL, \
+             steps_done = false, created_at = now() WHERE job = $1 RETURNING 1",
+            &[Some(job), Some(table), Some(fingerprint), Some(chunking)],
         )?;
-    } else if old_table != table || old_fingerprint != fingerprint {
+    } else if !same && !changed {
         return Err(Error::Usage(format!(
-            "job {job} was started with other input or options (a file changed size or modification time, \
-             or the table, format options, chunk size or sluice's chunking rule differ); run with --restart \
-             to start it over, or name a new job with --job"
+            "job {job} was started with other input or options (the table, format options, chunk size or \
+             sluice's chunking rule differ, or a file changed size or modification time and an older sluice \
+             committed its chunks without a content hash); run with --restart to start it over, or name a new \
+             job with --job"
         )));
     }
     if restart || steps_done != "t" {
@@ -200,6 +220,9 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
         session.query("UPDATE sluice.jobs SET steps_done = true WHERE job = $1 RETURNING 1", &[Some(job)])?;
     }
     let done = done_chunks(session, job)?;
+    if changed {
+        return Ok(Opened::Changed(done));
+    }
     if !restart && !finished_at.is_empty() {
         let rows = done.values().map(|d| d.rows).sum();
         return Ok(Opened::Finished { rows, finished_at });
@@ -334,14 +357,16 @@ pub fn missing_chunks(session: &PgSession, job: &str, total: u64) -> Result<Vec<
 
 /// Marks the job finished when all its `total` chunks are committed, with
 /// a synchronous commit: WAL is flushed in order, so once this commit is
-/// durable, so are the chunks' asynchronous commits it counted.
-pub fn finish(session: &PgSession, job: &str, total: u64) -> Result<(), Error> {
+/// durable, so are the chunks' asynchronous commits it counted. The job
+/// takes the `fingerprint` of the inputs it was checked against (they may
+/// have been copied or touched since it began: [`Opened::Changed`]).
+pub fn finish(session: &PgSession, job: &str, total: u64, fingerprint: &str) -> Result<(), Error> {
     let marked = session.transaction(|| {
         session.execute("SET LOCAL synchronous_commit = on")?;
         session.query(
-            "UPDATE sluice.jobs SET finished_at = now() WHERE job = $1 AND (SELECT count(*) FROM sluice.chunks \
-             WHERE job = $1 AND state = 'done') = $2::bigint RETURNING 1",
-            &[Some(job), Some(&total.to_string())],
+            "UPDATE sluice.jobs SET finished_at = now(), fingerprint = $3 WHERE job = $1 AND (SELECT count(*) \
+             FROM sluice.chunks WHERE job = $1 AND state = 'done') = $2::bigint RETURNING 1",
+            &[Some(job), Some(&total.to_string()), Some(fingerprint)],
         )
     })?;
     match marked.is_empty() {

@@ -325,9 +325,17 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
         print_summary(&report);
     }
     if let Some(file) = &report.summary.rejects_file {
-        let rejected = report.summary.rejected;
-        let (n, s) = (thousands(rejected), sluice::report::plural(rejected));
-        eprintln!("sluice: rejected {n} record{s}; see {file} (one JSON object per record, with the reason)");
+        // The file holds the whole job's rejects, earlier runs' included.
+        let s = &report.summary;
+        let rejected = s.rejected + s.resumed_rejected;
+        let (n, plural) = (thousands(rejected), sluice::report::plural(rejected));
+        let earlier = match s.resumed_rejected {
+            0 => String::new(),
+            n => format!(" ({} by earlier runs of the job)", thousands(n)),
+        };
+        eprintln!(
+            "sluice: rejected {n} record{plural}{earlier}; see {file} (one JSON object per record, with the reason)"
+        );
         return Ok(exit::REJECTS);
     }
     Ok(exit::OK)

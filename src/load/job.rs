@@ -54,12 +54,25 @@ fn chunk_identity(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, 
     parts
 }
 
-/// The chunk identity plus the chunking rule and the inputs' sizes and
-/// modification times (stdin and pipes cannot be checked: their chunks'
-/// hashes are): a job whose fingerprint changed is not resumed.
-pub fn fingerprint(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, sources: &[Source]) -> String {
+/// The chunk identity plus the chunking rule: what a resumed job must
+/// share with the job that began, whatever its inputs hold now.
+pub fn chunking(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, sources: &[Source]) -> String {
+    stable_hash(&refs(&chunking_parts(req, table, format, sources)))
+}
+
+fn chunking_parts(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, sources: &[Source]) -> Vec<String> {
     let mut parts = chunk_identity(req, table, format, sources);
     parts.push(crate::chunk::CUT_RULE.to_string());
+    parts
+}
+
+/// The chunking plus the inputs' sizes and modification times (stdin and
+/// pipes have neither): a job whose fingerprint changed for its sizes or
+/// times alone resumes only after each chunk it committed is found again in
+/// the input, byte for byte (`ledger::Opened::Changed`); any other change
+/// is refused.
+pub fn fingerprint(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, sources: &[Source]) -> String {
+    let mut parts = chunking_parts(req, table, format, sources);
     for s in sources {
         let meta = s.path.as_ref().filter(|_| s.can_be_read_again()).and_then(|p| std::fs::metadata(p).ok());
         let mtime = meta

@@ -37,7 +37,7 @@ use crate::report::{
     count_of, thousands, BuiltObject, ChunkRecord, CopyPath, Deferral, FileSummary, LoadReport, Summary,
 };
 use crate::sink::postgres::{PgSession, PgTarget, TableInfo, READ_ONLY, READ_ONLY_ADVICE};
-use crate::source::{any_read_once, resolve_inputs, Source};
+use crate::source::{any_read_once, resolve_inputs, RawCounter, Source};
 
 pub use defer::DeferIndexes;
 pub use plan::{choose_columns, copy_statement, resolve_kind, CopyFormat};
@@ -171,6 +171,8 @@ struct Shared<'a> {
     /// No `--max-errors`: stop when only rejects come (see [`ALL_REJECTED_STOP`]).
     stop_when_nothing_loads: bool,
     job: String,
+    /// The inputs' fingerprint, which the job takes when it finishes.
+    fingerprint: String,
     /// Chunks committed by earlier runs of the job.
     done: HashMap<u64, Done>,
     interrupt: Option<Arc<AtomicBool>>,
@@ -296,7 +298,8 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         unlogged: req.unlogged,
         read_once: any_read_once(&sources),
     };
-    let (job, mut done, defer_plan) = open_job(&control, req, &table, &format, &sources, wanted)?;
+    let OpenedJob { job, mut done, defer_plan, fingerprint, inputs_changed } =
+        open_job(&control, req, &table, &format, &sources, wanted)?;
     let steps = ledger::steps(&control, &job)?;
     let auto_ceiling = auto_ceiling(&control, req)?;
     let mut early_warnings = Vec::new();
@@ -326,6 +329,7 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         max_record_size: req.max_record_size,
         stop_when_nothing_loads: req.max_errors.is_none(),
         job,
+        fingerprint,
         done,
         interrupt: req.interrupt.clone(),
         sync_commit: req.sync_commit,
@@ -343,6 +347,15 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         any_connected: AtomicBool::new(false),
         refused: std::sync::Mutex::default(),
     };
+    if inputs_changed {
+        check_committed_chunks(&shared, req)?;
+        shared.early_warnings.push(format!(
+            "the input changed size or modification time since job {} began; each of the {} it committed was \
+             found again, byte for byte, before loading",
+            shared.job,
+            count_of(shared.done.len() as u64, "chunk")
+        ));
+    }
     let mut rejects = RejectsFile::new(&rejects_path);
     let mut outcome = run_pipeline(&shared, req, &mut rejects);
     let mut deferral = defer::deferral(&steps, defer_plan);
@@ -467,6 +480,17 @@ fn merge_reload(shared: &Shared, first: PipelineResult, again: PipelineResult) -
     (records, scans, failure.or(again.2), elsewhere + again.3)
 }
 
+/// A job as the load found it.
+struct OpenedJob {
+    job: String,
+    /// Chunks committed by earlier runs.
+    done: HashMap<u64, Done>,
+    defer_plan: defer::DeferPlan,
+    fingerprint: String,
+    /// Sizes or times changed since the job began ([`Opened::Changed`]).
+    inputs_changed: bool,
+}
+
 /// Creates the ledger when missing and opens the job: its name and the
 /// chunks earlier runs committed. A finished job ends the load here.
 fn open_job(
@@ -476,7 +500,7 @@ fn open_job(
     format: &FormatOptions,
     sources: &[Source],
     wanted: defer::TablePlan,
-) -> Result<(String, HashMap<u64, Done>, defer::DeferPlan), Failed> {
+) -> Result<OpenedJob, Failed> {
     ensure_tables(control)?;
     let job = job::name(req, table, format, sources);
     // Planned by the process that runs the job's first steps, under its lock.
@@ -493,23 +517,47 @@ fn open_job(
         job: &job,
         table: &target_table,
         fingerprint: &fingerprint,
+        chunking: &job::chunking(req, table, format, sources),
         restart: req.restart,
         first_steps: &first_steps,
         plan_deferred: &plan_deferred,
     };
     let opened = ledger::open(control, &spec)?;
     let defer_plan = planned.into_inner().unwrap_or_default();
-    match opened {
-        Opened::Fresh => Ok((job, HashMap::new(), defer_plan)),
-        Opened::Resumed(done) => Ok((job, done, defer_plan)),
+    let (done, inputs_changed) = match opened {
+        Opened::Fresh => (HashMap::new(), false),
+        Opened::Resumed(done) => (done, false),
+        Opened::Changed(done) => (done, true),
         // Whether stdin or a pipe holds the same data again can only be
         // told by reading it: such a finished job is resumed, and its chunks
         // are checked against the ledger as they are cut.
-        Opened::Finished { .. } if any_read_once(sources) => {
-            Ok((job.clone(), ledger::done_chunks(control, &job)?, defer_plan))
+        Opened::Finished { .. } if any_read_once(sources) => (ledger::done_chunks(control, &job)?, false),
+        Opened::Finished { rows, finished_at } => return Err(Error::AlreadyLoaded { job, rows, finished_at }.into()),
+    };
+    Ok(OpenedJob { job, done, defer_plan, fingerprint, inputs_changed })
+}
+
+/// Before a job whose inputs changed size or time loads anything: finds
+/// each chunk earlier runs committed in the inputs as they are now (same
+/// place, same bytes), reading them up to the last such chunk. Checked only
+/// as the load cuts its chunks, other data would be refused after the
+/// chunks before the first difference had loaded.
+fn check_committed_chunks(shared: &Shared, req: &LoadRequest) -> Result<(), Error> {
+    let Some(&last) = shared.done.keys().max() else { return Ok(()) };
+    let mut seq = 0;
+    for (index, source) in shared.sources.iter().enumerate() {
+        let (mut chunker, raw) = chunker_for(shared, req, index, source, seq, false)?;
+        while let Some(chunk) = chunker.next_chunk().map_err(|e| source.read_error(&e, raw.get()))? {
+            if let Some(done) = shared.done.get(&chunk.seq).filter(|done| !is_the_chunk_done(done, &chunk)) {
+                return Err(not_the_input_of(&shared.job, source, &chunk, done));
+            }
+            if chunk.seq >= last {
+                return Ok(());
+            }
         }
-        Opened::Finished { rows, finished_at } => Err(Error::AlreadyLoaded { job, rows, finished_at }.into()),
+        seq = chunker.next_seq();
     }
+    Ok(())
 }
 
 /// After the pipeline: an interrupted load says so, a complete one marks
@@ -580,7 +628,7 @@ fn finish_job(
         file.move_to(rejects.path()).map_err(|e| rejects_file_error(&file, &e))?;
         *rejects = file;
     }
-    ledger::finish(control, &shared.job, total)
+    ledger::finish(control, &shared.job, total, &shared.fingerprint)
 }
 
 /// Creates sluice's ledger and rejects tables when they are missing; a user
@@ -786,20 +834,7 @@ fn feed_one(
     queue: &Sender<Chunk>,
     seq: &mut u64,
 ) -> Result<InputScan, Error> {
-    let cfg = ChunkerConfig {
-        dialect: shared.format.dialect(),
-        target: shared.chunk_size.max(1),
-        header: shared.format.header,
-        keep_bytes: !source.is_positioned(),
-        max_record: req.max_record_size,
-    };
-    let (stream, raw) = source.open_stream()?;
-    let mut chunker = Chunker::new(stream, cfg, index, *seq);
-    chunker = if source.is_positioned() {
-        chunker.with_total_size(source.size).tapered(bytes_to_load_end(shared.sources, index))
-    } else {
-        chunker.with_raw_counter(raw.clone(), source.size)
-    };
+    let (mut chunker, raw) = chunker_for(shared, req, index, source, *seq, !source.is_positioned())?;
     let mut scan = InputScan::default();
     loop {
         let chunk = match chunker.next_chunk() {
@@ -839,6 +874,33 @@ fn feed_one(
     Ok(scan)
 }
 
+/// Cuts input `index` of the load from its start, numbering chunks from
+/// `first_seq`; `keep_bytes` for workers that cannot read it by range.
+fn chunker_for(
+    shared: &Shared,
+    req: &LoadRequest,
+    index: usize,
+    source: &Source,
+    first_seq: u64,
+    keep_bytes: bool,
+) -> Result<(Chunker<Box<dyn std::io::Read + Send>>, RawCounter), Error> {
+    let cfg = ChunkerConfig {
+        dialect: shared.format.dialect(),
+        target: shared.chunk_size.max(1),
+        header: shared.format.header,
+        keep_bytes,
+        max_record: req.max_record_size,
+    };
+    let (stream, raw) = source.open_stream()?;
+    let chunker = Chunker::new(stream, cfg, index, first_seq);
+    let chunker = if source.is_positioned() {
+        chunker.with_total_size(source.size).tapered(bytes_to_load_end(shared.sources, index))
+    } else {
+        chunker.with_raw_counter(raw.clone(), source.size)
+    };
+    Ok((chunker, raw))
+}
+
 /// Workers whose connection the server refused at first: its
 /// `max_connections` or the role's connection limit allows fewer sessions
 /// than `--workers` asked for. The load went on with the others (workers
@@ -869,8 +931,7 @@ fn is_the_chunk_done(done: &Done, chunk: &Chunk) -> bool {
 }
 
 /// A resumed job's input cut into another chunk than the one an earlier run
-/// committed under the same number: the input changed (for files the
-/// fingerprint notices first; stdin and pipes are only checked here).
+/// committed under the same number: the input changed.
 fn not_the_input_of(job: &str, source: &Source, chunk: &Chunk, done: &Done) -> Error {
     let range = |offset: u64, len: u64| format!("bytes {offset}..{}", offset + len);
     let (before, now) = (range(done.byte_offset, done.byte_len), range(chunk.loc.byte_offset, chunk.loc.byte_len));
@@ -879,9 +940,10 @@ fn not_the_input_of(job: &str, source: &Source, chunk: &Chunk, done: &Done) -> E
     } else {
         format!("its chunk {} held {before}, this input's holds {now}", chunk.seq)
     };
+    let same = if source.can_be_read_again() { "The same data" } else { "Piping the same data" };
     source.input_error(&format!(
-        "not the input job {job} loaded before: {difference}. Pipe the same data to resume the job; to load this \
-         data, pass --restart (it loads again from the start) or name a new job with --job NAME"
+        "not the input job {job} loaded before: {difference}. {same} resumes the job; to load this data, pass \
+         --restart (it loads again from the start; what the job committed stays) or name a new job with --job NAME"
     ))
 }
 
