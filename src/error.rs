@@ -65,11 +65,10 @@ pub enum Error {
     TooManyRejects { max: u64, rejected: u64, last: String },
     #[error(
         "stopped: {} records were rejected and none loaded, which looks like a wrong option rather than bad \
-         data; the first: {first}. Check --format, --delimiter, --header, --columns and the table, or pass \
-         --max-errors N to load whatever loads",
+         data; the first: {first}. {advice}, or pass --max-errors N to load whatever loads",
         thousands(*rejected)
     )]
-    NothingLoads { rejected: u64, first: String },
+    NothingLoads { rejected: u64, first: String, advice: String },
     #[error("{0}")]
     Server(String),
 }

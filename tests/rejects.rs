@@ -425,7 +425,8 @@ fn only_rejects_stop_the_load_unless_max_errors_is_given() {
     let Loaded { run, .. } = load_with_rejects(&db, &file, "t", &[]);
     assert_eq!(run.code, 5, "{}", run.stderr);
     assert!(run.stderr.contains("records were rejected and none loaded"), "{}", run.stderr);
-    assert!(run.stderr.contains("Check --format, --delimiter"), "{}", run.stderr);
+    let advice = "Its record has 1 field and COPY fills 3 columns (a, b, c): check --delimiter";
+    assert!(run.stderr.contains(advice), "{}", run.stderr);
     assert!(run.stderr.contains("invalid input syntax for type integer"), "{}", run.stderr);
     assert_eq!(db.scalar("SELECT count(*) FROM sluice.rejects"), "0", "nothing committed");
     let Loaded { run, rejects: found, report: r, .. } = load_with_rejects(&db, &file, "t", &["--max-errors", "5000"]);
@@ -440,6 +441,18 @@ fn only_rejects_stop_the_load_unless_max_errors_is_given() {
     let Loaded { run, rejects: found, .. } = load_with_rejects(&db, &file, "u", &[]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_eq!((db.count("u"), found.len()), (1_000, 2_000));
+    // A file of only some columns: the advice names them and --columns.
+    db.execute("CREATE TABLE v (id bigint GENERATED ALWAYS AS IDENTITY, name text)");
+    let names: String = (0..3_000).map(|i| format!("name {i}\n")).collect();
+    let file = db.file("names.tsv", names.as_bytes());
+    let Loaded { run, .. } = load_with_rejects(&db, &file, "v", &[]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    let advice = "Its record has 1 field and COPY fills 2 columns (id, name): check --delimiter, or name the \
+                  columns the file holds with --columns (the others get their defaults), or pass --max-errors";
+    assert!(run.stderr.contains(advice), "{}", run.stderr);
+    let Loaded { run, .. } = load_with_rejects(&db, &file, "v", &["--columns", "name"]);
+    run.assert_ok();
+    assert_eq!(db.scalar("SELECT max(id) || ' ' || count(*) FROM v"), "3000 3000");
 }
 
 /// A rejects file or report that could not be written is refused before

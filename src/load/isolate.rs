@@ -197,7 +197,7 @@ pub(super) fn isolate(
         // the rest one record at a time (the chunk is not committed).
         if iso.rows + iso.suppressed == 0 && iso.rejects.len() as u64 >= ALL_REJECTED_STOP {
             let loaded = rows_loaded_so_far(shared);
-            let first = iso.rejects.first().map(Reject::to_string);
+            let first = iso.rejects.first().cloned();
             if let Some(hopeless) = nothing_loads(shared, loaded, iso.rejects.len() as u64, &first) {
                 return Err(hopeless);
             }

@@ -736,7 +736,7 @@ fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -
                     loaded += record.rows + record.suppressed;
                     records.push(record);
                     rejected += chunk_rejects.len() as u64;
-                    first_reject = first_reject.or_else(|| chunk_rejects.first().map(Reject::to_string));
+                    first_reject = first_reject.or_else(|| chunk_rejects.first().cloned());
                     record_rejects(rejects, &chunk_rejects).err().or_else(|| {
                         over_limit(req, rejected, &chunk_rejects)
                             .or_else(|| nothing_loads(shared, loaded, rejected, &first_reject))
@@ -795,10 +795,32 @@ pub const ALL_REJECTED_STOP: u64 = 1_000;
 /// counts this run's committed rows and earlier runs'). Checked as chunks
 /// commit, and by isolation between its COPY statements, so that the stop
 /// does not wait for whole chunks of rejects.
-fn nothing_loads(shared: &Shared, loaded: u64, rejected: u64, first: &Option<String>) -> Option<Error> {
+fn nothing_loads(shared: &Shared, loaded: u64, rejected: u64, first: &Option<Reject>) -> Option<Error> {
     let first = first.as_ref()?;
-    (shared.stop_when_nothing_loads && loaded == 0 && rejected >= ALL_REJECTED_STOP)
-        .then(|| Error::NothingLoads { rejected, first: first.clone() })
+    (shared.stop_when_nothing_loads && loaded == 0 && rejected >= ALL_REJECTED_STOP).then(|| Error::NothingLoads {
+        rejected,
+        first: first.to_string(),
+        advice: field_count_advice(shared, first)
+            .unwrap_or_else(|| "Check --format, --delimiter, --header, --columns and the table".into()),
+    })
+}
+
+/// When the first rejected record has another number of fields than COPY
+/// fills columns: says both, and the likely wrong option (the delimiter, or
+/// a file that holds only some of the table's columns).
+fn field_count_advice(shared: &Shared, first: &Reject) -> Option<String> {
+    let rules = shared.rules.as_ref()?;
+    let fields = suspect::field_count(first.raw.as_deref()?.as_bytes(), shared.format);
+    let names: Vec<&str> = rules.iter().map(|r| r.name.as_str()).collect();
+    (fields != rules.len()).then(|| {
+        format!(
+            "Its record has {} and COPY fills {} ({}): check --delimiter, or name the columns the file holds \
+             with --columns (the others get their defaults)",
+            count_of(fields as u64, "field"),
+            count_of(rules.len() as u64, "column"),
+            names.join(", ")
+        )
+    })
 }
 
 /// Rows loaded so far (or taken by a trigger that returned NULL): committed

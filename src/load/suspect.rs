@@ -18,6 +18,8 @@ use crate::sink::postgres::TableInfo;
 /// What a column accepts, as far as the guess goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ColumnRule {
+    /// The column's name, for messages.
+    pub name: String,
     not_null: bool,
     kind: ValueRule,
 }
@@ -52,7 +54,7 @@ pub fn rules(table: &TableInfo, columns: Option<&[String]>, format: &FormatOptio
         table
             .copy_columns(columns)
             .into_iter()
-            .map(|(name, ty)| ColumnRule { not_null: table.not_null.contains(&name), kind: value_rule(&ty) })
+            .map(|(name, ty)| ColumnRule { not_null: table.not_null.contains(&name), kind: value_rule(&ty), name })
             .collect(),
     )
 }
@@ -74,13 +76,23 @@ fn value_rule(sql_type: &str) -> ValueRule {
 
 /// True when the server will probably refuse `record` (terminator included).
 pub fn suspect(record: &[u8], rules: &[ColumnRule], format: &FormatOptions) -> bool {
+    let fields = fields(record, format);
+    fields.len() != rules.len() || fields.iter().zip(rules).any(|(field, rule)| !plausible(field, rule))
+}
+
+/// How many fields `record` (terminator included) splits into, as far as
+/// the guess goes.
+pub fn field_count(record: &[u8], format: &FormatOptions) -> usize {
+    fields(record, format).len()
+}
+
+fn fields<'a>(record: &'a [u8], format: &FormatOptions) -> Vec<Field<'a>> {
     let line = record.strip_suffix(b"\n").unwrap_or(record);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let fields = match format.kind {
+    match format.kind {
         FormatKind::Csv => csv_fields(line, format),
         _ => text_fields(line, format),
-    };
-    fields.len() != rules.len() || fields.iter().zip(rules).any(|(field, rule)| !plausible(field, rule))
+    }
 }
 
 /// A field as the guess sees it: `None` for NULL.
