@@ -9,7 +9,7 @@
 //! by file name.
 
 use std::fs::File;
-use std::io::{self, BufReader, Read};
+use std::io::{self, BufReader, IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -256,7 +256,14 @@ fn file_source(path: &Path) -> Result<Source, Error> {
     })
 }
 
+/// Stdin from a terminal is refused: sluice would wait for a megabyte of
+/// typing (and psql users expect a prompt that sluice does not give).
 fn stdin_source() -> Result<Source, Error> {
+    if io::stdin().is_terminal() {
+        let message = "stdin is a terminal, not data: pipe the data in (`zcat data.csv.gz | sluice load - ...`) \
+                       or name the file";
+        return Err(Error::Input { file: "-".into(), message: message.into() });
+    }
     streamed_source("-", None, Box::new(io::stdin()))
 }
 

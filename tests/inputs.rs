@@ -259,3 +259,18 @@ fn utf16_needs_and_honours_encoding() {
     db.assert_same_rows("u8", "u16");
     assert_eq!(db.count("u16"), 2000);
 }
+
+/// stdin from a terminal (a forgotten pipe) is refused at once with what to
+/// do instead, rather than waiting for typed data. `script` (util-linux)
+/// gives sluice a terminal.
+#[test]
+fn stdin_from_a_terminal_is_refused() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int)");
+    let command = format!("'{}' load - --table t --db '{}'", env!("CARGO_BIN_EXE_sluice"), db.conninfo());
+    let mut script = std::process::Command::new("script");
+    script.args(["-qec", &command, "/dev/null"]);
+    let run = run_command(script);
+    assert_eq!(run.code, 2, "{}", run.output());
+    assert!(run.output().contains("-: stdin is a terminal, not data: pipe the data in"), "{}", run.output());
+}
