@@ -48,32 +48,61 @@ use crate::error::Error;
 use crate::sink::postgres::PgSession;
 use crate::sql::quote_literal;
 
-/// Creates sluice's tables when missing.
+/// Creates sluice's tables when missing, with every column of this version.
 pub const CREATE_SCHEMA: &str = "CREATE SCHEMA IF NOT EXISTS sluice; \
      CREATE TABLE IF NOT EXISTS sluice.jobs (job text PRIMARY KEY, target_table text NOT NULL, \
      fingerprint text NOT NULL, steps_done boolean NOT NULL DEFAULT false, \
-     created_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz); \
+     created_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz, chunking text); \
      CREATE TABLE IF NOT EXISTS sluice.chunks (job text NOT NULL REFERENCES sluice.jobs ON DELETE CASCADE, \
      seq bigint NOT NULL, file text NOT NULL, byte_offset bigint NOT NULL, byte_len bigint NOT NULL, \
      first_line bigint NOT NULL, state text NOT NULL, rows_loaded bigint NOT NULL DEFAULT 0, \
      rows_rejected bigint NOT NULL DEFAULT 0, host text NOT NULL, pid integer NOT NULL, \
-     committed_at timestamptz, PRIMARY KEY (job, seq)); \
+     committed_at timestamptz, content_hash bigint, rows_suppressed bigint NOT NULL DEFAULT 0, \
+     PRIMARY KEY (job, seq)); \
      CREATE TABLE IF NOT EXISTS sluice.steps (job text NOT NULL, step integer NOT NULL, \
      target_table text NOT NULL, name text NOT NULL, drop_sql text NOT NULL, create_sql text NOT NULL, \
      violations_sql text, state text NOT NULL, recorded_at timestamptz NOT NULL DEFAULT now(), \
      rebuilt_at timestamptz, PRIMARY KEY (job, step)); \
      CREATE TABLE IF NOT EXISTS sluice.xacts (job text NOT NULL, seq bigint NOT NULL); \
-     CREATE INDEX IF NOT EXISTS xacts_job_seq ON sluice.xacts (job, seq); \
-     ALTER TABLE sluice.chunks ADD COLUMN IF NOT EXISTS content_hash bigint; \
-     ALTER TABLE sluice.chunks ADD COLUMN IF NOT EXISTS rows_suppressed bigint NOT NULL DEFAULT 0; \
-     ALTER TABLE sluice.jobs ADD COLUMN IF NOT EXISTS chunking text";
+     CREATE INDEX IF NOT EXISTS xacts_job_seq ON sluice.xacts (job, seq)";
+
+/// Columns added since the first ledger, as (table, column, type): a ledger
+/// made by an older sluice gets those it lacks. Only those: ALTER TABLE
+/// locks a table whole even when the column is there, and a process
+/// altering the ledger while another one loads could deadlock with it.
+/// Listed in the order loads lock the tables (jobs, then chunks).
+const ADDED_COLUMNS: [(&str, &str, &str); 3] = [
+    ("jobs", "chunking", "text"),
+    ("chunks", "content_hash", "bigint"),
+    ("chunks", "rows_suppressed", "bigint NOT NULL DEFAULT 0"),
+];
+
+/// One row per column of [`ADDED_COLUMNS`] missing from an existing ledger
+/// table: the `ALTER TABLE` that adds it.
+pub fn missing_columns_sql() -> String {
+    let values: Vec<String> = ADDED_COLUMNS
+        .iter()
+        .enumerate()
+        .map(|(i, (table, column, ty))| format!("({i}, '{table}', '{column}', '{ty}')"))
+        .collect();
+    format!(
+        "SELECT format('ALTER TABLE sluice.%I ADD COLUMN IF NOT EXISTS %I %s', t, c, ty) \
+         FROM (VALUES {}) v(i, t, c, ty) WHERE to_regclass('sluice.' || t) IS NOT NULL \
+         AND NOT EXISTS (SELECT FROM pg_catalog.pg_attribute WHERE attrelid = to_regclass('sluice.' || t) \
+         AND attname = c) ORDER BY i",
+        values.join(", ")
+    )
+}
 
 /// True when the ledger and rejects tables exist with every column this
-/// version writes (a ledger made by an older sluice lacks later columns).
-pub const SCHEMA_IS_CURRENT: &str = "SELECT to_regclass('sluice.rejects') IS NOT NULL AND (SELECT count(*) \
-     FROM pg_catalog.pg_attribute WHERE attrelid = to_regclass('sluice.chunks') \
-     AND attname IN ('content_hash', 'rows_suppressed')) = 2 AND EXISTS (SELECT FROM pg_catalog.pg_attribute \
-     WHERE attrelid = to_regclass('sluice.jobs') AND attname = 'chunking')";
+/// version writes.
+pub fn schema_is_current_sql() -> String {
+    format!(
+        "SELECT to_regclass('sluice.rejects') IS NOT NULL AND to_regclass('sluice.xacts') IS NOT NULL \
+         AND NOT EXISTS ({})",
+        missing_columns_sql()
+    )
+}
 
 /// A committed chunk's counts, as the ledger recorded them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -635,14 +635,16 @@ fn finish_job(
 /// who may not create them can still load once they exist.
 fn ensure_tables(control: &PgSession) -> Result<(), Error> {
     for _ in 0..3 {
-        if control.query(ledger::SCHEMA_IS_CURRENT, &[])?.first().and_then(|r| r[0].as_deref()) == Some("t") {
+        if control.query(&ledger::schema_is_current_sql(), &[])?.first().and_then(|r| r[0].as_deref()) == Some("t") {
             return Ok(());
         }
-        let ddl = format!("{}; {}", ledger::CREATE_SCHEMA, crate::rejects::CREATE_TABLE);
-        match control.execute_for_state(&ddl)? {
+        let mut ddl = vec![ledger::CREATE_SCHEMA.to_string(), crate::rejects::CREATE_TABLE.to_string()];
+        ddl.extend(control.query(&ledger::missing_columns_sql(), &[])?.into_iter().filter_map(|r| r[0].clone()));
+        match control.execute_for_state(&ddl.join("; "))? {
             None => return Ok(()),
-            // Another sluice created them at the same moment: check again.
-            Some((state, _)) if ["23505", "42P06", "42P07"].contains(&state.as_str()) => continue,
+            // Another sluice created them at the same moment (or, adding
+            // columns, deadlocked with one loading): check again.
+            Some((state, _)) if ["23505", "42P06", "42P07", "40P01"].contains(&state.as_str()) => continue,
             Some((state, message)) if state == READ_ONLY => {
                 return Err(Error::Server(format!("{message} [{state}]{READ_ONLY_ADVICE}")))
             }
