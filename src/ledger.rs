@@ -159,6 +159,9 @@ pub struct JobSpec<'a> {
     pub fingerprint: &'a str,
     /// The part of the fingerprint that decides the chunks (`load::job::chunking`).
     pub chunking: &'a str,
+    /// Every input can be read again (no stdin or pipe), so inputs whose
+    /// sizes or times changed can be checked before loading ([`Opened::Changed`]).
+    pub rereadable: bool,
     pub restart: bool,
     /// Steps before the copy (such as TRUNCATE), run once per job.
     pub first_steps: &'a [String],
@@ -196,7 +199,7 @@ pub fn open(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened, Error> {
 }
 
 fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened, Error> {
-    let JobSpec { job, table, fingerprint, chunking, restart, first_steps, plan_deferred } = *spec;
+    let JobSpec { job, table, fingerprint, chunking, rereadable, restart, first_steps, plan_deferred } = *spec;
     // Create-if-missing, then lock: concurrent processes starting the same
     // job queue up here, and only the first runs the job's first steps.
     session.query(
@@ -216,6 +219,7 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
     // Only sizes or times changed, and every committed chunk can be checked
     // by its bytes: the same data copied or touched again resumes.
     let changed = !restart
+        && rereadable
         && !same
         && old_table == table
         && old_chunking == chunking

@@ -205,6 +205,18 @@ fn a_touched_input_resumes_and_other_bytes_are_refused_before_loading() {
     assert!(again.stderr.contains("rejected 1 record (1 by earlier runs of the job)"), "{}", again.stderr);
     assert_eq!(db.count("t"), 2100);
     assert!(db.load(&args).stderr.contains("already finished"), "the job took the new fingerprint");
+    // With stdin among the inputs the file is not read ahead (stdin could
+    // not be read again after it): a touched file is refused outright.
+    db.execute("CREATE TABLE u (LIKE t)");
+    let conninfo = db.conninfo();
+    let with_stdin = ["load", path, "-", "--db", &conninfo, "--table", "u", "--format", "tsv", "--quiet"];
+    let more = b"5000\tfrom stdin\n";
+    assert_eq!(crate::util::sluice_with_stdin(&with_stdin, more).code, 1);
+    touch("2004-05-06 07:08:09");
+    let refused = crate::util::sluice_with_stdin(&with_stdin, more);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(refused.stderr.contains("was started with other input"), "{}", refused.stderr);
+    assert_eq!(db.count("u"), 2101);
 }
 
 /// `--chunk-size auto` is resolved from the input's size; the job is still

@@ -518,6 +518,7 @@ fn open_job(
         table: &target_table,
         fingerprint: &fingerprint,
         chunking: &job::chunking(req, table, format, sources),
+        rereadable: !any_read_once(sources),
         restart: req.restart,
         first_steps: &first_steps,
         plan_deferred: &plan_deferred,
