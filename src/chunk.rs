@@ -122,6 +122,7 @@ struct Cut {
 impl Cut {
     /// Adds scanned bytes to the chunk.
     fn take(&mut self, bytes: &[u8]) {
+        self.len += bytes.len() as u64;
         self.hash.update(bytes);
         if let Some(d) = self.data.as_mut() {
             d.extend_from_slice(bytes);
@@ -306,7 +307,6 @@ impl<R: Read> Chunker<R> {
             }
             cut.take(consumed);
             self.block_pos += step.consumed;
-            cut.len += step.consumed as u64;
             cut.records += step.records;
             self.lines += step.newlines;
             if cut.len >= target && self.scanner.at_record_start() {
@@ -364,7 +364,6 @@ impl<R: Read> Chunker<R> {
             let take = newline.map_or(avail.len(), |i| i + 1).min(budget as usize);
             cut.take(&avail[..take]);
             self.block_pos += take;
-            cut.len += take as u64;
             budget -= take as u64;
             if newline.is_some_and(|i| i < take) {
                 self.lines += 1;

@@ -347,7 +347,7 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         any_connected: AtomicBool::new(false),
         refused: std::sync::Mutex::default(),
     };
-    if inputs_changed {
+    if inputs_changed && !shared.done.is_empty() {
         check_committed_chunks(&shared, req)?;
         shared.early_warnings.push(format!(
             "the input changed size or modification time since job {} began; each of the {} it committed was \
