@@ -337,7 +337,7 @@ pub fn reference_record_ends(dialect: Dialect, line_end: LineEnd, input: &[u8]) 
 /// reads them.
 fn live_bytes(dialect: Dialect, input: &[u8]) -> impl Iterator<Item = usize> + '_ {
     let (mut in_quote, mut last_was_esc, mut escaped) = (false, false, false);
-    let live = move |c: u8| match dialect {
+    let mut live = move |c: u8| match dialect {
         Dialect::Lines => true,
         Dialect::Text => {
             let live = !escaped;
@@ -358,7 +358,6 @@ fn live_bytes(dialect: Dialect, input: &[u8]) -> impl Iterator<Item = usize> + '
             !in_quote
         }
     };
-    let mut live = live;
     input.iter().enumerate().filter_map(move |(i, &c)| live(c).then_some(i))
 }
 
