@@ -944,15 +944,11 @@ fn refused_warning(shared: &Shared) -> Option<String> {
 }
 
 /// Whether `chunk` is the one an earlier run committed as `done`: the same
-/// byte range, and for streamed inputs the same content (a ledger row from a
-/// sluice without content hashes is judged by its range alone).
+/// byte range and the same content (a ledger row of an older sluice, which
+/// hashed only streamed inputs, may have no hash: its range alone decides).
 fn is_the_chunk_done(done: &Done, chunk: &Chunk) -> bool {
     let same_range = (done.byte_offset, done.byte_len) == (chunk.loc.byte_offset, chunk.loc.byte_len);
-    let same_content = match (done.content_hash, chunk.content_hash) {
-        (Some(before), Some(now)) => before == now,
-        _ => true,
-    };
-    same_range && same_content
+    same_range && done.content_hash.map_or(true, |before| chunk.content_hash == Some(before))
 }
 
 /// A resumed job's input cut into another chunk than the one an earlier run
