@@ -327,15 +327,12 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
     if let Some(file) = &report.summary.rejects_file {
         // The file holds the whole job's rejects, earlier runs' included.
         let s = &report.summary;
-        let rejected = s.rejected + s.resumed_rejected;
-        let (n, plural) = (thousands(rejected), sluice::report::plural(rejected));
+        let rejected = count_of(s.rejected + s.resumed_rejected, "record");
         let earlier = match s.resumed_rejected {
             0 => String::new(),
             n => format!(" ({} by earlier runs of the job)", thousands(n)),
         };
-        eprintln!(
-            "sluice: rejected {n} record{plural}{earlier}; see {file} (one JSON object per record, with the reason)"
-        );
+        eprintln!("sluice: rejected {rejected}{earlier}; see {file} (one JSON object per record, with the reason)");
         return Ok(exit::REJECTS);
     }
     Ok(exit::OK)
