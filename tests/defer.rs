@@ -162,6 +162,26 @@ fn auto_defers_into_an_empty_table_only() {
     assert_eq!(db.scalar("SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass"), "2");
 }
 
+/// A partitioned table keeps its indexes (they span every partition), and
+/// asking for deferral says so instead of passing in silence; duplicates are
+/// still rejects.
+#[test]
+fn a_partitioned_table_keeps_its_indexes_and_says_why() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE p (id int PRIMARY KEY, v int) PARTITION BY RANGE (id); \
+         CREATE TABLE p_low PARTITION OF p FOR VALUES FROM (0) TO (100); \
+         CREATE TABLE p_high PARTITION OF p FOR VALUES FROM (100) TO (200); CREATE INDEX ON p (v)",
+    );
+    let before = definitions(&db, "p_low");
+    let input = db.file("p.csv", b"1,1\n150,2\n1,3\n99,4\n");
+    let run = db.load(&[input.to_str().unwrap(), "--table", "p", "--defer-indexes", "yes"]);
+    assert_eq!(run.code, 1, "one duplicate: {}", run.output());
+    assert!(run.output().contains("--defer-indexes: nothing was deferred: a partitioned table"), "{}", run.output());
+    assert_eq!(db.count("p"), 3);
+    assert_eq!(definitions(&db, "p_low"), before);
+}
+
 /// A user who may insert but does not own the table loads it as psql would:
 /// auto keeps the indexes (dropping them needs the owner), and asking for
 /// deferral or an unlogged load says who may.

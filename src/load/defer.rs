@@ -139,7 +139,7 @@ pub fn plan(session: &PgSession, table: &TableInfo, wanted: TablePlan) -> Result
             Some("the table has rows (a rebuild would sort them all; --defer-indexes yes to defer anyway)")
         }
         (DeferIndexes::Auto, _, _) if !owned => Some("only the table's owner may drop its indexes"),
-        (_, _, "p") => Some("partitioned table"),
+        (_, _, "p") => Some("a partitioned table (its indexes span every partition; sluice does not drop them)"),
         _ => None,
     };
     if let Some(why) = why_not {

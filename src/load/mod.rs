@@ -303,6 +303,11 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     let steps = ledger::steps(&control, &job)?;
     let auto_ceiling = auto_ceiling(&control, req)?;
     let mut early_warnings = Vec::new();
+    if let Some(why) =
+        defer_plan.why_not.as_ref().filter(|_| req.defer_indexes == DeferIndexes::Yes && steps.is_empty())
+    {
+        early_warnings.push(format!("--defer-indexes: nothing was deferred: {why}"));
+    }
     if defer::recover_unlogged(&control, &job, &table.quoted())? {
         early_warnings.push(format!(
             "{} was unlogged for job {job} and the server restarted meanwhile (a crash empties unlogged \
