@@ -217,11 +217,15 @@ pub struct CopyPath {
 }
 
 impl CopyPath {
-    /// `binary COPY`, `binary COPY (2 chunks as text)`, `text COPY (why)`.
+    /// `binary COPY`, `binary COPY (2 chunks as text, the first for a.csv
+    /// record 7: why)`, `text COPY (why)`.
     fn describe(&self) -> String {
         match (self.planned.as_str(), self.text_chunks) {
             ("binary", 0) => "binary COPY".into(),
-            ("binary", n) => format!("binary COPY ({n} chunk{} as text)", plural(n)),
+            ("binary", n) => match &self.first_fallback {
+                Some(why) => format!("binary COPY ({n} chunk{} as text, the first for {why})", plural(n)),
+                None => format!("binary COPY ({n} chunk{} as text)", plural(n)),
+            },
             _ => format!("text COPY ({})", self.why),
         }
     }

@@ -6,7 +6,7 @@ use crate::util::TestDb;
 
 const COLUMNS: &str = "i2 smallint, i4 integer, i8 bigint, f4 real, f8 double precision, n numeric, \
      n3 numeric(12,3), d date, ts timestamp, ts3 timestamp(3), b boolean, t text, v varchar(20), c char(5), \
-     j json, jb jsonb, u uuid";
+     j json, jb jsonb, u uuid, tz timestamptz, tm time, tm3 time(3), bt bit(3), vb varbit";
 
 /// A small deterministic generator (xorshift), so failures reproduce.
 struct Rng(u64);
@@ -34,9 +34,11 @@ fn row(rng: &mut Rng, i: u64, unsure_every: u64) -> Vec<Option<String>> {
         0 => String::new(),
         n => format!(".{:0width$}", rng.below(10u64.pow(n as u32)), width = n as usize),
     };
-    let time = |rng: &mut Rng| {
-        format!("{} {:02}:{:02}:{:02}{}", date(rng), rng.below(24), rng.below(60), rng.below(60), fraction(rng))
-    };
+    let clock =
+        |rng: &mut Rng| format!("{:02}:{:02}:{:02}{}", rng.below(24), rng.below(60), rng.below(60), fraction(rng));
+    let time = |rng: &mut Rng| format!("{} {}", date(rng), clock(rng));
+    let offset = |rng: &mut Rng| rng.pick(&["", "", "Z", "+00", "+02", "-05:30", "+0100", "-1200", "+14:45"]);
+    let bits = |rng: &mut Rng, n: u64| (0..n).map(|_| rng.pick(&["0", "1"])).collect::<String>();
     let decimal = |rng: &mut Rng| {
         let sign = rng.pick(&["", "-", "+"]);
         let int = rng.pick(&["0", "7", "12345", "99999999999999999999", "", "000123"]);
@@ -75,6 +77,14 @@ fn row(rng: &mut Rng, i: u64, unsure_every: u64) -> Vec<Option<String>> {
             rng.below(4096),
             rng.next() >> 16
         )),
+        Some(format!("{}{}", time(rng).replacen(' ', rng.pick(&[" ", "T"]), 1), offset(rng))),
+        Some(clock(rng)),
+        Some(clock(rng)),
+        Some(bits(rng, 3)),
+        Some({
+            let n = rng.below(20);
+            bits(rng, n)
+        }),
     ];
     for v in values.iter_mut().skip(1) {
         if rng.below(13) == 0 {
@@ -82,12 +92,15 @@ fn row(rng: &mut Rng, i: u64, unsure_every: u64) -> Vec<Option<String>> {
         }
     }
     if unsure_every > 0 && i % unsure_every == unsure_every - 1 {
-        let (column, value) = match (i / unsure_every) % 6 {
+        let (column, value) = match (i / unsure_every) % 9 {
             0 => (1, " 42 "),
             1 => (5, "1.5e3"),
             2 => (7, "March 3, 2020"),
             3 => (10, "yes"),
             4 => (8, "2020-01-01 24:00:00"),
+            5 => (17, "2020-01-01 10:00:00 PST"),
+            6 => (18, "24:00:00"),
+            7 => (21, "xA"),
             _ => (16, "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}"),
         };
         values[column] = Some(value.to_string());
@@ -147,6 +160,7 @@ fn assert_same_text_rows(db: &TestDb, a: &str, b: &str) {
 /// returns the report's (binary chunks, text chunks).
 fn load_both_ways(db: &TestDb, file: &std::path::Path, args: &[&str], psql_options: &str) -> (u64, u64) {
     db.execute(&format!("CREATE TABLE got ({COLUMNS}); CREATE TABLE want (LIKE got)"));
+    set_time_zone(db, "UTC");
     let report = file.with_extension("report.json");
     let mut full = vec![file.to_str().unwrap(), "--table", "got", "--copy-format", "binary", "--chunk-size", "4KiB"];
     full.extend_from_slice(&["--report", report.to_str().unwrap()]);
@@ -159,6 +173,13 @@ fn load_both_ways(db: &TestDb, file: &std::path::Path, args: &[&str], psql_optio
     let copy = &report["summary"]["copy"];
     assert_eq!(copy["planned"], "binary");
     (copy["binary_chunks"].as_u64().unwrap(), copy["text_chunks"].as_u64().unwrap())
+}
+
+/// The time zone of the database's new sessions (sluice's and psql's).
+fn set_time_zone(db: &TestDb, zone: &str) {
+    db.execute(&format!(
+        "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET TimeZone = %L', current_database(), '{zone}'); END $$"
+    ));
 }
 
 #[test]
@@ -188,7 +209,7 @@ fn chunks_with_values_the_encoder_does_not_read_go_as_text() {
     let file = db.file("unsure.tsv", &tsv(&rows(4000, 150)));
     let (binary, text) = load_both_ways(&db, &file, &["--workers", "2"], "");
     assert!(binary > 0 && text > 0, "{binary} binary, {text} text chunks");
-    let dates = (0..4000).filter(|i| i % 150 == 149 && (i / 150) % 6 == 2).count();
+    let dates = (0..4000).filter(|i| i % 150 == 149 && (i / 150) % 9 == 2).count();
     assert_eq!(db.scalar("SELECT count(*) FROM got WHERE d = '2020-03-03'"), dates.to_string());
 }
 
@@ -225,12 +246,45 @@ fn json_lines_into_json_and_jsonb_in_binary() {
 #[test]
 fn a_type_without_an_encoder_means_text_and_says_why() {
     let db = TestDb::new();
-    db.execute("CREATE TABLE got (id int, at timestamptz)");
-    let file = db.file("tz.csv", b"1,2020-01-01 00:00:00+02\n");
+    db.execute("CREATE TABLE got (id int, took interval)");
+    let file = db.file("took.csv", b"1,3 days\n");
     let run = db.load(&[file.to_str().unwrap(), "--table", "got"]);
     run.assert_ok();
-    assert!(run.output().contains("text COPY (column \"at\" has type timestamp with time zone"), "{}", run.output());
+    assert!(run.output().contains("text COPY (column \"took\" has type interval"), "{}", run.output());
     let forced = db.load(&[file.to_str().unwrap(), "--table", "got", "--copy-format", "binary"]);
     assert_eq!(forced.code, 2, "{}", forced.output());
-    assert!(forced.output().contains("--copy-format binary: column \"at\""), "{}", forced.output());
+    assert!(forced.output().contains("--copy-format binary: column \"took\""), "{}", forced.output());
+}
+
+/// Outside UTC the server reads a timestamptz without an offset in the
+/// session's zone (daylight saving included): those chunks go as text and
+/// load what psql loads; values with their offset go as binary.
+#[test]
+fn timestamps_without_an_offset_follow_the_session_time_zone() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE got (id int, at timestamptz); CREATE TABLE want (LIKE got)");
+    set_time_zone(&db, "America/New_York");
+    let mut data = String::new();
+    for i in 0..2000 {
+        let offset = if i < 1000 { "+02:00" } else { "" };
+        data.push_str(&format!("{i}\t2021-{:02}-{:02} 0{}:30:00{offset}\n", 1 + i % 12, 1 + i % 28, i % 4));
+    }
+    let file = db.file("tz.tsv", data.as_bytes());
+    let report = file.with_extension("report.json");
+    let args = [file.to_str().unwrap(), "--table", "got", "--chunk-size", "4KiB", "--workers", "1"];
+    let run = db.load(&[&args[..], &["--report", report.to_str().unwrap()]].concat());
+    run.assert_ok();
+    assert!(run.output().contains("without an offset (\"2021-"), "the summary says why: {}", run.output());
+    db.psql_copy("want", &file, "");
+    assert_same_text_rows(&db, "got", "want");
+    assert_eq!(
+        db.scalar("SELECT count(*) FROM got WHERE id >= 1000 AND extract(hour FROM at AT TIME ZONE 'America/New_York') <> id % 4"),
+        "0",
+        "read in New York time"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let copy = &report["summary"]["copy"];
+    assert_eq!(copy["planned"], "binary", "{copy}");
+    assert!(copy["binary_chunks"].as_u64().unwrap() > 3, "{copy}");
+    assert!(copy["text_chunks"].as_u64().unwrap() > 3, "{copy}");
 }

@@ -161,7 +161,12 @@ pub fn choose_copy_format(
     if wanted == CopyFormat::Text {
         return Ok(Err("--copy-format text".into()));
     }
-    match BinaryEncoder::new(&table.copy_columns(columns), format) {
+    let encoder = BinaryEncoder::new(&table.copy_columns(columns), format);
+    let encoder = encoder.map(|e| match is_utc(&table.session_time_zone) {
+        true => e.bare_timestamps_are_utc(),
+        false => e,
+    });
+    match encoder {
         Ok(encoder) if wanted == CopyFormat::Auto && !encoder.pays() => Ok(Err(
             "integer, text and similar columns: the server reads their text about as fast as sluice encodes them"
                 .into(),
@@ -178,6 +183,15 @@ pub fn choose_copy_format(
     }
 }
 
+/// Whether a TimeZone setting names UTC (or one of tzdata's aliases of
+/// it, which never had another offset). Other zones, even those at +00:00
+/// today, had other offsets once or in summer.
+fn is_utc(time_zone: &str) -> bool {
+    const ALIASES: [&str; 9] = ["utc", "uct", "gmt", "gmt0", "gmt+0", "gmt-0", "greenwich", "universal", "zulu"];
+    let zone = time_zone.to_ascii_lowercase();
+    ALIASES.contains(&zone.strip_prefix("etc/").unwrap_or(&zone))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,6 +203,17 @@ mod tests {
             columns: cols.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
             not_null: Vec::new(),
             is_view: false,
+            session_time_zone: "UTC".into(),
+        }
+    }
+
+    #[test]
+    fn utc_and_its_aliases_only() {
+        for zone in ["UTC", "Etc/UTC", "utc", "GMT", "Etc/GMT-0", "Zulu", "Etc/Universal"] {
+            assert!(is_utc(zone), "{zone}");
+        }
+        for zone in ["Europe/London", "Africa/Abidjan", "Etc/GMT+1", "America/New_York", ""] {
+            assert!(!is_utc(zone), "{zone}");
         }
     }
 
@@ -213,7 +238,7 @@ mod tests {
         assert_eq!(plan.sql, "COPY \"public\".\"T x\" FROM STDIN WITH (FORMAT binary)");
         let text = choose_copy_format(CopyFormat::Text, &priced, None, &csv).unwrap();
         assert!(text.is_err());
-        let odd = table(&[("at", "timestamp with time zone")]);
+        let odd = table(&[("took", "interval")]);
         assert!(choose_copy_format(CopyFormat::Binary, &odd, None, &csv).is_err(), "forced binary cannot be done");
     }
 

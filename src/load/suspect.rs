@@ -200,6 +200,7 @@ mod tests {
             columns: vec![("id".into(), "integer".into()), ("name".into(), "character varying(5)".into())],
             not_null: vec!["id".into()],
             is_view: false,
+            session_time_zone: "UTC".into(),
         }
     }
 

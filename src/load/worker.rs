@@ -292,7 +292,7 @@ impl Worker<'_> {
             self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
             let file = &shared.sources[chunk.loc.source].name;
             let record = chunk.loc.first_record + unsure.record;
-            plan.note_fallback(format!("{file}: record {record}: {}", unsure.reason));
+            plan.note_fallback(format!("{file} record {record}: {}", unsure.reason));
             return Ok(None);
         }
         match outcome? {

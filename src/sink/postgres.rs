@@ -140,6 +140,9 @@ pub struct TableInfo {
     /// A view whose INSTEAD OF INSERT trigger takes the rows: it cannot be
     /// truncated, and has no indexes of its own.
     pub is_view: bool,
+    /// The session's TimeZone setting: the server reads a timestamptz
+    /// written without an offset in it (sluice's sessions all connect alike).
+    pub session_time_zone: String,
 }
 
 impl TableInfo {
@@ -289,7 +292,9 @@ impl PgSession {
         let text = |r: &Vec<Option<String>>, i: usize| r[i].clone().unwrap_or_default();
         let columns = rows.iter().map(|r| (text(r, 0), text(r, 1))).collect();
         let not_null = rows.iter().filter(|r| text(r, 2) == "t").map(|r| text(r, 0)).collect();
-        Ok(TableInfo { schema, name: table, columns, not_null, is_view: kind == "v" })
+        let zone = self.query("SELECT pg_catalog.current_setting('TimeZone')", &[])?;
+        let session_time_zone = zone.first().and_then(|r| r[0].clone()).unwrap_or_default();
+        Ok(TableInfo { schema, name: table, columns, not_null, is_view: kind == "v", session_time_zone })
     }
 
     /// Prepares this session to copy with `sql` (a `COPY ... FROM STDIN`)

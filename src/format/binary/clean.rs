@@ -25,7 +25,7 @@
 
 use memchr::{memchr, memchr3};
 
-use super::{encode_value, iso_date, numeric, Codec, Layout, Rules};
+use super::{encode_value, iso_date, numeric, time_of_day, timestamp, timestamptz, Codec, Layout, Rules};
 
 /// Where clean records are taken apart and built, kept by the encoder so
 /// that nothing is allocated or zeroed per record.
@@ -315,6 +315,16 @@ fn field(codec: Codec, text: &[u8], tuple: &mut Cursor) -> Option<()> {
         Codec::Numeric => whole(leading_numeric(text, tuple)?),
         Codec::Date => {
             tuple.value(&(iso_date(text)? as i32).to_be_bytes());
+            Some(())
+        }
+        Codec::Timestamp | Codec::TimestampTz | Codec::TimestampTzUtc | Codec::Time => {
+            let micros = match codec {
+                Codec::Timestamp => timestamp(text),
+                Codec::TimestampTz => timestamptz(text, false),
+                Codec::TimestampTzUtc => timestamptz(text, true),
+                _ => time_of_day(text),
+            };
+            tuple.value(&micros?.to_be_bytes());
             Some(())
         }
         Codec::Text => {
