@@ -168,7 +168,7 @@ pub fn choose_copy_format(
     });
     match encoder {
         Ok(encoder) if wanted == CopyFormat::Auto && !encoder.pays() => Ok(Err(
-            "integer, text and similar columns: the server reads their text about as fast as sluice encodes them"
+            "mostly integer, text and similar columns: the server reads their text about as fast as sluice encodes them"
                 .into(),
         )),
         Ok(encoder) => Ok(Ok(BinaryPlan {
@@ -236,6 +236,8 @@ mod tests {
         let priced = table(&[("id", "integer"), ("price", "numeric(15,2)")]);
         let plan = choose_copy_format(CopyFormat::Auto, &priced, None, &csv).unwrap().unwrap();
         assert_eq!(plan.sql, "COPY \"public\".\"T x\" FROM STDIN WITH (FORMAT binary)");
+        let few = table(&[("a", "integer"), ("b", "text"), ("c", "text"), ("d", "text"), ("price", "numeric")]);
+        assert!(choose_copy_format(CopyFormat::Auto, &few, None, &csv).unwrap().is_err(), "one column in five");
         let text = choose_copy_format(CopyFormat::Text, &priced, None, &csv).unwrap();
         assert!(text.is_err());
         let odd = table(&[("took", "interval")]);
