@@ -155,6 +155,10 @@ struct Rules {
     /// Whether a clean line can hold the NULL string (else it is not
     /// looked for there).
     null_in_clean_lines: bool,
+    /// The text format's default NULL string `\N`: a clean line may hold
+    /// it (see [`clean`]). Not another NULL string with a backslash: one
+    /// ending in a backslash would escape the delimiter after it.
+    escaped_null: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -193,8 +197,9 @@ impl Rules {
         let clean_lines = kind != Layout::Line;
         let unclean = if kind == Layout::Csv { quote } else { b'\\' };
         let null_in_clean_lines = !null.bytes().any(|b| b == unclean || b == b'\r' || b == 0);
+        let escaped_null = kind == Layout::Text && null == "\\N";
         let null = null.as_bytes().to_vec();
-        Rules { kind, delimiter, quote, escape, null, special, clean_lines, null_in_clean_lines }
+        Rules { kind, delimiter, quote, escape, null, special, clean_lines, null_in_clean_lines, escaped_null }
     }
 
     /// The first special byte at or after `from`, or the end.
