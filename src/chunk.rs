@@ -144,12 +144,18 @@ pub struct ChunkerConfig {
 }
 
 /// What the chunker skipped before the first chunk of an input.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Preamble {
     pub bom: bool,
     pub header_records: u64,
     pub header_lines: u64,
+    /// The header record as written, without its line end (at most
+    /// [`HEADER_KEPT`] bytes): the load reads column names from it.
+    pub header: Vec<u8>,
 }
+
+/// How much of a header record is kept: column names, not a runaway line.
+pub const HEADER_KEPT: usize = 64 * 1024;
 
 /// How much of its input the chunker reads at a time: little enough to stay
 /// in a core's L2 cache while the server shares the core. Measured on
@@ -264,7 +270,16 @@ impl<R: Read> Chunker<R> {
     /// What was skipped before the first chunk (valid after the first call to
     /// [`Chunker::next_chunk`]).
     pub fn preamble(&self) -> Preamble {
-        self.preamble.unwrap_or_default()
+        self.preamble.clone().unwrap_or_default()
+    }
+
+    /// Reads the input's preamble (BOM, header) if not done yet, without
+    /// cutting a chunk.
+    pub fn read_preamble(&mut self) -> io::Result<Preamble> {
+        if self.preamble.is_none() {
+            self.skip_preamble()?;
+        }
+        Ok(self.preamble())
     }
 
     /// Records and lines seen so far, header excluded / included.
@@ -411,6 +426,8 @@ impl<R: Read> Chunker<R> {
                     break;
                 }
                 let step = self.scanner.scan(&self.block[self.block_pos..self.block_len], true);
+                let room = HEADER_KEPT.saturating_sub(pre.header.len());
+                pre.header.extend_from_slice(&self.block[self.block_pos..][..step.consumed.min(room)]);
                 self.block_pos += step.consumed;
                 self.offset += step.consumed as u64;
                 self.lines += step.newlines;
@@ -420,6 +437,8 @@ impl<R: Read> Chunker<R> {
             }
             pre.header_records = u64::from(self.offset > u64::from(pre.bom) * 3);
             pre.header_lines = self.lines;
+            let line_end = pre.header.iter().rev().take_while(|&&b| b == b'\n' || b == b'\r').count();
+            pre.header.truncate(pre.header.len() - line_end);
             self.scanner = self.fresh_scanner();
         }
         self.preamble = Some(pre);

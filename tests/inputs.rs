@@ -28,6 +28,34 @@ fn header_skipped_once_per_file_across_a_glob() {
     assert_eq!(db.scalar("SELECT count(DISTINCT id) FROM t"), "1500");
 }
 
+/// COPY reads fields by position. A header that names the table's columns
+/// in another order, or leaves some out (an identity, a default), says
+/// which field goes where; every file must then have that header.
+#[test]
+fn a_header_of_column_names_loads_by_name() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE t (id int GENERATED ALWAYS AS IDENTITY, name text, k text, note text DEFAULT 'none', \
+         at timestamptz DEFAULT now())",
+    );
+    for part in 0..2 {
+        let body: String = (0..300).map(|i| format!("{},\"name {i}\nsecond line\"\n", i % 10)).collect();
+        db.file(&format!("named/part-{part}.csv"), format!("k,name\n{body}").as_bytes());
+    }
+    let glob = db.dir.path().join("named/part-*.csv");
+    let run = db.load(&[glob.to_str().unwrap(), "--table", "t", "--header", "--chunk-size", "1KiB", "--workers", "2"]);
+    run.assert_ok();
+    assert!(run.output().contains("names, in its order: k, name"), "{}", run.output());
+    assert_eq!(db.count("t"), 600);
+    assert_eq!(db.scalar("SELECT count(*) FROM t WHERE name LIKE 'name %' AND k ~ '^[0-9]$' AND note = 'none'"), "600");
+    let other = db.file("named/other.csv", b"name,k\nx,1\n");
+    let first = db.dir.path().join("named/part-0.csv");
+    let run = db.load(&[first.to_str().unwrap(), other.to_str().unwrap(), "--table", "t", "--header", "--restart"]);
+    assert_eq!(run.code, 2, "{}", run.output());
+    assert!(run.output().contains("other.csv: its header (name,k) is not the header of"), "{}", run.output());
+    assert_eq!(db.scalar("SELECT count(*) FROM t WHERE name = 'x'"), "0", "nothing of it loaded by position");
+}
+
 /// The field reports loaded 2,000 pre-split files: a glob of many more
 /// files than the open-file limit allows loads, because a worker keeps open
 /// only the file it reads.

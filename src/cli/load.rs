@@ -71,7 +71,9 @@ pub struct LoadArgs {
     #[arg(long, value_name = "STRING")]
     null: Option<String>,
 
-    /// Skip the first record of each file (not of each chunk).
+    /// Skip the first record of each file (not of each chunk). When it
+    /// names table columns in another order or only some of them, and
+    /// --columns is not given, those columns are loaded, by name.
     #[arg(long)]
     header: bool,
 

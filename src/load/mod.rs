@@ -190,6 +190,9 @@ struct Shared<'a> {
     redo: Option<HashSet<u64>>,
     /// Said before the load started, for the report.
     early_warnings: Vec<String>,
+    /// The first input's header, when its names are the COPY columns:
+    /// every input must have the same.
+    header_of_columns: Option<Vec<u8>>,
     /// Chunks loaded a second time by this run (lost or violating rows).
     redone: u64,
     /// `--workers auto`: how many workers may load now.
@@ -290,7 +293,15 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     refuse_table_flags_on_a_view(req, &table)?;
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
     crate::report::ensure_writable(&rejects_path, "rejects", "--rejects")?;
-    let columns = choose_columns(&table, req.columns.as_deref(), format.kind)?;
+    let header_columns = match req.columns {
+        Some(_) => None,
+        None => first_header(&sources, &format, req)?
+            .and_then(|header| plan::columns_from_header(&table, &header, &format).map(|names| (header, names))),
+    };
+    let columns = match &header_columns {
+        Some((_, names)) => Some(names.clone()),
+        None => choose_columns(&table, req.columns.as_deref(), format.kind)?,
+    };
     let copy_plan = plan::choose_copy_format(req.copy_format, &table, columns.as_deref(), &format)?;
     let wanted = defer::TablePlan {
         defer: req.defer_indexes,
@@ -303,6 +314,13 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     let steps = ledger::steps(&control, &job)?;
     let auto_ceiling = auto_ceiling(&control, req)?;
     let mut early_warnings = Vec::new();
+    if let Some((_, names)) = &header_columns {
+        early_warnings.push(format!(
+            "loading the columns the header of {} names, in its order: {}",
+            sources[0].name,
+            names.join(", ")
+        ));
+    }
     if let Some(why) =
         defer_plan.why_not.as_ref().filter(|_| req.defer_indexes == DeferIndexes::Yes && steps.is_empty())
     {
@@ -345,6 +363,7 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         marked: steps.iter().any(|s| !s.rebuilt && s.deferred.violations_sql.is_some()),
         redo: None,
         early_warnings,
+        header_of_columns: header_columns.map(|(header, _)| header),
         redone: 0,
         pace: (req.workers == AUTO_WORKERS).then(|| pace::Pacer::new(auto_ceiling)),
         fed_all: AtomicBool::new(false),
@@ -688,7 +707,7 @@ fn apply_encoding(sources: &mut [Source], name: Option<String>) -> Result<(), Er
 }
 
 /// What the feeder learned about one input.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct InputScan {
     preamble: Preamble,
     records: u64,
@@ -865,6 +884,18 @@ fn feed_one(
     seq: &mut u64,
 ) -> Result<InputScan, Error> {
     let (mut chunker, raw) = chunker_for(shared, req, index, source, *seq, !source.is_positioned())?;
+    if let Some(expected) = &shared.header_of_columns {
+        let header = chunker.read_preamble().map_err(|e| source.read_error(&e, raw.get()))?.header;
+        if header != *expected {
+            return Err(source.input_error(&format!(
+                "its header ({}) is not the header of {} ({}), whose names sluice loads the columns by; load it \
+                 on its own, or name the columns with --columns",
+                String::from_utf8_lossy(&header),
+                shared.sources[0].name,
+                String::from_utf8_lossy(expected)
+            )));
+        }
+    }
     let mut scan = InputScan::default();
     loop {
         let chunk = match chunker.next_chunk() {
@@ -902,6 +933,24 @@ fn feed_one(
     scan.records = chunker.totals().0;
     *seq = chunker.next_seq();
     Ok(scan)
+}
+
+/// The first input's header record, when `--header` is given and the input
+/// can be read twice (stdin and pipes are read once, by the load).
+fn first_header(sources: &[Source], format: &FormatOptions, req: &LoadRequest) -> Result<Option<Vec<u8>>, Error> {
+    let Some(first) = sources.first().filter(|s| format.header && s.can_be_read_again()) else {
+        return Ok(None);
+    };
+    let cfg = ChunkerConfig {
+        dialect: format.dialect(),
+        target: 1,
+        header: true,
+        keep_bytes: false,
+        max_record: req.max_record_size,
+    };
+    let (stream, raw) = first.open_stream()?;
+    let preamble = Chunker::new(stream, cfg, 0, 0).read_preamble().map_err(|e| first.read_error(&e, raw.get()))?;
+    Ok(Some(preamble.header))
 }
 
 /// Cuts input `index` of the load from its start, numbering chunks from
@@ -983,7 +1032,7 @@ fn bytes_to_load_end(sources: &[Source], index: usize) -> Option<u64> {
 /// Per-input accounting from what the feeder saw; loaded and rejected rows
 /// are added from the committed chunks.
 fn file_summaries(sources: &[Source], scans: &[InputScan]) -> Vec<FileSummary> {
-    let scans = scans.iter().copied().chain(std::iter::repeat(InputScan::default()));
+    let scans = scans.iter().cloned().chain(std::iter::repeat(InputScan::default()));
     sources
         .iter()
         .zip(scans)

@@ -58,6 +58,61 @@ pub fn choose_columns(
     }
 }
 
+/// The columns a header names, when every one of its fields names a column
+/// of the table (as `--columns` would), once each, and not simply all of
+/// them in the table's order. Why: COPY reads fields by position, so a file
+/// whose header lists the columns in another order, or leaves some out
+/// (an identity or a `DEFAULT now()` column), loads into the wrong columns
+/// or not at all; the header says which is which. A header that names
+/// anything else (labels, another table's columns) is skipped as before.
+pub fn columns_from_header(table: &TableInfo, header: &[u8], format: &FormatOptions) -> Option<Vec<String>> {
+    let fields = header_fields(header, format)?;
+    let names: Vec<String> = fields.iter().map(|f| find_column(table, f.trim()).ok()).collect::<Option<_>>()?;
+    let distinct: std::collections::HashSet<&String> = names.iter().collect();
+    let all_in_order = names.iter().eq(table.columns.iter().map(|(name, _)| name));
+    (distinct.len() == names.len() && !all_in_order).then_some(names)
+}
+
+/// A header record's fields: split at the delimiter, CSV quotes removed.
+/// `None` for what would need unescaping (a backslash in the text format,
+/// a CSV escape other than the quote) or is not UTF-8.
+fn header_fields(header: &[u8], format: &FormatOptions) -> Option<Vec<String>> {
+    let mut fields = Vec::new();
+    match format.kind {
+        FormatKind::Jsonl => return None,
+        FormatKind::Tsv => {
+            let delimiter = format.delimiter.unwrap_or(b'\t');
+            if header.contains(&b'\\') {
+                return None;
+            }
+            fields.extend(header.split(|&b| b == delimiter).map(<[u8]>::to_vec));
+        }
+        FormatKind::Csv => {
+            let (delimiter, quote) = (format.delimiter.unwrap_or(b','), format.quote.unwrap_or(b'"'));
+            if format.escape.is_some_and(|e| e != quote) {
+                return None;
+            }
+            let (mut field, mut quoted, mut bytes) = (Vec::new(), false, header.iter().peekable());
+            while let Some(&b) = bytes.next() {
+                match b {
+                    b if b == quote && quoted && bytes.peek() == Some(&&quote) => {
+                        field.push(quote);
+                        bytes.next();
+                    }
+                    b if b == quote => quoted = !quoted,
+                    b if b == delimiter && !quoted => fields.push(std::mem::take(&mut field)),
+                    b => field.push(b),
+                }
+            }
+            if quoted {
+                return None;
+            }
+            fields.push(field);
+        }
+    }
+    fields.into_iter().map(|f| String::from_utf8(f).ok()).collect()
+}
+
 /// The table's column that `given` names: as written, or else as psql
 /// reads it in SQL (`"Total"` keeps its case, bare `Total` is `total`).
 fn find_column(table: &TableInfo, given: &str) -> Result<String, Error> {
@@ -205,6 +260,25 @@ mod tests {
             is_view: false,
             session_time_zone: "UTC".into(),
         }
+    }
+
+    #[test]
+    fn a_header_of_column_names_in_another_order_names_the_columns() {
+        let t = table(&[("id", "integer"), ("Name", "text"), ("amount", "numeric")]);
+        let csv = FormatOptions::new(FormatKind::Csv);
+        let names = |header: &str| columns_from_header(&t, header.as_bytes(), &csv);
+        let list = |l: &[&str]| Some(l.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(names("amount,Name"), list(&["amount", "Name"]));
+        assert_eq!(names(r#" AMOUNT ,"Name",id"#), list(&["amount", "Name", "id"]), "trimmed, unquoted, as psql reads");
+        assert_eq!(names("id,Name,amount"), None, "the table's order: nothing to change");
+        assert_eq!(names("id,name,total"), None, "a label that is no column");
+        assert_eq!(names("id,id"), None);
+        assert_eq!(names(r#""amount,Name"#), None, "an open quote");
+        let mut tsv = FormatOptions::new(FormatKind::Tsv);
+        assert_eq!(columns_from_header(&t, b"amount\tid", &tsv), list(&["amount", "id"]));
+        assert_eq!(columns_from_header(&t, b"amount\\\tid", &tsv), None, "an escape");
+        tsv.delimiter = Some(b'|');
+        assert_eq!(columns_from_header(&t, b"Name|amount", &tsv), list(&["Name", "amount"]));
     }
 
     #[test]
