@@ -185,11 +185,11 @@ mod wide {
         __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256, _mm256_set1_epi8,
     };
 
+    use super::Stops;
+
     pub fn available() -> bool {
         std::is_x86_feature_detected!("avx2")
     }
-
-    use super::Stops;
 
     /// What one pass over a line found.
     pub enum Split {
