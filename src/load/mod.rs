@@ -941,15 +941,10 @@ fn first_header(sources: &[Source], format: &FormatOptions, req: &LoadRequest) -
     let Some(first) = sources.first().filter(|s| format.header && s.can_be_read_again()) else {
         return Ok(None);
     };
-    let cfg = ChunkerConfig {
-        dialect: format.dialect(),
-        target: 1,
-        header: true,
-        keep_bytes: false,
-        max_record: req.max_record_size,
-    };
     let (stream, raw) = first.open_stream()?;
-    let preamble = Chunker::new(stream, cfg, 0, 0).read_preamble().map_err(|e| first.read_error(&e, raw.get()))?;
+    let preamble = Chunker::new(stream, chunker_config(format, req, 1, false), 0, 0)
+        .read_preamble()
+        .map_err(|e| first.read_error(&e, raw.get()))?;
     Ok(Some(preamble.header))
 }
 
@@ -963,13 +958,7 @@ fn chunker_for(
     first_seq: u64,
     keep_bytes: bool,
 ) -> Result<(Chunker<Box<dyn std::io::Read + Send>>, RawCounter), Error> {
-    let cfg = ChunkerConfig {
-        dialect: shared.format.dialect(),
-        target: shared.chunk_size.max(1),
-        header: shared.format.header,
-        keep_bytes,
-        max_record: req.max_record_size,
-    };
+    let cfg = chunker_config(shared.format, req, shared.chunk_size.max(1), keep_bytes);
     let (stream, raw) = source.open_stream()?;
     let chunker = Chunker::new(stream, cfg, index, first_seq);
     let chunker = if source.is_positioned() {
@@ -978,6 +967,18 @@ fn chunker_for(
         chunker.with_raw_counter(raw.clone(), source.size)
     };
     Ok((chunker, raw))
+}
+
+/// How the load's inputs are cut: chunks of `target` bytes, by the format's
+/// rules.
+fn chunker_config(format: &FormatOptions, req: &LoadRequest, target: u64, keep_bytes: bool) -> ChunkerConfig {
+    ChunkerConfig {
+        dialect: format.dialect(),
+        target,
+        header: format.header,
+        keep_bytes,
+        max_record: req.max_record_size,
+    }
 }
 
 /// Workers whose connection the server refused at first: its
