@@ -121,13 +121,13 @@ impl Source {
     /// Opens the source for one front-to-back pass, decompressing if needed.
     pub fn open_stream(&self) -> Result<(Box<dyn Read + Send>, RawCounter), Error> {
         let counter = RawCounter::default();
+        // Stdin is a pipe too (see `stdin_source`): a source is a file or a pipe.
         let raw: Box<dyn Read + Send> = match (&self.path, &self.pipe) {
-            (_, Some(pipe)) => {
-                let taken = pipe.reader.lock().ok().and_then(|mut p| p.take());
+            (Some(path), None) => Box::new(open_file(path)?),
+            (_, pipe) => {
+                let taken = pipe.as_ref().and_then(|p| p.reader.lock().ok()).and_then(|mut p| p.take());
                 Box::new(taken.ok_or_else(|| self.input_error("a pipe can be read only once"))?)
             }
-            (Some(path), None) => Box::new(open_file(path)?),
-            (None, None) => Box::new(io::stdin()),
         };
         let counted = Counting { inner: raw, counter: counter.clone() };
         // A plain input is read straight into the chunker's block: a buffer in
