@@ -52,7 +52,7 @@ use crate::sql::quote_literal;
 pub const CREATE_SCHEMA: &str = "CREATE SCHEMA IF NOT EXISTS sluice; \
      CREATE TABLE IF NOT EXISTS sluice.jobs (job text PRIMARY KEY, target_table text NOT NULL, \
      fingerprint text NOT NULL, steps_done boolean NOT NULL DEFAULT false, \
-     created_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz, chunking text); \
+     created_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz, chunking text, table_oid bigint); \
      CREATE TABLE IF NOT EXISTS sluice.chunks (job text NOT NULL REFERENCES sluice.jobs ON DELETE CASCADE, \
      seq bigint NOT NULL, file text NOT NULL, byte_offset bigint NOT NULL, byte_len bigint NOT NULL, \
      first_line bigint NOT NULL, state text NOT NULL, rows_loaded bigint NOT NULL DEFAULT 0, \
@@ -71,8 +71,9 @@ pub const CREATE_SCHEMA: &str = "CREATE SCHEMA IF NOT EXISTS sluice; \
 /// locks a table whole even when the column is there, and a process
 /// altering the ledger while another one loads could deadlock with it.
 /// Listed in the order loads lock the tables (jobs, then chunks).
-const ADDED_COLUMNS: [(&str, &str, &str); 3] = [
+const ADDED_COLUMNS: [(&str, &str, &str); 4] = [
     ("jobs", "chunking", "text"),
+    ("jobs", "table_oid", "bigint"),
     ("chunks", "content_hash", "bigint"),
     ("chunks", "rows_suppressed", "bigint NOT NULL DEFAULT 0"),
 ];
@@ -155,6 +156,9 @@ pub struct JobSpec<'a> {
     pub job: &'a str,
     /// The target table, as `schema.name`.
     pub table: &'a str,
+    /// Its OID: a table dropped and created again under the same name has
+    /// another, and none of the rows the job committed.
+    pub table_oid: u32,
     /// Inputs, options, sizes and modification times (`load::job::fingerprint`).
     pub fingerprint: &'a str,
     /// The part of the fingerprint that decides the chunks (`load::job::chunking`).
@@ -199,22 +203,31 @@ pub fn open(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened, Error> {
 }
 
 fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened, Error> {
-    let JobSpec { job, table, fingerprint, chunking, rereadable, restart, first_steps, plan_deferred } = *spec;
+    let JobSpec { job, table, table_oid, fingerprint, chunking, rereadable, restart, first_steps, plan_deferred } =
+        *spec;
+    let oid = table_oid.to_string();
     // Create-if-missing, then lock: concurrent processes starting the same
     // job queue up here, and only the first runs the job's first steps.
     session.query(
-        "INSERT INTO sluice.jobs (job, target_table, fingerprint, chunking) VALUES ($1, $2, $3, $4) \
-         ON CONFLICT (job) DO NOTHING RETURNING 1",
-        &[Some(job), Some(table), Some(fingerprint), Some(chunking)],
+        "INSERT INTO sluice.jobs (job, target_table, fingerprint, chunking, table_oid) \
+         VALUES ($1, $2, $3, $4, $5::bigint) ON CONFLICT (job) DO NOTHING RETURNING 1",
+        &[Some(job), Some(table), Some(fingerprint), Some(chunking), Some(&oid)],
     )?;
     let found = session.query(
-        "SELECT fingerprint, target_table, coalesce(finished_at::text, ''), steps_done, coalesce(chunking, '') \
-         FROM sluice.jobs WHERE job = $1 FOR UPDATE",
+        "SELECT fingerprint, target_table, coalesce(finished_at::text, ''), steps_done, coalesce(chunking, ''), \
+         coalesce(table_oid::text, '') FROM sluice.jobs WHERE job = $1 FOR UPDATE",
         &[Some(job)],
     )?;
     let row = found.first().ok_or_else(|| Error::Server(format!("job {job} vanished from sluice.jobs")))?;
-    let [old_fingerprint, old_table, finished_at, steps_done, old_chunking] =
-        [0, 1, 2, 3, 4].map(|i| row[i].clone().unwrap_or_default());
+    let [old_fingerprint, old_table, finished_at, steps_done, old_chunking, old_oid] =
+        [0, 1, 2, 3, 4, 5].map(|i| row[i].clone().unwrap_or_default());
+    if !restart && old_table == table && !old_oid.is_empty() && old_oid != oid {
+        return Err(Error::Usage(format!(
+            "job {job} loaded into an earlier table named {table}, dropped since: the table of that name now holds \
+             none of the rows the job committed. Run with --restart to load every record into it, or name a new \
+             job with --job"
+        )));
+    }
     let same = old_table == table && old_fingerprint == fingerprint;
     // Only sizes or times changed, and every committed chunk can be checked
     // by its bytes: the same data copied or touched again resumes.
@@ -231,8 +244,8 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
         session.query("DELETE FROM sluice.steps WHERE job = $1 AND state = 'rebuilt' RETURNING 1", &[Some(job)])?;
         session.query(
             "UPDATE sluice.jobs SET target_table = $2, fingerprint = $3, chunking = $4, finished_at = NULL, \
-             steps_done = false, created_at = now() WHERE job = $1 RETURNING 1",
-            &[Some(job), Some(table), Some(fingerprint), Some(chunking)],
+             steps_done = false, created_at = now(), table_oid = $5::bigint WHERE job = $1 RETURNING 1",
+            &[Some(job), Some(table), Some(fingerprint), Some(chunking), Some(&oid)],
         )?;
     } else if !same && !changed {
         return Err(Error::Usage(format!(
@@ -241,6 +254,12 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
              committed its chunks without a content hash); run with --restart to start it over, or name a new \
              job with --job"
         )));
+    } else if old_oid.is_empty() {
+        // Begun by a sluice that did not record the table: from now on.
+        session.query(
+            "UPDATE sluice.jobs SET table_oid = $2::bigint WHERE job = $1 RETURNING 1",
+            &[Some(job), Some(&oid)],
+        )?;
     }
     if restart || steps_done != "t" {
         for step in first_steps {

@@ -5,6 +5,7 @@
 //! channels and locks.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 #[derive(Debug)]
@@ -19,10 +20,14 @@ pub struct Progress {
     chunks_done: AtomicU64,
     /// Deferred indexes and constraints being built (0: not building).
     building: AtomicU64,
+    /// Workers retrying a chunk (see [`Progress::waiting`]).
+    waiting: AtomicU64,
+    /// The latest reason a worker retries, and when it gives up.
+    wait_reason: Mutex<Option<(String, Instant)>>,
 }
 
 /// One sample of [`Progress`].
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Snapshot {
     pub elapsed: Duration,
     pub bytes_total: Option<u64>,
@@ -32,6 +37,20 @@ pub struct Snapshot {
     pub chunks_done: u64,
     /// Deferred indexes and constraints being built after the copy.
     pub building: u64,
+    /// Workers waiting for the server, when any are.
+    pub waiting: Option<Waiting>,
+}
+
+/// Workers retrying after a failure that may pass (a lost connection, a
+/// restarting server, a full disk): without it on the progress line, a
+/// load that waits looks like a load that hangs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Waiting {
+    pub workers: u64,
+    /// Why the latest of them retries.
+    pub reason: String,
+    /// Until its `--retry-timeout` ends.
+    pub gives_up_in: Duration,
 }
 
 impl Default for Progress {
@@ -44,6 +63,8 @@ impl Default for Progress {
             rejected: AtomicU64::new(0),
             chunks_done: AtomicU64::new(0),
             building: AtomicU64::new(0),
+            waiting: AtomicU64::new(0),
+            wait_reason: Mutex::new(None),
         }
     }
 }
@@ -81,6 +102,50 @@ impl Progress {
             rejected: self.rejected.load(Relaxed),
             chunks_done: self.chunks_done.load(Relaxed),
             building: self.building.load(Relaxed),
+            waiting: self.waiting_now(),
+        }
+    }
+
+    /// A worker starts retrying, until `deadline`; it stops when the guard
+    /// is dropped.
+    pub fn waiting(&self, deadline: Instant) -> WaitGuard<'_> {
+        self.waiting.fetch_add(1, Relaxed);
+        WaitGuard { progress: self, deadline }
+    }
+
+    fn waiting_now(&self) -> Option<Waiting> {
+        let workers = self.waiting.load(Relaxed);
+        let reason = self.wait_reason.lock().ok()?.clone();
+        match (workers, reason) {
+            (0, _) | (_, None) => None,
+            (workers, Some((reason, deadline))) => {
+                Some(Waiting { workers, reason, gives_up_in: deadline.saturating_duration_since(Instant::now()) })
+            }
+        }
+    }
+}
+
+/// One worker's retries, shown while it lives (see [`Progress::waiting`]).
+pub struct WaitGuard<'p> {
+    progress: &'p Progress,
+    deadline: Instant,
+}
+
+impl WaitGuard<'_> {
+    /// Why the worker retries now.
+    pub fn because(&self, reason: String) {
+        if let Ok(mut latest) = self.progress.wait_reason.lock() {
+            *latest = Some((reason, self.deadline));
+        }
+    }
+}
+
+impl Drop for WaitGuard<'_> {
+    fn drop(&mut self) {
+        if self.progress.waiting.fetch_sub(1, Relaxed) == 1 {
+            if let Ok(mut latest) = self.progress.wait_reason.lock() {
+                *latest = None;
+            }
         }
     }
 }
@@ -122,9 +187,30 @@ mod tests {
             rejected: 0,
             chunks_done: 1,
             building: 0,
+            waiting: None,
         };
         assert_eq!(s.fraction(), Some(0.25));
         assert_eq!(s.eta(), Some(Duration::from_secs(30)));
         assert_eq!(Snapshot { bytes_total: None, ..s }.eta(), None);
+    }
+
+    #[test]
+    fn waiting_shows_while_a_worker_retries_with_the_latest_reason() {
+        let progress = Progress::default();
+        let soon = Instant::now() + Duration::from_secs(60);
+        let first = progress.waiting(soon);
+        assert_eq!(progress.snapshot().waiting, None, "no reason yet");
+        first.because("disk full".into());
+        let second = progress.waiting(soon + Duration::from_secs(60));
+        second.because("connection lost".into());
+        let waiting = progress.snapshot().waiting.unwrap();
+        assert_eq!((waiting.workers, waiting.reason.as_str()), (2, "connection lost"));
+        assert!(waiting.gives_up_in > Duration::from_secs(60), "{waiting:?}");
+        drop(second);
+        assert_eq!(progress.snapshot().waiting.map(|w| w.workers), Some(1));
+        drop(first);
+        assert_eq!(progress.snapshot().waiting, None);
+        let _again = progress.waiting(soon);
+        assert_eq!(progress.snapshot().waiting, None, "the old reason went with the last worker");
     }
 }

@@ -125,6 +125,86 @@ fn ctrl_c_or_term_stops_cleanly_and_the_same_command_resumes() {
     }
 }
 
+/// Makes table `t` fail as a full disk does (SQLSTATE 53100) for the rows
+/// whose `tid` is past `tid`, until the trigger `full_disk` is dropped.
+fn fill_the_disk_past(db: &TestDb, tid: u64) {
+    db.execute(&format!(
+        "CREATE FUNCTION full_disk() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+         IF NEW.tid > {tid} THEN RAISE EXCEPTION 'could not extend file: No space left on device' \
+         USING ERRCODE = 'disk_full', HINT = 'Check free disk space.'; END IF; RETURN NEW; END $$; \
+         CREATE TRIGGER full_disk BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION full_disk()"
+    ));
+}
+
+/// A full disk (SQLSTATE 53100, raised here by a trigger for the rows past
+/// 60,000) may pass when someone frees space: sluice retries until
+/// `--retry-timeout`, says on the progress line what it waits for, then
+/// stops with the server's reason, keeping every chunk that committed. Once
+/// the disk has room (the trigger dropped), the same command loads the rest.
+#[test]
+fn a_full_disk_is_retried_until_the_timeout_then_the_same_command_resumes() {
+    let mut f = fixture(200_000, &["--retry-timeout", "2s", "--progress-interval", "0.3"]);
+    f.args.retain(|a| a != "--quiet");
+    fill_the_disk_past(&f.db, 60_000);
+    let started = std::time::Instant::now();
+    let mut child = f.spawn();
+    while child.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(started.elapsed() < Duration::from_secs(60), "still retrying after a minute: {stderr}");
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("retrying") && stderr.contains("No space left on device") && stderr.contains("[53100]"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("run the same command again to resume"), "{stderr}");
+    let loaded = f.db.count("t");
+    assert!(loaded > 0 && loaded < 60_000, "{loaded} rows: the chunks before the full disk");
+    assert_eq!(f.db.scalar("SELECT count(DISTINCT tid) FROM t"), loaded.to_string());
+    f.db.execute("DROP TRIGGER full_disk ON t");
+    let out = f.spawn().wait_with_output().unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+    f.assert_exact();
+}
+
+/// The rows a job committed must still be in its table. A table dropped and
+/// created again under the same name after the job finished, or emptied in
+/// the middle of a job, would have the job skip records whose rows are gone:
+/// both are refused, naming --restart, which then loads every record once.
+#[test]
+fn a_table_dropped_or_emptied_since_is_refused_and_restart_loads_everything() {
+    let f = fixture(20_000, &[]);
+    assert!(matches!(f.spawn().wait().unwrap().code(), Some(0 | 1)));
+    // In public, where it was: the test's role is named like sluice's schema,
+    // which comes first in the search path once the ledger made it.
+    let ddl = sluice::gen::Dataset::Transactions.ddl("t");
+    f.db.execute(&format!("SET search_path = public; DROP TABLE t; {ddl}"));
+    let out = f.spawn().wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("dropped since") && stderr.contains("--restart"), "{stderr}");
+    assert_eq!(f.db.count("t"), 0);
+    assert!(matches!(f.spawn_with(&["--restart"]).wait().unwrap().code(), Some(0 | 1)));
+    f.assert_exact();
+
+    let f = fixture(200_000, &["--retry-timeout", "0s"]);
+    fill_the_disk_past(&f.db, 100_000);
+    let out = f.spawn().wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(f.db.count("t") > 0, "some chunks committed before the error");
+    f.db.execute("DROP TRIGGER full_disk ON t; TRUNCATE t");
+    let out = f.spawn().wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("the table is empty now") && stderr.contains("--restart"), "{stderr}");
+    assert_eq!(f.db.count("t"), 0);
+    assert!(matches!(f.spawn_with(&["--restart"]).wait().unwrap().code(), Some(0 | 1)));
+    f.assert_exact();
+}
+
 /// A file that grew since its job finished is refused (its last chunk is
 /// not the one the job committed); `--restart --truncate` starts over.
 #[test]

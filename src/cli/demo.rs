@@ -69,7 +69,7 @@ pub fn run(args: DemoArgs, _redactor: &mut Redactor) -> Result<i32, Error> {
         ..LoadRequest::new(vec![path.display().to_string()], table)
     };
     let progress = Arc::new(Progress::default());
-    let view = ProgressView::start(progress.clone(), 1.0);
+    let view = ProgressView::start(progress.clone(), 1.0, Default::default());
     let outcome = load::run(&request, &progress);
     view.finish();
     let code = match outcome {

@@ -296,7 +296,7 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
     let mut request = args.request();
     request.interrupt = Some(super::interrupt_flag());
     let progress = Arc::new(Progress::default());
-    let view = (!args.quiet).then(|| ProgressView::start(progress.clone(), args.progress_interval));
+    let view = (!args.quiet).then(|| ProgressView::start(progress.clone(), args.progress_interval, redactor.clone()));
     let outcome = load::run(&request, &progress);
     if let Some(view) = view {
         view.finish();
@@ -310,7 +310,8 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
             write_report(&args, &partial)?;
             let s = &partial.summary;
             eprintln!(
-                "sluice: {} in {} {} committed before the error and stay{} loaded",
+                "sluice: {} in {} {} committed before the error and stay{} loaded; once the cause is fixed, run \
+                 the same command again to resume",
                 count_of(s.rows_loaded, "row"),
                 count_of(s.chunks, "chunk"),
                 if s.rows_loaded == 1 { "was" } else { "were" },

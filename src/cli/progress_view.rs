@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sluice::progress::{Progress, Snapshot};
-use sluice::report::{deferred_objects, human_bytes, human_count, thousands};
+use sluice::redact::Redactor;
+use sluice::report::{count_of, deferred_objects, human_bytes, human_count, thousands};
 
 pub struct ProgressView {
     stop: mpsc::Sender<()>,
@@ -17,16 +18,17 @@ pub struct ProgressView {
 }
 
 impl ProgressView {
-    /// Samples `progress` on a thread of its own until [`finish`].
-    pub fn start(progress: Arc<Progress>, plain_interval_secs: f64) -> Self {
+    /// Samples `progress` on a thread of its own until [`finish`]. A line
+    /// may quote the server (why a worker retries), so it is redacted.
+    pub fn start(progress: Arc<Progress>, plain_interval_secs: f64, redactor: Redactor) -> Self {
         let (stop, stopped) = mpsc::channel();
         let terminal = std::io::stderr().is_terminal();
         let interval = Duration::from_secs_f64(plain_interval_secs.max(0.05));
         let thread = std::thread::spawn(move || {
             if terminal {
-                draw_bar(&progress, &stopped)
+                draw_bar(&progress, &stopped, &redactor)
             } else {
-                write_lines(&progress, &stopped, interval)
+                write_lines(&progress, &stopped, interval, &redactor)
             }
         });
         ProgressView { stop, thread }
@@ -38,7 +40,7 @@ impl ProgressView {
     }
 }
 
-fn draw_bar(progress: &Progress, stopped: &mpsc::Receiver<()>) {
+fn draw_bar(progress: &Progress, stopped: &mpsc::Receiver<()>, redactor: &Redactor) {
     let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr_with_hz(5));
     bar.set_style(ProgressStyle::with_template("{bar:30.cyan/blue} {msg}").expect("valid template"));
     loop {
@@ -47,7 +49,7 @@ fn draw_bar(progress: &Progress, stopped: &mpsc::Receiver<()>) {
             bar.set_length(total);
             bar.set_position(snap.bytes_done);
         }
-        bar.set_message(describe(&snap));
+        bar.set_message(redactor.apply(&describe(&snap)));
         match stopped.recv_timeout(Duration::from_millis(200)) {
             Err(RecvTimeoutError::Timeout) => continue,
             _ => break,
@@ -56,9 +58,9 @@ fn draw_bar(progress: &Progress, stopped: &mpsc::Receiver<()>) {
     bar.finish_and_clear();
 }
 
-fn write_lines(progress: &Progress, stopped: &mpsc::Receiver<()>, interval: Duration) {
+fn write_lines(progress: &Progress, stopped: &mpsc::Receiver<()>, interval: Duration, redactor: &Redactor) {
     while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
-        eprintln!("sluice: {}", describe(&progress.snapshot()));
+        eprintln!("sluice: {}", redactor.apply(&describe(&progress.snapshot())));
     }
 }
 
@@ -76,6 +78,17 @@ pub fn describe(s: &Snapshot) -> String {
     ));
     if s.rejected > 0 {
         line.push_str(&format!(", {} rejected", thousands(s.rejected)));
+    }
+    if let Some(waiting) = &s.waiting {
+        let secs = waiting.gives_up_in.as_secs();
+        line.push_str(&format!(
+            ", {} retrying for up to {}:{:02} more (--retry-timeout): {}",
+            count_of(waiting.workers, "worker"),
+            secs / 60,
+            secs % 60,
+            waiting.reason
+        ));
+        return line;
     }
     if s.building > 0 {
         line.push_str(&format!(", building {}", deferred_objects(s.building)));

@@ -15,11 +15,17 @@
 //! the same data again resumes its job, or finds it loaded. Data that starts
 //! like an earlier job's and then differs is refused when its chunks are
 //! checked against that job's (`load::not_the_input_of`).
+//!
+//! The table a job loads into must still hold what the job committed: one
+//! dropped and created again under the same name is told by its OID (the
+//! ledger's `table_oid`), one emptied since by [`refuse_an_emptied_table`].
 
 use super::LoadRequest;
+use crate::error::Error;
 use crate::format::FormatOptions;
-use crate::ledger::stable_hash;
-use crate::sink::postgres::TableInfo;
+use crate::ledger::{stable_hash, Opened};
+use crate::report::count_of;
+use crate::sink::postgres::{PgSession, TableInfo};
 use crate::source::Source;
 
 /// `--job NAME`, or `<table>-<hash of what decides the chunks>`.
@@ -83,6 +89,46 @@ pub fn fingerprint(req: &LoadRequest, table: &TableInfo, format: &FormatOptions,
         parts.push(format!("{}:{mtime}", meta.map_or(0, |m| m.len())));
     }
     stable_hash(&refs(&parts))
+}
+
+/// Rows that earlier runs of the job committed into the table.
+pub fn rows_committed_before(opened: &Opened) -> u64 {
+    match opened {
+        Opened::Fresh => 0,
+        Opened::Resumed(done) | Opened::Changed(done) => done.values().map(|d| d.rows).sum(),
+        Opened::Finished { rows, .. } => *rows,
+    }
+}
+
+/// A job resumed into a table emptied since (TRUNCATE, DELETE) would load
+/// only what its earlier runs did not, and a finished one would load
+/// nothing: the rows those runs committed are gone, so sluice refuses. Not
+/// checked where the user may not see every row (no SELECT privilege, row
+/// security) or where rows go elsewhere (a view).
+pub fn refuse_an_emptied_table(control: &PgSession, job: &str, table: &TableInfo, rows: u64) -> Result<(), Error> {
+    if rows == 0 || table.is_view {
+        return Ok(());
+    }
+    let oid = table.oid.to_string();
+    let visible = control.query(
+        "SELECT pg_catalog.has_table_privilege(oid, 'SELECT') AND NOT relrowsecurity FROM pg_catalog.pg_class \
+         WHERE oid = $1::int8::oid",
+        &[Some(&oid)],
+    )?;
+    if visible.first().and_then(|r| r[0].as_deref()) != Some("t") {
+        return Ok(());
+    }
+    let holds_rows = control.query(&format!("SELECT EXISTS (SELECT FROM {})", table.quoted()), &[])?;
+    if holds_rows.first().and_then(|r| r[0].as_deref()) == Some("t") {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "job {job} committed {} into {} in earlier runs, but the table is empty now (truncated or emptied since), \
+         so resuming would leave those rows out. Run with --restart to load every record again, or name a new job \
+         with --job",
+        count_of(rows, "row"),
+        table.display()
+    )))
 }
 
 fn refs(parts: &[String]) -> Vec<&str> {

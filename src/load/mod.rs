@@ -540,6 +540,7 @@ fn open_job(
     let spec = ledger::JobSpec {
         job: &job,
         table: &target_table,
+        table_oid: table.oid,
         fingerprint: &fingerprint,
         chunking: &job::chunking(req, table, format, sources),
         rereadable: !any_read_once(sources),
@@ -548,6 +549,7 @@ fn open_job(
         plan_deferred: &plan_deferred,
     };
     let opened = ledger::open(control, &spec)?;
+    job::refuse_an_emptied_table(control, &job, table, job::rows_committed_before(&opened))?;
     let defer_plan = planned.into_inner().unwrap_or_default();
     let (done, inputs_changed) = match opened {
         Opened::Fresh => (HashMap::new(), false),

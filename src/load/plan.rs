@@ -253,6 +253,7 @@ mod tests {
 
     fn table(cols: &[(&str, &str)]) -> TableInfo {
         TableInfo {
+            oid: 16384,
             schema: "public".into(),
             name: "T x".into(),
             columns: cols.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),

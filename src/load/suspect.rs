@@ -195,6 +195,7 @@ mod tests {
 
     fn table() -> TableInfo {
         TableInfo {
+            oid: 16384,
             schema: "public".into(),
             name: "t".into(),
             columns: vec![("id".into(), "integer".into()), ("name".into(), "character varying(5)".into())],

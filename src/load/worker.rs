@@ -38,7 +38,7 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
     let opened = match open_session(shared) {
         Err(e @ (Error::Database(_) | Error::Connect { .. })) => {
             refused = Some(e.to_string());
-            reconnect(shared, Instant::now() + shared.retry_timeout)
+            reconnect(shared, &mut Backoff::new(shared.retry_timeout))
         }
         other => other,
     };
@@ -158,15 +158,40 @@ fn open_session(shared: &Shared) -> Result<PgSession, Error> {
     Ok(session)
 }
 
-/// Connects again, backing off from 0.1 s to 5 s between attempts.
-fn reconnect(shared: &Shared, deadline: Instant) -> Result<PgSession, Error> {
-    let mut pause = Duration::from_millis(100);
+/// The pauses between attempts to reach the server again: from 0.1 s,
+/// doubling to 5 s, until `--retry-timeout` after the first failure. One
+/// backoff spans a chunk's attempts, so a server that accepts connections
+/// but fails every COPY (a full disk) is not asked ten times a second, and
+/// is given up on at the deadline.
+struct Backoff {
+    deadline: Instant,
+    pause: Duration,
+}
+
+impl Backoff {
+    fn new(timeout: Duration) -> Backoff {
+        Backoff { deadline: Instant::now() + timeout, pause: Duration::from_millis(100) }
+    }
+
+    fn expired(&self) -> bool {
+        Instant::now() >= self.deadline
+    }
+
+    /// Sleeps the next pause, never past the deadline.
+    fn sleep(&mut self) {
+        std::thread::sleep(self.pause.min(self.deadline.saturating_duration_since(Instant::now())));
+        self.pause = (self.pause * 2).min(Duration::from_secs(5));
+    }
+}
+
+/// Connects again, pausing before each attempt, until the backoff expires.
+fn reconnect(shared: &Shared, backoff: &mut Backoff) -> Result<PgSession, Error> {
     loop {
-        std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
+        backoff.sleep();
         match open_session(shared) {
             Ok(session) => return Ok(session),
-            Err(e) if Instant::now() >= deadline || shared.stopping() => return Err(e),
-            Err(_) => pause = (pause * 2).min(Duration::from_secs(5)),
+            Err(e) if backoff.expired() || shared.stopping() => return Err(e),
+            Err(_) => {}
         }
     }
 }
@@ -185,32 +210,39 @@ struct Worker<'s> {
 }
 
 impl Worker<'_> {
-    /// Loads a chunk; when the connection is lost or the server is
-    /// restarting, reconnects with backoff until `--retry-timeout`, then asks
-    /// the ledger whether the lost attempt committed before trying again, so
-    /// a chunk is never loaded twice.
+    /// Loads a chunk; when the connection is lost, the server is restarting
+    /// or its failure may pass (a full disk: see [`is_transient`]), reconnects
+    /// with backoff until `--retry-timeout`, saying so on the progress line,
+    /// then asks the ledger whether the lost attempt committed before trying
+    /// again, so a chunk is never loaded twice.
+    ///
+    /// [`is_transient`]: crate::sink::postgres::is_transient
     fn load_with_retries(&mut self, chunk: &Chunk, wait: bool) -> Result<Outcome, Error> {
-        let mut deadline = None;
-        let mut lost = None;
+        let shared = self.shared;
+        let mut retry = None;
+        let mut outcome = self.load_once(chunk, wait);
         loop {
-            let outcome = match lost.take() {
-                None => self.load_once(chunk, wait),
-                Some(err) => {
-                    let deadline = *deadline.get_or_insert_with(|| Instant::now() + self.shared.retry_timeout);
-                    self.session = reconnect(self.shared, deadline).map_err(|_| err)?;
-                    // The ledger query may lose the connection too (a server
-                    // that accepted it while going down): that is one more try.
-                    match self.committed_before(chunk) {
-                        Ok(Some(done)) => return Ok(Outcome::Committed(done)),
-                        Ok(None) => self.load_once(chunk, wait),
-                        Err(e) => Err(e),
-                    }
-                }
-            };
-            match outcome {
-                Err(err @ (Error::Database(_) | Error::Connect { .. })) => lost = Some(err),
+            let err = match outcome {
+                Err(err @ (Error::Database(_) | Error::Connect { .. })) => err,
                 other => return other,
+            };
+            let (backoff, waiting) = retry.get_or_insert_with(|| {
+                let backoff = Backoff::new(shared.retry_timeout);
+                let waiting = shared.progress.waiting(backoff.deadline);
+                (backoff, waiting)
+            });
+            if backoff.expired() || shared.stopping() {
+                return Err(err);
             }
+            waiting.because(err.to_string());
+            self.session = reconnect(shared, backoff).map_err(|_| err)?;
+            // The ledger query may lose the connection too (a server that
+            // accepted it while going down): that is one more try.
+            outcome = match self.committed_before(chunk) {
+                Ok(Some(done)) => Ok(Outcome::Committed(done)),
+                Ok(None) => self.load_once(chunk, wait),
+                Err(e) => Err(e),
+            };
         }
     }
 

@@ -131,6 +131,8 @@ fn one_line(message: &str) -> String {
 /// A resolved target table.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct TableInfo {
+    /// The table's OID: which table of that name a job loaded into.
+    pub oid: u32,
     pub schema: String,
     pub name: String,
     /// All columns in order, with their SQL types.
@@ -294,7 +296,8 @@ impl PgSession {
         let not_null = rows.iter().filter(|r| text(r, 2) == "t").map(|r| text(r, 0)).collect();
         let zone = self.query("SELECT pg_catalog.current_setting('TimeZone')", &[])?;
         let session_time_zone = zone.first().and_then(|r| r[0].clone()).unwrap_or_default();
-        Ok(TableInfo { schema, name: table, columns, not_null, is_view: kind == "v", session_time_zone })
+        let oid = oid.parse().map_err(|_| Error::Server(format!("the server gave {table} the OID \"{oid}\"")))?;
+        Ok(TableInfo { oid, schema, name: table, columns, not_null, is_view: kind == "v", session_time_zone })
     }
 
     /// Prepares this session to copy with `sql` (a `COPY ... FROM STDIN`)
