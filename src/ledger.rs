@@ -48,9 +48,14 @@ use crate::error::Error;
 use crate::sink::postgres::PgSession;
 use crate::sql::quote_literal;
 
+/// Creates sluice's schema. Run only when it is missing: the server checks
+/// the right to create schemas before it sees one exists, and a loading role
+/// may own the schema an administrator made for it without that right.
+pub const CREATE_SCHEMA: &str = "CREATE SCHEMA IF NOT EXISTS sluice";
+
 /// Creates sluice's tables when missing, with every column of this version.
-pub const CREATE_SCHEMA: &str = "CREATE SCHEMA IF NOT EXISTS sluice; \
-     CREATE TABLE IF NOT EXISTS sluice.jobs (job text PRIMARY KEY, target_table text NOT NULL, \
+pub const CREATE_TABLES: &str =
+    "CREATE TABLE IF NOT EXISTS sluice.jobs (job text PRIMARY KEY, target_table text NOT NULL, \
      fingerprint text NOT NULL, steps_done boolean NOT NULL DEFAULT false, \
      created_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz, chunking text, table_oid bigint); \
      CREATE TABLE IF NOT EXISTS sluice.chunks (job text NOT NULL REFERENCES sluice.jobs ON DELETE CASCADE, \

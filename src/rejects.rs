@@ -93,8 +93,9 @@ impl std::fmt::Display for Reject {
 
 /// The table that keeps rejected records in the target database, created
 /// when missing. Rows are tagged with the job that rejected them.
-pub const CREATE_TABLE: &str = "CREATE SCHEMA IF NOT EXISTS sluice; \
-     CREATE TABLE IF NOT EXISTS sluice.rejects (job text NOT NULL, target_table text NOT NULL, \
+/// In the schema `ledger::CREATE_SCHEMA` makes.
+pub const CREATE_TABLE: &str =
+    "CREATE TABLE IF NOT EXISTS sluice.rejects (job text NOT NULL, target_table text NOT NULL, \
      file text NOT NULL, line bigint NOT NULL, byte bigint NOT NULL, record bigint NOT NULL, \
      reason text NOT NULL, sqlstate text, column_name text, raw bytea NOT NULL, \
      rejected_at timestamptz NOT NULL DEFAULT now())";

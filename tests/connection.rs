@@ -231,6 +231,38 @@ fn copy_refused_for_privileges_is_a_database_error() {
     assert!(run.stderr.contains("sluice: 0 rows in 0 chunks were committed"), "{}", run.stderr);
 }
 
+/// COPY needs INSERT alone, and so does sluice: a loading role that may not
+/// read the table nor create schemas is told the one statement to ask for
+/// (a schema of its own for the ledger), and then loads, rejects included.
+#[test]
+fn a_role_that_may_only_insert_loads_once_it_owns_the_ledger_schema() {
+    let db = TestDb::new();
+    let file = table_and_file(&db);
+    let role = format!("loader_{}", db.name);
+    db.execute(&format!("CREATE ROLE {role} LOGIN; GRANT INSERT ON t TO {role}"));
+    let conninfo = format!("{} user={role}", db.conninfo());
+    let rejects = db.dir.path().join("t.rejects.jsonl");
+    let load = |file: &str| {
+        let mut cmd = sluice_command();
+        cmd.args(["load", file, "--table", "t", "--db", &conninfo, "--rejects", rejects.to_str().unwrap()]);
+        run_command(cmd)
+    };
+    let run = load(&file);
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    let ask = format!("ask someone who may to run CREATE SCHEMA sluice AUTHORIZATION \"{role}\" in database");
+    assert!(run.stderr.contains(&ask), "{}", run.stderr);
+    db.execute(&format!("CREATE SCHEMA sluice AUTHORIZATION {role}"));
+    let run = load(&file);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let rows = db.count("t");
+    assert!(rows > 0);
+    let bad = db.file("bad.csv", b"9001,fine\nnot a number,x\n9002,fine\n");
+    let run = load(bad.to_str().unwrap());
+    assert_eq!(run.code, 1, "one reject: {}", run.stderr);
+    assert_eq!(db.count("t"), rows + 2);
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.rejects"), "1");
+}
+
 /// TLS through libpq: `sslmode=require` connects encrypted, `verify-full`
 /// accepts the server's certificate from `sslrootcert` and refuses one from
 /// another authority with one clear line and exit code 4.

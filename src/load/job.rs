@@ -103,23 +103,10 @@ pub fn rows_committed_before(opened: &Opened) -> u64 {
 /// A job resumed into a table emptied since (TRUNCATE, DELETE) would load
 /// only what its earlier runs did not, and a finished one would load
 /// nothing: the rows those runs committed are gone, so sluice refuses. Not
-/// checked where the user may not see every row (no SELECT privilege, row
-/// security) or where rows go elsewhere (a view).
+/// checked where the role may not see every row (see
+/// [`PgSession::table_is_empty`]) or where rows go elsewhere (a view).
 pub fn refuse_an_emptied_table(control: &PgSession, job: &str, table: &TableInfo, rows: u64) -> Result<(), Error> {
-    if rows == 0 || table.is_view {
-        return Ok(());
-    }
-    let oid = table.oid.to_string();
-    let visible = control.query(
-        "SELECT pg_catalog.has_table_privilege(oid, 'SELECT') AND NOT relrowsecurity FROM pg_catalog.pg_class \
-         WHERE oid = $1::int8::oid",
-        &[Some(&oid)],
-    )?;
-    if visible.first().and_then(|r| r[0].as_deref()) != Some("t") {
-        return Ok(());
-    }
-    let holds_rows = control.query(&format!("SELECT EXISTS (SELECT FROM {})", table.quoted()), &[])?;
-    if holds_rows.first().and_then(|r| r[0].as_deref()) == Some("t") {
+    if rows == 0 || table.is_view || control.table_is_empty(table)? != Some(true) {
         return Ok(());
     }
     Err(Error::Usage(format!(

@@ -38,6 +38,7 @@ use crate::report::{
 };
 use crate::sink::postgres::{PgSession, PgTarget, TableInfo, READ_ONLY, READ_ONLY_ADVICE};
 use crate::source::{any_read_once, resolve_inputs, RawCounter, Source};
+use crate::sql::quote_ident;
 
 pub use defer::DeferIndexes;
 pub use plan::{choose_columns, copy_statement, resolve_kind, CopyFormat};
@@ -665,7 +666,12 @@ fn ensure_tables(control: &PgSession) -> Result<(), Error> {
         if control.query(&ledger::schema_is_current_sql(), &[])?.first().and_then(|r| r[0].as_deref()) == Some("t") {
             return Ok(());
         }
-        let mut ddl = vec![ledger::CREATE_SCHEMA.to_string(), crate::rejects::CREATE_TABLE.to_string()];
+        let has_schema = control.query("SELECT to_regnamespace('sluice') IS NOT NULL", &[])?;
+        let mut ddl = match has_schema.first().and_then(|r| r[0].as_deref()) {
+            Some("t") => vec![],
+            _ => vec![ledger::CREATE_SCHEMA.to_string()],
+        };
+        ddl.extend([ledger::CREATE_TABLES.to_string(), crate::rejects::CREATE_TABLE.to_string()]);
         ddl.extend(control.query(&ledger::missing_columns_sql(), &[])?.into_iter().filter_map(|r| r[0].clone()));
         match control.execute_for_state(&ddl.join("; "))? {
             None => return Ok(()),
@@ -675,15 +681,25 @@ fn ensure_tables(control: &PgSession) -> Result<(), Error> {
             Some((state, message)) if state == READ_ONLY => {
                 return Err(Error::Server(format!("{message} [{state}]{READ_ONLY_ADVICE}")))
             }
-            Some((state, message)) => {
-                return Err(Error::Database(format!(
-                    "sluice keeps its ledger in schema \"sluice\" of the target database and cannot create it \
-                     ({message} [{state}]); create it once as a user who may (see the README), then load again"
-                )))
-            }
+            Some((state, message)) => return Err(cannot_create_the_ledger(control, &state, &message)),
         }
     }
     Err(Error::Server("the sluice tables kept changing while being created".into()))
+}
+
+/// What to ask of an administrator: a schema the loading role owns is all
+/// it needs (it creates the tables in it on its next load).
+fn cannot_create_the_ledger(control: &PgSession, state: &str, message: &str) -> Error {
+    let who = control.query("SELECT current_user::text, current_database()::text", &[]).ok();
+    let row = who.as_ref().and_then(|rows| rows.first());
+    let [role, database] = [0, 1].map(|i| row.and_then(|r| r[i].clone()).unwrap_or_default());
+    Error::Database(format!(
+        "sluice keeps its ledger in schema \"sluice\" of the target database and cannot create it ({message} \
+         [{state}]); ask someone who may to run CREATE SCHEMA sluice AUTHORIZATION {} in database {}, then load \
+         again",
+        quote_ident(&role),
+        quote_ident(&database)
+    ))
 }
 
 /// Sets every input's transcoding from `--encoding`; without it, refuses

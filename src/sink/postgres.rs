@@ -377,6 +377,23 @@ impl PgSession {
         outcome
     }
 
+    /// Whether the table holds no row, when this role can tell: `None` when
+    /// it may not read the table (COPY needs only INSERT) or row security
+    /// may hide rows from it.
+    pub fn table_is_empty(&self, table: &TableInfo) -> Result<Option<bool>, Error> {
+        let oid = table.oid.to_string();
+        let sees_all = self.query(
+            "SELECT pg_catalog.has_table_privilege(oid, 'SELECT') AND NOT relrowsecurity FROM pg_catalog.pg_class \
+             WHERE oid = $1::int8::oid",
+            &[Some(&oid)],
+        )?;
+        if sees_all.first().and_then(|r| r[0].as_deref()) != Some("t") {
+            return Ok(None);
+        }
+        let empty = self.query(&format!("SELECT NOT EXISTS (SELECT FROM {})", table.quoted()), &[])?;
+        Ok(Some(empty.first().and_then(|r| r[0].as_deref()) == Some("t")))
+    }
+
     /// The server's version as `server_version_num` (150013 for 15.13).
     pub fn server_version(&self) -> i32 {
         self.conn.server_version()
