@@ -182,13 +182,7 @@ fn a_table_dropped_or_emptied_since_is_refused_and_restart_loads_everything() {
     // which comes first in the search path once the ledger made it.
     let ddl = sluice::gen::Dataset::Transactions.ddl("t");
     f.db.execute(&format!("SET search_path = public; DROP TABLE t; {ddl}"));
-    let out = f.spawn().wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("dropped since") && stderr.contains("--restart"), "{stderr}");
-    assert_eq!(f.db.count("t"), 0);
-    assert!(matches!(f.spawn_with(&["--restart"]).wait().unwrap().code(), Some(0 | 1)));
-    f.assert_exact();
+    f.assert_refused_until_restart("dropped since");
 
     let f = fixture(200_000, &["--retry-timeout", "0s"]);
     fill_the_disk_past(&f.db, 100_000);
@@ -196,13 +190,7 @@ fn a_table_dropped_or_emptied_since_is_refused_and_restart_loads_everything() {
     assert_eq!(out.status.code(), Some(4), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(f.db.count("t") > 0, "some chunks committed before the error");
     f.db.execute("DROP TRIGGER full_disk ON t; TRUNCATE t");
-    let out = f.spawn().wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("the table is empty now") && stderr.contains("--restart"), "{stderr}");
-    assert_eq!(f.db.count("t"), 0);
-    assert!(matches!(f.spawn_with(&["--restart"]).wait().unwrap().code(), Some(0 | 1)));
-    f.assert_exact();
+    f.assert_refused_until_restart("the table is empty now");
 }
 
 /// A file that grew since its job finished is refused (its last chunk is
@@ -323,6 +311,18 @@ fn changed_input_with_auto_chunk_size_is_the_same_job() {
 impl Fixture {
     fn spawn_with(&self, extra: &[&str]) -> Child {
         sluice_command().args(&self.args).args(extra).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap()
+    }
+
+    /// The same command is refused (exit 2) for the reason `says`, naming
+    /// --restart, and loads nothing; --restart then loads every record once.
+    fn assert_refused_until_restart(&self, says: &str) {
+        let out = self.spawn().wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says) && stderr.contains("--restart"), "{stderr}");
+        assert_eq!(self.db.count("t"), 0);
+        assert!(matches!(self.spawn_with(&["--restart"]).wait().unwrap().code(), Some(0 | 1)));
+        self.assert_exact();
     }
 }
 
