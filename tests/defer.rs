@@ -371,6 +371,17 @@ fn a_kill_between_drop_and_rebuild_is_completed_by_the_same_command() {
 /// rows; a table with rows is refused.
 #[test]
 fn unlogged_load_survives_a_server_crash() {
+    unlogged_load_and_a_crash(false);
+}
+
+/// The same when sluice died too (a reboot): the same command finds the
+/// table emptied by the crash and loads every chunk again.
+#[test]
+fn unlogged_load_survives_a_crash_of_server_and_loader() {
+    unlogged_load_and_a_crash(true);
+}
+
+fn unlogged_load_and_a_crash(loader_dies: bool) {
     use sluice::local_pg::{LocalOptions, LocalPostgres};
     use sluice::sink::postgres::PgTarget;
     let settings = vec![("fsync".to_string(), "off".to_string())];
@@ -402,7 +413,25 @@ fn unlogged_load_survives_a_server_crash() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(query("SELECT relpersistence::text FROM pg_class WHERE relname = 't'").as_deref(), Some("u"));
+    let mut child = child;
+    if loader_dies {
+        child.kill().unwrap();
+        child.wait().unwrap();
+        // The ledger's commits are asynchronous: made durable, the job has
+        // rows that the crash takes from the unlogged table.
+        query("CHECKPOINT");
+        assert_ne!(query("SELECT sum(rows_loaded) FROM sluice.chunks WHERE state = 'done'").as_deref(), Some("0"));
+    }
     server.crash_and_restart().unwrap();
+    if loader_dies {
+        child = sluice_command()
+            .args(args)
+            .args(["--unlogged"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+    }
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stderr = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);

@@ -550,7 +550,12 @@ fn open_job(
         plan_deferred: &plan_deferred,
     };
     let opened = ledger::open(control, &spec)?;
-    job::refuse_an_emptied_table(control, &job, table, job::rows_committed_before(&opened))?;
+    // An unlogged table emptied by a crash is reloaded whole (see
+    // `defer::recover_unlogged`), not refused.
+    let unlogged_now = ledger::steps(control, &job)?.iter().any(|s| defer::is_unlogged_step(s) && !s.rebuilt);
+    if !unlogged_now {
+        job::refuse_an_emptied_table(control, &job, table, job::rows_committed_before(&opened))?;
+    }
     let defer_plan = planned.into_inner().unwrap_or_default();
     let (done, inputs_changed) = match opened {
         Opened::Fresh => (HashMap::new(), false),
