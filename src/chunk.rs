@@ -454,10 +454,14 @@ impl<R: Read> Chunker<R> {
                 self.line_end = line_end;
                 break;
             }
+            // A `\r` last in what was read is a line end of its own only once
+            // the input is known to end there: read on (a read of nothing
+            // tells), then look again.
             let block_full = self.block_pos == 0 && self.block_len == self.block.len();
-            if block_full || !self.fill_more()? {
+            if block_full || self.eof {
                 break;
             }
+            self.fill_more()?;
         }
         self.scanner = self.fresh_scanner();
         Ok(())
@@ -633,6 +637,17 @@ mod tests {
         assert_eq!(chunks.len(), 2);
         assert_eq!(chunks[1].records, 1);
         assert_eq!(chunks.iter().map(|c| c.records).sum::<u64>(), 2);
+    }
+
+    /// A `\r` that is the input's last byte ends its one line: seen one byte
+    /// a read, the end of the input comes after it (found by the property
+    /// test below, which took it for `\n`).
+    #[test]
+    fn a_carriage_return_last_in_the_input_is_its_line_end_whatever_the_reads() {
+        for piece in [1, 2, 1 << 20] {
+            let chunks = chunks_of(b"a\t\r", config(Dialect::Lines, 1, false), piece);
+            assert_eq!(chunks.iter().map(|c| c.line_end).collect::<Vec<_>>(), [LineEnd::Cr], "reads of {piece}");
+        }
     }
 
     #[test]
