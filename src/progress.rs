@@ -2,7 +2,8 @@
 //!
 //! The library never prints: workers bump these atomics and the CLI samples
 //! them to draw a bar or write plain lines. Sampling keeps the hot path free of
-//! channels and locks.
+//! channels and locks (the one lock, for why workers retry, is taken only
+//! when one does).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;

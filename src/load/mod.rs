@@ -310,9 +310,8 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         unlogged: req.unlogged,
         read_once: any_read_once(&sources),
     };
-    let OpenedJob { job, mut done, defer_plan, fingerprint, inputs_changed } =
+    let OpenedJob { job, mut done, defer_plan, steps, fingerprint, inputs_changed } =
         open_job(&control, req, &table, &format, &sources, wanted)?;
-    let steps = ledger::steps(&control, &job)?;
     let auto_ceiling = auto_ceiling(&control, req)?;
     let mut early_warnings = Vec::new();
     if let Some((_, names)) = &header_columns {
@@ -514,6 +513,8 @@ struct OpenedJob {
     fingerprint: String,
     /// Sizes or times changed since the job began ([`Opened::Changed`]).
     inputs_changed: bool,
+    /// What the job dropped or unlogged, as the ledger has it.
+    steps: Vec<ledger::StepRow>,
 }
 
 /// Creates the ledger when missing and opens the job: its name and the
@@ -552,7 +553,8 @@ fn open_job(
     let opened = ledger::open(control, &spec)?;
     // An unlogged table emptied by a crash is reloaded whole (see
     // `defer::recover_unlogged`), not refused.
-    let unlogged_now = ledger::steps(control, &job)?.iter().any(|s| defer::is_unlogged_step(s) && !s.rebuilt);
+    let steps = ledger::steps(control, &job)?;
+    let unlogged_now = steps.iter().any(|s| defer::is_unlogged_step(s) && !s.rebuilt);
     if !unlogged_now {
         job::refuse_an_emptied_table(control, &job, table, job::rows_committed_before(&opened))?;
     }
@@ -567,7 +569,7 @@ fn open_job(
         Opened::Finished { .. } if any_read_once(sources) => (ledger::done_chunks(control, &job)?, false),
         Opened::Finished { rows, finished_at } => return Err(Error::AlreadyLoaded { job, rows, finished_at }.into()),
     };
-    Ok(OpenedJob { job, done, defer_plan, fingerprint, inputs_changed })
+    Ok(OpenedJob { job, done, defer_plan, steps, fingerprint, inputs_changed })
 }
 
 /// Before a job whose inputs changed size or time loads anything: finds
