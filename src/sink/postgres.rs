@@ -67,17 +67,41 @@ impl PgTarget {
         let conn = Connection::with_params(&params, expand)
             .map_err(|e| Error::Connect { target: self.display.clone(), message: one_line(&e.to_string()) })?;
         let session = PgSession { conn, copy_sql: String::new(), relname: String::new() };
-        // libpq prints notices on stderr itself; sluice speaks for itself.
-        // No timeouts, as pg_dump and pg_restore set none: a role's
-        // statement_timeout would cancel an index rebuild after the load and
-        // leave the index dropped, however often the job is run again.
-        session.execute(
-            "SET client_min_messages = warning; SET statement_timeout = 0; SET lock_timeout = 0; \
-             SET idle_in_transaction_session_timeout = 0",
-        )?;
+        session.lift_timeouts()?;
         Ok(session)
     }
 }
+
+/// How often a session's setup is sent again when a timeout set on the
+/// database or role cancels it.
+const SETUP_TRIES: usize = 10;
+
+impl PgSession {
+    /// No timeouts, as pg_dump and pg_restore set none: a role's
+    /// statement_timeout would cancel an index rebuild after the load and
+    /// leave the index dropped, however often the job is run again. And no
+    /// notices: libpq prints them on stderr itself; sluice speaks for itself.
+    ///
+    /// The database's statement_timeout still applies to this very statement:
+    /// the server arms it before parsing, and a backend descheduled for longer
+    /// on a busy machine is cancelled (3 connections in 400, 1 ms timeout,
+    /// while the test suite ran). So a cancelled setup is sent again.
+    fn lift_timeouts(&self) -> Result<(), Error> {
+        const SETUP: &str = "SET statement_timeout = 0; SET lock_timeout = 0; \
+                             SET idle_in_transaction_session_timeout = 0; SET client_min_messages = warning";
+        for _ in 1..SETUP_TRIES {
+            match self.execute_for_state(SETUP)? {
+                None => return Ok(()),
+                Some((state, _)) if state == QUERY_CANCELED => continue,
+                Some(_) => break,
+            }
+        }
+        self.execute(SETUP)
+    }
+}
+
+/// SQLSTATE of a statement cancelled by a timeout or by `pg_cancel_backend`.
+const QUERY_CANCELED: &str = "57014";
 
 /// SQLSTATE of a write refused by a read-only transaction: a standby, or
 /// `default_transaction_read_only` on the role or database.
