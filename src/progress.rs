@@ -2,8 +2,9 @@
 //!
 //! The library never prints: workers bump these atomics and the CLI samples
 //! them to draw a bar or write plain lines. Sampling keeps the hot path free of
-//! channels and locks (the one lock, for why workers retry, is taken only
-//! when one does).
+//! channels and locks (the two locks, for why workers retry and for what
+//! blocks them, are taken only when that happens or by the watcher, twice a
+//! second).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
@@ -25,6 +26,9 @@ pub struct Progress {
     waiting: AtomicU64,
     /// The latest reason a worker retries, and when it gives up.
     wait_reason: Mutex<Option<(String, Instant)>>,
+    /// What another session holds that a session of the load waits for,
+    /// and since when.
+    blocked: Mutex<Option<(String, Instant)>>,
 }
 
 /// One sample of [`Progress`].
@@ -40,6 +44,18 @@ pub struct Snapshot {
     pub building: u64,
     /// Workers waiting for the server, when any are.
     pub waiting: Option<Waiting>,
+    /// A lock another session holds that the load waits for, when it does.
+    pub blocked: Option<Blocked>,
+}
+
+/// A session of the load queued for a lock that another session holds
+/// (a TRUNCATE behind someone's open transaction): the server says nothing
+/// while it waits, so the progress line does.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Blocked {
+    /// What the session waits for and who holds it.
+    pub on: String,
+    pub waited: Duration,
 }
 
 /// Workers retrying after a failure that may pass (a lost connection, a
@@ -66,6 +82,7 @@ impl Default for Progress {
             building: AtomicU64::new(0),
             waiting: AtomicU64::new(0),
             wait_reason: Mutex::new(None),
+            blocked: Mutex::new(None),
         }
     }
 }
@@ -104,6 +121,20 @@ impl Progress {
             chunks_done: self.chunks_done.load(Relaxed),
             building: self.building.load(Relaxed),
             waiting: self.waiting_now(),
+            blocked: self
+                .blocked
+                .lock()
+                .ok()
+                .and_then(|b| b.clone())
+                .map(|(on, since)| Blocked { on, waited: since.elapsed() }),
+        }
+    }
+
+    /// A session of the load waits, since `since`, for what `on` says; or
+    /// (`None`) none does.
+    pub fn set_blocked(&self, blocked: Option<(String, Instant)>) {
+        if let Ok(mut now) = self.blocked.lock() {
+            *now = blocked;
         }
     }
 
@@ -189,6 +220,7 @@ mod tests {
             chunks_done: 1,
             building: 0,
             waiting: None,
+            blocked: None,
         };
         assert_eq!(s.fraction(), Some(0.25));
         assert_eq!(s.eta(), Some(Duration::from_secs(30)));

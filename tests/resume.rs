@@ -1,9 +1,11 @@
 //! Exactly once: kills, interrupts, changed inputs and several processes on
 //! one job never leave a row duplicated or missing, nor a reject lost.
 
-use std::io::Write;
+use std::io::{BufRead, Write};
 use std::process::{Child, Stdio};
-use std::time::Duration;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crate::util::{sluice_command, sluice_with_stdin, TestDb};
 
@@ -123,6 +125,78 @@ fn ctrl_c_or_term_stops_cleanly_and_the_same_command_resumes() {
         assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
         f.assert_exact();
     }
+}
+
+/// `child`'s stderr line by line as it comes, and all of it once it ends.
+fn stderr_lines(child: &mut Child) -> (mpsc::Receiver<String>, JoinHandle<String>) {
+    let (tx, rx) = mpsc::channel();
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in stderr.lines().map_while(Result::ok) {
+            all.push_str(&line);
+            all.push('\n');
+            let _ = tx.send(line);
+        }
+        all
+    });
+    (rx, reader)
+}
+
+/// Waits up to 30 s for a line that contains every one of `parts`.
+fn await_line(lines: &mpsc::Receiver<String>, parts: &[&str]) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while let Ok(line) = lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        if parts.iter().all(|p| line.contains(p)) {
+            return line;
+        }
+    }
+    panic!("no line with {parts:?} in 30 s");
+}
+
+/// Another session's open transaction holds up `--truncate` (a TRUNCATE
+/// waits for every transaction that read the table). The progress line says
+/// who holds the lock while sluice waits; a Ctrl-C cancels the wait at once
+/// (before, it waited for the lock and then emptied the table), and once
+/// the transaction ends a load goes on and reports the wait.
+#[test]
+fn a_lock_held_elsewhere_is_named_while_waiting_and_ctrl_c_cancels_the_wait() {
+    let mut f = fixture(30_000, &["--truncate", "--progress-interval", "0.2"]);
+    f.args.retain(|a| a != "--quiet");
+    f.db.execute("INSERT INTO t SELECT -i, i, 0, 'there before' FROM generate_series(1, 5) AS i");
+    let holder = f.db.session();
+    holder.execute("BEGIN; SELECT count(*) FROM t").unwrap();
+    let held = format!("for a lock on t held by pid {} (role ", holder.backend_pid());
+
+    let mut child = f.spawn();
+    let (lines, stderr) = stderr_lines(&mut child);
+    await_line(&lines, &["waiting 0:", &held, "idle in transaction)"]);
+    let interrupted = Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    while child.try_wait().unwrap().is_none() && interrupted.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let status = child.wait().unwrap();
+    let stderr = stderr.join().unwrap();
+    assert!(interrupted.elapsed() < Duration::from_secs(5), "the wait was not cancelled: {stderr}");
+    assert_eq!(status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("interrupted after committing 0 chunks"), "{stderr}");
+    assert_eq!(f.db.count("t"), 5, "the cancelled TRUNCATE emptied nothing");
+
+    let mut child = f.spawn();
+    let (lines, stderr) = stderr_lines(&mut child);
+    await_line(&lines, &[&held]);
+    std::thread::sleep(Duration::from_millis(1200));
+    holder.execute("COMMIT").unwrap();
+    let status = child.wait().unwrap();
+    let stderr = stderr.join().unwrap();
+    assert!(matches!(status.code(), Some(0 | 1)), "{stderr}");
+    let waited = stderr.lines().find(|l| l.contains("warning: waited") && l.contains(&held)).expect(&stderr);
+    let seconds: f64 = waited.split("waited ").nth(1).and_then(|s| s.split(' ').next()).unwrap().parse().unwrap();
+    assert!(seconds >= 1.2, "{waited}");
+    f.assert_exact();
 }
 
 /// Makes table `t` fail as a full disk does (SQLSTATE 53100) for the rows

@@ -90,6 +90,11 @@ pub fn describe(s: &Snapshot) -> String {
         ));
         return line;
     }
+    if let Some(blocked) = &s.blocked {
+        let secs = blocked.waited.as_secs();
+        line.push_str(&format!(", waiting {}:{:02} for {}", secs / 60, secs % 60, blocked.on));
+        return line;
+    }
     if s.building > 0 {
         line.push_str(&format!(", building {}", deferred_objects(s.building)));
         return line;

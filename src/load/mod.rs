@@ -8,6 +8,7 @@
 //! chunks for its pool). On the first fatal error the queue stops: chunks in
 //! flight finish or roll back, nothing is half loaded.
 
+mod blockers;
 mod defer;
 mod isolate;
 mod job;
@@ -164,6 +165,8 @@ struct Shared<'a> {
     copy_sql: String,
     target: &'a PgTarget,
     progress: &'a Progress,
+    /// Started with the run, so the wall time counts job opening (a
+    /// TRUNCATE waiting for a lock, index drops) as the user's wait does.
     clock: Instant,
     stop: AtomicBool,
     /// `--chunk-size`, with `auto` resolved from the inputs' sizes.
@@ -202,6 +205,8 @@ struct Shared<'a> {
     fed_all: AtomicBool,
     /// What the loading sessions wait on, for the report.
     waits: waits::WaitSampler,
+    /// Waits for other sessions' locks, from job opening on.
+    blockers: &'a blockers::Blockers,
     /// Some worker of this load has connected.
     any_connected: AtomicBool,
     /// Workers whose first connection the server refused: why, and
@@ -282,7 +287,7 @@ fn refuse_table_flags_on_a_view(req: &LoadRequest, table: &TableInfo) -> Result<
 
 /// Runs a load to the end, or to its first fatal error.
 pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed> {
-    let started_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    let started = (Instant::now(), SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis()));
     let mut sources = resolve_inputs(&req.inputs)?;
     let mut format = req.options.clone();
     format.kind = resolve_kind(req.format, &sources)?;
@@ -290,6 +295,35 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     apply_encoding(&mut sources, format.encoding.take())?;
     let target = PgTarget::new(req.db.as_deref());
     let control = target.connect()?;
+    let blockers = blockers::Blockers::default();
+    let (watching, watch_done) = bounded::<()>(0);
+    thread::scope(|scope| {
+        scope.spawn(|| blockers.run(&target, progress, req.interrupt.as_deref(), watch_done));
+        let connected = Connected { target: &target, control, blockers: &blockers, started };
+        let outcome = run_connected(req, progress, (sources, format), connected);
+        drop(watching);
+        outcome.map_err(|failed| match failed.partial {
+            None if blockers.cancelled_any() => Error::Interrupted { chunks: 0, rows: 0 }.into(),
+            _ => failed,
+        })
+    })
+}
+
+/// A load that reached its server, with a watch on what holds it up.
+struct Connected<'a> {
+    target: &'a PgTarget,
+    control: PgSession,
+    blockers: &'a blockers::Blockers,
+    /// When the run began, as an instant and in Unix milliseconds.
+    started: (Instant, u128),
+}
+
+fn run_connected(
+    req: &LoadRequest,
+    progress: &Progress,
+    (sources, format): (Vec<Source>, FormatOptions),
+    Connected { target, control, blockers, started: (clock, started_unix_ms) }: Connected,
+) -> Result<LoadReport, Failed> {
     let table = control.resolve_table(&req.table)?;
     refuse_table_flags_on_a_view(req, &table)?;
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
@@ -341,9 +375,9 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         format: &format,
         table: &table,
         copy_sql: copy_statement(&table, columns.as_deref(), &format),
-        target: &target,
+        target,
         progress,
-        clock: Instant::now(),
+        clock,
         stop: AtomicBool::new(false),
         chunk_size: match req.chunk_size {
             AUTO_CHUNK_SIZE => auto_chunk_size(sources.iter().map(|s| s.size).sum()),
@@ -368,6 +402,7 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         pace: (req.workers == AUTO_WORKERS).then(|| pace::Pacer::new(auto_ceiling)),
         fed_all: AtomicBool::new(false),
         waits: waits::WaitSampler::default(),
+        blockers,
         any_connected: AtomicBool::new(false),
         refused: std::sync::Mutex::default(),
     };
@@ -614,7 +649,9 @@ fn conclude(
         ));
     }
     warnings.extend(refused_warning(shared));
-    if failure.is_none() && shared.interrupted() {
+    warnings.extend(shared.blockers.warnings());
+    // A Ctrl-C that cancelled a statement waiting for a lock made its error.
+    if shared.interrupted() && (failure.is_none() || shared.blockers.cancelled_any()) {
         let rows = records.iter().map(|r| r.rows).sum();
         failure = Some(Error::Interrupted { chunks: records.len() as u64, rows });
     }

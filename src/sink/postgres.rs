@@ -7,6 +7,7 @@
 //! that re-implemented them collected years of auth bug reports.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use libpq::result::ErrorField;
 use libpq::{Connection, Status};
@@ -24,10 +25,28 @@ use crate::sql::{display_ident, parse_qualified_name, quote_ident};
 pub const COPY_PIECE: usize = 64 * 1024;
 
 /// Where to connect: the user's `--db`, or libpq's defaults (PG* variables).
+/// Clones share one [`OpenSessions`].
 #[derive(Clone, Debug)]
 pub struct PgTarget {
     conninfo: String,
     display: String,
+    open: OpenSessions,
+}
+
+/// The server process ids of the sessions a target has open, so that a
+/// watcher can find which of them another session holds up (see
+/// `load::blockers`) without every part of the load reporting its own.
+#[derive(Clone, Debug, Default)]
+struct OpenSessions(Arc<Mutex<Vec<u32>>>);
+
+impl OpenSessions {
+    fn add(&self, pid: u32) {
+        self.0.lock().unwrap().push(pid);
+    }
+
+    fn remove(&self, pid: u32) {
+        self.0.lock().unwrap().retain(|&p| p != pid);
+    }
 }
 
 impl PgTarget {
@@ -37,7 +56,12 @@ impl PgTarget {
             Some(db) if !db.is_empty() => display_conninfo(db),
             _ => defaults_display(),
         };
-        PgTarget { conninfo, display }
+        PgTarget { conninfo, display, open: OpenSessions::default() }
+    }
+
+    /// The server process ids of the sessions open through this target.
+    pub fn open_sessions(&self) -> Vec<u32> {
+        self.open.0.lock().unwrap().clone()
     }
 
     /// The target as shown in messages, without a password.
@@ -66,8 +90,10 @@ impl PgTarget {
         }
         let conn = Connection::with_params(&params, expand)
             .map_err(|e| Error::Connect { target: self.display.clone(), message: one_line(&e.to_string()) })?;
-        let session = PgSession { conn, copy_sql: String::new(), relname: String::new() };
+        let pid = conn.backend_pid();
+        let session = PgSession { conn, copy_sql: String::new(), relname: String::new(), pid, open: self.open.clone() };
         session.lift_timeouts()?;
+        self.open.add(pid);
         Ok(session)
     }
 }
@@ -197,6 +223,14 @@ pub struct PgSession {
     copy_sql: String,
     /// The relation name as the server prints it in `COPY name, line N`.
     relname: String,
+    pid: u32,
+    open: OpenSessions,
+}
+
+impl Drop for PgSession {
+    fn drop(&mut self) {
+        self.open.remove(self.pid);
+    }
 }
 
 impl PgSession {
@@ -425,7 +459,7 @@ impl PgSession {
 
     /// The process id of the server session, as `pg_stat_activity` shows it.
     pub fn backend_pid(&self) -> u32 {
-        self.conn.backend_pid()
+        self.pid
     }
 
     /// Whether the server runs on this machine: a Unix socket, a loopback

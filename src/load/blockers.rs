@@ -1,0 +1,250 @@
+//! Who holds the load up: a session of sluice's queued for a lock that
+//! another session holds.
+//!
+//! Why: a TRUNCATE (`--truncate`) or an index drop (deferral) waits for
+//! every open transaction that has read the table, and a COPY waits behind
+//! an ALTER TABLE or a LOCK TABLE. The server says nothing while it waits
+//! and sluice sets no lock_timeout (see `PgTarget::connect`), so the load
+//! looked hung: `0 B, 0 rows, 0 rows/s` for as long as someone's psql stayed
+//! idle in transaction, and a Ctrl-C waited for the lock too, then let the
+//! TRUNCATE run. A connection of its own asks twice a second which of the
+//! load's open sessions wait for a lock (`pg_stat_activity`, visible to
+//! the role for its own sessions) and, only for those, who holds it
+//! (`pg_blocking_pids`, which takes the lock manager's locks, so it is not
+//! asked otherwise). The progress line names the holder while it lasts,
+//! the report afterwards, and a Ctrl-C cancels the waiting statements
+//! (`pg_cancel_backend` on the role's own sessions), which roll back.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+
+use crate::progress::Progress;
+use crate::report::count_of;
+use crate::sink::postgres::{PgSession, PgTarget};
+
+/// Time between looks.
+const PERIOD: Duration = Duration::from_millis(500);
+
+/// The watch connects this long after the load did: a short load never
+/// opens it, and under a connection limit the workers, which connect at
+/// once, get their connections first.
+const FIRST_LOOK: Duration = Duration::from_secs(1);
+
+/// A wait shorter than this in all does not make the report.
+const WORTH_REPORTING: Duration = Duration::from_secs(1);
+
+/// The load's sessions ($1) that wait for a lock held by a session not
+/// theirs, with what they wait for and who holds it. Waits to grow the table
+/// (`extend`, `page`) are the load's own sessions taking turns (see `waits`).
+const BLOCKED: &str = "sluice_blocked";
+const BLOCKED_SQL: &str = "SELECT w.pid::text, w.wait_event, \
+    extract(epoch FROM clock_timestamp() - w.query_start)::float8::text, coalesce((SELECT l.relation::regclass::text \
+    FROM pg_locks l WHERE l.pid = w.pid AND NOT l.granted AND l.relation IS NOT NULL LIMIT 1), ''), \
+    b.pid::text, coalesce(a.usename::text, ''), coalesce(a.application_name, ''), coalesce(a.state, '') \
+    FROM pg_stat_activity w CROSS JOIN LATERAL unnest(pg_blocking_pids(w.pid)) AS b(pid) \
+    LEFT JOIN pg_stat_activity a ON a.pid = b.pid \
+    WHERE w.pid = ANY($1::int[]) AND w.wait_event_type = 'Lock' AND w.wait_event NOT IN ('extend', 'page') \
+    AND b.pid <> ALL($1::int[]) ORDER BY w.pid, b.pid";
+
+/// What was seen: the longest each wait lasted, and whether a Ctrl-C
+/// cancelled one.
+#[derive(Default)]
+pub struct Blockers {
+    waited: Mutex<BTreeMap<String, Duration>>,
+    cancelled: AtomicBool,
+}
+
+impl Blockers {
+    /// Watches `target`'s open sessions over a connection of its own until
+    /// `done` is dropped. Without a connection there is no watch: the load
+    /// does not depend on it.
+    pub fn run(&self, target: &PgTarget, progress: &Progress, interrupt: Option<&AtomicBool>, done: Receiver<()>) {
+        if !matches!(done.recv_timeout(FIRST_LOOK), Err(RecvTimeoutError::Timeout)) {
+            return;
+        }
+        let Ok(session) = target.connect() else { return };
+        if session.prepare(BLOCKED, BLOCKED_SQL).is_err() {
+            return;
+        }
+        let me = session.backend_pid();
+        while let Err(RecvTimeoutError::Timeout) = done.recv_timeout(PERIOD) {
+            let ours: Vec<u32> = target.open_sessions().into_iter().filter(|&pid| pid != me).collect();
+            let Some(waits) = blocked_sessions(&session, &ours) else { break };
+            let mut waited = self.waited.lock().unwrap();
+            for wait in &waits {
+                let longest = waited.entry(wait.describe()).or_default();
+                *longest = wait.waited.max(*longest);
+            }
+            drop(waited);
+            let now = Instant::now();
+            let shown = waits.first().map(|w| (w.describe(), now.checked_sub(w.waited).unwrap_or(now)));
+            progress.set_blocked(shown);
+            if interrupt.is_some_and(|i| i.load(Ordering::SeqCst)) && !waits.is_empty() {
+                self.cancel(&session, &waits);
+            }
+        }
+        progress.set_blocked(None);
+    }
+
+    /// A Ctrl-C came while sessions wait: their statements are cancelled
+    /// (and roll back), as psql's Ctrl-C would, rather than run whenever the
+    /// lock comes.
+    fn cancel(&self, session: &PgSession, waits: &[Wait]) {
+        for wait in waits {
+            let pid = wait.waiter.to_string();
+            if session.query("SELECT pg_cancel_backend($1::int)", &[Some(&pid)]).is_ok() {
+                self.cancelled.store(true, Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// Whether a Ctrl-C cancelled a waiting statement: the error that
+    /// follows is the interrupt's, not the server's.
+    pub fn cancelled_any(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// `waited 5.5 s for a lock on t held by pid 4242 (...)`, for each wait
+    /// that lasted long enough to matter.
+    pub fn warnings(&self) -> Vec<String> {
+        let waited = self.waited.lock().unwrap();
+        let mut long: Vec<(&String, &Duration)> = waited.iter().filter(|(_, d)| **d >= WORTH_REPORTING).collect();
+        long.sort_by(|a, b| b.1.cmp(a.1));
+        long.into_iter().map(|(on, d)| format!("waited {:.1} s for {on}", d.as_secs_f64())).collect()
+    }
+}
+
+/// One session of the load waiting, and who holds what it waits for.
+#[derive(Debug, PartialEq)]
+struct Wait {
+    waiter: u32,
+    /// The wait event: `relation`, `transactionid`, `tuple`, `advisory`...
+    event: String,
+    /// Since its statement began, which is when a statement queued for a
+    /// lock began to wait.
+    waited: Duration,
+    /// The relation it waits for, when it is one.
+    relation: String,
+    holders: Vec<Holder>,
+}
+
+#[derive(Debug, PartialEq)]
+struct Holder {
+    /// 0 for a prepared transaction.
+    pid: u32,
+    role: String,
+    application: String,
+    /// `idle in transaction`, `active`...; empty when the role may not see it.
+    state: String,
+}
+
+/// The load's sessions that wait for another's lock, holders grouped by
+/// waiter; `None` when the question failed (the watch then ends).
+fn blocked_sessions(session: &PgSession, ours: &[u32]) -> Option<Vec<Wait>> {
+    let pids: Vec<String> = ours.iter().map(u32::to_string).collect();
+    let rows = session.query_prepared(BLOCKED, &[Some(&format!("{{{}}}", pids.join(",")))]).ok()?;
+    let mut waits: Vec<Wait> = Vec::new();
+    for row in rows {
+        let text: Vec<String> = row.into_iter().map(Option::unwrap_or_default).collect();
+        let [waiter, event, seconds, relation, pid, role, application, state] = <[String; 8]>::try_from(text).ok()?;
+        let holder = Holder { pid: pid.parse().ok()?, role, application, state };
+        let waiter = waiter.parse().ok()?;
+        match waits.last_mut() {
+            Some(last) if last.waiter == waiter => last.holders.push(holder),
+            _ => {
+                let waited = Duration::from_secs_f64(seconds.parse::<f64>().unwrap_or(0.0).max(0.0));
+                waits.push(Wait { waiter, event, waited, relation, holders: vec![holder] })
+            }
+        }
+    }
+    Some(waits)
+}
+
+impl Wait {
+    /// `a lock on public.t held by pid 4242 (role alice, application psql,
+    /// idle in transaction)`.
+    fn describe(&self) -> String {
+        let what = match (self.relation.as_str(), self.event.as_str()) {
+            ("", "transactionid" | "tuple") => "a row lock".to_string(),
+            ("", "advisory") => "an advisory lock".to_string(),
+            ("", event) => format!("a lock ({event})"),
+            (relation, _) => format!("a lock on {relation}"),
+        };
+        let mut line = format!("{what} held by {}", self.holders[0].describe());
+        if self.holders.len() > 1 {
+            line.push_str(&format!(" and by {}", count_of(self.holders.len() as u64 - 1, "other session")));
+        }
+        line
+    }
+}
+
+impl Holder {
+    fn describe(&self) -> String {
+        if self.pid == 0 {
+            return "a prepared transaction (see pg_prepared_xacts)".into();
+        }
+        let known = [("role ", &self.role), ("application ", &self.application), ("", &self.state)];
+        let about: Vec<String> = known.iter().filter(|(_, v)| !v.is_empty()).map(|(k, v)| format!("{k}{v}")).collect();
+        match about.is_empty() {
+            true => format!("pid {}", self.pid),
+            false => format!("pid {} ({})", self.pid, about.join(", ")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn holder(pid: u32, role: &str, application: &str, state: &str) -> Holder {
+        Holder { pid, role: role.into(), application: application.into(), state: state.into() }
+    }
+
+    #[test]
+    fn a_wait_names_the_lock_and_its_holders_with_what_is_known_of_them() {
+        let mut wait = Wait {
+            waiter: 7,
+            event: "relation".into(),
+            waited: Duration::ZERO,
+            relation: "public.t".into(),
+            holders: vec![holder(4242, "alice", "psql", "idle in transaction")],
+        };
+        assert_eq!(
+            wait.describe(),
+            "a lock on public.t held by pid 4242 (role alice, application psql, idle in transaction)"
+        );
+        wait.holders.push(holder(0, "", "", ""));
+        wait.holders.push(holder(99, "", "", ""));
+        assert_eq!(
+            wait.describe(),
+            "a lock on public.t held by pid 4242 (role alice, application psql, idle in transaction) and by 2 other sessions"
+        );
+        let row = Wait {
+            event: "transactionid".into(),
+            relation: String::new(),
+            holders: vec![holder(0, "", "", "")],
+            ..wait
+        };
+        assert_eq!(row.describe(), "a row lock held by a prepared transaction (see pg_prepared_xacts)");
+        let other = Wait { event: "object".into(), holders: vec![holder(5, "bob", "", "")], ..row };
+        assert_eq!(other.describe(), "a lock (object) held by pid 5 (role bob)");
+    }
+
+    #[test]
+    fn only_waits_of_a_second_or_more_are_reported_longest_first() {
+        let blockers = Blockers::default();
+        let mut waited = blockers.waited.lock().unwrap();
+        waited.insert("a lock on a held by pid 1".into(), Duration::from_millis(900));
+        waited.insert("a lock on b held by pid 2".into(), Duration::from_millis(1500));
+        waited.insert("a lock on c held by pid 3".into(), Duration::from_secs(75));
+        drop(waited);
+        assert_eq!(
+            blockers.warnings(),
+            ["waited 75.0 s for a lock on c held by pid 3", "waited 1.5 s for a lock on b held by pid 2"]
+        );
+    }
+}
