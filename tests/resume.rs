@@ -244,6 +244,39 @@ fn a_full_disk_is_retried_until_the_timeout_then_the_same_command_resumes() {
     f.assert_exact();
 }
 
+/// A Ctrl-C while workers wait for the server (here a full disk) stops the
+/// load as any Ctrl-C does: at once, with exit code 3, not with the
+/// server's error at the end of --retry-timeout (or of a 5 s pause, as
+/// before). The same command resumes once the cause is gone.
+#[test]
+fn ctrl_c_while_retrying_is_an_interrupt_and_the_same_command_resumes() {
+    let mut f = fixture(200_000, &["--retry-timeout", "60s", "--progress-interval", "0.2"]);
+    f.args.retain(|a| a != "--quiet");
+    fill_the_disk_past(&f.db, 60_000);
+    let mut child = f.spawn();
+    let (lines, stderr) = stderr_lines(&mut child);
+    await_line(&lines, &["retrying for up to", "No space left on device"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let interrupted = Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    while child.try_wait().unwrap().is_none() && interrupted.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let status = child.wait().unwrap();
+    let stderr = stderr.join().unwrap();
+    assert!(interrupted.elapsed() < Duration::from_secs(3), "{:?} after the Ctrl-C: {stderr}", interrupted.elapsed());
+    assert_eq!(status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("interrupted after committing"), "{stderr}");
+    let loaded = f.db.count("t");
+    assert!(loaded > 0 && loaded < 60_000, "{loaded} rows: the chunks before the full disk");
+    f.db.execute("DROP TRIGGER full_disk ON t");
+    let out = f.spawn().wait_with_output().unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+    f.assert_exact();
+}
+
 /// The rows a job committed must still be in its table. A table dropped and
 /// created again under the same name after the job finished, or emptied in
 /// the middle of a job, would have the job skip records whose rows are gone:

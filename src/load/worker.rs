@@ -83,6 +83,7 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
                 continue;
             }
             Ok(Outcome::Elsewhere) => Event::Elsewhere,
+            Ok(Outcome::Abandoned) => break,
             Ok(Outcome::Committed(done)) => {
                 committed_any = true;
                 let rejected = done.rejects.len() as u64;
@@ -143,6 +144,10 @@ enum Outcome {
     Elsewhere,
     /// Another process is loading it right now.
     Busy,
+    /// A Ctrl-C came while the chunk waited for the server to come back:
+    /// it is left for the next run, as a chunk not yet handed out is (the
+    /// wait's reason is not the load's error: the user stopped it).
+    Abandoned,
 }
 
 /// A connection ready to load: the COPY statement set and, unless asked
@@ -177,9 +182,13 @@ impl Backoff {
         Instant::now() >= self.deadline
     }
 
-    /// Sleeps the next pause, never past the deadline.
-    fn sleep(&mut self) {
-        std::thread::sleep(self.pause.min(self.deadline.saturating_duration_since(Instant::now())));
+    /// Sleeps the next pause, never past the deadline, and no longer once
+    /// the load stops (a Ctrl-C is answered within 0.1 s, not 5).
+    fn sleep(&mut self, shared: &Shared) {
+        let until = (Instant::now() + self.pause).min(self.deadline);
+        while !shared.stopping() && Instant::now() < until {
+            std::thread::sleep(until.saturating_duration_since(Instant::now()).min(Duration::from_millis(100)));
+        }
         self.pause = (self.pause * 2).min(Duration::from_secs(5));
     }
 }
@@ -187,7 +196,7 @@ impl Backoff {
 /// Connects again, pausing before each attempt, until the backoff expires.
 fn reconnect(shared: &Shared, backoff: &mut Backoff) -> Result<PgSession, Error> {
     loop {
-        backoff.sleep();
+        backoff.sleep(shared);
         match open_session(shared) {
             Ok(session) => return Ok(session),
             Err(e) if backoff.expired() || shared.stopping() => return Err(e),
@@ -231,11 +240,18 @@ impl Worker<'_> {
                 let waiting = shared.progress.waiting(backoff.deadline);
                 (backoff, waiting)
             });
+            if shared.interrupted() {
+                return Ok(Outcome::Abandoned);
+            }
             if backoff.expired() || shared.stopping() {
                 return Err(err);
             }
             waiting.because(err.to_string());
-            self.session = reconnect(shared, backoff).map_err(|_| err)?;
+            self.session = match reconnect(shared, backoff) {
+                Ok(session) => session,
+                Err(_) if shared.interrupted() => return Ok(Outcome::Abandoned),
+                Err(_) => return Err(err),
+            };
             // The ledger query may lose the connection too (a server that
             // accepted it while going down): that is one more try.
             outcome = match self.committed_before(chunk) {
