@@ -288,3 +288,59 @@ fn timestamps_without_an_offset_follow_the_session_time_zone() {
     assert!(copy["binary_chunks"].as_u64().unwrap() > 3, "{copy}");
     assert!(copy["text_chunks"].as_u64().unwrap() > 3, "{copy}");
 }
+
+/// A domain column is encoded as its base type (COPY reads it so, then
+/// checks the domain's constraints), with the domain's modifier, through
+/// domains of domains: the table loads as binary, what psql loads, and a
+/// value the domain's CHECK refuses is a reject naming the domain.
+#[test]
+fn domains_load_as_binary_as_their_base_types() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE DOMAIN amount AS numeric(12,2) CHECK (VALUE >= 0); CREATE DOMAIN small_amount AS amount \
+         CHECK (VALUE < 1000); CREATE DOMAIN day AS date NOT NULL; CREATE DOMAIN code AS varchar(5); \
+         CREATE TABLE got (id int, paid amount, due day, fee small_amount, c code); CREATE TABLE want (LIKE got)",
+    );
+    let (mut all, mut good) = (String::new(), String::new());
+    for i in 0..3000u64 {
+        let line = format!(
+            "{i},{}.{:03},2024-{:02}-{:02},{}.5,c{}\n",
+            i * 7 % 5000,
+            i % 1000,
+            1 + i % 12,
+            1 + i % 28,
+            i % 999,
+            i % 100
+        );
+        all.push_str(&line);
+        good.push_str(&line);
+        if i % 500 == 0 {
+            all.push_str(&format!("{i},-{i}.5,2024-01-01,1,neg\n"));
+        }
+    }
+    let (report, rejects) = (db.dir.path().join("domains.report.json"), db.dir.path().join("got.rejects.jsonl"));
+    let file = db.file("domains.csv", all.as_bytes());
+    let run = db.load(&[
+        file.to_str().unwrap(),
+        "--table",
+        "got",
+        "--chunk-size",
+        "8KiB",
+        "--report",
+        report.to_str().unwrap(),
+        "--rejects",
+        rejects.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1, "{}", run.output());
+    db.psql_copy("want", &db.file("good.csv", good.as_bytes()), "with (format csv)");
+    assert_same_text_rows(&db, "got", "want");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let copy = &report["summary"]["copy"];
+    // Chunks with a reject, and the chunk after each, go through isolation (as text).
+    assert_eq!(copy["planned"], "binary", "{copy}");
+    assert!(copy["binary_chunks"].as_u64() > Some(0) && copy["first_fallback"].is_null(), "{copy}");
+    let rejects = std::fs::read_to_string(rejects).unwrap();
+    assert_eq!(rejects.lines().count(), 6, "{rejects}");
+    assert!(rejects.lines().all(|r| r.contains(r#"value for domain amount violates check constraint"#)), "{rejects}");
+    assert_eq!(db.scalar("SELECT paid FROM got WHERE id = 1"), "7.00", "rounded to the domain's numeric(12,2)");
+}

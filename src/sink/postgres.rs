@@ -178,6 +178,18 @@ fn one_line(message: &str) -> String {
     message.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// A table's columns with their types, a domain's as its base type (with
+/// the domain's modifier): COPY reads a domain as its base type, binary
+/// included, then checks the domain's constraints, so the column's values
+/// are encoded, and judged by `suspect`, as the base type's.
+const COLUMNS_AS_BASE_TYPES: &str = "SELECT attname, (WITH RECURSIVE chain(typ, typmod, depth) AS ( \
+       SELECT atttypid, atttypmod, 0 \
+       UNION ALL SELECT t.typbasetype, t.typtypmod, depth + 1 FROM chain JOIN pg_catalog.pg_type t ON t.oid = typ \
+       WHERE t.typtype = 'd') \
+     SELECT pg_catalog.format_type(typ, typmod) FROM chain ORDER BY depth DESC LIMIT 1), attnotnull \
+     FROM pg_catalog.pg_attribute \
+     WHERE attrelid = $1::int8::oid AND attnum > 0 AND NOT attisdropped AND attgenerated = '' ORDER BY attnum";
+
 /// A resolved target table.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct TableInfo {
@@ -344,11 +356,7 @@ impl PgSession {
                  trigger): name the table it reads from"
             )));
         }
-        let rows = self.query(
-            "SELECT attname, pg_catalog.format_type(atttypid, atttypmod), attnotnull FROM pg_catalog.pg_attribute \
-             WHERE attrelid = $1::int8::oid AND attnum > 0 AND NOT attisdropped AND attgenerated = '' ORDER BY attnum",
-            &[Some(&oid)],
-        )?;
+        let rows = self.query(COLUMNS_AS_BASE_TYPES, &[Some(&oid)])?;
         let text = |r: &Vec<Option<String>>, i: usize| r[i].clone().unwrap_or_default();
         let columns = rows.iter().map(|r| (text(r, 0), text(r, 1))).collect();
         let not_null = rows.iter().filter(|r| text(r, 2) == "t").map(|r| text(r, 0)).collect();
