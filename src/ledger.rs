@@ -53,6 +53,11 @@ use crate::sql::quote_literal;
 /// may own the schema an administrator made for it without that right.
 pub const CREATE_SCHEMA: &str = "CREATE SCHEMA IF NOT EXISTS sluice";
 
+/// The schema of the ledger and the rejects, and its tables: never a load's
+/// target.
+pub const SCHEMA: &str = "sluice";
+pub const TABLES: [&str; 5] = ["jobs", "chunks", "steps", "xacts", "rejects"];
+
 /// Creates sluice's tables when missing, with every column of this version.
 pub const CREATE_TABLES: &str =
     "CREATE TABLE IF NOT EXISTS sluice.jobs (job text PRIMARY KEY, target_table text NOT NULL, \

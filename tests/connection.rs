@@ -164,6 +164,28 @@ fn workers_beyond_a_connection_limit_do_not_fail_the_load() {
     assert!(seconds > 1.0, "the load ({seconds} s) must outlast --retry-timeout for this test to bite");
 }
 
+/// sluice's own tables are never loaded into, even when a bare name finds
+/// them first: the test role is named `sluice`, so once the ledger exists
+/// its search path (`"$user", public`) puts the ledger's schema first.
+#[test]
+fn the_ledger_is_never_a_target_even_when_a_bare_name_finds_it() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE jobs (id int); CREATE TABLE t (id int)");
+    let file = db.file("ids.csv", b"1\n2\n");
+    db.load(&[file.to_str().unwrap(), "--table", "t"]).assert_ok();
+    assert_eq!(db.scalar("SELECT 'jobs'::regclass = 'sluice.jobs'::regclass"), "t", "the trap this test is about");
+    let jobs = db.scalar("SELECT count(*) FROM sluice.jobs");
+    for name in ["jobs", "sluice.rejects"] {
+        let run = db.load(&[file.to_str().unwrap(), "--table", name]);
+        assert_eq!(run.code, 2, "{}", run.output());
+        assert!(run.stderr.contains("one of sluice's own tables"), "{}", run.stderr);
+        assert!(run.stderr.contains("such as --table public."), "{}", run.stderr);
+    }
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.jobs"), jobs);
+    db.load(&[file.to_str().unwrap(), "--table", "public.jobs"]).assert_ok();
+    assert_eq!(db.count("public.jobs"), 2);
+}
+
 /// Names as psql takes them in SQL: quoted parts keep their case and may
 /// hold dots, bare ones are folded to lower case; a name that exists as
 /// written is still taken as written.

@@ -285,6 +285,22 @@ fn refuse_table_flags_on_a_view(req: &LoadRequest, table: &TableInfo) -> Result<
     }
 }
 
+/// sluice's own tables are never a target. A role named `sluice` finds
+/// them first for a bare name (its search path starts with `"$user"`, the
+/// ledger's schema), so `--table jobs` would load into the ledger.
+fn refuse_the_ledger(req: &LoadRequest, table: &TableInfo) -> Result<(), Error> {
+    match table.schema == ledger::SCHEMA && ledger::TABLES.contains(&table.name.as_str()) {
+        true => Err(Error::Target(format!(
+            "--table {}: that is {}, one of sluice's own tables (ledger and rejects), not a table to load into; \
+             name the table with its schema, such as --table public.{}",
+            req.table,
+            table.display(),
+            quote_ident(&table.name)
+        ))),
+        false => Ok(()),
+    }
+}
+
 /// Runs a load to the end, or to its first fatal error.
 pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed> {
     let started = (Instant::now(), SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis()));
@@ -325,6 +341,7 @@ fn run_connected(
     Connected { target, control, blockers, started: (clock, started_unix_ms) }: Connected,
 ) -> Result<LoadReport, Failed> {
     let table = control.resolve_table(&req.table)?;
+    refuse_the_ledger(req, &table)?;
     refuse_table_flags_on_a_view(req, &table)?;
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
     crate::report::ensure_writable(&rejects_path, "rejects", "--rejects")?;
