@@ -175,7 +175,16 @@ fn a_partitioned_table_keeps_its_indexes_and_says_why() {
     );
     let before = definitions(&db, "p_low");
     let input = db.file("p.csv", b"1,1\n150,2\n1,3\n99,4\n");
-    let run = db.load(&[input.to_str().unwrap(), "--table", "p", "--defer-indexes", "yes"]);
+    let rejects = db.dir.path().join("p.rejects.jsonl");
+    let run = db.load(&[
+        input.to_str().unwrap(),
+        "--table",
+        "p",
+        "--defer-indexes",
+        "yes",
+        "--rejects",
+        rejects.to_str().unwrap(),
+    ]);
     assert_eq!(run.code, 1, "one duplicate: {}", run.output());
     assert!(run.output().contains("--defer-indexes: nothing was deferred: a partitioned table"), "{}", run.output());
     assert_eq!(db.count("p"), 3);

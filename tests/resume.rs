@@ -384,7 +384,9 @@ fn a_touched_input_resumes_and_other_bytes_are_refused_before_loading() {
     // not be read again after it): a touched file is refused outright.
     db.execute("CREATE TABLE u (LIKE t)");
     let conninfo = db.conninfo();
-    let with_stdin = ["load", path, "-", "--db", &conninfo, "--table", "u", "--format", "tsv", "--quiet"];
+    let rejects = db.dir.path().join("u.rejects.jsonl");
+    let with_stdin = ["load", path, "-", "--db", &conninfo, "--table", "u", "--format", "tsv", "--quiet", "--rejects"];
+    let with_stdin = [&with_stdin[..], &[rejects.to_str().unwrap()]].concat();
     let more = b"5000\tfrom stdin\n";
     assert_eq!(crate::util::sluice_with_stdin(&with_stdin, more).code, 1);
     touch("2004-05-06 07:08:09");
