@@ -152,6 +152,9 @@ pub struct Preamble {
     /// The header record as written, without its line end (at most
     /// [`HEADER_KEPT`] bytes): the load reads column names from it.
     pub header: Vec<u8>,
+    /// The header record's end was read (not the end of the input first):
+    /// read from a pipe's head, a header cut there is not the whole header.
+    pub header_ended: bool,
 }
 
 /// How much of a header record is kept: column names, not a runaway line.
@@ -432,6 +435,7 @@ impl<R: Read> Chunker<R> {
                 self.offset += step.consumed as u64;
                 self.lines += step.newlines;
                 if step.records == 1 {
+                    pre.header_ended = true;
                     break;
                 }
             }

@@ -65,6 +65,8 @@ pub struct Source {
 pub struct Pipe {
     reader: Arc<Mutex<Option<Box<dyn Read + Send>>>>,
     head_hash: u64,
+    /// The first bytes, kept to read the header from before the load.
+    head: Arc<[u8]>,
 }
 
 /// How much of stdin or a pipe is read before the load starts. Enough that
@@ -120,7 +122,6 @@ impl Source {
 
     /// Opens the source for one front-to-back pass, decompressing if needed.
     pub fn open_stream(&self) -> Result<(Box<dyn Read + Send>, RawCounter), Error> {
-        let counter = RawCounter::default();
         // Stdin is a pipe too (see `stdin_source`): a source is a file or a pipe.
         let raw: Box<dyn Read + Send> = match (&self.path, &self.pipe) {
             (Some(path), None) => Box::new(open_file(path)?),
@@ -129,6 +130,25 @@ impl Source {
                 Box::new(taken.ok_or_else(|| self.input_error("a pipe can be read only once"))?)
             }
         };
+        self.decoded(raw)
+    }
+
+    /// The start of the source, to read its header before the load: a file
+    /// from its start, a pipe's head (the bytes read when it was opened;
+    /// `true` when that is all of it). A compressed head cut short ends
+    /// there rather than failing.
+    pub fn open_start(&self) -> Result<(Box<dyn Read + Send>, RawCounter, bool), Error> {
+        let Some(pipe) = &self.pipe else {
+            let (stream, counter) = self.open_stream()?;
+            return Ok((stream, counter, true));
+        };
+        let (stream, counter) = self.decoded(Box::new(io::Cursor::new(pipe.head.clone())))?;
+        Ok((Box::new(EndsAtCut(stream)), counter, pipe.head.len() < STREAM_HEAD))
+    }
+
+    /// `raw` decompressed and transcoded as the source needs.
+    fn decoded(&self, raw: Box<dyn Read + Send>) -> Result<(Box<dyn Read + Send>, RawCounter), Error> {
+        let counter = RawCounter::default();
         let counted = Counting { inner: raw, counter: counter.clone() };
         // A plain input is read straight into the chunker's block: a buffer in
         // between copied every byte once more, out of cache (chunk.rs, BLOCK).
@@ -172,6 +192,18 @@ impl Source {
             "the {tool} data is cut short or damaged ({reason}), {} bytes in; {check}; copy it again if that fails",
             crate::report::thousands(raw_bytes_read)
         ))
+    }
+}
+
+/// A stream whose unexpected end (compressed data cut short) is its end.
+struct EndsAtCut<R>(R);
+
+impl<R: Read> Read for EndsAtCut<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self.0.read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(0),
+            other => other,
+        }
     }
 }
 
@@ -282,11 +314,12 @@ fn streamed_source(name: &str, path: Option<&Path>, mut reader: Box<dyn Read + S
     let compression = Compression::detect(&head);
     let looks_utf16 = compression == Compression::None && looks_like_utf16(&head[..n.min(1024)]);
     let head_hash = xxhash_rust::xxh3::xxh3_64(&head);
-    let reader: Box<dyn Read + Send> = Box::new(io::Cursor::new(head).chain(reader));
+    let head: Arc<[u8]> = head.into();
+    let reader: Box<dyn Read + Send> = Box::new(io::Cursor::new(head.clone()).chain(reader));
     Ok(Source {
         name: name.into(),
         path: path.map(Path::to_path_buf),
-        pipe: Some(Pipe { reader: Arc::new(Mutex::new(Some(reader))), head_hash }),
+        pipe: Some(Pipe { reader: Arc::new(Mutex::new(Some(reader))), head_hash, head }),
         compression,
         size: None,
         looks_utf16,

@@ -56,6 +56,37 @@ fn a_header_of_column_names_loads_by_name() {
     assert_eq!(db.scalar("SELECT count(*) FROM t WHERE name = 'x'"), "0", "nothing of it loaded by position");
 }
 
+/// Stdin and pipes, plain or compressed, are matched by their header as a
+/// file is (it was loaded by position before: the same data piped in went
+/// into the wrong columns): the header is read from the head sluice reads
+/// ahead. One that does not end within it is refused, not taken in part.
+#[test]
+fn a_header_piped_in_loads_by_name_as_a_file_does() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (a text, b text)");
+    let body: String = (0..2000).map(|i| format!("b{i},\"a{i}\nsecond\"\r\n")).collect();
+    let data = format!("b,a\r\n{body}");
+    let args = |job: &str| {
+        ["load", "-", "--db", &db.conninfo(), "--table", "t", "--format", "csv", "--header", "--job", job]
+            .map(String::from)
+    };
+    for (job, input) in [("plain", data.as_bytes().to_vec()), ("gzip", gzip(data.as_bytes()))] {
+        let run = sluice_with_stdin(&args(job).iter().map(String::as_str).collect::<Vec<_>>(), &input);
+        run.assert_ok();
+        assert!(run.output().contains("the header of - names, in its order: b, a"), "{}", run.output());
+    }
+    assert_eq!(db.count("t"), 4000);
+    assert_eq!(
+        db.scalar("SELECT count(*) FROM t WHERE a LIKE 'a%' AND b LIKE 'b%' AND split_part(a, E'\\n', 1) = 'a' || substr(b, 2)"),
+        "4000"
+    );
+    let long = format!("b,{}\n{body}", "x".repeat(1 << 21));
+    let run = sluice_with_stdin(&args("long").iter().map(String::as_str).collect::<Vec<_>>(), long.as_bytes());
+    assert_eq!(run.code, 2, "{}", run.output());
+    assert!(run.stderr.contains("-: its header does not end within the first"), "{}", run.stderr);
+    assert_eq!(db.count("t"), 4000);
+}
+
 /// The field reports loaded 2,000 pre-split files: a glob of many more
 /// files than the open-file limit allows loads, because a worker keeps open
 /// only the file it reads.

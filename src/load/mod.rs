@@ -1014,16 +1014,24 @@ fn feed_one(
     Ok(scan)
 }
 
-/// The first input's header record, when `--header` is given and the input
-/// can be read twice (stdin and pipes are read once, by the load).
+/// The first input's header record, when `--header` is given: from the
+/// file's start, or from the head of stdin or a pipe (read ahead when it was
+/// opened), so columns are matched by name whatever the input. A header
+/// that runs past that head is refused rather than taken in part.
 fn first_header(sources: &[Source], format: &FormatOptions, req: &LoadRequest) -> Result<Option<Vec<u8>>, Error> {
-    let Some(first) = sources.first().filter(|s| format.header && s.can_be_read_again()) else {
+    let Some(first) = sources.first().filter(|_| format.header) else {
         return Ok(None);
     };
-    let (stream, raw) = first.open_stream()?;
+    let (stream, raw, whole) = first.open_start()?;
     let preamble = Chunker::new(stream, chunker_config(format, req, 1, false), 0, 0)
         .read_preamble()
         .map_err(|e| first.read_error(&e, raw.get()))?;
+    if !preamble.header_ended && !whole {
+        return Err(first.input_error(&format!(
+            "its header does not end within the first {} read ahead; name the columns with --columns",
+            crate::report::human_bytes(crate::source::STREAM_HEAD as u64)
+        )));
+    }
     Ok(Some(preamble.header))
 }
 
