@@ -154,6 +154,22 @@ fn await_line(lines: &mpsc::Receiver<String>, parts: &[&str]) -> String {
     panic!("no line with {parts:?} in 30 s");
 }
 
+/// Sends `child` a Ctrl-C and waits up to `limit` for it to end (then kills
+/// it): its exit code (`None` when killed), all its stderr, and the time
+/// it took to end.
+fn ctrl_c(mut child: Child, stderr: JoinHandle<String>, limit: Duration) -> (Option<i32>, String, Duration) {
+    let interrupted = Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    while child.try_wait().unwrap().is_none() && interrupted.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = interrupted.elapsed();
+    let _ = child.kill();
+    let status = child.wait().unwrap();
+    (status.code(), stderr.join().unwrap(), took)
+}
+
 /// Another session's open transaction holds up `--truncate` (a TRUNCATE
 /// waits for every transaction that read the table). The progress line says
 /// who holds the lock while sluice waits; a Ctrl-C cancels the wait at once
@@ -171,17 +187,9 @@ fn a_lock_held_elsewhere_is_named_while_waiting_and_ctrl_c_cancels_the_wait() {
     let mut child = f.spawn();
     let (lines, stderr) = stderr_lines(&mut child);
     await_line(&lines, &["waiting 0:", &held, "idle in transaction)"]);
-    let interrupted = Instant::now();
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    while child.try_wait().unwrap().is_none() && interrupted.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = child.kill();
-    let status = child.wait().unwrap();
-    let stderr = stderr.join().unwrap();
-    assert!(interrupted.elapsed() < Duration::from_secs(5), "the wait was not cancelled: {stderr}");
-    assert_eq!(status.code(), Some(3), "{stderr}");
+    let (code, stderr, took) = ctrl_c(child, stderr, Duration::from_secs(5));
+    assert!(took < Duration::from_secs(5), "the wait was not cancelled: {stderr}");
+    assert_eq!(code, Some(3), "{stderr}");
     assert!(stderr.contains("interrupted after committing 0 chunks"), "{stderr}");
     assert_eq!(f.db.count("t"), 5, "the cancelled TRUNCATE emptied nothing");
 
@@ -257,17 +265,9 @@ fn ctrl_c_while_retrying_is_an_interrupt_and_the_same_command_resumes() {
     let (lines, stderr) = stderr_lines(&mut child);
     await_line(&lines, &["retrying for up to", "No space left on device"]);
     std::thread::sleep(Duration::from_millis(1500));
-    let interrupted = Instant::now();
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    while child.try_wait().unwrap().is_none() && interrupted.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let status = child.wait().unwrap();
-    let stderr = stderr.join().unwrap();
-    assert!(interrupted.elapsed() < Duration::from_secs(3), "{:?} after the Ctrl-C: {stderr}", interrupted.elapsed());
-    assert_eq!(status.code(), Some(3), "{stderr}");
+    let (code, stderr, took) = ctrl_c(child, stderr, Duration::from_secs(20));
+    assert!(took < Duration::from_secs(3), "{took:?} after the Ctrl-C: {stderr}");
+    assert_eq!(code, Some(3), "{stderr}");
     assert!(stderr.contains("interrupted after committing"), "{stderr}");
     let loaded = f.db.count("t");
     assert!(loaded > 0 && loaded < 60_000, "{loaded} rows: the chunks before the full disk");

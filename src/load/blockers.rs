@@ -94,11 +94,11 @@ impl Blockers {
     /// (and roll back), as psql's Ctrl-C would, rather than run whenever the
     /// lock comes.
     fn cancel(&self, session: &PgSession, waits: &[Wait]) {
+        // Said before the cancel: the statement's error may reach the load
+        // before the query that cancels it returns here.
+        self.cancelled.store(true, Ordering::SeqCst);
         for wait in waits {
-            let pid = wait.waiter.to_string();
-            if session.query("SELECT pg_cancel_backend($1::int)", &[Some(&pid)]).is_ok() {
-                self.cancelled.store(true, Ordering::SeqCst);
-            }
+            let _ = session.query("SELECT pg_cancel_backend($1::int)", &[Some(&wait.waiter.to_string())]);
         }
     }
 
