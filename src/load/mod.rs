@@ -295,7 +295,7 @@ fn refuse_the_ledger(req: &LoadRequest, table: &TableInfo) -> Result<(), Error> 
              name the table with its schema, such as --table public.{}",
             req.table,
             table.display(),
-            quote_ident(&table.name)
+            crate::sql::display_ident(&table.name)
         ))),
         false => Ok(()),
     }
