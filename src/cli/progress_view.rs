@@ -80,19 +80,16 @@ pub fn describe(s: &Snapshot) -> String {
         line.push_str(&format!(", {} rejected", thousands(s.rejected)));
     }
     if let Some(waiting) = &s.waiting {
-        let secs = waiting.gives_up_in.as_secs();
         line.push_str(&format!(
-            ", {} retrying for up to {}:{:02} more (--retry-timeout): {}",
+            ", {} retrying for up to {} more (--retry-timeout): {}",
             count_of(waiting.workers, "worker"),
-            secs / 60,
-            secs % 60,
+            minutes_seconds(waiting.gives_up_in),
             waiting.reason
         ));
         return line;
     }
     if let Some(blocked) = &s.blocked {
-        let secs = blocked.waited.as_secs();
-        line.push_str(&format!(", waiting {}:{:02} for {}", secs / 60, secs % 60, blocked.on));
+        line.push_str(&format!(", waiting {} for {}", minutes_seconds(blocked.waited), blocked.on));
         return line;
     }
     if s.building > 0 {
@@ -100,8 +97,13 @@ pub fn describe(s: &Snapshot) -> String {
         return line;
     }
     if let Some(eta) = s.eta() {
-        let secs = eta.as_secs();
-        line.push_str(&format!(", ETA {}:{:02}", secs / 60, secs % 60));
+        line.push_str(&format!(", ETA {}", minutes_seconds(eta)));
     }
     line
+}
+
+/// `4:07`: whole minutes and seconds.
+fn minutes_seconds(d: Duration) -> String {
+    let secs = d.as_secs();
+    format!("{}:{:02}", secs / 60, secs % 60)
 }

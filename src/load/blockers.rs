@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
+use super::waits::pid_array;
 use crate::progress::Progress;
 use crate::report::count_of;
 use crate::sink::postgres::{PgSession, PgTarget};
@@ -145,8 +146,7 @@ struct Holder {
 /// The load's sessions that wait for another's lock, holders grouped by
 /// waiter; `None` when the question failed (the watch then ends).
 fn blocked_sessions(session: &PgSession, ours: &[u32]) -> Option<Vec<Wait>> {
-    let pids: Vec<String> = ours.iter().map(u32::to_string).collect();
-    let rows = session.query_prepared(BLOCKED, &[Some(&format!("{{{}}}", pids.join(",")))]).ok()?;
+    let rows = session.query_prepared(BLOCKED, &[Some(&pid_array(ours))]).ok()?;
     let mut waits: Vec<Wait> = Vec::new();
     for row in rows {
         let text: Vec<String> = row.into_iter().map(Option::unwrap_or_default).collect();

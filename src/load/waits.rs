@@ -118,7 +118,7 @@ impl WaitSampler {
 }
 
 /// `{1,2,3}`: the pids as a PostgreSQL array literal.
-fn pid_array(pids: &[u32]) -> String {
+pub(super) fn pid_array(pids: &[u32]) -> String {
     let list: Vec<String> = pids.iter().map(u32::to_string).collect();
     format!("{{{}}}", list.join(","))
 }
