@@ -6,7 +6,7 @@
 //! blocks them, are taken only when that happens or by the watcher, twice a
 //! second).
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -22,6 +22,11 @@ pub struct Progress {
     chunks_done: AtomicU64,
     /// Deferred indexes and constraints being built (0: not building).
     building: AtomicU64,
+    /// The input changed since the job began and is read again to compare
+    /// the chunks it committed, before anything loads.
+    checking: AtomicBool,
+    /// On-disk bytes read so far by that check.
+    bytes_checked: AtomicU64,
     /// Workers retrying a chunk (see [`Progress::waiting`]).
     waiting: AtomicU64,
     /// The latest reason a worker retries, and when it gives up.
@@ -42,6 +47,8 @@ pub struct Snapshot {
     pub chunks_done: u64,
     /// Deferred indexes and constraints being built after the copy.
     pub building: u64,
+    /// On-disk bytes read again to check a changed input, while that lasts.
+    pub checked: Option<u64>,
     /// Workers waiting for the server, when any are.
     pub waiting: Option<Waiting>,
     /// A lock another session holds that the load waits for, when it does.
@@ -80,6 +87,8 @@ impl Default for Progress {
             rejected: AtomicU64::new(0),
             chunks_done: AtomicU64::new(0),
             building: AtomicU64::new(0),
+            checking: AtomicBool::new(false),
+            bytes_checked: AtomicU64::new(0),
             waiting: AtomicU64::new(0),
             wait_reason: Mutex::new(None),
             blocked: Mutex::new(None),
@@ -105,6 +114,18 @@ impl Progress {
         self.building.store(objects, Relaxed);
     }
 
+    /// Whether a changed input is being read again (see
+    /// [`Progress::chunk_checked`]).
+    pub fn set_checking(&self, checking: bool) {
+        self.bytes_checked.store(0, Relaxed);
+        self.checking.store(checking, Relaxed);
+    }
+
+    /// A committed chunk was found again in a changed input.
+    pub fn chunk_checked(&self, source_bytes: u64) {
+        self.bytes_checked.fetch_add(source_bytes, Relaxed);
+    }
+
     /// A chunk committed by an earlier run: its bytes count as done.
     pub fn chunk_skipped(&self, source_bytes: u64) {
         self.bytes_done.fetch_add(source_bytes, Relaxed);
@@ -120,6 +141,7 @@ impl Progress {
             rejected: self.rejected.load(Relaxed),
             chunks_done: self.chunks_done.load(Relaxed),
             building: self.building.load(Relaxed),
+            checked: self.checking.load(Relaxed).then(|| self.bytes_checked.load(Relaxed)),
             waiting: self.waiting_now(),
             blocked: self
                 .blocked
@@ -219,6 +241,7 @@ mod tests {
             rejected: 0,
             chunks_done: 1,
             building: 0,
+            checked: None,
             waiting: None,
             blocked: None,
         };

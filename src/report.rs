@@ -164,6 +164,36 @@ pub struct Deferral {
     pub unlogged: bool,
     /// What the sessions building the indexes and constraints were doing.
     pub rebuild_waits: ServerWaits,
+    /// Objects the job dropped and had not built again when the load
+    /// stopped (an error, a Ctrl-C): the same command builds them.
+    pub still_dropped: Vec<String>,
+    /// The table was still unlogged (`--unlogged`) when the load stopped.
+    pub still_unlogged: bool,
+}
+
+impl Deferral {
+    /// What a load that stopped early (an error, a Ctrl-C) leaves to be put
+    /// back, one line each; the same command puts it back. Said on stderr,
+    /// since a user who gives up on the load would otherwise keep a table
+    /// without its keys, or one that a crash empties.
+    pub fn left_undone(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        match self.still_dropped.as_slice() {
+            [] => {}
+            [one] => lines.push(format!("{one} stays dropped until the same command runs again and builds it")),
+            [rest @ .., last] => lines.push(format!(
+                "{} and {last} stay dropped until the same command runs again and builds them",
+                rest.join(", ")
+            )),
+        }
+        if self.still_unlogged {
+            lines.push(
+                "the table stays unlogged until the same command runs again: a server crash meanwhile empties it"
+                    .into(),
+            );
+        }
+        lines
+    }
 }
 
 /// `1 deferred index/constraint`, `3 deferred indexes/constraints`.
@@ -382,5 +412,24 @@ mod tests {
         assert_eq!(thousands(999), "999");
         assert_eq!(human_bytes(395_000_000), "395.0 MB");
         assert_eq!(human_count(3_210_000.0), "3.21 M");
+    }
+
+    #[test]
+    fn a_stopped_load_names_what_stays_dropped_and_unlogged() {
+        let mut deferral = Deferral::default();
+        assert!(deferral.left_undone().is_empty());
+        deferral.still_dropped = vec![r#"index "a""#.into()];
+        assert_eq!(
+            deferral.left_undone(),
+            [r#"index "a" stays dropped until the same command runs again and builds it"#]
+        );
+        deferral.still_dropped.extend([r#"primary key "t_pkey""#.into(), r#"foreign key "f""#.into()]);
+        deferral.still_unlogged = true;
+        let lines = deferral.left_undone();
+        assert!(
+            lines[0].starts_with(r#"index "a", primary key "t_pkey" and foreign key "f" stay dropped"#),
+            "{lines:?}"
+        );
+        assert!(lines[1].starts_with("the table stays unlogged"), "{lines:?}");
     }
 }

@@ -317,6 +317,9 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
                 if s.rows_loaded == 1 { "was" } else { "were" },
                 if s.rows_loaded == 1 { "s" } else { "" },
             );
+            for line in s.deferred.left_undone() {
+                eprintln!("sluice: {line}");
+            }
             return Ok(error.exit_code());
         }
     };

@@ -65,7 +65,8 @@ pub fn guarded_target(db: Option<&str>, redactor: &mut Redactor) -> PgTarget {
 }
 
 /// A flag set by the first Ctrl-C, TERM or HUP (the load stops handing out
-/// chunks and lets in-flight ones commit); a second one exits at once, and
+/// chunks and lets in-flight ones commit; lock waits and index builds are
+/// cancelled, see `load::blockers`); a second one exits at once, and
 /// the server rolls back whatever was in flight. TERM counts because it is
 /// how `kill`, systemd and container runtimes ask a program to stop.
 pub fn interrupt_flag() -> Arc<AtomicBool> {
@@ -75,7 +76,10 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
         if seen.swap(true, Ordering::SeqCst) {
             std::process::exit(130);
         }
-        eprintln!("sluice: stopping after the chunks in flight; Ctrl-C (or TERM) again to quit at once");
+        eprintln!(
+            "sluice: stopping after the chunks in flight (index builds and lock waits are cancelled); Ctrl-C (or \
+             TERM) again to quit at once"
+        );
     });
     if let Err(e) = installed {
         eprintln!("sluice: warning: Ctrl-C and TERM will not stop the load cleanly: {e}");

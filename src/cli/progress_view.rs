@@ -66,6 +66,9 @@ fn write_lines(progress: &Progress, stopped: &mpsc::Receiver<()>, interval: Dura
 
 /// `123.4 MB / 395.0 MB (31%), 3,120,000 rows, 1.52 M rows/s, 60.1 MB/s, ETA 0:04`
 pub fn describe(s: &Snapshot) -> String {
+    if let Some(checked) = s.checked {
+        return checking_line(checked, s);
+    }
     let mut line = human_bytes(s.bytes_done);
     if let (Some(total), Some(fraction)) = (s.bytes_total, s.fraction()) {
         line.push_str(&format!(" / {} ({:.0}%)", human_bytes(total), fraction * 100.0));
@@ -99,6 +102,17 @@ pub fn describe(s: &Snapshot) -> String {
     if let Some(eta) = s.eta() {
         line.push_str(&format!(", ETA {}", minutes_seconds(eta)));
     }
+    line
+}
+
+/// `checking the changed input against the chunks committed before: 1.2 GB
+/// / 9.9 GB read again`: the long read before a changed input resumes.
+fn checking_line(checked: u64, s: &Snapshot) -> String {
+    let mut line = format!("checking the changed input against the chunks committed before: {}", human_bytes(checked));
+    if let Some(total) = s.bytes_total {
+        line.push_str(&format!(" / {}", human_bytes(total)));
+    }
+    line.push_str(" read again");
     line
 }
 

@@ -14,6 +14,8 @@
 //! asked otherwise). The progress line names the holder while it lasts,
 //! the report afterwards, and a Ctrl-C cancels the waiting statements
 //! (`pg_cancel_backend` on the role's own sessions), which roll back.
+//! The same connection cancels the index builds after the copy on a
+//! Ctrl-C: they are statements of their own sessions too.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -84,26 +86,29 @@ impl Blockers {
             let now = Instant::now();
             let shown = waits.first().map(|w| (w.describe(), now.checked_sub(w.waited).unwrap_or(now)));
             progress.set_blocked(shown);
-            if interrupt.is_some_and(|i| i.load(Ordering::SeqCst)) && !waits.is_empty() {
-                self.cancel(&session, &waits);
+            if interrupt.is_some_and(|i| i.load(Ordering::SeqCst)) {
+                let stop = to_stop_on_interrupt(&waits, &ours, progress.snapshot().building > 0);
+                if !stop.is_empty() {
+                    self.cancel(&session, &stop);
+                }
             }
         }
         progress.set_blocked(None);
     }
 
-    /// A Ctrl-C came while sessions wait: their statements are cancelled
-    /// (and roll back), as psql's Ctrl-C would, rather than run whenever the
-    /// lock comes.
-    fn cancel(&self, session: &PgSession, waits: &[Wait]) {
+    /// A Ctrl-C came: the statements of `pids` are cancelled (and roll
+    /// back), as psql's Ctrl-C would, rather than run to their end. A
+    /// session between statements ignores a cancel.
+    fn cancel(&self, session: &PgSession, pids: &[u32]) {
         // Said before the cancel: the statement's error may reach the load
         // before the query that cancels it returns here.
         self.cancelled.store(true, Ordering::SeqCst);
-        for wait in waits {
-            let _ = session.query("SELECT pg_cancel_backend($1::int)", &[Some(&wait.waiter.to_string())]);
+        for pid in pids {
+            let _ = session.query("SELECT pg_cancel_backend($1::int)", &[Some(&pid.to_string())]);
         }
     }
 
-    /// Whether a Ctrl-C cancelled a waiting statement: the error that
+    /// Whether a Ctrl-C cancelled a statement of the load: the error that
     /// follows is the interrupt's, not the server's.
     pub fn cancelled_any(&self) -> bool {
         self.cancelled.load(Ordering::SeqCst)
@@ -116,6 +121,19 @@ impl Blockers {
         let mut long: Vec<(&String, &Duration)> = waited.iter().filter(|(_, d)| **d >= WORTH_REPORTING).collect();
         long.sort_by(|a, b| b.1.cmp(a.1));
         long.into_iter().map(|(on, d)| format!("waited {:.1} s for {on}", d.as_secs_f64())).collect()
+    }
+}
+
+/// The sessions whose statements a Ctrl-C cancels: those waiting for a
+/// lock, which would otherwise run whenever it comes; and, while deferred
+/// objects are built after the copy, every session of the load. A build
+/// runs for minutes, where a chunk in flight takes seconds; a cancelled
+/// build rolls back, its object stays recorded as dropped, and the same
+/// command builds it.
+fn to_stop_on_interrupt(waits: &[Wait], ours: &[u32], building: bool) -> Vec<u32> {
+    match building {
+        true => ours.to_vec(),
+        false => waits.iter().map(|w| w.waiter).collect(),
     }
 }
 
@@ -202,6 +220,21 @@ mod tests {
 
     fn holder(pid: u32, role: &str, application: &str, state: &str) -> Holder {
         Holder { pid, role: role.into(), application: application.into(), state: state.into() }
+    }
+
+    #[test]
+    fn a_ctrl_c_cancels_the_waiting_sessions_and_while_building_every_session() {
+        let wait = Wait {
+            waiter: 7,
+            event: "relation".into(),
+            waited: Duration::ZERO,
+            relation: "public.t".into(),
+            holders: vec![holder(4242, "", "", "")],
+        };
+        let ours = [7, 8, 9];
+        assert_eq!(to_stop_on_interrupt(&[wait], &ours, false), vec![7]);
+        assert_eq!(to_stop_on_interrupt(&[], &ours, false), Vec::<u32>::new(), "a COPY in flight commits");
+        assert_eq!(to_stop_on_interrupt(&[], &ours, true), vec![7, 8, 9]);
     }
 
     #[test]

@@ -168,11 +168,14 @@ pub fn plan(session: &PgSession, table: &TableInfo, wanted: TablePlan) -> Result
 
 const SET_LOGGED: &str = " SET LOGGED";
 
+/// The name of the `--unlogged` step in the ledger and the report.
+pub const UNLOGGED_STEP: &str = "unlogged table";
+
 /// `--unlogged` as a step: unlogged now, logged again after the load (a
 /// rewrite of the table, without WAL under `wal_level = minimal`).
 fn unlogged_step(relation: &str) -> DeferredStep {
     DeferredStep {
-        name: "unlogged table".into(),
+        name: UNLOGGED_STEP.into(),
         drop_sql: format!("ALTER TABLE {relation} SET UNLOGGED"),
         create_sql: format!("ALTER TABLE {relation}{SET_LOGGED}"),
         violations_sql: None,
@@ -398,6 +401,12 @@ pub fn deferral(steps: &[StepRow], plan: DeferPlan) -> Deferral {
     let unlogged = steps.iter().any(is_unlogged_step);
     Deferral {
         objects: steps.iter().filter(|s| !is_unlogged_step(s)).map(|s| s.deferred.name.clone()).collect(),
+        still_dropped: steps
+            .iter()
+            .filter(|s| !s.rebuilt && !is_unlogged_step(s))
+            .map(|s| s.deferred.name.clone())
+            .collect(),
+        still_unlogged: steps.iter().any(|s| !s.rebuilt && is_unlogged_step(s)),
         why_not: plan.why_not.filter(|_| steps.is_empty()),
         unlogged,
         table_path: match unlogged {

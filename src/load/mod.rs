@@ -492,7 +492,10 @@ fn complete_job(
             completion
         });
         match completion {
-            Ok(defer::Completion::Complete) => break,
+            Ok(defer::Completion::Complete) => {
+                (deferral.still_dropped, deferral.still_unlogged) = (Vec::new(), false);
+                break;
+            }
             Ok(defer::Completion::Reload(_)) if passes == 5 => {
                 outcome.2 = Some(Error::Database(format!(
                     "job {}: chunks kept being reopened (lost by server crashes, or violating deferred keys); \
@@ -527,6 +530,9 @@ fn complete_job(
             shared.table.display()
         ));
     }
+    let built_now = |name: &str| rebuilt.built.iter().any(|(built, _)| built == name);
+    deferral.still_dropped.retain(|name| !built_now(name));
+    deferral.still_unlogged &= !built_now(defer::UNLOGGED_STEP);
     deferral.built = rebuilt.built.into_iter().map(|(name, seconds)| BuiltObject { name, seconds }).collect();
     deferral.rebuild_seconds = rebuilt.seconds;
     deferral.reloaded_chunks = rebuilt.reloaded.len() as u64;
@@ -628,8 +634,16 @@ fn open_job(
 /// each chunk earlier runs committed in the inputs as they are now (same
 /// place, same bytes), reading them up to the last such chunk. Checked only
 /// as the load cuts its chunks, other data would be refused after the
-/// chunks before the first difference had loaded.
+/// chunks before the first difference had loaded. The read can take minutes
+/// for a large input: the progress line shows it, and a Ctrl-C stops it.
 fn check_committed_chunks(shared: &Shared, req: &LoadRequest) -> Result<(), Error> {
+    shared.progress.set_checking(true);
+    let checked = compare_committed_chunks(shared, req);
+    shared.progress.set_checking(false);
+    checked
+}
+
+fn compare_committed_chunks(shared: &Shared, req: &LoadRequest) -> Result<(), Error> {
     let Some(&last) = shared.done.keys().max() else { return Ok(()) };
     let mut seq = 0;
     for (index, source) in shared.sources.iter().enumerate() {
@@ -641,6 +655,10 @@ fn check_committed_chunks(shared: &Shared, req: &LoadRequest) -> Result<(), Erro
             if chunk.seq >= last {
                 return Ok(());
             }
+            if shared.interrupted() {
+                return Err(Error::Interrupted { chunks: 0, rows: 0 });
+            }
+            shared.progress.chunk_checked(chunk.source_span);
         }
         seq = chunker.next_seq();
     }
