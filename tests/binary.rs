@@ -6,7 +6,7 @@ use crate::util::TestDb;
 
 const COLUMNS: &str = "i2 smallint, i4 integer, i8 bigint, f4 real, f8 double precision, n numeric, \
      n3 numeric(12,3), d date, ts timestamp, ts3 timestamp(3), b boolean, t text, v varchar(20), c char(5), \
-     j json, jb jsonb, u uuid, tz timestamptz, tm time, tm3 time(3), bt bit(3), vb varbit";
+     j json, jb jsonb, u uuid, tz timestamptz, tm time, tm3 time(3), bt bit(3), vb varbit, by bytea, ip inet";
 
 /// A small deterministic generator (xorshift), so failures reproduce.
 struct Rng(u64);
@@ -85,6 +85,8 @@ fn row(rng: &mut Rng, i: u64, unsure_every: u64) -> Vec<Option<String>> {
             let n = rng.below(20);
             bits(rng, n)
         }),
+        Some(bytea(rng)),
+        Some(inet(rng)),
     ];
     for v in values.iter_mut().skip(1) {
         if rng.below(13) == 0 {
@@ -92,7 +94,7 @@ fn row(rng: &mut Rng, i: u64, unsure_every: u64) -> Vec<Option<String>> {
         }
     }
     if unsure_every > 0 && i % unsure_every == unsure_every - 1 {
-        let (column, value) = match (i / unsure_every) % 9 {
+        let (column, value) = match (i / unsure_every) % 11 {
             0 => (1, " 42 "),
             1 => (5, "1.5e3"),
             2 => (7, "March 3, 2020"),
@@ -101,11 +103,35 @@ fn row(rng: &mut Rng, i: u64, unsure_every: u64) -> Vec<Option<String>> {
             5 => (17, "2020-01-01 10:00:00 PST"),
             6 => (18, "24:00:00"),
             7 => (21, "xA"),
+            8 => (22, r"\x48 65"),
+            9 => (23, "10.1/16"),
             _ => (16, "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}"),
         };
         values[column] = Some(value.to_string());
     }
     values
+}
+
+/// bytea in its two text forms: hex (either case) and escaped.
+fn bytea(rng: &mut Rng) -> String {
+    let bytes: Vec<u8> = (0..rng.below(12)).map(|_| rng.next() as u8).collect();
+    match rng.below(4) {
+        0 => format!(r"\x{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()),
+        1 => format!(r"\x{}", bytes.iter().map(|b| format!("{b:02X}")).collect::<String>()),
+        2 => bytes.iter().map(|&b| format!(r"\{b:03o}")).collect::<String>() + r"a\\b",
+        _ => rng.pick(&["plain", "", "ünï", "x y"]).to_string(),
+    }
+}
+
+fn inet(rng: &mut Rng) -> String {
+    let octets: Vec<String> = (0..4).map(|_| rng.below(256).to_string()).collect();
+    let v4 = octets.join(".");
+    match rng.below(4) {
+        0 => v4,
+        1 => format!("{v4}/{}", rng.below(33)),
+        2 => format!("{:x}:db8::{:x}/{}", 0x2000 + rng.below(0x1000), rng.below(0x10000), rng.below(129)),
+        _ => rng.pick(&["::1", "::ffff:10.0.0.1", "fe80::1:2:3:4", "::", "2001:DB8:0:0:8:800:200C:417A"]).to_string(),
+    }
 }
 
 fn tsv(rows: &[Vec<Option<String>>]) -> Vec<u8> {
@@ -209,7 +235,7 @@ fn chunks_with_values_the_encoder_does_not_read_go_as_text() {
     let file = db.file("unsure.tsv", &tsv(&rows(4000, 150)));
     let (binary, text) = load_both_ways(&db, &file, &["--workers", "2"], "");
     assert!(binary > 0 && text > 0, "{binary} binary, {text} text chunks");
-    let dates = (0..4000).filter(|i| i % 150 == 149 && (i / 150) % 9 == 2).count();
+    let dates = (0..4000).filter(|i| i % 150 == 149 && (i / 150) % 11 == 2).count();
     assert_eq!(db.scalar("SELECT count(*) FROM got WHERE d = '2020-03-03'"), dates.to_string());
 }
 

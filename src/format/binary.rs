@@ -11,7 +11,8 @@
 //! bytes loads. The encoder therefore splits fields by the server's own rules
 //! (`CopyReadAttributesText` / `CopyReadAttributesCSV`) and converts only
 //! values whose text form it reads without doubt: canonical integers,
-//! decimals, ISO dates and timestamps, `t`/`f`, hyphenated UUIDs. Anything
+//! decimals, ISO dates and timestamps, `t`/`f`, hyphenated UUIDs, bytea in
+//! either text form, inet addresses that std's parsers read. Anything
 //! else (spaces around a number, exponents in a numeric, another date style,
 //! an escape that yields NUL, a carriage return, a wrong field count) is
 //! [`Unsure`], and the caller sends the chunk as text, where the server
@@ -76,6 +77,10 @@ pub enum Codec {
     Json,
     Jsonb,
     Uuid,
+    /// bytea in either text form (`\x48656c6c6f`, or escaped: `a\\b\001`).
+    Bytea,
+    /// inet, IPv4 or IPv6, with or without `/bits`.
+    Inet,
 }
 
 impl Codec {
@@ -99,6 +104,8 @@ impl Codec {
             "json" => Codec::Json,
             "jsonb" => Codec::Jsonb,
             "uuid" => Codec::Uuid,
+            "bytea" => Codec::Bytea,
+            "inet" => Codec::Inet,
             _ => return None,
         })
     }
@@ -593,6 +600,8 @@ fn encode_value(codec: Codec, text: &[u8], out: &mut Vec<u8>) -> Result<(), Stri
             Some(())
         }
         Codec::Uuid => uuid(text).map(|u| put(out, &u)),
+        Codec::Bytea => bytea(text, out),
+        Codec::Inet => inet(text, out),
     };
     ok.ok_or_else(|| match codec {
         Codec::TimestampTz if timestamptz(text, true).is_some() => format!(
@@ -893,6 +902,89 @@ fn uuid(text: &[u8]) -> Option<[u8; 16]> {
         bytes[i] = u8::from_str_radix(pair, 16).ok()?;
     }
     Some(bytes)
+}
+
+/// bytea as `byteain` reads it: after `\x`, pairs of hex digits; else
+/// the escape form, where `\\` is a backslash, `\` and three octal digits
+/// (the first 0-3) a byte, and any other byte itself. The whitespace the
+/// server skips between hex pairs, and `\X`, are unsure.
+fn bytea(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    let start = out.len();
+    out.extend_from_slice(&[0; 4]);
+    let read = match text {
+        [b'\\', b'x', hex @ ..] => hex_bytes(hex, out),
+        _ => escaped_bytes(text, out),
+    };
+    if read.is_none() {
+        out.truncate(start);
+        return None;
+    }
+    let len = (out.len() - start - 4) as i32;
+    out[start..start + 4].copy_from_slice(&len.to_be_bytes());
+    Some(())
+}
+
+fn hex_bytes(hex: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    let digit = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    for pair in hex.chunks_exact(2) {
+        out.push(digit(pair[0])? << 4 | digit(pair[1])?);
+    }
+    Some(())
+}
+
+fn escaped_bytes(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    let mut rest = text;
+    while let Some((&b, after)) = rest.split_first() {
+        rest = match (b, after) {
+            (b'\\', [b'\\', more @ ..]) => {
+                out.push(b'\\');
+                more
+            }
+            (b'\\', [d1 @ b'0'..=b'3', d2 @ b'0'..=b'7', d3 @ b'0'..=b'7', more @ ..]) => {
+                out.push((d1 - b'0') << 6 | (d2 - b'0') << 3 | (d3 - b'0'));
+                more
+            }
+            (b'\\', _) => return None,
+            (b, _) => {
+                out.push(b);
+                after
+            }
+        };
+    }
+    Some(())
+}
+
+/// inet as `inet_send` writes it: family (2 for IPv4, 3 for IPv6), bits,
+/// 0 (not cidr), address length, address. Read with std's parsers: four
+/// decimal octets without leading zeros, IPv6 in its standard forms, and
+/// `/bits` without leading zeros (the server refuses those for IPv6). The
+/// short IPv4 forms the server also takes (`10.1/16`, `010.0.0.1`) are
+/// unsure.
+fn inet(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    let text = std::str::from_utf8(text).ok()?;
+    let (address, bits) = match text.split_once('/') {
+        Some((address, bits)) => (address, Some(bits)),
+        None => (text, None),
+    };
+    let (family, most, octets): (u8, u8, Vec<u8>) = match address.contains(':') {
+        false => (2, 32, address.parse::<std::net::Ipv4Addr>().ok()?.octets().to_vec()),
+        true => (3, 128, address.parse::<std::net::Ipv6Addr>().ok()?.octets().to_vec()),
+    };
+    let bits = match bits {
+        None => most,
+        Some("0") => 0,
+        Some(digits) if digits.len() <= 3 && !digits.starts_with('0') && digits.bytes().all(|b| b.is_ascii_digit()) => {
+            digits.parse().ok().filter(|&b| b <= most)?
+        }
+        Some(_) => return None,
+    };
+    out.extend_from_slice(&(4 + octets.len() as i32).to_be_bytes());
+    out.extend_from_slice(&[family, bits, 0, octets.len() as u8]);
+    out.extend_from_slice(&octets);
+    Some(())
 }
 
 #[cfg(test)]
@@ -1221,10 +1313,50 @@ mod tests {
         assert_eq!(Codec::for_type("bit(3)"), Some(Codec::Bits));
         assert_eq!(Codec::for_type("time with time zone"), None);
         assert_eq!(Codec::for_type("integer[]"), None);
+        assert_eq!(Codec::for_type("bytea"), Some(Codec::Bytea));
+        assert_eq!(Codec::for_type("inet"), Some(Codec::Inet));
+        assert_eq!(Codec::for_type("cidr"), None);
         let cols = vec![("ts".to_string(), "interval".to_string())];
         let err = BinaryEncoder::new(&cols, &FormatOptions::new(FormatKind::Csv)).unwrap_err();
         assert!(err.contains("\"ts\""), "{err}");
         assert_eq!(uuid(b"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11").unwrap()[0], 0xa0);
         assert_eq!(uuid(b"a0eebc999c0b4ef8bb6d6bb9bd380a11"), None);
+    }
+
+    #[test]
+    fn bytea_reads_both_forms_and_leaves_the_doubtful_to_the_server() {
+        let value = |text: &[u8]| {
+            let mut out = vec![9];
+            bytea(text, &mut out).map(|()| out[5..].to_vec()).ok_or(out)
+        };
+        assert_eq!(value(br"\x48656C6c6f"), Ok(b"Hello".to_vec()));
+        assert_eq!(value(br"\x"), Ok(Vec::new()));
+        assert_eq!(value(br"a\\b\001\377z"), Ok(b"a\\b\x01\xffz".to_vec()));
+        assert_eq!(value("é".as_bytes()), Ok("é".as_bytes().to_vec()));
+        for unsure in [&br"\x4"[..], br"\x48 65", br"\xzz", br"\X48", br"a\b", br"\400", br"\01"] {
+            assert_eq!(value(unsure), Err(vec![9]), "{}", String::from_utf8_lossy(unsure));
+        }
+        let mut out = Vec::new();
+        bytea(br"\x0102", &mut out).unwrap();
+        assert_eq!(out, [0, 0, 0, 2, 1, 2], "the length, then the bytes");
+    }
+
+    #[test]
+    fn inet_as_the_server_sends_it() {
+        let value = |text: &str| {
+            let mut out = Vec::new();
+            inet(text.as_bytes(), &mut out).map(|()| out)
+        };
+        assert_eq!(value("192.168.0.1"), Some(vec![0, 0, 0, 8, 2, 32, 0, 4, 192, 168, 0, 1]));
+        assert_eq!(value("10.1.2.3/8"), Some(vec![0, 0, 0, 8, 2, 8, 0, 4, 10, 1, 2, 3]), "host bits stay");
+        assert_eq!(value("0.0.0.0/0").unwrap()[5], 0);
+        let v6 = value("::ffff:1.2.3.4/120").unwrap();
+        assert_eq!(v6[..8], [0, 0, 0, 20, 3, 120, 0, 16]);
+        assert_eq!(v6[18..], [0xff, 0xff, 1, 2, 3, 4]);
+        for unsure in
+            ["10.1/16", "010.0.0.1", "1.2.3.4/33", "1.2.3.4/024", "::1/129", "1.2.3.4/", " 1.2.3.4", "fe80::1%eth0"]
+        {
+            assert_eq!(value(unsure), None, "{unsure}");
+        }
     }
 }
