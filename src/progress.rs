@@ -114,6 +114,11 @@ impl Progress {
         self.building.store(objects, Relaxed);
     }
 
+    /// Whether deferred objects are being built after the copy.
+    pub fn is_building(&self) -> bool {
+        self.building.load(Relaxed) > 0
+    }
+
     /// Whether a changed input is being read again (see
     /// [`Progress::chunk_checked`]).
     pub fn set_checking(&self, checking: bool) {

@@ -87,7 +87,7 @@ impl Blockers {
             let shown = waits.first().map(|w| (w.describe(), now.checked_sub(w.waited).unwrap_or(now)));
             progress.set_blocked(shown);
             if interrupt.is_some_and(|i| i.load(Ordering::SeqCst)) {
-                let stop = to_stop_on_interrupt(&waits, &ours, progress.snapshot().building > 0);
+                let stop = to_stop_on_interrupt(&waits, &ours, progress.is_building());
                 if !stop.is_empty() {
                     self.cancel(&session, &stop);
                 }
