@@ -969,9 +969,17 @@ fn inet(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
         Some((address, bits)) => (address, Some(bits)),
         None => (text, None),
     };
-    let (family, most, octets): (u8, u8, Vec<u8>) = match address.contains(':') {
-        false => (2, 32, address.parse::<std::net::Ipv4Addr>().ok()?.octets().to_vec()),
-        true => (3, 128, address.parse::<std::net::Ipv6Addr>().ok()?.octets().to_vec()),
+    let v6;
+    let v4;
+    let (family, most, octets): (u8, u8, &[u8]) = match address.contains(':') {
+        false => {
+            v4 = address.parse::<std::net::Ipv4Addr>().ok()?.octets();
+            (2, 32, &v4)
+        }
+        true => {
+            v6 = address.parse::<std::net::Ipv6Addr>().ok()?.octets();
+            (3, 128, &v6)
+        }
     };
     let bits = match bits {
         None => most,
@@ -983,7 +991,7 @@ fn inet(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
     };
     out.extend_from_slice(&(4 + octets.len() as i32).to_be_bytes());
     out.extend_from_slice(&[family, bits, 0, octets.len() as u8]);
-    out.extend_from_slice(&octets);
+    out.extend_from_slice(octets);
     Some(())
 }
 
