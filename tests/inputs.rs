@@ -56,6 +56,28 @@ fn a_header_of_column_names_loads_by_name() {
     assert_eq!(db.scalar("SELECT count(*) FROM t WHERE name = 'x'"), "0", "nothing of it loaded by position");
 }
 
+/// Every input's header must name the columns the first one's names, also
+/// when those are the table's own order (a file whose header had the
+/// columns swapped was loaded by position, into the wrong columns), and it
+/// is checked before anything loads. Quoting, case as psql reads it and
+/// line ends may differ.
+#[test]
+fn every_header_must_name_the_columns_of_the_first_before_anything_loads() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (a text, b text)");
+    let first = db.file("h/first.csv", b"a,b\na1,b1\n");
+    let same = db.file("h/same.csv", b"\"a\", B \r\na2,b2\r\n");
+    let swapped = db.file("h/swapped.csv", b"b,a\nb3,a3\n");
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let run = db.load(&[&path(&first), &path(&same), "--table", "t", "--header"]);
+    run.assert_ok();
+    assert_eq!(db.scalar("SELECT string_agg(a || b, ' ' ORDER BY a) FROM t"), "a1b1 a2b2");
+    let run = db.load(&[&path(&first), &path(&swapped), "--table", "t", "--header", "--truncate", "--restart"]);
+    assert_eq!(run.code, 2, "{}", run.output());
+    assert!(run.output().contains("swapped.csv: its header (b,a) is not the header of"), "{}", run.output());
+    assert_eq!(db.count("t"), 2, "refused before the truncate and the first file's load");
+}
+
 /// Stdin and pipes, plain or compressed, are matched by their header as a
 /// file is (it was loaded by position before: the same data piped in went
 /// into the wrong columns): the header is read from the head sluice reads

@@ -194,9 +194,6 @@ struct Shared<'a> {
     redo: Option<HashSet<u64>>,
     /// Said before the load started, for the report.
     early_warnings: Vec<String>,
-    /// The first input's header, when its names are the COPY columns:
-    /// every input must have the same.
-    header_of_columns: Option<Vec<u8>>,
     /// Chunks loaded a second time by this run (lost or violating rows).
     redone: u64,
     /// `--workers auto`: how many workers may load now.
@@ -347,11 +344,11 @@ fn run_connected(
     crate::report::ensure_writable(&rejects_path, "rejects", "--rejects")?;
     let header_columns = match req.columns {
         Some(_) => None,
-        None => first_header(&sources, &format, req)?
-            .and_then(|header| plan::columns_from_header(&table, &header, &format).map(|names| (header, names))),
-    };
+        None => names_in_headers(&sources, &format, req, &table)?,
+    }
+    .filter(|names| !plan::in_table_order(&table, names));
     let columns = match &header_columns {
-        Some((_, names)) => Some(names.clone()),
+        Some(names) => Some(names.clone()),
         None => choose_columns(&table, req.columns.as_deref(), format.kind)?,
     };
     let copy_plan = plan::choose_copy_format(req.copy_format, &table, columns.as_deref(), &format)?;
@@ -365,7 +362,7 @@ fn run_connected(
         open_job(&control, req, &table, &format, &sources, wanted)?;
     let auto_ceiling = auto_ceiling(&control, req)?;
     let mut early_warnings = Vec::new();
-    if let Some((_, names)) = &header_columns {
+    if let Some(names) = &header_columns {
         early_warnings.push(format!(
             "loading the columns the header of {} names, in its order: {}",
             sources[0].name,
@@ -414,7 +411,6 @@ fn run_connected(
         marked: steps.iter().any(|s| !s.rebuilt && s.deferred.violations_sql.is_some()),
         redo: None,
         early_warnings,
-        header_of_columns: header_columns.map(|(header, _)| header),
         redone: 0,
         pace: (req.workers == AUTO_WORKERS).then(|| pace::Pacer::new(auto_ceiling)),
         fed_all: AtomicBool::new(false),
@@ -981,18 +977,6 @@ fn feed_one(
     seq: &mut u64,
 ) -> Result<InputScan, Error> {
     let (mut chunker, raw) = chunker_for(shared, req, index, source, *seq, !source.is_positioned())?;
-    if let Some(expected) = &shared.header_of_columns {
-        let header = chunker.read_preamble().map_err(|e| source.read_error(&e, raw.get()))?.header;
-        if header != *expected {
-            return Err(source.input_error(&format!(
-                "its header ({}) is not the header of {} ({}), whose names sluice loads the columns by; load it \
-                 on its own, or name the columns with --columns",
-                String::from_utf8_lossy(&header),
-                shared.sources[0].name,
-                String::from_utf8_lossy(expected)
-            )));
-        }
-    }
     let mut scan = InputScan::default();
     loop {
         let chunk = match chunker.next_chunk() {
@@ -1032,25 +1016,56 @@ fn feed_one(
     Ok(scan)
 }
 
-/// The first input's header record, when `--header` is given: from the
-/// file's start, or from the head of stdin or a pipe (read ahead when it was
-/// opened), so columns are matched by name whatever the input. A header
-/// that runs past that head is refused rather than taken in part.
-fn first_header(sources: &[Source], format: &FormatOptions, req: &LoadRequest) -> Result<Option<Vec<u8>>, Error> {
+/// The columns the first input's header names (see [`plan::header_names`]),
+/// when `--header` is given, once every other input's header is found to
+/// name the same: COPY reads fields by position, so an input whose header
+/// lists the columns in another order would load into the wrong ones. All
+/// are read before anything loads (a block of each input), so a refused
+/// input leaves the table as it was.
+fn names_in_headers(
+    sources: &[Source],
+    format: &FormatOptions,
+    req: &LoadRequest,
+    table: &TableInfo,
+) -> Result<Option<Vec<String>>, Error> {
     let Some(first) = sources.first().filter(|_| format.header) else {
         return Ok(None);
     };
-    let (stream, raw, whole) = first.open_start()?;
+    let first_header = header_of(first, format, req)?;
+    let Some(names) = plan::header_names(table, &first_header, format) else {
+        return Ok(None);
+    };
+    for source in &sources[1..] {
+        let header = header_of(source, format, req)?;
+        if plan::header_names(table, &header, format).as_ref() != Some(&names) {
+            return Err(source.input_error(&format!(
+                "its header ({}) is not the header of {} ({}), whose names sluice loads the columns by; load it \
+                 on its own, or name the columns with --columns",
+                String::from_utf8_lossy(header.trim_ascii_end()),
+                first.name,
+                String::from_utf8_lossy(first_header.trim_ascii_end())
+            )));
+        }
+    }
+    Ok(Some(names))
+}
+
+/// An input's header record: from the file's start, or from the head of
+/// stdin or a pipe (read ahead when it was opened), so columns are matched
+/// by name whatever the input. A header that runs past that head is
+/// refused rather than taken in part.
+fn header_of(source: &Source, format: &FormatOptions, req: &LoadRequest) -> Result<Vec<u8>, Error> {
+    let (stream, raw, whole) = source.open_start()?;
     let preamble = Chunker::new(stream, chunker_config(format, req, 1, false), 0, 0)
         .read_preamble()
-        .map_err(|e| first.read_error(&e, raw.get()))?;
+        .map_err(|e| source.read_error(&e, raw.get()))?;
     if !preamble.header_ended && !whole {
-        return Err(first.input_error(&format!(
+        return Err(source.input_error(&format!(
             "its header does not end within the first {} read ahead; name the columns with --columns",
             crate::report::human_bytes(crate::source::STREAM_HEAD as u64)
         )));
     }
-    Ok(Some(preamble.header))
+    Ok(preamble.header)
 }
 
 /// Cuts input `index` of the load from its start, numbering chunks from

@@ -59,18 +59,23 @@ pub fn choose_columns(
 }
 
 /// The columns a header names, when every one of its fields names a column
-/// of the table (as `--columns` would), once each, and not simply all of
-/// them in the table's order. Why: COPY reads fields by position, so a file
-/// whose header lists the columns in another order, or leaves some out
-/// (an identity or a `DEFAULT now()` column), loads into the wrong columns
-/// or not at all; the header says which is which. A header that names
-/// anything else (labels, another table's columns) is skipped as before.
-pub fn columns_from_header(table: &TableInfo, header: &[u8], format: &FormatOptions) -> Option<Vec<String>> {
+/// of the table (as `--columns` would), once each. Why: COPY reads fields by
+/// position, so a file whose header lists the columns in another order, or
+/// leaves some out (an identity or a `DEFAULT now()` column), loads into the
+/// wrong columns or not at all; the header says which is which. A header
+/// that names anything else (labels, another table's columns) is skipped as
+/// before.
+pub fn header_names(table: &TableInfo, header: &[u8], format: &FormatOptions) -> Option<Vec<String>> {
     let fields = header_fields(header, format)?;
     let names: Vec<String> = fields.iter().map(|f| find_column(table, f.trim()).ok()).collect::<Option<_>>()?;
     let distinct: std::collections::HashSet<&String> = names.iter().collect();
-    let all_in_order = names.iter().eq(table.columns.iter().map(|(name, _)| name));
-    (distinct.len() == names.len() && !all_in_order).then_some(names)
+    (distinct.len() == names.len()).then_some(names)
+}
+
+/// All of the table's columns in its order: what COPY takes without a
+/// column list.
+pub fn in_table_order(table: &TableInfo, names: &[String]) -> bool {
+    names.iter().eq(table.columns.iter().map(|(name, _)| name))
 }
 
 /// A header record's fields: split at the delimiter, CSV quotes removed.
@@ -267,19 +272,21 @@ mod tests {
     fn a_header_of_column_names_in_another_order_names_the_columns() {
         let t = table(&[("id", "integer"), ("Name", "text"), ("amount", "numeric")]);
         let csv = FormatOptions::new(FormatKind::Csv);
-        let names = |header: &str| columns_from_header(&t, header.as_bytes(), &csv);
+        let names = |header: &str| header_names(&t, header.as_bytes(), &csv);
         let list = |l: &[&str]| Some(l.iter().map(|s| s.to_string()).collect::<Vec<_>>());
         assert_eq!(names("amount,Name"), list(&["amount", "Name"]));
         assert_eq!(names(r#" AMOUNT ,"Name",id"#), list(&["amount", "Name", "id"]), "trimmed, unquoted, as psql reads");
-        assert_eq!(names("id,Name,amount"), None, "the table's order: nothing to change");
+        assert!(!in_table_order(&t, &names(r#" AMOUNT ,"Name",id"#).unwrap()));
+        assert!(!in_table_order(&t, &names("id,Name").unwrap()), "one left out");
+        assert!(in_table_order(&t, &names("id,\"Name\",AMOUNT\r\n").unwrap()), "the table's order: nothing to change");
         assert_eq!(names("id,name,total"), None, "a label that is no column");
         assert_eq!(names("id,id"), None);
         assert_eq!(names(r#""amount,Name"#), None, "an open quote");
         let mut tsv = FormatOptions::new(FormatKind::Tsv);
-        assert_eq!(columns_from_header(&t, b"amount\tid", &tsv), list(&["amount", "id"]));
-        assert_eq!(columns_from_header(&t, b"amount\\\tid", &tsv), None, "an escape");
+        assert_eq!(header_names(&t, b"amount\tid", &tsv), list(&["amount", "id"]));
+        assert_eq!(header_names(&t, b"amount\\\tid", &tsv), None, "an escape");
         tsv.delimiter = Some(b'|');
-        assert_eq!(columns_from_header(&t, b"Name|amount", &tsv), list(&["Name", "amount"]));
+        assert_eq!(header_names(&t, b"Name|amount", &tsv), list(&["Name", "amount"]));
     }
 
     #[test]
