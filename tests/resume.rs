@@ -369,6 +369,36 @@ fn set_modified(path: &str, stamp: &str) {
     assert_eq!(crate::util::run_command(touch).code, 0, "touch {path}");
 }
 
+/// A load refused before its copy starts (here: the input changed since
+/// the job's first run) says what that run left dropped, as a load stopped
+/// during its copy does: a user who gives up then would keep a table
+/// without its index, told only by `sluice status`.
+#[test]
+fn a_load_refused_before_its_copy_names_what_stays_dropped() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, note text); CREATE INDEX t_note ON t (note)");
+    let mut data: Vec<u8> = (0..2000).flat_map(|i| format!("{i}\tnote {i:04}\n").into_bytes()).collect();
+    data.extend_from_slice(b"x\tbad\n");
+    let file = db.file("t.tsv", &data);
+    let path = file.to_str().unwrap();
+    let args = [path, "--table", "t", "--chunk-size", "1KiB", "--workers", "1", "--defer-indexes", "yes"];
+    let args = [&args[..], &["--max-errors", "0"]].concat();
+    let dropped = r#"index "t_note" stays dropped until the same command runs again and builds it"#;
+    let stopped = db.load(&args);
+    assert_eq!(stopped.code, 5, "{}", stopped.stderr);
+    assert!(stopped.stderr.contains(dropped), "{}", stopped.stderr);
+    let mut other = data.clone();
+    let at = memchr::memmem::find(&other, b"note 0001").unwrap();
+    other[at..at + 4].copy_from_slice(b"NOTE");
+    std::fs::write(&file, &other).unwrap();
+    set_modified(path, "2001-02-03 04:05:06");
+    let refused = db.load(&args);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(refused.stderr.contains("held other data"), "{}", refused.stderr);
+    assert!(refused.stderr.contains(dropped), "{}", refused.stderr);
+    assert_eq!(db.scalar("SELECT count(*) FROM pg_indexes WHERE indexname = 't_note'"), "0");
+}
+
 /// A file copied or touched after a partial load has a new modification
 /// time but the same bytes: the job resumes once every committed chunk is
 /// found again, byte for byte, and loads the rest exactly once. Other bytes

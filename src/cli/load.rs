@@ -303,8 +303,15 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
     }
     let report = match outcome {
         Ok(report) => report,
-        Err(Failed { error, partial: None }) => return Err(error),
-        Err(Failed { error, partial: Some(partial) }) => {
+        Err(Failed { error, partial: None, left_undone }) if !left_undone.is_empty() => {
+            eprintln!("sluice: {}", redactor.apply(&error.to_string()));
+            for line in left_undone {
+                eprintln!("sluice: {line}");
+            }
+            return Ok(error.exit_code());
+        }
+        Err(Failed { error, partial: None, .. }) => return Err(error),
+        Err(Failed { error, partial: Some(partial), .. }) => {
             // The error first, then what stays loaded.
             eprintln!("sluice: {}", redactor.apply(&error.to_string()));
             write_report(&args, &partial)?;

@@ -260,11 +260,16 @@ enum Event {
 pub struct Failed {
     pub error: Error,
     pub partial: Option<Box<LoadReport>>,
+    /// When it stopped after the job opened but before the copy (a changed
+    /// input refused, a Ctrl-C during its check): what the job leaves to be
+    /// put back (see [`Deferral::left_undone`]); with a partial report, its
+    /// deferral says it.
+    pub left_undone: Vec<String>,
 }
 
 impl From<Error> for Failed {
     fn from(error: Error) -> Self {
-        Failed { error, partial: None }
+        Failed { error, partial: None, left_undone: Vec::new() }
     }
 }
 
@@ -316,7 +321,7 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         let outcome = run_connected(req, progress, (sources, format), connected);
         drop(watching);
         outcome.map_err(|failed| match failed.partial {
-            None if blockers.cancelled_any() => Error::Interrupted { chunks: 0, rows: 0 }.into(),
+            None if blockers.cancelled_any() => Failed { error: Error::Interrupted { chunks: 0, rows: 0 }, ..failed },
             _ => failed,
         })
     })
@@ -360,7 +365,6 @@ fn run_connected(
     };
     let OpenedJob { job, mut done, defer_plan, steps, fingerprint, inputs_changed } =
         open_job(&control, req, &table, &format, &sources, wanted)?;
-    let auto_ceiling = auto_ceiling(&control, req)?;
     let mut early_warnings = Vec::new();
     if let Some(names) = &header_columns {
         early_warnings.push(format!(
@@ -374,7 +378,9 @@ fn run_connected(
     {
         early_warnings.push(format!("--defer-indexes: nothing was deferred: {why}"));
     }
-    if defer::recover_unlogged(&control, &job, &table.quoted())? {
+    let mut deferral = defer::deferral(&steps, defer_plan);
+    let before_copy = |error: Error| Failed { error, partial: None, left_undone: deferral.left_undone() };
+    if defer::recover_unlogged(&control, &job, &table.quoted()).map_err(before_copy)? {
         early_warnings.push(format!(
             "{} was unlogged for job {job} and the server restarted meanwhile (a crash empties unlogged \
              tables): it was emptied and every chunk is loaded again",
@@ -382,6 +388,7 @@ fn run_connected(
         ));
         done.clear();
     }
+    let auto_ceiling = auto_ceiling(&control, req).map_err(before_copy)?;
     drop(control);
     progress.set_total(sources.iter().map(|s| s.size).sum::<Option<u64>>());
     let mut shared = Shared {
@@ -420,7 +427,7 @@ fn run_connected(
         refused: std::sync::Mutex::default(),
     };
     if inputs_changed && !shared.done.is_empty() {
-        check_committed_chunks(&shared, req)?;
+        check_committed_chunks(&shared, req).map_err(before_copy)?;
         shared.early_warnings.push(format!(
             "the input changed size or modification time since job {} began; each of the {} it committed was \
              found again, byte for byte, before loading",
@@ -430,7 +437,6 @@ fn run_connected(
     }
     let mut rejects = RejectsFile::new(&rejects_path);
     let mut outcome = run_pipeline(&shared, req, &mut rejects);
-    let mut deferral = defer::deferral(&steps, defer_plan);
     outcome = complete_job(&mut shared, req, &mut rejects, outcome, &mut deferral, !steps.is_empty());
     conclude(&shared, req, outcome, &mut rejects, started_unix_ms, deferral)
 }
@@ -702,7 +708,7 @@ fn conclude(
         report.summary.rejects_file = Some(rejects.path().display().to_string());
     }
     match failure {
-        Some(error) => Err(Failed { error, partial: Some(Box::new(report)) }),
+        Some(error) => Err(Failed { error, partial: Some(Box::new(report)), left_undone: Vec::new() }),
         None => Ok(report),
     }
 }
