@@ -373,6 +373,50 @@ pub fn done_chunks(session: &PgSession, job: &str) -> Result<HashMap<u64, Done>,
     Ok(rows.iter().map(|r| (num(&r[0]), done(r))).collect())
 }
 
+/// An unfinished job into a table, with the first chunk it committed rows
+/// from: what tells whether another job's input holds the same data.
+#[derive(Clone, Debug)]
+pub struct UnfinishedJob {
+    pub job: String,
+    /// Rows its chunks committed.
+    pub rows: u64,
+    pub file: String,
+    pub byte_offset: u64,
+    pub byte_len: u64,
+    pub content_hash: u64,
+}
+
+/// The other jobs into `table` (by name and, where recorded, OID) that are
+/// unfinished and committed rows, when `job` is not in the ledger yet.
+pub fn unfinished_jobs_into(
+    session: &PgSession,
+    table: &str,
+    table_oid: u32,
+    job: &str,
+) -> Result<Vec<UnfinishedJob>, Error> {
+    let rows = session.query(
+        "SELECT j.job, (SELECT sum(rows_loaded) FROM sluice.chunks WHERE job = j.job AND state = 'done'), \
+         c.file, c.byte_offset, c.byte_len, c.content_hash FROM sluice.jobs j CROSS JOIN LATERAL \
+         (SELECT file, byte_offset, byte_len, content_hash FROM sluice.chunks WHERE job = j.job AND state = 'done' \
+         AND rows_loaded > 0 AND content_hash IS NOT NULL ORDER BY byte_offset, seq LIMIT 1) c \
+         WHERE j.target_table = $1 AND coalesce(j.table_oid, $3::bigint) = $3::bigint AND j.finished_at IS NULL \
+         AND j.job <> $2 AND NOT EXISTS (SELECT FROM sluice.jobs WHERE job = $2) ORDER BY j.created_at",
+        &[Some(table), Some(job), Some(&table_oid.to_string())],
+    )?;
+    let num = |v: &Option<String>| v.as_deref().and_then(|s| s.parse::<i64>().ok()).unwrap_or(0);
+    Ok(rows
+        .iter()
+        .map(|r| UnfinishedJob {
+            job: r[0].clone().unwrap_or_default(),
+            rows: num(&r[1]) as u64,
+            file: r[2].clone().unwrap_or_default(),
+            byte_offset: num(&r[3]) as u64,
+            byte_len: num(&r[4]) as u64,
+            content_hash: num(&r[5]) as u64,
+        })
+        .collect())
+}
+
 /// The rows a chunk loaded and those a trigger suppressed, when its ledger
 /// row is done.
 pub fn committed_rows(session: &PgSession, job: &str, seq: u64) -> Result<Option<(u64, u64)>, Error> {

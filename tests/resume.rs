@@ -399,6 +399,52 @@ fn a_load_refused_before_its_copy_names_what_stays_dropped() {
     assert_eq!(db.scalar("SELECT count(*) FROM pg_indexes WHERE indexname = 't_note'"), "0");
 }
 
+/// A load cut short, then run again by a command that differs (another
+/// chunk size; the file moved or compressed) is another job, which would
+/// load again the rows the first one committed. It is refused before
+/// anything loads, naming the unfinished job; `--job` loads it anyway, and
+/// the first command resumes its job.
+#[test]
+fn the_data_of_an_unfinished_job_is_refused_under_another_command() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, note text)");
+    let data: Vec<u8> = (0..3000).flat_map(|i| format!("{i}\tnote {i:04}\n").into_bytes()).collect();
+    let file = db.file("t.tsv", &data);
+    let path = file.to_str().unwrap();
+    let args = |path: &str, chunk: &str| {
+        [path, "--table", "t", "--format", "tsv", "--chunk-size", chunk, "--workers", "1"].map(String::from)
+    };
+    let load = |args: &[String]| db.load(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    load(&args(path, "1KiB")).assert_ok();
+    // Cut short, as a crash leaves it: chunk 10 on lost.
+    db.execute("DELETE FROM t WHERE id >= (SELECT first_line - 1 FROM sluice.chunks WHERE seq = 10)");
+    db.execute("UPDATE sluice.chunks SET state = 'pending', rows_loaded = 0 WHERE seq >= 10");
+    db.execute("UPDATE sluice.jobs SET finished_at = NULL");
+    let kept = db.count("t");
+    assert!((500..1000).contains(&kept), "{kept}");
+    let moved = db.dir.path().join("moved.tsv");
+    std::fs::rename(&file, &moved).unwrap();
+    let gz = db.file("t.tsv.gz", &crate::util::gzip(&data));
+    for again in [args(&moved.to_string_lossy(), "1KiB"), args(&gz.to_string_lossy(), "1KiB")] {
+        let refused = load(&again);
+        assert_eq!(refused.code, 2, "{again:?}: {}", refused.stderr);
+        assert!(refused.stderr.contains(": job t-") && refused.stderr.contains("is unfinished"), "{}", refused.stderr);
+        assert!(refused.stderr.contains("would load those rows again"), "{}", refused.stderr);
+    }
+    std::fs::rename(&moved, &file).unwrap();
+    let refused = load(&args(path, "2KiB"));
+    assert_eq!(refused.code, 2, "another chunk size: {}", refused.stderr);
+    assert_eq!(db.count("t"), kept, "nothing loaded by the refused runs");
+    // Named a job of its own: loaded, twice over as asked.
+    let own = [&args(path, "2KiB")[..], &["--job".to_string(), "again".to_string()]].concat();
+    load(&own).assert_ok();
+    assert_eq!(db.count("t"), kept + 3000);
+    // The first command resumes its job and loads the rest once.
+    load(&args(path, "1KiB")).assert_ok();
+    assert_eq!(db.count("t"), 6000);
+    assert_eq!(db.scalar("SELECT count(*) FROM (SELECT id FROM t GROUP BY id HAVING count(*) = 2) d"), "3000");
+}
+
 /// A file copied or touched after a partial load has a new modification
 /// time but the same bytes: the job resumes once every committed chunk is
 /// found again, byte for byte, and loads the rest exactly once. Other bytes
@@ -706,9 +752,7 @@ fn stdin_with_other_data_is_a_new_job_and_never_skipped() {
 fn gzip_and_stdin_inputs_resume_exactly() {
     let f = fixture(600_000, &[]);
     let plain = std::fs::read(f.db.dir.path().join("t.tsv")).unwrap();
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    std::io::Write::write_all(&mut gz, &plain).unwrap();
-    let packed = f.db.file("t.tsv.gz", &gz.finish().unwrap());
+    let packed = f.db.file("t.tsv.gz", &crate::util::gzip(&plain));
     for input in ["gzip", "stdin"] {
         if input == "stdin" {
             f.db.execute("TRUNCATE t; TRUNCATE sluice.jobs CASCADE; TRUNCATE sluice.rejects");

@@ -118,6 +118,77 @@ pub fn refuse_an_emptied_table(control: &PgSession, job: &str, table: &TableInfo
     )))
 }
 
+/// A new job under the default name whose input holds what another,
+/// unfinished job into the same table committed is refused: it would load
+/// those rows a second time. That is the same data loaded by a command that
+/// differs (another `--chunk-size`, the file moved, renamed or
+/// decompressed), most often a retry after a crash; the job it should
+/// resume is named. Told by one chunk of the other job, its first with
+/// rows, found at the same place with the same bytes (a read of the input up
+/// to that chunk's end). Not checked for `--job` (a job named on purpose),
+/// `--truncate`, an empty table, or stdin and pipes (their job is named by
+/// their first bytes, so the same data resumes it).
+pub fn refuse_the_data_of_an_unfinished_job(
+    control: &PgSession,
+    req: &LoadRequest,
+    job: &str,
+    table: &TableInfo,
+    sources: &[Source],
+) -> Result<(), Error> {
+    if req.job.is_some() || req.truncate {
+        return Ok(());
+    }
+    let unfinished = crate::ledger::unfinished_jobs_into(control, &table.display(), table.oid, job)?;
+    if unfinished.is_empty() || control.table_is_empty(table)? == Some(true) {
+        return Ok(());
+    }
+    for other in &unfinished {
+        for source in sources.iter().filter(|s| s.can_be_read_again()) {
+            if holds_the_chunk_of(source, other)? {
+                return Err(source.input_error(&format!(
+                    "job {} into {} is unfinished, and this input holds what it committed ({} from {}, bytes \
+                     {}..{}, found here at the same place): as a new job it would load those rows again. Run the \
+                     command that began that job again, with the same inputs, paths and --chunk-size, to resume \
+                     it (sluice status lists it); or, to load this input as well, name it a job of its own with \
+                     --job NAME",
+                    other.job,
+                    table.display(),
+                    count_of(other.rows, "row"),
+                    other.file,
+                    other.byte_offset,
+                    other.byte_offset + other.byte_len
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `source` holds the bytes of `other`'s chunk at the same place.
+fn holds_the_chunk_of(source: &Source, other: &crate::ledger::UnfinishedJob) -> Result<bool, Error> {
+    use std::io::Read;
+    let (stream, raw) = source.open_stream()?;
+    let mut stream = stream.take(other.byte_offset + other.byte_len);
+    let read_error = |e: std::io::Error| source.read_error(&e, raw.get());
+    let skipped =
+        std::io::copy(&mut (&mut stream).take(other.byte_offset), &mut std::io::sink()).map_err(read_error)?;
+    let mut hash = xxhash_rust::xxh3::Xxh3::new();
+    let mut block = vec![0; 1 << 16];
+    let mut hashed = 0;
+    loop {
+        match stream.read(&mut block) {
+            Ok(0) => break,
+            Ok(n) => {
+                hash.update(&block[..n]);
+                hashed += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(read_error(e)),
+        }
+    }
+    Ok(skipped == other.byte_offset && hashed == other.byte_len && hash.digest() == other.content_hash)
+}
+
 fn refs(parts: &[String]) -> Vec<&str> {
     parts.iter().map(String::as_str).collect()
 }

@@ -589,6 +589,7 @@ fn open_job(
 ) -> Result<OpenedJob, Failed> {
     ensure_tables(control)?;
     let job = job::name(req, table, format, sources);
+    job::refuse_the_data_of_an_unfinished_job(control, req, &job, table, sources)?;
     // Planned by the process that runs the job's first steps, under its lock.
     let planned = std::cell::RefCell::new(None);
     let plan_deferred = || -> Result<Vec<ledger::DeferredStep>, Error> {

@@ -222,3 +222,10 @@ pub fn sluice_with_stdin(args: &[&str], input: &[u8]) -> Run {
     writer.join().unwrap();
     Run::from(out)
 }
+
+/// `data` gzipped (fast level).
+pub fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut enc, data).unwrap();
+    enc.finish().unwrap()
+}
