@@ -149,8 +149,8 @@ pub fn refuse_the_data_of_an_unfinished_job(
                     "job {} into {} is unfinished, and this input holds what it committed ({} from {}, bytes \
                      {}..{}, found here at the same place): as a new job it would load those rows again. Run the \
                      command that began that job again, with the same inputs, paths and --chunk-size, to resume \
-                     it (sluice status lists it); or, to load this input as well, name it a job of its own with \
-                     --job NAME",
+                     it (sluice status lists it); to load this input as well, name it a job of its own with --job \
+                     NAME; or empty the table first with --truncate",
                     other.job,
                     table.display(),
                     count_of(other.rows, "row"),
