@@ -32,7 +32,7 @@
 //!
 //! Schema (documented in the README; columns are only ever added):
 //! `sluice.jobs (job, target_table, fingerprint, created_at, finished_at,
-//! chunking)` and
+//! chunking, table_oid, command)` and
 //! `sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, state
 //! ('pending' or 'done'), rows_loaded, rows_rejected, host, pid, committed_at,
 //! content_hash, rows_suppressed)`,
@@ -62,7 +62,8 @@ pub const TABLES: [&str; 5] = ["jobs", "chunks", "steps", "xacts", "rejects"];
 pub const CREATE_TABLES: &str =
     "CREATE TABLE IF NOT EXISTS sluice.jobs (job text PRIMARY KEY, target_table text NOT NULL, \
      fingerprint text NOT NULL, steps_done boolean NOT NULL DEFAULT false, \
-     created_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz, chunking text, table_oid bigint); \
+     created_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz, chunking text, table_oid bigint, \
+     command text); \
      CREATE TABLE IF NOT EXISTS sluice.chunks (job text NOT NULL REFERENCES sluice.jobs ON DELETE CASCADE, \
      seq bigint NOT NULL, file text NOT NULL, byte_offset bigint NOT NULL, byte_len bigint NOT NULL, \
      first_line bigint NOT NULL, state text NOT NULL, rows_loaded bigint NOT NULL DEFAULT 0, \
@@ -81,9 +82,10 @@ pub const CREATE_TABLES: &str =
 /// locks a table whole even when the column is there, and a process
 /// altering the ledger while another one loads could deadlock with it.
 /// Listed in the order loads lock the tables (jobs, then chunks).
-const ADDED_COLUMNS: [(&str, &str, &str); 4] = [
+const ADDED_COLUMNS: [(&str, &str, &str); 5] = [
     ("jobs", "chunking", "text"),
     ("jobs", "table_oid", "bigint"),
+    ("jobs", "command", "text"),
     ("chunks", "content_hash", "bigint"),
     ("chunks", "rows_suppressed", "bigint NOT NULL DEFAULT 0"),
 ];
@@ -177,6 +179,8 @@ pub struct JobSpec<'a> {
     /// sizes or times changed can be checked before loading ([`Opened::Changed`]).
     pub rereadable: bool,
     pub restart: bool,
+    /// The command line that began the job (`LoadRequest::command`).
+    pub command: Option<&'a str>,
     /// Steps before the copy (such as TRUNCATE), run once per job.
     pub first_steps: &'a [String],
     /// Chooses the indexes and constraints to drop now and build after the
@@ -213,15 +217,25 @@ pub fn open(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened, Error> {
 }
 
 fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened, Error> {
-    let JobSpec { job, table, table_oid, fingerprint, chunking, rereadable, restart, first_steps, plan_deferred } =
-        *spec;
+    let JobSpec {
+        job,
+        table,
+        table_oid,
+        fingerprint,
+        chunking,
+        rereadable,
+        restart,
+        command,
+        first_steps,
+        plan_deferred,
+    } = *spec;
     let oid = table_oid.to_string();
     // Create-if-missing, then lock: concurrent processes starting the same
     // job queue up here, and only the first runs the job's first steps.
     session.query(
-        "INSERT INTO sluice.jobs (job, target_table, fingerprint, chunking, table_oid) \
-         VALUES ($1, $2, $3, $4, $5::bigint) ON CONFLICT (job) DO NOTHING RETURNING 1",
-        &[Some(job), Some(table), Some(fingerprint), Some(chunking), Some(&oid)],
+        "INSERT INTO sluice.jobs (job, target_table, fingerprint, chunking, table_oid, command) \
+         VALUES ($1, $2, $3, $4, $5::bigint, $6) ON CONFLICT (job) DO NOTHING RETURNING 1",
+        &[Some(job), Some(table), Some(fingerprint), Some(chunking), Some(&oid), command],
     )?;
     let found = session.query(
         "SELECT fingerprint, target_table, coalesce(finished_at::text, ''), steps_done, coalesce(chunking, ''), \
@@ -254,8 +268,8 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
         session.query("DELETE FROM sluice.steps WHERE job = $1 AND state = 'rebuilt' RETURNING 1", &[Some(job)])?;
         session.query(
             "UPDATE sluice.jobs SET target_table = $2, fingerprint = $3, chunking = $4, finished_at = NULL, \
-             steps_done = false, created_at = now(), table_oid = $5::bigint WHERE job = $1 RETURNING 1",
-            &[Some(job), Some(table), Some(fingerprint), Some(chunking), Some(&oid)],
+             steps_done = false, created_at = now(), table_oid = $5::bigint, command = $6 WHERE job = $1 RETURNING 1",
+            &[Some(job), Some(table), Some(fingerprint), Some(chunking), Some(&oid), command],
         )?;
     } else if !same && !changed {
         return Err(Error::Usage(format!(
@@ -384,6 +398,8 @@ pub struct UnfinishedJob {
     pub byte_offset: u64,
     pub byte_len: u64,
     pub content_hash: u64,
+    /// The command that began it, when a sluice that records it did.
+    pub command: Option<String>,
 }
 
 /// The other jobs into `table` (by name and, where recorded, OID) that are
@@ -396,7 +412,7 @@ pub fn unfinished_jobs_into(
 ) -> Result<Vec<UnfinishedJob>, Error> {
     let rows = session.query(
         "SELECT j.job, (SELECT sum(rows_loaded) FROM sluice.chunks WHERE job = j.job AND state = 'done'), \
-         c.file, c.byte_offset, c.byte_len, c.content_hash FROM sluice.jobs j CROSS JOIN LATERAL \
+         c.file, c.byte_offset, c.byte_len, c.content_hash, j.command FROM sluice.jobs j CROSS JOIN LATERAL \
          (SELECT file, byte_offset, byte_len, content_hash FROM sluice.chunks WHERE job = j.job AND state = 'done' \
          AND rows_loaded > 0 AND content_hash IS NOT NULL ORDER BY byte_offset, seq LIMIT 1) c \
          WHERE j.target_table = $1 AND coalesce(j.table_oid, $3::bigint) = $3::bigint AND j.finished_at IS NULL \
@@ -413,6 +429,7 @@ pub fn unfinished_jobs_into(
             byte_offset: num(&r[3]) as u64,
             byte_len: num(&r[4]) as u64,
             content_hash: num(&r[5]) as u64,
+            command: r[6].clone(),
         })
         .collect())
 }
@@ -600,6 +617,8 @@ pub struct JobStatus {
     pub active: Vec<String>,
     /// Indexes and constraints dropped for the job and not yet built again.
     pub dropped: Vec<String>,
+    /// The command that began it (what resumes it), when recorded.
+    pub command: Option<String>,
 }
 
 /// Every job, or the one named, newest first.
@@ -611,7 +630,7 @@ pub fn status(session: &PgSession, job: Option<&str>) -> Result<Vec<JobStatus>, 
            coalesce(string_agg(DISTINCT c.host || ' (pid ' || c.pid || ')', ', ') \
              FILTER (WHERE c.committed_at > now() - interval '1 minute'), ''), \
            (SELECT coalesce(string_agg(s.name, '; ' ORDER BY s.step), '') FROM sluice.steps s \
-             WHERE s.job = j.job AND s.state = 'dropped') \
+             WHERE s.job = j.job AND s.state = 'dropped'), min(j.command) \
          FROM sluice.jobs j LEFT JOIN sluice.chunks c ON c.job = j.job \
          WHERE $1::text IS NULL OR j.job = $1 GROUP BY j.job ORDER BY max(j.created_at) DESC",
         &[job],
@@ -630,6 +649,7 @@ pub fn status(session: &PgSession, job: Option<&str>) -> Result<Vec<JobStatus>, 
             rejected: num(r, 6),
             active: text(r, 7).split(", ").filter(|s| !s.is_empty()).map(str::to_string).collect(),
             dropped: text(r, 8).split("; ").filter(|s| !s.is_empty()).map(str::to_string).collect(),
+            command: r[9].clone(),
         })
         .collect())
 }

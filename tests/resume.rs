@@ -434,6 +434,15 @@ fn the_data_of_an_unfinished_job_is_refused_under_another_command() {
     std::fs::rename(&moved, &file).unwrap();
     let refused = load(&args(path, "2KiB"));
     assert_eq!(refused.code, 2, "another chunk size: {}", refused.stderr);
+    // It names the command that resumes the job: the first one, in its
+    // directory, without the connection.
+    let resume = "Resume that job with the command that began it (cd ";
+    assert!(refused.stderr.contains(resume), "{}", refused.stderr);
+    let first = format!(" && sluice load {path} --table t --format tsv --chunk-size 1KiB --workers 1");
+    assert!(refused.stderr.contains(&first), "{}", refused.stderr);
+    assert!(!refused.stderr.contains(&db.conninfo()) && !refused.stderr.contains("--db"), "{}", refused.stderr);
+    let status = crate::util::sluice(&["status", "--db", &db.conninfo()]);
+    assert!(status.stdout.contains("  resume with: cd "), "{}", status.stdout);
     assert_eq!(db.count("t"), kept, "nothing loaded by the refused runs");
     // Named a job of its own: loaded, twice over as asked.
     let own = [&args(path, "2KiB")[..], &["--job".to_string(), "again".to_string()]].concat();
@@ -729,13 +738,15 @@ fn stdin_with_other_data_is_a_new_job_and_never_skipped() {
     // A ledger made before content hashes, suppressed counts and chunking
     // hashes gets the columns on the next load.
     db.execute("ALTER TABLE sluice.chunks DROP COLUMN content_hash, DROP COLUMN rows_suppressed");
-    db.execute("ALTER TABLE sluice.jobs DROP COLUMN chunking");
+    db.execute("ALTER TABLE sluice.jobs DROP COLUMN chunking, DROP COLUMN command");
     // Other records of the very same lengths cut the same byte ranges: the
     // chunks' content hashes tell them apart.
     let same_lengths = [&args[..], &["--job", "fixed-width"]].concat();
     sluice_with_stdin(&same_lengths, &day(1000, 1400)).assert_ok();
     let hashed = "SELECT count(content_hash) FROM sluice.chunks WHERE job = 'fixed-width'";
     assert_eq!(db.scalar(hashed), "5");
+    let recorded = "SELECT count(*) FROM sluice.jobs WHERE job = 'fixed-width' AND command LIKE '% --job fixed-width%'";
+    assert_eq!(db.scalar(recorded), "1", "the command, recorded once the column is back");
     let other = sluice_with_stdin(&same_lengths, &day(2000, 2400));
     assert_eq!(other.code, 2, "{}", other.stderr);
     assert!(

@@ -284,8 +284,31 @@ impl LoadArgs {
             defer_indexes: self.defer_indexes.into(),
             unlogged: self.unlogged,
             max_workers: self.max_workers,
+            command: command_line(),
         }
     }
+}
+
+/// This command as the user can run it again, in the directory it ran in
+/// (a job's inputs are their full paths), quoted for a shell, without its
+/// connection: `--db` may hold a password, and the same environment gives
+/// the same server.
+fn command_line() -> Option<String> {
+    let mut words = vec!["sluice".to_string()];
+    let mut args = std::env::args_os().skip(1).map(|a| a.to_string_lossy().into_owned());
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--db" => {
+                args.next();
+            }
+            db if db.starts_with("--db=") => {}
+            _ => words.push(arg),
+        }
+    }
+    let command = shlex::try_join(words.iter().map(String::as_str)).ok()?;
+    let dir = std::env::current_dir().ok()?;
+    let dir = shlex::try_quote(&dir.to_string_lossy()).ok()?.into_owned();
+    Some(format!("cd {dir} && {command}"))
 }
 
 pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {

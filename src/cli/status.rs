@@ -57,6 +57,9 @@ pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
             thousands(j.rejected),
             if j.active.is_empty() { "-".to_string() } else { j.active.join(", ") }
         );
+        if let Some(command) = j.command.as_ref().filter(|_| j.state != "finished") {
+            println!("  resume with: {command}");
+        }
         if !j.dropped.is_empty() {
             println!(
                 "  dropped for the load, not yet built again: {}; run the job's command again to build them",

@@ -145,12 +145,17 @@ pub fn refuse_the_data_of_an_unfinished_job(
     for other in &unfinished {
         for source in sources.iter().filter(|s| s.can_be_read_again()) {
             if holds_the_chunk_of(source, other)? {
+                let resume = match &other.command {
+                    Some(command) => format!("Resume that job with the command that began it ({command})"),
+                    None => "Resume that job by running the command that began it again, with the same inputs, \
+                             paths and --chunk-size (sluice status lists it)"
+                        .to_string(),
+                };
                 return Err(source.input_error(&format!(
                     "job {} into {} is unfinished, and this input holds what it committed ({} from {}, bytes \
-                     {}..{}, found here at the same place): as a new job it would load those rows again. Run the \
-                     command that began that job again, with the same inputs, paths and --chunk-size, to resume \
-                     it (sluice status lists it); to load this input as well, name it a job of its own with --job \
-                     NAME; or empty the table first with --truncate",
+                     {}..{}, found here at the same place): as a new job it would load those rows again. {resume}; \
+                     to load this input as well, name it a job of its own with --job NAME; or empty the table \
+                     first with --truncate",
                     other.job,
                     table.display(),
                     count_of(other.rows, "row"),

@@ -124,6 +124,10 @@ pub struct LoadRequest {
     /// `--max-workers`: the most `--workers auto` opens (default: the CPU
     /// count for a server on this machine, else [`MAX_AUTO_WORKERS`]).
     pub max_workers: Option<usize>,
+    /// The command line, without its connection, kept in the ledger by the
+    /// run that begins a job: what to run again to resume it (`sluice
+    /// status` and a refused retry show it).
+    pub command: Option<String>,
 }
 
 impl LoadRequest {
@@ -153,6 +157,7 @@ impl LoadRequest {
             defer_indexes: DeferIndexes::Auto,
             unlogged: false,
             max_workers: None,
+            command: None,
         }
     }
 }
@@ -608,6 +613,7 @@ fn open_job(
         chunking: &job::chunking(req, table, format, sources),
         rereadable: !any_read_once(sources),
         restart: req.restart,
+        command: req.command.as_deref(),
         first_steps: &first_steps,
         plan_deferred: &plan_deferred,
     };
