@@ -239,12 +239,12 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
     )?;
     let found = session.query(
         "SELECT fingerprint, target_table, coalesce(finished_at::text, ''), steps_done, coalesce(chunking, ''), \
-         coalesce(table_oid::text, '') FROM sluice.jobs WHERE job = $1 FOR UPDATE",
+         coalesce(table_oid::text, ''), coalesce(command, '') FROM sluice.jobs WHERE job = $1 FOR UPDATE",
         &[Some(job)],
     )?;
     let row = found.first().ok_or_else(|| Error::Server(format!("job {job} vanished from sluice.jobs")))?;
-    let [old_fingerprint, old_table, finished_at, steps_done, old_chunking, old_oid] =
-        [0, 1, 2, 3, 4, 5].map(|i| row[i].clone().unwrap_or_default());
+    let [old_fingerprint, old_table, finished_at, steps_done, old_chunking, old_oid, old_command] =
+        [0, 1, 2, 3, 4, 5, 6].map(|i| row[i].clone().unwrap_or_default());
     if !restart && old_table == table && !old_oid.is_empty() && old_oid != oid {
         return Err(Error::Usage(format!(
             "job {job} loaded into an earlier table named {table}, dropped since: the table of that name now holds \
@@ -276,7 +276,11 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
             "job {job} was started with other input or options (the table, format options, chunk size or \
              sluice's chunking rule differ, or a file changed size or modification time and an older sluice \
              committed its chunks without a content hash); run with --restart to start it over, or name a new \
-             job with --job"
+             job with --job{}",
+            match old_command.as_str() {
+                "" => String::new(),
+                began => format!(". It began as: {began}"),
+            }
         )));
     } else if old_oid.is_empty() {
         // Begun by a sluice that did not record the table: from now on.

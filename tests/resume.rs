@@ -519,6 +519,10 @@ fn a_touched_input_resumes_and_other_bytes_are_refused_before_loading() {
     let refused = crate::util::sluice_with_stdin(&with_stdin, more);
     assert_eq!(refused.code, 2, "{}", refused.stderr);
     assert!(refused.stderr.contains("was started with other input"), "{}", refused.stderr);
+    let began = ". It began as: cd ";
+    let command = format!(" && sluice load {path} - --table u --format tsv --quiet --rejects ");
+    assert!(refused.stderr.contains(began) && refused.stderr.contains(&command), "{}", refused.stderr);
+    assert!(!refused.stderr.contains(&conninfo), "{}", refused.stderr);
     assert_eq!(db.count("u"), 2101);
 }
 
