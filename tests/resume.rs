@@ -369,6 +369,11 @@ fn set_modified(path: &str, stamp: &str) {
     assert_eq!(crate::util::run_command(touch).code, 0, "touch {path}");
 }
 
+/// TSV lines `id<TAB>note 0042` for table `t (id int, note text)`.
+fn notes(ids: std::ops::Range<u32>) -> Vec<u8> {
+    ids.flat_map(|i| format!("{i}\tnote {i:04}\n").into_bytes()).collect()
+}
+
 /// A load refused before its copy starts (here: the input changed since
 /// the job's first run) says what that run left dropped, as a load stopped
 /// during its copy does: a user who gives up then would keep a table
@@ -377,7 +382,7 @@ fn set_modified(path: &str, stamp: &str) {
 fn a_load_refused_before_its_copy_names_what_stays_dropped() {
     let db = TestDb::new();
     db.execute("CREATE TABLE t (id int, note text); CREATE INDEX t_note ON t (note)");
-    let mut data: Vec<u8> = (0..2000).flat_map(|i| format!("{i}\tnote {i:04}\n").into_bytes()).collect();
+    let mut data = notes(0..2000);
     data.extend_from_slice(b"x\tbad\n");
     let file = db.file("t.tsv", &data);
     let path = file.to_str().unwrap();
@@ -408,7 +413,7 @@ fn a_load_refused_before_its_copy_names_what_stays_dropped() {
 fn the_data_of_an_unfinished_job_is_refused_under_another_command() {
     let db = TestDb::new();
     db.execute("CREATE TABLE t (id int, note text)");
-    let data: Vec<u8> = (0..3000).flat_map(|i| format!("{i}\tnote {i:04}\n").into_bytes()).collect();
+    let data = notes(0..3000);
     let file = db.file("t.tsv", &data);
     let path = file.to_str().unwrap();
     let args = |path: &str, chunk: &str| {
@@ -463,9 +468,9 @@ fn the_data_of_an_unfinished_job_is_refused_under_another_command() {
 fn a_touched_input_resumes_and_other_bytes_are_refused_before_loading() {
     let db = TestDb::new();
     db.execute("CREATE TABLE t (id int, note text)");
-    let mut data: Vec<u8> = (0..2000).flat_map(|i| format!("{i}\tnote {i:04}\n").into_bytes()).collect();
+    let mut data = notes(0..2000);
     data.extend_from_slice(b"x\tbad\n");
-    data.extend((2000..2100).flat_map(|i| format!("{i}\tnote {i:04}\n").into_bytes()));
+    data.extend(notes(2000..2100));
     let file = db.file("t.tsv", &data);
     let path = file.to_str().unwrap();
     let args = [path, "--table", "t", "--chunk-size", "1KiB", "--workers", "1"];
