@@ -69,7 +69,8 @@ fn every_header_must_name_the_columns_of_the_first_before_anything_loads() {
     let same = db.file("h/same.csv", b"\"a\", B \r\na2,b2\r\n");
     let swapped = db.file("h/swapped.csv", b"b,a\nb3,a3\n");
     let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
-    let run = db.load(&[&path(&first), &path(&same), "--table", "t", "--header"]);
+    let empty = db.file("h/empty.csv", b"");
+    let run = db.load(&[&path(&first), &path(&empty), &path(&same), "--table", "t", "--header"]);
     run.assert_ok();
     assert_eq!(db.scalar("SELECT string_agg(a || b, ' ' ORDER BY a) FROM t"), "a1b1 a2b2");
     let run = db.load(&[&path(&first), &path(&swapped), "--table", "t", "--header", "--truncate", "--restart"]);

@@ -1044,12 +1044,16 @@ fn names_in_headers(
     let Some(first) = sources.first().filter(|_| format.header) else {
         return Ok(None);
     };
-    let first_header = header_of(first, format, req)?;
+    let Some(first_header) = header_of(first, format, req)? else {
+        return Ok(None);
+    };
     let Some(names) = plan::header_names(table, &first_header, format) else {
         return Ok(None);
     };
     for source in &sources[1..] {
-        let header = header_of(source, format, req)?;
+        let Some(header) = header_of(source, format, req)? else {
+            continue;
+        };
         if plan::header_names(table, &header, format).as_ref() != Some(&names) {
             return Err(source.input_error(&format!(
                 "its header ({}) is not the header of {} ({}), whose names sluice loads the columns by; load it \
@@ -1063,11 +1067,11 @@ fn names_in_headers(
     Ok(Some(names))
 }
 
-/// An input's header record: from the file's start, or from the head of
-/// stdin or a pipe (read ahead when it was opened), so columns are matched
-/// by name whatever the input. A header that runs past that head is
-/// refused rather than taken in part.
-fn header_of(source: &Source, format: &FormatOptions, req: &LoadRequest) -> Result<Vec<u8>, Error> {
+/// An input's header record (`None`: the input is empty): from the file's
+/// start, or from the head of stdin or a pipe (read ahead when it was
+/// opened), so columns are matched by name whatever the input. A header
+/// that runs past that head is refused rather than taken in part.
+fn header_of(source: &Source, format: &FormatOptions, req: &LoadRequest) -> Result<Option<Vec<u8>>, Error> {
     let (stream, raw, whole) = source.open_start()?;
     let preamble = Chunker::new(stream, chunker_config(format, req, 1, false), 0, 0)
         .read_preamble()
@@ -1078,7 +1082,7 @@ fn header_of(source: &Source, format: &FormatOptions, req: &LoadRequest) -> Resu
             crate::report::human_bytes(crate::source::STREAM_HEAD as u64)
         )));
     }
-    Ok(preamble.header)
+    Ok((preamble.header_records > 0).then_some(preamble.header))
 }
 
 /// Cuts input `index` of the load from its start, numbering chunks from
