@@ -1058,9 +1058,9 @@ fn names_in_headers(
             return Err(source.input_error(&format!(
                 "its header ({}) is not the header of {} ({}), whose names sluice loads the columns by; load it \
                  on its own, or name the columns with --columns",
-                String::from_utf8_lossy(header.trim_ascii_end()),
+                String::from_utf8_lossy(&header),
                 first.name,
-                String::from_utf8_lossy(first_header.trim_ascii_end())
+                String::from_utf8_lossy(&first_header)
             )));
         }
     }
