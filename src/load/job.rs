@@ -173,26 +173,13 @@ pub fn refuse_the_data_of_an_unfinished_job(
 
 /// Whether `source` holds the bytes of `other`'s chunk at the same place.
 fn holds_the_chunk_of(source: &Source, other: &crate::ledger::UnfinishedJob) -> Result<bool, Error> {
-    use std::io::Read;
+    use std::io::{copy, sink, Read};
     let (stream, raw) = source.open_stream()?;
     let mut stream = stream.take(other.byte_offset + other.byte_len);
     let read_error = |e: std::io::Error| source.read_error(&e, raw.get());
-    let skipped =
-        std::io::copy(&mut (&mut stream).take(other.byte_offset), &mut std::io::sink()).map_err(read_error)?;
+    let skipped = copy(&mut (&mut stream).take(other.byte_offset), &mut sink()).map_err(read_error)?;
     let mut hash = xxhash_rust::xxh3::Xxh3::new();
-    let mut block = vec![0; 1 << 16];
-    let mut hashed = 0;
-    loop {
-        match stream.read(&mut block) {
-            Ok(0) => break,
-            Ok(n) => {
-                hash.update(&block[..n]);
-                hashed += n as u64;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(read_error(e)),
-        }
-    }
+    let hashed = copy(&mut stream, &mut hash).map_err(read_error)?;
     Ok(skipped == other.byte_offset && hashed == other.byte_len && hash.digest() == other.content_hash)
 }
 
