@@ -37,6 +37,7 @@ fn row(rng: &mut Rng, i: u64, unsure_every: u64) -> Vec<Option<String>> {
     let clock =
         |rng: &mut Rng| format!("{:02}:{:02}:{:02}{}", rng.below(24), rng.below(60), rng.below(60), fraction(rng));
     let time = |rng: &mut Rng| format!("{} {}", date(rng), clock(rng));
+    let time_or_date = |rng: &mut Rng| if rng.below(8) == 0 { date(rng) } else { time(rng) };
     let offset = |rng: &mut Rng| rng.pick(&["", "", "Z", "+00", "+02", "-05:30", "+0100", "-1200", "+14:45"]);
     let bits = |rng: &mut Rng, n: u64| (0..n).map(|_| rng.pick(&["0", "1"])).collect::<String>();
     let decimal = |rng: &mut Rng| {
@@ -61,8 +62,8 @@ fn row(rng: &mut Rng, i: u64, unsure_every: u64) -> Vec<Option<String>> {
         Some(decimal(rng)),
         Some(format!("{}{}.{}", rng.pick(&["", "-"]), rng.below(1_000_000), rng.below(100_000))),
         Some(date(rng)),
-        Some(time(rng)),
-        Some(time(rng)),
+        Some(time_or_date(rng)),
+        Some(time_or_date(rng)),
         Some(rng.pick(&["t", "f", "true", "false", "1", "0"]).to_string()),
         Some(text.to_string()),
         Some(rng.pick(&["short", "trailing   ", "", "exactly twenty chars"]).to_string()),
@@ -237,6 +238,10 @@ fn chunks_with_values_the_encoder_does_not_read_go_as_text() {
     assert!(binary > 0 && text > 0, "{binary} binary, {text} text chunks");
     let dates = (0..4000).filter(|i| i % 150 == 149 && (i / 150) % 11 == 2).count();
     assert_eq!(db.scalar("SELECT count(*) FROM got WHERE d = '2020-03-03'"), dates.to_string());
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(file.with_extension("report.json")).unwrap()).unwrap();
+    let why = report["summary"]["copy"]["first_fallback"].as_str().unwrap();
+    assert!(why.ends_with(r#"record 150: a value sluice does not read with certainty as integer: " 42 ""#), "{why}");
 }
 
 #[test]

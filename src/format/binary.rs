@@ -112,6 +112,30 @@ impl Codec {
 }
 
 impl Codec {
+    /// The type's name as the user knows it, for messages.
+    pub fn sql_name(self) -> &'static str {
+        match self {
+            Codec::Int2 => "smallint",
+            Codec::Int4 => "integer",
+            Codec::Int8 => "bigint",
+            Codec::Float4 => "real",
+            Codec::Float8 => "double precision",
+            Codec::Numeric => "numeric",
+            Codec::Date => "date",
+            Codec::Timestamp => "timestamp",
+            Codec::TimestampTz | Codec::TimestampTzUtc => "timestamptz",
+            Codec::Time => "time",
+            Codec::Bits => "bit",
+            Codec::Bool => "boolean",
+            Codec::Text => "text",
+            Codec::Json => "json",
+            Codec::Jsonb => "jsonb",
+            Codec::Uuid => "uuid",
+            Codec::Bytea => "bytea",
+            Codec::Inet => "inet",
+        }
+    }
+
     /// Whether the server's text input for this type costs more than the
     /// client's encoding of it. Measured with 2 workers (bench/README.md):
     /// numeric + date (lineitem) and jsonb (cname) load faster as binary;
@@ -608,7 +632,7 @@ fn encode_value(codec: Codec, text: &[u8], out: &mut Vec<u8>) -> Result<(), Stri
             "a timestamptz without an offset ({:?}), which the server reads in the session's time zone",
             preview(text)
         ),
-        _ => format!("a value sluice does not read with certainty as {codec:?}: {:?}", preview(text)),
+        _ => format!("a value sluice does not read with certainty as {}: {:?}", codec.sql_name(), preview(text)),
     })
 }
 
@@ -830,8 +854,13 @@ fn timestamptz(text: &[u8], bare_is_utc: bool) -> Option<i64> {
 }
 
 /// The timestamp at the front of `text` (date, ` ` or `T`, time of day) as
-/// microseconds from 2000-01-01 00:00, and what follows it.
+/// microseconds from 2000-01-01 00:00, and what follows it. A date alone is
+/// its midnight, as the server reads it (date-only columns exported into a
+/// timestamp column would otherwise send every chunk as text).
 fn leading_timestamp(text: &[u8]) -> Option<(i64, &[u8])> {
+    if text.len() == 10 {
+        return Some((iso_date(text)? * MICROS_PER_DAY, &[]));
+    }
     if text.len() < 19 || !matches!(text[10], b' ' | b'T') {
         return None;
     }
@@ -1266,6 +1295,10 @@ mod tests {
         assert_eq!(timestamptz(b"2000-01-01 12:00:00+16", true), None, "beyond the server's 15 hours");
         assert_eq!(timestamptz(b"2000-01-01 12:00:00 PST", true), None);
         assert_eq!(timestamp(b"2000-01-01 12:00:00+02"), None, "an offset is not part of a timestamp");
+        assert_eq!(timestamp(b"2000-01-02"), Some(24 * HOUR), "a date alone is its midnight");
+        assert_eq!(timestamptz(b"2000-01-02", true), Some(24 * HOUR));
+        assert_eq!(timestamptz(b"2000-01-02", false), None, "midnight in the session's zone");
+        assert_eq!(timestamp(b"2000-02-30"), None);
         let encoded = |t: &[u8]| {
             let mut out = Vec::new();
             bits(t, &mut out).map(|_| out)
