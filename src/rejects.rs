@@ -132,9 +132,14 @@ fn escape_text(value: &str) -> String {
     value.replace('\\', "\\\\").replace('\n', "\\n").replace('\r', "\\r").replace('\t', "\\t")
 }
 
-/// Every reject a job committed, in input order, for rewriting the file.
-pub const SELECT_FOR_JOB: &str = "SELECT file, line, byte, record, reason, sqlstate, column_name, \
-     encode(raw, 'hex') FROM sluice.rejects WHERE job = $1 ORDER BY file, byte";
+/// Every reject `job` committed, in input order, for writing the file.
+pub fn select_for_job(job: &str) -> String {
+    format!(
+        "SELECT file, line, byte, record, reason, sqlstate, column_name, encode(raw, 'hex') FROM sluice.rejects \
+         WHERE job = {} ORDER BY file, byte",
+        crate::sql::quote_literal(job)
+    )
+}
 
 /// The rejects a job committed for one byte range of one file.
 pub const SELECT_FOR_RANGE: &str = "SELECT file, line, byte, record, reason, sqlstate, column_name, \
@@ -142,7 +147,7 @@ pub const SELECT_FOR_RANGE: &str = "SELECT file, line, byte, record, reason, sql
      AND byte < $4::bigint ORDER BY byte";
 
 impl Reject {
-    /// A reject from a row of [`SELECT_FOR_JOB`] or [`SELECT_FOR_RANGE`].
+    /// A reject from a row of [`select_for_job`] or [`SELECT_FOR_RANGE`].
     pub fn from_row(row: &[Option<String>]) -> Reject {
         let text = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
         let num = |i: usize| text(i).parse().unwrap_or(0);

@@ -127,6 +127,39 @@ fn ctrl_c_or_term_stops_cleanly_and_the_same_command_resumes() {
     }
 }
 
+/// The rejects file holds the job's committed rejects after every run, an
+/// interrupted one included, and earlier runs' as well (before, a resumed
+/// run began the file afresh, and the earlier rejects came back only once
+/// the job finished).
+#[test]
+fn after_each_interrupted_run_the_rejects_file_holds_the_jobs_rejects() {
+    let f = fixture(3_000_000, &[]);
+    let file = f.db.dir.path().join("t.rejects.jsonl");
+    let mut interrupted = 0;
+    for wait in [300, 250, 250] {
+        let child = f.spawn();
+        std::thread::sleep(Duration::from_millis(wait));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let committed: u64 = f.db.scalar("SELECT count(*) FROM sluice.rejects").parse().unwrap();
+        let in_file = std::fs::read_to_string(&file).map_or(0, |text| text.lines().count() as u64);
+        assert_eq!(in_file, committed, "after run {}: {stderr}", interrupted + 1);
+        if out.status.code() == Some(3) {
+            interrupted += 1;
+            let said =
+                format!("{} records of the committed chunks were rejected", sluice::report::thousands(committed));
+            assert!(stderr.contains(&said), "{stderr}");
+            assert!(!stderr.contains("before the error"), "an interruption is not an error: {stderr}");
+        }
+    }
+    assert!(interrupted >= 2, "only {interrupted} runs were interrupted mid-load: the test lost its teeth");
+    let out = f.spawn().wait_with_output().unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+    f.assert_exact();
+}
+
 /// `child`'s stderr line by line as it comes, and all of it once it ends.
 fn stderr_lines(child: &mut Child) -> (mpsc::Receiver<String>, JoinHandle<String>) {
     let (tx, rx) = mpsc::channel();

@@ -339,14 +339,23 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
             eprintln!("sluice: {}", redactor.apply(&error.to_string()));
             write_report(&args, &partial)?;
             let s = &partial.summary;
-            eprintln!(
-                "sluice: {} in {} {} committed before the error and stay{} loaded; once the cause is fixed, run \
-                 the same command again to resume",
-                count_of(s.rows_loaded, "row"),
-                count_of(s.chunks, "chunk"),
-                if s.rows_loaded == 1 { "was" } else { "were" },
-                if s.rows_loaded == 1 { "s" } else { "" },
-            );
+            if !matches!(error, Error::Interrupted { .. }) {
+                // An interruption's own message already says what stays.
+                eprintln!(
+                    "sluice: {} in {} {} committed before the error and stay{} loaded; once the cause is fixed, \
+                     run the same command again to resume",
+                    count_of(s.rows_loaded, "row"),
+                    count_of(s.chunks, "chunk"),
+                    if s.rows_loaded == 1 { "was" } else { "were" },
+                    if s.rows_loaded == 1 { "s" } else { "" },
+                );
+            }
+            if let Some(file) = &s.rejects_file {
+                eprintln!(
+                    "sluice: {} of the committed chunks were rejected; see {file}",
+                    count_of(s.rejected + s.resumed_rejected, "record")
+                );
+            }
             for line in s.deferred.left_undone() {
                 eprintln!("sluice: {line}");
             }

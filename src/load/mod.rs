@@ -394,6 +394,12 @@ fn run_connected(
         done.clear();
     }
     let auto_ceiling = auto_ceiling(&control, req).map_err(before_copy)?;
+    // The file holds the job's rejects so far at every moment, earlier runs'
+    // included (it is rewritten in input order when the job finishes).
+    let mut rejects = RejectsFile::new(&rejects_path);
+    if done.values().any(|chunk| chunk.rejected > 0) {
+        write_committed_rejects(&control, &job, &mut rejects).map_err(before_copy)?;
+    }
     drop(control);
     progress.set_total(sources.iter().map(|s| s.size).sum::<Option<u64>>());
     let mut shared = Shared {
@@ -440,7 +446,6 @@ fn run_connected(
             count_of(shared.done.len() as u64, "chunk")
         ));
     }
-    let mut rejects = RejectsFile::new(&rejects_path);
     let mut outcome = run_pipeline(&shared, req, &mut rejects);
     outcome = complete_job(&mut shared, req, &mut rejects, outcome, &mut deferral, !steps.is_empty());
     conclude(&shared, req, outcome, &mut rejects, started_unix_ms, deferral)
@@ -734,17 +739,34 @@ fn finish_job(
 ) -> Result<(), Error> {
     rejects.flush().map_err(|e| rejects_file_error(rejects, &e))?;
     if rewrite {
-        let rows = control.query(crate::rejects::SELECT_FOR_JOB, &[Some(&shared.job)])?;
         let mut partial = rejects.path().as_os_str().to_owned();
         partial.push(format!(".partial-{}", std::process::id()));
         let mut file = RejectsFile::new(Path::new(&partial));
-        for row in &rows {
-            record_rejects(&mut file, &[Reject::from_row(row)])?;
-        }
+        write_committed_rejects(control, &shared.job, &mut file)?;
         file.move_to(rejects.path()).map_err(|e| rejects_file_error(&file, &e))?;
         *rejects = file;
     }
     ledger::finish(control, &shared.job, total, &shared.fingerprint)
+}
+
+/// Writes every reject `job` committed into `file`, in input order, through
+/// a cursor a page at a time: a job may hold millions of rejects, and
+/// sluice's memory stays bounded.
+fn write_committed_rejects(control: &PgSession, job: &str, file: &mut RejectsFile) -> Result<(), Error> {
+    const PAGE: usize = 1_000;
+    control.transaction(|| {
+        let select = crate::rejects::select_for_job(job);
+        control.execute(&format!("DECLARE committed_rejects NO SCROLL CURSOR FOR {select}"))?;
+        loop {
+            let rows = control.query(&format!("FETCH {PAGE} FROM committed_rejects"), &[])?;
+            for row in &rows {
+                record_rejects(file, &[Reject::from_row(row)])?;
+            }
+            if rows.len() < PAGE {
+                return Ok(());
+            }
+        }
+    })
 }
 
 /// Creates sluice's ledger and rejects tables when they are missing; a user
