@@ -324,7 +324,7 @@ fn table_findings(session: &PgSession, table: &TableInfo) -> Result<Vec<Finding>
 /// `reltuples` is -1 until the table is first vacuumed or analyzed.
 fn rows_estimate(reltuples: Option<&str>) -> String {
     match reltuples.and_then(|v| v.parse::<i64>().ok()) {
-        Some(n) if n >= 0 => format!("about {n} rows"),
+        Some(n) if n >= 0 => format!("about {} rows", crate::report::thousands(n as u64)),
         _ => "rows unknown (never analyzed)".into(),
     }
 }
@@ -363,5 +363,6 @@ mod tests {
         assert_eq!(setting_bytes(&[None, Some("16384".into()), Some("8kB".into())]), Some(128 << 20));
         assert_eq!(rows_estimate(Some("-1")), "rows unknown (never analyzed)");
         assert_eq!(rows_estimate(Some("42")), "about 42 rows");
+        assert_eq!(rows_estimate(Some("9998988")), "about 9,998,988 rows");
     }
 }
