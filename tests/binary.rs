@@ -230,6 +230,24 @@ fn binary_csv_loads_what_text_loads() {
     assert!(binary > 50 && text == 0, "{binary} binary, {text} text chunks");
 }
 
+/// Files from Windows end their lines in CRLF; they load as binary too
+/// (before, every chunk went as text), exactly as text COPY loads them.
+#[test]
+fn crlf_files_load_as_binary_what_text_loads() {
+    let db = TestDb::new();
+    let crlf = |lines: Vec<u8>| -> Vec<u8> {
+        lines.iter().flat_map(|&b| if b == b'\n' { vec![b'\r', b'\n'] } else { vec![b] }).collect()
+    };
+    for (name, data, psql_options) in
+        [("crlf.tsv", crlf(tsv(&rows(1500, 0))), ""), ("crlf.csv", crlf(csv(&rows(1500, 0))), "with (format csv)")]
+    {
+        db.execute("DROP TABLE IF EXISTS got, want");
+        let file = db.file(name, &data);
+        let (binary, text) = load_both_ways(&db, &file, &["--workers", "2"], psql_options);
+        assert!(binary > 50 && text == 0, "{name}: {binary} binary, {text} text chunks");
+    }
+}
+
 #[test]
 fn chunks_with_values_the_encoder_does_not_read_go_as_text() {
     let db = TestDb::new();

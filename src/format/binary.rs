@@ -14,7 +14,8 @@
 //! decimals, ISO dates and timestamps, `t`/`f`, hyphenated UUIDs, bytea in
 //! either text form, inet addresses that std's parsers read. Anything
 //! else (spaces around a number, exponents in a numeric, another date style,
-//! an escape that yields NUL, a carriage return, a wrong field count) is
+//! an escape that yields NUL, a line end other than the chunk's first one's
+//! (LF or CRLF), a carriage return alone, a wrong field count) is
 //! [`Unsure`], and the caller sends the chunk as text, where the server
 //! decides as before. Checks that depend on the column's modifier (length of
 //! `varchar(n)`, scale of `numeric(p,s)`, NOT NULL, constraints) stay on the
@@ -275,7 +276,7 @@ impl BinaryEncoder {
         if format.kind == FormatKind::Jsonl && codecs.len() != 1 {
             return Err("json lines fill exactly one column".into());
         }
-        let split = Split { codecs, column: 0, scratch: Vec::new() };
+        let split = Split { codecs, column: 0, scratch: Vec::new(), eol: Eol::Unknown };
         Ok(BinaryEncoder { rules: Rules::new(format), split, work: clean::Workspace::default() })
     }
 
@@ -303,6 +304,13 @@ impl BinaryEncoder {
         4 * paying >= self.split.codecs.len()
     }
 
+    /// Forgets the line ends of the chunk before: each chunk is a COPY of
+    /// its own, and the server takes a COPY's line end (LF or CRLF) from its
+    /// first line. Call it before a chunk's first [`encode`](Self::encode).
+    pub fn begin_chunk(&mut self) {
+        self.split.eol = Eol::Unknown;
+    }
+
     /// Encodes the whole records at the front of `input` (all of it when
     /// `at_end`: the last record may lack its newline) and appends their
     /// tuples to `out`. On [`Unsure`], `out` holds the tuples of the records
@@ -313,8 +321,11 @@ impl BinaryEncoder {
             let rest = &input[done.consumed..];
             let unsure = |reason| Unsure { record: done.records, reason };
             let tuple = out.len();
-            if self.rules.clean_lines {
-                if let Some(len) = clean::record(&self.split.codecs, &self.rules, rest, &mut self.work, out) {
+            // The chunk's first record goes through the exact splitter, which
+            // learns its line end.
+            if self.rules.clean_lines && self.split.eol != Eol::Unknown {
+                let crlf = self.split.eol == Eol::CrLf;
+                if let Some(len) = clean::record(&self.split.codecs, &self.rules, rest, crlf, &mut self.work, out) {
                     done.consumed += len;
                     done.records += 1;
                     continue;
@@ -337,6 +348,18 @@ impl BinaryEncoder {
     }
 }
 
+/// How the lines of a chunk end, as the server decides it: by the first line
+/// end of the COPY (PostgreSQL's `CopyReadLineText`). After an LF line a
+/// carriage return is an error; after a CRLF line so is a line feed alone
+/// (both go to the text path, whose COPY gives the server's own error). A
+/// carriage return alone (old Macs) is left to the text path too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Eol {
+    Unknown,
+    Lf,
+    CrLf,
+}
+
 /// Splits one record and encodes each field as soon as it ends, in one
 /// pass that also finds where the record ends, by the server's rules (the
 /// property tests check those ends against the record scanner's reference).
@@ -347,6 +370,8 @@ struct Split {
     column: usize,
     /// A field's value after unescaping or unquoting.
     scratch: Vec<u8>,
+    /// The line end of the chunk's records, once its first one ended.
+    eol: Eol,
 }
 
 impl Split {
@@ -409,15 +434,16 @@ impl Split {
                 }
                 b'\\' if at_end => return Err("a backslash at the end of the data".into()),
                 b'\\' => return Err(Stop::NeedMore),
-                b'\n' => {
+                b'\n' | b'\r' => {
+                    let len = self.line_end(input, at, at_end)?;
                     self.text_field(rules, &input[start..at], escaped, out)?;
-                    return Ok(at + 1);
+                    return Ok(at + len);
                 }
                 b if b == rules.delimiter => {
                     self.text_field(rules, &input[start..at], escaped, out)?;
                     (start, at, escaped) = (at + 1, at + 1, false);
                 }
-                _ => return Err("a carriage return or NUL byte (the text path decides)".into()),
+                _ => return Err("a NUL byte (the text path decides)".into()),
             }
         }
     }
@@ -438,7 +464,7 @@ impl Split {
     /// hold delimiters and newlines; inside quotes the escape byte escapes a
     /// quote or itself. An unquoted field equal to the NULL string is NULL.
     fn csv(&mut self, rules: &Rules, input: &[u8], at_end: bool, out: &mut Vec<u8>) -> Result<usize, Stop> {
-        if input.starts_with(b"\\.\n") || (at_end && input == b"\\.") {
+        if input.starts_with(b"\\.\n") || input.starts_with(b"\\.\r") || (at_end && input == b"\\.") {
             return Err("an end-of-data marker".into());
         }
         let (mut start, mut at) = (0, 0);
@@ -461,16 +487,36 @@ impl Split {
                 self.scratch.extend_from_slice(&input[quoted_from.unwrap_or(start)..at]);
                 at = self.quoted(rules, input, at + 1, at_end)?;
                 quoted_from = Some(at);
-            } else if b == b'\n' {
+            } else if b == b'\n' || b == b'\r' {
+                let len = self.line_end(input, at, at_end)?;
                 self.csv_field(rules, &input[start..at], quoted_from.map(|q| &input[q..at]), out)?;
-                return Ok(at + 1);
+                return Ok(at + len);
             } else if b == rules.delimiter {
                 self.csv_field(rules, &input[start..at], quoted_from.take().map(|q| &input[q..at]), out)?;
                 (start, at) = (at + 1, at + 1);
             } else {
-                return Err("an unquoted carriage return or a NUL byte (the text path decides)".into());
+                return Err("an unquoted NUL byte (the text path decides)".into());
             }
         }
+    }
+
+    /// The length of the line end at `input[at]` (a line feed or a carriage
+    /// return outside quotes and escapes) when it is the chunk's kind (the
+    /// first one sets it).
+    fn line_end(&mut self, input: &[u8], at: usize, at_end: bool) -> Result<usize, Stop> {
+        let (eol, len) = match (input[at], input.get(at + 1)) {
+            (b'\n', _) => (Eol::Lf, 1),
+            (_, Some(b'\n')) => (Eol::CrLf, 2),
+            (_, None) if !at_end => return Err(Stop::NeedMore),
+            _ => return Err("a carriage return that does not end a CRLF line (the text path decides)".into()),
+        };
+        match (self.eol, eol) {
+            (Eol::Unknown, _) => self.eol = eol,
+            (Eol::Lf, Eol::CrLf) => return Err("a CRLF line end after LF ones (the text path decides)".into()),
+            (Eol::CrLf, Eol::Lf) => return Err("an LF line end after CRLF ones (the text path decides)".into()),
+            _ => {}
+        }
+        Ok(len)
     }
 
     /// Copies a quoted part (after its opening quote) to scratch; returns
@@ -1091,14 +1137,58 @@ mod tests {
         }
         let mut e = encoder(&["integer"], FormatKind::Csv);
         assert!(e.encode(b"1\n\"2\n", true, &mut Vec::new()).is_err_and(|u| u.record == 1));
-        assert!(e.encode(b"1\r\n", true, &mut Vec::new()).is_err());
+        assert!(e.encode(b"1\r\n", true, &mut Vec::new()).is_err_and(|u| u.reason.contains("after LF")));
+    }
+
+    /// A chunk's lines end as its first one does (LF or CRLF), as the server
+    /// reads a COPY; a carriage return anywhere else goes to the text path.
+    #[test]
+    fn crlf_lines_encode_like_lf_lines() {
+        for kind in [FormatKind::Csv, FormatKind::Tsv] {
+            let mut e = encoder(&["integer", "text"], kind);
+            let sep = if kind == FormatKind::Csv { "," } else { "\t" };
+            let lines = |end: &str| format!("1{sep}a{end}22{sep}bb{end}3{sep}c").into_bytes();
+            let (mut lf, mut crlf) = (Vec::new(), Vec::new());
+            e.begin_chunk();
+            let by_lf = e.encode(&lines("\n"), true, &mut lf).unwrap();
+            e.begin_chunk();
+            let by_crlf = e.encode(&lines("\r\n"), true, &mut crlf).unwrap();
+            assert_eq!((by_lf.records, by_crlf.records, by_crlf.consumed), (3, 3, by_lf.consumed + 2), "{kind:?}");
+            assert_eq!(lf, crlf, "{kind:?}");
+            for (input, record, why) in [
+                (&b"1,a\r\n2,b\n"[..], 1, "after CRLF"),
+                (b"1,a\r2,b\r\n", 0, "carriage return"),
+                (b"1,a\n2,b\r\n", 1, "after LF"),
+            ] {
+                let input = if kind == FormatKind::Csv {
+                    input.to_vec()
+                } else {
+                    input.iter().map(|&b| if b == b',' { b'\t' } else { b }).collect()
+                };
+                e.begin_chunk();
+                let unsure = e.encode(&input, true, &mut Vec::new()).unwrap_err();
+                assert_eq!(unsure.record, record, "{kind:?} {input:?}");
+                assert!(unsure.reason.contains(why), "{kind:?} {input:?}: {}", unsure.reason);
+            }
+        }
+        let mut e = encoder(&["text"], FormatKind::Csv);
+        let mut out = Vec::new();
+        e.begin_chunk();
+        assert_eq!(e.encode(b"\"a\r\nb\"\r\n", true, &mut out).unwrap().records, 1, "a quoted CRLF is data");
+        assert_eq!(fields(&out)[0].as_deref(), Some(&b"a\r\nb"[..]));
+        e.begin_chunk();
+        assert_eq!(
+            e.encode(b"x\r", false, &mut out).unwrap().records,
+            0,
+            "a carriage return at the end waits for more"
+        );
     }
 
     /// Record ends the splitter finds (complete records only), and whether
     /// it stopped on a record it is unsure of.
     fn split_ends(format: &FormatOptions, input: &[u8]) -> (Vec<usize>, bool) {
         let rules = Rules::new(format);
-        let mut split = Split { codecs: vec![Codec::Text; 64], column: 0, scratch: Vec::new() };
+        let mut split = Split { codecs: vec![Codec::Text; 64], column: 0, scratch: Vec::new(), eol: Eol::Unknown };
         let (mut ends, mut at) = (Vec::new(), 0);
         loop {
             split.column = 0;
@@ -1199,6 +1289,7 @@ mod tests {
             }),
             dialect in 0usize..8,
             ragged_end in proptest::bool::ANY,
+            crlf in proptest::bool::ANY,
         ) {
             let names = [
                 "smallint",
@@ -1227,9 +1318,10 @@ mod tests {
                 }
                 row
             });
-            let mut input: Vec<u8> = rows.flat_map(|r| format!("{}\n", r.join(delimiter)).into_bytes()).collect();
+            let end = if crlf { "\r\n" } else { "\n" };
+            let mut input: Vec<u8> = rows.flat_map(|r| format!("{}{end}", r.join(delimiter)).into_bytes()).collect();
             if ragged_end {
-                input.pop();
+                input.truncate(input.len().saturating_sub(end.len()));
             }
             let cols: Vec<(String, String)> = types.iter().map(|t| ("c".to_string(), t.to_string())).collect();
             let mut fast = BinaryEncoder::new(&cols, &format).unwrap();
@@ -1240,6 +1332,8 @@ mod tests {
             exact.rules.clean_lines = false;
             for at_end in [false, true] {
                 let (mut fast_out, mut exact_out) = (Vec::new(), Vec::new());
+                fast.begin_chunk();
+                exact.begin_chunk();
                 let fast_done = fast.encode(&input, at_end, &mut fast_out);
                 let exact_done = exact.encode(&input, at_end, &mut exact_out);
                 proptest::prop_assert_eq!(fast_done, exact_done);

@@ -477,6 +477,7 @@ impl RangeReader {
         send: &mut CopyWriter<'_>,
         unsure: &mut Option<Unsure>,
     ) -> Result<(), Error> {
+        encoder.begin_chunk();
         let mut out = std::mem::take(&mut self.out);
         out.clear();
         out.extend_from_slice(binary::HEADER);

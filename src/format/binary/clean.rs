@@ -1,6 +1,6 @@
 //! The fast path for clean records: a whole line with nothing that needs
 //! unescaping or unquoting (no backslash in the text format, no quote in
-//! CSV, no carriage return or NUL anywhere). In the text format with the
+//! CSV, no NUL, no line-end byte but its own LF or CRLF). In the text format with the
 //! default NULL string `\N` a backslash is allowed in a field that is
 //! exactly `\N`: exports from PostgreSQL write every NULL so, and lines
 //! with one took the exact splitter (flights, 29 columns, most lines with a
@@ -55,14 +55,23 @@ pub(super) fn record(
     codecs: &[Codec],
     rules: &Rules,
     input: &[u8],
+    crlf: bool,
     work: &mut Workspace,
     out: &mut Vec<u8>,
 ) -> Option<usize> {
     let special = if rules.kind == Layout::Csv { rules.quote } else { b'\\' };
     work.ends.resize(codecs.len(), 0);
-    let stops = Stops { delimiter: rules.delimiter, special, special_in_nulls: rules.escaped_null };
-    let (newline, specials) = split_line(input, stops, work.wide, &mut work.ends)?;
-    let line = &input[..newline];
+    // A CRLF line is split at its carriage return, and a line feed before it
+    // makes the line unclean, as a carriage return does in an LF line.
+    let (newline, stray) = if crlf { (b'\r', b'\n') } else { (b'\n', b'\r') };
+    let stops = Stops { delimiter: rules.delimiter, special, special_in_nulls: rules.escaped_null, newline, stray };
+    let (end, specials) = split_line(input, stops, work.wide, &mut work.ends)?;
+    let line = &input[..end];
+    let len = match crlf {
+        false => end + 1,
+        true if input.get(end + 1) == Some(&b'\n') => end + 2,
+        true => return None,
+    };
     if line == b"\\." {
         return None;
     }
@@ -97,7 +106,7 @@ pub(super) fn record(
         return None;
     }
     out.extend_from_slice(&tuple.room[..tuple.at]);
-    Some(newline + 1)
+    Some(len)
 }
 
 /// The bytes a line split looks for besides the newline.
@@ -110,10 +119,14 @@ struct Stops {
     /// A line with `special` may still be clean when each one is a `\N`
     /// field's (the text format's default NULL string).
     special_in_nulls: bool,
+    /// The byte that ends the line (`\n`, or `\r` for CRLF lines).
+    newline: u8,
+    /// The other of the two, which makes the line unclean.
+    stray: u8,
 }
 
 /// Where the line at the front of `input` ends (its newline) when it is clean
-/// (no carriage return or NUL, and no `special` byte unless
+/// (no stray line-end byte or NUL, and no `special` byte unless
 /// `special_in_nulls`) and has exactly `ends.len()` fields, with each
 /// field's end (the delimiters, then the newline) in `ends`, and how many
 /// `special` bytes it holds; `None` otherwise, or without a newline.
@@ -126,11 +139,11 @@ fn split_line(input: &[u8], stops: Stops, wide: bool, ends: &mut [u32]) -> Optio
             wide::Split::NearTheEnd => {}
         }
     }
-    let newline = memchr(b'\n', input)?;
+    let newline = memchr(stops.newline, input)?;
     let line = &input[..newline];
-    let specials = match memchr3(stops.special, b'\r', 0, line) {
+    let specials = match memchr3(stops.special, stops.stray, 0, line) {
         None => 0,
-        Some(_) if stops.special_in_nulls && memchr2(b'\r', 0, line).is_none() => {
+        Some(_) if stops.special_in_nulls && memchr2(stops.stray, 0, line).is_none() => {
             memchr::memchr_iter(stops.special, line).count() as u32
         }
         Some(_) => return None,
@@ -215,8 +228,8 @@ mod wide {
     #[target_feature(enable = "avx2")]
     unsafe fn split_line_avx2(input: &[u8], stops: Stops, ends: &mut [u32]) -> Split {
         let Some(last) = ends.len().checked_sub(1) else { return Split::NotClean };
-        let [delimiter, special, newline, cr, nul] =
-            [stops.delimiter, stops.special, b'\n', b'\r', 0].map(|b| _mm256_set1_epi8(b as i8));
+        let [delimiter, special, newline, stray, nul] =
+            [stops.delimiter, stops.special, stops.newline, stops.stray, 0].map(|b| _mm256_set1_epi8(b as i8));
         let mut specials = 0;
         let mut found = 0;
         let mut at = 0;
@@ -229,7 +242,7 @@ mod wide {
                 0 => u32::MAX,
                 n => (1 << n.trailing_zeros()) - 1,
             };
-            let unclean = _mm256_or_si256(_mm256_cmpeq_epi8(block, cr), _mm256_cmpeq_epi8(block, nul));
+            let unclean = _mm256_or_si256(_mm256_cmpeq_epi8(block, stray), _mm256_cmpeq_epi8(block, nul));
             if _mm256_movemask_epi8(unclean) as u32 & before_newline != 0 {
                 return Split::NotClean;
             }
@@ -528,6 +541,7 @@ mod tests {
             fields in 1usize..8,
             csv in proptest::bool::ANY,
             special_in_nulls in proptest::bool::ANY,
+            crlf in proptest::bool::ANY,
         ) {
             if !wide::available() {
                 return Ok(());
@@ -535,7 +549,8 @@ mod tests {
             // Short fields and long lines: delimiters, newlines and unclean
             // bytes fall anywhere in a 32-byte block, and lines cross blocks.
             let input: Vec<u8> = picks.iter().map(|&i| b"|||\n\"\\\r\0x"[i]).collect();
-            let stops = Stops { delimiter: b'|', special: if csv { b'"' } else { b'\\' }, special_in_nulls };
+            let (newline, stray) = if crlf { (b'\r', b'\n') } else { (b'\n', b'\r') };
+            let stops = Stops { delimiter: b'|', special: if csv { b'"' } else { b'\\' }, special_in_nulls, newline, stray };
             let (mut wide_ends, mut portable_ends) = (vec![0; fields], vec![0; fields]);
             let portable = split_line(&input, stops, false, &mut portable_ends);
             // SAFETY: checked just above.
