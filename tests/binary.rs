@@ -272,14 +272,22 @@ fn json_lines_into_json_and_jsonb_in_binary() {
     }
     let file = db.file("docs.jsonl", data.as_bytes());
     let report = file.with_extension("report.json");
-    for ty in ["jsonb", "json"] {
+    // Lines that end in CRLF load the same documents, as binary too.
+    let crlf_file = db.file("docs-crlf.jsonl", data.replace('\n', "\r\n").as_bytes());
+    for (ty, file) in [("jsonb", &file), ("json", &file), ("jsonb", &crlf_file), ("json", &crlf_file)] {
+        // In public: the test server's role is named like the ledger's
+        // schema, which comes first on its search path once it exists.
         db.execute(&format!(
-            "DROP TABLE IF EXISTS got, want; CREATE TABLE got (doc {ty}); CREATE TABLE want (LIKE got)"
+            "DROP TABLE IF EXISTS got, want; CREATE TABLE public.got (doc {ty}); CREATE TABLE public.want (LIKE got)"
         ));
-        let args =
-            [file.to_str().unwrap(), "--table", "got", "--chunk-size", "8KiB", "--report", report.to_str().unwrap()];
-        db.load(&args).assert_ok();
-        db.psql_copy("want", &file, "with (format csv, quote e'\\x01', delimiter e'\\x02')");
+        // A new job each time: the same command into a table created again
+        // is refused (its job loaded the table dropped since).
+        let job = format!("docs-{ty}-{}", file.display());
+        let args = [file.to_str().unwrap(), "--table", "got", "--chunk-size", "8KiB", "--job", &job];
+        let run = db.load(&[&args[..], &["--report", report.to_str().unwrap()]].concat());
+        run.assert_ok();
+        assert!(!run.output().contains("schema of sluice's ledger"), "{}", run.output());
+        db.psql_copy("want", file, "with (format csv, quote e'\\x01', delimiter e'\\x02')");
         assert_same_text_rows(&db, "got", "want");
         let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
         assert_eq!(report["summary"]["copy"]["planned"], "binary", "auto picks binary for {ty}");

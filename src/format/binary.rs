@@ -570,7 +570,11 @@ impl Split {
     /// NULL, as COPY's CSV mode reads it.
     fn line(&mut self, input: &[u8], at_end: bool, out: &mut Vec<u8>) -> Result<usize, Stop> {
         let (end, len) = match memchr(b'\n', input) {
-            Some(i) => (i, i + 1),
+            // The line's carriage return, if any, is its line end's (CRLF).
+            Some(i) => match i.checked_sub(1).filter(|&cr| input[cr] == b'\r') {
+                Some(cr) => (cr, cr + self.line_end(input, cr, at_end)?),
+                None => (i, i + self.line_end(input, i, at_end)?),
+            },
             None if at_end => (input.len(), input.len()),
             None => return Err(Stop::NeedMore),
         };
@@ -1182,6 +1186,17 @@ mod tests {
             0,
             "a carriage return at the end waits for more"
         );
+        let mut e = encoder(&["jsonb"], FormatKind::Jsonl);
+        let mut out = Vec::new();
+        e.begin_chunk();
+        assert_eq!(e.encode(b"[1]\r\n{}\r\n", true, &mut out).unwrap().records, 2);
+        assert_eq!(fields(&out)[0].as_deref(), Some(&b"\x01[1]"[..]), "json lines too");
+        e.begin_chunk();
+        assert!(e.encode(b"{}\r\n[1]\n", true, &mut out).is_err_and(|u| u.record == 1));
+        e.begin_chunk();
+        assert!(e.encode(b"{}\n[1]\r\n", true, &mut out).is_err_and(|u| u.record == 1));
+        e.begin_chunk();
+        assert!(e.encode(b"{}\r\r\n", true, &mut out).is_err_and(|u| u.record == 0), "a carriage return inside");
     }
 
     /// Record ends the splitter finds (complete records only), and whether
