@@ -11,6 +11,28 @@ fn rows(from: usize, to: usize) -> String {
 
 /// A header is skipped once per file, not once per chunk (a peer lost one row
 /// per batch that way); files are found by a glob that sluice expands.
+/// The test server's role is named like the ledger's schema, which then
+/// comes first on its search path: once a load has created that schema, an
+/// unqualified CREATE TABLE puts tables there. Such a load says so.
+#[test]
+fn a_table_in_the_ledger_schema_loads_with_a_warning() {
+    let db = TestDb::new();
+    let file = db.file("a.csv", b"1\n");
+    let file = file.to_str().unwrap();
+    db.execute("CREATE TABLE first (a int)");
+    let run = db.load(&[file, "--table", "first"]);
+    run.assert_ok();
+    assert!(!run.output().contains("schema of sluice's ledger"), "{}", run.output());
+    db.execute("CREATE TABLE second (a int)");
+    let schema = "SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = 'second'::regclass";
+    assert_eq!(db.scalar(schema), "sluice", "where CREATE TABLE put it");
+    let run = db.load(&[file, "--table", "second"]);
+    run.assert_ok();
+    let said = "sluice.second is in the schema of sluice's ledger; for a role named sluice";
+    assert!(run.output().contains(said) && run.output().contains("(--table public.second)"), "{}", run.output());
+    assert_eq!(db.count("sluice.second"), 1);
+}
+
 #[test]
 fn header_skipped_once_per_file_across_a_glob() {
     let db = TestDb::new();

@@ -308,6 +308,23 @@ fn refuse_the_ledger(req: &LoadRequest, table: &TableInfo) -> Result<(), Error> 
     }
 }
 
+/// A warning for a table in the ledger's schema. A role named like that
+/// schema finds it first on the default search path (`"$user", public`), so
+/// its unqualified `CREATE TABLE` puts tables there once a load created it,
+/// and other roles do not find them in `public`.
+fn in_the_ledger_schema(table: &TableInfo) -> Option<String> {
+    (table.schema == ledger::SCHEMA).then(|| {
+        format!(
+            "{} is in the schema of sluice's ledger; for a role named {}, \"$user\" in the search path is \
+             that schema, and an unqualified CREATE TABLE puts tables there. If you meant another table, name \
+             it with its schema (--table public.{})",
+            table.display(),
+            ledger::SCHEMA,
+            crate::sql::display_ident(&table.name)
+        )
+    })
+}
+
 /// Runs a load to the end, or to its first fatal error.
 pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed> {
     let started = (Instant::now(), SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis()));
@@ -370,7 +387,7 @@ fn run_connected(
     };
     let OpenedJob { job, mut done, defer_plan, steps, fingerprint, inputs_changed } =
         open_job(&control, req, &table, &format, &sources, wanted)?;
-    let mut early_warnings = Vec::new();
+    let mut early_warnings: Vec<String> = in_the_ledger_schema(&table).into_iter().collect();
     if let Some(names) = &header_columns {
         early_warnings.push(format!(
             "loading the columns the header of {} names, in its order: {}",
