@@ -70,6 +70,9 @@ pub struct Summary {
     pub suppressed: u64,
     /// Where the rejected records were written, when there were any.
     pub rejects_file: Option<String>,
+    /// How many records that file holds: every reject the job has
+    /// committed so far, earlier runs' included.
+    pub rejects_in_file: u64,
     /// Chunks, rows, rejects and suppressed records committed by earlier
     /// runs of the job.
     pub resumed_chunks: u64,

@@ -353,7 +353,7 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
             if let Some(file) = &s.rejects_file {
                 eprintln!(
                     "sluice: {} of the committed chunks were rejected; see {file}",
-                    count_of(s.rejected + s.resumed_rejected, "record")
+                    count_of(s.rejects_in_file, "record")
                 );
             }
             for line in s.deferred.left_undone() {

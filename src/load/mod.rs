@@ -735,6 +735,7 @@ fn conclude(
     report.summary.chunks_by_others = elsewhere;
     if rejects.written() > 0 {
         report.summary.rejects_file = Some(rejects.path().display().to_string());
+        report.summary.rejects_in_file = rejects.written();
     }
     match failure {
         Some(error) => Err(Failed { error, partial: Some(Box::new(report)), left_undone: Vec::new() }),
@@ -1273,6 +1274,7 @@ fn build_report(
         rejected: per_file.iter().map(|f| f.rejected).sum(),
         suppressed,
         rejects_file: None,
+        rejects_in_file: 0,
         resumed_chunks: scans.iter().map(|s| s.resumed_chunks).sum(),
         resumed_rows: per_file.iter().map(|f| f.resumed_rows).sum(),
         resumed_rejected: per_file.iter().map(|f| f.resumed_rejected).sum(),
