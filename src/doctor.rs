@@ -75,6 +75,7 @@ pub fn examine(session: &PgSession, table: Option<&TableInfo>, workers: usize) -
     });
     findings.push(version_advice(session.server_version()));
     findings.push(connection_advice(session)?);
+    findings.extend(search_path_advice(session)?);
     if let Some(table) = table {
         findings.extend(table_findings(session, table)?);
     }
@@ -105,6 +106,27 @@ fn version_advice(server_version_num: i32) -> Finding {
             false => String::new(),
         },
     }
+}
+
+/// A role named like the ledger's schema finds that schema first through
+/// `"$user"` on its search path, so once a load created it, the role's
+/// unqualified `CREATE TABLE` puts tables there (where other roles do not
+/// look). Said only when it applies.
+fn search_path_advice(session: &PgSession) -> Result<Option<Finding>, Error> {
+    let rows = session.query("SELECT current_user::text, current_setting('search_path')", &[])?;
+    let row = rows.first().cloned().unwrap_or_default();
+    let [role, path] = [0, 1].map(|i| row.get(i).cloned().flatten().unwrap_or_default());
+    Ok((role == crate::ledger::SCHEMA && path.contains("\"$user\"")).then(|| Finding {
+        topic: "search_path".into(),
+        value: path,
+        level: "advice",
+        advice: format!(
+            "this role is named {role}, as sluice's ledger schema is: once a load has created that schema, \
+             \"$user\" names it, and an unqualified CREATE TABLE puts tables there, where other roles do not \
+             look; create tables as public.NAME, or leave \"$user\" out: ALTER ROLE {} SET search_path = public",
+            crate::sql::quote_ident(&role)
+        ),
+    }))
 }
 
 /// Where sockets usually are when `unix_socket_directories` cannot be read

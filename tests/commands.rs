@@ -156,6 +156,10 @@ fn doctor_reads_settings_and_table() {
     assert_eq!(find("public.orders foreign keys")["value"], "1");
     assert_eq!(find("public.orders CHECK constraints")["value"], "1");
     assert_eq!(find("connection")["value"], "Unix socket");
+    // The test server's role is named sluice, as the ledger's schema is.
+    let search_path = find("search_path");
+    assert_eq!(search_path["level"], "advice");
+    assert!(search_path["advice"].as_str().unwrap().contains("SET search_path = public"), "{search_path}");
     // Over TCP to this machine the doctor points at the server's socket.
     let tcp = sluice(&["doctor", "--db", &db.url_with_password(PASSWORD), "--json"]);
     tcp.assert_ok();
