@@ -136,6 +136,7 @@ mod tests {
             suppressed: 0,
             worker,
             binary: false,
+            batch: 0,
             start_s,
             end_s,
         };

@@ -87,6 +87,10 @@ pub struct Chunk {
     pub runaway: Option<Runaway>,
     /// How the input's records end, for whoever splits the chunk into them.
     pub line_end: LineEnd,
+    /// The chunk ends its input inside a record: no line end after the last
+    /// one, or a quote still open. Only the end of the data ends such a
+    /// record, so no other input may follow it in one COPY.
+    pub unterminated: bool,
 }
 
 /// Where a runaway record starts inside its chunk; it runs to the chunk's end.
@@ -338,7 +342,8 @@ impl<R: Read> Chunker<R> {
         if cut.len == 0 {
             return Ok(None);
         }
-        if self.eof && self.block_pos == self.block_len && !self.scanner.at_record_start() {
+        let unterminated = self.eof && self.block_pos == self.block_len && !self.scanner.at_record_start();
+        if unterminated {
             // The last record has no trailing newline; it still counts.
             cut.records += 1;
             self.scanner = self.fresh_scanner();
@@ -360,6 +365,7 @@ impl<R: Read> Chunker<R> {
             data: cut.data,
             runaway: cut.runaway,
             line_end: self.line_end,
+            unterminated,
         };
         self.next_seq += 1;
         Ok(Some(chunk))
@@ -641,6 +647,21 @@ mod tests {
         assert_eq!(chunks.len(), 2);
         assert_eq!(chunks[1].records, 1);
         assert_eq!(chunks.iter().map(|c| c.records).sum::<u64>(), 2);
+    }
+
+    /// Only a chunk that ends its input inside a record is unterminated: one
+    /// whose data ends at a line end outside quotes may be followed by
+    /// another input's records in one COPY.
+    #[test]
+    fn a_chunk_is_unterminated_only_when_its_input_ends_inside_a_record() {
+        const CSV: Dialect = Dialect::Csv { quote: b'"', escape: b'"' };
+        let unterminated = |input: &[u8], dialect| -> Vec<bool> {
+            chunks_of(input, config(dialect, 1, false), 1).iter().map(|c| c.unterminated).collect()
+        };
+        assert_eq!(unterminated(b"a\nb\n", Dialect::Lines), [false, false]);
+        assert_eq!(unterminated(b"a\nb", Dialect::Lines), [false, true]);
+        assert_eq!(unterminated(b"a\n\"b\n", CSV), [false, true], "a quote left open at the end");
+        assert_eq!(unterminated(b"a\n\"b\nc\"\n", CSV), [false, false]);
     }
 
     /// A `\r` that is the input's last byte ends its one line: seen one byte

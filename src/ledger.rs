@@ -42,7 +42,6 @@
 //! `xmin` names the rows that COPY wrote).
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
 use crate::error::Error;
 use crate::sink::postgres::PgSession;
@@ -367,10 +366,13 @@ pub fn mark_rebuilt(session: &PgSession, job: &str, step: u32) -> Result<(), Err
     Ok(())
 }
 
-/// The marker a deferred load writes in each COPY's subtransaction: it
-/// shares the `xmin` of the rows that COPY writes (see `load::defer`).
-pub fn xact_marker_sql(job: &str, seq: u64) -> String {
-    format!("INSERT INTO sluice.xacts (job, seq) VALUES ({}, {seq})", quote_literal(job))
+/// The markers a deferred load writes in each COPY's subtransaction, one
+/// per chunk the COPY loads: they share the `xmin` of the rows that COPY
+/// writes (see `load::defer`).
+pub fn xact_marker_sql(job: &str, seqs: &[u64]) -> String {
+    let job = quote_literal(job);
+    let values: Vec<String> = seqs.iter().map(|seq| format!("({job}, {seq})")).collect();
+    format!("INSERT INTO sluice.xacts (job, seq) VALUES {}", values.join(", "))
 }
 
 pub fn done_chunks(session: &PgSession, job: &str) -> Result<HashMap<u64, Done>, Error> {
@@ -438,13 +440,14 @@ pub fn unfinished_jobs_into(
         .collect())
 }
 
-/// The rows a chunk loaded and those a trigger suppressed, when its ledger
-/// row is done.
+/// The rows a chunk loaded and those a trigger suppressed, when this process
+/// committed its ledger row (not another process sharing the job, which
+/// counts them itself).
 pub fn committed_rows(session: &PgSession, job: &str, seq: u64) -> Result<Option<(u64, u64)>, Error> {
     let rows = session.query(
         "SELECT rows_loaded, rows_suppressed FROM sluice.chunks WHERE job = $1 AND seq = $2::bigint \
-         AND state = 'done'",
-        &[Some(job), Some(&seq.to_string())],
+         AND state = 'done' AND host = $3 AND pid = $4::integer",
+        &[Some(job), Some(&seq.to_string()), Some(host_name()), Some(&std::process::id().to_string())],
     )?;
     let num = |r: &Vec<Option<String>>, i: usize| r[i].as_deref().and_then(|v| v.parse().ok());
     Ok(rows.first().and_then(|r| Some((num(r, 0)?, num(r, 1)?))))
@@ -506,6 +509,7 @@ pub fn finish(session: &PgSession, job: &str, total: u64, fingerprint: &str) -> 
 }
 
 /// What a chunk's ledger row records.
+#[derive(Clone, Copy)]
 pub struct ChunkRow<'a> {
     pub job: &'a str,
     pub seq: u64,
@@ -531,15 +535,10 @@ pub enum Claim {
 }
 
 impl ChunkRow<'_> {
-    /// Creates the chunk's `pending` row unless it exists (autocommit).
-    pub fn pending_sql(&self) -> String {
-        let mut sql = String::from(
-            "INSERT INTO sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, content_hash, state, host, pid) \
-             VALUES (",
-        );
-        let _ = write!(
-            sql,
-            "{}, {}, {}, {}, {}, {}, {}, 'pending', {}, {}) ON CONFLICT (job, seq) DO NOTHING",
+    /// The row's values for `pending_sql`.
+    fn pending_values(&self) -> String {
+        format!(
+            "({}, {}, {}, {}, {}, {}, {}, 'pending', {}, {})",
             quote_literal(self.job),
             self.seq,
             quote_literal(self.file),
@@ -547,62 +546,85 @@ impl ChunkRow<'_> {
             self.byte_len,
             self.first_line,
             self.hash_sql(),
-            quote_literal(&host_name()),
+            quote_literal(host_name()),
             std::process::id()
-        );
-        sql
+        )
     }
 
     /// The content hash as SQL: a bigint with the hash's bits, or NULL.
     /// `done` writes it again: a pending row left by an interrupted run of
     /// other data may hold another chunk's hash.
     fn hash_sql(&self) -> String {
-        self.content_hash.map_or("NULL".to_string(), |h| (h as i64).to_string())
+        self.content_hash.map_or("NULL::bigint".to_string(), |h| format!("({})::bigint", h as i64))
     }
 
-    /// Locks the row for this transaction; with `wait`, waits for another
-    /// process's lock instead of skipping it.
-    pub fn claim_sql(&self, wait: bool) -> String {
-        format!(
-            "SELECT state FROM sluice.chunks WHERE job = {} AND seq = {} FOR UPDATE{}",
-            quote_literal(self.job),
-            self.seq,
-            if wait { "" } else { " SKIP LOCKED" }
-        )
-    }
-
-    /// Marks the claimed row done with its counts, in the chunk's transaction.
-    pub fn done_sql(&self) -> String {
-        format!(
-            "UPDATE sluice.chunks SET state = 'done', rows_loaded = {}, rows_rejected = {}, rows_suppressed = {}, \
-             content_hash = {}, host = {}, pid = {}, committed_at = now() WHERE job = {} AND seq = {}",
-            self.rows,
-            self.rejected,
-            self.suppressed,
-            self.hash_sql(),
-            quote_literal(&host_name()),
-            std::process::id(),
-            quote_literal(self.job),
-            self.seq
-        )
+    /// The row's values for `done_sql`.
+    fn done_values(&self) -> String {
+        format!("({}, {}, {}, {}, {})", self.seq, self.rows, self.rejected, self.suppressed, self.hash_sql())
     }
 }
 
-/// Claims a chunk: creates its pending row if needed, then opens the chunk's
-/// transaction and locks the row. On `Mine` the transaction stays open.
-pub fn claim(session: &PgSession, row: &ChunkRow<'_>, wait: bool) -> Result<Claim, Error> {
-    session.execute(&row.pending_sql())?;
+/// Marks the claimed rows (of one job) done with their counts, in the
+/// chunks' transaction: one statement however many rows.
+pub fn done_sql(rows: &[ChunkRow<'_>]) -> String {
+    let values: Vec<String> = rows.iter().map(ChunkRow::done_values).collect();
+    format!(
+        "UPDATE sluice.chunks c SET state = 'done', rows_loaded = v.rows, rows_rejected = v.rejected, \
+         rows_suppressed = v.suppressed, content_hash = v.hash, host = {}, pid = {}, committed_at = now() \
+         FROM (VALUES {}) v (seq, rows, rejected, suppressed, hash) WHERE c.job = {} AND c.seq = v.seq",
+        quote_literal(host_name()),
+        std::process::id(),
+        values.join(", "),
+        quote_literal(rows.first().map_or("", |r| r.job)),
+    )
+}
+
+/// Creates the chunks' `pending` rows unless they exist (autocommit, so that
+/// another process finds them and skips them while they are locked).
+pub fn pending_sql(rows: &[ChunkRow<'_>]) -> String {
+    let values: Vec<String> = rows.iter().map(ChunkRow::pending_values).collect();
+    format!(
+        "INSERT INTO sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, content_hash, state, host, pid) \
+         VALUES {} ON CONFLICT (job, seq) DO NOTHING",
+        values.join(", ")
+    )
+}
+
+/// Locks the rows (of one job) for this transaction; with `wait`, waits for
+/// another process's locks instead of skipping them, in `seq` order.
+pub fn claim_sql(rows: &[ChunkRow<'_>], wait: bool) -> String {
+    let seqs: Vec<String> = rows.iter().map(|r| r.seq.to_string()).collect();
+    format!(
+        "SELECT seq, state FROM sluice.chunks WHERE job = {} AND seq IN ({}) ORDER BY seq FOR UPDATE{}",
+        quote_literal(rows.first().map_or("", |r| r.job)),
+        seqs.join(", "),
+        if wait { "" } else { " SKIP LOCKED" }
+    )
+}
+
+/// Claims chunks of one job: creates their pending rows if needed, then opens
+/// the chunks' transaction and locks the rows. The transaction stays open
+/// when any claim is `Mine`.
+pub fn claim(session: &PgSession, rows: &[ChunkRow<'_>], wait: bool) -> Result<Vec<Claim>, Error> {
+    session.execute(&pending_sql(rows))?;
     session.execute("BEGIN")?;
-    let found = session.query(&row.claim_sql(wait), &[])?;
-    let claim = match found.first().and_then(|r| r[0].as_deref()) {
-        None => Claim::Busy,
-        Some("done") => Claim::Done,
-        Some(_) => Claim::Mine,
+    let found = session.query(&claim_sql(rows, wait), &[])?;
+    let state_of = |seq: u64| {
+        let row = found.iter().find(|r| r[0].as_deref() == Some(seq.to_string().as_str()))?;
+        row[1].clone()
     };
-    if claim != Claim::Mine {
+    let claims: Vec<Claim> = rows
+        .iter()
+        .map(|r| match state_of(r.seq).as_deref() {
+            None => Claim::Busy,
+            Some("done") => Claim::Done,
+            Some(_) => Claim::Mine,
+        })
+        .collect();
+    if !claims.contains(&Claim::Mine) {
         session.execute("ROLLBACK")?;
     }
-    Ok(claim)
+    Ok(claims)
 }
 
 /// A job as `sluice status` shows it.
@@ -658,9 +680,13 @@ pub fn status(session: &PgSession, job: Option<&str>) -> Result<Vec<JobStatus>, 
         .collect())
 }
 
-/// This machine's name, for the ledger's `host` column.
-pub fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
+/// This machine's name, for the ledger's `host` column (read once: every
+/// chunk's row names it).
+pub fn host_name() -> &'static str {
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
+    })
 }
 
 #[cfg(test)]
@@ -689,12 +715,17 @@ mod tests {
             rejected: 1,
             suppressed: 4,
         };
-        let sql = row.pending_sql();
-        assert!(sql.contains("VALUES (E'j''1', 3, E'a.csv', 0, 9, 1, -1, 'pending', "), "{sql}");
-        assert!(row.claim_sql(false).ends_with("WHERE job = E'j''1' AND seq = 3 FOR UPDATE SKIP LOCKED"));
-        assert!(row.done_sql().starts_with(
-            "UPDATE sluice.chunks SET state = 'done', rows_loaded = 2, rows_rejected = 1, rows_suppressed = 4, \
-             content_hash = -1,"
-        ));
+        let next = ChunkRow { seq: 4, file: "b'.csv", ..row };
+        let sql = pending_sql(&[row, next]);
+        assert!(sql.contains("VALUES (E'j''1', 3, E'a.csv', 0, 9, 1, (-1)::bigint, 'pending', "), "{sql}");
+        assert!(sql.contains("), (E'j''1', 4, E'b''.csv', 0, 9, 1, (-1)::bigint, 'pending', "), "{sql}");
+        assert!(sql.ends_with(") ON CONFLICT (job, seq) DO NOTHING"), "{sql}");
+        let rows = [row, next];
+        assert!(claim_sql(&rows, false)
+            .ends_with("WHERE job = E'j''1' AND seq IN (3, 4) ORDER BY seq FOR UPDATE SKIP LOCKED"));
+        assert!(claim_sql(&rows[..1], true).ends_with("AND seq IN (3) ORDER BY seq FOR UPDATE"));
+        let done = done_sql(&rows);
+        assert!(done.contains("FROM (VALUES (3, 2, 1, 4, (-1)::bigint), (4, 2, 1, 4, (-1)::bigint)) v "), "{done}");
+        assert!(done.ends_with("WHERE c.job = E'j''1' AND c.seq = v.seq"), "{done}");
     }
 }

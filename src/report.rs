@@ -30,6 +30,10 @@ pub struct ChunkRecord {
     pub worker: usize,
     /// Sent as binary COPY (else as the input's text).
     pub binary: bool,
+    /// The first chunk (`seq`) of the batch it was loaded with: small inputs
+    /// share one COPY and one transaction (see `load::batch`); a chunk
+    /// loaded alone names itself.
+    pub batch: u64,
     /// Seconds since the load started.
     pub start_s: f64,
     pub end_s: f64,
@@ -94,6 +98,9 @@ pub struct Summary {
     pub workers_chosen: Option<String>,
     pub chunk_size: u64,
     pub chunks: u64,
+    /// Transactions the chunks were loaded in: fewer than chunks when small
+    /// inputs shared batches.
+    pub batches: u64,
     /// Milliseconds since the Unix epoch when the load started.
     pub started_unix_ms: u128,
     /// False when the load stopped on an error before reading everything.
@@ -273,6 +280,16 @@ pub struct LoadReport {
     pub warnings: Vec<String>,
 }
 
+impl Summary {
+    /// ` in 72 batches` when small inputs shared batches, else nothing.
+    fn batches_part(&self) -> String {
+        match self.batches < self.chunks {
+            true => format!(" in {} batches", thousands(self.batches)),
+            false => String::new(),
+        }
+    }
+}
+
 impl LoadReport {
     /// `loaded 10,000,000 rows (395.0 MB, 1 file) into public.t in 3.12 s:
     /// 3.21 M rows/s, 126.6 MB/s, 2 workers, 24 chunks`
@@ -300,7 +317,7 @@ impl LoadReport {
             plural(s.workers as u64).to_string()
                 + &s.workers_chosen.as_ref().map(|c| format!(" ({c})")).unwrap_or_default(),
             s.chunks,
-            plural(s.chunks),
+            plural(s.chunks).to_string() + &s.batches_part(),
             s.copy.describe(),
             s.deferred.describe(),
         )

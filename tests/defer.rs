@@ -471,15 +471,30 @@ struct Keyed {
 }
 
 fn keyed(rows: u64, every: u64, back: u64, extra: &[&str]) -> Keyed {
+    keyed_in_files(1, rows, every, back, extra)
+}
+
+/// [`keyed`] with the lines split among `files` files, loaded by a glob.
+fn keyed_in_files(files: u64, rows: u64, every: u64, back: u64, extra: &[&str]) -> Keyed {
     let db = TestDb::new();
     db.execute(&sluice::gen::Dataset::Transactions.ddl("t"));
     db.execute("ALTER TABLE t ADD PRIMARY KEY (tid); CREATE INDEX ON t (amount)");
     let before = definitions(&db, "t");
     let id = |i: u64| if i % every == 0 { i - back } else { i };
-    let data: String = (1..=rows).map(|i| format!("{}\t{}\t{}\td-{i}\n", id(i), 10_000 + i, i % 500)).collect();
-    let file = db.file("t.tsv", data.as_bytes());
+    let line = |i: u64| format!("{}\t{}\t{}\td-{i}\n", id(i), 10_000 + i, i % 500);
+    let input = match files {
+        1 => db.file("t.tsv", (1..=rows).map(line).collect::<String>().as_bytes()),
+        _ => {
+            let per_file = rows.div_ceil(files);
+            for f in 0..files {
+                let lines: String = (f * per_file + 1..=((f + 1) * per_file).min(rows)).map(line).collect();
+                db.file(&format!("parts/t-{f:04}.tsv"), lines.as_bytes());
+            }
+            db.dir.path().join("parts/t-*.tsv")
+        }
+    };
     let rejects = db.dir.path().join("t.rejects.jsonl");
-    let mut args: Vec<String> = ["load", file.to_str().unwrap(), "--db", &db.conninfo(), "--table", "t", "--quiet"]
+    let mut args: Vec<String> = ["load", input.to_str().unwrap(), "--db", &db.conninfo(), "--table", "t", "--quiet"]
         .iter()
         .map(|s| s.to_string())
         .collect();
@@ -495,7 +510,8 @@ impl Keyed {
         let (db, dups) = (&self.db, self.dups);
         assert_eq!(db.count("t"), self.rows - dups);
         assert_eq!(db.scalar("SELECT count(DISTINCT tid) FROM t"), (self.rows - dups).to_string());
-        let stored = "SELECT count(*) || ' ' || count(DISTINCT byte) || ' ' || string_agg(DISTINCT sqlstate, ',') \
+        let stored =
+            "SELECT count(*) || ' ' || count(DISTINCT (file, byte)) || ' ' || string_agg(DISTINCT sqlstate, ',') \
              FROM sluice.rejects";
         assert_eq!(db.scalar(stored), format!("{dups} {dups} 23505"), "duplicate keys, each rejected once");
         let file_lines = std::fs::read_to_string(&self.rejects).unwrap().lines().count() as u64;
@@ -538,6 +554,37 @@ fn kills_at_random_moments_of_a_deferred_load_with_duplicates() {
         killed += u32::from(out.status.code().is_none());
     }
     assert!(killed >= 6, "only {killed} of 12 runs were killed: the test lost its teeth");
+    let last = sluice_command().args(&k.args).output().unwrap();
+    assert!(matches!(last.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&last.stderr));
+    k.assert_exact();
+}
+
+/// Small files share batches, whose COPY writes one marker per chunk: a
+/// duplicate key sends every chunk of its batch back to be loaded again,
+/// and is rejected once, whether the load is killed or not.
+#[test]
+fn a_deferred_key_over_batches_of_small_files_rejects_each_duplicate_once() {
+    let k = keyed_in_files(400, 200_000, 5_000, 1_200, &[]);
+    let report = k.db.dir.path().join("r.json");
+    let out = sluice_command().args(&k.args).args(["--report", report.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "rejects: exit 1: {}", String::from_utf8_lossy(&out.stderr));
+    k.assert_exact();
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let (chunks, batches) = (&report["summary"]["chunks"], &report["summary"]["batches"]);
+    assert!(batches.as_u64().unwrap() < chunks.as_u64().unwrap(), "{chunks} chunks in {batches} batches");
+
+    let k = keyed_in_files(400, 200_000, 5_000, 1_200, &[]);
+    let mut rng = sluice::gen::Rng::new(5);
+    let mut killed = 0;
+    for i in 0..8 {
+        let mut child = sluice_command().args(&k.args).stderr(Stdio::piped()).spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(30 + rng.below(400)));
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        assert!(matches!(out.status.code(), None | Some(0 | 1)), "run {i}: {}", String::from_utf8_lossy(&out.stderr));
+        killed += u32::from(out.status.code().is_none());
+    }
+    assert!(killed >= 4, "only {killed} of 8 runs were killed: the test lost its teeth");
     let last = sluice_command().args(&k.args).output().unwrap();
     assert!(matches!(last.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&last.stderr));
     k.assert_exact();

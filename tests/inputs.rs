@@ -151,6 +151,67 @@ fn a_glob_of_more_files_than_the_open_file_limit() {
     assert_eq!(db.scalar("SELECT count(DISTINCT id) FROM t"), "600");
 }
 
+/// Small files share batches: one COPY and one transaction for several
+/// files. Each file still loads as it would alone: without a line end after
+/// its last record, with a quote left open at its end, with a bad record,
+/// with CRLF line ends among LF files; its header skipped. As text and as
+/// binary COPY.
+#[test]
+fn small_files_share_batches_and_load_as_each_file_alone() {
+    for copy_format in ["text", "binary"] {
+        let db = TestDb::new();
+        db.execute("CREATE TABLE got (id int, name text, k numeric); CREATE TABLE want (LIKE got)");
+        for part in 0..40 {
+            let good = format!("id,name,k\n{}", rows(part * 5, part * 5 + 5));
+            let body = match part {
+                7 => good.trim_end().to_string(),
+                13 => good.replace('\n', "\r\n"),
+                21 => format!("{good}998,bad,notanumber\n"),
+                30 => format!("{good}999,\"a quote left open\n"),
+                _ => good.clone(),
+            };
+            let file = db.file(&format!("b/part-{part:02}.csv"), body.as_bytes());
+            let reference = match part {
+                21 | 30 => db.file(&format!("good-{part}.csv"), good.as_bytes()),
+                _ => file,
+            };
+            db.psql_copy("want", &reference, "csv header");
+        }
+        let glob = db.dir.path().join("b/part-*.csv");
+        let (rejects, report) = (db.dir.path().join("r.jsonl"), db.dir.path().join("r.json"));
+        let run = db.load(&[
+            glob.to_str().unwrap(),
+            "--table",
+            "got",
+            "--header",
+            "--copy-format",
+            copy_format,
+            "--rejects",
+            rejects.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+        ]);
+        assert_eq!(run.code, 1, "rejects: exit 1: {}", run.output());
+        db.assert_same_rows("got", "want");
+        let found: Vec<serde_json::Value> =
+            std::fs::read_to_string(&rejects).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let places: Vec<(String, u64)> = found
+            .iter()
+            .map(|r| (r["file"].as_str().unwrap().rsplit('/').next().unwrap().to_string(), r["line"].as_u64().unwrap()))
+            .collect();
+        assert_eq!(places, [("part-21.csv".to_string(), 12), ("part-30.csv".to_string(), 12)], "{copy_format}");
+        let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        let summary = &report["summary"];
+        assert_eq!(summary["chunks"], 40);
+        assert!(summary["batches"].as_u64().unwrap() <= 4, "{copy_format}: {summary}");
+        assert!(run.output().contains(" 40 chunks in "), "{}", run.output());
+        assert_eq!(summary["copy"]["binary_chunks"].as_u64().unwrap() > 0, copy_format == "binary", "{summary}");
+        // A batch is one COPY: the first files' rows share one (sub)transaction.
+        let xmins = "SELECT count(DISTINCT xmin::text) || ' ' || count(*) FROM got WHERE id < 35";
+        assert_eq!(db.scalar(xmins), "1 35", "{copy_format}: files 0-6 loaded by one COPY");
+    }
+}
+
 /// The same records through stdin, gzip, zstd and a plain file give the same
 /// table; compression is recognised by magic bytes, whatever the name says.
 #[test]

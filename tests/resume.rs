@@ -35,12 +35,26 @@ struct Fixture {
 }
 
 fn fixture(rows: u64, extra: &[&str]) -> Fixture {
+    fixture_in_files(rows, 1, extra)
+}
+
+/// [`fixture`] with the rows split among `files` files, loaded by a glob.
+fn fixture_in_files(rows: u64, files: usize, extra: &[&str]) -> Fixture {
     let db = TestDb::new();
     db.execute(&sluice::gen::Dataset::Transactions.ddl("t"));
     let (data, good, sum) = transactions_with_bad(rows);
-    let file = db.file("t.tsv", &data);
+    let input = match files {
+        1 => db.file("t.tsv", &data),
+        _ => {
+            let lines: Vec<&[u8]> = data.split_inclusive(|&b| b == b'\n').collect();
+            for (i, part) in lines.chunks(lines.len().div_ceil(files)).enumerate() {
+                db.file(&format!("parts/t-{i:05}.tsv"), &part.concat());
+            }
+            db.dir.path().join("parts/t-*.tsv")
+        }
+    };
     let rejects = db.dir.path().join("t.rejects.jsonl");
-    let mut args: Vec<String> = ["load", file.to_str().unwrap(), "--db", &db.conninfo(), "--table", "t"]
+    let mut args: Vec<String> = ["load", input.to_str().unwrap(), "--db", &db.conninfo(), "--table", "t"]
         .iter()
         .map(|s| s.to_string())
         .collect();
@@ -62,7 +76,7 @@ impl Fixture {
         assert_eq!(db.count("t"), self.good, "rows loaded");
         assert_eq!(db.scalar("SELECT count(DISTINCT tid) FROM t"), self.good.to_string(), "no duplicates");
         assert_eq!(db.scalar("SELECT sum(tid) FROM t"), self.sum.to_string(), "checksum");
-        let stored = "SELECT count(*) || ' ' || count(DISTINCT byte) FROM sluice.rejects";
+        let stored = "SELECT count(*) || ' ' || count(DISTINCT (file, byte)) FROM sluice.rejects";
         assert_eq!(db.scalar(stored), format!("{0} {0}", self.bad), "rejects in the database");
         let file = std::fs::read_to_string(db.dir.path().join("t.rejects.jsonl")).unwrap();
         assert_eq!(file.lines().count() as u64, self.bad, "rejects in the file");
@@ -100,6 +114,29 @@ fn kill_at_random_moments_then_resume_loads_exactly_once() {
     assert_eq!(again.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&again.stderr).contains("already finished"));
     f.assert_exact();
+}
+
+/// The same across thousands of small files, which share batches (one COPY
+/// and one transaction for several files): a kill never leaves part of a
+/// batch committed, nor a file loaded twice.
+#[test]
+fn kill_at_random_moments_across_small_files_then_resume_loads_exactly_once() {
+    let f = fixture_in_files(1_000_000, 10_000, &[]);
+    let mut killed = 0;
+    for (i, wait) in moments(10, 13).into_iter().enumerate() {
+        let mut child = f.spawn();
+        std::thread::sleep(wait);
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        assert!(matches!(status.code(), None | Some(0 | 1)), "run {i} ended with {status}");
+        killed += u32::from(status.code().is_none());
+    }
+    assert!(killed >= 5, "only {killed} of 10 runs were killed mid-load: the test lost its teeth");
+    let out = f.spawn().wait_with_output().unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+    f.assert_exact();
+    let per_file = "SELECT count(*) FROM (SELECT file FROM sluice.chunks GROUP BY file HAVING count(*) <> 1) f";
+    assert_eq!(f.db.scalar(per_file), "0", "one ledger row per file");
 }
 
 /// Ctrl-C, and the TERM that `kill`, systemd and container runtimes send,
@@ -724,6 +761,33 @@ fn two_processes_share_the_chunks() {
     assert_eq!(per_pid, "2", "both processes loaded chunks");
     let ledger = "SELECT sum(rows_loaded) || ' ' || sum(rows_rejected) FROM sluice.chunks WHERE state = 'done'";
     assert_eq!(f.db.scalar(ledger), format!("{} {}", f.good, f.bad));
+}
+
+/// Two processes on one job of small files: a batch may find some of its
+/// chunks claimed by the other process (skipped, then waited for), and each
+/// process counts only the rows it committed.
+#[test]
+fn two_processes_share_batches_of_small_files() {
+    let f = fixture_in_files(300_000, 3_000, &["--job", "pair"]);
+    let reports: Vec<_> = ["a", "b"].iter().map(|n| f.db.dir.path().join(format!("{n}.json"))).collect();
+    let spawn = |report: &std::path::Path| f.spawn_with(&["--report", report.to_str().unwrap()]);
+    let (a, b) = (spawn(&reports[0]), spawn(&reports[1]));
+    for out in [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()] {
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_eq!(f.db.count("t"), f.good);
+    assert_eq!(f.db.scalar("SELECT count(DISTINCT tid) FROM t"), f.good.to_string());
+    assert_eq!(f.db.scalar("SELECT sum(tid) FROM t"), f.sum.to_string());
+    let per_pid = f.db.scalar("SELECT count(DISTINCT pid) FROM sluice.chunks WHERE job = 'pair'");
+    assert_eq!(per_pid, "2", "both processes loaded chunks");
+    let summaries: Vec<serde_json::Value> =
+        reports.iter().map(|r| serde_json::from_slice(&std::fs::read(r).unwrap()).unwrap()).collect();
+    let loaded: u64 = summaries.iter().map(|s| s["summary"]["rows_loaded"].as_u64().unwrap()).sum();
+    assert_eq!(loaded, f.good, "the two summaries' rows add up to the table's");
+    for s in &summaries {
+        let (chunks, batches) = (s["summary"]["chunks"].as_u64().unwrap(), s["summary"]["batches"].as_u64().unwrap());
+        assert!(batches < chunks, "{chunks} chunks in {batches} batches");
+    }
 }
 
 /// `sluice status` reads jobs from the ledger: name, state, chunks, rows.

@@ -157,9 +157,9 @@ pub(super) fn isolate(
     }
     // Each run is copied under the savepoint `sluice_run`; the savepoint
     // bookkeeping travels in the same round trip as the next COPY.
-    let first_run = shared.savepoint(FIRST_RUN, chunk);
-    let after_loaded = shared.savepoint("RELEASE SAVEPOINT sluice_run; SAVEPOINT sluice_run", chunk);
-    let after_refusal = shared.savepoint(AFTER_REFUSAL, chunk);
+    let first_run = shared.savepoint(FIRST_RUN, &[chunk]);
+    let after_loaded = shared.savepoint("RELEASE SAVEPOINT sluice_run; SAVEPOINT sluice_run", &[chunk]);
+    let after_refusal = shared.savepoint(AFTER_REFUSAL, &[chunk]);
     let mut prelude = first_run.as_str();
     let mut refused_last = false;
     while let Some(run) = runs.pop() {

@@ -8,6 +8,7 @@
 //! chunks for its pool). On the first fatal error the queue stops: chunks in
 //! flight finish or roll back, nothing is half loaded.
 
+mod batch;
 mod blockers;
 mod defer;
 mod isolate;
@@ -40,6 +41,7 @@ use crate::report::{
 use crate::sink::postgres::{PgSession, PgTarget, TableInfo, READ_ONLY, READ_ONLY_ADVICE};
 use crate::source::{any_read_once, resolve_inputs, RawCounter, Source};
 use crate::sql::quote_ident;
+use batch::Batcher;
 
 pub use defer::DeferIndexes;
 pub use plan::{choose_columns, copy_statement, resolve_kind, CopyFormat};
@@ -165,6 +167,9 @@ impl LoadRequest {
 /// Facts every worker needs, shared read-only.
 struct Shared<'a> {
     sources: &'a [Source],
+    /// For each input, the load's bytes from its start to the load's end
+    /// (see [`bytes_to_load_end`]).
+    to_load_end: Vec<Option<u64>>,
     format: &'a FormatOptions,
     table: &'a TableInfo,
     copy_sql: String,
@@ -241,11 +246,15 @@ impl Shared<'_> {
     }
 
     /// The statements that open a COPY's subtransaction: with a key or
-    /// constraint deferred, they also write the chunk's marker, which shares
-    /// the rows' `xmin` (see [`defer`]).
-    fn savepoint(&self, statements: &str, chunk: &Chunk) -> String {
+    /// constraint deferred, they also write the markers of the chunks it
+    /// loads, which share the rows' `xmin` (see [`defer`]; rows that break
+    /// the key send every chunk of their COPY back to be loaded again).
+    fn savepoint(&self, statements: &str, chunks: &[&Chunk]) -> String {
         match self.marked {
-            true => format!("{statements}; {}", ledger::xact_marker_sql(&self.job, chunk.seq)),
+            true => {
+                let seqs: Vec<u64> = chunks.iter().map(|c| c.seq).collect();
+                format!("{statements}; {}", ledger::xact_marker_sql(&self.job, &seqs))
+            }
             false => statements.to_string(),
         }
     }
@@ -421,6 +430,7 @@ fn run_connected(
     progress.set_total(sources.iter().map(|s| s.size).sum::<Option<u64>>());
     let mut shared = Shared {
         sources: &sources,
+        to_load_end: bytes_to_load_end(&sources),
         format: &format,
         table: &table,
         copy_sql: copy_statement(&table, columns.as_deref(), &format),
@@ -873,12 +883,13 @@ fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -
     let workers = shared.pace.as_ref().map_or(req.workers.max(1), pace::Pacer::max);
     shared.fed_all.store(false, Ordering::SeqCst);
     let streamed = shared.sources.iter().any(|s| !s.is_positioned());
-    // Streamed chunks hold their bytes: hand each one straight to a free
-    // worker (a rendezvous queue), so memory stays at about (workers + 1)
-    // chunks: one being copied per worker, one being cut. Positioned chunks
+    // Streamed chunks hold their bytes: hand each batch straight to a free
+    // worker (a rendezvous queue), so memory stays at about (workers + 2)
+    // chunks: one batch being copied per worker, one being cut, and a batch
+    // of small ones being gathered (a quarter of a chunk). Positioned chunks
     // are just locations.
     let capacity = if streamed { 0 } else { workers * 4 };
-    let (chunk_tx, chunk_rx) = bounded::<Chunk>(capacity);
+    let (chunk_tx, chunk_rx) = bounded::<Vec<Chunk>>(capacity);
     let (event_tx, event_rx) = unbounded::<Event>();
     let (sampling, sampler_done) = bounded::<()>(0);
     thread::scope(|scope| {
@@ -1003,11 +1014,12 @@ fn rows_loaded_so_far(shared: &Shared) -> u64 {
 }
 
 /// The feeder thread: chunks every input in order onto the queue.
-fn feed(shared: &Shared, req: &LoadRequest, queue: Sender<Chunk>, events: Sender<Event>) -> Vec<InputScan> {
+fn feed(shared: &Shared, req: &LoadRequest, queue: Sender<Vec<Chunk>>, events: Sender<Event>) -> Vec<InputScan> {
     let mut scans = Vec::new();
     let mut seq = 0;
+    let mut out = Handout { queue, batcher: Batcher::new(shared.chunk_size) };
     for (index, source) in shared.sources.iter().enumerate() {
-        match feed_one(shared, req, index, source, &queue, &mut seq) {
+        match feed_one(shared, req, index, source, &mut out, &mut seq) {
             Ok(scan) => scans.push(scan),
             Err(err) => {
                 let _ = events.send(Event::Failed(err));
@@ -1018,7 +1030,24 @@ fn feed(shared: &Shared, req: &LoadRequest, queue: Sender<Chunk>, events: Sender
             break;
         }
     }
+    if let Some(last) = out.batcher.finish().filter(|_| !shared.stopping()) {
+        let _ = out.queue.send(last);
+    }
     scans
+}
+
+/// Where the feeder's chunks go: gathered into batches (see [`batch`]), then
+/// onto the workers' queue.
+struct Handout {
+    queue: Sender<Vec<Chunk>>,
+    batcher: Batcher,
+}
+
+impl Handout {
+    /// False once the load stops or the workers are gone.
+    fn give(&mut self, shared: &Shared, chunk: Chunk) -> bool {
+        self.batcher.push(chunk).into_iter().all(|batch| !shared.stopping() && self.queue.send(batch).is_ok())
+    }
 }
 
 fn feed_one(
@@ -1026,7 +1055,7 @@ fn feed_one(
     req: &LoadRequest,
     index: usize,
     source: &Source,
-    queue: &Sender<Chunk>,
+    out: &mut Handout,
     seq: &mut u64,
 ) -> Result<InputScan, Error> {
     let (mut chunker, raw) = chunker_for(shared, req, index, source, *seq, !source.is_positioned())?;
@@ -1041,7 +1070,7 @@ fn feed_one(
         scan.bytes = chunk.loc.byte_offset + chunk.loc.byte_len;
         if let Some(redo) = &shared.redo {
             // A pass that loads reopened chunks again: only those.
-            if redo.contains(&chunk.seq) && (shared.stopping() || queue.send(chunk).is_err()) {
+            if redo.contains(&chunk.seq) && !out.give(shared, chunk) {
                 break;
             }
             continue;
@@ -1059,7 +1088,7 @@ fn feed_one(
             shared.progress.chunk_skipped(chunk.source_span);
             continue;
         }
-        if shared.stopping() || queue.send(chunk).is_err() {
+        if !out.give(shared, chunk) {
             break;
         }
     }
@@ -1139,7 +1168,7 @@ fn chunker_for(
     let (stream, raw) = source.open_stream()?;
     let chunker = Chunker::new(stream, cfg, index, first_seq);
     let chunker = if source.is_positioned() {
-        chunker.with_total_size(source.size).tapered(bytes_to_load_end(shared.sources, index))
+        chunker.with_total_size(source.size).tapered(shared.to_load_end[index])
     } else {
         chunker.with_raw_counter(raw.clone(), source.size)
     };
@@ -1200,11 +1229,18 @@ fn not_the_input_of(job: &str, source: &Source, chunk: &Chunk, done: &Done) -> E
     ))
 }
 
-/// The load's bytes from the start of input `index` to its end, when that
-/// input and every later one is a plain file (sizes known up front): where
-/// the chunker can taper the load's tail.
-fn bytes_to_load_end(sources: &[Source], index: usize) -> Option<u64> {
-    sources[index..].iter().map(|s| s.size.filter(|_| s.is_positioned())).sum()
+/// For each input, the load's bytes from its start to the load's end, when
+/// it and every later input is a plain file (sizes known up front): where
+/// the chunker can taper the load's tail. Summed from the end once: a glob
+/// of 100,000 files would take 5 billion additions input by input.
+fn bytes_to_load_end(sources: &[Source]) -> Vec<Option<u64>> {
+    let mut to_end = vec![None; sources.len()];
+    let mut sum = Some(0);
+    for (index, source) in sources.iter().enumerate().rev() {
+        sum = sum.zip(source.size.filter(|_| source.is_positioned())).map(|(a, b)| a + b);
+        to_end[index] = sum;
+    }
+    to_end
 }
 
 /// Per-input accounting from what the feeder saw; loaded and rejected rows
@@ -1243,8 +1279,13 @@ fn build_report(
     let wall = shared.clock.elapsed().as_secs_f64();
     let mut per_file = file_summaries(shared.sources, &scans);
     let mut warnings = Vec::new();
+    // By name, not by search: a glob of 50,000 files took 7 s here.
+    let mut index_of: HashMap<String, usize> = HashMap::new();
+    for (i, f) in per_file.iter().enumerate().rev() {
+        index_of.insert(f.file.clone(), i);
+    }
     for c in &chunks {
-        if let Some(f) = per_file.iter_mut().find(|f| f.file == c.file) {
+        if let Some(f) = index_of.get(&c.file).map(|&i| &mut per_file[i]) {
             f.rows_loaded += c.rows;
             f.rejected += c.rejected;
             f.suppressed += c.suppressed;
@@ -1292,6 +1333,7 @@ fn build_report(
         workers_chosen: shared.pace.as_ref().map(pace::Pacer::describe),
         chunk_size: shared.chunk_size,
         chunks: chunks.len() as u64,
+        batches: chunks.iter().map(|c| c.batch).collect::<HashSet<_>>().len() as u64,
         started_unix_ms,
         complete,
         copy: copy_path(shared, &chunks),
@@ -1343,10 +1385,10 @@ mod tests {
     #[test]
     fn only_a_load_that_ends_in_plain_files_is_tapered() {
         let plain = [file(10, Compression::None), file(20, Compression::None)];
-        assert_eq!(bytes_to_load_end(&plain, 0), Some(30));
-        assert_eq!(bytes_to_load_end(&plain, 1), Some(20));
+        assert_eq!(bytes_to_load_end(&plain), [Some(30), Some(20)]);
         let ends_compressed = [file(10, Compression::None), file(20, Compression::Gzip)];
-        assert_eq!(bytes_to_load_end(&ends_compressed, 0), None);
-        assert_eq!(bytes_to_load_end(&ends_compressed, 1), None);
+        assert_eq!(bytes_to_load_end(&ends_compressed), [None, None]);
+        let starts_compressed = [file(10, Compression::Gzip), file(20, Compression::None)];
+        assert_eq!(bytes_to_load_end(&starts_compressed), [None, Some(20)]);
     }
 }

@@ -1,4 +1,5 @@
-//! One worker: one connection, one chunk per transaction.
+//! One worker: one connection, one batch of chunks per transaction (one
+//! chunk, unless small inputs share a batch: see [`super::batch`]).
 //!
 //! The worker streams a chunk to COPY in small pieces, so it holds one piece
 //! of memory whatever the chunk size: as binary tuples when the load plan
@@ -28,7 +29,7 @@ use crate::sink::postgres::COPY_PIECE;
 use crate::sink::{CopyOutcome, CopyRefusal, CopyWriter};
 use crate::source::io_reason;
 
-pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Sender<Event>) {
+pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, events: Sender<Event>) {
     if !wait_for_turn(id, shared, &queue) {
         return;
     }
@@ -70,34 +71,43 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
     // The queue first; then the chunks another process held, waiting for
     // each: done by then, or its loader died and the lock went with it.
     let mut work: Work = Box::new(queue.clone().into_iter().map(|c| (c, false)));
-    loop {
+    'work: loop {
         wait_for_turn(id, shared, &queue);
-        let Some((chunk, wait)) = next_work(&mut work, &mut deferred) else { break };
+        let Some((batch, wait)) = next_work(&mut work, &mut deferred) else { break };
         if shared.stopping() {
             break;
         }
         let start_s = shared.clock.elapsed().as_secs_f64();
-        let event = match worker.load_with_retries(&chunk, wait) {
-            Ok(Outcome::Busy) => {
-                deferred.push(chunk);
-                continue;
+        let batch_id = batch[0].seq;
+        let outcomes = match worker.load_with_retries(&batch, wait) {
+            Ok(Some(outcomes)) => outcomes,
+            Ok(None) => break,
+            Err(err) => {
+                let _ = events.send(Event::Failed(err));
+                break;
             }
-            Ok(Outcome::Elsewhere) => Event::Elsewhere,
-            Ok(Outcome::Abandoned) => break,
-            Ok(Outcome::Committed(done)) => {
-                committed_any = true;
-                let rejected = done.rejects.len() as u64;
-                // Suppressed records count as the server's progress: a
-                // routing trigger stored them elsewhere.
-                shared.progress.chunk_done(chunk.source_span, done.rows + done.suppressed, rejected);
-                let record = record(shared, &chunk, &done, (id, worker.last_binary), start_s);
-                Event::Committed(record, done.rejects)
-            }
-            Err(err) => Event::Failed(err),
         };
-        let failed = matches!(event, Event::Failed(_));
-        if events.send(event).is_err() || failed {
-            break;
+        for (chunk, outcome) in batch.into_iter().zip(outcomes) {
+            let event = match outcome {
+                Outcome::Busy => {
+                    deferred.push(chunk);
+                    continue;
+                }
+                Outcome::Elsewhere => Event::Elsewhere,
+                Outcome::Committed(done, binary) => {
+                    committed_any = true;
+                    let rejected = done.rejects.len() as u64;
+                    // Suppressed records count as the server's progress: a
+                    // routing trigger stored them elsewhere.
+                    shared.progress.chunk_done(chunk.source_span, done.rows + done.suppressed, rejected);
+                    let by = By { worker: id, binary, batch: batch_id };
+                    let record = record(shared, &chunk, &done, by, start_s);
+                    Event::Committed(record, done.rejects)
+                }
+            };
+            if events.send(event).is_err() {
+                break 'work;
+            }
         }
     }
     if let Some(reason) = refused {
@@ -107,7 +117,7 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Chunk>, events: Se
 
 /// With `--workers auto`, waits while the pacer keeps this worker idle;
 /// false when the queue ran out meanwhile (nothing left to take).
-fn wait_for_turn(id: usize, shared: &Shared, queue: &Receiver<Chunk>) -> bool {
+fn wait_for_turn(id: usize, shared: &Shared, queue: &Receiver<Vec<Chunk>>) -> bool {
     let Some(pace) = &shared.pace else { return true };
     while !pace.allows(id) && !shared.stopping() {
         if shared.fed_all.load(std::sync::atomic::Ordering::SeqCst) && queue.is_empty() {
@@ -123,31 +133,28 @@ fn wait_for_turn(id: usize, shared: &Shared, queue: &Receiver<Chunk>) -> bool {
 const SAVEPOINT: &str = "SAVEPOINT sluice_chunk";
 const ROLLBACK_TO_SAVEPOINT: &str = "ROLLBACK TO SAVEPOINT sluice_chunk";
 
-/// Chunks to load, each with whether to wait for another process's claim.
-type Work<'a> = Box<dyn Iterator<Item = (Chunk, bool)> + 'a>;
+/// Batches to load, each with whether to wait for another process's claim.
+type Work<'a> = Box<dyn Iterator<Item = (Vec<Chunk>, bool)> + 'a>;
 
-/// The next chunk: from the queue, then the deferred ones (waiting).
-fn next_work(work: &mut Work<'_>, deferred: &mut Vec<Chunk>) -> Option<(Chunk, bool)> {
+/// The next batch: from the queue, then the deferred chunks one at a time
+/// (waiting).
+fn next_work(work: &mut Work<'_>, deferred: &mut Vec<Chunk>) -> Option<(Vec<Chunk>, bool)> {
     if let Some(next) = work.next() {
         return Some(next);
     }
-    *work = Box::new(std::mem::take(deferred).into_iter().map(|c| (c, true)));
+    *work = Box::new(std::mem::take(deferred).into_iter().map(|c| (vec![c], true)));
     work.next()
 }
 
 /// How a chunk ended.
 enum Outcome {
     /// This process committed it (or an earlier attempt of this process did,
-    /// just before the connection was lost).
-    Committed(Isolated),
+    /// just before the connection was lost), as binary COPY or not.
+    Committed(Isolated, bool),
     /// Another process committed it first.
     Elsewhere,
     /// Another process is loading it right now.
     Busy,
-    /// A Ctrl-C came while the chunk waited for the server to come back:
-    /// it is left for the next run, as a chunk not yet handed out is (the
-    /// wait's reason is not the load's error: the user stopped it).
-    Abandoned,
 }
 
 /// A connection ready to load: the COPY statement set and, unless asked
@@ -219,21 +226,25 @@ struct Worker<'s> {
 }
 
 impl Worker<'_> {
-    /// Loads a chunk; when the connection is lost, the server is restarting
+    /// Loads a batch; when the connection is lost, the server is restarting
     /// or its failure may pass (a full disk: see [`is_transient`]), reconnects
     /// with backoff until `--retry-timeout`, saying so on the progress line,
     /// then asks the ledger whether the lost attempt committed before trying
-    /// again, so a chunk is never loaded twice.
+    /// again, so a chunk is never loaded twice. `None`: a Ctrl-C came while
+    /// the batch waited for the server to come back; it is left for the next
+    /// run, as a chunk not yet handed out is (the wait's reason is not the
+    /// load's error: the user stopped it).
     ///
     /// [`is_transient`]: crate::sink::postgres::is_transient
-    fn load_with_retries(&mut self, chunk: &Chunk, wait: bool) -> Result<Outcome, Error> {
+    fn load_with_retries(&mut self, batch: &[Chunk], wait: bool) -> Result<Option<Vec<Outcome>>, Error> {
         let shared = self.shared;
         let mut retry = None;
-        let mut outcome = self.load_once(chunk, wait);
+        let all: Vec<&Chunk> = batch.iter().collect();
+        let mut outcome = self.load_once(&all, wait);
         loop {
             let err = match outcome {
                 Err(err @ (Error::Database(_) | Error::Connect { .. })) => err,
-                other => return other,
+                other => return other.map(Some),
             };
             let (backoff, waiting) = retry.get_or_insert_with(|| {
                 let backoff = Backoff::new(shared.retry_timeout);
@@ -241,7 +252,7 @@ impl Worker<'_> {
                 (backoff, waiting)
             });
             if shared.interrupted() {
-                return Ok(Outcome::Abandoned);
+                return Ok(None);
             }
             if backoff.expired() || shared.stopping() {
                 return Err(err);
@@ -249,34 +260,100 @@ impl Worker<'_> {
             waiting.because(err.to_string());
             self.session = match reconnect(shared, backoff) {
                 Ok(session) => session,
-                Err(_) if shared.interrupted() => return Ok(Outcome::Abandoned),
+                Err(_) if shared.interrupted() => return Ok(None),
                 Err(_) => return Err(err),
             };
             // The ledger query may lose the connection too (a server that
             // accepted it while going down): that is one more try.
-            outcome = match self.committed_before(chunk) {
-                Ok(Some(done)) => Ok(Outcome::Committed(done)),
-                Ok(None) => self.load_once(chunk, wait),
-                Err(e) => Err(e),
-            };
+            outcome = self.load_again(&all, wait);
         }
     }
 
-    /// Claims the chunk in the ledger, loads it, and commits it with its
-    /// rejects and its ledger row, all in one transaction.
-    fn load_once(&mut self, chunk: &Chunk, wait: bool) -> Result<Outcome, Error> {
-        match ledger::claim(&self.session, &ledger_row(self.shared, chunk, None), wait)? {
-            Claim::Busy => return Ok(Outcome::Busy),
-            Claim::Done => return Ok(Outcome::Elsewhere),
-            Claim::Mine => {}
+    /// After a lost connection: the chunks whose lost attempt committed, and
+    /// a new attempt at the others.
+    fn load_again(&mut self, batch: &[&Chunk], wait: bool) -> Result<Vec<Outcome>, Error> {
+        let known = batch.iter().map(|c| self.committed_before(c)).collect::<Result<Vec<_>, _>>()?;
+        let rest: Vec<&Chunk> = batch.iter().zip(&known).filter(|(_, k)| k.is_none()).map(|(c, _)| *c).collect();
+        let mut loaded = if rest.is_empty() { Vec::new() } else { self.load_once(&rest, wait)? }.into_iter();
+        Ok(known
+            .into_iter()
+            .map(|k| k.map_or_else(|| loaded.next().expect("one per chunk"), |done| Outcome::Committed(done, false)))
+            .collect())
+    }
+
+    /// Claims the chunks in the ledger, loads those it got, and commits them
+    /// with their rejects and their ledger rows, all in one transaction.
+    fn load_once(&mut self, batch: &[&Chunk], wait: bool) -> Result<Vec<Outcome>, Error> {
+        let rows: Vec<ChunkRow> = batch.iter().map(|c| ledger_row(self.shared, c, None)).collect();
+        let claims = ledger::claim(&self.session, &rows, wait)?;
+        let mine: Vec<&Chunk> =
+            batch.iter().zip(&claims).filter(|(_, c)| **c == Claim::Mine).map(|(b, _)| *b).collect();
+        let (mut dones, mut binary): (Vec<Isolated>, Vec<bool>) = (Vec::new(), Vec::new());
+        if !mine.is_empty() {
+            (dones, binary) = self.copy_all(&mine)?.into_iter().unzip();
+            self.expect_rejects = dones.iter().any(|d| !d.rejects.is_empty());
+            for (chunk, done) in mine.iter().zip(&mut dones) {
+                if let Some(runaway) = chunk.runaway {
+                    done.rejects.push(self.reader.runaway_reject(self.shared, chunk, runaway)?);
+                }
+            }
+            self.commit_chunks(&mine, &dones)?;
         }
-        let mut done = self.copy_or_isolate(chunk)?;
-        self.expect_rejects = !done.rejects.is_empty();
-        if let Some(runaway) = chunk.runaway {
-            done.rejects.push(self.reader.runaway_reject(self.shared, chunk, runaway)?);
+        let mut sent = dones.into_iter().zip(binary);
+        Ok(claims
+            .iter()
+            .map(|claim| match claim {
+                Claim::Mine => {
+                    let (done, binary) = sent.next().expect("one per chunk claimed");
+                    Outcome::Committed(done, binary)
+                }
+                Claim::Done => Outcome::Elsewhere,
+                Claim::Busy => Outcome::Busy,
+            })
+            .collect())
+    }
+
+    /// Loads claimed chunks: several in one COPY when they can, else (or
+    /// when the server refuses them together) each as it would alone. With
+    /// each, whether it went as binary.
+    fn copy_all(&mut self, mine: &[&Chunk]) -> Result<Vec<(Isolated, bool)>, Error> {
+        if mine.len() > 1 {
+            if let Some(dones) = self.copy_together(mine)? {
+                return Ok(dones.into_iter().map(|done| (done, self.last_binary)).collect());
+            }
         }
-        self.commit_chunk(chunk, &done)?;
-        Ok(Outcome::Committed(done))
+        mine.iter().map(|chunk| Ok((self.copy_or_isolate(chunk)?, self.last_binary))).collect()
+    }
+
+    /// A batch's chunks as one COPY (binary when the plan says so), under a
+    /// savepoint; `None` (rolled back) unless the server took exactly their
+    /// records: a refusal, a `\.` line or a trigger's suppressed rows are
+    /// then found chunk by chunk.
+    fn copy_together(&mut self, mine: &[&Chunk]) -> Result<Option<Vec<Isolated>>, Error> {
+        self.last_binary = false;
+        if self.expect_rejects {
+            return Ok(None);
+        }
+        let records: u64 = mine.iter().map(|c| c.copied_records()).sum();
+        let (binary, outcome) = match self.copy_binary(mine)? {
+            Some(outcome) => (true, outcome),
+            None => {
+                let (shared, reader) = (self.shared, &mut self.reader);
+                let savepoint = shared.savepoint(SAVEPOINT, mine);
+                let outcome = self.session.copy_after(&savepoint, &mut |send| reader.feed_all(shared, mine, send))?;
+                (false, outcome)
+            }
+        };
+        match outcome {
+            CopyOutcome::Loaded(rows) if rows == records => {
+                self.last_binary = binary;
+                Ok(Some(mine.iter().map(|c| Isolated::all(c.copied_records(), c.copied_records())).collect()))
+            }
+            _ => {
+                self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
+                Ok(None)
+            }
+        }
     }
 
     /// The fast path (one COPY of the whole chunk, under a savepoint so a
@@ -291,12 +368,22 @@ impl Worker<'_> {
             // would most likely fail part way after sending the whole chunk.
             return self.isolate(chunk, None);
         }
-        if let Some(done) = self.copy_binary(chunk)? {
-            return Ok(done);
+        match self.copy_binary(&[chunk])? {
+            Some(CopyOutcome::Loaded(rows)) => {
+                self.last_binary = true;
+                return Ok(Isolated::all(chunk.copied_records(), rows));
+            }
+            Some(CopyOutcome::Refused(_)) => {
+                // The server's line numbers count binary tuples; isolation
+                // finds the bad records in the text itself.
+                self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
+                return self.isolate(chunk, None);
+            }
+            None => {}
         }
         let (shared, reader) = (self.shared, &mut self.reader);
-        let savepoint = shared.savepoint(SAVEPOINT, chunk);
-        match self.session.copy_after(&savepoint, &mut |send| reader.feed(shared, chunk, send))? {
+        let savepoint = shared.savepoint(SAVEPOINT, &[chunk]);
+        match self.session.copy_after(&savepoint, &mut |send| reader.feed_all(shared, &[chunk], send))? {
             CopyOutcome::Loaded(rows)
                 if rows < chunk.copied_records() && may_hold_end_of_data_line(&reader.bytes_of(shared, chunk)?) =>
             {
@@ -321,10 +408,10 @@ impl Worker<'_> {
         isolate(&mut self.session, self.shared, chunk, &bytes, refusal)
     }
 
-    /// The binary fast path: `None` when the plan is text or the encoder was
-    /// unsure of a record (the chunk then goes as text); a refused chunk is
-    /// isolated as text, where the server names the line.
-    fn copy_binary(&mut self, chunk: &Chunk) -> Result<Option<Isolated>, Error> {
+    /// The binary fast path, under the savepoint (which the caller rolls
+    /// back to after a refusal): `None` when the plan is text or the
+    /// encoder was unsure of a record (the chunks then go as text).
+    fn copy_binary(&mut self, chunks: &[&Chunk]) -> Result<Option<CopyOutcome>, Error> {
         let (shared, reader) = (self.shared, &mut self.reader);
         let (Some(plan), Some(encoder)) = (&shared.binary, self.encoder.as_mut()) else { return Ok(None) };
         if !plan.wanted() {
@@ -332,45 +419,38 @@ impl Worker<'_> {
         }
         plan.note_try();
         let mut unsure = None;
-        let savepoint = shared.savepoint(SAVEPOINT, chunk);
+        let savepoint = shared.savepoint(SAVEPOINT, chunks);
         let outcome = self.session.copy_with(&savepoint, &plan.sql, &mut |send| {
-            reader.feed_binary(shared, chunk, encoder, send, &mut unsure)
+            reader.feed_binary(shared, chunks, encoder, send, &mut unsure)
         });
-        if let Some(unsure) = unsure {
+        if let Some((index, unsure)) = unsure {
             self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
+            let chunk = chunks[index];
             let file = &shared.sources[chunk.loc.source].name;
             let record = chunk.loc.first_record + unsure.record;
             plan.note_fallback(format!("{file} record {record}: {}", unsure.reason));
             return Ok(None);
         }
-        match outcome? {
-            CopyOutcome::Loaded(rows) => {
-                self.last_binary = true;
-                Ok(Some(Isolated::all(chunk.copied_records(), rows)))
-            }
-            CopyOutcome::Refused(_) => {
-                // The server's line numbers count binary tuples; isolation
-                // finds the bad records in the text itself.
-                self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
-                self.isolate(chunk, None).map(Some)
-            }
-        }
+        outcome.map(Some)
     }
 
-    /// Stores the chunk's rejects, marks its ledger row done and commits: the
-    /// good rows, the rejected records and the ledger row are durable together.
-    fn commit_chunk(&mut self, chunk: &Chunk, done: &Isolated) -> Result<(), Error> {
+    /// Stores the chunks' rejects, marks their ledger rows done and commits:
+    /// the good rows, the rejected records and the ledger rows are durable
+    /// together.
+    fn commit_chunks(&mut self, chunks: &[&Chunk], dones: &[Isolated]) -> Result<(), Error> {
         let shared = self.shared;
-        if !done.rejects.is_empty() {
-            let rows = crate::rejects::copy_text(&done.rejects, &shared.job, &shared.table.display());
-            self.session.copy_rows(crate::rejects::COPY_INTO_TABLE, &rows)?;
+        let table = shared.table.display();
+        let rejects: Vec<u8> =
+            dones.iter().flat_map(|d| crate::rejects::copy_text(&d.rejects, &shared.job, &table)).collect();
+        if !rejects.is_empty() {
+            self.session.copy_rows(crate::rejects::COPY_INTO_TABLE, &rejects)?;
         }
-        let row = ledger_row(shared, chunk, Some(done));
-        self.session.execute(&format!("{}; COMMIT", row.done_sql()))
+        let rows: Vec<ChunkRow> = chunks.iter().zip(dones).map(|(c, d)| ledger_row(shared, c, Some(d))).collect();
+        self.session.execute(&format!("{}; COMMIT", ledger::done_sql(&rows)))
     }
 
-    /// The chunk's counts and rejects when its ledger row is done: an attempt
-    /// whose connection was lost after the server committed.
+    /// The chunk's counts and rejects when this process committed its ledger
+    /// row: an attempt whose connection was lost after the server committed.
     fn committed_before(&self, chunk: &Chunk) -> Result<Option<Isolated>, Error> {
         let shared = self.shared;
         let Some((rows, suppressed)) = ledger::committed_rows(&self.session, &shared.job, chunk.seq)? else {
@@ -404,9 +484,17 @@ fn ledger_row<'a>(shared: &'a Shared, chunk: &Chunk, done: Option<&Isolated>) ->
     }
 }
 
-/// The report's record of a chunk; `by` is the worker and whether it went
-/// as binary.
-fn record(shared: &Shared, chunk: &Chunk, done: &Isolated, by: (usize, bool), start_s: f64) -> ChunkRecord {
+/// How a chunk was loaded, for its record.
+struct By {
+    worker: usize,
+    /// It went as binary.
+    binary: bool,
+    /// The first chunk of its batch.
+    batch: u64,
+}
+
+/// The report's record of a chunk.
+fn record(shared: &Shared, chunk: &Chunk, done: &Isolated, by: By, start_s: f64) -> ChunkRecord {
     ChunkRecord {
         seq: chunk.seq,
         file: shared.sources[chunk.loc.source].name.to_string(),
@@ -418,8 +506,9 @@ fn record(shared: &Shared, chunk: &Chunk, done: &Isolated, by: (usize, bool), st
         rows: done.rows,
         rejected: done.rejects.len() as u64,
         suppressed: done.suppressed,
-        worker: by.0,
-        binary: by.1,
+        worker: by.worker,
+        binary: by.binary,
+        batch: by.batch,
         start_s,
         end_s: shared.clock.elapsed().as_secs_f64(),
     }
@@ -438,12 +527,21 @@ struct RangeReader {
 }
 
 impl RangeReader {
-    /// Sends the chunk's bytes through `send`; stops early when `send` says
-    /// the server has already refused the chunk.
-    fn feed(&mut self, shared: &Shared, chunk: &Chunk, send: &mut CopyWriter<'_>) -> Result<(), Error> {
+    /// Sends the chunks' bytes through `send`, one after the other; stops
+    /// early when `send` says the server has already refused them.
+    fn feed_all(&mut self, shared: &Shared, chunks: &[&Chunk], send: &mut CopyWriter<'_>) -> Result<(), Error> {
+        for chunk in chunks {
+            if !self.feed(shared, chunk, send)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends one chunk's bytes; false when `send` refused them.
+    fn feed(&mut self, shared: &Shared, chunk: &Chunk, send: &mut CopyWriter<'_>) -> Result<bool, Error> {
         if let Some(data) = &chunk.data {
-            send(&data[..chunk.copy_len() as usize]);
-            return Ok(());
+            return Ok(send(&data[..chunk.copy_len() as usize]));
         }
         let mut buf = std::mem::take(&mut self.buf);
         buf.resize(COPY_PIECE, 0);
@@ -451,13 +549,13 @@ impl RangeReader {
         let result = loop {
             let want = (end - at).min(COPY_PIECE as u64) as usize;
             if want == 0 {
-                break Ok(());
+                break Ok(true);
             }
             if let Err(e) = self.read_into(shared, chunk, at, &mut buf[..want]) {
                 break Err(e);
             }
             if !send(&buf[..want]) {
-                break Ok(());
+                break Ok(false);
             }
             at += want as u64;
         };
@@ -465,52 +563,61 @@ impl RangeReader {
         result
     }
 
-    /// Sends the chunk as binary tuples: reads it piece by piece, encodes the
-    /// whole records of what has been read, and carries a partial record over
-    /// to the next piece. When the encoder is unsure of a record, stops with
-    /// `unsure` set (and an error, so the COPY is abandoned).
+    /// Sends the chunks as one stream of binary tuples: reads each piece by
+    /// piece, encodes the whole records of what has been read, and carries a
+    /// partial record over to the next piece. When the encoder is unsure of
+    /// a record, stops with `unsure` set to the chunk's index and the record
+    /// (and an error, so the COPY is abandoned).
     fn feed_binary(
         &mut self,
         shared: &Shared,
-        chunk: &Chunk,
+        chunks: &[&Chunk],
         encoder: &mut BinaryEncoder,
         send: &mut CopyWriter<'_>,
-        unsure: &mut Option<Unsure>,
+        unsure: &mut Option<(usize, Unsure)>,
     ) -> Result<(), Error> {
-        encoder.begin_chunk();
         let mut out = std::mem::take(&mut self.out);
         out.clear();
         out.extend_from_slice(binary::HEADER);
         let mut pending = std::mem::take(&mut self.buf);
-        pending.clear();
-        let (mut read, end) = (0, chunk.copy_len());
-        let mut records = 0;
-        let result = loop {
-            let want = (end - read).min(COPY_PIECE as u64);
-            let have = pending.len();
-            pending.resize(have + want as usize, 0);
-            if let Err(e) = self.read_into(shared, chunk, read, &mut pending[have..]) {
-                break Err(e);
-            }
-            read += want;
-            match encoder.encode(&pending, read == end, &mut out) {
-                Ok(done) => {
-                    pending.drain(..done.consumed);
-                    records += done.records;
+        let mut result = Ok(());
+        'chunks: for (index, chunk) in chunks.iter().enumerate() {
+            encoder.begin_chunk();
+            pending.clear();
+            let (mut read, end) = (0, chunk.copy_len());
+            let mut records = 0;
+            loop {
+                let want = (end - read).min(COPY_PIECE as u64);
+                let have = pending.len();
+                pending.resize(have + want as usize, 0);
+                if let Err(e) = self.read_into(shared, chunk, read, &mut pending[have..]) {
+                    result = Err(e);
+                    break 'chunks;
                 }
-                Err(u) => {
-                    *unsure = Some(Unsure { record: records + u.record, reason: u.reason });
-                    break Err(Error::Usage("binary encoding stopped; the chunk goes as text".into()));
+                read += want;
+                match encoder.encode(&pending, read == end, &mut out) {
+                    Ok(done) => {
+                        pending.drain(..done.consumed);
+                        records += done.records;
+                    }
+                    Err(u) => {
+                        *unsure = Some((index, Unsure { record: records + u.record, reason: u.reason }));
+                        result = Err(Error::Usage("binary encoding stopped; the chunks go as text".into()));
+                        break 'chunks;
+                    }
+                }
+                if read == end && index + 1 == chunks.len() {
+                    out.extend_from_slice(binary::TRAILER);
+                }
+                if !send(&out) {
+                    break 'chunks;
+                }
+                out.clear();
+                if read == end {
+                    break;
                 }
             }
-            if read == end {
-                out.extend_from_slice(binary::TRAILER);
-            }
-            if !send(&out) || read == end {
-                break Ok(());
-            }
-            out.clear();
-        };
+        }
         (self.out, self.buf) = (out, pending);
         result
     }
