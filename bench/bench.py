@@ -75,6 +75,9 @@ DATASETS = {
     "transactions-1m": ("transactions-1m.tsv", "transactions", 1_000_000, "", ["--format", "tsv"]),
     "lineitem-1m": ("lineitem-1m.psv", "lineitem", 1_000_000, "with (delimiter '|')",
                     ["--format", "tsv", "--delimiter", "|"]),
+    # The same rows as 3,854 files of 100 kB (a folder), loaded by a glob:
+    # psql \copy reads them all through `cat`, the hand split in two halves.
+    "transactions-files": ("transactions-files", "transactions", 10_000_000, "", ["--format", "tsv"]),
 }
 INDEXES = {"transactions-indexed": "ALTER TABLE transactions ADD PRIMARY KEY (tid); "
                                    "CREATE INDEX ON transactions (mssinceunixepoch); "
@@ -242,7 +245,12 @@ def prepare_data(names, scale_rows):
         if path.exists():
             continue
         print(f"generating {path.name}", flush=True)
-        if name.endswith("-1m"):
+        if name == "transactions-files":
+            prepare_data(["transactions"], None)
+            path.mkdir()
+            sh(["split", "-C", "100K", "-d", "-a", "5", "--additional-suffix=.tsv",
+                str(DATA / DATASETS["transactions"][0]), str(path / "part-")])
+        elif name.endswith("-1m"):
             full = name.removesuffix("-1m")
             prepare_data([full], None)
             sh(f"head -n {rows} {DATA / DATASETS[full][0]} > {path}", shell=True)
@@ -282,6 +290,15 @@ def loaders(name, server, parts_dir):
     halves = sorted(parts_dir.glob(f"{name}-part-*"))
     out = {"psql \\copy": [copy(path)]}
     sluice = [str(SLUICE), "load", "--restart", str(path), "--table", table, "--quiet", *fmt]
+    if path.is_dir():
+        files = sorted(str(f) for f in path.glob("*.tsv"))
+        cat = lambda fs: ["sh", "-c", f"cat \"$@\" | psql -X -q -v ON_ERROR_STOP=1 -c '\\copy {table} from stdin'",
+                          "sh", *fs]
+        half = len(files) // 2
+        out = {"psql \\copy": [cat(files)], "split 2 x psql": [cat(files[:half]), cat(files[half:])]}
+        out["sluice"] = [[*sluice[:3], str(path / "*.tsv"), *sluice[4:]]]
+        out["sluice, one file"] = [[*sluice[:3], str(DATA / DATASETS["transactions"][0]), *sluice[4:]]]
+        return out
     if name == "transactions-paths":
         # One transaction that empties the table and loads it FREEZE (WAL
         # skipped under wal_level = minimal), against sluice's defaults
@@ -322,8 +339,11 @@ def bench(names, rounds):
     try:
         for name in names:
             file, table, rows, _, _ = DATASETS[name]
-            sh(["split", "-n", "l/2", "-d", str(DATA / file), str(parts_dir / f"{name}-part-")])
-            size = (DATA / file).stat().st_size
+            if (DATA / file).is_dir():
+                size = sum(f.stat().st_size for f in (DATA / file).iterdir())
+            else:
+                sh(["split", "-n", "l/2", "-d", str(DATA / file), str(parts_dir / f"{name}-part-")])
+                size = (DATA / file).stat().st_size
             for r in range(rounds):
                 for label, cmds in loaders(name, server, parts_dir).items():
                     server.psql(f"DROP TABLE IF EXISTS {table}")
