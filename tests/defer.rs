@@ -504,6 +504,24 @@ fn keyed_in_files(files: u64, rows: u64, every: u64, back: u64, extra: &[&str]) 
 }
 
 impl Keyed {
+    /// Runs the load `runs` times, killing each 30 ms plus up to `spread_ms`
+    /// (pseudo-random from `seed`) after its start; returns how many runs
+    /// the kill stopped.
+    fn kill_at_random(&self, runs: usize, seed: u64, spread_ms: u64) -> u32 {
+        let mut rng = sluice::gen::Rng::new(seed);
+        let mut killed = 0;
+        for i in 0..runs {
+            let mut child = sluice_command().args(&self.args).stderr(Stdio::piped()).spawn().unwrap();
+            std::thread::sleep(Duration::from_millis(30 + rng.below(spread_ms)));
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(matches!(out.status.code(), None | Some(0 | 1)), "run {i}: {stderr}");
+            killed += u32::from(out.status.code().is_none());
+        }
+        killed
+    }
+
     /// Every row once, every duplicate rejected once (database and file),
     /// the key and index back, nothing left dropped.
     fn assert_exact(&self) {
@@ -543,16 +561,7 @@ fn two_processes_share_a_deferred_load() {
 #[test]
 fn kills_at_random_moments_of_a_deferred_load_with_duplicates() {
     let k = keyed(600_000, 20_000, 7_000, &["--chunk-size", "128KiB"]);
-    let mut rng = sluice::gen::Rng::new(11);
-    let mut killed = 0;
-    for i in 0..12 {
-        let mut child = sluice_command().args(&k.args).stderr(Stdio::piped()).spawn().unwrap();
-        std::thread::sleep(Duration::from_millis(30 + rng.below(500)));
-        let _ = child.kill();
-        let out = child.wait_with_output().unwrap();
-        assert!(matches!(out.status.code(), None | Some(0 | 1)), "run {i}: {}", String::from_utf8_lossy(&out.stderr));
-        killed += u32::from(out.status.code().is_none());
-    }
+    let killed = k.kill_at_random(12, 11, 500);
     assert!(killed >= 6, "only {killed} of 12 runs were killed: the test lost its teeth");
     let last = sluice_command().args(&k.args).output().unwrap();
     assert!(matches!(last.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&last.stderr));
@@ -574,16 +583,7 @@ fn a_deferred_key_over_batches_of_small_files_rejects_each_duplicate_once() {
     assert!(batches.as_u64().unwrap() < chunks.as_u64().unwrap(), "{chunks} chunks in {batches} batches");
 
     let k = keyed_in_files(400, 200_000, 5_000, 1_200, &[]);
-    let mut rng = sluice::gen::Rng::new(5);
-    let mut killed = 0;
-    for i in 0..8 {
-        let mut child = sluice_command().args(&k.args).stderr(Stdio::piped()).spawn().unwrap();
-        std::thread::sleep(Duration::from_millis(30 + rng.below(400)));
-        let _ = child.kill();
-        let out = child.wait_with_output().unwrap();
-        assert!(matches!(out.status.code(), None | Some(0 | 1)), "run {i}: {}", String::from_utf8_lossy(&out.stderr));
-        killed += u32::from(out.status.code().is_none());
-    }
+    let killed = k.kill_at_random(8, 5, 400);
     assert!(killed >= 4, "only {killed} of 8 runs were killed: the test lost its teeth");
     let last = sluice_command().args(&k.args).output().unwrap();
     assert!(matches!(last.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&last.stderr));

@@ -69,6 +69,23 @@ impl Fixture {
         sluice_command().args(&self.args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap()
     }
 
+    /// Runs the load once per moment, killing it that long after its start;
+    /// returns how many runs the kill stopped mid-load.
+    fn kill_after_each(&self, moments: Vec<Duration>) -> u32 {
+        let mut killed = 0;
+        for (i, wait) in moments.into_iter().enumerate() {
+            let mut child = self.spawn();
+            std::thread::sleep(wait);
+            let _ = child.kill();
+            let status = child.wait().unwrap();
+            // Killed mid-load, or the job had already finished (0) or
+            // finished with rejects (1) before the signal.
+            assert!(matches!(status.code(), None | Some(0 | 1)), "run {i} ended with {status}");
+            killed += u32::from(status.code().is_none());
+        }
+        killed
+    }
+
     /// The table holds every good row exactly once, and every bad record is
     /// rejected exactly once, in the database and in the file.
     fn assert_exact(&self) {
@@ -95,17 +112,7 @@ fn moments(n: usize, seed: u64) -> Vec<Duration> {
 #[test]
 fn kill_at_random_moments_then_resume_loads_exactly_once() {
     let f = fixture(if cfg!(debug_assertions) { 2_000_000 } else { 4_000_000 }, &[]);
-    let mut killed = 0;
-    for (i, wait) in moments(20, 7).into_iter().enumerate() {
-        let mut child = f.spawn();
-        std::thread::sleep(wait);
-        let _ = child.kill();
-        let status = child.wait().unwrap();
-        // Killed mid-load, or the job had already finished (0) or finished
-        // with rejects (1) before the signal.
-        assert!(matches!(status.code(), None | Some(0 | 1)), "run {i} ended with {status}");
-        killed += u32::from(status.code().is_none());
-    }
+    let killed = f.kill_after_each(moments(20, 7));
     assert!(killed >= 10, "only {killed} of 20 runs were killed mid-load: the test lost its teeth");
     let out = f.spawn().wait_with_output().unwrap();
     assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
@@ -122,15 +129,7 @@ fn kill_at_random_moments_then_resume_loads_exactly_once() {
 #[test]
 fn kill_at_random_moments_across_small_files_then_resume_loads_exactly_once() {
     let f = fixture_in_files(1_000_000, 10_000, &[]);
-    let mut killed = 0;
-    for (i, wait) in moments(10, 13).into_iter().enumerate() {
-        let mut child = f.spawn();
-        std::thread::sleep(wait);
-        let _ = child.kill();
-        let status = child.wait().unwrap();
-        assert!(matches!(status.code(), None | Some(0 | 1)), "run {i} ended with {status}");
-        killed += u32::from(status.code().is_none());
-    }
+    let killed = f.kill_after_each(moments(10, 13));
     assert!(killed >= 5, "only {killed} of 10 runs were killed mid-load: the test lost its teeth");
     let out = f.spawn().wait_with_output().unwrap();
     assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
