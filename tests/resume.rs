@@ -69,6 +69,15 @@ impl Fixture {
         sluice_command().args(&self.args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap()
     }
 
+    /// Every good row once, loaded by two processes of job `job`.
+    fn assert_shared_by_two(&self, job: &str) {
+        assert_eq!(self.db.count("t"), self.good);
+        assert_eq!(self.db.scalar("SELECT count(DISTINCT tid) FROM t"), self.good.to_string());
+        assert_eq!(self.db.scalar("SELECT sum(tid) FROM t"), self.sum.to_string());
+        let per_pid = self.db.scalar(&format!("SELECT count(DISTINCT pid) FROM sluice.chunks WHERE job = '{job}'"));
+        assert_eq!(per_pid, "2", "both processes loaded chunks");
+    }
+
     /// Runs the load once per moment, killing it that long after its start;
     /// returns how many runs the kill stopped mid-load.
     fn kill_after_each(&self, moments: Vec<Duration>) -> u32 {
@@ -753,11 +762,7 @@ fn two_processes_share_the_chunks() {
     for out in [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()] {
         assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
     }
-    assert_eq!(f.db.count("t"), f.good);
-    assert_eq!(f.db.scalar("SELECT count(DISTINCT tid) FROM t"), f.good.to_string());
-    assert_eq!(f.db.scalar("SELECT sum(tid) FROM t"), f.sum.to_string());
-    let per_pid = f.db.scalar("SELECT count(DISTINCT pid) FROM sluice.chunks WHERE job = 'pair'");
-    assert_eq!(per_pid, "2", "both processes loaded chunks");
+    f.assert_shared_by_two("pair");
     let ledger = "SELECT sum(rows_loaded) || ' ' || sum(rows_rejected) FROM sluice.chunks WHERE state = 'done'";
     assert_eq!(f.db.scalar(ledger), format!("{} {}", f.good, f.bad));
 }
@@ -774,11 +779,7 @@ fn two_processes_share_batches_of_small_files() {
     for out in [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()] {
         assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
     }
-    assert_eq!(f.db.count("t"), f.good);
-    assert_eq!(f.db.scalar("SELECT count(DISTINCT tid) FROM t"), f.good.to_string());
-    assert_eq!(f.db.scalar("SELECT sum(tid) FROM t"), f.sum.to_string());
-    let per_pid = f.db.scalar("SELECT count(DISTINCT pid) FROM sluice.chunks WHERE job = 'pair'");
-    assert_eq!(per_pid, "2", "both processes loaded chunks");
+    f.assert_shared_by_two("pair");
     let summaries: Vec<serde_json::Value> =
         reports.iter().map(|r| serde_json::from_slice(&std::fs::read(r).unwrap()).unwrap()).collect();
     let loaded: u64 = summaries.iter().map(|s| s["summary"]["rows_loaded"].as_u64().unwrap()).sum();
