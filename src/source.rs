@@ -51,6 +51,14 @@ pub struct Source {
     pub compression: Compression,
     /// Bytes on disk; `None` for stdin and pipes.
     pub size: Option<u64>,
+    /// Last modification, in nanoseconds since the Unix epoch; `None` for
+    /// stdin and pipes. Read with the size, once (see `load::job`).
+    pub modified_ns: Option<u128>,
+    /// The path with links and `..` resolved, as jobs are named by it; the
+    /// name as given where it cannot be resolved (stdin, some pipes).
+    /// Resolved once: a glob of many files would otherwise pay for it at
+    /// every use.
+    pub canonical: Arc<str>,
     /// The first bytes look like UTF-16 (uncompressed inputs only).
     pub looks_utf16: bool,
     /// Set by the load when `--encoding` names something other than UTF-8.
@@ -243,14 +251,18 @@ pub fn resolve_inputs(args: &[String]) -> Result<Vec<Source>, Error> {
             let mut paths: Vec<PathBuf> = glob::glob(arg)
                 .map_err(|e| Error::Usage(format!("bad glob pattern '{arg}': {e}")))?
                 .filter_map(Result::ok)
-                .filter(|p| p.is_file())
                 .collect();
-            if paths.is_empty() {
-                return Err(Error::Input { file: arg.clone(), message: "no file matches this pattern".into() });
-            }
             paths.sort();
+            let before = sources.len();
             for path in paths {
-                sources.push(file_source(&path)?);
+                // Folders, fifos and sockets a glob matches are not inputs.
+                match std::fs::metadata(&path) {
+                    Ok(meta) if meta.is_file() => sources.push(file_source_with(&path, meta)?),
+                    _ => continue,
+                }
+            }
+            if sources.len() == before {
+                return Err(Error::Input { file: arg.clone(), message: "no file matches this pattern".into() });
             }
         } else {
             sources.push(file_source(Path::new(arg))?);
@@ -272,17 +284,29 @@ fn file_source(path: &Path) -> Result<Source, Error> {
     if !meta.is_file() {
         return pipe_source(path);
     }
+    file_source_with(path, meta)
+}
+
+/// A regular file, its metadata already read.
+fn file_source_with(path: &Path, meta: std::fs::Metadata) -> Result<Source, Error> {
+    let name = path.display().to_string();
     let mut head = [0u8; 1024];
     let mut file = open_file(path)?;
     let n =
         read_up_to(&mut file, &mut head).map_err(|e| Error::Input { file: name.clone(), message: io_reason(&e) })?;
     let compression = Compression::detect(&head[..n]);
     Ok(Source {
+        canonical: canonical_name(path, &name),
         name: name.into(),
         path: Some(path.to_path_buf()),
         pipe: None,
         compression,
         size: Some(meta.len()),
+        modified_ns: meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_nanos()),
         looks_utf16: compression == Compression::None && looks_like_utf16(&head[..n]),
         transcoding: None,
     })
@@ -322,9 +346,15 @@ fn streamed_source(name: &str, path: Option<&Path>, mut reader: Box<dyn Read + S
         pipe: Some(Pipe { reader: Arc::new(Mutex::new(Some(reader))), head_hash, head }),
         compression,
         size: None,
+        modified_ns: None,
+        canonical: path.map_or_else(|| name.into(), |p| canonical_name(p, name)),
         looks_utf16,
         transcoding: None,
     })
+}
+
+fn canonical_name(path: &Path, name: &str) -> Arc<str> {
+    std::fs::canonicalize(path).map_or_else(|_| name.into(), |p| p.display().to_string().into())
 }
 
 fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
@@ -354,6 +384,31 @@ mod tests {
         let err = resolve_inputs(&["/nonexistent/x.csv".into()]).unwrap_err();
         assert_eq!(err.to_string(), "/nonexistent/x.csv: No such file or directory");
         let err = resolve_inputs(&["/nonexistent/*.csv".into()]).unwrap_err();
+        assert!(err.to_string().contains("no file matches"), "{err}");
+    }
+
+    /// A glob takes the files it matches, sorted, and not the folders; each
+    /// file's size, time and resolved path are read with it.
+    #[test]
+    fn a_glob_takes_its_files_sorted_and_skips_folders() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("c.csv")).unwrap();
+        std::fs::write(dir.path().join("b.csv"), "2\n").unwrap();
+        std::fs::write(dir.path().join("a.csv"), "1\n").unwrap();
+        let pattern = format!("{}/sub/../*.csv", dir.path().display());
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let sources = resolve_inputs(&[pattern]).unwrap();
+        let names: Vec<&str> = sources.iter().map(|s| s.name.rsplit('/').next().unwrap()).collect();
+        assert_eq!(names, ["a.csv", "b.csv"]);
+        let canonical = std::fs::canonicalize(dir.path().join("a.csv")).unwrap();
+        assert_eq!(&*sources[0].canonical, canonical.display().to_string());
+        assert!(!sources[0].canonical.contains(".."), "{}", sources[0].canonical);
+        assert_eq!(sources[1].size, Some(2));
+        let modified = std::fs::metadata(dir.path().join("b.csv")).unwrap().modified().unwrap();
+        let since_epoch = modified.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+        assert_eq!(sources[1].modified_ns, Some(since_epoch));
+        let only_folders = format!("{}/c.*", dir.path().display());
+        let err = resolve_inputs(&[only_folders]).unwrap_err();
         assert!(err.to_string().contains("no file matches"), "{err}");
     }
 }

@@ -53,10 +53,7 @@ fn chunk_identity(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, 
         req.chunk_size.to_string(),
         req.max_record_size.to_string(),
     ];
-    for source in sources {
-        let path = source.path.as_ref().and_then(|p| std::fs::canonicalize(p).ok());
-        parts.push(path.map_or_else(|| source.name.to_string(), |p| p.display().to_string()));
-    }
+    parts.extend(sources.iter().map(|source| source.canonical.to_string()));
     parts
 }
 
@@ -79,14 +76,12 @@ fn chunking_parts(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, 
 /// is refused.
 pub fn fingerprint(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, sources: &[Source]) -> String {
     let mut parts = chunking_parts(req, table, format, sources);
-    for s in sources {
-        let meta = s.path.as_ref().filter(|_| s.can_be_read_again()).and_then(|p| std::fs::metadata(p).ok());
-        let mtime = meta
-            .as_ref()
-            .and_then(|m| m.modified().ok())
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos());
-        parts.push(format!("{}:{mtime}", meta.map_or(0, |m| m.len())));
+    for s in sources.iter() {
+        let (size, modified) = match s.can_be_read_again() {
+            true => (s.size.unwrap_or(0), s.modified_ns.unwrap_or(0)),
+            false => (0, 0),
+        };
+        parts.push(format!("{size}:{modified}"));
     }
     stable_hash(&refs(&parts))
 }

@@ -1377,6 +1377,8 @@ mod tests {
             pipe: None,
             compression,
             size: Some(size),
+            modified_ns: None,
+            canonical: "f".into(),
             looks_utf16: false,
             transcoding: None,
         }
