@@ -88,6 +88,7 @@ pub fn run_matrix(
     // The ledger rows of every run, also after an error or an interrupt.
     control.execute(&format!(
         "DELETE FROM sluice.rejects WHERE job LIKE 'sluice-bench-{0}-%'; \
+         DELETE FROM sluice.chunks WHERE job LIKE 'sluice-bench-{0}-%'; \
          DELETE FROM sluice.jobs WHERE job LIKE 'sluice-bench-{0}-%'",
         std::process::id()
     ))?;

@@ -186,6 +186,7 @@ fn orders(db: &TestDb, key: &str, rows: u64) -> std::path::PathBuf {
 fn assert_bench_left_nothing(db: &TestDb) {
     assert_eq!(db.scalar("SELECT count(*) FROM pg_class WHERE relname LIKE 'sluice_bench_%'"), "0", "scratch dropped");
     assert_eq!(db.scalar("SELECT count(*) FROM sluice.jobs WHERE job LIKE 'sluice-bench-%'"), "0");
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.chunks WHERE job LIKE 'sluice-bench-%'"), "0");
 }
 
 /// `sluice bench` loads every setting into a scratch copy, answers the three
