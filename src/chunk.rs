@@ -220,6 +220,15 @@ impl<R: Read> Chunker<R> {
     /// `total_size` is the on-disk size when known; `first_seq` numbers chunks
     /// across inputs.
     pub fn new(reader: R, cfg: ChunkerConfig, source: usize, first_seq: u64) -> Self {
+        Self::on_block(reader, cfg, source, first_seq, Vec::new())
+    }
+
+    /// Like `new`, reading through the block an earlier chunker left
+    /// (`into_block`): a glob of 50,000 small files spent an eighth of its
+    /// time allocating and zeroing a block per file. What the block held is
+    /// never read: only bytes read into it since are.
+    pub fn on_block(reader: R, cfg: ChunkerConfig, source: usize, first_seq: u64, mut block: Vec<u8>) -> Self {
+        block.resize(BLOCK, 0);
         let scanner = RecordScanner::new(cfg.dialect, LineEnd::Lf);
         Chunker {
             reader,
@@ -227,7 +236,7 @@ impl<R: Read> Chunker<R> {
             source,
             line_end: LineEnd::Lf,
             scanner,
-            block: vec![0; BLOCK],
+            block,
             block_pos: 0,
             block_len: 0,
             eof: false,
@@ -242,6 +251,11 @@ impl<R: Read> Chunker<R> {
             next_seq: first_seq,
             taper_over: None,
         }
+    }
+
+    /// The read block, for the next input's chunker (see `on_block`).
+    pub fn into_block(self) -> Vec<u8> {
+        self.block
     }
 
     /// Measure progress in on-disk bytes read below a decompressor.

@@ -686,9 +686,9 @@ fn check_committed_chunks(shared: &Shared, req: &LoadRequest) -> Result<(), Erro
 
 fn compare_committed_chunks(shared: &Shared, req: &LoadRequest) -> Result<(), Error> {
     let Some(&last) = shared.done.keys().max() else { return Ok(()) };
-    let mut seq = 0;
+    let (mut seq, mut block) = (0, Vec::new());
     for (index, source) in shared.sources.iter().enumerate() {
-        let (mut chunker, raw) = chunker_for(shared, req, index, source, seq, false)?;
+        let (mut chunker, raw) = chunker_for(shared, req, (index, source), seq, false, block)?;
         while let Some(chunk) = chunker.next_chunk().map_err(|e| source.read_error(&e, raw.get()))? {
             if let Some(done) = shared.done.get(&chunk.seq).filter(|done| !is_the_chunk_done(done, &chunk)) {
                 return Err(not_the_input_of(&shared.job, source, &chunk, done));
@@ -702,6 +702,7 @@ fn compare_committed_chunks(shared: &Shared, req: &LoadRequest) -> Result<(), Er
             shared.progress.chunk_checked(chunk.source_span);
         }
         seq = chunker.next_seq();
+        block = chunker.into_block();
     }
     Ok(())
 }
@@ -1017,7 +1018,7 @@ fn rows_loaded_so_far(shared: &Shared) -> u64 {
 fn feed(shared: &Shared, req: &LoadRequest, queue: Sender<Vec<Chunk>>, events: Sender<Event>) -> Vec<InputScan> {
     let mut scans = Vec::new();
     let mut seq = 0;
-    let mut out = Handout { queue, batcher: Batcher::new(shared.chunk_size) };
+    let mut out = Handout { queue, batcher: Batcher::new(shared.chunk_size), block: Vec::new() };
     for (index, source) in shared.sources.iter().enumerate() {
         match feed_one(shared, req, index, source, &mut out, &mut seq) {
             Ok(scan) => scans.push(scan),
@@ -1041,6 +1042,8 @@ fn feed(shared: &Shared, req: &LoadRequest, queue: Sender<Vec<Chunk>>, events: S
 struct Handout {
     queue: Sender<Vec<Chunk>>,
     batcher: Batcher,
+    /// The last input's read block, for the next input's chunker.
+    block: Vec<u8>,
 }
 
 impl Handout {
@@ -1058,7 +1061,8 @@ fn feed_one(
     out: &mut Handout,
     seq: &mut u64,
 ) -> Result<InputScan, Error> {
-    let (mut chunker, raw) = chunker_for(shared, req, index, source, *seq, !source.is_positioned())?;
+    let block = std::mem::take(&mut out.block);
+    let (mut chunker, raw) = chunker_for(shared, req, (index, source), *seq, !source.is_positioned(), block)?;
     let mut scan = InputScan::default();
     loop {
         let chunk = match chunker.next_chunk() {
@@ -1095,6 +1099,7 @@ fn feed_one(
     scan.preamble = chunker.preamble();
     scan.records = chunker.totals().0;
     *seq = chunker.next_seq();
+    out.block = chunker.into_block();
     Ok(scan)
 }
 
@@ -1159,14 +1164,14 @@ fn header_of(source: &Source, format: &FormatOptions, req: &LoadRequest) -> Resu
 fn chunker_for(
     shared: &Shared,
     req: &LoadRequest,
-    index: usize,
-    source: &Source,
+    (index, source): (usize, &Source),
     first_seq: u64,
     keep_bytes: bool,
+    block: Vec<u8>,
 ) -> Result<(Chunker<Box<dyn std::io::Read + Send>>, RawCounter), Error> {
     let cfg = chunker_config(shared.format, req, shared.chunk_size.max(1), keep_bytes);
     let (stream, raw) = source.open_stream()?;
-    let chunker = Chunker::new(stream, cfg, index, first_seq);
+    let chunker = Chunker::on_block(stream, cfg, index, first_seq, block);
     let chunker = if source.is_positioned() {
         chunker.with_total_size(source.size).tapered(shared.to_load_end[index])
     } else {
