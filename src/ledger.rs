@@ -45,7 +45,11 @@
 //! cost the server 20 µs per chunk row, half of what inserting the row
 //! costs, and a glob of small files has a row per file. Sluice writes a
 //! job's row before its chunks' and deletes its chunks with it. Ledgers
-//! made before keep their key, which still holds.
+//! made before keep their key, which still holds. Its pages are filled
+//! half (`fillfactor = 50`), so that marking a row `done` writes the new
+//! version next to the old one, without a new index entry (a HOT update):
+//! before, 99.8 % of those updates added one, and a glob of 50,000 small
+//! files loaded 6 % slower.
 
 use std::collections::HashMap;
 
@@ -74,7 +78,7 @@ pub const CREATE_TABLES: &str =
      first_line bigint NOT NULL, state text NOT NULL, rows_loaded bigint NOT NULL DEFAULT 0, \
      rows_rejected bigint NOT NULL DEFAULT 0, host text NOT NULL, pid integer NOT NULL, \
      committed_at timestamptz, content_hash bigint, rows_suppressed bigint NOT NULL DEFAULT 0, \
-     PRIMARY KEY (job, seq)); \
+     PRIMARY KEY (job, seq)) WITH (fillfactor = 50); \
      CREATE TABLE IF NOT EXISTS sluice.steps (job text NOT NULL, step integer NOT NULL, \
      target_table text NOT NULL, name text NOT NULL, drop_sql text NOT NULL, create_sql text NOT NULL, \
      violations_sql text, state text NOT NULL, recorded_at timestamptz NOT NULL DEFAULT now(), \

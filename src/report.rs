@@ -283,9 +283,10 @@ pub struct LoadReport {
 impl Summary {
     /// ` in 72 batches` when small inputs shared batches, else nothing.
     fn batches_part(&self) -> String {
-        match self.batches < self.chunks {
-            true => format!(" in {} batches", thousands(self.batches)),
-            false => String::new(),
+        match self.batches {
+            n if n >= self.chunks => String::new(),
+            1 => " in 1 batch".to_string(),
+            n => format!(" in {} batches", thousands(n)),
         }
     }
 }

@@ -50,6 +50,60 @@ fn header_skipped_once_per_file_across_a_glob() {
     assert_eq!(db.scalar("SELECT count(DISTINCT id) FROM t"), "1500");
 }
 
+/// Marking chunks done rewrites their ledger rows in place (HOT updates,
+/// on half-filled pages) rather than adding an index entry per row: a glob
+/// of small files has a ledger row per file.
+#[test]
+fn ledger_rows_of_small_files_are_marked_done_in_place() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int)");
+    for part in 0..300 {
+        db.file(&format!("many/p-{part:03}.tsv"), format!("{part}\n").as_bytes());
+    }
+    let glob = db.dir.path().join("many/p-*.tsv");
+    db.load(&[glob.to_str().unwrap(), "--table", "t"]).assert_ok();
+    assert_eq!(db.count("t"), 300);
+    // The loading sessions' counts reach the statistics as they end.
+    let counts = "SELECT n_tup_upd || ' ' || n_tup_hot_upd FROM pg_stat_user_tables \
+                  WHERE relid = 'sluice.chunks'::regclass";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut seen = db.scalar(counts);
+    while !seen.starts_with("300 ") && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        seen = db.scalar(counts);
+    }
+    let (updated, in_place) = seen.split_once(' ').unwrap();
+    assert_eq!(updated, "300", "{seen}");
+    // With full pages, 5 of the 300 were.
+    assert!(in_place.parse::<u64>().unwrap() >= 290, "updates of the ledger, then those in place: {seen}");
+}
+
+/// A job is named by its inputs' resolved paths: the same glob written
+/// relative to the working directory, through a link, or in full names one
+/// job, which the second run finds loaded.
+#[test]
+fn a_glob_written_three_ways_is_one_job() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, note text)");
+    for part in 0..3 {
+        db.file(&format!("parts/p-{part}.csv"), format!("{part},a\n").as_bytes());
+    }
+    std::os::unix::fs::symlink(db.dir.path().join("parts"), db.dir.path().join("link")).unwrap();
+    let conninfo = db.conninfo();
+    let mut relative = sluice_command();
+    relative.current_dir(db.dir.path()).args(["load", "--db", &conninfo, "parts/p-*.csv", "--table", "t"]);
+    let first = run_command(relative);
+    first.assert_ok();
+    assert!(first.output().contains(" 3 chunks in 1 batch, "), "{}", first.output());
+    assert_eq!(db.count("t"), 3);
+    for glob in ["link/p-*.csv", "parts/p-*.csv"] {
+        let again = db.load(&[db.dir.path().join(glob).to_str().unwrap(), "--table", "t"]);
+        again.assert_ok();
+        assert!(again.output().contains("already finished"), "{glob}: {}", again.output());
+    }
+    assert_eq!(db.count("t"), 3, "nothing loaded twice");
+}
+
 /// COPY reads fields by position. A header that names the table's columns
 /// in another order, or leaves some out (an identity, a default), says
 /// which field goes where; every file must then have that header.
