@@ -666,7 +666,8 @@ pub struct JobStatus {
     pub chunks_known: u64,
     pub rows: u64,
     pub rejected: u64,
-    /// Hosts (and processes) that committed a chunk in the last minute.
+    /// Hosts (and processes) that committed a chunk in the last minute,
+    /// but not the processes of this host that have stopped since.
     pub active: Vec<String>,
     /// Indexes and constraints dropped for the job and not yet built again.
     pub dropped: Vec<String>,
@@ -700,11 +701,23 @@ pub fn status(session: &PgSession, job: Option<&str>) -> Result<Vec<JobStatus>, 
             chunks_known: num(r, 4),
             rows: num(r, 5),
             rejected: num(r, 6),
-            active: text(r, 7).split(", ").filter(|s| !s.is_empty()).map(str::to_string).collect(),
+            active: text(r, 7).split(", ").filter(|s| !s.is_empty() && still_running(s)).map(str::to_string).collect(),
             dropped: text(r, 8).split("; ").filter(|s| !s.is_empty()).map(str::to_string).collect(),
             command: r[9].clone(),
         })
         .collect())
+}
+
+/// False for a process of this host (`host (pid N)`, as `status` lists
+/// them) that no longer runs: `sluice status` on the loading machine tells
+/// a stopped load at once, not a minute after its last commit. Processes of
+/// other hosts cannot be seen from here and count as running.
+fn still_running(entry: &str) -> bool {
+    let Some((host, pid)) = entry.strip_suffix(')').and_then(|e| e.rsplit_once(" (pid ")) else {
+        return true;
+    };
+    let procfs = std::path::Path::new("/proc");
+    host != host_name() || !procfs.join("self").exists() || procfs.join(pid).exists()
 }
 
 /// This machine's name, for the ledger's `host` column (read once: every
@@ -719,6 +732,17 @@ pub fn host_name() -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stopped_process_of_this_host_is_not_running() {
+        let me = format!("{} (pid {})", host_name(), std::process::id());
+        assert!(still_running(&me));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let stopped = child.id();
+        child.wait().unwrap();
+        assert!(!still_running(&format!("{} (pid {stopped})", host_name())));
+        assert!(still_running(&format!("{}-elsewhere (pid {stopped})", host_name())), "another host's");
+    }
 
     #[test]
     fn stable_hash_is_fixed_and_separates_parts() {
