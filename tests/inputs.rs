@@ -50,6 +50,15 @@ fn header_skipped_once_per_file_across_a_glob() {
     assert_eq!(db.scalar("SELECT count(DISTINCT id) FROM t"), "1500");
 }
 
+/// `count` files `many/part-NNNN.tsv` of one record each, and the glob that
+/// finds them.
+fn one_record_files(db: &TestDb, count: usize, record: impl Fn(usize) -> String) -> std::path::PathBuf {
+    for part in 0..count {
+        db.file(&format!("many/part-{part:04}.tsv"), record(part).as_bytes());
+    }
+    db.dir.path().join("many/part-*.tsv")
+}
+
 /// Marking chunks done rewrites their ledger rows in place (HOT updates,
 /// on half-filled pages) rather than adding an index entry per row: a glob
 /// of small files has a ledger row per file.
@@ -57,10 +66,7 @@ fn header_skipped_once_per_file_across_a_glob() {
 fn ledger_rows_of_small_files_are_marked_done_in_place() {
     let db = TestDb::new();
     db.execute("CREATE TABLE t (id int)");
-    for part in 0..300 {
-        db.file(&format!("many/p-{part:03}.tsv"), format!("{part}\n").as_bytes());
-    }
-    let glob = db.dir.path().join("many/p-*.tsv");
+    let glob = one_record_files(&db, 300, |part| format!("{part}\n"));
     db.load(&[glob.to_str().unwrap(), "--table", "t"]).assert_ok();
     assert_eq!(db.count("t"), 300);
     // The loading sessions' counts reach the statistics as they end.
@@ -193,10 +199,7 @@ fn a_header_piped_in_loads_by_name_as_a_file_does() {
 fn a_glob_of_more_files_than_the_open_file_limit() {
     let db = TestDb::new();
     db.execute("CREATE TABLE t (id int, name text)");
-    for part in 0..600 {
-        db.file(&format!("many/part-{part:04}.tsv"), format!("{part}\tn{part}\n").as_bytes());
-    }
-    let glob = db.dir.path().join("many/part-*.tsv");
+    let glob = one_record_files(&db, 600, |part| format!("{part}\tn{part}\n"));
     let mut cmd = std::process::Command::new("sh");
     cmd.args(["-c", "ulimit -n 256 && exec \"$@\"", "sh"]).arg(sluice_command().get_program());
     cmd.args(["load", glob.to_str().unwrap(), "--table", "t", "--db", &db.conninfo(), "--workers", "4"]);
