@@ -321,8 +321,13 @@ impl<R: Read> Chunker<R> {
         self.record_start = (self.offset, self.lines);
         let target = self.target_at(start.0);
         // Sized up front: a doubling Vec would reserve twice the chunk size
-        // for a chunk that ends one record past the target.
-        let reserve = (target + RECORD_SLACK) as usize;
+        // for a chunk that ends one record past the target; no more than a
+        // plain file has left (a small file's chunk is kept whole).
+        let left = match (&self.raw, self.total_size) {
+            (None, Some(size)) => size.saturating_sub(start.0) + 1,
+            _ => u64::MAX,
+        };
+        let reserve = (target + RECORD_SLACK).min(left) as usize;
         let data = self.cfg.keep_bytes.then(|| Vec::with_capacity(reserve));
         let mut cut = Cut { data, hash: Xxh3::new(), len: 0, records: 0, runaway: None };
         loop {
@@ -614,6 +619,21 @@ mod tests {
             out.push(c);
         }
         out
+    }
+
+    #[test]
+    fn a_small_files_kept_chunk_reserves_only_the_file() {
+        // A 1 MiB reserve per file cost an mmap and munmap for each of a
+        // glob's small files.
+        let input = b"a\nb\nc\n";
+        let cfg = config(Dialect::Lines, 1 << 20, false);
+        let mut chunker = Chunker::new(&input[..], cfg.clone(), 0, 0).with_total_size(Some(input.len() as u64));
+        let chunk = chunker.next_chunk().unwrap().unwrap();
+        assert_eq!(chunk.data.as_deref(), Some(&input[..]));
+        assert!(chunk.data.unwrap().capacity() <= input.len() + 1);
+        // A stream's size is unknown: the chunk reserves the target.
+        let mut stream = Chunker::new(&input[..], cfg, 0, 0);
+        assert!(stream.next_chunk().unwrap().unwrap().data.unwrap().capacity() >= 1 << 20);
     }
 
     #[test]
