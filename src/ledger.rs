@@ -10,12 +10,20 @@
 //! loading sessions: a commit lost in a crash loses its `done` too, and the
 //! chunk is loaded again.
 //!
-//! Several processes (or hosts) on one job need no coordinator: each chunk's
-//! row is created `pending`, and a worker claims it inside the transaction
-//! that loads it (`SELECT ... FOR UPDATE SKIP LOCKED`). A chunk locked by
-//! another process is deferred and claimed again, waiting, at the end: it is
-//! then `done` (skip it) or its loader died and the lock went with the
-//! connection (load it).
+//! Several processes (or hosts) on one job need no coordinator: a worker
+//! claims a batch inside the transaction that loads it, with an advisory
+//! lock on (the job, the batch's first chunk), then reads which of its
+//! chunks the ledger lists. A batch locked by another process is deferred
+//! and claimed again, waiting, at the end: it is then `done` (skip it) or
+//! its loader died and the lock went with the connection (load it). The
+//! primary key settles the rest: two processes that cut a batch another way
+//! (one resumed a job the other was loading) may both load a chunk, and the
+//! second to record it gets a unique violation, rolls back, and finds it
+//! done. A chunk's row is written once, by COPY, when it is done: a glob of
+//! 51,790 small files cost the server 1.59 s of CPU for the ledger when each
+//! row was inserted `pending` first, locked, then updated, and 0.60 s so.
+//! Rows listed `pending` (left by an older sluice, or put back for a
+//! reload) are updated, only while not `done`.
 //!
 //! Plan steps: steps before the copy (TRUNCATE, dropping deferred indexes
 //! and constraints) run in the transaction that records the job and sets
@@ -45,17 +53,13 @@
 //! cost the server 20 µs per chunk row, half of what inserting the row
 //! costs, and a glob of small files has a row per file. Sluice writes a
 //! job's row before its chunks' and deletes its chunks with it. Ledgers
-//! made before keep their key, which still holds. Its pages are filled
-//! half (`fillfactor = 50`), so that marking a row `done` writes the new
-//! version next to the old one, without a new index entry (a HOT update):
-//! before, 99.8 % of those updates added one, and a glob of 50,000 small
-//! files loaded 6 % slower.
+//! made before keep their key, which still holds.
 
 use std::collections::HashMap;
 
 use crate::error::Error;
 use crate::sink::postgres::PgSession;
-use crate::sql::quote_literal;
+use crate::sql::{copy_text_value, quote_literal};
 
 /// Creates sluice's schema. Run only when it is missing: the server checks
 /// the right to create schemas before it sees one exists, and a loading role
@@ -78,7 +82,7 @@ pub const CREATE_TABLES: &str =
      first_line bigint NOT NULL, state text NOT NULL, rows_loaded bigint NOT NULL DEFAULT 0, \
      rows_rejected bigint NOT NULL DEFAULT 0, host text NOT NULL, pid integer NOT NULL, \
      committed_at timestamptz, content_hash bigint, rows_suppressed bigint NOT NULL DEFAULT 0, \
-     PRIMARY KEY (job, seq)) WITH (fillfactor = 50); \
+     PRIMARY KEY (job, seq)); \
      CREATE TABLE IF NOT EXISTS sluice.steps (job text NOT NULL, step integer NOT NULL, \
      target_table text NOT NULL, name text NOT NULL, drop_sql text NOT NULL, create_sql text NOT NULL, \
      violations_sql text, state text NOT NULL, recorded_at timestamptz NOT NULL DEFAULT now(), \
@@ -536,12 +540,27 @@ pub struct ChunkRow<'a> {
 /// What a claim found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Claim {
-    /// Locked by this transaction and still pending: load it.
-    Mine,
+    /// Claimed by this transaction and not done: load it. `listed`: the
+    /// ledger has its row already, `pending` (see the module docs).
+    Mine { listed: bool },
     /// Already done (by an earlier run or another process): skip it.
     Done,
-    /// Locked by another process right now: try again later.
+    /// Claimed by another process right now: try again later.
     Busy,
+}
+
+impl Claim {
+    pub fn is_mine(&self) -> bool {
+        matches!(self, Claim::Mine { .. })
+    }
+}
+
+/// A claim's outcome for each row, and the claiming transaction's time,
+/// which its rows record as `committed_at` (the server's clock, as `now()`
+/// in that transaction would give it).
+pub struct Claimed {
+    pub claims: Vec<Claim>,
+    pub at: String,
 }
 
 impl ChunkRow<'_> {
@@ -559,14 +578,6 @@ fn bigint_array<'a>(rows: &[ChunkRow<'a>], element: impl Fn(&ChunkRow<'a>) -> St
     format!("'{{{}}}'::bigint[]", elements.join(","))
 }
 
-/// A text array literal: each element double-quoted, its `"` and `\`
-/// escaped, the whole a quoted literal.
-fn text_array(elements: impl Iterator<Item = impl AsRef<str>>) -> String {
-    let quoted: Vec<String> =
-        elements.map(|e| format!("\"{}\"", e.as_ref().replace('\\', "\\\\").replace('"', "\\\""))).collect();
-    format!("{}::text[]", quote_literal(&format!("{{{}}}", quoted.join(","))))
-}
-
 /// The rows' `seq` range, which every statement on a batch's rows names:
 /// an index range scan whatever the planner believes of the ledger's size
 /// (a fresh ledger's statistics say "empty", and the planner then reads
@@ -576,16 +587,16 @@ fn seq_range(rows: &[ChunkRow<'_>]) -> String {
     format!("BETWEEN {} AND {}", seqs.clone().min().unwrap_or(0), seqs.max().unwrap_or(0))
 }
 
-/// Marks the claimed rows (of one job) done with their counts, in the
-/// chunks' transaction: one statement however many rows. Arrays rather
-/// than a VALUES list: the server parses one literal per column instead of
-/// one per value.
+/// Marks the claimed rows that were listed `pending` done with their
+/// counts, in the chunks' transaction, unless another process did first;
+/// returns a row per row marked. Arrays rather than a VALUES list: the
+/// server parses one literal per column instead of one per value.
 pub fn done_sql(rows: &[ChunkRow<'_>]) -> String {
     format!(
         "UPDATE sluice.chunks c SET state = 'done', rows_loaded = v.rows, rows_rejected = v.rejected, \
          rows_suppressed = v.suppressed, content_hash = v.hash, host = {}, pid = {}, committed_at = now() \
          FROM unnest({}, {}, {}, {}, {}) v (seq, rows, rejected, suppressed, hash) \
-         WHERE c.job = {} AND c.seq = v.seq AND c.seq {}",
+         WHERE c.job = {} AND c.seq = v.seq AND c.seq {} AND c.state <> 'done' RETURNING c.seq",
         quote_literal(host_name()),
         std::process::id(),
         bigint_array(rows, |r| r.seq.to_string()),
@@ -598,60 +609,105 @@ pub fn done_sql(rows: &[ChunkRow<'_>]) -> String {
     )
 }
 
-/// Creates the chunks' `pending` rows unless they exist (autocommit, so that
-/// another process finds them and skips them while they are locked).
-pub fn pending_sql(rows: &[ChunkRow<'_>]) -> String {
-    format!(
-        "INSERT INTO sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, content_hash, state, host, pid) \
-         SELECT {}, u.seq, u.file, u.byte_offset, u.byte_len, u.first_line, u.hash, 'pending', {}, {} \
-         FROM unnest({}, {}, {}, {}, {}, {}) u (seq, file, byte_offset, byte_len, first_line, hash) \
-         ON CONFLICT (job, seq) DO NOTHING",
-        quote_literal(rows.first().map_or("", |r| r.job)),
-        quote_literal(host_name()),
-        std::process::id(),
-        bigint_array(rows, |r| r.seq.to_string()),
-        text_array(rows.iter().map(|r| r.file)),
-        bigint_array(rows, |r| r.byte_offset.to_string()),
-        bigint_array(rows, |r| r.byte_len.to_string()),
-        bigint_array(rows, |r| r.first_line.to_string()),
-        bigint_array(rows, ChunkRow::hash_element),
-    )
+/// Adds the rows of claimed chunks the ledger did not list, `done`.
+pub const COPY_DONE: &str = "COPY sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, content_hash, \
+     state, rows_loaded, rows_rejected, rows_suppressed, host, pid, committed_at) FROM STDIN";
+
+/// The rows as [`COPY_DONE`] takes them, committed `at`.
+pub fn done_copy_text(rows: &[ChunkRow<'_>], at: &str) -> Vec<u8> {
+    let (host, pid, at) = (copy_text_value(host_name()), std::process::id(), copy_text_value(at));
+    let mut out = String::new();
+    for r in rows {
+        let hash = r.content_hash.map_or("\\N".to_string(), |h| (h as i64).to_string());
+        out.push_str(&format!(
+            "{}\t{}\t{}\t{}\t{}\t{}\t{hash}\tdone\t{}\t{}\t{}\t{host}\t{pid}\t{at}\n",
+            copy_text_value(r.job),
+            r.seq,
+            copy_text_value(r.file),
+            r.byte_offset,
+            r.byte_len,
+            r.first_line,
+            r.rows,
+            r.rejected,
+            r.suppressed,
+        ));
+    }
+    out.into_bytes()
 }
 
-/// Locks the rows (of one job) for this transaction; with `wait`, waits for
-/// another process's locks instead of skipping them, in `seq` order.
-pub fn claim_sql(rows: &[ChunkRow<'_>], wait: bool) -> String {
+/// The advisory lock that claims a batch: the job's hash and the batch's
+/// first chunk, as the two 32-bit keys (a collision with another job or
+/// application only makes a claim wait or defer; the ledger rows decide).
+pub fn lock_keys(job: &str, first_seq: u64) -> (i32, i32) {
+    let job_key = u64::from_str_radix(&stable_hash(&[job]), 16).unwrap_or(0) as i32;
+    (job_key, first_seq as i32)
+}
+
+/// Takes the batch's advisory lock for this transaction, or says it is
+/// held (with `wait`, waits for it), with the transaction's time.
+pub fn lock_sql(job: &str, first_seq: u64, wait: bool) -> String {
+    let (job_key, seq_key) = lock_keys(job, first_seq);
+    match wait {
+        true => format!("SELECT true, now() FROM pg_advisory_xact_lock({job_key}, {seq_key})"),
+        false => format!("SELECT pg_try_advisory_xact_lock({job_key}, {seq_key}), now()"),
+    }
+}
+
+/// The rows (of one job) the ledger lists, with their state.
+pub fn listed_sql(rows: &[ChunkRow<'_>]) -> String {
     let seqs: Vec<String> = rows.iter().map(|r| r.seq.to_string()).collect();
     format!(
-        "SELECT seq, state FROM sluice.chunks WHERE job = {} AND seq {} AND seq IN ({}) ORDER BY seq FOR UPDATE{}",
+        "SELECT seq, state FROM sluice.chunks WHERE job = {} AND seq {} AND seq IN ({})",
         quote_literal(rows.first().map_or("", |r| r.job)),
         seq_range(rows),
         seqs.join(", "),
-        if wait { "" } else { " SKIP LOCKED" }
     )
 }
 
-/// Claims chunks of one job: creates their pending rows if needed, then opens
-/// the chunks' transaction and locks the rows. The transaction stays open
-/// when any claim is `Mine`.
-pub fn claim(session: &PgSession, rows: &[ChunkRow<'_>], wait: bool) -> Result<Vec<Claim>, Error> {
-    session.execute(&pending_sql(rows))?;
+/// Claims a batch of one job: opens the chunks' transaction, takes the
+/// batch's lock, and reads which chunks are done or listed. The
+/// transaction stays open when any claim is `Mine`.
+pub fn claim(session: &PgSession, rows: &[ChunkRow<'_>], wait: bool) -> Result<Claimed, Error> {
+    let (Some(first), job) = (rows.first(), rows.first().map_or("", |r| r.job)) else {
+        return Ok(Claimed { claims: Vec::new(), at: String::new() });
+    };
     session.execute("BEGIN")?;
-    let found = session.query(&claim_sql(rows, wait), &[])?;
+    let lock = session.query(&lock_sql(job, first.seq, wait), &[])?;
+    let (locked, at) = match lock.first() {
+        Some(row) => (row[0].as_deref() == Some("t"), row[1].clone().unwrap_or_default()),
+        None => (false, String::new()),
+    };
+    if !locked {
+        session.execute("ROLLBACK")?;
+        return Ok(Claimed { claims: vec![Claim::Busy; rows.len()], at });
+    }
+    let found = session.query(&listed_sql(rows), &[])?;
     let states: HashMap<u64, Option<String>> =
         found.into_iter().filter_map(|r| Some((r[0].as_deref()?.parse().ok()?, r[1].clone()))).collect();
     let claims: Vec<Claim> = rows
         .iter()
-        .map(|r| match states.get(&r.seq).cloned().flatten().as_deref() {
-            None => Claim::Busy,
-            Some("done") => Claim::Done,
-            Some(_) => Claim::Mine,
+        .map(|r| match states.get(&r.seq) {
+            None => Claim::Mine { listed: false },
+            Some(Some(state)) if state == "done" => Claim::Done,
+            Some(_) => Claim::Mine { listed: true },
         })
         .collect();
-    if !claims.contains(&Claim::Mine) {
+    if !claims.iter().any(Claim::is_mine) {
         session.execute("ROLLBACK")?;
     }
-    Ok(claims)
+    Ok(Claimed { claims, at })
+}
+
+/// Records claimed chunks done in their transaction: updates the rows
+/// listed `pending`, adds the others. False when another process recorded
+/// one of them first (the caller rolls back: they are done elsewhere).
+pub fn record_done(session: &mut PgSession, rows: &[(ChunkRow<'_>, bool)], at: &str) -> Result<bool, Error> {
+    let pick = |want: bool| -> Vec<ChunkRow> { rows.iter().filter(|(_, l)| *l == want).map(|(r, _)| *r).collect() };
+    let (listed, new) = (pick(true), pick(false));
+    if !listed.is_empty() && session.query(&done_sql(&listed), &[])?.len() != listed.len() {
+        return Ok(false);
+    }
+    Ok(new.is_empty() || session.copy_rows_unless_taken(COPY_DONE, &done_copy_text(&new, at))?)
 }
 
 /// A job as `sluice status` shows it.
@@ -662,7 +718,8 @@ pub struct JobStatus {
     /// `finished`, or `in progress` (running, interrupted or crashed).
     pub state: String,
     pub chunks_done: u64,
-    /// Chunks seen so far by any process (the total once the input was read).
+    /// Chunks the ledger lists: done, or pending (written ahead by an older
+    /// sluice, or put back to load again).
     pub chunks_known: u64,
     pub rows: u64,
     pub rejected: u64,
@@ -766,21 +823,28 @@ mod tests {
             rejected: 1,
             suppressed: 4,
         };
-        let next = ChunkRow { seq: 4, file: "b'\\\",{}.csv", content_hash: None, ..row };
-        let sql = pending_sql(&[row, next]);
-        assert!(sql.contains("SELECT E'j''1', u.seq, u.file,"), "{sql}");
-        // The server reads the file name back as written (checked with psql).
-        let files = r#"E'{"a.csv","b''\\\\\\",{}.csv"}'::text[]"#;
-        assert!(sql.contains(&format!("unnest('{{3,4}}'::bigint[], {files}, '{{0,0}}'::bigint[]")), "{sql}");
-        assert!(sql.contains(", '{-1,NULL}'::bigint[]) u (seq, "), "{sql}");
-        assert!(sql.ends_with(" ON CONFLICT (job, seq) DO NOTHING"), "{sql}");
+        let next = ChunkRow { seq: 4, file: "b'\\\"\t{}.csv", content_hash: None, ..row };
         let rows = [row, next];
-        assert!(claim_sql(&rows, false).ends_with(
-            "WHERE job = E'j''1' AND seq BETWEEN 3 AND 4 AND seq IN (3, 4) ORDER BY seq FOR UPDATE SKIP LOCKED"
-        ));
-        assert!(claim_sql(&rows[..1], true).ends_with("AND seq BETWEEN 3 AND 3 AND seq IN (3) ORDER BY seq FOR UPDATE"));
+        let copy = String::from_utf8(done_copy_text(&rows, "2026-11-22 10:00:00+00")).unwrap();
+        let (host, pid) = (host_name(), std::process::id());
+        let end = format!("\tdone\t2\t1\t4\t{host}\t{pid}\t2026-11-22 10:00:00+00\n");
+        assert_eq!(copy, format!("j'1\t3\ta.csv\t0\t9\t1\t-1{end}j'1\t4\tb'\\\\\"\\t{{}}.csv\t0\t9\t1\t\\N{end}"));
+        assert_eq!(
+            listed_sql(&rows),
+            "SELECT seq, state FROM sluice.chunks WHERE job = E'j''1' AND seq BETWEEN 3 AND 4 AND seq IN (3, 4)"
+        );
         let done = done_sql(&rows);
         assert!(done.contains("FROM unnest('{3,4}'::bigint[], '{2,2}'::bigint[], '{1,1}'::bigint[], '{4,4}'::bigint[], '{-1,NULL}'::bigint[]) v "), "{done}");
-        assert!(done.ends_with("WHERE c.job = E'j''1' AND c.seq = v.seq AND c.seq BETWEEN 3 AND 4"), "{done}");
+        assert!(done.ends_with("WHERE c.job = E'j''1' AND c.seq = v.seq AND c.seq BETWEEN 3 AND 4 AND c.state <> 'done' RETURNING c.seq"), "{done}");
+    }
+
+    #[test]
+    fn a_batch_is_claimed_by_one_lock_per_job_and_first_chunk() {
+        let (job, seq) = lock_keys("nightly", 7);
+        assert_eq!(seq, 7);
+        assert_eq!(lock_keys("nightly", 7), (job, seq), "the same in every process");
+        assert_ne!(lock_keys("weekly", 7).0, job);
+        assert_eq!(lock_sql("nightly", 7, false), format!("SELECT pg_try_advisory_xact_lock({job}, 7), now()"));
+        assert_eq!(lock_sql("nightly", 7, true), format!("SELECT true, now() FROM pg_advisory_xact_lock({job}, 7)"));
     }
 }

@@ -27,6 +27,7 @@ use base64::Engine;
 use serde::Serialize;
 
 use crate::error::Position;
+use crate::sql::copy_text_value;
 
 /// One rejected record.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -120,16 +121,12 @@ pub fn copy_text(rejects: &[Reject], job: &str, table: &str) -> Vec<u8> {
             r.column.clone(),
             Some(format!("\\x{raw}")),
         ];
-        let line: Vec<String> = fields.iter().map(|f| f.as_deref().map_or("\\N".to_string(), escape_text)).collect();
+        let line: Vec<String> =
+            fields.iter().map(|f| f.as_deref().map_or("\\N".to_string(), copy_text_value)).collect();
         out.extend_from_slice(line.join("\t").as_bytes());
         out.push(b'\n');
     }
     out
-}
-
-/// Escapes a value for the text COPY format.
-fn escape_text(value: &str) -> String {
-    value.replace('\\', "\\\\").replace('\n', "\\n").replace('\r', "\\r").replace('\t', "\\t")
 }
 
 /// Every reject `job` committed, in input order, for writing the file.

@@ -28,6 +28,12 @@ pub fn quote_literal(value: &str) -> String {
     format!("E'{}'", value.replace('\\', "\\\\").replace('\'', "''"))
 }
 
+/// A value as a field of PostgreSQL's text COPY format: backslashes, line
+/// ends and tabs escaped.
+pub fn copy_text_value(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('\n', "\\n").replace('\r', "\\r").replace('\t', "\\t")
+}
+
 /// A name as psql reads it in SQL: dot-separated parts, each either
 /// double-quoted (kept as written, `""` standing for `"`) or bare (ASCII
 /// letters folded to lower case, as the server folds them). `None` when it is

@@ -947,6 +947,86 @@ fn three_processes_on_one_job_one_killed() {
     assert_eq!(pending, "0", "no chunk left behind by the killed process");
 }
 
+/// Polls `sql` until it returns `want`, for up to 30 s.
+fn wait_for(db: &TestDb, sql: &str, want: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut seen = db.scalar(sql);
+    while !want(&seen) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        seen = db.scalar(sql);
+    }
+    seen
+}
+
+/// Loads a line into a table of its own, so the ledger exists.
+fn create_ledger(db: &TestDb) {
+    db.execute("CREATE TABLE warm (id int)");
+    let warm = db.file("warm.tsv", b"1\n");
+    db.load(&[warm.to_str().unwrap(), "--table", "warm"]).assert_ok();
+}
+
+/// A batch whose lock another process holds is left to it, and claimed
+/// again, waiting, once the rest is loaded: its loader died, so it is
+/// loaded now, once.
+#[test]
+fn a_batch_another_process_holds_is_loaded_after_it() {
+    let f = fixture(60_000, &["--job", "held"]);
+    create_ledger(&f.db);
+    let (job_key, first) = sluice::ledger::lock_keys("held", 0);
+    let holder = f.db.session();
+    holder.execute(&format!("SELECT pg_advisory_lock({job_key}, {first})")).unwrap();
+    let child = f.spawn();
+    let done = "SELECT count(*) FROM sluice.chunks WHERE job = 'held' AND state = 'done'";
+    let seen = wait_for(&f.db, done, |n| n.parse::<u64>().unwrap_or(0) >= 3);
+    assert!(seen.parse::<u64>().unwrap() >= 3, "the other chunks load meanwhile: {seen}");
+    std::thread::sleep(Duration::from_millis(300));
+    let first_done = "SELECT count(*) FROM sluice.chunks WHERE job = 'held' AND seq = 0";
+    assert_eq!(f.db.scalar(first_done), "0", "chunk 0 is left to the lock's holder");
+    drop(holder);
+    let out = child.wait_with_output().unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(f.db.scalar(first_done), "1");
+    f.assert_exact();
+}
+
+/// Another process that records a chunk done while sluice loads it wins:
+/// sluice's transaction rolls back (the ledger's key refuses its row), and
+/// the claim taken again finds the chunk done. Nothing is loaded twice.
+#[test]
+fn a_chunk_another_process_records_first_is_not_loaded_twice() {
+    let db = TestDb::new();
+    create_ledger(&db);
+    db.execute("CREATE TABLE t (id int)");
+    for part in 0..50 {
+        db.file(&format!("many/part-{part:04}.tsv"), format!("{part}\n").as_bytes());
+    }
+    let glob = db.dir.path().join("many/part-*.tsv");
+    let first = db.dir.path().join("many/part-0000.tsv");
+    let rival = db.session();
+    rival
+        .execute(&format!(
+            "BEGIN; INSERT INTO t VALUES (0); INSERT INTO sluice.chunks (job, seq, file, byte_offset, byte_len, \
+             first_line, state, rows_loaded, host, pid, committed_at) VALUES ('race', 0, '{}', 0, 2, 1, 'done', 1, \
+             'rival', 1, now())",
+            first.display()
+        ))
+        .unwrap();
+    let args = [glob.to_str().unwrap(), "--table", "t", "--job", "race", "--workers", "1", "--quiet"];
+    let mut load = sluice_command();
+    load.args(["load", "--db", &db.conninfo()]).args(args).stdout(Stdio::null()).stderr(Stdio::piped());
+    let child = load.spawn().unwrap();
+    let waiting =
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()";
+    assert_eq!(wait_for(&db, waiting, |n| n == "1"), "1", "sluice waits for the rival's row");
+    rival.execute("COMMIT").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "50 50");
+    let ledger = "SELECT count(*) || ' ' || count(*) FILTER (WHERE host = 'rival') FROM sluice.chunks \
+                  WHERE job = 'race' AND state = 'done'";
+    assert_eq!(db.scalar(ledger), "50 1");
+}
+
 /// A named job resumed with another record limit would cut other chunks under
 /// the same numbers: refused, like changed input.
 #[test]

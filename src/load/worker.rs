@@ -21,7 +21,7 @@ use super::{Event, Shared};
 use crate::chunk::{Chunk, Runaway};
 use crate::error::Error;
 use crate::format::binary::{self, BinaryEncoder, Unsure};
-use crate::ledger::{self, ChunkRow, Claim};
+use crate::ledger::{self, ChunkRow, Claim, Claimed};
 use crate::rejects::Reject;
 use crate::report::ChunkRecord;
 use crate::sink::postgres::PgSession;
@@ -68,7 +68,7 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, event
         last_binary: false,
     };
     let mut deferred = Vec::new();
-    // The queue first; then the chunks another process held, waiting for
+    // The queue first; then the batches another process held, waiting for
     // each: done by then, or its loader died and the lock went with it.
     let mut work: Work = Box::new(queue.clone().into_iter().map(|c| (c, false)));
     'work: loop {
@@ -87,10 +87,11 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, event
                 break;
             }
         };
+        let mut busy = Vec::new();
         for (chunk, outcome) in batch.into_iter().zip(outcomes) {
             let event = match outcome {
                 Outcome::Busy => {
-                    deferred.push(chunk);
+                    busy.push(chunk);
                     continue;
                 }
                 Outcome::Elsewhere => Event::Elsewhere,
@@ -108,6 +109,9 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, event
             if events.send(event).is_err() {
                 break 'work;
             }
+        }
+        if !busy.is_empty() {
+            deferred.push(busy);
         }
     }
     if let Some(reason) = refused {
@@ -136,13 +140,13 @@ const ROLLBACK_TO_SAVEPOINT: &str = "ROLLBACK TO SAVEPOINT sluice_chunk";
 /// Batches to load, each with whether to wait for another process's claim.
 type Work<'a> = Box<dyn Iterator<Item = (Vec<Chunk>, bool)> + 'a>;
 
-/// The next batch: from the queue, then the deferred chunks one at a time
-/// (waiting).
-fn next_work(work: &mut Work<'_>, deferred: &mut Vec<Chunk>) -> Option<(Vec<Chunk>, bool)> {
+/// The next batch: from the queue, then the deferred batches (waiting for
+/// the lock of the same first chunk that was held).
+fn next_work(work: &mut Work<'_>, deferred: &mut Vec<Vec<Chunk>>) -> Option<(Vec<Chunk>, bool)> {
     if let Some(next) = work.next() {
         return Some(next);
     }
-    *work = Box::new(std::mem::take(deferred).into_iter().map(|c| (vec![c], true)));
+    *work = Box::new(std::mem::take(deferred).into_iter().map(|batch| (batch, true)));
     work.next()
 }
 
@@ -285,9 +289,15 @@ impl Worker<'_> {
     /// with their rejects and their ledger rows, all in one transaction.
     fn load_once(&mut self, batch: &[&Chunk], wait: bool) -> Result<Vec<Outcome>, Error> {
         let rows: Vec<ChunkRow> = batch.iter().map(|c| ledger_row(self.shared, c, None)).collect();
-        let claims = ledger::claim(&self.session, &rows, wait)?;
-        let mine: Vec<&Chunk> =
-            batch.iter().zip(&claims).filter(|(_, c)| **c == Claim::Mine).map(|(b, _)| *b).collect();
+        let Claimed { claims, at } = ledger::claim(&self.session, &rows, wait)?;
+        let (mine, listed): (Vec<&Chunk>, Vec<bool>) = batch
+            .iter()
+            .zip(&claims)
+            .filter_map(|(b, c)| match c {
+                Claim::Mine { listed } => Some((*b, *listed)),
+                _ => None,
+            })
+            .unzip();
         let (mut dones, mut binary): (Vec<Isolated>, Vec<bool>) = (Vec::new(), Vec::new());
         if !mine.is_empty() {
             (dones, binary) = self.copy_all(&mine)?.into_iter().unzip();
@@ -297,13 +307,21 @@ impl Worker<'_> {
                     done.rejects.push(self.reader.runaway_reject(self.shared, chunk, runaway)?);
                 }
             }
-            self.commit_chunks(&mine, &dones)?;
+            if !self.commit_chunks(&mine, &listed, &dones, &at)? {
+                // Another process recorded one of them first: all roll back,
+                // and the claim taken again (waiting) finds them done.
+                self.session.execute("ROLLBACK")?;
+                return Ok(claims
+                    .iter()
+                    .map(|c| if *c == Claim::Done { Outcome::Elsewhere } else { Outcome::Busy })
+                    .collect());
+            }
         }
         let mut sent = dones.into_iter().zip(binary);
         Ok(claims
             .iter()
             .map(|claim| match claim {
-                Claim::Mine => {
+                Claim::Mine { .. } => {
                     let (done, binary) = sent.next().expect("one per chunk claimed");
                     Outcome::Committed(done, binary)
                 }
@@ -434,10 +452,17 @@ impl Worker<'_> {
         outcome.map(Some)
     }
 
-    /// Stores the chunks' rejects, marks their ledger rows done and commits:
-    /// the good rows, the rejected records and the ledger rows are durable
-    /// together.
-    fn commit_chunks(&mut self, chunks: &[&Chunk], dones: &[Isolated]) -> Result<(), Error> {
+    /// Stores the chunks' rejects, records their ledger rows done (each
+    /// `listed` or not, committed `at`) and commits: the good rows, the
+    /// rejected records and the ledger rows are durable together. False
+    /// (nothing committed) when another process recorded one first.
+    fn commit_chunks(
+        &mut self,
+        chunks: &[&Chunk],
+        listed: &[bool],
+        dones: &[Isolated],
+        at: &str,
+    ) -> Result<bool, Error> {
         let shared = self.shared;
         let table = shared.table.display();
         let rejects: Vec<u8> =
@@ -445,8 +470,13 @@ impl Worker<'_> {
         if !rejects.is_empty() {
             self.session.copy_rows(crate::rejects::COPY_INTO_TABLE, &rejects)?;
         }
-        let rows: Vec<ChunkRow> = chunks.iter().zip(dones).map(|(c, d)| ledger_row(shared, c, Some(d))).collect();
-        self.session.execute(&format!("{}; COMMIT", ledger::done_sql(&rows)))
+        let rows: Vec<(ChunkRow, bool)> =
+            chunks.iter().zip(dones).zip(listed).map(|((c, d), l)| (ledger_row(shared, c, Some(d)), *l)).collect();
+        if !ledger::record_done(&mut self.session, &rows, at)? {
+            return Ok(false);
+        }
+        self.session.execute("COMMIT")?;
+        Ok(true)
     }
 
     /// The chunk's counts and rejects when this process committed its ledger

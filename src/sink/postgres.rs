@@ -129,6 +129,9 @@ impl PgSession {
 /// SQLSTATE of a statement cancelled by a timeout or by `pg_cancel_backend`.
 const QUERY_CANCELED: &str = "57014";
 
+/// SQLSTATE of a row whose key another row has.
+const UNIQUE_VIOLATION: &str = "23505";
+
 /// SQLSTATE of a write refused by a read-only transaction: a standby, or
 /// `default_transaction_read_only` on the role or database.
 pub const READ_ONLY: &str = "25006";
@@ -507,6 +510,19 @@ impl PgSession {
             Ok(())
         })? {
             CopyOutcome::Loaded(_) => Ok(()),
+            CopyOutcome::Refused(r) => Err(Error::Server(describe_refusal(&r))),
+        }
+    }
+
+    /// Like [`PgSession::copy_rows`], but false when a row's key is taken
+    /// (a unique violation: another session wrote it first).
+    pub fn copy_rows_unless_taken(&mut self, statement: &str, rows: &[u8]) -> Result<bool, Error> {
+        match self.copy_statement(statement, &mut |send| {
+            send(rows);
+            Ok(())
+        })? {
+            CopyOutcome::Loaded(_) => Ok(true),
+            CopyOutcome::Refused(r) if r.sqlstate.as_deref() == Some(UNIQUE_VIOLATION) => Ok(false),
             CopyOutcome::Refused(r) => Err(Error::Server(describe_refusal(&r))),
         }
     }
