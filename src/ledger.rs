@@ -167,13 +167,18 @@ pub enum Opened {
 /// FNV-1a, 64 bits: job names must be the same on every machine and sluice
 /// version, which std's hasher does not promise.
 pub fn stable_hash(parts: &[&str]) -> String {
+    format!("{:016x}", fnv1a(parts))
+}
+
+/// FNV-1a over the parts, each followed by a NUL.
+fn fnv1a(parts: &[&str]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for part in parts {
         for &b in part.as_bytes().iter().chain([0u8].iter()) {
             hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
         }
     }
-    format!("{hash:016x}")
+    hash
 }
 
 /// What a load asks of its job.
@@ -639,8 +644,7 @@ pub fn done_copy_text(rows: &[ChunkRow<'_>], at: &str) -> Vec<u8> {
 /// first chunk, as the two 32-bit keys (a collision with another job or
 /// application only makes a claim wait or defer; the ledger rows decide).
 pub fn lock_keys(job: &str, first_seq: u64) -> (i32, i32) {
-    let job_key = u64::from_str_radix(&stable_hash(&[job]), 16).unwrap_or(0) as i32;
-    (job_key, first_seq as i32)
+    (fnv1a(&[job]) as i32, first_seq as i32)
 }
 
 /// Takes the batch's advisory lock for this transaction, or says it is
@@ -668,11 +672,11 @@ pub fn listed_sql(rows: &[ChunkRow<'_>]) -> String {
 /// batch's lock, and reads which chunks are done or listed. The
 /// transaction stays open when any claim is `Mine`.
 pub fn claim(session: &PgSession, rows: &[ChunkRow<'_>], wait: bool) -> Result<Claimed, Error> {
-    let (Some(first), job) = (rows.first(), rows.first().map_or("", |r| r.job)) else {
+    let Some(first) = rows.first() else {
         return Ok(Claimed { claims: Vec::new(), at: String::new() });
     };
     session.execute("BEGIN")?;
-    let lock = session.query(&lock_sql(job, first.seq, wait), &[])?;
+    let lock = session.query(&lock_sql(first.job, first.seq, wait), &[])?;
     let (locked, at) = match lock.first() {
         Some(row) => (row[0].as_deref() == Some("t"), row[1].clone().unwrap_or_default()),
         None => (false, String::new()),
