@@ -76,7 +76,7 @@ pub const CREATE_TABLES: &str =
     "CREATE TABLE IF NOT EXISTS sluice.jobs (job text PRIMARY KEY, target_table text NOT NULL, \
      fingerprint text NOT NULL, steps_done boolean NOT NULL DEFAULT false, \
      created_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz, chunking text, table_oid bigint, \
-     command text); \
+     command text, input_bytes bigint); \
      CREATE TABLE IF NOT EXISTS sluice.chunks (job text NOT NULL, \
      seq bigint NOT NULL, file text NOT NULL, byte_offset bigint NOT NULL, byte_len bigint NOT NULL, \
      first_line bigint NOT NULL, state text NOT NULL, rows_loaded bigint NOT NULL DEFAULT 0, \
@@ -95,10 +95,11 @@ pub const CREATE_TABLES: &str =
 /// locks a table whole even when the column is there, and a process
 /// altering the ledger while another one loads could deadlock with it.
 /// Listed in the order loads lock the tables (jobs, then chunks).
-const ADDED_COLUMNS: [(&str, &str, &str); 5] = [
+const ADDED_COLUMNS: [(&str, &str, &str); 6] = [
     ("jobs", "chunking", "text"),
     ("jobs", "table_oid", "bigint"),
     ("jobs", "command", "text"),
+    ("jobs", "input_bytes", "bigint"),
     ("chunks", "content_hash", "bigint"),
     ("chunks", "rows_suppressed", "bigint NOT NULL DEFAULT 0"),
 ];
@@ -199,6 +200,10 @@ pub struct JobSpec<'a> {
     pub restart: bool,
     /// The command line that began the job (`LoadRequest::command`).
     pub command: Option<&'a str>,
+    /// The bytes the chunks of the whole input cover, when known before the
+    /// load (plain files, read as they are): what `sluice status` measures
+    /// the done chunks against.
+    pub input_bytes: Option<u64>,
     /// Steps before the copy (such as TRUNCATE), run once per job.
     pub first_steps: &'a [String],
     /// Chooses the indexes and constraints to drop now and build after the
@@ -244,16 +249,18 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
         rereadable,
         restart,
         command,
+        input_bytes,
         first_steps,
         plan_deferred,
     } = *spec;
     let oid = table_oid.to_string();
+    let input_bytes = input_bytes.map(|n| n.to_string());
     // Create-if-missing, then lock: concurrent processes starting the same
     // job queue up here, and only the first runs the job's first steps.
     session.query(
-        "INSERT INTO sluice.jobs (job, target_table, fingerprint, chunking, table_oid, command) \
-         VALUES ($1, $2, $3, $4, $5::bigint, $6) ON CONFLICT (job) DO NOTHING RETURNING 1",
-        &[Some(job), Some(table), Some(fingerprint), Some(chunking), Some(&oid), command],
+        "INSERT INTO sluice.jobs (job, target_table, fingerprint, chunking, table_oid, command, input_bytes) \
+         VALUES ($1, $2, $3, $4, $5::bigint, $6, $7::bigint) ON CONFLICT (job) DO NOTHING RETURNING 1",
+        &[Some(job), Some(table), Some(fingerprint), Some(chunking), Some(&oid), command, input_bytes.as_deref()],
     )?;
     let found = session.query(
         "SELECT fingerprint, target_table, coalesce(finished_at::text, ''), steps_done, coalesce(chunking, ''), \
@@ -307,6 +314,13 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
             &[Some(job), Some(&oid)],
         )?;
     }
+    // A job begun by a sluice that did not record it, or whose files were
+    // copied or touched (their size may differ now): from now on.
+    session.query(
+        "UPDATE sluice.jobs SET input_bytes = $2::bigint WHERE job = $1 AND input_bytes IS DISTINCT FROM $2::bigint \
+         RETURNING 1",
+        &[Some(job), input_bytes.as_deref()],
+    )?;
     if restart || steps_done != "t" {
         for step in first_steps {
             session.execute(step).map_err(|e| match e {
@@ -723,8 +737,16 @@ pub struct JobStatus {
     pub state: String,
     pub chunks_done: u64,
     /// Chunks the ledger lists: done, or pending (written ahead by an older
-    /// sluice, or put back to load again).
+    /// sluice, or put back to load again). Chunks are recorded as they
+    /// commit, so this is no count of the chunks to come: `bytes_done` of
+    /// `input_bytes` is the job's progress.
     pub chunks_known: u64,
+    /// Input bytes of the done chunks.
+    pub bytes_done: u64,
+    /// The bytes the whole input's chunks cover, when known before the load
+    /// (plain files); `None` for stdin, pipes, compressed or transcoded input,
+    /// and jobs begun by a sluice that did not record it.
+    pub input_bytes: Option<u64>,
     pub rows: u64,
     pub rejected: u64,
     /// Hosts (and processes) that committed a chunk in the last minute,
@@ -745,7 +767,8 @@ pub fn status(session: &PgSession, job: Option<&str>) -> Result<Vec<JobStatus>, 
            coalesce(string_agg(DISTINCT c.host || ' (pid ' || c.pid || ')', ', ') \
              FILTER (WHERE c.committed_at > now() - interval '1 minute'), ''), \
            (SELECT coalesce(string_agg(s.name, '; ' ORDER BY s.step), '') FROM sluice.steps s \
-             WHERE s.job = j.job AND s.state = 'dropped'), min(j.command) \
+             WHERE s.job = j.job AND s.state = 'dropped'), min(j.command), \
+           coalesce(sum(c.byte_len) FILTER (WHERE c.state = 'done'), 0), min(j.input_bytes) \
          FROM sluice.jobs j LEFT JOIN sluice.chunks c ON c.job = j.job \
          WHERE $1::text IS NULL OR j.job = $1 GROUP BY j.job ORDER BY max(j.created_at) DESC",
         &[job],
@@ -765,6 +788,8 @@ pub fn status(session: &PgSession, job: Option<&str>) -> Result<Vec<JobStatus>, 
             active: text(r, 7).split(", ").filter(|s| !s.is_empty() && still_running(s)).map(str::to_string).collect(),
             dropped: text(r, 8).split("; ").filter(|s| !s.is_empty()).map(str::to_string).collect(),
             command: r[9].clone(),
+            bytes_done: num(r, 10),
+            input_bytes: r[11].as_deref().and_then(|n| n.parse().ok()),
         })
         .collect())
 }

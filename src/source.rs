@@ -234,6 +234,16 @@ pub fn any_read_once(sources: &[Source]) -> bool {
     sources.iter().any(|s| !s.can_be_read_again())
 }
 
+/// The bytes the chunks of `sources` cover, when known before reading
+/// them: plain files read as they are. Chunks of compressed or transcoded
+/// input count the bytes they decompress or transcode to.
+pub fn bytes_as_chunked(sources: &[Source]) -> Option<u64> {
+    sources
+        .iter()
+        .map(|s| s.size.filter(|_| s.pipe.is_none() && s.compression == Compression::None && s.transcoding.is_none()))
+        .sum()
+}
+
 /// Expands the command line's inputs: `-` is stdin, arguments with glob
 /// characters are expanded by sluice (sorted, so chunking is deterministic),
 /// other arguments must name readable files or pipes.

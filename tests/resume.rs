@@ -791,14 +791,15 @@ fn two_processes_share_batches_of_small_files() {
 }
 
 /// `sluice status` reads jobs from the ledger: name, state, chunks, rows,
-/// and the processes loading them, while they run and not after.
+/// how much of the input is done, and the processes loading them, while
+/// they run and not after.
 #[test]
 fn status_shows_jobs_from_the_ledger() {
     let f = fixture(50_000, &["--job", "watched"]);
-    // Each COPY takes a tenth of a second longer: the load runs long enough
+    // Each COPY takes a fifth of a second longer: the load runs long enough
     // to be watched.
     f.db.execute(
-        "CREATE FUNCTION pause() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN PERFORM pg_sleep(0.1); RETURN NULL; END$$; \
+        "CREATE FUNCTION pause() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN PERFORM pg_sleep(0.2); RETURN NULL; END$$; \
          CREATE TRIGGER pause AFTER INSERT ON t FOR EACH STATEMENT EXECUTE FUNCTION pause()",
     );
     let status = || {
@@ -807,23 +808,34 @@ fn status_shows_jobs_from_the_ledger() {
         serde_json::from_str::<serde_json::Value>(&run.stdout).map_or(serde_json::Value::Null, |jobs| jobs[0].clone())
     };
     let mut child = f.spawn();
-    let running = format!("(pid {})", child.id());
+    let pid = format!("(pid {})", child.id());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !status()["active"].to_string().contains(&running) {
+    let running = loop {
+        let job = status();
+        if job["active"].to_string().contains(&pid) {
+            break job;
+        }
         assert!(child.try_wait().unwrap().is_none(), "the load ended before status showed it running");
         assert!(std::time::Instant::now() < deadline, "status never showed the running load");
         std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    };
+    let size = std::fs::metadata(f.db.dir.path().join("t.tsv")).unwrap().len();
+    assert_eq!(running["state"], "in progress");
+    assert_eq!(running["input_bytes"], size, "the input's size, known before the load");
+    let done = running["bytes_done"].as_u64().unwrap();
+    assert!(done > 0 && done < size, "{running}");
     assert!(matches!(child.wait().unwrap().code(), Some(0 | 1)));
     let job = &status();
     assert_eq!(job["job"], "watched");
+    assert_eq!(job["bytes_done"], size, "every byte of the input is in a done chunk");
     assert_eq!(job["state"], "finished");
     assert_eq!(job["rows"], f.good);
     assert_eq!(job["rejected"], f.bad);
     assert_eq!(job["chunks_done"], job["chunks_known"]);
     assert_eq!(job["active"], serde_json::json!([]), "the load's process has stopped");
     let table = crate::util::sluice(&["status", "--db", &f.db.conninfo()]);
-    assert!(table.stdout.lines().any(|l| l.starts_with("watched ") && l.contains("finished")), "{}", table.stdout);
+    let line = table.stdout.lines().find(|l| l.starts_with("watched ")).unwrap_or_default().to_string();
+    assert!(line.contains("finished") && line.contains("all of "), "{}", table.stdout);
     let missing = crate::util::sluice(&["status", "--db", &f.db.conninfo(), "--job", "nope"]);
     assert_eq!(missing.code, 2);
 }

@@ -5,7 +5,7 @@ use clap::Args;
 use sluice::error::exit;
 use sluice::ledger;
 use sluice::redact::Redactor;
-use sluice::report::thousands;
+use sluice::report::{human_bytes, thousands};
 use sluice::Error;
 
 /// Show jobs from the ledger: chunks done, rows, rejects, active hosts.
@@ -43,16 +43,17 @@ pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
         return Ok(exit::OK);
     }
     println!(
-        "{:<32} {:<24} {:<12} {:>13} {:>14} {:>9}  active hosts",
-        "job", "table", "state", "chunks", "rows", "rejected"
+        "{:<32} {:<24} {:<12} {:>20} {:>11} {:>14} {:>9}  active hosts",
+        "job", "table", "state", "input done", "chunks done", "rows", "rejected"
     );
     for j in &jobs {
         println!(
-            "{:<32} {:<24} {:<12} {:>13} {:>14} {:>9}  {}",
+            "{:<32} {:<24} {:<12} {:>20} {:>11} {:>14} {:>9}  {}",
             j.job,
             j.table,
             j.state,
-            format!("{}/{}", j.chunks_done, j.chunks_known),
+            input_done(j),
+            thousands(j.chunks_done),
             thousands(j.rows),
             thousands(j.rejected),
             if j.active.is_empty() { "-".to_string() } else { j.active.join(", ") }
@@ -68,4 +69,52 @@ pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
         }
     }
     Ok(exit::OK)
+}
+
+/// How much of the input the done chunks cover: `31% of 395.0 MB`, or the
+/// bytes alone when the input's size was not known before the load (stdin,
+/// pipes, compressed or transcoded input). Chunks are recorded as they
+/// commit, so their count says nothing of the chunks to come.
+fn input_done(job: &ledger::JobStatus) -> String {
+    match job.input_bytes {
+        Some(total) if job.state == "finished" => format!("all of {}", human_bytes(total)),
+        Some(total) if total > 0 => {
+            let percent = (100 * job.bytes_done.min(total) / total).min(99);
+            format!("{percent}% of {}", human_bytes(total))
+        }
+        _ => human_bytes(job.bytes_done),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(state: &str, bytes_done: u64, input_bytes: Option<u64>) -> ledger::JobStatus {
+        ledger::JobStatus {
+            job: "j".into(),
+            table: "public.t".into(),
+            state: state.into(),
+            chunks_done: 3,
+            chunks_known: 3,
+            bytes_done,
+            input_bytes,
+            rows: 0,
+            rejected: 0,
+            active: vec![],
+            dropped: vec![],
+            command: None,
+        }
+    }
+
+    #[test]
+    fn input_done_is_a_share_of_a_known_size() {
+        assert_eq!(input_done(&job("in progress", 123_400_000, Some(395_000_000))), "31% of 395.0 MB");
+        // Every chunk done but the job not finished (indexes still to build): not 100 %.
+        assert_eq!(input_done(&job("in progress", 395_000_000, Some(395_000_000))), "99% of 395.0 MB");
+        // A header line is in no chunk.
+        assert_eq!(input_done(&job("finished", 394_999_990, Some(395_000_000))), "all of 395.0 MB");
+        assert_eq!(input_done(&job("in progress", 2_500_000, None)), "2.5 MB");
+        assert_eq!(input_done(&job("in progress", 0, Some(0))), "0 B");
+    }
 }

@@ -39,7 +39,7 @@ use crate::report::{
     count_of, thousands, BuiltObject, ChunkRecord, CopyPath, Deferral, FileSummary, LoadReport, Summary,
 };
 use crate::sink::postgres::{PgSession, PgTarget, TableInfo, READ_ONLY, READ_ONLY_ADVICE};
-use crate::source::{any_read_once, resolve_inputs, RawCounter, Source};
+use crate::source::{any_read_once, bytes_as_chunked, resolve_inputs, RawCounter, Source};
 use crate::sql::quote_ident;
 use batch::Batcher;
 
@@ -646,6 +646,7 @@ fn open_job(
         rereadable: !any_read_once(sources),
         restart: req.restart,
         command: req.command.as_deref(),
+        input_bytes: bytes_as_chunked(sources),
         first_steps: &first_steps,
         plan_deferred: &plan_deferred,
     };
