@@ -873,7 +873,7 @@ fn stdin_with_other_data_is_a_new_job_and_never_skipped() {
     // A ledger made before content hashes, suppressed counts and chunking
     // hashes gets the columns on the next load.
     db.execute("ALTER TABLE sluice.chunks DROP COLUMN content_hash, DROP COLUMN rows_suppressed");
-    db.execute("ALTER TABLE sluice.jobs DROP COLUMN chunking, DROP COLUMN command");
+    db.execute("ALTER TABLE sluice.jobs DROP COLUMN chunking, DROP COLUMN command, DROP COLUMN input_bytes");
     // Other records of the very same lengths cut the same byte ranges: the
     // chunks' content hashes tell them apart.
     let same_lengths = [&args[..], &["--job", "fixed-width"]].concat();
@@ -882,6 +882,8 @@ fn stdin_with_other_data_is_a_new_job_and_never_skipped() {
     assert_eq!(db.scalar(hashed), "5");
     let recorded = "SELECT count(*) FROM sluice.jobs WHERE job = 'fixed-width' AND command LIKE '% --job fixed-width%'";
     assert_eq!(db.scalar(recorded), "1", "the command, recorded once the column is back");
+    let unsized_input = "SELECT count(*) FROM sluice.jobs WHERE job = 'fixed-width' AND input_bytes IS NULL";
+    assert_eq!(db.scalar(unsized_input), "1", "stdin's size is not known before the load");
     let other = sluice_with_stdin(&same_lengths, &day(2000, 2400));
     assert_eq!(other.code, 2, "{}", other.stderr);
     assert!(
