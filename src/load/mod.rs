@@ -888,8 +888,8 @@ fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -
     // Streamed chunks hold their bytes: hand each batch straight to a free
     // worker (a rendezvous queue), so memory stays at about (workers + 2)
     // chunks: one batch being copied per worker, one being cut, and a batch
-    // of small ones being gathered (a quarter of a chunk). Positioned chunks
-    // are just locations.
+    // of small ones being gathered (a chunk, 4 MiB at most). Positioned
+    // chunks are just locations, or a small file's bytes (see `KEPT_FILE`).
     let capacity = if streamed { 0 } else { workers * 4 };
     let (chunk_tx, chunk_rx) = bounded::<Vec<Chunk>>(capacity);
     let (event_tx, event_rx) = unbounded::<Event>();
@@ -1027,7 +1027,7 @@ fn carries_its_bytes(source: &Source) -> bool {
 /// stream's do: the worker then does not open and read the file again. A
 /// glob of 51,790 files of 1.5 kB spent a fifth of sluice's CPU opening
 /// files (three times each: to sniff, to chunk, to load); such chunks share
-/// batches, which hold a quarter of the chunk size at most.
+/// batches, which hold 4 MiB at most (`batch::MAX_BYTES`).
 const KEPT_FILE: u64 = 64 << 10;
 
 fn feed(shared: &Shared, req: &LoadRequest, queue: Sender<Vec<Chunk>>, events: Sender<Event>) -> Vec<InputScan> {
