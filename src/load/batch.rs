@@ -19,9 +19,11 @@
 //!   COPY takes one line end);
 //! - the batch stays within the chunk size, [`MAX_BYTES`] and [`MAX_CHUNKS`].
 //!
-//! The worker copies a batch as one stream; when the server refuses it (or
-//! loads another number of rows: a `\.` line, a trigger), it goes back to
-//! loading the batch's chunks one at a time, each as it would alone.
+//! The worker copies a batch as one stream; when the server refuses it, the
+//! chunks around the one the server's line falls in go on as batches and
+//! that one is isolated (see `Worker::copy_split`); when it loads another
+//! number of rows (a `\.` line, a trigger), the batch's chunks go one at a
+//! time, each as it would alone.
 
 use crate::chunk::Chunk;
 

@@ -118,6 +118,57 @@ impl RecordIndex {
     }
 }
 
+/// What the client makes of a record before the server sees it.
+enum Verdict {
+    /// The server would refuse its bytes whatever the table: the reason.
+    Refused(String),
+    /// The server will probably refuse its values (see `suspect`).
+    Suspect,
+    Clean,
+}
+
+fn verdict(shared: &Shared, raw: &[u8]) -> Verdict {
+    if memchr::memchr(0, raw).is_some() {
+        return Verdict::Refused(
+            "the record contains a NUL byte (0x00), which PostgreSQL cannot store in text".to_string(),
+        );
+    }
+    if shared.format.encoding.is_none() {
+        if let Err(e) = simdutf8::compat::from_utf8(raw) {
+            return Verdict::Refused(format!(
+                "invalid UTF-8 at byte {} of the record; is the file in another encoding (--encoding)?",
+                e.valid_up_to()
+            ));
+        }
+    }
+    let suspected = match &shared.rules {
+        _ if end_of_data_line(raw) => true,
+        Some(rules) => suspect(raw, rules, shared.format),
+        None => suspect_json(raw),
+    };
+    if suspected {
+        Verdict::Suspect
+    } else {
+        Verdict::Clean
+    }
+}
+
+/// Whether every record of a chunk looks clean to the client: a worker
+/// that met bad records in its last batch screens the next one's chunks,
+/// so the clean ones still share a COPY and only the others are isolated.
+pub(super) fn looks_clean(shared: &Shared, line_end: LineEnd, bytes: &[u8]) -> bool {
+    let mut scanner = RecordScanner::new(shared.format.dialect(), line_end);
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let end = pos + scanner.scan(&bytes[pos..], true).consumed;
+        if !matches!(verdict(shared, &bytes[pos..end]), Verdict::Clean) {
+            return false;
+        }
+        pos = end;
+    }
+    true
+}
+
 struct Isolator<'a> {
     shared: &'a Shared<'a>,
     chunk: &'a Chunk,
@@ -238,28 +289,12 @@ impl Isolator<'_> {
     /// Rejects records the server would refuse for their bytes alone (NUL,
     /// invalid UTF-8) and sorts the others into clean ones and suspects.
     fn sort_records(&mut self) -> (Run, Run) {
-        let check_utf8 = self.shared.format.encoding.is_none();
         let (mut clean, mut suspects) = (Vec::new(), Vec::new());
         for i in 0..self.index.len() {
-            let raw = self.index.bytes(self.bytes, i, i + 1);
-            let reason = if memchr::memchr(0, raw).is_some() {
-                Some("the record contains a NUL byte (0x00), which PostgreSQL cannot store in text".to_string())
-            } else if check_utf8 {
-                simdutf8::compat::from_utf8(raw).err().map(|e| {
-                    format!(
-                        "invalid UTF-8 at byte {} of the record; is the file in another encoding (--encoding)?",
-                        e.valid_up_to()
-                    )
-                })
-            } else {
-                None
-            };
-            match (reason, &self.shared.rules) {
-                (Some(reason), _) => self.reject(i, CopyRefusal { message: reason, ..CopyRefusal::default() }),
-                (None, _) if end_of_data_line(raw) => suspects.push(i),
-                (None, Some(rules)) if suspect(raw, rules, self.shared.format) => suspects.push(i),
-                (None, None) if suspect_json(raw) => suspects.push(i),
-                (None, _) => clean.push(i),
+            match verdict(self.shared, self.index.bytes(self.bytes, i, i + 1)) {
+                Verdict::Refused(reason) => self.reject(i, CopyRefusal { message: reason, ..CopyRefusal::default() }),
+                Verdict::Suspect => suspects.push(i),
+                Verdict::Clean => clean.push(i),
             }
         }
         (clean, suspects)

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 
-use super::isolate::{isolate, may_hold_end_of_data_line, Isolated};
+use super::isolate::{isolate, looks_clean, may_hold_end_of_data_line, Isolated};
 use super::{Event, Shared};
 use crate::chunk::{Chunk, Runaway};
 use crate::error::Error;
@@ -331,27 +331,62 @@ impl Worker<'_> {
             .collect())
     }
 
-    /// Loads claimed chunks: several in one COPY when they can, else (or
-    /// when the server refuses them together) each as it would alone. With
-    /// each, whether it went as binary.
+    /// Loads claimed chunks: several in one COPY when they can, else each as
+    /// it would alone. With each, whether it went as binary.
+    ///
+    /// After a batch with rejects, the next one is screened first: the chunks
+    /// with a record the client suspects (see [`looks_clean`]) are isolated,
+    /// the runs of clean ones between them still go as one COPY each.
     fn copy_all(&mut self, mine: &[&Chunk]) -> Result<Vec<(Isolated, bool)>, Error> {
-        if mine.len() > 1 {
-            if let Some(dones) = self.copy_together(mine)? {
-                return Ok(dones.into_iter().map(|done| (done, self.last_binary)).collect());
+        if !self.expect_rejects || mine.len() < 2 {
+            return self.copy_split(mine);
+        }
+        let mut dones = Vec::with_capacity(mine.len());
+        let mut from = 0;
+        for (at, chunk) in mine.iter().enumerate() {
+            let bytes = self.reader.bytes_of(self.shared, chunk)?;
+            if !looks_clean(self.shared, chunk.line_end, &bytes) {
+                dones.extend(self.copy_split(&mine[from..at])?);
+                dones.push((isolate(&mut self.session, self.shared, chunk, &bytes, None)?, false));
+                from = at + 1;
             }
         }
-        mine.iter().map(|chunk| Ok((self.copy_or_isolate(chunk)?, self.last_binary))).collect()
+        dones.extend(self.copy_split(&mine[from..])?);
+        Ok(dones)
+    }
+
+    /// Chunks in one COPY. When the server refuses it, the chunks before the
+    /// one its line names go again as one COPY, that chunk is isolated, and
+    /// the chunks after it go on as a batch: a record in ten thousand bad in
+    /// a glob of small files costs a few statements per batch, not one per
+    /// file. Each part is checked by its own COPY, so a wrong guess (CSV
+    /// counts quoted line ends as lines) costs statements, never a row.
+    fn copy_split(&mut self, mine: &[&Chunk]) -> Result<Vec<(Isolated, bool)>, Error> {
+        if mine.len() < 2 {
+            return mine.iter().map(|chunk| Ok((self.copy_or_isolate(chunk)?, self.last_binary))).collect();
+        }
+        match self.copy_together(mine)? {
+            Together::Loaded(dones) => Ok(dones.into_iter().map(|done| (done, self.last_binary)).collect()),
+            Together::Refused(Some(bad)) => {
+                let mut dones = self.copy_split(&mine[..bad])?;
+                dones.push((self.isolate(mine[bad], None)?, false));
+                dones.extend(self.copy_split(&mine[bad + 1..])?);
+                Ok(dones)
+            }
+            Together::Refused(None) => {
+                let (left, right) = mine.split_at(mine.len() / 2);
+                let mut dones = self.copy_split(left)?;
+                dones.extend(self.copy_split(right)?);
+                Ok(dones)
+            }
+            Together::Uneven => mine.iter().map(|chunk| Ok((self.copy_or_isolate(chunk)?, self.last_binary))).collect(),
+        }
     }
 
     /// A batch's chunks as one COPY (binary when the plan says so), under a
-    /// savepoint; `None` (rolled back) unless the server took exactly their
-    /// records: a refusal, a `\.` line or a trigger's suppressed rows are
-    /// then found chunk by chunk.
-    fn copy_together(&mut self, mine: &[&Chunk]) -> Result<Option<Vec<Isolated>>, Error> {
+    /// savepoint, rolled back unless the server took exactly their records.
+    fn copy_together(&mut self, mine: &[&Chunk]) -> Result<Together, Error> {
         self.last_binary = false;
-        if self.expect_rejects {
-            return Ok(None);
-        }
         let records: u64 = mine.iter().map(|c| c.copied_records()).sum();
         let (binary, outcome) = match self.copy_binary(mine)? {
             Some(outcome) => (true, outcome),
@@ -362,16 +397,21 @@ impl Worker<'_> {
                 (false, outcome)
             }
         };
-        match outcome {
-            CopyOutcome::Loaded(rows) if rows == records => {
+        if let CopyOutcome::Loaded(rows) = outcome {
+            if rows == records {
                 self.last_binary = binary;
-                Ok(Some(mine.iter().map(|c| Isolated::all(c.copied_records(), c.copied_records())).collect()))
-            }
-            _ => {
-                self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
-                Ok(None)
+                return Ok(Together::Loaded(
+                    mine.iter().map(|c| Isolated::all(c.copied_records(), c.copied_records())).collect(),
+                ));
             }
         }
+        self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
+        Ok(match outcome {
+            CopyOutcome::Refused(refusal) => {
+                Together::Refused(refusal.server_line.filter(|&l| l > 0).and_then(|l| chunk_of_line(mine, l)))
+            }
+            CopyOutcome::Loaded(_) => Together::Uneven,
+        })
     }
 
     /// The fast path (one COPY of the whole chunk, under a savepoint so a
@@ -499,6 +539,31 @@ impl Worker<'_> {
 }
 
 /// The chunk's ledger row, with its counts once it is `done`.
+/// How a batch's COPY ended.
+enum Together {
+    /// The server took every record: each chunk's outcome.
+    Loaded(Vec<Isolated>),
+    /// The server refused a record (rolled back): the chunk its line falls
+    /// in, when it named a line within the batch.
+    Refused(Option<usize>),
+    /// The server took another number of rows without an error (rolled
+    /// back): a `\.` line or a trigger's suppressed rows, found chunk by
+    /// chunk.
+    Uneven,
+}
+
+/// The chunk of a batch that holds the server's `COPY t, line N`, counting
+/// a line per record: exact for text and binary COPY, where the server
+/// counts records (and tuples); in CSV it also counts quoted line ends, so
+/// the guess may fall after the bad chunk. `None` past the batch's records.
+fn chunk_of_line(chunks: &[&Chunk], server_line: u64) -> Option<usize> {
+    let mut lines = 0;
+    chunks.iter().position(|chunk| {
+        lines += chunk.copied_records();
+        lines >= server_line
+    })
+}
+
 fn ledger_row<'a>(shared: &'a Shared, chunk: &Chunk, done: Option<&Isolated>) -> ChunkRow<'a> {
     ChunkRow {
         job: &shared.job,
