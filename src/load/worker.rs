@@ -363,7 +363,7 @@ impl Worker<'_> {
     /// counts quoted line ends as lines) costs statements, never a row.
     fn copy_split(&mut self, mine: &[&Chunk]) -> Result<Vec<(Isolated, bool)>, Error> {
         if mine.len() < 2 {
-            return mine.iter().map(|chunk| Ok((self.copy_or_isolate(chunk)?, self.last_binary))).collect();
+            return self.copy_each(mine);
         }
         match self.copy_together(mine)? {
             Together::Loaded(dones) => Ok(dones.into_iter().map(|done| (done, self.last_binary)).collect()),
@@ -379,8 +379,13 @@ impl Worker<'_> {
                 dones.extend(self.copy_split(right)?);
                 Ok(dones)
             }
-            Together::Uneven => mine.iter().map(|chunk| Ok((self.copy_or_isolate(chunk)?, self.last_binary))).collect(),
+            Together::Uneven => self.copy_each(mine),
         }
+    }
+
+    /// Each chunk as it would go alone.
+    fn copy_each(&mut self, mine: &[&Chunk]) -> Result<Vec<(Isolated, bool)>, Error> {
+        mine.iter().map(|chunk| Ok((self.copy_or_isolate(chunk)?, self.last_binary))).collect()
     }
 
     /// A batch's chunks as one COPY (binary when the plan says so), under a
