@@ -8,6 +8,7 @@
 //! as text, and a refused one is isolated as text, so the rules for rejects
 //! are the server's text rules either way.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
@@ -740,8 +741,12 @@ impl RangeReader {
     }
 
     /// The chunk's bytes that go to COPY, for isolating refused records.
-    fn bytes_of(&mut self, shared: &Shared, chunk: &Chunk) -> Result<Vec<u8>, Error> {
-        self.range(shared, chunk, 0, chunk.copy_len())
+    /// Borrowed when the chunk carries its bytes (a stream's, a small file's).
+    fn bytes_of<'c>(&mut self, shared: &Shared, chunk: &'c Chunk) -> Result<Cow<'c, [u8]>, Error> {
+        match &chunk.data {
+            Some(data) => Ok(Cow::Borrowed(&data[..chunk.copy_len() as usize])),
+            None => Ok(Cow::Owned(self.range(shared, chunk, 0, chunk.copy_len())?)),
+        }
     }
 
     /// Bytes `from..to` of the chunk.
