@@ -671,14 +671,25 @@ pub fn lock_sql(job: &str, first_seq: u64, wait: bool) -> String {
     }
 }
 
-/// The rows (of one job) the ledger lists, with their state.
+/// The rows (of one job) the ledger lists in the range of the given rows'
+/// seqs, with their state; the caller picks its own. A batch's chunks are
+/// usually consecutive, and then the range alone is the cheapest question:
+/// naming the 256 seqs of a batch of small files, `seq IN (...)`, cost the
+/// server 1.4 ms a batch to parse, plan and probe one by one, the range
+/// 0.45 ms (a glob of 51,790 files: 0.29 s against 0.09 s). Only a batch
+/// that leaves most of its range to others (a resumed job whose chunks
+/// are done here and there) names its seqs, as one array.
 pub fn listed_sql(rows: &[ChunkRow<'_>]) -> String {
-    let seqs: Vec<String> = rows.iter().map(|r| r.seq.to_string()).collect();
+    let seqs = rows.iter().map(|r| r.seq);
+    let span = seqs.clone().max().unwrap_or(0) - seqs.min().unwrap_or(0) + 1;
+    let only_these = match span > 2 * rows.len() as u64 {
+        true => format!(" AND seq = ANY({})", bigint_array(rows, |r| r.seq.to_string())),
+        false => String::new(),
+    };
     format!(
-        "SELECT seq, state FROM sluice.chunks WHERE job = {} AND seq {} AND seq IN ({})",
+        "SELECT seq, state FROM sluice.chunks WHERE job = {} AND seq {}{only_these}",
         quote_literal(rows.first().map_or("", |r| r.job)),
         seq_range(rows),
-        seqs.join(", "),
     )
 }
 
@@ -860,7 +871,12 @@ mod tests {
         assert_eq!(copy, format!("j'1\t3\ta.csv\t0\t9\t1\t-1{end}j'1\t4\tb'\\\\\"\\t{{}}.csv\t0\t9\t1\t\\N{end}"));
         assert_eq!(
             listed_sql(&rows),
-            "SELECT seq, state FROM sluice.chunks WHERE job = E'j''1' AND seq BETWEEN 3 AND 4 AND seq IN (3, 4)"
+            "SELECT seq, state FROM sluice.chunks WHERE job = E'j''1' AND seq BETWEEN 3 AND 4"
+        );
+        let far = ChunkRow { seq: 9, ..row };
+        assert_eq!(
+            listed_sql(&[row, far]),
+            "SELECT seq, state FROM sluice.chunks WHERE job = E'j''1' AND seq BETWEEN 3 AND 9 AND seq = ANY('{3,9}'::bigint[])"
         );
         let done = done_sql(&rows);
         assert!(done.contains("FROM unnest('{3,4}'::bigint[], '{2,2}'::bigint[], '{1,1}'::bigint[], '{4,4}'::bigint[], '{-1,NULL}'::bigint[]) v "), "{done}");
