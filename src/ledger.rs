@@ -602,8 +602,14 @@ fn bigint_array<'a>(rows: &[ChunkRow<'a>], element: impl Fn(&ChunkRow<'a>) -> St
 /// (a fresh ledger's statistics say "empty", and the planner then reads
 /// every row of the job, for every batch).
 fn seq_range(rows: &[ChunkRow<'_>]) -> String {
+    let (first, last) = seq_bounds(rows);
+    format!("BETWEEN {first} AND {last}")
+}
+
+/// The rows' smallest and largest `seq` (0 and 0 for none).
+fn seq_bounds(rows: &[ChunkRow<'_>]) -> (u64, u64) {
     let seqs = rows.iter().map(|r| r.seq);
-    format!("BETWEEN {} AND {}", seqs.clone().min().unwrap_or(0), seqs.max().unwrap_or(0))
+    (seqs.clone().min().unwrap_or(0), seqs.max().unwrap_or(0))
 }
 
 /// Marks the claimed rows that were listed `pending` done with their
@@ -680,9 +686,8 @@ pub fn lock_sql(job: &str, first_seq: u64, wait: bool) -> String {
 /// that leaves most of its range to others (a resumed job whose chunks
 /// are done here and there) names its seqs, as one array.
 pub fn listed_sql(rows: &[ChunkRow<'_>]) -> String {
-    let seqs = rows.iter().map(|r| r.seq);
-    let span = seqs.clone().max().unwrap_or(0) - seqs.min().unwrap_or(0) + 1;
-    let only_these = match span > 2 * rows.len() as u64 {
+    let (first, last) = seq_bounds(rows);
+    let only_these = match last - first + 1 > 2 * rows.len() as u64 {
         true => format!(" AND seq = ANY({})", bigint_array(rows, |r| r.seq.to_string())),
         false => String::new(),
     };

@@ -544,7 +544,6 @@ impl Worker<'_> {
     }
 }
 
-/// The chunk's ledger row, with its counts once it is `done`.
 /// How a batch's COPY ended.
 enum Together {
     /// The server took every record: each chunk's outcome.
@@ -570,6 +569,7 @@ fn chunk_of_line(chunks: &[&Chunk], server_line: u64) -> Option<usize> {
     })
 }
 
+/// The chunk's ledger row, with its counts once it is `done`.
 fn ledger_row<'a>(shared: &'a Shared, chunk: &Chunk, done: Option<&Isolated>) -> ChunkRow<'a> {
     ChunkRow {
         job: &shared.job,
