@@ -361,6 +361,7 @@ fn a_kill_between_drop_and_rebuild_is_completed_by_the_same_command() {
     let status = sluice_command().args(["status", "--db", &conn]).output().unwrap();
     let status = String::from_utf8_lossy(&status.stdout);
     assert!(status.contains("not yet built again: index \"t_amount_idx\", primary key \"t_pkey\""), "{status}");
+    assert!(!status.contains("every chunk is loaded"), "killed after the first chunk: {status}");
 
     // The same command (with progress lines, to see the build announced).
     let loud = &args[..args.len() - 1];

@@ -58,6 +58,12 @@ pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
             thousands(j.rejected),
             if j.active.is_empty() { "-".to_string() } else { j.active.join(", ") }
         );
+        if j.state != "finished" && every_chunk_done(j) {
+            println!(
+                "  every chunk is loaded; the job finishes once the indexes it dropped are built again \
+                 and its rejects file is written"
+            );
+        }
         if let Some(command) = j.command.as_ref().filter(|_| j.state != "finished") {
             println!("  resume with: {command}");
         }
@@ -77,13 +83,21 @@ pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
 /// commit, so their count says nothing of the chunks to come.
 fn input_done(job: &ledger::JobStatus) -> String {
     match job.input_bytes {
-        Some(total) if job.state == "finished" => format!("all of {}", human_bytes(total)),
+        Some(total) if job.state == "finished" || every_chunk_done(job) => format!("all of {}", human_bytes(total)),
         Some(total) if total > 0 => {
+            // Not 100 % before the last chunk: 99.6 % would round up.
             let percent = (100 * job.bytes_done.min(total) / total).min(99);
             format!("{percent}% of {}", human_bytes(total))
         }
         _ => human_bytes(job.bytes_done),
     }
+}
+
+/// Whether the done chunks cover the whole input, as far as the ledger
+/// knows its size (a header line is in no chunk: a finished job may cover
+/// a little less).
+fn every_chunk_done(job: &ledger::JobStatus) -> bool {
+    job.input_bytes.is_some_and(|total| total > 0 && job.bytes_done >= total)
 }
 
 #[cfg(test)]
@@ -110,8 +124,13 @@ mod tests {
     #[test]
     fn input_done_is_a_share_of_a_known_size() {
         assert_eq!(input_done(&job("in progress", 123_400_000, Some(395_000_000))), "31% of 395.0 MB");
-        // Every chunk done but the job not finished (indexes still to build): not 100 %.
-        assert_eq!(input_done(&job("in progress", 395_000_000, Some(395_000_000))), "99% of 395.0 MB");
+        assert_eq!(input_done(&job("in progress", 394_000_000, Some(395_000_000))), "99% of 395.0 MB");
+        // Every chunk done but the job not finished (indexes still to build):
+        // all of the input, and the state says the rest.
+        assert_eq!(input_done(&job("in progress", 395_000_000, Some(395_000_000))), "all of 395.0 MB");
+        assert!(every_chunk_done(&job("in progress", 395_000_000, Some(395_000_000))));
+        assert!(!every_chunk_done(&job("in progress", 394_999_999, Some(395_000_000))));
+        assert!(!every_chunk_done(&job("in progress", 0, Some(0))));
         // A header line is in no chunk.
         assert_eq!(input_done(&job("finished", 394_999_990, Some(395_000_000))), "all of 395.0 MB");
         assert_eq!(input_done(&job("in progress", 2_500_000, None)), "2.5 MB");
