@@ -458,6 +458,10 @@ fn leading_numeric(text: &[u8], tuple: &mut Cursor) -> Option<usize> {
         tuple.put(&value);
         return Some(used);
     }
+    if int_digits <= 8 && frac_digits <= 4 {
+        short_numeric(negative, int, (frac, frac_digits), tuple);
+        return Some(used);
+    }
     // Base-10000 groups, most significant first: the integer part's, then
     // the fraction's right-padded to a whole group.
     let int_groups = int_digits.div_ceil(4);
@@ -482,6 +486,33 @@ fn leading_numeric(text: &[u8], tuple: &mut Cursor) -> Option<usize> {
         tuple.put(&group.to_be_bytes());
     }
     Some(used)
+}
+
+/// A numeric of at most 8 integer digits and 4 fraction digits (nearly
+/// every decimal in a file: prices, rates, quantities) in straight-line
+/// code: its three base-10000 groups (ten-thousands, units, the fraction)
+/// are 16-bit lanes of one word, whose leading and trailing zero lanes are
+/// the groups the format leaves out. The loops of the general case cost
+/// lineitem's 4 decimals about a fifth of the encoder's time.
+#[inline]
+fn short_numeric(negative: bool, int: u64, (frac, frac_digits): (u64, usize), tuple: &mut Cursor) {
+    let frac_group = frac * [1, 1000, 100, 10][frac_digits % 4];
+    let lanes = (int / 10_000) << 48 | (int % 10_000) << 32 | frac_group << 16;
+    // Zero lanes in front (all four for zero) and behind.
+    let leading = lanes.leading_zeros() / 16;
+    let significant = 4 - leading.min(4) - (lanes.trailing_zeros() / 16).min(4 - leading.min(4));
+    let (weight, sign) = match significant {
+        0 => (0i16, 0u16),
+        _ => (1 - leading as i16, if negative { 0x4000 } else { 0 }),
+    };
+    let mut block = [0u8; 20];
+    block[..4].copy_from_slice(&(8 + 2 * significant as i32).to_be_bytes());
+    block[4..6].copy_from_slice(&(significant as i16).to_be_bytes());
+    block[6..8].copy_from_slice(&weight.to_be_bytes());
+    block[8..10].copy_from_slice(&sign.to_be_bytes());
+    block[10..12].copy_from_slice(&(frac_digits as i16).to_be_bytes());
+    block[12..].copy_from_slice(&lanes.checked_shl(16 * leading).unwrap_or(0).to_be_bytes());
+    tuple.put(&block[..12 + 2 * significant as usize]);
 }
 
 /// `value`'s base-10000 digits into `groups`, least significant last.
@@ -564,6 +595,35 @@ mod tests {
                     let newline = memchr(b'\n', &input);
                     proptest::prop_assert!(newline.map_or(input.len(), |n| n + 1) + 31 > input.len());
                 }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(5000))]
+        /// Decimals of every short shape (the straight-line groups) and a
+        /// little beyond (the general loop) encode as the exact encoder does.
+        #[test]
+        fn short_decimals_match_the_exact_encoder(
+            sign in 0usize..3,
+            zeros in 0usize..3,
+            int in proptest::option::of(0u64..2_000_000_000),
+            frac in proptest::option::of((0u64..1_000_000, 0usize..7)),
+        ) {
+            let mut text = ["", "-", "+"][sign].to_string() + &"0".repeat(zeros);
+            if let Some(int) = int {
+                text += &int.to_string();
+            }
+            if let Some((frac, digits)) = frac {
+                text += &format!(".{:0digits$}", frac % 10u64.pow(digits as u32));
+            }
+            let mut room = [0u8; 64];
+            let mut tuple = Cursor { room: &mut room, at: 0 };
+            let fast = leading_numeric(text.as_bytes(), &mut tuple).map(|used| (used, tuple.room[..tuple.at].to_vec()));
+            let mut exact = Vec::new();
+            match numeric(text.as_bytes(), &mut exact) {
+                Some(()) => proptest::prop_assert_eq!(fast, Some((text.len(), exact)), "{}", text),
+                None => proptest::prop_assert!(fast.is_none_or(|(used, _)| used < text.len()), "{}", text),
             }
         }
     }
