@@ -85,8 +85,8 @@ fn input_done(job: &ledger::JobStatus) -> String {
     match job.input_bytes {
         Some(total) if job.state == "finished" || every_chunk_done(job) => format!("all of {}", human_bytes(total)),
         Some(total) if total > 0 => {
-            // Not 100 % before the last chunk: 99.6 % would round up.
-            let percent = (100 * job.bytes_done.min(total) / total).min(99);
+            // Below the total (see above), so at most 99 %.
+            let percent = 100 * job.bytes_done / total;
             format!("{percent}% of {}", human_bytes(total))
         }
         _ => human_bytes(job.bytes_done),
