@@ -127,10 +127,11 @@ struct Stops {
 
 /// Where the line at the front of `input` ends (its newline) when it is clean
 /// (no stray line-end byte or NUL, and no `special` byte unless
-/// `special_in_nulls`) and has exactly `ends.len()` fields, with each
-/// field's end (the delimiters, then the newline) in `ends`, and how many
-/// `special` bytes it holds; `None` otherwise, or without a newline.
-/// `ends` has room for `fields` ends and [`wide::ROOM_AFTER_ENDS`] more.
+/// `special_in_nulls`) and has exactly `fields` fields, with each field's
+/// end (the delimiters, then the newline) in `ends[..fields]`, and how many
+/// `special` bytes it holds; `None` otherwise, or without a newline. `ends`
+/// has room for [`wide::ROOM_AFTER_ENDS`] more, which the wide pass may
+/// overwrite.
 fn split_line(input: &[u8], stops: Stops, wide: bool, ends: &mut [u32], fields: usize) -> Option<(usize, u32)> {
     if wide {
         // SAFETY: `wide` is true only where `wide::available` found AVX2.
@@ -268,7 +269,8 @@ mod wide {
             if found + count > last {
                 return Split::NotClean;
             }
-            // Eight at a time: at most `last - 1 + 8` is written.
+            // Eight at a time: `written` stays below `last`, so every index
+            // written is below `last + ROOM_AFTER_ENDS`.
             let mut written = found;
             while delimiters != 0 {
                 for end in &mut ends[written..written + ROOM_AFTER_ENDS] {
