@@ -692,9 +692,8 @@ pub fn listed_sql(rows: &[ChunkRow<'_>]) -> String {
         false => String::new(),
     };
     format!(
-        "SELECT seq, state FROM sluice.chunks WHERE job = {} AND seq {}{only_these}",
+        "SELECT seq, state FROM sluice.chunks WHERE job = {} AND seq BETWEEN {first} AND {last}{only_these}",
         quote_literal(rows.first().map_or("", |r| r.job)),
-        seq_range(rows),
     )
 }
 
