@@ -148,8 +148,13 @@ impl Reject {
     pub fn from_row(row: &[Option<String>]) -> Reject {
         let text = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
         let num = |i: usize| text(i).parse().unwrap_or(0);
-        let raw: Vec<u8> =
-            (0..text(7).len() / 2).filter_map(|i| u8::from_str_radix(&text(7)[2 * i..2 * i + 2], 16).ok()).collect();
+        let hex = row.get(7).and_then(|v| v.as_deref()).unwrap_or_default();
+        // Borrowed and read once: a reject may hold a record of many MB.
+        let raw: Vec<u8> = hex
+            .as_bytes()
+            .chunks_exact(2)
+            .filter_map(|pair| std::str::from_utf8(pair).ok().and_then(|p| u8::from_str_radix(p, 16).ok()))
+            .collect();
         let position = Position { file: text(0), line: num(1), byte: num(2), record: num(3) };
         let mut reject = Reject::new(position, text(4), &raw);
         reject.sqlstate = row.get(5).cloned().flatten();
@@ -236,5 +241,20 @@ mod tests {
         let bad = Reject::new(p, "r".into(), b"\xff\xfe,x\n");
         assert_eq!(bad.raw, None);
         assert_eq!(bad.raw_bytes(), b"\xff\xfe,x\n");
+    }
+
+    /// A reject read back from the ledger (raw as `encode(raw, 'hex')`)
+    /// keeps every byte, however long: an open quote can make a record of
+    /// many MB, and reading one back used to copy its hex text per byte.
+    #[test]
+    fn from_row_decodes_long_raw_records() {
+        let raw: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+        let row: Vec<Option<String>> =
+            ["f.csv", "7", "100", "6", "why", "22P04", "", &hex].iter().map(|v| Some(v.to_string())).collect();
+        let reject = Reject::from_row(&row);
+        assert_eq!((reject.line, reject.byte, reject.record), (7, 100, 6));
+        assert_eq!(reject.sqlstate.as_deref(), Some("22P04"));
+        assert_eq!(reject.raw_bytes(), raw);
     }
 }
