@@ -16,6 +16,20 @@
 //! for files with bare carriage returns, so these load in parallel chunks
 //! too. A first line end past the first block (128 KiB) is taken to be `\n`.
 //!
+//! Open quotes (csv, when the COPY's column count is known): a record that
+//! spans lines (a line end inside quotes) has its fields counted
+//! ([`FieldCounter`]). With more or fewer fields than the COPY has columns,
+//! or with the input ending inside the quote, the server rejects it whatever
+//! it holds, and what made it span lines is almost always a quote left open:
+//! its first line alone ends the chunk as a rejected record
+//! ([`RunawayKind::OpenQuote`]), and scanning starts afresh on the next
+//! line, from bytes given back to be read again. Measured on a 2 M-line
+//! file with one stray quote: 0 rows and 369 rejects before, 1,999,999 rows
+//! and 1 reject now. The cut depends only on the bytes and the column
+//! count, so it stays deterministic. Only records that span lines are
+//! counted, so the scanner keeps its speed elsewhere (store_sales, 380
+//! spanning records in 2 M: 3.4 GB/s unchecked, 2.8 GB/s checked).
+//!
 //! Tail taper: when the load's remaining size is known up front (this input
 //! and the ones after it are plain files), the chunks in the load's last four
 //! targets' worth of bytes shrink to a quarter of what is left, down to an
@@ -31,8 +45,8 @@ use std::io::{self, Read};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::error::Position;
-use crate::format::scan::{line_end_of, LineEnd};
-use crate::format::{Dialect, RecordScanner};
+use crate::format::scan::{line_end_of, FieldCounter, LineEnd, RecordShape, Walked};
+use crate::format::{Dialect, RecordScanner, Step};
 use crate::source::RawCounter;
 
 /// Where a chunk lies in its input. It travels with the chunk and appears in
@@ -100,6 +114,19 @@ pub struct Runaway {
     pub offset: u64,
     /// Line ends in the chunk before the record.
     pub lines_before: u64,
+    pub kind: RunawayKind,
+}
+
+/// Why a record is rejected by the chunker rather than copied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunawayKind {
+    /// It outgrew the maximum record size; it runs to the next line end.
+    TooLong,
+    /// A quote left open on its first line, which alone is rejected: read
+    /// on, the record spanned `lines` more lines and had `fields` fields (at
+    /// least) where the COPY has `expected` columns, or the input ended
+    /// inside the quote (`closed` false).
+    OpenQuote { fields: u64, expected: u64, lines: u64, closed: bool },
 }
 
 impl Chunk {
@@ -145,6 +172,9 @@ pub struct ChunkerConfig {
     /// A record longer than this is a runaway (usually an open quote): it is
     /// cut off at the next newline and rejected, so memory stays bounded.
     pub max_record: u64,
+    /// csv: the fields every record must have, for the open-quote check
+    /// (see the module docs); `None` turns it off.
+    pub shape: Option<RecordShape>,
 }
 
 /// What the chunker skipped before the first chunk of an input.
@@ -176,7 +206,8 @@ const BLOCK: usize = 128 << 10;
 /// Names the rule that cuts chunks; part of a job's fingerprint, so a job
 /// begun by a sluice that cut differently is not resumed under the same
 /// chunk numbers. Change it whenever a cut would change.
-pub const CUT_RULE: &str = "target, tail tapered to a quarter of the rest";
+pub const CUT_RULE: &str =
+    "target, tail tapered to a quarter of the rest; a spanning csv record of the wrong width cut after its first line";
 
 /// The smallest tapered chunk: below it, a chunk's commit and ledger row
 /// would cost more than the idle time it saves.
@@ -213,6 +244,16 @@ pub struct Chunker<R> {
     /// The load's bytes from this input's start to the load's end, when the
     /// tail is tapered.
     taper_over: Option<u64>,
+    /// The open-quote check's counter at a record's start (csv with a
+    /// shape), once the line end is known.
+    counter: Option<FieldCounter>,
+    /// The field count of the record in progress when the block began: its
+    /// start and the counter over its bytes in earlier blocks.
+    carry: Option<(u64, FieldCounter)>,
+    /// Bytes read but given back by the open-quote check, read again before
+    /// the input's next bytes: the lines after a cut first line.
+    replay: Vec<u8>,
+    replay_pos: usize,
 }
 
 impl<R: Read> Chunker<R> {
@@ -250,6 +291,10 @@ impl<R: Read> Chunker<R> {
             span_emitted: 0,
             next_seq: first_seq,
             taper_over: None,
+            counter: None,
+            carry: None,
+            replay: Vec::new(),
+            replay_pos: 0,
         }
     }
 
@@ -331,9 +376,13 @@ impl<R: Read> Chunker<R> {
         let data = self.cfg.keep_bytes.then(|| Vec::with_capacity(reserve));
         let mut cut = Cut { data, hash: Xxh3::new(), len: 0, records: 0, runaway: None };
         loop {
-            if self.block_pos == self.block_len && !self.fill()? {
-                break;
+            if self.block_pos == self.block_len {
+                self.carry_record(start.0 + cut.len);
+                if !self.fill()? {
+                    break;
+                }
             }
+            let before = self.scanner.clone();
             let avail = &self.block[self.block_pos..self.block_len];
             let step = if cut.len < target {
                 let take = avail.len().min((target - cut.len) as usize);
@@ -341,15 +390,20 @@ impl<R: Read> Chunker<R> {
             } else {
                 self.scanner.scan(avail, true)
             };
-            let consumed = &avail[..step.consumed];
-            if step.records > 0 {
-                let tail = memchr::memchr_iter(self.line_end.byte(), &consumed[step.last_end..]).count() as u64;
-                self.record_start = (start.0 + cut.len + step.last_end as u64, self.lines + step.newlines - tail);
+            // A line end inside quotes: check that record's fields first.
+            if self.counter.is_some() && step.newlines > step.records {
+                let after = std::mem::replace(&mut self.scanner, before);
+                match self.take_spanning(&mut cut, start, target)? {
+                    Some(true) => break,
+                    Some(false) => {}
+                    None => {
+                        self.scanner = after;
+                        self.take_block_step(&mut cut, start.0, step);
+                    }
+                }
+            } else {
+                self.take_block_step(&mut cut, start.0, step);
             }
-            cut.take(consumed);
-            self.block_pos += step.consumed;
-            cut.records += step.records;
-            self.lines += step.newlines;
             if cut.len >= target && self.scanner.at_record_start() {
                 break;
             }
@@ -361,7 +415,7 @@ impl<R: Read> Chunker<R> {
         if cut.len == 0 {
             return Ok(None);
         }
-        let unterminated = self.eof && self.block_pos == self.block_len && !self.scanner.at_record_start();
+        let unterminated = self.drained() && !self.scanner.at_record_start();
         if unterminated {
             // The last record has no trailing newline; it still counts.
             cut.records += 1;
@@ -390,13 +444,171 @@ impl<R: Read> Chunker<R> {
         Ok(Some(chunk))
     }
 
+    /// Takes the bytes a scan step consumed from the block into the chunk.
+    fn take_block_step(&mut self, cut: &mut Cut, chunk_start: u64, step: Step) {
+        let block = std::mem::take(&mut self.block);
+        self.take_scanned(cut, chunk_start, &block[self.block_pos..][..step.consumed], step);
+        self.block = block;
+        self.block_pos += step.consumed;
+    }
+
+    /// Takes scanned bytes into the chunk and notes where the record in
+    /// progress began.
+    fn take_scanned(&mut self, cut: &mut Cut, chunk_start: u64, bytes: &[u8], step: Step) {
+        if step.records > 0 {
+            let tail = memchr::memchr_iter(self.line_end.byte(), &bytes[step.last_end..]).count() as u64;
+            self.record_start = (chunk_start + cut.len + step.last_end as u64, self.lines + step.newlines - tail);
+        }
+        cut.take(bytes);
+        cut.records += step.records;
+        self.lines += step.newlines;
+    }
+
+    /// The open-quote check (see the module docs), where the block's next
+    /// scan step found a line end inside quotes (the scanner stands where it
+    /// stood before that step). Takes the records before the one that spans
+    /// lines, then that record: whole when its field count is right; else its
+    /// first line only, as a rejected record that ends the chunk, giving the
+    /// bytes after it back to be scanned afresh. `Some(true)`: the chunk ends
+    /// here; `Some(false)`: go on; `None`: nothing taken, the record's start
+    /// was not seen (it began more than a block back in a record the check
+    /// could not follow), so the scanner's step stands.
+    fn take_spanning(&mut self, cut: &mut Cut, start: (u64, u64, u64), target: u64) -> io::Result<Option<bool>> {
+        // The scanner finds that record a record at a time, at its own
+        // speed; only its bytes are walked and counted.
+        let avail = &self.block[self.block_pos..self.block_len];
+        let (mut scanner, mut from) = (self.scanner.clone(), 0);
+        loop {
+            let step = scanner.scan(&avail[from..], true);
+            if step.newlines > step.records {
+                break;
+            }
+            if step.records == 0 {
+                return Ok(None);
+            }
+            from += step.consumed;
+        }
+        let walk = match from {
+            0 => self.counter_at(start.0 + cut.len),
+            _ => self.counter.as_ref().map(FieldCounter::fresh),
+        };
+        let Some(mut walk) = walk else { return Ok(None) };
+        let mut walked = walk.walk(&avail[from..]);
+        if walk.lines == 0 {
+            return Ok(None);
+        }
+        let walked_len = |walked: Walked, rest: usize| match walked {
+            Walked::Ended(n) | Walked::TooManyFields(n) => n,
+            Walked::More => rest,
+        };
+        let end = from + walked_len(walked, avail.len() - from);
+        if from > 0 {
+            let step = self.scanner.scan(&avail[..from], false);
+            self.take_block_step(cut, start.0, step);
+            if cut.len >= target {
+                return Ok(Some(true));
+            }
+        }
+        let mut held = self.block[self.block_pos..][..end - from].to_vec();
+        self.block_pos += end - from;
+        while walked == Walked::More {
+            if walk.len > self.cfg.max_record {
+                // Too long to hold: the usual runaway, from the record's start.
+                cut.take(&held);
+                self.lines += walk.lines;
+                self.cut_runaway(cut, start)?;
+                return Ok(Some(true));
+            }
+            if self.block_pos == self.block_len && !self.fill()? {
+                break;
+            }
+            let avail = &self.block[self.block_pos..self.block_len];
+            walked = walk.walk(avail);
+            let n = walked_len(walked, avail.len());
+            held.extend_from_slice(&avail[..n]);
+            self.block_pos += n;
+        }
+        let in_chunk = start.0 + cut.len - self.record_start.0;
+        match walk.first_line.filter(|&first| walk.doomed() && first > in_chunk) {
+            None => {
+                let step = self.scanner.scan(&held, false);
+                self.take_scanned(cut, start.0, &held, step);
+                Ok(Some(false))
+            }
+            Some(first) => {
+                let keep = (first - in_chunk) as usize;
+                cut.take(&held[..keep]);
+                cut.records += 1;
+                self.lines += 1;
+                cut.runaway = Some(Runaway {
+                    offset: self.record_start.0 - start.0,
+                    lines_before: self.record_start.1 - start.1,
+                    kind: RunawayKind::OpenQuote {
+                        fields: walk.fields,
+                        expected: self.cfg.shape.map_or(0, |s| s.fields),
+                        lines: walk.lines,
+                        closed: !walk.in_quote(),
+                    },
+                });
+                self.give_back(&held[keep..]);
+                self.scanner = self.fresh_scanner();
+                Ok(Some(true))
+            }
+        }
+    }
+
+    /// The open-quote counter for the record in progress, walked over its
+    /// bytes up to `here` (the block's next byte); `None` without a check,
+    /// or when that record began before the block and was not carried.
+    fn counter_at(&self, here: u64) -> Option<FieldCounter> {
+        let fresh = self.counter.as_ref()?.fresh();
+        let record = self.record_start.0;
+        let block_start = here - self.block_pos as u64;
+        let mut walk = match &self.carry {
+            _ if record >= block_start => fresh,
+            Some((carried, counter)) if *carried == record => counter.clone(),
+            _ => return None,
+        };
+        let from = record.saturating_sub(block_start) as usize;
+        (walk.walk(&self.block[from..self.block_pos]) == Walked::More).then_some(walk)
+    }
+
+    /// Before the block is read over: the field count of the record in
+    /// progress so far, for the open-quote check in the next block.
+    fn carry_record(&mut self, here: u64) {
+        if self.counter.is_some() {
+            self.carry = match self.scanner.at_record_start() {
+                true => None,
+                false => self.counter_at(here).map(|walk| (self.record_start.0, walk)),
+            };
+        }
+    }
+
+    /// Puts bytes back in front of the unread input.
+    fn give_back(&mut self, bytes: &[u8]) {
+        let mut replay = bytes.to_vec();
+        replay.extend_from_slice(&self.block[self.block_pos..self.block_len]);
+        replay.extend_from_slice(&self.replay[self.replay_pos..]);
+        (self.replay, self.replay_pos) = (replay, 0);
+        self.block_pos = self.block_len;
+    }
+
+    /// Every byte of the input was scanned: the reader's and any given back.
+    fn drained(&self) -> bool {
+        self.eof && self.block_pos == self.block_len && self.replay_pos == self.replay.len()
+    }
+
     /// The current record has outgrown `max_record` (usually a quote left
     /// open): it runs to the next raw line end, or another `max_record` bytes
     /// at most, and becomes one rejected record; scanning starts afresh
     /// after it, so the rest of the input still loads and memory stays
     /// bounded.
     fn cut_runaway(&mut self, cut: &mut Cut, start: (u64, u64, u64)) -> io::Result<()> {
-        let runaway = Runaway { offset: self.record_start.0 - start.0, lines_before: self.record_start.1 - start.1 };
+        let runaway = Runaway {
+            offset: self.record_start.0 - start.0,
+            lines_before: self.record_start.1 - start.1,
+            kind: RunawayKind::TooLong,
+        };
         let mut budget = self.cfg.max_record;
         loop {
             if self.block_pos == self.block_len && !self.fill()? {
@@ -429,7 +641,7 @@ impl<R: Read> Chunker<R> {
             Some((counter, _)) => counter.get(),
             None => self.offset,
         };
-        let at_end = self.eof && self.block_pos == self.block_len;
+        let at_end = self.drained();
         let upto = match (at_end, self.total_size) {
             (true, Some(size)) => size,
             _ => consumed,
@@ -493,6 +705,7 @@ impl<R: Read> Chunker<R> {
             self.fill_more()?;
         }
         self.scanner = self.fresh_scanner();
+        self.counter = self.cfg.shape.and_then(|shape| FieldCounter::new(self.cfg.dialect, self.line_end, shape));
         Ok(())
     }
 
@@ -509,13 +722,23 @@ impl<R: Read> Chunker<R> {
 
     /// Appends more input after the unread bytes; false at end of input.
     fn fill_more(&mut self) -> io::Result<bool> {
-        if self.eof {
-            return Ok(false);
-        }
         if self.block_pos > 0 {
             self.block.copy_within(self.block_pos..self.block_len, 0);
             self.block_len -= self.block_pos;
             self.block_pos = 0;
+        }
+        if self.replay_pos < self.replay.len() {
+            let n = (self.block.len() - self.block_len).min(self.replay.len() - self.replay_pos);
+            self.block[self.block_len..][..n].copy_from_slice(&self.replay[self.replay_pos..][..n]);
+            self.block_len += n;
+            self.replay_pos += n;
+            if self.replay_pos == self.replay.len() {
+                (self.replay, self.replay_pos) = (Vec::new(), 0);
+            }
+            return Ok(true);
+        }
+        if self.eof {
+            return Ok(false);
         }
         loop {
             match self.reader.read(&mut self.block[self.block_len..]) {
@@ -587,13 +810,13 @@ pub fn locate_server_line(dialect: Dialect, line_end: LineEnd, chunk: &[u8], ser
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::scan::reference_record_ends;
+    use crate::format::scan::{reference_record_ends, reference_record_ends_checked};
     use proptest::prelude::*;
 
     const CSV: Dialect = Dialect::Csv { quote: b'"', escape: b'"' };
 
     fn config(dialect: Dialect, target: u64, header: bool) -> ChunkerConfig {
-        ChunkerConfig { dialect, target, header, keep_bytes: true, max_record: 1 << 20 }
+        ChunkerConfig { dialect, target, header, keep_bytes: true, max_record: 1 << 20, shape: None }
     }
 
     /// A reader that returns at most `piece` bytes per read, to exercise
@@ -740,6 +963,82 @@ mod tests {
         }
     }
 
+    fn shaped(fields: u64, target: u64) -> ChunkerConfig {
+        ChunkerConfig { shape: Some(RecordShape { delimiter: b',', fields }), ..config(CSV, target, false) }
+    }
+
+    /// The records each chunk holds, as text; a cut-off line in brackets.
+    fn records_by_chunk(chunks: &[Chunk]) -> Vec<String> {
+        let mut out = Vec::new();
+        for c in chunks {
+            let data = c.data.as_deref().unwrap();
+            let copied = &data[..c.copy_len() as usize];
+            let ends = reference_record_ends(CSV, LineEnd::Lf, copied);
+            let mut from = 0;
+            for end in
+                ends.iter().copied().chain((copied.len() > ends.last().copied().unwrap_or(0)).then_some(copied.len()))
+            {
+                out.push(String::from_utf8_lossy(&copied[from..end]).into_owned());
+                from = end;
+            }
+            if c.runaway.is_some() {
+                out.push(format!("[{}]", String::from_utf8_lossy(&data[c.copy_len() as usize..])));
+            }
+        }
+        out
+    }
+
+    /// A quote left open on one line (`12" screen`) made the server join
+    /// lines up to the next quote and read every quoted field after it
+    /// inside out: a 2 M-line file gave 0 rows. Now that line alone is cut
+    /// off (its record would span lines with the wrong field count), and
+    /// the lines after it are records again, whatever the chunk and read
+    /// sizes; a quoted field that spans lines with the right count stays.
+    #[test]
+    fn a_quote_left_open_costs_its_line_only() {
+        let input = b"1,\"a\nb\"\n2,12\" screen\n3,c\n4,\"d, e\"\n5,\"f\"\n";
+        for (target, piece) in [(1 << 20, 1 << 20), (1, 1), (5, 3), (12, 7)] {
+            let chunks = chunks_of(input, shaped(2, target), piece);
+            let records = records_by_chunk(&chunks);
+            assert_eq!(
+                records,
+                ["1,\"a\nb\"\n", "[2,12\" screen\n]", "3,c\n", "4,\"d, e\"\n", "5,\"f\"\n"],
+                "target {target}, reads of {piece}"
+            );
+            let cut = chunks.iter().find(|c| c.runaway.is_some()).unwrap();
+            let Some(Runaway { kind: RunawayKind::OpenQuote { lines, closed, .. }, .. }) = cut.runaway else {
+                panic!("{:?}", cut.runaway)
+            };
+            assert!(closed && lines >= 1);
+            assert_eq!(cut.loc.first_line + cut.runaway.unwrap().lines_before, 3, "the open quote's line");
+            assert_eq!(chunks.iter().map(|c| c.records).sum::<u64>(), 5);
+            let joined: Vec<u8> = chunks.iter().flat_map(|c| c.data.clone().unwrap()).collect();
+            assert_eq!(joined, input);
+        }
+        // Without a shape (the check off) the server's reading stands.
+        let unchecked = records_by_chunk(&chunks_of(input, config(CSV, 1 << 20, false), 1 << 20));
+        assert_eq!(unchecked.len(), 2, "{unchecked:?}");
+    }
+
+    #[test]
+    fn a_quote_never_closed_costs_its_line_only() {
+        let input = b"1,a\n2,\"b\n3,c\n4,d\n";
+        for piece in [1, 4, 1 << 20] {
+            let chunks = chunks_of(input, shaped(2, 1 << 20), piece);
+            assert_eq!(records_by_chunk(&chunks), ["1,a\n", "[2,\"b\n]", "3,c\n", "4,d\n"], "reads of {piece}");
+            let kinds: Vec<_> = chunks.iter().filter_map(|c| c.runaway.map(|r| r.kind)).collect();
+            assert!(matches!(kinds[..], [RunawayKind::OpenQuote { closed: false, .. }]), "{kinds:?}");
+            assert!(!chunks.last().unwrap().unterminated);
+        }
+        // A record longer than --max-record-size is still a runaway of its
+        // own (read a little at a time, past the first line that sets the
+        // line end).
+        let long = [&b"0,a,b\n1,\"x\n"[..], &b"y\n".repeat(100), b"\",z\n"].concat();
+        let cfg = ChunkerConfig { max_record: 64, ..shaped(3, 1 << 20) };
+        let chunks = chunks_of(&long, cfg, 16);
+        assert_eq!(chunks[0].runaway.map(|r| (r.kind, r.offset)), Some((RunawayKind::TooLong, 6)));
+    }
+
     #[test]
     fn locates_server_lines_with_embedded_newlines() {
         let chunk = b"1,\"a\nb\"\n2,c\n3,\"x\ny\nz\"\n4,d\n";
@@ -803,6 +1102,45 @@ mod tests {
                     1 + input[..c.loc.byte_offset as usize].iter().filter(|&&b| b == line_end.byte()).count() as u64;
                 prop_assert_eq!(c.line_end, line_end);
                 prop_assert_eq!(c.loc.first_line, expected_lines);
+            }
+            let counted: u64 = chunks.iter().map(|c| c.records).sum();
+            let trailing = u64::from(ends.last().copied().unwrap_or(0) < input.len());
+            prop_assert_eq!(counted, ends.len() as u64 + trailing);
+        }
+
+        /// With the open-quote check, chunks still cover the input and end
+        /// where the checked reference ends records, whatever the reads.
+        #[test]
+        fn checked_chunks_end_where_the_checked_reference_ends_records(
+            parts in prop::collection::vec(record_strategy(), 0..40),
+            escape in prop::sample::select(vec![b'"', b'\\']),
+            fields in 1u64..5,
+            target in 1u64..64,
+            piece in 1usize..50,
+        ) {
+            let input: Vec<u8> = parts.concat();
+            let dialect = Dialect::Csv { quote: b'"', escape };
+            let shape = RecordShape { delimiter: b',', fields };
+            let cfg = ChunkerConfig { shape: Some(shape), ..config(dialect, target, false) };
+            let chunks = chunks_of(&input, cfg, piece);
+            let joined: Vec<u8> = chunks.iter().flat_map(|c| c.data.clone().unwrap()).collect();
+            prop_assert_eq!(&joined, &input);
+            let line_end = line_end_of(dialect, &input, true).unwrap_or_default();
+            let ends = reference_record_ends_checked(dialect, line_end, &input, shape);
+            let mut offset = 0u64;
+            for (i, c) in chunks.iter().enumerate() {
+                prop_assert_eq!(c.loc.byte_offset, offset);
+                offset += c.loc.byte_len;
+                let last = i + 1 == chunks.len();
+                prop_assert!(last || ends.contains(&(offset as usize)), "boundary {} is inside a record", offset);
+                let expected_lines =
+                    1 + input[..c.loc.byte_offset as usize].iter().filter(|&&b| b == line_end.byte()).count() as u64;
+                prop_assert_eq!(c.loc.first_line, expected_lines);
+                if let Some(r) = c.runaway {
+                    let at = (c.loc.byte_offset + r.offset) as usize;
+                    prop_assert!(at == 0 || ends.contains(&at), "a cut line starts inside a record");
+                    prop_assert!(ends.contains(&(offset as usize)), "a cut line ends the chunk at a record end");
+                }
             }
             let counted: u64 = chunks.iter().map(|c| c.records).sum();
             let trailing = u64::from(ends.last().copied().unwrap_or(0) < input.len());

@@ -355,10 +355,11 @@ fn invalid_json_lines_are_rejected() {
     assert_eq!(sorted, (0..8).map(|k| 250 * k + 8).collect::<Vec<u64>>());
 }
 
-/// A quote left open near the end of a file makes the rest of the file one
-/// record (as PostgreSQL reads it); that record alone is rejected.
+/// A quote left open near the end of a file would make the rest of the file
+/// one record (as PostgreSQL reads it): that line alone is rejected, by
+/// sluice, and the lines after it load.
 #[test]
-fn unterminated_quote_at_end_of_file_is_one_reject() {
+fn unterminated_quote_at_end_of_file_rejects_its_line_only() {
     let db = TestDb::new();
     db.execute("CREATE TABLE t (id int, name text)");
     let mut data: String = (0..300).map(|i| format!("{i},n{i}\n")).collect();
@@ -366,12 +367,61 @@ fn unterminated_quote_at_end_of_file_is_one_reject() {
     let file = db.file("open.csv", data.as_bytes());
     let Loaded { run, rejects: found, report: r, .. } = load_with_rejects(&db, &file, "t", &["--chunk-size", "1KiB"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
-    assert_eq!(db.count("t"), 300);
+    assert_eq!(db.count("t"), 302);
     assert_eq!(found.len(), 1);
     assert_eq!(found[0]["line"], 301);
-    assert_eq!(found[0]["sqlstate"], "22P04");
-    assert_eq!(found[0]["raw"], "300,\"never closed\n301,x\n302,y\n");
+    assert!(found[0]["reason"].as_str().unwrap().contains("never closed"), "{}", found[0]);
+    assert_eq!(found[0]["raw"], "300,\"never closed\n");
+    assert_eq!(db.scalar("SELECT string_agg(name, ' ' ORDER BY id) FROM t WHERE id > 298"), "n299 x y");
     assert_accounts(&r);
+}
+
+/// A quote left open inside a line (`12" screen`, a closing quote lost)
+/// made PostgreSQL join lines up to the next quote and read every quoted
+/// field after it inside out: a 2 M-line CSV loaded 0 rows. Now only that
+/// line is rejected, and the rest loads as `psql \copy` loads the file
+/// without it: read by range and from a gzip stream, in small chunks, with
+/// quoted fields that rightly span lines left whole.
+#[test]
+fn a_quote_left_open_rejects_its_line_only() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE got (id int, body text, n text); CREATE TABLE want (LIKE got)");
+    let strays = [(1001, "12\" screen"), (2003, "\"lost close"), (2998, "\"never closed")];
+    let (mut data, mut clean, mut stray_lines) = (String::new(), String::new(), Vec::new());
+    for i in 0..3000 {
+        let body = match (strays.iter().find(|s| s.0 == i), i % 5) {
+            (Some((_, stray)), _) => stray.to_string(),
+            (None, 0) => format!("\"multi\nline {i}\""),
+            (None, 2) => format!("\"a, b, c, d {i}\""),
+            _ => format!("plain {i}"),
+        };
+        let line = format!("{i},{body},{}\n", i * 7);
+        if strays.iter().any(|s| s.0 == i) {
+            stray_lines.push(1 + data.matches('\n').count() as u64);
+        } else {
+            clean.push_str(&line);
+        }
+        data.push_str(&line);
+    }
+    let plain = db.file("strays.csv", data.as_bytes());
+    let packed = db.file("strays.csv.gz", &crate::util::gzip(data.as_bytes()));
+    db.psql_copy("want", &db.file("clean.csv", clean.as_bytes()), "with (format csv)");
+    for file in [plain, packed] {
+        db.execute("TRUNCATE got");
+        let extra = ["--chunk-size", "1KiB", "--workers", "2"];
+        let Loaded { run, rejects: found, report: r, .. } = load_with_rejects(&db, &file, "got", &extra);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        let mut lines: Vec<u64> = found.iter().map(|f| f["line"].as_u64().unwrap()).collect();
+        lines.sort();
+        assert_eq!(lines, stray_lines, "{found:?}");
+        for reject in &found {
+            assert!(reject["reason"].as_str().unwrap().contains("a quote opened on this line"), "{reject}");
+            assert_eq!(reject["raw"].as_str().unwrap().matches('\n').count(), 1, "{reject}");
+        }
+        db.assert_same_rows("got", "want");
+        assert_eq!(db.count("got"), 2997);
+        assert_accounts(&r);
+    }
 }
 
 /// A line holding only `\.` is COPY's end-of-data marker: the server

@@ -101,6 +101,14 @@ impl FormatOptions {
         }
     }
 
+    /// csv: what each record must look like when the COPY has `columns`
+    /// columns, for the chunker's open-quote check; `None` for the other
+    /// formats (no quotes there).
+    pub fn record_shape(&self, columns: usize) -> Option<scan::RecordShape> {
+        (self.kind == FormatKind::Csv)
+            .then(|| scan::RecordShape { delimiter: self.delimiter.unwrap_or(b','), fields: columns as u64 })
+    }
+
     /// How records end, for the scanner.
     pub fn dialect(&self) -> Dialect {
         match self.kind {

@@ -332,6 +332,164 @@ pub fn reference_record_ends(dialect: Dialect, line_end: LineEnd, input: &[u8]) 
     live_bytes(dialect, input).filter(|&i| input[i] == line_end.byte()).map(|i| i + 1).collect()
 }
 
+/// What a CSV record must look like for the open-quote check: the
+/// delimiter and the number of fields (the COPY's columns).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordShape {
+    pub delimiter: u8,
+    pub fields: u64,
+}
+
+/// Walks one CSV record byte by byte, counting its fields, to tell a quote
+/// left open from a quoted field that holds line ends.
+///
+/// Why: with a quote left open (`5" screen`, a closing quote lost), the
+/// server joins lines until the next quote, and from there every quoted
+/// field is read inside out: one stray quote made a 2 M-line file all
+/// rejects. A record that spans lines and has more or fewer fields than the
+/// COPY has columns is rejected by the server whatever else it holds, so
+/// cutting it after its first line loses nothing the server would load; the
+/// chunker then rejects that line alone and reads on from the next one (see
+/// `chunk`). The quote logic is [`RecordScanner`]'s, so both agree on where
+/// the record ends.
+#[derive(Clone, Debug)]
+pub struct FieldCounter {
+    quote: u8,
+    escape: u8,
+    eol: u8,
+    shape: RecordShape,
+    in_quote: bool,
+    last_was_esc: bool,
+    /// Fields so far (delimiters outside quotes, plus one).
+    pub fields: u64,
+    /// Bytes of the record walked so far.
+    pub len: u64,
+    /// Line ends inside quotes so far.
+    pub lines: u64,
+    /// Bytes from the record's start through its first line end inside quotes.
+    pub first_line: Option<u64>,
+}
+
+/// Where [`FieldCounter::walk`] stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Walked {
+    /// The record ended after this many of the bytes (its line end included).
+    Ended(usize),
+    /// All the bytes were walked and the record goes on.
+    More,
+    /// The record spans lines and already has more fields than the shape
+    /// allows, after this many of the bytes: the server rejects it however
+    /// it ends.
+    TooManyFields(usize),
+}
+
+impl FieldCounter {
+    /// A counter at the start of a record; `None` unless `dialect` is CSV.
+    pub fn new(dialect: Dialect, line_end: LineEnd, shape: RecordShape) -> Option<FieldCounter> {
+        let Dialect::Csv { quote, escape } = dialect else { return None };
+        let escape = if escape == quote { 0 } else { escape };
+        Some(FieldCounter {
+            quote,
+            escape,
+            eol: line_end.byte(),
+            shape,
+            in_quote: false,
+            last_was_esc: false,
+            fields: 1,
+            len: 0,
+            lines: 0,
+            first_line: None,
+        })
+    }
+
+    /// The same counter at the start of the next record.
+    pub fn fresh(&self) -> FieldCounter {
+        FieldCounter { in_quote: false, last_was_esc: false, fields: 1, len: 0, lines: 0, first_line: None, ..*self }
+    }
+
+    /// Inside a quoted field (at the end of the input: a quote never closed).
+    pub fn in_quote(&self) -> bool {
+        self.in_quote
+    }
+
+    /// The record spans lines and its field count is not the shape's (or, at
+    /// the end of the input, a quote is still open): the server rejects it.
+    pub fn doomed(&self) -> bool {
+        self.lines > 0 && (self.fields != self.shape.fields || self.in_quote)
+    }
+
+    /// Walks on through `buf` until the record ends or is found doomed.
+    pub fn walk(&mut self, buf: &[u8]) -> Walked {
+        for (i, &c) in buf.iter().enumerate() {
+            if self.in_quote && c == self.escape {
+                self.last_was_esc = !self.last_was_esc;
+            }
+            if c == self.quote && !self.last_was_esc {
+                self.in_quote = !self.in_quote;
+            }
+            if c != self.escape {
+                self.last_was_esc = false;
+            }
+            self.len += 1;
+            if c == self.eol {
+                if !self.in_quote {
+                    return Walked::Ended(i + 1);
+                }
+                self.lines += 1;
+                self.first_line.get_or_insert(self.len);
+            } else if c == self.shape.delimiter && !self.in_quote {
+                self.fields += 1;
+                if self.lines > 0 && self.fields > self.shape.fields {
+                    return Walked::TooManyFields(i + 1);
+                }
+            }
+        }
+        Walked::More
+    }
+}
+
+/// The specification of record ends with the open-quote check: like
+/// [`reference_record_ends`], except that a record that spans lines and
+/// whose field count is not `shape`'s (or that the input ends inside a
+/// quote) ends after its first line, and records start again on the next.
+pub fn reference_record_ends_checked(
+    dialect: Dialect,
+    line_end: LineEnd,
+    input: &[u8],
+    shape: RecordShape,
+) -> Vec<usize> {
+    if !matches!(dialect, Dialect::Csv { .. }) {
+        return reference_record_ends(dialect, line_end, input);
+    }
+    let eol = line_end.byte();
+    let (mut ends, mut from) = (Vec::new(), 0);
+    while from < input.len() {
+        let rest = &input[from..];
+        let end = reference_record_ends(dialect, line_end, rest).first().copied();
+        let record = &rest[..end.unwrap_or(rest.len())];
+        let live: Vec<usize> = live_bytes(dialect, record).collect();
+        let fields = 1 + live.iter().filter(|&&i| record[i] == shape.delimiter).count() as u64;
+        let body = &record[..record.len() - usize::from(end.is_some())];
+        let first_line = body.iter().position(|&b| b == eol).map(|i| i + 1);
+        // A quote still open at the end of the input: its last byte is not live.
+        let open = end.is_none() && !live.contains(&(record.len() - 1));
+        match first_line {
+            Some(first) if fields != shape.fields || open => {
+                ends.push(from + first);
+                from += first;
+            }
+            _ => match end {
+                Some(e) => {
+                    ends.push(from + e);
+                    from += e;
+                }
+                None => break,
+            },
+        }
+    }
+    ends
+}
+
 /// Offsets of the bytes that are neither escaped (text) nor inside quotes
 /// (csv): where a line end ends a record. One byte at a time, as the server
 /// reads them.

@@ -95,7 +95,7 @@ impl Batcher {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chunk::{Location, Runaway};
+    use crate::chunk::{Location, Runaway, RunawayKind};
     use crate::format::scan::LineEnd;
 
     fn chunk(seq: u64, source: usize, len: u64) -> Chunk {
@@ -149,7 +149,7 @@ mod tests {
         let mut open = chunk(1, 1, 100);
         open.unterminated = true;
         let mut runaway = chunk(3, 3, 100);
-        runaway.runaway = Some(Runaway { offset: 10, lines_before: 1 });
+        runaway.runaway = Some(Runaway { offset: 10, lines_before: 1, kind: RunawayKind::TooLong });
         let mut cr = chunk(5, 5, 100);
         cr.line_end = LineEnd::Cr;
         let chunks = vec![chunk(0, 0, 100), open, chunk(2, 2, 100), runaway, chunk(4, 4, 100), cr, chunk(6, 6, 100)];

@@ -59,13 +59,31 @@ fn chunk_identity(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, 
 
 /// The chunk identity plus the chunking rule: what a resumed job must
 /// share with the job that began, whatever its inputs hold now.
-pub fn chunking(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, sources: &[Source]) -> String {
-    stable_hash(&refs(&chunking_parts(req, table, format, sources)))
+/// `shape` is the open-quote check's (it depends on the table's columns).
+pub fn chunking(
+    req: &LoadRequest,
+    table: &TableInfo,
+    format: &FormatOptions,
+    sources: &[Source],
+    shape: Shape,
+) -> String {
+    stable_hash(&refs(&chunking_parts(req, table, format, sources, shape)))
 }
 
-fn chunking_parts(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, sources: &[Source]) -> Vec<String> {
+type Shape = Option<crate::format::scan::RecordShape>;
+
+fn chunking_parts(
+    req: &LoadRequest,
+    table: &TableInfo,
+    format: &FormatOptions,
+    sources: &[Source],
+    shape: Shape,
+) -> Vec<String> {
     let mut parts = chunk_identity(req, table, format, sources);
     parts.push(crate::chunk::CUT_RULE.to_string());
+    if let Some(shape) = shape {
+        parts.push(format!("{} fields", shape.fields));
+    }
     parts
 }
 
@@ -74,8 +92,14 @@ fn chunking_parts(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, 
 /// times alone resumes only after each chunk it committed is found again in
 /// the input, byte for byte (`ledger::Opened::Changed`); any other change
 /// is refused.
-pub fn fingerprint(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, sources: &[Source]) -> String {
-    let mut parts = chunking_parts(req, table, format, sources);
+pub fn fingerprint(
+    req: &LoadRequest,
+    table: &TableInfo,
+    format: &FormatOptions,
+    sources: &[Source],
+    shape: Shape,
+) -> String {
+    let mut parts = chunking_parts(req, table, format, sources, shape);
     for s in sources.iter() {
         let (size, modified) = match s.can_be_read_again() {
             true => (s.size.unwrap_or(0), s.modified_ns.unwrap_or(0)),

@@ -31,6 +31,7 @@ use crossbeam_channel::{bounded, unbounded, Sender};
 use crate::chunk::{Chunk, Chunker, ChunkerConfig, Preamble};
 use crate::encoding::InputEncoding;
 use crate::error::Error;
+use crate::format::scan::RecordShape;
 use crate::format::{FormatKind, FormatOptions};
 use crate::ledger::{self, Done, Opened};
 use crate::progress::Progress;
@@ -182,6 +183,8 @@ struct Shared<'a> {
     /// `--chunk-size`, with `auto` resolved from the inputs' sizes.
     chunk_size: u64,
     max_record_size: u64,
+    /// csv: the open-quote check's record shape (see [`crate::chunk`]).
+    shape: Option<RecordShape>,
     /// No `--max-errors`: stop when only rejects come (see [`ALL_REJECTED_STOP`]).
     stop_when_nothing_loads: bool,
     job: String,
@@ -388,6 +391,7 @@ fn run_connected(
         None => choose_columns(&table, req.columns.as_deref(), format.kind)?,
     };
     let copy_plan = plan::choose_copy_format(req.copy_format, &table, columns.as_deref(), &format)?;
+    let shape = format.record_shape(table.copy_columns(columns.as_deref()).len());
     let wanted = defer::TablePlan {
         defer: req.defer_indexes,
         truncate: req.truncate,
@@ -395,7 +399,7 @@ fn run_connected(
         read_once: any_read_once(&sources),
     };
     let OpenedJob { job, mut done, defer_plan, steps, fingerprint, inputs_changed } =
-        open_job(&control, req, &table, &format, &sources, wanted)?;
+        open_job(&control, req, &table, &format, &sources, wanted, shape)?;
     let mut early_warnings: Vec<String> = in_the_ledger_schema(&table).into_iter().collect();
     if let Some(names) = &header_columns {
         early_warnings.push(format!(
@@ -443,6 +447,7 @@ fn run_connected(
             asked => asked,
         },
         max_record_size: req.max_record_size,
+        shape,
         stop_when_nothing_loads: req.max_errors.is_none(),
         job,
         fingerprint,
@@ -623,6 +628,7 @@ fn open_job(
     format: &FormatOptions,
     sources: &[Source],
     wanted: defer::TablePlan,
+    shape: Option<RecordShape>,
 ) -> Result<OpenedJob, Failed> {
     ensure_tables(control)?;
     let job = job::name(req, table, format, sources);
@@ -636,13 +642,13 @@ fn open_job(
         Ok(steps)
     };
     let first_steps: Vec<String> = req.truncate.then(|| format!("TRUNCATE {}", table.quoted())).into_iter().collect();
-    let (target_table, fingerprint) = (table.display(), job::fingerprint(req, table, format, sources));
+    let (target_table, fingerprint) = (table.display(), job::fingerprint(req, table, format, sources, shape));
     let spec = ledger::JobSpec {
         job: &job,
         table: &target_table,
         table_oid: table.oid,
         fingerprint: &fingerprint,
-        chunking: &job::chunking(req, table, format, sources),
+        chunking: &job::chunking(req, table, format, sources, shape),
         rereadable: !any_read_once(sources),
         restart: req.restart,
         command: req.command.as_deref(),
@@ -1162,7 +1168,7 @@ fn names_in_headers(
 /// that runs past that head is refused rather than taken in part.
 fn header_of(source: &Source, format: &FormatOptions, req: &LoadRequest) -> Result<Option<Vec<u8>>, Error> {
     let (stream, raw, whole) = source.open_start()?;
-    let preamble = Chunker::new(stream, chunker_config(format, req, 1, false), 0, 0)
+    let preamble = Chunker::new(stream, chunker_config(format, req, 1, false, None), 0, 0)
         .read_preamble()
         .map_err(|e| source.read_error(&e, raw.get()))?;
     if !preamble.header_ended && !whole {
@@ -1184,7 +1190,7 @@ fn chunker_for(
     keep_bytes: bool,
     block: Vec<u8>,
 ) -> Result<(Chunker<Box<dyn std::io::Read + Send>>, RawCounter), Error> {
-    let cfg = chunker_config(shared.format, req, shared.chunk_size.max(1), keep_bytes);
+    let cfg = chunker_config(shared.format, req, shared.chunk_size.max(1), keep_bytes, shared.shape);
     let (stream, raw) = source.open_stream()?;
     let chunker = Chunker::on_block(stream, cfg, index, first_seq, block);
     let chunker = if source.is_positioned() {
@@ -1197,13 +1203,20 @@ fn chunker_for(
 
 /// How the load's inputs are cut: chunks of `target` bytes, by the format's
 /// rules.
-fn chunker_config(format: &FormatOptions, req: &LoadRequest, target: u64, keep_bytes: bool) -> ChunkerConfig {
+fn chunker_config(
+    format: &FormatOptions,
+    req: &LoadRequest,
+    target: u64,
+    keep_bytes: bool,
+    shape: Option<RecordShape>,
+) -> ChunkerConfig {
     ChunkerConfig {
         dialect: format.dialect(),
         target,
         header: format.header,
         keep_bytes,
         max_record: req.max_record_size,
+        shape,
     }
 }
 

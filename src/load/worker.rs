@@ -19,7 +19,7 @@ use crossbeam_channel::{Receiver, Sender};
 
 use super::isolate::{isolate, looks_clean, may_hold_end_of_data_line, Isolated};
 use super::{Event, Shared};
-use crate::chunk::{Chunk, Runaway};
+use crate::chunk::{Chunk, Runaway, RunawayKind};
 use crate::error::Error;
 use crate::format::binary::{self, BinaryEncoder, Unsure};
 use crate::ledger::{self, ChunkRow, Claim, Claimed};
@@ -756,17 +756,32 @@ impl RangeReader {
         Ok(bytes)
     }
 
-    /// The reject for a record that outgrew `--max-record-size`.
+    /// The reject for a record the chunker cut off: one that outgrew
+    /// `--max-record-size`, or a line with a quote left open.
     fn runaway_reject(&mut self, shared: &Shared, chunk: &Chunk, runaway: Runaway) -> Result<Reject, Error> {
         let raw = self.range(shared, chunk, runaway.offset, chunk.loc.byte_len)?;
         let file = &shared.sources[chunk.loc.source].name;
         // The runaway is the chunk's last record.
         let position = chunk.loc.position(file, chunk.records - 1, runaway.lines_before, runaway.offset);
-        let reason = format!(
-            "the record runs past --max-record-size ({} bytes) without ending; is a quote left open? \
-             sluice went on at the next line",
-            shared.max_record_size
-        );
+        let reason = match runaway.kind {
+            RunawayKind::TooLong => format!(
+                "the record runs past --max-record-size ({} bytes) without ending; is a quote left open? \
+                 sluice went on at the next line",
+                shared.max_record_size
+            ),
+            RunawayKind::OpenQuote { closed: false, .. } => {
+                "a quote opened on this line is never closed (the input ends inside it); only this line is \
+                 rejected, sluice read the lines after it as records"
+                    .to_string()
+            }
+            RunawayKind::OpenQuote { fields, expected, lines, .. } => format!(
+                "a quote opened on this line is not closed on it: read on, its record would span {} lines with \
+                 {} fields for {expected} columns. Only this line is rejected; sluice read the lines after it as \
+                 records (a value with a quote in it must be quoted, its quote doubled)",
+                lines + 1,
+                if fields > expected { format!("more than {expected}") } else { format!("only {fields}") },
+            ),
+        };
         Ok(Reject::new(position, reason, &raw))
     }
 }
