@@ -474,8 +474,48 @@ impl<R: Read> Chunker<R> {
     /// was not seen (it began more than a block back in a record the check
     /// could not follow), so the scanner's step stands.
     fn take_spanning(&mut self, cut: &mut Cut, start: (u64, u64, u64), target: u64) -> io::Result<Option<bool>> {
-        // The scanner finds that record a record at a time, at its own
-        // speed; only its bytes are walked and counted.
+        let Some((from, mut walk)) = self.find_spanning(start.0 + cut.len) else { return Ok(None) };
+        if from > 0 {
+            let step = self.scanner.scan(&self.block[self.block_pos..][..from], false);
+            self.take_block_step(cut, start.0, step);
+            if cut.len >= target {
+                return Ok(Some(true));
+            }
+        }
+        let (held, walked) = self.hold_record(&mut walk)?;
+        if walked == Walked::More && walk.len > self.cfg.max_record {
+            // Too long to hold: the usual runaway, from the record's start.
+            cut.take(&held);
+            self.lines += walk.lines;
+            self.cut_runaway(cut, start)?;
+            return Ok(Some(true));
+        }
+        let in_chunk = start.0 + cut.len - self.record_start.0;
+        let Some(first) = walk.first_line.filter(|&first| walk.doomed() && first > in_chunk) else {
+            let step = self.scanner.scan(&held, false);
+            self.take_scanned(cut, start.0, &held, step);
+            return Ok(Some(false));
+        };
+        let keep = (first - in_chunk) as usize;
+        cut.take(&held[..keep]);
+        cut.records += 1;
+        self.lines += 1;
+        let expected = self.cfg.shape.map_or(0, |s| s.fields);
+        cut.runaway = Some(Runaway {
+            offset: self.record_start.0 - start.0,
+            lines_before: self.record_start.1 - start.1,
+            kind: RunawayKind::OpenQuote { fields: walk.fields, expected, lines: walk.lines, closed: !walk.in_quote() },
+        });
+        self.give_back(&held[keep..]);
+        self.scanner = self.fresh_scanner();
+        Ok(Some(true))
+    }
+
+    /// Where in the unscanned block the first record with a line end inside
+    /// quotes starts, and the counter at its start (carried in when it began
+    /// before the block's next byte, at `here`). The scanner finds it a
+    /// record at a time, at its own speed: only that record is counted.
+    fn find_spanning(&self, here: u64) -> Option<(usize, FieldCounter)> {
         let avail = &self.block[self.block_pos..self.block_len];
         let (mut scanner, mut from) = (self.scanner.clone(), 0);
         loop {
@@ -484,75 +524,37 @@ impl<R: Read> Chunker<R> {
                 break;
             }
             if step.records == 0 {
-                return Ok(None);
+                return None;
             }
             from += step.consumed;
         }
-        let walk = match from {
-            0 => self.counter_at(start.0 + cut.len),
+        match from {
+            0 => self.counter_at(here),
             _ => self.counter.as_ref().map(FieldCounter::fresh),
-        };
-        let Some(mut walk) = walk else { return Ok(None) };
-        let mut walked = walk.walk(&avail[from..]);
-        if walk.lines == 0 {
-            return Ok(None);
         }
-        let walked_len = |walked: Walked, rest: usize| match walked {
-            Walked::Ended(n) | Walked::TooManyFields(n) => n,
-            Walked::More => rest,
-        };
-        let end = from + walked_len(walked, avail.len() - from);
-        if from > 0 {
-            let step = self.scanner.scan(&avail[..from], false);
-            self.take_block_step(cut, start.0, step);
-            if cut.len >= target {
-                return Ok(Some(true));
-            }
-        }
-        let mut held = self.block[self.block_pos..][..end - from].to_vec();
-        self.block_pos += end - from;
-        while walked == Walked::More {
-            if walk.len > self.cfg.max_record {
-                // Too long to hold: the usual runaway, from the record's start.
-                cut.take(&held);
-                self.lines += walk.lines;
-                self.cut_runaway(cut, start)?;
-                return Ok(Some(true));
-            }
+        .map(|walk| (from, walk))
+    }
+
+    /// Reads the record at the block's next byte, counting its fields, to
+    /// its end, until it is found doomed, past `max_record` or to the end of
+    /// the input (`Walked::More` for these two); returns its bytes, held out
+    /// of the chunk, and where the walk stopped.
+    fn hold_record(&mut self, walk: &mut FieldCounter) -> io::Result<(Vec<u8>, Walked)> {
+        let mut held = Vec::new();
+        loop {
             if self.block_pos == self.block_len && !self.fill()? {
-                break;
+                return Ok((held, Walked::More));
             }
             let avail = &self.block[self.block_pos..self.block_len];
-            walked = walk.walk(avail);
-            let n = walked_len(walked, avail.len());
+            let walked = walk.walk(avail);
+            let n = match walked {
+                Walked::Ended(n) | Walked::TooManyFields(n) => n,
+                Walked::More => avail.len(),
+            };
             held.extend_from_slice(&avail[..n]);
             self.block_pos += n;
-        }
-        let in_chunk = start.0 + cut.len - self.record_start.0;
-        match walk.first_line.filter(|&first| walk.doomed() && first > in_chunk) {
-            None => {
-                let step = self.scanner.scan(&held, false);
-                self.take_scanned(cut, start.0, &held, step);
-                Ok(Some(false))
-            }
-            Some(first) => {
-                let keep = (first - in_chunk) as usize;
-                cut.take(&held[..keep]);
-                cut.records += 1;
-                self.lines += 1;
-                cut.runaway = Some(Runaway {
-                    offset: self.record_start.0 - start.0,
-                    lines_before: self.record_start.1 - start.1,
-                    kind: RunawayKind::OpenQuote {
-                        fields: walk.fields,
-                        expected: self.cfg.shape.map_or(0, |s| s.fields),
-                        lines: walk.lines,
-                        closed: !walk.in_quote(),
-                    },
-                });
-                self.give_back(&held[keep..]);
-                self.scanner = self.fresh_scanner();
-                Ok(Some(true))
+            if walked != Walked::More || walk.len > self.cfg.max_record {
+                return Ok((held, walked));
             }
         }
     }
