@@ -1076,6 +1076,33 @@ mod tests {
         prop::sample::select(vec![Dialect::Lines, Dialect::Text, CSV, Dialect::Csv { quote: b'"', escape: b'\\' }])
     }
 
+    /// Concatenated chunks equal the input; every boundary is one of the
+    /// reference's record `ends`; lines and records are counted as it does.
+    fn cut_like_the_reference(
+        input: &[u8],
+        chunks: &[Chunk],
+        ends: &[usize],
+        line_end: LineEnd,
+    ) -> Result<(), TestCaseError> {
+        let joined: Vec<u8> = chunks.iter().flat_map(|c| c.data.clone().unwrap()).collect();
+        prop_assert_eq!(&joined[..], input);
+        let mut offset = 0u64;
+        for (i, c) in chunks.iter().enumerate() {
+            prop_assert_eq!(c.loc.byte_offset, offset);
+            offset += c.loc.byte_len;
+            let last = i + 1 == chunks.len();
+            prop_assert!(last || ends.contains(&(offset as usize)), "boundary {} is inside a record", offset);
+            let expected_lines =
+                1 + input[..c.loc.byte_offset as usize].iter().filter(|&&b| b == line_end.byte()).count() as u64;
+            prop_assert_eq!(c.line_end, line_end);
+            prop_assert_eq!(c.loc.first_line, expected_lines);
+        }
+        let counted: u64 = chunks.iter().map(|c| c.records).sum();
+        let trailing = u64::from(ends.last().copied().unwrap_or(0) < input.len());
+        prop_assert_eq!(counted, ends.len() as u64 + trailing);
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(400))]
 
@@ -1090,24 +1117,8 @@ mod tests {
         ) {
             let input: Vec<u8> = parts.concat();
             let chunks = chunks_of(&input, config(dialect, target, false), piece);
-            let joined: Vec<u8> = chunks.iter().flat_map(|c| c.data.clone().unwrap()).collect();
-            prop_assert_eq!(&joined, &input);
             let line_end = line_end_of(dialect, &input, true).unwrap_or_default();
-            let ends = reference_record_ends(dialect, line_end, &input);
-            let mut offset = 0u64;
-            for (i, c) in chunks.iter().enumerate() {
-                prop_assert_eq!(c.loc.byte_offset, offset);
-                offset += c.loc.byte_len;
-                let last = i + 1 == chunks.len();
-                prop_assert!(last || ends.contains(&(offset as usize)), "boundary {} is inside a record", offset);
-                let expected_lines =
-                    1 + input[..c.loc.byte_offset as usize].iter().filter(|&&b| b == line_end.byte()).count() as u64;
-                prop_assert_eq!(c.line_end, line_end);
-                prop_assert_eq!(c.loc.first_line, expected_lines);
-            }
-            let counted: u64 = chunks.iter().map(|c| c.records).sum();
-            let trailing = u64::from(ends.last().copied().unwrap_or(0) < input.len());
-            prop_assert_eq!(counted, ends.len() as u64 + trailing);
+            cut_like_the_reference(&input, &chunks, &reference_record_ends(dialect, line_end, &input), line_end)?;
         }
 
         /// With the open-quote check, chunks still cover the input and end
@@ -1125,28 +1136,15 @@ mod tests {
             let shape = RecordShape { delimiter: b',', fields };
             let cfg = ChunkerConfig { shape: Some(shape), ..config(dialect, target, false) };
             let chunks = chunks_of(&input, cfg, piece);
-            let joined: Vec<u8> = chunks.iter().flat_map(|c| c.data.clone().unwrap()).collect();
-            prop_assert_eq!(&joined, &input);
             let line_end = line_end_of(dialect, &input, true).unwrap_or_default();
             let ends = reference_record_ends_checked(dialect, line_end, &input, shape);
-            let mut offset = 0u64;
-            for (i, c) in chunks.iter().enumerate() {
-                prop_assert_eq!(c.loc.byte_offset, offset);
-                offset += c.loc.byte_len;
-                let last = i + 1 == chunks.len();
-                prop_assert!(last || ends.contains(&(offset as usize)), "boundary {} is inside a record", offset);
-                let expected_lines =
-                    1 + input[..c.loc.byte_offset as usize].iter().filter(|&&b| b == line_end.byte()).count() as u64;
-                prop_assert_eq!(c.loc.first_line, expected_lines);
-                if let Some(r) = c.runaway {
-                    let at = (c.loc.byte_offset + r.offset) as usize;
-                    prop_assert!(at == 0 || ends.contains(&at), "a cut line starts inside a record");
-                    prop_assert!(ends.contains(&(offset as usize)), "a cut line ends the chunk at a record end");
-                }
+            cut_like_the_reference(&input, &chunks, &ends, line_end)?;
+            for c in chunks.iter().filter(|c| c.runaway.is_some()) {
+                let at = (c.loc.byte_offset + c.runaway.unwrap().offset) as usize;
+                prop_assert!(at == 0 || ends.contains(&at), "a cut line starts inside a record");
+                let end = (c.loc.byte_offset + c.loc.byte_len) as usize;
+                prop_assert!(ends.contains(&end), "a cut line ends the chunk at a record end");
             }
-            let counted: u64 = chunks.iter().map(|c| c.records).sum();
-            let trailing = u64::from(ends.last().copied().unwrap_or(0) < input.len());
-            prop_assert_eq!(counted, ends.len() as u64 + trailing);
         }
     }
 }
