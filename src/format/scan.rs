@@ -96,16 +96,40 @@ pub struct Step {
     pub last_end: usize,
 }
 
+/// PostgreSQL's quote and escape state inside a CSV record.
+#[derive(Clone, Copy, Debug, Default)]
+struct QuoteState {
+    /// Inside a quoted field.
+    in_quote: bool,
+    /// The previous byte was an escape inside quotes.
+    last_was_esc: bool,
+}
+
+impl QuoteState {
+    /// The step for one byte (copied from `CopyReadLineText`; see the
+    /// module docs); any byte but the escape clears "last was escape".
+    #[inline]
+    fn step(&mut self, c: u8, quote: u8, escape: u8) {
+        if self.in_quote && c == escape {
+            self.last_was_esc = !self.last_was_esc;
+        }
+        if c == quote && !self.last_was_esc {
+            self.in_quote = !self.in_quote;
+        }
+        if c != escape {
+            self.last_was_esc = false;
+        }
+    }
+}
+
 /// Incremental record-boundary scanner; see the module docs.
 #[derive(Clone, Debug)]
 pub struct RecordScanner {
     dialect: Dialect,
     /// The byte that ends records ([`LineEnd::byte`]).
     eol: u8,
-    /// csv: inside a quoted field.
-    in_quote: bool,
-    /// csv: the previous byte was an escape inside quotes.
-    last_was_esc: bool,
+    /// csv: inside a quoted field, or after an escape there.
+    quotes: QuoteState,
     /// text: the previous byte was a backslash whose target is still ahead.
     pending_backslash: bool,
     /// Some byte of the current record has been consumed.
@@ -117,8 +141,7 @@ impl RecordScanner {
         RecordScanner {
             dialect,
             eol: line_end.byte(),
-            in_quote: false,
-            last_was_esc: false,
+            quotes: QuoteState::default(),
             pending_backslash: false,
             mid_record: false,
         }
@@ -218,14 +241,14 @@ impl RecordScanner {
             let at = pos + i;
             if i > 0 {
                 // Ordinary bytes were skipped: each resets "last was escape".
-                self.last_was_esc = false;
+                self.quotes.last_was_esc = false;
             }
             let c = buf[at];
             pos = at + 1;
             self.quote_step(c, quote, escape);
             if c == self.eol {
                 step.newlines += 1;
-                if !self.in_quote {
+                if !self.quotes.in_quote {
                     step.records += 1;
                     last_end = pos;
                     if stop {
@@ -236,7 +259,7 @@ impl RecordScanner {
             }
         }
         if pos < buf.len() {
-            self.last_was_esc = false;
+            self.quotes.last_was_esc = false;
         }
         step.consumed = buf.len();
         (step, last_end)
@@ -244,19 +267,9 @@ impl RecordScanner {
 }
 
 impl RecordScanner {
-    /// PostgreSQL's quote and escape step for one quote, escape or line-end
-    /// byte (copied from `CopyReadLineText`; see the module docs).
     #[inline]
     fn quote_step(&mut self, c: u8, quote: u8, escape: u8) {
-        if self.in_quote && c == escape {
-            self.last_was_esc = !self.last_was_esc;
-        }
-        if c == quote && !self.last_was_esc {
-            self.in_quote = !self.in_quote;
-        }
-        if c != escape {
-            self.last_was_esc = false;
-        }
+        self.quotes.step(c, quote, escape);
     }
 
     /// The bulk path for CSV: between quote and escape bytes the quote state
@@ -270,10 +283,10 @@ impl RecordScanner {
             let stretch = &buf[pos..special];
             if !stretch.is_empty() {
                 // Ordinary bytes, newlines included, reset "last was escape".
-                self.last_was_esc = false;
+                self.quotes.last_was_esc = false;
                 if let Some((n, last)) = newlines_in(stretch, self.eol) {
                     step.newlines += n;
-                    if !self.in_quote {
+                    if !self.quotes.in_quote {
                         step.records += n;
                         last_end = pos + last + 1;
                     }
@@ -358,8 +371,7 @@ pub struct FieldCounter {
     escape: u8,
     eol: u8,
     shape: RecordShape,
-    in_quote: bool,
-    last_was_esc: bool,
+    quotes: QuoteState,
     /// Fields so far (delimiters outside quotes, plus one).
     pub fields: u64,
     /// Bytes of the record walked so far.
@@ -393,8 +405,7 @@ impl FieldCounter {
             escape,
             eol: line_end.byte(),
             shape,
-            in_quote: false,
-            last_was_esc: false,
+            quotes: QuoteState::default(),
             fields: 1,
             len: 0,
             lines: 0,
@@ -404,40 +415,33 @@ impl FieldCounter {
 
     /// The same counter at the start of the next record.
     pub fn fresh(&self) -> FieldCounter {
-        FieldCounter { in_quote: false, last_was_esc: false, fields: 1, len: 0, lines: 0, first_line: None, ..*self }
+        FieldCounter { quotes: QuoteState::default(), fields: 1, len: 0, lines: 0, first_line: None, ..*self }
     }
 
     /// Inside a quoted field (at the end of the input: a quote never closed).
     pub fn in_quote(&self) -> bool {
-        self.in_quote
+        self.quotes.in_quote
     }
 
     /// The record spans lines and its field count is not the shape's (or, at
     /// the end of the input, a quote is still open): the server rejects it.
     pub fn doomed(&self) -> bool {
-        self.lines > 0 && (self.fields != self.shape.fields || self.in_quote)
+        self.lines > 0 && (self.fields != self.shape.fields || self.quotes.in_quote)
     }
 
     /// Walks on through `buf` until the record ends or is found doomed.
     pub fn walk(&mut self, buf: &[u8]) -> Walked {
         for (i, &c) in buf.iter().enumerate() {
-            if self.in_quote && c == self.escape {
-                self.last_was_esc = !self.last_was_esc;
-            }
-            if c == self.quote && !self.last_was_esc {
-                self.in_quote = !self.in_quote;
-            }
-            if c != self.escape {
-                self.last_was_esc = false;
-            }
+            // Every byte: an ordinary one clears "last was escape".
+            self.quotes.step(c, self.quote, self.escape);
             self.len += 1;
             if c == self.eol {
-                if !self.in_quote {
+                if !self.quotes.in_quote {
                     return Walked::Ended(i + 1);
                 }
                 self.lines += 1;
                 self.first_line.get_or_insert(self.len);
-            } else if c == self.shape.delimiter && !self.in_quote {
+            } else if c == self.shape.delimiter && !self.quotes.in_quote {
                 self.fields += 1;
                 if self.lines > 0 && self.fields > self.shape.fields {
                     return Walked::TooManyFields(i + 1);
