@@ -190,9 +190,9 @@ pub struct JobSpec<'a> {
     /// Its OID: a table dropped and created again under the same name has
     /// another, and none of the rows the job committed.
     pub table_oid: u32,
-    /// Inputs, options, sizes and modification times (`load::job::fingerprint`).
+    /// Inputs, options, sizes and modification times (`load::job::chunking_and_fingerprint`).
     pub fingerprint: &'a str,
-    /// The part of the fingerprint that decides the chunks (`load::job::chunking`).
+    /// The part of the fingerprint that decides the chunks (`load::job::chunking_and_fingerprint`).
     pub chunking: &'a str,
     /// Every input can be read again (no stdin or pipe), so inputs whose
     /// sizes or times changed can be checked before loading ([`Opened::Changed`]).

@@ -57,49 +57,27 @@ fn chunk_identity(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, 
     parts
 }
 
-/// The chunk identity plus the chunking rule: what a resumed job must
-/// share with the job that began, whatever its inputs hold now.
-/// `shape` is the open-quote check's (it depends on the table's columns).
-pub fn chunking(
+/// The job's chunking and its fingerprint, from one list of parts.
+///
+/// The chunking is the chunk identity plus the chunking rule and the
+/// open-quote check's `shape` (it depends on the table's columns): what a
+/// resumed job must share with the job that began, whatever its inputs hold
+/// now. The fingerprint adds the inputs' sizes and modification times
+/// (stdin and pipes have neither): a job whose fingerprint changed for its
+/// sizes or times alone resumes only after each chunk it committed is found
+/// again in the input, byte for byte (`ledger::Opened::Changed`); any other
+/// change is refused.
+pub fn chunking_and_fingerprint(
     req: &LoadRequest,
     table: &TableInfo,
     format: &FormatOptions,
     sources: &[Source],
-    shape: Shape,
-) -> String {
-    stable_hash(&refs(&chunking_parts(req, table, format, sources, shape)))
-}
-
-type Shape = Option<crate::format::scan::RecordShape>;
-
-fn chunking_parts(
-    req: &LoadRequest,
-    table: &TableInfo,
-    format: &FormatOptions,
-    sources: &[Source],
-    shape: Shape,
-) -> Vec<String> {
+    shape: Option<crate::format::scan::RecordShape>,
+) -> (String, String) {
     let mut parts = chunk_identity(req, table, format, sources);
     parts.push(crate::chunk::CUT_RULE.to_string());
-    if let Some(shape) = shape {
-        parts.push(format!("{} fields", shape.fields));
-    }
-    parts
-}
-
-/// The chunking plus the inputs' sizes and modification times (stdin and
-/// pipes have neither): a job whose fingerprint changed for its sizes or
-/// times alone resumes only after each chunk it committed is found again in
-/// the input, byte for byte (`ledger::Opened::Changed`); any other change
-/// is refused.
-pub fn fingerprint(
-    req: &LoadRequest,
-    table: &TableInfo,
-    format: &FormatOptions,
-    sources: &[Source],
-    shape: Shape,
-) -> String {
-    let mut parts = chunking_parts(req, table, format, sources, shape);
+    parts.extend(shape.map(|shape| format!("{} fields", shape.fields)));
+    let chunking = stable_hash(&refs(&parts));
     for s in sources.iter() {
         let (size, modified) = match s.can_be_read_again() {
             true => (s.size.unwrap_or(0), s.modified_ns.unwrap_or(0)),
@@ -107,7 +85,7 @@ pub fn fingerprint(
         };
         parts.push(format!("{size}:{modified}"));
     }
-    stable_hash(&refs(&parts))
+    (chunking, stable_hash(&refs(&parts)))
 }
 
 /// Rows that earlier runs of the job committed into the table.

@@ -642,13 +642,14 @@ fn open_job(
         Ok(steps)
     };
     let first_steps: Vec<String> = req.truncate.then(|| format!("TRUNCATE {}", table.quoted())).into_iter().collect();
-    let (target_table, fingerprint) = (table.display(), job::fingerprint(req, table, format, sources, shape));
+    let target_table = table.display();
+    let (chunking, fingerprint) = job::chunking_and_fingerprint(req, table, format, sources, shape);
     let spec = ledger::JobSpec {
         job: &job,
         table: &target_table,
         table_oid: table.oid,
         fingerprint: &fingerprint,
-        chunking: &job::chunking(req, table, format, sources, shape),
+        chunking: &chunking,
         rereadable: !any_read_once(sources),
         restart: req.restart,
         command: req.command.as_deref(),
