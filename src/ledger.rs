@@ -122,11 +122,12 @@ pub fn missing_columns_sql() -> String {
 }
 
 /// True when the ledger and rejects tables exist with every column this
-/// version writes.
+/// version writes (and the rejects' index, where the role may add it).
 pub fn schema_is_current_sql() -> String {
     format!(
         "SELECT to_regclass('sluice.rejects') IS NOT NULL AND to_regclass('sluice.xacts') IS NOT NULL \
-         AND NOT EXISTS ({})",
+         AND {} AND NOT EXISTS ({})",
+        crate::rejects::HAS_INDEX_SQL,
         missing_columns_sql()
     )
 }

@@ -20,7 +20,7 @@
 //! when they are valid UTF-8; otherwise `raw_base64` holds them, losslessly.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
@@ -94,12 +94,22 @@ impl std::fmt::Display for Reject {
 
 /// The table that keeps rejected records in the target database, created
 /// when missing. Rows are tagged with the job that rejected them.
-/// In the schema `ledger::CREATE_SCHEMA` makes.
+/// In the schema `ledger::CREATE_SCHEMA` makes. The index serves every read
+/// (a job's rejects in input order, or those of one chunk): the table keeps
+/// the rejects of every job ever loaded into the database, and without it
+/// each read scanned them all (a job's 4 rejects among 400,000 of other
+/// jobs: 288 ms, against 2.5 ms by the index).
 pub const CREATE_TABLE: &str =
     "CREATE TABLE IF NOT EXISTS sluice.rejects (job text NOT NULL, target_table text NOT NULL, \
      file text NOT NULL, line bigint NOT NULL, byte bigint NOT NULL, record bigint NOT NULL, \
      reason text NOT NULL, sqlstate text, column_name text, raw bytea NOT NULL, \
-     rejected_at timestamptz NOT NULL DEFAULT now())";
+     rejected_at timestamptz NOT NULL DEFAULT now()); \
+     CREATE INDEX IF NOT EXISTS rejects_job_file_byte ON sluice.rejects (job, file COLLATE \"C\", byte)";
+
+/// Whether the rejects table has its index, or the current role could not
+/// add it (it does not own the table: an administrator made it).
+pub const HAS_INDEX_SQL: &str = "(to_regclass('sluice.rejects_job_file_byte') IS NOT NULL OR NOT pg_has_role(\
+     (SELECT relowner FROM pg_catalog.pg_class WHERE oid = to_regclass('sluice.rejects')), 'USAGE'))";
 
 pub const COPY_INTO_TABLE: &str = "COPY sluice.rejects (job, target_table, file, line, byte, record, reason, \
      sqlstate, column_name, raw) FROM STDIN";
@@ -129,18 +139,19 @@ pub fn copy_text(rejects: &[Reject], job: &str, table: &str) -> Vec<u8> {
     out
 }
 
-/// Every reject `job` committed, in input order, for writing the file.
+/// Every reject `job` committed, in input order (by file name, byte by
+/// byte as [`RejectsFile`] compares them, then position), for writing the file.
 pub fn select_for_job(job: &str) -> String {
     format!(
         "SELECT file, line, byte, record, reason, sqlstate, column_name, encode(raw, 'hex') FROM sluice.rejects \
-         WHERE job = {} ORDER BY file, byte",
+         WHERE job = {} ORDER BY file COLLATE \"C\", byte",
         crate::sql::quote_literal(job)
     )
 }
 
 /// The rejects a job committed for one byte range of one file.
 pub const SELECT_FOR_RANGE: &str = "SELECT file, line, byte, record, reason, sqlstate, column_name, \
-     encode(raw, 'hex') FROM sluice.rejects WHERE job = $1 AND file = $2 AND byte >= $3::bigint \
+     encode(raw, 'hex') FROM sluice.rejects WHERE job = $1 AND file COLLATE \"C\" = $2 AND byte >= $3::bigint \
      AND byte < $4::bigint ORDER BY byte";
 
 impl Reject {
@@ -163,17 +174,72 @@ impl Reject {
     }
 }
 
+/// A name next to `path` for a file that replaces it once complete, of
+/// this process alone.
+pub fn partial_path(path: &Path) -> PathBuf {
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(format!(".partial-{}", std::process::id()));
+    PathBuf::from(partial)
+}
+
 /// Appends rejects to a JSON-lines file, created on the first reject.
+///
+/// Workers commit chunks in the order they finish them, so a load with
+/// rejects in several chunks writes them out of input order. The file keeps
+/// where each run of rejects in input order lies, so that a finished job's
+/// file can be put in order by copying its runs in their order: each byte
+/// moved once, with memory for one entry per chunk with rejects, not per
+/// reject, and nothing asked of the server.
 #[derive(Debug)]
 pub struct RejectsFile {
     path: PathBuf,
     out: Option<BufWriter<File>>,
     written: u64,
+    /// The bytes written so far.
+    bytes: u64,
+    /// One per chunk: chunks hold disjoint ranges of the input, so their
+    /// runs can be sorted as wholes.
+    runs: Vec<Run>,
+    /// The next reject starts a run (it is a new chunk's).
+    new_run: bool,
+    /// Whether each run came after the one before it in input order.
+    in_order: bool,
+    /// One reject's JSON line, reused.
+    line: Vec<u8>,
+}
+
+/// Rejects in input order, one after another in the file.
+#[derive(Debug)]
+struct Run {
+    first: (String, u64),
+    last: (String, u64),
+    start: u64,
+    len: u64,
+}
+
+/// Where a reject comes in input order: by file name (its bytes, as
+/// [`select_for_job`] sorts them), then byte.
+fn input_order(reject: &Reject) -> (&str, u64) {
+    (reject.file.as_str(), reject.byte)
 }
 
 impl RejectsFile {
     pub fn new(path: &Path) -> Self {
-        RejectsFile { path: path.to_path_buf(), out: None, written: 0 }
+        RejectsFile {
+            path: path.to_path_buf(),
+            out: None,
+            written: 0,
+            bytes: 0,
+            runs: Vec::new(),
+            new_run: true,
+            in_order: true,
+            line: Vec::new(),
+        }
+    }
+
+    /// Whether the rejects were written in input order.
+    pub fn in_input_order(&self) -> bool {
+        self.in_order
     }
 
     pub fn path(&self) -> &Path {
@@ -184,15 +250,71 @@ impl RejectsFile {
         self.written
     }
 
+    /// Writes one chunk's rejects, in input order.
+    pub fn write_all(&mut self, rejects: &[Reject]) -> std::io::Result<()> {
+        let mut sorted: Vec<&Reject> = rejects.iter().collect();
+        sorted.sort_by(|a, b| input_order(a).cmp(&input_order(b)));
+        self.new_run = true;
+        sorted.into_iter().try_for_each(|reject| self.write(reject))
+    }
+
     pub fn write(&mut self, reject: &Reject) -> std::io::Result<()> {
         if self.out.is_none() {
             self.out = Some(BufWriter::new(File::create(&self.path)?));
         }
         let out = self.out.as_mut().expect("opened above");
-        serde_json::to_writer(&mut *out, reject)?;
-        out.write_all(b"\n")?;
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, reject)?;
+        self.line.push(b'\n');
+        out.write_all(&self.line)?;
         self.written += 1;
+        let (len, key) = (self.line.len() as u64, input_order(reject));
+        let after_last = self.runs.last().map(|run| (run.last.0.as_str(), run.last.1) <= key);
+        match self.runs.last_mut() {
+            Some(run) if !self.new_run && after_last == Some(true) => {
+                run.last = (key.0.to_string(), key.1);
+                run.len += len;
+            }
+            _ => {
+                self.in_order &= after_last != Some(false);
+                let key = (key.0.to_string(), key.1);
+                self.runs.push(Run { first: key.clone(), last: key, start: self.bytes, len });
+            }
+        }
+        self.new_run = false;
+        self.bytes += len;
         Ok(())
+    }
+
+    /// Puts the file in input order by copying its runs, in their order, to
+    /// a new file that then replaces it. Returns false, leaving the file as
+    /// it is, when runs overlap (a batch of small files whose names, in
+    /// bytes, sort around another chunk's file): then the caller asks the
+    /// database.
+    pub fn put_in_input_order(&mut self) -> std::io::Result<bool> {
+        if self.in_input_order() {
+            return Ok(true);
+        }
+        self.flush()?;
+        let mut order: Vec<&Run> = self.runs.iter().collect();
+        order.sort_by(|a, b| a.first.cmp(&b.first));
+        if order.windows(2).any(|pair| pair[0].last > pair[1].first) {
+            return Ok(false);
+        }
+        let partial = partial_path(&self.path);
+        let mut from = File::open(&self.path)?;
+        let mut to = BufWriter::new(File::create(&partial)?);
+        for run in &order {
+            from.seek(SeekFrom::Start(run.start))?;
+            std::io::copy(&mut (&mut from).take(run.len), &mut to)?;
+        }
+        to.into_inner().map_err(|e| e.into_error())?.sync_data()?;
+        std::fs::rename(&partial, &self.path)?;
+        let whole =
+            Run { first: order[0].first.clone(), last: order[order.len() - 1].last.clone(), start: 0, len: self.bytes };
+        (self.runs, self.in_order) = (vec![whole], true);
+        self.out = Some(BufWriter::new(std::fs::OpenOptions::new().append(true).open(&self.path)?));
+        Ok(true)
     }
 
     /// Closes the file and renames it to `to` (replacing what is there);
@@ -256,5 +378,64 @@ mod tests {
         assert_eq!((reject.line, reject.byte, reject.record), (7, 100, 6));
         assert_eq!(reject.sqlstate.as_deref(), Some("22P04"));
         assert_eq!(reject.raw_bytes(), raw);
+    }
+
+    fn at(file: &str, byte: u64) -> Reject {
+        Reject::new(Position { file: file.into(), line: 1, record: 1, byte }, "r".into(), b"x\n")
+    }
+
+    fn places(path: &Path) -> Vec<(String, u64)> {
+        let text = std::fs::read_to_string(path).unwrap();
+        let read = |line: &str| serde_json::from_str::<serde_json::Value>(line).unwrap();
+        text.lines().map(read).map(|r| (r["file"].as_str().unwrap().to_string(), r["byte"].as_u64().unwrap())).collect()
+    }
+
+    /// Chunks committed out of order (each chunk's rejects given in any
+    /// order) end in input order: by file name, byte by byte, then offset,
+    /// what the database's `ORDER BY file COLLATE "C", byte` gives.
+    #[test]
+    fn rejects_committed_out_of_order_are_put_in_input_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.jsonl");
+        let mut file = RejectsFile::new(&path);
+        let chunks = [
+            vec![at("b.csv", 50), at("b.csv", 7)],
+            vec![at("a.csv", 300), at("a.csv", 200)],
+            vec![at("B.csv", 1)],
+            vec![at("a.csv", 10), at("a.csv", 99)],
+            vec![at("b.csv", 60)],
+        ];
+        file.write_all(&chunks[0]).unwrap();
+        assert!(file.in_input_order(), "one chunk's rejects are sorted");
+        for chunk in &chunks[1..] {
+            file.write_all(chunk).unwrap();
+        }
+        assert!(!file.in_input_order());
+        assert!(file.put_in_input_order().unwrap());
+        let mut want: Vec<(String, u64)> = chunks.iter().flatten().map(|r| (r.file.clone(), r.byte)).collect();
+        want.sort();
+        assert_eq!(places(&path), want);
+        assert_eq!(want[0].0, "B.csv", "bytes, not a locale's order");
+        // Rejects written after go after them.
+        file.write(&at("c.csv", 0)).unwrap();
+        file.flush().unwrap();
+        assert_eq!(places(&path).len(), want.len() + 1);
+        assert!(file.in_input_order());
+        assert!(!dir.path().read_dir().unwrap().any(|e| e.unwrap().file_name().to_string_lossy().contains("partial")));
+    }
+
+    /// Runs that overlap cannot be put in order by copying them: the file is
+    /// left as it is, and the caller asks the database.
+    #[test]
+    fn overlapping_runs_are_left_to_the_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.jsonl");
+        let mut file = RejectsFile::new(&path);
+        for reject in [at("a.csv", 10), at("a.csv", 30), at("a.csv", 20), at("a.csv", 40)] {
+            file.write(&reject).unwrap();
+        }
+        assert!(!file.put_in_input_order().unwrap());
+        let bytes: Vec<u64> = places(&path).into_iter().map(|(_, byte)| byte).collect();
+        assert_eq!(bytes, [10, 30, 20, 40]);
     }
 }

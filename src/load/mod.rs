@@ -20,7 +20,7 @@ mod waits;
 mod worker;
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -762,12 +762,14 @@ fn conclude(
     }
 }
 
-/// Marks the job finished once the rejects file is complete: written in
-/// full and, when earlier runs or other processes committed part of the job
-/// or chunks were loaded again, rewritten from the database (to a name of
-/// this process, then renamed) so it holds the whole job's rejects, exactly
-/// as committed. In that order, a kill at any moment leaves
-/// either an unfinished job (the next run redoes the file) or a complete file.
+/// Marks the job finished once the rejects file is complete and in input
+/// order: written in full, its runs put in order (workers commit chunks in
+/// the order they finish them) and, when earlier runs or other processes
+/// committed part of the job or chunks were loaded again, rewritten from the
+/// database instead (to a name of this process, then renamed) so it holds
+/// the whole job's rejects, exactly as committed. In that order, a kill at
+/// any moment leaves either an unfinished job (the next run redoes the file)
+/// or a complete file.
 fn finish_job(
     control: &PgSession,
     shared: &Shared,
@@ -775,10 +777,9 @@ fn finish_job(
     (rewrite, total): (bool, u64),
 ) -> Result<(), Error> {
     rejects.flush().map_err(|e| rejects_file_error(rejects, &e))?;
+    let rewrite = rewrite || !rejects.put_in_input_order().map_err(|e| rejects_file_error(rejects, &e))?;
     if rewrite {
-        let mut partial = rejects.path().as_os_str().to_owned();
-        partial.push(format!(".partial-{}", std::process::id()));
-        let mut file = RejectsFile::new(Path::new(&partial));
+        let mut file = RejectsFile::new(&crate::rejects::partial_path(rejects.path()));
         write_committed_rejects(control, &shared.job, &mut file)?;
         file.move_to(rejects.path()).map_err(|e| rejects_file_error(&file, &e))?;
         *rejects = file;
@@ -797,7 +798,8 @@ fn write_committed_rejects(control: &PgSession, job: &str, file: &mut RejectsFil
         loop {
             let rows = control.query(&format!("FETCH {PAGE} FROM committed_rejects"), &[])?;
             for row in &rows {
-                record_rejects(file, &[Reject::from_row(row)])?;
+                // One run: they come in input order.
+                file.write(&Reject::from_row(row)).map_err(|e| rejects_file_error(file, &e))?;
             }
             if rows.len() < PAGE {
                 return Ok(());
@@ -958,10 +960,7 @@ fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -
 
 /// Writes a committed chunk's rejects to the file.
 fn record_rejects(file: &mut RejectsFile, rejects: &[Reject]) -> Result<(), Error> {
-    for reject in rejects {
-        file.write(reject).map_err(|e| rejects_file_error(file, &e))?;
-    }
-    Ok(())
+    file.write_all(rejects).map_err(|e| rejects_file_error(file, &e))
 }
 
 fn rejects_file_error(file: &RejectsFile, e: &std::io::Error) -> Error {
