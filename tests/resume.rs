@@ -873,7 +873,7 @@ fn stdin_with_other_data_is_a_new_job_and_never_skipped() {
     // A ledger made before content hashes, suppressed counts and chunking
     // hashes gets the columns on the next load, and its rejects their index.
     db.execute("ALTER TABLE sluice.chunks DROP COLUMN content_hash, DROP COLUMN rows_suppressed");
-    db.execute("DROP INDEX sluice.rejects_job_file_byte");
+    db.execute("DROP INDEX sluice.rejects_job");
     db.execute("ALTER TABLE sluice.jobs DROP COLUMN chunking, DROP COLUMN command, DROP COLUMN input_bytes");
     // Other records of the very same lengths cut the same byte ranges: the
     // chunks' content hashes tell them apart.
@@ -885,7 +885,7 @@ fn stdin_with_other_data_is_a_new_job_and_never_skipped() {
     assert_eq!(db.scalar(recorded), "1", "the command, recorded once the column is back");
     let unsized_input = "SELECT count(*) FROM sluice.jobs WHERE job = 'fixed-width' AND input_bytes IS NULL";
     assert_eq!(db.scalar(unsized_input), "1", "stdin's size is not known before the load");
-    assert_eq!(db.scalar("SELECT to_regclass('sluice.rejects_job_file_byte') IS NOT NULL"), "t");
+    assert_eq!(db.scalar("SELECT to_regclass('sluice.rejects_job') IS NOT NULL"), "t");
     let other = sluice_with_stdin(&same_lengths, &day(2000, 2400));
     assert_eq!(other.code, 2, "{}", other.stderr);
     assert!(
