@@ -239,6 +239,14 @@ impl RejectsFile {
         }
     }
 
+    /// Whether the file may be replaced by one in input order: a plain file.
+    /// Not a pipe, a terminal or a link (`--rejects /dev/stderr`, a link
+    /// whatever stderr is, must stay a link): those get the rejects as they
+    /// come.
+    pub fn replaceable(&self) -> bool {
+        std::fs::symlink_metadata(&self.path).map_or(true, |m| m.is_file())
+    }
+
     /// Whether the rejects were written in input order.
     pub fn in_input_order(&self) -> bool {
         self.in_order
@@ -292,12 +300,12 @@ impl RejectsFile {
     /// a new file that then replaces it. Returns false, leaving the file as
     /// it is, when runs overlap (a batch of small files whose names, in
     /// bytes, sort around another chunk's file): then the caller asks the
-    /// database.
+    /// database. Only for a [replaceable](Self::replaceable) file.
     pub fn put_in_input_order(&mut self) -> std::io::Result<bool> {
+        self.flush()?;
         if self.in_input_order() {
             return Ok(true);
         }
-        self.flush()?;
         let mut order: Vec<&Run> = self.runs.iter().collect();
         order.sort_by(|a, b| a.first.cmp(&b.first));
         if order.windows(2).any(|pair| pair[0].last > pair[1].first) {
@@ -439,5 +447,20 @@ mod tests {
         assert!(!file.put_in_input_order().unwrap());
         let bytes: Vec<u64> = places(&path).into_iter().map(|(_, byte)| byte).collect();
         assert_eq!(bytes, [10, 30, 20, 40]);
+    }
+
+    /// Only a plain file is replaced by one in input order: a link (as
+    /// `/dev/stderr` is, to whatever stderr is) or a pipe stays as it is.
+    #[test]
+    fn only_a_plain_file_is_replaceable() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("r.jsonl");
+        assert!(RejectsFile::new(&plain).replaceable(), "not there yet: created plain");
+        std::fs::write(&plain, "").unwrap();
+        assert!(RejectsFile::new(&plain).replaceable());
+        let link = dir.path().join("link.jsonl");
+        std::os::unix::fs::symlink(&plain, &link).unwrap();
+        assert!(!RejectsFile::new(&link).replaceable());
+        assert!(!RejectsFile::new(Path::new("/dev/null")).replaceable());
     }
 }

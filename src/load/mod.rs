@@ -769,7 +769,7 @@ fn conclude(
 /// database instead (to a name of this process, then renamed) so it holds
 /// the whole job's rejects, exactly as committed. In that order, a kill at
 /// any moment leaves either an unfinished job (the next run redoes the file)
-/// or a complete file.
+/// or a complete file. A pipe or a terminal gets the rejects as they come.
 fn finish_job(
     control: &PgSession,
     shared: &Shared,
@@ -777,7 +777,8 @@ fn finish_job(
     (rewrite, total): (bool, u64),
 ) -> Result<(), Error> {
     rejects.flush().map_err(|e| rejects_file_error(rejects, &e))?;
-    let rewrite = rewrite || !rejects.put_in_input_order().map_err(|e| rejects_file_error(rejects, &e))?;
+    let rewrite = rejects.replaceable()
+        && (rewrite || !rejects.put_in_input_order().map_err(|e| rejects_file_error(rejects, &e))?);
     if rewrite {
         let mut file = RejectsFile::new(&crate::rejects::partial_path(rejects.path()));
         write_committed_rejects(control, &shared.job, &mut file)?;
