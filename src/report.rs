@@ -356,6 +356,31 @@ pub fn ensure_writable(path: &Path, what: &str, flag: &str) -> Result<(), crate:
     })
 }
 
+/// As [`ensure_writable`], and a pipe, terminal or device that may be
+/// written is taken too (`--rejects /dev/stderr`, `--rejects >(gzip >
+/// r.gz)`): checked by its permissions, not by opening it, because closing
+/// the only writer of a named pipe would end its reader's input.
+pub fn ensure_writable_or_stream(path: &Path, what: &str, flag: &str) -> Result<(), crate::error::Error> {
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() && !meta.is_dir() => may_write(path).map_err(|e| crate::error::Error::Input {
+            file: path.display().to_string(),
+            message: format!("cannot write {what} there: {e}; name a writable file with {flag}"),
+        }),
+        _ => ensure_writable(path, what, flag),
+    }
+}
+
+/// Whether this process may write `path`, by its permissions (access(2)).
+fn may_write(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let name = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
+    // SAFETY: `name` is a NUL-terminated string that outlives the call.
+    match unsafe { libc::access(name.as_ptr(), libc::W_OK) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
 /// Whether a file can be written at `path`: its folder exists and takes new
 /// files, and a file already there may be replaced.
 fn can_write(path: &Path) -> std::io::Result<()> {

@@ -302,6 +302,37 @@ fn a_file_of_only_bad_records() {
     assert_eq!(r["summary"]["rejected"], 500);
 }
 
+/// Rejects sent to a pipe (`--rejects >(gzip > r.gz)`, or a named one) all
+/// arrive, and the pipe stays a pipe: it is checked by its permissions, not
+/// opened before the load (closing it would end its reader's input), and
+/// never replaced by a file in input order.
+#[test]
+fn rejects_go_to_a_pipe() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, n int)");
+    let data: String =
+        (0..5000).map(|i| if i % 50 == 3 { format!("x{i},{i}\n") } else { format!("{i},{i}\n") }).collect();
+    let file = db.file("d.csv", data.as_bytes());
+    let fifo = db.dir.path().join("rejects.pipe");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let args = [file.to_str().unwrap(), "--table", "t", "--chunk-size", "1KiB", "--workers", "2"];
+    let run = db.load(&[&args[..], &["--rejects", fifo.to_str().unwrap()]].concat());
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let got = reader.join().unwrap();
+    let mut lines: Vec<u64> =
+        got.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["line"].as_u64().unwrap()).collect();
+    lines.sort();
+    assert_eq!(lines, (0..100).map(|k| 50 * k + 4).collect::<Vec<u64>>());
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "still a pipe");
+    assert_eq!(db.count("t"), 4900);
+}
+
 /// Rejects fixed by hand and fed back load the rest: the table ends whole.
 #[test]
 fn fixed_rejects_fed_back_complete_the_table() {

@@ -380,7 +380,7 @@ fn run_connected(
     refuse_the_ledger(req, &table)?;
     refuse_table_flags_on_a_view(req, &table)?;
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
-    crate::report::ensure_writable(&rejects_path, "rejects", "--rejects")?;
+    crate::report::ensure_writable_or_stream(&rejects_path, "rejects", "--rejects")?;
     let header_columns = match req.columns {
         Some(_) => None,
         None => names_in_headers(&sources, &format, req, &table)?,
