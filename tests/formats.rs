@@ -81,6 +81,49 @@ fn tsv_backslash_escapes_match_psql_copy() {
     assert_eq!(db.scalar("SELECT count(*) FROM got WHERE body LIKE '%' || chr(10) || '%'"), "600");
 }
 
+/// A TSV whose backslashes are data (Windows paths) loads as the server
+/// reads it, mangled, but a warning before the load names the first such
+/// line and the option that keeps them; as CSV with a tab delimiter the
+/// paths arrive whole. What PostgreSQL itself writes draws no warning.
+#[test]
+fn backslashes_the_text_format_drops_are_named_before_the_load() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE src (id int, body text, n int); CREATE TABLE got (LIKE src)");
+    db.execute(
+        "INSERT INTO src SELECT i, 'C:\\data\\' || i || E'\\t\\n\\r\\b\\f\\v\\\\' || chr(1) || '.', \
+         CASE WHEN i % 3 = 0 THEN NULL ELSE i END FROM generate_series(1, 500) i",
+    );
+    let exported = db.dir.path().join("exported.tsv");
+    let copy_out = format!("\\copy src to '{}'", exported.display());
+    let out = std::process::Command::new("psql").args(["-X", "-q", "-d", &db.conninfo(), "-c", &copy_out]).output();
+    assert!(out.unwrap().status.success());
+    let run = db.load(&[exported.to_str().unwrap(), "--table", "got"]);
+    run.assert_ok();
+    assert!(!run.stderr.contains("warning"), "{}", run.stderr);
+    db.assert_same_rows("src", "got");
+
+    let mut data = b"id\tbody\tn\n".to_vec();
+    for i in 0..400 {
+        let body = if i == 7 || i == 300 { format!("D:\\Users\\u{i}") } else { format!("plain {i}") };
+        data.extend_from_slice(format!("{i}\t{body}\t{i}\n").as_bytes());
+    }
+    let file = db.file("paths.tsv", &data);
+    db.execute("TRUNCATE got");
+    let run = db.load(&[file.to_str().unwrap(), "--table", "got", "--header"]);
+    run.assert_ok();
+    let warning = "paths.tsv: line 9 has `\\U`, a backslash before a byte that PostgreSQL's text format";
+    assert!(run.stderr.contains(warning), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("(`\\U` loads as `U`; 4 in its first")
+            && run.stderr.contains("--format csv --delimiter tab")
+    );
+    assert_eq!(db.scalar("SELECT body FROM got WHERE id = 7"), "D:Usersu7", "what the server reads");
+    db.execute("TRUNCATE got");
+    let csv = ["--format", "csv", "--delimiter", "tab", "--restart"];
+    db.load(&[&[file.to_str().unwrap(), "--table", "got", "--header"][..], &csv].concat()).assert_ok();
+    assert_eq!(db.scalar("SELECT body FROM got WHERE id = 300"), "D:\\Users\\u300");
+}
+
 /// JSON documents arrive byte for byte: backslashes, `\t` and `\u` escapes
 /// inside strings survive (the text format would unescape them).
 #[test]

@@ -7,6 +7,7 @@
 //! less work than text.
 
 pub mod binary;
+pub mod escapes;
 pub mod scan;
 
 use std::path::Path;

@@ -401,6 +401,7 @@ fn run_connected(
     let OpenedJob { job, mut done, defer_plan, steps, fingerprint, inputs_changed } =
         open_job(&control, req, &table, &format, &sources, wanted, shape)?;
     let mut early_warnings: Vec<String> = in_the_ledger_schema(&table).into_iter().collect();
+    early_warnings.extend(odd_escapes_warning(&sources, &format));
     if let Some(names) = &header_columns {
         early_warnings.push(format!(
             "loading the columns the header of {} names, in its order: {}",
@@ -1161,6 +1162,38 @@ fn names_in_headers(
         }
     }
     Ok(Some(names))
+}
+
+/// How much of the first input is looked at for backslashes the text
+/// format would drop: enough for thousands of lines, read in milliseconds.
+const ESCAPES_SAMPLE: u64 = 1 << 20;
+
+/// The warning for backslashes the text format would drop without an error
+/// (see [`crate::format::escapes`]), from the start of the first input.
+fn odd_escapes_warning(sources: &[Source], format: &FormatOptions) -> Option<String> {
+    let source = sources.first().filter(|_| format.kind == FormatKind::Tsv)?;
+    let mut sample = Vec::new();
+    // What could not be read shows up in the load itself.
+    if let Ok((stream, _, _)) = source.open_start() {
+        let _ = std::io::Read::read_to_end(&mut std::io::Read::take(stream, ESCAPES_SAMPLE), &mut sample);
+    }
+    let delimiter = format.delimiter.unwrap_or(b'\t');
+    let odd = crate::format::escapes::odd_escapes(&sample, delimiter, u64::from(format.header))?;
+    let (escape, kept) = (String::from_utf8_lossy(&odd.first), String::from_utf8_lossy(&odd.first[1..]));
+    let csv_delimiter = match delimiter {
+        b'\t' => "tab".to_string(),
+        d => format!("'{}'", d as char),
+    };
+    Some(format!(
+        "{}: line {} has `{escape}`, a backslash before a byte that PostgreSQL's text format (--format tsv) does \
+         not escape: the server drops such backslashes without an error (`{escape}` loads as `{kept}`; {} in its \
+         first {}). If the backslashes are data (Windows paths, regular expressions), load it with --format csv \
+         --delimiter {csv_delimiter} instead",
+        source.name,
+        odd.first_line,
+        odd.count,
+        crate::report::human_bytes(sample.len() as u64),
+    ))
 }
 
 /// An input's header record (`None`: the input is empty): from the file's
