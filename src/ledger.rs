@@ -519,6 +519,19 @@ pub fn missing_chunks(session: &PgSession, job: &str, total: u64) -> Result<Vec<
     Ok(rows.iter().filter_map(|r| r[0].as_deref()?.parse().ok()).collect())
 }
 
+/// Records that every chunk of the job is committed: its input's size
+/// becomes the bytes its chunks hold, so that `sluice status` says every
+/// chunk is loaded while the deferred indexes are built (the file sizes it
+/// held count header lines, which no chunk holds, and never showed it).
+pub fn record_every_chunk_loaded(session: &PgSession, job: &str) -> Result<(), Error> {
+    session.query(
+        "UPDATE sluice.jobs j SET input_bytes = c.bytes FROM (SELECT sum(byte_len) AS bytes FROM sluice.chunks \
+         WHERE job = $1 AND state = 'done') c WHERE j.job = $1 AND j.input_bytes IS DISTINCT FROM c.bytes RETURNING 1",
+        &[Some(job)],
+    )?;
+    Ok(())
+}
+
 /// Marks the job finished when all its `total` chunks are committed, with
 /// a synchronous commit: WAL is flushed in order, so once this commit is
 /// durable, so are the chunks' asynchronous commits it counted. The job

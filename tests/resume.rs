@@ -302,6 +302,11 @@ fn ctrl_c_while_indexes_build_cancels_them_and_the_same_command_builds_them() {
     f.db.execute(&slow("0.005"));
     f.db.execute("CREATE INDEX t_slow ON t (slow(tid))");
     let index_exists = "SELECT count(*) FROM pg_indexes WHERE indexname = 't_slow'";
+    // With a header line, which no chunk holds.
+    let input = f.db.dir.path().join("t.tsv");
+    let data = std::fs::read(&input).unwrap();
+    std::fs::write(&input, [b"tid\tmssinceunixepoch\tamount\tdescription\n".as_slice(), &data].concat()).unwrap();
+    f.args.push("--header".into());
 
     let mut child = f.spawn();
     let (lines, stderr) = stderr_lines(&mut child);
@@ -314,6 +319,10 @@ fn ctrl_c_while_indexes_build_cancels_them_and_the_same_command_builds_them() {
     assert!(stderr.contains(dropped), "{stderr}");
     assert_eq!(f.db.scalar(index_exists), "0", "the cancelled build rolled back");
     assert_eq!(f.db.count("t"), f.good, "the rows stay loaded");
+    let status = sluice_command().args(["status", "--db", &f.db.conninfo()]).output().unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(status.contains("every chunk is loaded; the job finishes once the indexes"), "{status}");
+    assert!(status.contains("all of "), "{status}");
 
     f.db.execute(&slow("0"));
     let out = f.spawn().wait_with_output().unwrap();

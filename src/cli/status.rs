@@ -94,8 +94,8 @@ fn input_done(job: &ledger::JobStatus) -> String {
 }
 
 /// Whether the done chunks cover the whole input, as far as the ledger
-/// knows its size (a header line is in no chunk: a finished job may cover
-/// a little less).
+/// knows its size: the files' sizes, until the load records the bytes its
+/// chunks hold once every one is committed (a header line is in no chunk).
 fn every_chunk_done(job: &ledger::JobStatus) -> bool {
     job.input_bytes.is_some_and(|total| total > 0 && job.bytes_done >= total)
 }

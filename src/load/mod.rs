@@ -529,6 +529,7 @@ fn complete_job(
                     false => defer::Completion::Reload(missing),
                 });
             }
+            ledger::record_every_chunk_loaded(&control, &shared.job)?;
             let pending = ledger::steps(&control, &shared.job)?.iter().filter(|s| !s.rebuilt).count();
             shared.progress.set_building(pending as u64);
             let (job, sessions) = ((shared.job.as_str(), relation.as_str()), shared.workers(req));
