@@ -350,10 +350,14 @@ impl LoadReport {
 /// the file `flag` names. Checked before a load starts, so that an
 /// hour-long load does not end unable to write its report or rejects.
 pub fn ensure_writable(path: &Path, what: &str, flag: &str) -> Result<(), crate::error::Error> {
-    can_write(path).map_err(|e| crate::error::Error::Input {
+    can_write(path).map_err(|e| cannot_write(path, what, flag, &e))
+}
+
+fn cannot_write(path: &Path, what: &str, flag: &str, e: &std::io::Error) -> crate::error::Error {
+    crate::error::Error::Input {
         file: path.display().to_string(),
         message: format!("cannot write {what} there: {e}; name a writable file with {flag}"),
-    })
+    }
 }
 
 /// As [`ensure_writable`], and a pipe, terminal or device that may be
@@ -362,10 +366,9 @@ pub fn ensure_writable(path: &Path, what: &str, flag: &str) -> Result<(), crate:
 /// the only writer of a named pipe would end its reader's input.
 pub fn ensure_writable_or_stream(path: &Path, what: &str, flag: &str) -> Result<(), crate::error::Error> {
     match std::fs::metadata(path) {
-        Ok(meta) if !meta.is_file() && !meta.is_dir() => may_write(path).map_err(|e| crate::error::Error::Input {
-            file: path.display().to_string(),
-            message: format!("cannot write {what} there: {e}; name a writable file with {flag}"),
-        }),
+        Ok(meta) if !meta.is_file() && !meta.is_dir() => {
+            may_write(path).map_err(|e| cannot_write(path, what, flag, &e))
+        }
         _ => ensure_writable(path, what, flag),
     }
 }

@@ -1172,11 +1172,12 @@ const ESCAPES_SAMPLE: u64 = 1 << 20;
 /// The warning for backslashes the text format would drop without an error
 /// (see [`crate::format::escapes`]), from the start of the first input.
 fn odd_escapes_warning(sources: &[Source], format: &FormatOptions) -> Option<String> {
+    use std::io::Read;
     let source = sources.first().filter(|_| format.kind == FormatKind::Tsv)?;
     let mut sample = Vec::new();
     // What could not be read shows up in the load itself.
     if let Ok((stream, _, _)) = source.open_start() {
-        let _ = std::io::Read::read_to_end(&mut std::io::Read::take(stream, ESCAPES_SAMPLE), &mut sample);
+        let _ = stream.take(ESCAPES_SAMPLE).read_to_end(&mut sample);
     }
     let delimiter = format.delimiter.unwrap_or(b'\t');
     let odd = crate::format::escapes::odd_escapes(&sample, delimiter, u64::from(format.header))?;
