@@ -278,11 +278,21 @@ impl RejectsFile {
         self.line.push(b'\n');
         out.write_all(&self.line)?;
         self.written += 1;
-        let (len, key) = (self.line.len() as u64, input_order(reject));
+        self.add_to_runs(input_order(reject), self.line.len() as u64);
+        Ok(())
+    }
+
+    /// Counts the `len` bytes just written, of the reject at `key`, in the
+    /// current run, or in a new one when it starts a chunk or comes before
+    /// the run's last reject.
+    fn add_to_runs(&mut self, key: (&str, u64), len: u64) {
         let after_last = self.runs.last().map(|run| (run.last.0.as_str(), run.last.1) <= key);
         match self.runs.last_mut() {
             Some(run) if !self.new_run && after_last == Some(true) => {
-                run.last = (key.0.to_string(), key.1);
+                if run.last.0 != key.0 {
+                    run.last.0 = key.0.to_string();
+                }
+                run.last.1 = key.1;
                 run.len += len;
             }
             _ => {
@@ -293,7 +303,6 @@ impl RejectsFile {
         }
         self.new_run = false;
         self.bytes += len;
-        Ok(())
     }
 
     /// Puts the file in input order by copying its runs, in their order, to
