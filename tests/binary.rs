@@ -401,3 +401,338 @@ fn domains_load_as_binary_as_their_base_types() {
     assert!(rejects.lines().all(|r| r.contains(r#"value for domain amount violates check constraint"#)), "{rejects}");
     assert_eq!(db.scalar("SELECT paid FROM got WHERE id = 1"), "7.00", "rounded to the domain's numeric(12,2)");
 }
+
+/// A value that looks like a number or a date but that the server refuses
+/// (a real too small for its type, a double too large, an integer out of
+/// range, February 30th, hour 25) is a reject in a binary load, as in a
+/// text one: the encoder must not turn it into a value (`1e-46` once loaded
+/// as 0 in real).
+#[test]
+fn values_the_server_refuses_are_rejects_in_binary_too() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE got (id int, r real, f double precision, n int, day date, tm time); CREATE TABLE want (LIKE got)",
+    );
+    let refused = [
+        (1, "1e-46"),
+        (1, "7.006492321624085e-46"),
+        (1, "3.5e38"),
+        (2, "1e309"),
+        (3, "2147483648"),
+        (4, "2020-02-30"),
+        (5, "25:00:00"),
+    ];
+    let (mut all, mut good, mut bad_lines) = (String::new(), String::new(), Vec::new());
+    for i in 0..3000u64 {
+        let mut fields = vec![i.to_string(), format!("{}.25", i % 97), format!("{i}e-3"), (i * 7).to_string()];
+        fields.extend([format!("2024-{:02}-{:02}", 1 + i % 12, 1 + i % 28), format!("{:02}:{:02}:00", i % 24, i % 60)]);
+        good.push_str(&(fields.join("\t") + "\n"));
+        if i % 400 == 7 {
+            let (column, value) = refused[(i / 400) as usize % refused.len()];
+            fields[column] = value.to_string();
+            bad_lines.push(all.lines().count() as u64 + 1);
+        }
+        all.push_str(&(fields.join("\t") + "\n"));
+    }
+    let (report, rejects) = (db.dir.path().join("refused.report.json"), db.dir.path().join("refused.rejects.jsonl"));
+    let file = db.file("refused.tsv", all.as_bytes());
+    let run = db.load(&[
+        file.to_str().unwrap(),
+        "--table",
+        "got",
+        "--copy-format",
+        "binary",
+        "--chunk-size",
+        "2KiB",
+        "--report",
+        report.to_str().unwrap(),
+        "--rejects",
+        rejects.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1, "{}", run.output());
+    let rejects = std::fs::read_to_string(rejects).unwrap();
+    let lines: Vec<u64> = rejects
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lines, bad_lines, "{rejects}");
+    assert!(rejects.contains("out of range for type real"), "{rejects}");
+    db.psql_copy("want", &db.file("good.tsv", good.as_bytes()), "");
+    let dropped = bad_lines.len() as u64;
+    assert_eq!(db.count("got") + dropped, db.count("want"));
+    let diff = db.scalar("SELECT count(*) FROM (TABLE got EXCEPT ALL TABLE want) d");
+    assert_eq!(diff, "0", "every loaded row is a good line's");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert!(report["summary"]["copy"]["binary_chunks"].as_u64() > Some(30), "{}", report["summary"]["copy"]);
+}
+
+/// Values at the edges of what each type's text input takes (limits,
+/// rounding past microseconds or the scale, leap seconds, hour 24, other
+/// spellings, underflow and overflow), each line a chunk of its own, load as
+/// binary exactly as as text: the same rows, and the same lines rejected.
+/// Whatever the encoder reads must be what the server reads, and whatever
+/// the server refuses the encoder must leave to it.
+#[test]
+fn edge_values_load_as_binary_exactly_as_as_text() {
+    let db = TestDb::new();
+    let mut binary_chunks = 0;
+    for zone in ["UTC", "America/New_York"] {
+        set_time_zone(&db, zone);
+        for (n, (sql_type, values)) in EDGE_VALUES.iter().enumerate() {
+            if zone != "UTC" && !sql_type.starts_with("timestamp") {
+                continue;
+            }
+            let file = db.file(&format!("edge{n}.tsv"), (values.join("\n") + "\n").as_bytes());
+            let mut loaded = Vec::new();
+            for copy in ["binary", "text"] {
+                let table = format!("{copy}{n}");
+                db.execute(&format!("DROP TABLE IF EXISTS {table}; CREATE TABLE {table} (v {sql_type})"));
+                let (report, rejects) = (file.with_extension(format!("{copy}.json")), file.with_extension("rejects"));
+                let _ = std::fs::remove_file(&rejects);
+                let run = db.load(&[
+                    file.to_str().unwrap(),
+                    "--table",
+                    &table,
+                    "--copy-format",
+                    copy,
+                    "--chunk-size",
+                    "1",
+                    "--workers",
+                    "2",
+                    "--restart",
+                    "--report",
+                    report.to_str().unwrap(),
+                    "--rejects",
+                    rejects.to_str().unwrap(),
+                ]);
+                assert!(run.code <= 1, "{sql_type}: {}", run.output());
+                let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+                binary_chunks += report["summary"]["copy"]["binary_chunks"].as_u64().unwrap_or(0);
+                let mut lines: Vec<u64> = std::fs::read_to_string(&rejects)
+                    .unwrap_or_default()
+                    .lines()
+                    .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["line"].as_u64().unwrap())
+                    .collect();
+                lines.sort();
+                loaded.push((
+                    lines,
+                    db.scalar(&format!("SELECT string_agg(v::text, ' | ' ORDER BY v::text) FROM {table}")),
+                ));
+            }
+            assert_eq!(loaded[0], loaded[1], "{sql_type} in {zone}: binary (left) and text (right) load differently");
+        }
+    }
+    assert!(binary_chunks > 50, "{binary_chunks} lines went as binary");
+}
+
+/// Per type, text values at the edges of its input (as TSV fields).
+const EDGE_VALUES: &[(&str, &[&str])] = &[
+    (
+        "numeric",
+        &[
+            "0",
+            "-0",
+            "+1",
+            ".5",
+            "5.",
+            "00012.3400",
+            "1e5",
+            "NaN",
+            "-inf",
+            " 1",
+            "1 ",
+            "0.0000000001",
+            "-.0",
+            "123456789012345678901234567890.123456789",
+            "+.1",
+            "-0.000",
+        ],
+    ),
+    (
+        "numeric(15,2)",
+        &["1.005", "1.015", "-1.005", "99999999999999.995", "9999999999999.994", "0.004", "-0.005", "12.345000"],
+    ),
+    ("numeric(5,-2)", &["12345", "149", "150", "9999999"]),
+    (
+        "date",
+        &[
+            "2020-01-01",
+            "2020-02-30",
+            "2020-02-29",
+            "2019-02-29",
+            "0001-01-01",
+            "0000-01-01",
+            "10000-01-01",
+            "2020-1-1",
+            "20200101",
+            "infinity",
+            "epoch",
+            "2020-01-01 BC",
+            "5874897-12-31",
+            "5874898-01-01",
+            "2020-13-01",
+            "2020-00-10",
+            "2020-01-00",
+            "2020-01-32",
+            "2020-01-01T00:00",
+        ],
+    ),
+    (
+        "timestamp",
+        &[
+            "2020-01-01 00:00:00",
+            "2020-01-01T00:00:00",
+            "2020-01-01 24:00:00",
+            "2020-01-01 23:59:60",
+            "2020-01-01 23:59:60.5",
+            "2020-01-01 23:59:59.9999995",
+            "2020-01-01 00:00:00.1234565",
+            "2020-01-01 00:00:00.1234575",
+            "2020-01-01 00:00:00.0000005",
+            "2020-01-01 00:00",
+            "2020-01-01 0:0:0",
+            "2020-01-01",
+            "294276-12-31 23:59:59.999999",
+            "294277-01-01 00:00:00",
+            "2020-01-01 12:60:00",
+            "2020-01-01 25:00:00",
+            "4714-11-24 00:00:00 BC",
+            "2020-01-01 00:00:00.",
+            "2020-06-01 00:00:00+02",
+            "0001-01-01 00:00:00",
+            "10000-01-01 00:00:00",
+        ],
+    ),
+    (
+        "timestamptz",
+        &[
+            "2020-01-01 00:00:00Z",
+            "2020-01-01 00:00:00+05",
+            "2020-01-01 00:00:00+05:30",
+            "2020-01-01 00:00:00+0530",
+            "2020-01-01 00:00:00-00",
+            "2020-01-01 00:00:00+15:59",
+            "2020-01-01 00:00:00+16:00",
+            "2020-01-01 00:00:00+5",
+            "2020-01-01 00:00:00 UTC",
+            "2020-01-01 00:00:00+05:30:15",
+            "2020-01-01T00:00:00.5Z",
+            "2020-01-01 23:59:60Z",
+            "2020-01-01 24:00:00Z",
+            "2020-01-01 00:00:00",
+            "2020-01-01Z",
+            "2020-01-01 00:00:00+05:3",
+            "294276-12-31 23:59:59.999999+00",
+            "294276-12-31 23:59:59.999999-01",
+            "4714-11-24 00:00:00+01",
+            "2020-03-08 02:30:00",
+        ],
+    ),
+    (
+        "time",
+        &[
+            "24:00:00",
+            "24:00:01",
+            "23:59:60",
+            "23:59:60.5",
+            "12:00",
+            "12:00:00.0000005",
+            "23:59:59.9999995",
+            "12:00:00.1234565",
+            "1:2:3",
+            "25:00:00",
+            "12:60:00",
+            "allballs",
+        ],
+    ),
+    (
+        "real",
+        &[
+            "1.5",
+            "3.4028235e38",
+            "3.4028236e38",
+            "1e-46",
+            "1e-45",
+            "1.17549435e-38",
+            "1.0000000596046447753906250000001",
+            "1.000000059604644775390625",
+            "NaN",
+            "-inf",
+            " 1.5",
+            "0x10",
+            "1.5e",
+            "-0",
+            "7.006492321624085e-46",
+            "16777217",
+            "0.1",
+        ],
+    ),
+    (
+        "double precision",
+        &[
+            "1e308",
+            "1e309",
+            "1e-400",
+            "4.9e-324",
+            "2.4e-324",
+            "NaN",
+            "-Infinity",
+            " 1.5",
+            "0x1p3",
+            "-0",
+            "2.2250738585072011e-308",
+            "9007199254740993",
+            "1.7976931348623159e308",
+        ],
+    ),
+    ("smallint", &["32767", "32768", "-32768", "-32769", "+5", " 5", "007", "-0", "0x1F", "1_000", "1.0"]),
+    ("integer", &["2147483647", "2147483648", "-2147483648", "-2147483649", "0o17", "00000000000000000000000000042"]),
+    (
+        "bigint",
+        &[
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "+0",
+            "0000000000000000000001",
+        ],
+    ),
+    ("boolean", &["t", "f", "true", "TRUE", "yes", "on", "1", "0", " t", "tr", "fa", "y", "of", "off", "True "]),
+    (
+        "uuid",
+        &[
+            "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+            "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11",
+            "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}",
+            "a0eebc999c0b4ef8bb6d6bb9bd380a11",
+            "a0ee-bc99-9c0b-4ef8-bb6d-6bb9-bd38-0a11",
+            "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1",
+        ],
+    ),
+    (
+        "bytea",
+        &[r"\\x", r"\\x00ff", r"\\xABcd", r"\\x0", r"\\x 00", r"\\x0g", "plain", r"\\001a", r"\\\\", r"\\400", r"\\39"],
+    ),
+    (
+        "inet",
+        &[
+            "1.2.3.4",
+            "1.2.3.4/32",
+            "1.2.3.4/33",
+            "::1",
+            "::ffff:1.2.3.4",
+            "1.2.3",
+            "1.2.3.4/24",
+            "01.02.03.04",
+            "1.2.3.4/0",
+            "::/0",
+            "10/8",
+            "::ffff:1.2.3.4/128",
+            "1::2:3:4:5:6:7:8",
+        ],
+    ),
+    ("bit(3)", &["101", "10", "1011", "x5", "B101"]),
+    ("varbit", &["", "1", "x1F", "X1f"]),
+    ("jsonb", &[r#"{"a":1,"a":2}"#, "1.000", "1e400", r#""\\u0000""#, "  {} "]),
+];

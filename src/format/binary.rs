@@ -743,11 +743,13 @@ fn float(text: &[u8]) -> Option<f64> {
 
 /// A float4 read through f64 then narrowed can differ from reading it as
 /// f32 directly (double rounding); accept only when both agree and it is
-/// normal in f32.
+/// normal in f32. Zero only when the text is zero: the server refuses a
+/// value too small for real (`1e-46`) as out of range, where the
+/// narrowing gives 0.
 fn f32_exact(text: &[u8]) -> bool {
     let Ok(s) = std::str::from_utf8(text) else { return false };
     match (s.parse::<f32>(), s.parse::<f64>()) {
-        (Ok(direct), Ok(wide)) => direct == wide as f32 && (direct == 0.0 || direct.is_normal()),
+        (Ok(direct), Ok(wide)) => direct == wide as f32 && ((direct == 0.0 && wide == 0.0) || direct.is_normal()),
         _ => false,
     }
 }
@@ -1383,6 +1385,10 @@ mod tests {
         assert_eq!(float(b"1e-320"), None, "subnormal");
         assert_eq!(float(b"Infinity"), None);
         assert_eq!(float(b"0.0"), Some(0.0));
+        assert!(f32_exact(b"0.0") && f32_exact(b"1.5") && f32_exact(b"3.4028235e38"));
+        for too_small in ["1e-46", "7.006492321624085e-46", "1e-40"] {
+            assert!(!f32_exact(too_small.as_bytes()), "{too_small}: refused or subnormal in real");
+        }
     }
 
     #[test]
