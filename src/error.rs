@@ -48,6 +48,11 @@ pub enum Error {
     Connect { target: String, message: String },
     #[error("{0}")]
     Database(String),
+    /// The connection was lost, or the server failed in a way that may pass
+    /// (restarting, a full disk): the load reconnects and tries again until
+    /// `--retry-timeout` (see [`Error::may_pass`]).
+    #[error("{0}")]
+    Transient(String),
     #[error(
         "job {job} already finished at {finished_at} ({rows} rows); nothing to do. Pass --restart to load it again"
     )]
@@ -77,10 +82,17 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Usage(_) | Error::Input { .. } | Error::Target(_) => exit::USAGE,
-            Error::Connect { .. } | Error::Database(_) | Error::Server(_) => exit::DATABASE,
+            Error::Connect { .. } | Error::Database(_) | Error::Transient(_) | Error::Server(_) => exit::DATABASE,
             Error::TooManyRejects { .. } | Error::NothingLoads { .. } => exit::TOO_MANY_REJECTS,
             Error::Interrupted { .. } => exit::INTERRUPTED,
             Error::AlreadyLoaded { .. } => exit::OK,
         }
+    }
+
+    /// Whether trying again on a new connection may succeed: a lost
+    /// connection or a transient failure, or a failed reconnect (a server
+    /// restarting refuses connections for a while).
+    pub fn may_pass(&self) -> bool {
+        matches!(self, Error::Transient(_) | Error::Connect { .. })
     }
 }

@@ -27,9 +27,10 @@ pub struct Progress {
     checking: AtomicBool,
     /// On-disk bytes read so far by that check.
     bytes_checked: AtomicU64,
-    /// Workers retrying a chunk (see [`Progress::waiting`]).
+    /// Sessions retrying: workers retrying a chunk, or the control session
+    /// a step before or after the copy (see [`Progress::waiting`]).
     waiting: AtomicU64,
-    /// The latest reason a worker retries, and when it gives up.
+    /// The latest reason a session retries, and when it gives up.
     wait_reason: Mutex<Option<(String, Instant)>>,
     /// What another session holds that a session of the load waits for,
     /// and since when.
@@ -70,7 +71,7 @@ pub struct Blocked {
 /// load that waits looks like a load that hangs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Waiting {
-    pub workers: u64,
+    pub sessions: u64,
     /// Why the latest of them retries.
     pub reason: String,
     /// Until its `--retry-timeout` ends.
@@ -165,7 +166,7 @@ impl Progress {
         }
     }
 
-    /// A worker starts retrying, until `deadline`; it stops when the guard
+    /// A session starts retrying, until `deadline`; it stops when the guard
     /// is dropped.
     pub fn waiting(&self, deadline: Instant) -> WaitGuard<'_> {
         self.waiting.fetch_add(1, Relaxed);
@@ -173,12 +174,12 @@ impl Progress {
     }
 
     fn waiting_now(&self) -> Option<Waiting> {
-        let workers = self.waiting.load(Relaxed);
+        let sessions = self.waiting.load(Relaxed);
         let reason = self.wait_reason.lock().ok()?.clone();
-        match (workers, reason) {
+        match (sessions, reason) {
             (0, _) | (_, None) => None,
-            (workers, Some((reason, deadline))) => {
-                Some(Waiting { workers, reason, gives_up_in: deadline.saturating_duration_since(Instant::now()) })
+            (sessions, Some((reason, deadline))) => {
+                Some(Waiting { sessions, reason, gives_up_in: deadline.saturating_duration_since(Instant::now()) })
             }
         }
     }
@@ -265,10 +266,10 @@ mod tests {
         let second = progress.waiting(soon + Duration::from_secs(60));
         second.because("connection lost".into());
         let waiting = progress.snapshot().waiting.unwrap();
-        assert_eq!((waiting.workers, waiting.reason.as_str()), (2, "connection lost"));
+        assert_eq!((waiting.sessions, waiting.reason.as_str()), (2, "connection lost"));
         assert!(waiting.gives_up_in > Duration::from_secs(60), "{waiting:?}");
         drop(second);
-        assert_eq!(progress.snapshot().waiting.map(|w| w.workers), Some(1));
+        assert_eq!(progress.snapshot().waiting.map(|w| w.sessions), Some(1));
         drop(first);
         assert_eq!(progress.snapshot().waiting, None);
         let _again = progress.waiting(soon);

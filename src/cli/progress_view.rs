@@ -85,7 +85,7 @@ pub fn describe(s: &Snapshot) -> String {
     if let Some(waiting) = &s.waiting {
         line.push_str(&format!(
             ", {} retrying for up to {} more (--retry-timeout): {}",
-            count_of(waiting.workers, "worker"),
+            count_of(waiting.sessions, "session"),
             minutes_seconds(waiting.gives_up_in),
             waiting.reason
         ));

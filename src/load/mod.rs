@@ -15,6 +15,7 @@ mod isolate;
 mod job;
 mod pace;
 mod plan;
+mod retry;
 mod suspect;
 mod waits;
 mod worker;
@@ -115,8 +116,9 @@ pub struct LoadRequest {
     pub sync_commit: bool,
     /// Set (by Ctrl-C) to stop handing out chunks; in-flight ones finish.
     pub interrupt: Option<Arc<AtomicBool>>,
-    /// How long a worker keeps reconnecting after a lost connection or a
-    /// transient server error before the load fails.
+    /// How long a worker, or a step before or after the copy, keeps
+    /// reconnecting after a lost connection or a transient server error
+    /// before the load fails (see [`retry`]).
     pub retry_timeout: Duration,
     /// `--copy-format`: binary where every column has an encoder, or forced.
     pub copy_format: CopyFormat,
@@ -231,7 +233,7 @@ impl Shared<'_> {
     }
 
     fn interrupted(&self) -> bool {
-        self.interrupt.as_ref().is_some_and(|i| i.load(Ordering::SeqCst))
+        interrupted(self.interrupt.as_deref())
     }
 
     /// Connections loading now: the fixed count, or the pacer's level.
@@ -355,10 +357,19 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         let outcome = run_connected(req, progress, (sources, format), connected);
         drop(watching);
         outcome.map_err(|failed| match failed.partial {
-            None if blockers.cancelled_any() => Failed { error: Error::Interrupted { chunks: 0, rows: 0 }, ..failed },
+            // A Ctrl-C that cancelled a statement waiting for a lock, or
+            // that ended a wait for the server, made the error.
+            None if blockers.cancelled_any() || (failed.error.may_pass() && interrupted(req.interrupt.as_deref())) => {
+                Failed { error: Error::Interrupted { chunks: 0, rows: 0 }, ..failed }
+            }
             _ => failed,
         })
     })
+}
+
+/// Whether a Ctrl-C came (`interrupt` is its flag, when the caller set one).
+fn interrupted(interrupt: Option<&AtomicBool>) -> bool {
+    interrupt.is_some_and(|i| i.load(Ordering::SeqCst))
 }
 
 /// A load that reached its server, with a watch on what holds it up.
@@ -376,62 +387,11 @@ fn run_connected(
     (sources, format): (Vec<Source>, FormatOptions),
     Connected { target, control, blockers, started: (clock, started_unix_ms) }: Connected,
 ) -> Result<LoadReport, Failed> {
-    let table = control.resolve_table(&req.table)?;
-    refuse_the_ledger(req, &table)?;
-    refuse_table_flags_on_a_view(req, &table)?;
-    let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
-    crate::report::ensure_writable_or_stream(&rejects_path, "rejects", "--rejects")?;
-    let header_columns = match req.columns {
-        Some(_) => None,
-        None => names_in_headers(&sources, &format, req, &table)?,
-    }
-    .filter(|names| !plan::in_table_order(&table, names));
-    let columns = match &header_columns {
-        Some(names) => Some(names.clone()),
-        None => choose_columns(&table, req.columns.as_deref(), format.kind)?,
-    };
-    let copy_plan = plan::choose_copy_format(req.copy_format, &table, columns.as_deref(), &format)?;
-    let shape = format.record_shape(table.copy_columns(columns.as_deref()).len());
-    let wanted = defer::TablePlan {
-        defer: req.defer_indexes,
-        truncate: req.truncate,
-        unlogged: req.unlogged,
-        read_once: any_read_once(&sources),
-    };
-    let OpenedJob { job, mut done, defer_plan, steps, fingerprint, inputs_changed } =
-        open_job(&control, req, &table, &format, &sources, wanted, shape)?;
-    let mut early_warnings: Vec<String> = in_the_ledger_schema(&table).into_iter().collect();
-    early_warnings.extend(odd_escapes_warning(&sources, &format));
-    if let Some(names) = &header_columns {
-        early_warnings.push(format!(
-            "loading the columns the header of {} names, in its order: {}",
-            sources[0].name,
-            names.join(", ")
-        ));
-    }
-    if let Some(why) =
-        defer_plan.why_not.as_ref().filter(|_| req.defer_indexes == DeferIndexes::Yes && steps.is_empty())
-    {
-        early_warnings.push(format!("--defer-indexes: nothing was deferred: {why}"));
-    }
-    let mut deferral = defer::deferral(&steps, defer_plan);
+    let reconnecting = reconnecting(target, req, progress);
+    let Prepared { table, columns, copy_plan, shape, job, early_warnings, mut deferral, auto_ceiling, mut rejects } =
+        reconnecting.run(Some(control), |control| prepare(req, control, &sources, &format))?;
+    let OpenedJob { job, done, steps, fingerprint, inputs_changed, .. } = job;
     let before_copy = |error: Error| Failed { error, partial: None, left_undone: deferral.left_undone() };
-    if defer::recover_unlogged(&control, &job, &table.quoted()).map_err(before_copy)? {
-        early_warnings.push(format!(
-            "{} was unlogged for job {job} and the server restarted meanwhile (a crash empties unlogged \
-             tables): it was emptied and every chunk is loaded again",
-            table.display()
-        ));
-        done.clear();
-    }
-    let auto_ceiling = auto_ceiling(&control, req).map_err(before_copy)?;
-    // The file holds the job's rejects so far at every moment, earlier runs'
-    // included (it is rewritten in input order when the job finishes).
-    let mut rejects = RejectsFile::new(&rejects_path);
-    if done.values().any(|chunk| chunk.rejected > 0) {
-        write_committed_rejects(&control, &job, &mut rejects).map_err(before_copy)?;
-    }
-    drop(control);
     progress.set_total(sources.iter().map(|s| s.size).sum::<Option<u64>>());
     let mut shared = Shared {
         sources: &sources,
@@ -484,6 +444,94 @@ fn run_connected(
     conclude(&shared, req, outcome, &mut rejects, started_unix_ms, deferral)
 }
 
+/// Waits out a server that went away for `--retry-timeout` (see [`retry`]).
+fn reconnecting<'a>(target: &'a PgTarget, req: &'a LoadRequest, progress: &'a Progress) -> retry::Reconnecting<'a> {
+    retry::Reconnecting { target, timeout: req.retry_timeout, progress, interrupt: req.interrupt.as_deref() }
+}
+
+/// What the job's opening found and decided, for the copy.
+struct Prepared {
+    table: TableInfo,
+    columns: Option<Vec<String>>,
+    copy_plan: Result<plan::BinaryPlan, String>,
+    shape: Option<RecordShape>,
+    job: OpenedJob,
+    early_warnings: Vec<String>,
+    deferral: Deferral,
+    auto_ceiling: usize,
+    /// Holding the job's rejects so far, earlier runs' included.
+    rejects: RejectsFile,
+}
+
+/// Everything before the copy, on the control session: the table and
+/// columns, the copy format, the job opened (its first steps taken), and
+/// the rejects earlier runs committed written out. It can run again from
+/// its start as the same command run again would (see [`retry`]).
+fn prepare(
+    req: &LoadRequest,
+    control: &PgSession,
+    sources: &[Source],
+    format: &FormatOptions,
+) -> Result<Prepared, Failed> {
+    let table = control.resolve_table(&req.table)?;
+    refuse_the_ledger(req, &table)?;
+    refuse_table_flags_on_a_view(req, &table)?;
+    let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
+    crate::report::ensure_writable_or_stream(&rejects_path, "rejects", "--rejects")?;
+    let header_columns = match req.columns {
+        Some(_) => None,
+        None => names_in_headers(sources, format, req, &table)?,
+    }
+    .filter(|names| !plan::in_table_order(&table, names));
+    let columns = match &header_columns {
+        Some(names) => Some(names.clone()),
+        None => choose_columns(&table, req.columns.as_deref(), format.kind)?,
+    };
+    let copy_plan = plan::choose_copy_format(req.copy_format, &table, columns.as_deref(), format)?;
+    let shape = format.record_shape(table.copy_columns(columns.as_deref()).len());
+    let wanted = defer::TablePlan {
+        defer: req.defer_indexes,
+        truncate: req.truncate,
+        unlogged: req.unlogged,
+        read_once: any_read_once(sources),
+    };
+    let mut job = open_job(control, req, &table, format, sources, wanted, shape)?;
+    let mut early_warnings: Vec<String> = in_the_ledger_schema(&table).into_iter().collect();
+    early_warnings.extend(odd_escapes_warning(sources, format));
+    if let Some(names) = &header_columns {
+        early_warnings.push(format!(
+            "loading the columns the header of {} names, in its order: {}",
+            sources[0].name,
+            names.join(", ")
+        ));
+    }
+    let defer_plan = std::mem::take(&mut job.defer_plan);
+    if let Some(why) =
+        defer_plan.why_not.as_ref().filter(|_| req.defer_indexes == DeferIndexes::Yes && job.steps.is_empty())
+    {
+        early_warnings.push(format!("--defer-indexes: nothing was deferred: {why}"));
+    }
+    let deferral = defer::deferral(&job.steps, defer_plan);
+    let before_copy = |error: Error| Failed { error, partial: None, left_undone: deferral.left_undone() };
+    if defer::recover_unlogged(control, &job.job, &table.quoted()).map_err(before_copy)? {
+        early_warnings.push(format!(
+            "{} was unlogged for job {} and the server restarted meanwhile (a crash empties unlogged \
+             tables): it was emptied and every chunk is loaded again",
+            table.display(),
+            job.job
+        ));
+        job.done.clear();
+    }
+    let auto_ceiling = auto_ceiling(control, req).map_err(before_copy)?;
+    // The file holds the job's rejects so far at every moment, earlier runs'
+    // included (it is rewritten in input order when the job finishes).
+    let mut rejects = RejectsFile::new(&rejects_path);
+    if job.done.values().any(|chunk| chunk.rejected > 0) {
+        write_committed_rejects(control, &job.job, &mut rejects).map_err(before_copy)?;
+    }
+    Ok(Prepared { table, columns, copy_plan, shape, job, early_warnings, deferral, auto_ceiling, rejects })
+}
+
 /// The most workers `--workers auto` may use: `--max-workers`, else the
 /// CPU count for a server on this machine (see `pace`), else
 /// [`MAX_AUTO_WORKERS`].
@@ -521,19 +569,19 @@ fn complete_job(
     while outcome.2.is_none() && !shared.interrupted() {
         let total: u64 = outcome.1.iter().map(|s| s.chunks).sum();
         let relation = shared.table.quoted();
-        let completion = shared.target.connect().and_then(|control| {
-            let missing = ledger::missing_chunks(&control, &shared.job, total)?;
+        let completion = reconnecting(shared.target, req, shared.progress).run(None, |control| {
+            let missing = ledger::missing_chunks(control, &shared.job, total)?;
             if !missing.is_empty() || !deferred {
                 return Ok(match missing.is_empty() {
                     true => defer::Completion::Complete,
                     false => defer::Completion::Reload(missing),
                 });
             }
-            ledger::record_every_chunk_loaded(&control, &shared.job)?;
-            let pending = ledger::steps(&control, &shared.job)?.iter().filter(|s| !s.rebuilt).count();
+            ledger::record_every_chunk_loaded(control, &shared.job)?;
+            let pending = ledger::steps(control, &shared.job)?.iter().filter(|s| !s.rebuilt).count();
             shared.progress.set_building(pending as u64);
             let (job, sessions) = ((shared.job.as_str(), relation.as_str()), shared.workers(req));
-            let completion = defer::complete(&control, shared.target, job, sessions, &mut rebuilt, &rebuild_waits);
+            let completion = defer::complete(control, shared.target, job, sessions, &mut rebuilt, &rebuild_waits);
             shared.progress.set_building(0);
             completion
         });
@@ -745,7 +793,8 @@ fn conclude(
     if failure.is_none() {
         let rewrite = !shared.done.is_empty() || shared.redone > 0 || elsewhere > 0;
         let total = scans.iter().map(|s| s.chunks).sum();
-        if let Err(e) = shared.target.connect().and_then(|s| finish_job(&s, shared, rejects, (rewrite, total))) {
+        let finish = |control: &PgSession| finish_job(control, shared, rejects, (rewrite, total));
+        if let Err(e) = reconnecting(shared.target, req, shared.progress).run(None, finish) {
             failure = Some(e);
         }
     }

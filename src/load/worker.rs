@@ -13,11 +13,12 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 
 use super::isolate::{isolate, looks_clean, may_hold_end_of_data_line, Isolated};
+use super::retry::Backoff;
 use super::{Event, Shared};
 use crate::chunk::{Chunk, Runaway, RunawayKind};
 use crate::error::Error;
@@ -38,7 +39,7 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, event
     // server: it waits for it as a worker that lost its connection does.
     let mut refused = None;
     let opened = match open_session(shared) {
-        Err(e @ (Error::Database(_) | Error::Connect { .. })) => {
+        Err(e) if e.may_pass() => {
             refused = Some(e.to_string());
             reconnect(shared, &mut Backoff::new(shared.retry_timeout))
         }
@@ -175,40 +176,10 @@ fn open_session(shared: &Shared) -> Result<PgSession, Error> {
     Ok(session)
 }
 
-/// The pauses between attempts to reach the server again: from 0.1 s,
-/// doubling to 5 s, until `--retry-timeout` after the first failure. One
-/// backoff spans a chunk's attempts, so a server that accepts connections
-/// but fails every COPY (a full disk) is not asked ten times a second, and
-/// is given up on at the deadline.
-struct Backoff {
-    deadline: Instant,
-    pause: Duration,
-}
-
-impl Backoff {
-    fn new(timeout: Duration) -> Backoff {
-        Backoff { deadline: Instant::now() + timeout, pause: Duration::from_millis(100) }
-    }
-
-    fn expired(&self) -> bool {
-        Instant::now() >= self.deadline
-    }
-
-    /// Sleeps the next pause, never past the deadline, and no longer once
-    /// the load stops (a Ctrl-C is answered within 0.1 s, not 5).
-    fn sleep(&mut self, shared: &Shared) {
-        let until = (Instant::now() + self.pause).min(self.deadline);
-        while !shared.stopping() && Instant::now() < until {
-            std::thread::sleep(until.saturating_duration_since(Instant::now()).min(Duration::from_millis(100)));
-        }
-        self.pause = (self.pause * 2).min(Duration::from_secs(5));
-    }
-}
-
 /// Connects again, pausing before each attempt, until the backoff expires.
 fn reconnect(shared: &Shared, backoff: &mut Backoff) -> Result<PgSession, Error> {
     loop {
-        backoff.sleep(shared);
+        backoff.sleep(&|| shared.stopping());
         match open_session(shared) {
             Ok(session) => return Ok(session),
             Err(e) if backoff.expired() || shared.stopping() => return Err(e),
@@ -248,7 +219,7 @@ impl Worker<'_> {
         let mut outcome = self.load_once(&all, wait);
         loop {
             let err = match outcome {
-                Err(err @ (Error::Database(_) | Error::Connect { .. })) => err,
+                Err(err) if err.may_pass() => err,
                 other => return other.map(Some),
             };
             let (backoff, waiting) = retry.get_or_insert_with(|| {

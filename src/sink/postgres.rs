@@ -386,7 +386,7 @@ impl PgSession {
             };
             outcome.get_or_insert(this);
         }
-        outcome.ok_or_else(|| Error::Database(self.connection_trouble()))
+        outcome.ok_or_else(|| Error::Transient(self.connection_trouble()))
     }
 
     /// A refusal is about a record when the server names its line, or when
@@ -420,14 +420,14 @@ impl PgSession {
     /// failure without a message or without a SQLSTATE, which the server
     /// always sends: libpq's own, such as "server closed the connection
     /// unexpectedly" after a crash) and a transient SQLSTATE are
-    /// [`Error::Database`]; anything else is the statement's own failure.
+    /// [`Error::Transient`]; anything else is the statement's own failure.
     fn retryable(&self, r: &CopyRefusal) -> Option<Error> {
         let bad = self.conn.status() == libpq::connection::Status::Bad;
         if bad || r.message.is_empty() || r.sqlstate.is_none() {
-            return Some(Error::Database(self.connection_trouble()));
+            return Some(Error::Transient(self.connection_trouble()));
         }
         let transient = r.sqlstate.as_deref().is_some_and(is_transient);
-        transient.then(|| Error::Database(describe_refusal(r)))
+        transient.then(|| Error::Transient(describe_refusal(r)))
     }
 
     fn connection_trouble(&self) -> String {
