@@ -285,6 +285,34 @@ fn a_lock_held_elsewhere_is_named_while_waiting_and_ctrl_c_cancels_the_wait() {
     f.assert_exact();
 }
 
+/// The lock watch's own session ends (a server restart, an administrator's
+/// pg_terminate_backend): the watch connects again, so a Ctrl-C still
+/// cancels the wait. Before, the watch ended with its session, and the
+/// Ctrl-C waited for the lock.
+#[test]
+fn the_lock_watch_connects_again_when_its_session_ends() {
+    let mut f = fixture(30_000, &["--truncate", "--progress-interval", "0.2"]);
+    f.args.retain(|a| a != "--quiet");
+    f.db.execute("INSERT INTO t SELECT -i, i, 0, 'there before' FROM generate_series(1, 5) AS i");
+    let holder = f.db.session();
+    holder.execute("BEGIN; SELECT count(*) FROM t").unwrap();
+    let held = format!("for a lock on t held by pid {} (role ", holder.backend_pid());
+    let mut child = f.spawn();
+    let (lines, stderr) = stderr_lines(&mut child);
+    await_line(&lines, &["waiting 0:", &held]);
+    let watch = "SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE query LIKE '%pg_blocking_pids%' \
+                 AND pid <> pg_backend_pid()";
+    let first = f.db.scalar(watch);
+    assert_ne!(first, "0", "the watch's session is seen");
+    assert_eq!(f.db.scalar(&format!("SELECT pg_terminate_backend({first})")), "t");
+    let second = wait_for(|q| f.db.scalar(q), watch, |pid| pid != "0" && pid != first);
+    assert!(second != "0" && second != first, "the watch connected again: {second}");
+    let (code, stderr, took) = ctrl_c(child, stderr, Duration::from_secs(5));
+    assert!(took < Duration::from_secs(5), "the wait was not cancelled: {stderr}");
+    assert_eq!(code, Some(3), "{stderr}");
+    assert_eq!(f.db.count("t"), 5, "the cancelled TRUNCATE emptied nothing");
+}
+
 /// A Ctrl-C while the deferred indexes are built again cancels the builds
 /// (before, the load waited for them to finish, then exited 3 all the same)
 /// and says what stays dropped; the same command builds it.

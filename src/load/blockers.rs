@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
 use super::waits::pid_array;
+use crate::error::Error;
 use crate::progress::Progress;
 use crate::report::count_of;
 use crate::sink::postgres::{PgSession, PgTarget};
@@ -64,19 +65,48 @@ pub struct Blockers {
 impl Blockers {
     /// Watches `target`'s open sessions over a connection of its own until
     /// `done` is dropped. Without a connection there is no watch: the load
-    /// does not depend on it.
+    /// does not depend on it. A server restart ends the watch's session with
+    /// the load's: it connects again, a second apart as it first waited (the
+    /// workers' reconnects come first), for as long as the load lasts; it
+    /// does not keep asking a server that refused its first connection (a
+    /// connection limit the workers fill) or its query.
     pub fn run(&self, target: &PgTarget, progress: &Progress, interrupt: Option<&AtomicBool>, done: Receiver<()>) {
-        if !matches!(done.recv_timeout(FIRST_LOOK), Err(RecvTimeoutError::Timeout)) {
-            return;
+        let mut connected_once = false;
+        while let Err(RecvTimeoutError::Timeout) = done.recv_timeout(FIRST_LOOK) {
+            let lost = match target.connect() {
+                Ok(session) => {
+                    connected_once = true;
+                    self.watch(&session, target, (progress, interrupt), &done)
+                }
+                Err(_) => connected_once,
+            };
+            progress.set_blocked(None);
+            if !lost {
+                return;
+            }
         }
-        let Ok(session) = target.connect() else { return };
-        if session.prepare(BLOCKED, BLOCKED_SQL).is_err() {
-            return;
+    }
+
+    /// Looks every [`PERIOD`] until `done`; true when the session was lost
+    /// (or failed in another way that may pass), false when the load ended
+    /// or the server refused the look.
+    fn watch(
+        &self,
+        session: &PgSession,
+        target: &PgTarget,
+        (progress, interrupt): (&Progress, Option<&AtomicBool>),
+        done: &Receiver<()>,
+    ) -> bool {
+        if let Err(e) = session.prepare(BLOCKED, BLOCKED_SQL) {
+            return e.may_pass();
         }
         let me = session.backend_pid();
         while let Err(RecvTimeoutError::Timeout) = done.recv_timeout(PERIOD) {
             let ours: Vec<u32> = target.open_sessions().into_iter().filter(|&pid| pid != me).collect();
-            let Some(waits) = blocked_sessions(&session, &ours) else { break };
+            let waits = match blocked_sessions(session, &ours) {
+                Ok(waits) => waits,
+                Err(e) => return e.may_pass(),
+            };
             let mut waited = self.waited.lock().unwrap();
             for wait in &waits {
                 let longest = waited.entry(wait.describe()).or_default();
@@ -89,11 +119,11 @@ impl Blockers {
             if interrupt.is_some_and(|i| i.load(Ordering::SeqCst)) {
                 let stop = to_stop_on_interrupt(&waits, &ours, progress.is_building());
                 if !stop.is_empty() {
-                    self.cancel(&session, &stop);
+                    self.cancel(session, &stop);
                 }
             }
         }
-        progress.set_blocked(None);
+        false
     }
 
     /// A Ctrl-C came: the statements of `pids` are cancelled (and roll
@@ -162,15 +192,19 @@ struct Holder {
 }
 
 /// The load's sessions that wait for another's lock, holders grouped by
-/// waiter; `None` when the question failed (the watch then ends).
-fn blocked_sessions(session: &PgSession, ours: &[u32]) -> Option<Vec<Wait>> {
-    let rows = session.query_prepared(BLOCKED, &[Some(&pid_array(ours))]).ok()?;
+/// waiter; the session's failure when the question failed, or an error
+/// when a row was not what the query returns (either ends the watch unless
+/// it may pass).
+fn blocked_sessions(session: &PgSession, ours: &[u32]) -> Result<Vec<Wait>, Error> {
+    let rows = session.query_prepared(BLOCKED, &[Some(&pid_array(ours))])?;
     let mut waits: Vec<Wait> = Vec::new();
     for row in rows {
         let text: Vec<String> = row.into_iter().map(Option::unwrap_or_default).collect();
-        let [waiter, event, seconds, relation, pid, role, application, state] = <[String; 8]>::try_from(text).ok()?;
-        let holder = Holder { pid: pid.parse().ok()?, role, application, state };
-        let waiter = waiter.parse().ok()?;
+        let unexpected = || Error::Server(format!("the lock watch's query returned {text:?}"));
+        let [waiter, event, seconds, relation, pid, role, application, state] =
+            <[String; 8]>::try_from(text.clone()).map_err(|_| unexpected())?;
+        let holder = Holder { pid: pid.parse().map_err(|_| unexpected())?, role, application, state };
+        let waiter = waiter.parse().map_err(|_| unexpected())?;
         match waits.last_mut() {
             Some(last) if last.waiter == waiter => last.holders.push(holder),
             _ => {
@@ -179,7 +213,7 @@ fn blocked_sessions(session: &PgSession, ours: &[u32]) -> Option<Vec<Wait>> {
             }
         }
     }
-    Some(waits)
+    Ok(waits)
 }
 
 impl Wait {
