@@ -785,8 +785,10 @@ fn conclude(
     }
     warnings.extend(refused_warning(shared));
     warnings.extend(shared.blockers.warnings());
-    // A Ctrl-C that cancelled a statement waiting for a lock made its error.
-    if shared.interrupted() && (failure.is_none() || shared.blockers.cancelled_any()) {
+    // A Ctrl-C that cancelled a statement waiting for a lock, or that ended
+    // a wait for the server (see `retry`), made its error.
+    let made_by_ctrl_c = |e: &Error| e.may_pass() || shared.blockers.cancelled_any();
+    if shared.interrupted() && failure.as_ref().is_none_or(made_by_ctrl_c) {
         let rows = records.iter().map(|r| r.rows).sum();
         failure = Some(Error::Interrupted { chunks: records.len() as u64, rows });
     }
