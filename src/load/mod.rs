@@ -788,7 +788,7 @@ fn conclude(
     // A Ctrl-C that cancelled a statement waiting for a lock, or that ended
     // a wait for the server (see `retry`), made its error.
     let made_by_ctrl_c = |e: &Error| e.may_pass() || shared.blockers.cancelled_any();
-    if shared.interrupted() && failure.as_ref().is_none_or(made_by_ctrl_c) {
+    if shared.interrupted() && !failure.as_ref().is_some_and(|e| !made_by_ctrl_c(e)) {
         let rows = records.iter().map(|r| r.rows).sum();
         failure = Some(Error::Interrupted { chunks: records.len() as u64, rows });
     }
