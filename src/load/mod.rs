@@ -787,8 +787,11 @@ fn conclude(
     warnings.extend(shared.blockers.warnings());
     // A Ctrl-C that cancelled a statement waiting for a lock, or that ended
     // a wait for the server (see `retry`), made its error.
-    let made_by_ctrl_c = |e: &Error| e.may_pass() || shared.blockers.cancelled_any();
-    if shared.interrupted() && !failure.as_ref().is_some_and(|e| !made_by_ctrl_c(e)) {
+    let made_by_ctrl_c = match &failure {
+        None => true,
+        Some(e) => e.may_pass() || shared.blockers.cancelled_any(),
+    };
+    if shared.interrupted() && made_by_ctrl_c {
         let rows = records.iter().map(|r| r.rows).sum();
         failure = Some(Error::Interrupted { chunks: records.len() as u64, rows });
     }
