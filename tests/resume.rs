@@ -255,21 +255,8 @@ fn ctrl_c(mut child: Child, stderr: JoinHandle<String>, limit: Duration) -> (Opt
 /// the transaction ends a load goes on and reports the wait.
 #[test]
 fn a_lock_held_elsewhere_is_named_while_waiting_and_ctrl_c_cancels_the_wait() {
-    let mut f = fixture(30_000, &["--truncate", "--progress-interval", "0.2"]);
-    f.args.retain(|a| a != "--quiet");
-    f.db.execute("INSERT INTO t SELECT -i, i, 0, 'there before' FROM generate_series(1, 5) AS i");
-    let holder = f.db.session();
-    holder.execute("BEGIN; SELECT count(*) FROM t").unwrap();
-    let held = format!("for a lock on t held by pid {} (role ", holder.backend_pid());
-
-    let mut child = f.spawn();
-    let (lines, stderr) = stderr_lines(&mut child);
-    await_line(&lines, &["waiting 0:", &held, "idle in transaction)"]);
-    let (code, stderr, took) = ctrl_c(child, stderr, Duration::from_secs(5));
-    assert!(took < Duration::from_secs(5), "the wait was not cancelled: {stderr}");
-    assert_eq!(code, Some(3), "{stderr}");
-    assert!(stderr.contains("interrupted after committing 0 chunks"), "{stderr}");
-    assert_eq!(f.db.count("t"), 5, "the cancelled TRUNCATE emptied nothing");
+    let TruncateHeldUp { f, holder, held, child, stderr } = truncate_held_up();
+    ctrl_c_cancels_the_wait(&f, child, stderr);
 
     let mut child = f.spawn();
     let (lines, stderr) = stderr_lines(&mut child);
@@ -291,6 +278,30 @@ fn a_lock_held_elsewhere_is_named_while_waiting_and_ctrl_c_cancels_the_wait() {
 /// Ctrl-C waited for the lock.
 #[test]
 fn the_lock_watch_connects_again_when_its_session_ends() {
+    // The holder stays bound: its lock lasts as long as its session.
+    let TruncateHeldUp { f, holder: _holder, child, stderr, .. } = truncate_held_up();
+    let watch = "SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE query LIKE '%pg_blocking_pids%' \
+                 AND pid <> pg_backend_pid()";
+    let first = f.db.scalar(watch);
+    assert_ne!(first, "0", "the watch's session is seen");
+    assert_eq!(f.db.scalar(&format!("SELECT pg_terminate_backend({first})")), "t");
+    let second = wait_for(|q| f.db.scalar(q), watch, |pid| pid != "0" && pid != first);
+    assert!(second != "0" && second != first, "the watch connected again: {second}");
+    ctrl_c_cancels_the_wait(&f, child, stderr);
+}
+
+/// A `--truncate` load of 5 rows' table, held up by another session's
+/// open transaction that read it, once the progress line names the holder.
+struct TruncateHeldUp {
+    f: Fixture,
+    holder: sluice::sink::postgres::PgSession,
+    /// How the progress line names the holder.
+    held: String,
+    child: Child,
+    stderr: JoinHandle<String>,
+}
+
+fn truncate_held_up() -> TruncateHeldUp {
     let mut f = fixture(30_000, &["--truncate", "--progress-interval", "0.2"]);
     f.args.retain(|a| a != "--quiet");
     f.db.execute("INSERT INTO t SELECT -i, i, 0, 'there before' FROM generate_series(1, 5) AS i");
@@ -299,17 +310,16 @@ fn the_lock_watch_connects_again_when_its_session_ends() {
     let held = format!("for a lock on t held by pid {} (role ", holder.backend_pid());
     let mut child = f.spawn();
     let (lines, stderr) = stderr_lines(&mut child);
-    await_line(&lines, &["waiting 0:", &held]);
-    let watch = "SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE query LIKE '%pg_blocking_pids%' \
-                 AND pid <> pg_backend_pid()";
-    let first = f.db.scalar(watch);
-    assert_ne!(first, "0", "the watch's session is seen");
-    assert_eq!(f.db.scalar(&format!("SELECT pg_terminate_backend({first})")), "t");
-    let second = wait_for(|q| f.db.scalar(q), watch, |pid| pid != "0" && pid != first);
-    assert!(second != "0" && second != first, "the watch connected again: {second}");
+    await_line(&lines, &["waiting 0:", &held, "idle in transaction)"]);
+    TruncateHeldUp { f, holder, held, child, stderr }
+}
+
+/// A Ctrl-C ends the held-up load at once, and its TRUNCATE emptied nothing.
+fn ctrl_c_cancels_the_wait(f: &Fixture, child: Child, stderr: JoinHandle<String>) {
     let (code, stderr, took) = ctrl_c(child, stderr, Duration::from_secs(5));
     assert!(took < Duration::from_secs(5), "the wait was not cancelled: {stderr}");
     assert_eq!(code, Some(3), "{stderr}");
+    assert!(stderr.contains("interrupted after committing 0 chunks"), "{stderr}");
     assert_eq!(f.db.count("t"), 5, "the cancelled TRUNCATE emptied nothing");
 }
 
