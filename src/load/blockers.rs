@@ -200,9 +200,9 @@ fn blocked_sessions(session: &PgSession, ours: &[u32]) -> Result<Vec<Wait>, Erro
     let mut waits: Vec<Wait> = Vec::new();
     for row in rows {
         let text: Vec<String> = row.into_iter().map(Option::unwrap_or_default).collect();
-        let unexpected = || Error::Server(format!("the lock watch's query returned {text:?}"));
+        let unexpected = || Error::Server("the lock watch's query returned a row of another shape".into());
         let [waiter, event, seconds, relation, pid, role, application, state] =
-            <[String; 8]>::try_from(text.clone()).map_err(|_| unexpected())?;
+            <[String; 8]>::try_from(text).map_err(|_| unexpected())?;
         let holder = Holder { pid: pid.parse().map_err(|_| unexpected())?, role, application, state };
         let waiter = waiter.parse().map_err(|_| unexpected())?;
         match waits.last_mut() {
