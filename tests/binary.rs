@@ -432,7 +432,7 @@ fn values_the_server_refuses_are_rejects_in_binary_too() {
         if i % 400 == 7 {
             let (column, value) = refused[(i / 400) as usize % refused.len()];
             fields[column] = value.to_string();
-            bad_lines.push(all.lines().count() as u64 + 1);
+            bad_lines.push(i + 1);
         }
         all.push_str(&(fields.join("\t") + "\n"));
     }
