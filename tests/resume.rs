@@ -290,6 +290,51 @@ fn the_lock_watch_connects_again_when_its_session_ends() {
     ctrl_c_cancels_the_wait(&f, child, stderr);
 }
 
+/// The wait sampler's own session ends (a restart, pg_terminate_backend)
+/// while the load waits for a lock: it connects again and keeps sampling,
+/// so the report's "where the time went" covers the rest of the load.
+/// Before, it stopped for good, and the report counted only the waits
+/// before the loss.
+#[test]
+fn the_wait_sampler_connects_again_when_its_session_ends() {
+    let mut f = fixture(1_000_000, &[]);
+    let report = f.db.dir.path().join("waits.json");
+    f.args.extend(["--report".to_string(), report.display().to_string()]);
+    let child = f.spawn();
+    // A worker's statement is `[SAVEPOINT ...;] COPY "public"."t" ...`.
+    let copying = "SELECT count(*) > 0 FROM pg_stat_activity WHERE query LIKE '%COPY \"%' AND pid <> pg_backend_pid()";
+    wait_for(|q| f.db.scalar(q), copying, |s| s == "t");
+    let holder = f.db.session();
+    let asked = Instant::now();
+    holder.execute("BEGIN; LOCK TABLE t IN EXCLUSIVE MODE").unwrap();
+    let waiting = format!("{copying} AND wait_event_type = 'Lock'");
+    let activity = "SELECT string_agg(state || ' ' || coalesce(wait_event, '-') || ' ' || left(query, 30), '; ') \
+                    FROM pg_stat_activity WHERE pid <> pg_backend_pid()";
+    let waits = wait_for(|q| f.db.scalar(q), &waiting, |s| s == "t");
+    assert_eq!(waits, "t", "a worker waits for the lock: {}", f.db.scalar(activity));
+    let sampler = "SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE query LIKE '%leader_pid%' \
+                   AND pid <> pg_backend_pid()";
+    let first = f.db.scalar(sampler);
+    assert_ne!(first, "0", "the sampler's session is seen");
+    assert_eq!(f.db.scalar(&format!("SELECT pg_terminate_backend({first})")), "t");
+    // The most lock samples the first session can have taken: one a worker
+    // each 50 ms, from when the lock was asked for.
+    let most_before = 2 * (asked.elapsed().as_millis() as u64 / 50 + 1);
+    let second = wait_for(|q| f.db.scalar(q), sampler, |pid| pid != "0" && pid != first);
+    assert!(second != "0" && second != first, "the sampler connected again: {second}");
+    std::thread::sleep(Duration::from_secs(3));
+    holder.execute("ROLLBACK").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+    f.assert_exact();
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let waits = &json["summary"]["server_waits"];
+    let events = waits["events"].as_array().unwrap();
+    let lock = events.iter().find(|e| e["event"] == "Lock:relation").expect("a Lock:relation sample");
+    let samples = lock["samples"].as_u64().unwrap();
+    assert!(samples > most_before + 10, "{samples} lock samples, {most_before} possible before the loss: {waits}");
+}
+
 /// A `--truncate` load of 5 rows' table, held up by another session's
 /// open transaction that read it, once the progress line names the holder.
 struct TruncateHeldUp {

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
+use super::retry::keep_watching;
 use super::waits::pid_array;
 use crate::error::Error;
 use crate::progress::Progress;
@@ -71,20 +72,11 @@ impl Blockers {
     /// does not keep asking a server that refused its first connection (a
     /// connection limit the workers fill) or its query.
     pub fn run(&self, target: &PgTarget, progress: &Progress, interrupt: Option<&AtomicBool>, done: Receiver<()>) {
-        let mut connected_once = false;
-        while let Err(RecvTimeoutError::Timeout) = done.recv_timeout(FIRST_LOOK) {
-            let lost = match target.connect() {
-                Ok(session) => {
-                    connected_once = true;
-                    self.watch(&session, target, (progress, interrupt), &done)
-                }
-                Err(_) => connected_once,
-            };
+        keep_watching(target, &done, (FIRST_LOOK, FIRST_LOOK), |session| {
+            let lost = self.watch(session, target, (progress, interrupt), &done);
             progress.set_blocked(None);
-            if !lost {
-                return;
-            }
-        }
+            lost
+        });
     }
 
     /// Looks every [`PERIOD`] until `done`; true when the session was lost

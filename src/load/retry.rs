@@ -12,6 +12,8 @@
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+
 use super::{interrupted, Failed};
 use crate::error::Error;
 use crate::progress::Progress;
@@ -115,5 +117,36 @@ impl Reconnecting<'_> {
             waiting.because(failure.to_string());
             backoff.sleep(&|| interrupted(self.interrupt));
         }
+    }
+}
+
+/// Runs a side watch (the wait sampler, the lock watch) on a connection of
+/// its own, first after `first` and then after `pause` each time its session
+/// was lost, until `done` is dropped. `watch` returns whether its session was
+/// lost (a restart, a `pg_terminate_backend`): the watch must outlive a
+/// restart that the workers wait out, or the report and the Ctrl-C lose it
+/// for the rest of the load. A server that refused the first connection (a
+/// connection limit the workers fill) is not asked again: the load does not
+/// depend on the watch.
+pub(super) fn keep_watching(
+    target: &PgTarget,
+    done: &Receiver<()>,
+    (first, pause): (Duration, Duration),
+    mut watch: impl FnMut(&PgSession) -> bool,
+) {
+    let mut connected_once = false;
+    let mut wait = first;
+    while let Err(RecvTimeoutError::Timeout) = done.recv_timeout(wait) {
+        let lost = match target.connect() {
+            Ok(session) => {
+                connected_once = true;
+                watch(&session)
+            }
+            Err(_) => connected_once,
+        };
+        if !lost {
+            return;
+        }
+        wait = pause;
     }
 }

@@ -20,7 +20,9 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
 use super::defer::BUILD_MEMORY_MB;
+use super::retry::keep_watching;
 use crate::doctor::EXTENSION_LOCK_MEASURED;
+use crate::error::Error;
 use crate::report::{ServerWait, ServerWaits};
 use crate::sink::postgres::{PgSession, PgTarget};
 
@@ -28,6 +30,10 @@ use crate::sink::postgres::{PgSession, PgTarget};
 /// once prepared (0.5 ms unprepared: 2 % of a core at this rate, measured
 /// with pgbench).
 const PERIOD: Duration = Duration::from_millis(50);
+
+/// Time between attempts to connect again after the sampler's session was
+/// lost: the workers' reconnects, which the load waits on, come first.
+const RECONNECT_PAUSE: Duration = Duration::from_secs(1);
 
 /// What each sample asks: the watched sessions that run a statement, and
 /// what each waits on. From PostgreSQL 13 on, also the parallel workers
@@ -68,34 +74,41 @@ impl WaitSampler {
     /// Samples over a connection of its own until `done` is dropped, which
     /// wakes it at once (the load's end does not wait for a period).
     /// Without a connection (the server's connection limit, say) there is
-    /// simply no sample: the load does not depend on it.
+    /// simply no sample: the load does not depend on it. After a restart it
+    /// connects again, as the workers do, and samples their new sessions.
     pub fn run(&self, target: &PgTarget, done: Receiver<()>) {
-        let Ok(session) = target.connect() else { return };
+        keep_watching(target, &done, (Duration::ZERO, RECONNECT_PAUSE), |session| self.sample_until(session, &done));
+    }
+
+    /// Samples every [`PERIOD`] until `done`; true when the session was
+    /// lost (or failed in another way that may pass).
+    fn sample_until(&self, session: &PgSession, done: &Receiver<()>) -> bool {
         let version = session.server_version();
         let sql = match version >= 130000 {
             true => SAMPLE_WITH_HELPERS_SQL,
             false => SAMPLE_SQL,
         };
-        if session.prepare(SAMPLE, sql).is_err() {
-            return;
+        if let Err(e) = session.prepare(SAMPLE, sql) {
+            return e.may_pass();
         }
         *self.server_version.lock().unwrap() = version;
         while let Err(RecvTimeoutError::Timeout) = done.recv_timeout(PERIOD) {
-            if self.sample(&session).is_none() {
-                return;
+            if let Err(e) = self.sample(session) {
+                return e.may_pass();
             }
         }
+        false
     }
 
     /// One look at the watched sessions that are running a statement.
-    fn sample(&self, session: &PgSession) -> Option<()> {
+    fn sample(&self, session: &PgSession) -> Result<(), Error> {
         let pids = pid_array(&self.pids.lock().unwrap());
-        let rows = session.query_prepared(SAMPLE, &[Some(&pids), Some(ON_CPU)]).ok()?;
+        let rows = session.query_prepared(SAMPLE, &[Some(&pids), Some(ON_CPU)])?;
         let mut seen = self.seen.lock().unwrap();
         for event in rows.into_iter().filter_map(|r| r.into_iter().next().flatten()) {
             *seen.entry(event).or_default() += 1;
         }
-        Some(())
+        Ok(())
     }
 
     /// The shares of all samples so far, largest first, with the hint for
