@@ -280,6 +280,39 @@ fn report_chart_renders_in_a_browser() {
 
 /// The report says what the loading sessions waited on: here a lock another
 /// session holds on the table for the first 1.5 s of the load.
+/// A warning from the server (a trigger's RAISE WARNING here; the server's
+/// own, such as the one every session gets when it shuts down) comes once,
+/// counted, among the summary's warnings, and in the report; not on stderr
+/// once per row, over several lines, as libpq prints notices by default.
+#[test]
+fn server_warnings_are_counted_among_the_warnings_not_printed_as_they_come() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, note text)");
+    db.execute(
+        "CREATE FUNCTION warn() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+         IF NEW.id % 2 = 1 THEN RAISE WARNING 'odd id' USING DETAIL = 'odd ids are fine'; END IF; \
+         IF NEW.id <= 12 THEN RAISE WARNING 'row %', NEW.id; END IF; RETURN NEW; END $$",
+    );
+    db.execute("CREATE TRIGGER warn BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION warn()");
+    let rows: String = (1..=1000).map(|i| format!("{i}\tnote {i}\n")).collect();
+    let file = db.file("t.tsv", rows.as_bytes());
+    let report = db.dir.path().join("t.json");
+    let run =
+        db.load(&[file.to_str().unwrap(), "--table", "t", "--workers", "1", "--report", report.to_str().unwrap()]);
+    run.assert_ok();
+    assert_eq!(db.count("t"), 1000);
+    let said = "sluice: warning: the server said 500 times: WARNING: odd id DETAIL: odd ids are fine";
+    assert!(run.stderr.contains(said), "{}", run.stderr);
+    assert_eq!(run.stderr.matches("odd ids are fine").count(), 1, "said once: {}", run.stderr);
+    assert!(run.stderr.contains("the server said: WARNING: row 1\n"), "{}", run.stderr);
+    // 13 distinct warnings: 10 are kept, the other 3 counted.
+    assert!(run.stderr.contains("the server said 3 more things, not kept"), "{}", run.stderr);
+    assert!(!run.stderr.contains("row 12"), "{}", run.stderr);
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let warnings: Vec<&str> = json["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str()).collect();
+    assert!(warnings.iter().any(|w| w.starts_with("the server said 500 times: WARNING: odd id")), "{warnings:?}");
+}
+
 #[test]
 fn report_names_what_the_server_sessions_waited_on() {
     let db = TestDb::new();

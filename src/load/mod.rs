@@ -805,6 +805,7 @@ fn conclude(
     }
     let mut report = build_report(shared, req, records, scans, started_unix_ms, failure.is_none());
     report.summary.deferred = deferral;
+    warnings.extend(shared.target.server_notices());
     report.warnings.splice(0..0, warnings);
     report.summary.job = shared.job.clone();
     report.summary.chunks_by_others = elsewhere;

@@ -7,6 +7,7 @@
 //! that re-implemented them collected years of auth bug reports.
 
 use std::collections::HashMap;
+use std::ffi::{c_char, c_void, CStr};
 use std::sync::{Arc, Mutex};
 
 use libpq::result::ErrorField;
@@ -31,6 +32,7 @@ pub struct PgTarget {
     conninfo: String,
     display: String,
     open: OpenSessions,
+    notices: ServerNotices,
 }
 
 /// The server process ids of the sessions a target has open, so that a
@@ -49,6 +51,63 @@ impl OpenSessions {
     }
 }
 
+/// What the server said besides results and errors: warnings (sluice sets
+/// `client_min_messages = warning`), such as `terminating connection due to
+/// immediate shutdown command` from every session when the server goes
+/// down, or a trigger's `RAISE WARNING`. libpq's default prints each on
+/// stderr as it comes, over several lines, across the progress line, once
+/// per session; sluice keeps each distinct one once, counted, and says them
+/// among the summary's warnings.
+#[derive(Clone, Debug, Default)]
+struct ServerNotices(Arc<Mutex<NoticeLog>>);
+
+/// Distinct notices kept; the rest are only counted (a trigger that warns
+/// about every row must not fill memory).
+const DISTINCT_NOTICES: usize = 10;
+
+#[derive(Debug, Default)]
+struct NoticeLog {
+    /// Each distinct notice on one line, with how often it came.
+    kept: Vec<(String, u64)>,
+    /// Notices beyond the first [`DISTINCT_NOTICES`] distinct ones.
+    others: u64,
+}
+
+impl NoticeLog {
+    fn add(&mut self, notice: String) {
+        if let Some((_, times)) = self.kept.iter_mut().find(|(kept, _)| *kept == notice) {
+            *times += 1;
+        } else if self.kept.len() < DISTINCT_NOTICES {
+            self.kept.push((notice, 1));
+        } else {
+            self.others += 1;
+        }
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        let kept = self.kept.iter().map(|(notice, times)| match times {
+            1 => format!("the server said: {notice}"),
+            _ => format!("the server said {times} times: {notice}"),
+        });
+        let others = (self.others > 0).then(|| format!("the server said {} more things, not kept", self.others));
+        kept.chain(others).collect()
+    }
+}
+
+/// libpq's notice processor for sluice's sessions: `arg` is the session's
+/// [`ServerNotices`] log, which outlives the connection (see [`PgSession`]).
+unsafe extern "C" fn keep_notice(arg: *mut c_void, message: *const c_char) {
+    if arg.is_null() || message.is_null() {
+        return;
+    }
+    // SAFETY: `arg` is the `Mutex<NoticeLog>` of an `Arc` the session holds
+    // until after its connection is finished; libpq passes a C string.
+    let (log, message) = unsafe { (&*(arg as *const Mutex<NoticeLog>), CStr::from_ptr(message)) };
+    if let Ok(mut log) = log.lock() {
+        log.add(one_line(&message.to_string_lossy()));
+    }
+}
+
 impl PgTarget {
     pub fn new(db: Option<&str>) -> Self {
         let conninfo = db.unwrap_or("").to_string();
@@ -56,12 +115,18 @@ impl PgTarget {
             Some(db) if !db.is_empty() => display_conninfo(db),
             _ => defaults_display(),
         };
-        PgTarget { conninfo, display, open: OpenSessions::default() }
+        PgTarget { conninfo, display, open: OpenSessions::default(), notices: ServerNotices::default() }
     }
 
     /// The server process ids of the sessions open through this target.
     pub fn open_sessions(&self) -> Vec<u32> {
         self.open.0.lock().unwrap().clone()
+    }
+
+    /// What the server said on this target's sessions besides results and
+    /// errors, as warnings for the summary (see [`ServerNotices`]).
+    pub fn server_notices(&self) -> Vec<String> {
+        self.notices.0.lock().unwrap().warnings()
     }
 
     /// The target as shown in messages, without a password.
@@ -91,7 +156,12 @@ impl PgTarget {
         let conn = Connection::with_params(&params, expand)
             .map_err(|e| Error::Connect { target: self.display.clone(), message: one_line(&e.to_string()) })?;
         let pid = conn.backend_pid();
-        let session = PgSession { conn, copy_sql: String::new(), relname: String::new(), pid, open: self.open.clone() };
+        let notices = self.notices.clone();
+        // SAFETY: the log stays alive as long as the session, whose
+        // connection is finished before its fields after it are dropped.
+        unsafe { conn.set_notice_processor(Some(keep_notice), Arc::as_ptr(&notices.0) as *mut c_void) };
+        let open = self.open.clone();
+        let session = PgSession { conn, copy_sql: String::new(), relname: String::new(), pid, open, _notices: notices };
         session.lift_timeouts()?;
         self.open.add(pid);
         Ok(session)
@@ -240,6 +310,9 @@ pub struct PgSession {
     relname: String,
     pid: u32,
     open: OpenSessions,
+    /// Where `conn`'s notices go; declared after `conn`, so it is dropped
+    /// after the connection is finished.
+    _notices: ServerNotices,
 }
 
 impl Drop for PgSession {
