@@ -1060,3 +1060,146 @@ fn fuzzed_bytea(rng: &mut Rng) -> String {
         })
         .collect()
 }
+
+/// A CSV dialect: delimiter, quote, escape and NULL string.
+struct Dialect {
+    delimiter: char,
+    quote: char,
+    escape: char,
+    null: &'static str,
+}
+
+const DIALECTS: &[Dialect] = &[
+    Dialect { delimiter: ',', quote: '"', escape: '"', null: "" },
+    Dialect { delimiter: ';', quote: '\'', escape: '\\', null: "NULL" },
+    Dialect { delimiter: '\t', quote: '"', escape: '\\', null: "\\N" },
+];
+
+impl Dialect {
+    /// COPY's options for it, as SQL.
+    fn copy_options(&self) -> String {
+        let literal = |c: &str| format!("E'{}'", c.replace('\\', "\\\\").replace('\'', "\\'").replace('\t', "\\t"));
+        format!(
+            "FORMAT csv, DELIMITER {}, QUOTE {}, ESCAPE {}, NULL {}",
+            literal(&self.delimiter.to_string()),
+            literal(&self.quote.to_string()),
+            literal(&self.escape.to_string()),
+            literal(self.null)
+        )
+    }
+
+    /// A number field: mostly a number, bare or quoted; else any field.
+    fn number(&self, rng: &mut Rng, pool: &[&str]) -> String {
+        let number = format!("{}{}", rng.pick(&["", "", "", "-", "-", " "]), rng.below(100_000));
+        match rng.below(8) {
+            0..=3 => number,
+            4 => format!("{q}{number}{q}", q = self.quote),
+            _ => self.field(rng, pool),
+        }
+    }
+
+    /// A field around CSV's edges: unquoted or quoted, empty (NULL) or
+    /// quoted empty (a string), the NULL string bare or quoted, escaped
+    /// quotes, delimiters and line ends inside quotes, `\.` at a line's
+    /// start, and now and then a stray quote or text after the closing one.
+    fn field(&self, rng: &mut Rng, pool: &[&str]) -> String {
+        let (q, e, d) = (self.quote.to_string(), self.escape.to_string(), self.delimiter.to_string());
+        let bare = |rng: &mut Rng| -> String { (0..1 + rng.below(3)).map(|_| rng.pick(pool)).collect() };
+        match rng.below(16) {
+            0 => String::new(),
+            1 => self.null.to_string(),
+            2 => format!("{q}{}{q}", self.null),
+            3 => format!("{q}{q}"),
+            4..=9 => bare(rng),
+            10 => {
+                // A quote inside an unquoted field begins a quoted part.
+                let (a, b) = (bare(rng), bare(rng));
+                format!("{a}{q}{b}{}", if rng.below(3) == 0 { "" } else { &q })
+            }
+            _ => {
+                let inside = [&format!("{e}{q}"), &format!("{e}{e}"), &d, "\n", "\r\n", "\n\\.\n", &e, " "];
+                let body: String = (0..rng.below(5))
+                    .map(|_| if rng.below(2) == 0 { rng.pick(pool).to_string() } else { rng.pick(&inside).to_string() })
+                    .collect();
+                let after = if rng.below(10) == 0 { rng.pick(&[" ", "x", &q]) } else { "" };
+                format!("{q}{body}{q}{after}")
+            }
+        }
+    }
+}
+
+/// Random CSV records in three dialects (see [`Dialect::field`]), given to
+/// the encoder one by one as a chunk's records: every record it reads must
+/// be one record that the server's CSV reading accepts (a COPY of its own),
+/// with the same values once loaded as binary. The binary path splits CSV
+/// fields on the client, where the text path leaves them to the server.
+#[test]
+fn the_encoder_reads_random_csv_as_the_server_does() {
+    let db = TestDb::new();
+    let seed = std::env::var("FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x2545_F491_4F6C_DD1D);
+    let mut rng = Rng(seed ^ 0x5EED_C5F0);
+    let columns: Vec<(String, String)> =
+        [("n", "integer"), ("a", "text"), ("b", "numeric"), ("c", "text"), ("d", "integer")]
+            .iter()
+            .map(|(name, sql_type)| (name.to_string(), sql_type.to_string()))
+            .collect();
+    let text_pool = ["a", "é", " ", "1", "x y", "\\", "'", "\"", "NULL", "N"];
+    let number_pool = ["1", "25", "0", "-3", " 2", "1 ", ".5", "x"];
+    for dialect in DIALECTS {
+        db.execute(
+            "DROP TABLE IF EXISTS want, got; CREATE TABLE want (n int, a text, b numeric, c text, d int); \
+                    CREATE TABLE got (LIKE want)",
+        );
+        let options = sluice::format::FormatOptions {
+            kind: sluice::format::FormatKind::Csv,
+            delimiter: Some(dialect.delimiter as u8),
+            quote: Some(dialect.quote as u8),
+            escape: Some(dialect.escape as u8),
+            null: Some(dialect.null.to_string()),
+            header: false,
+            encoding: None,
+        };
+        let mut encoder = BinaryEncoder::new(&columns, &options).unwrap();
+        encoder.begin_chunk();
+        let copy_text = format!("COPY want FROM STDIN WITH ({})", dialect.copy_options());
+        let mut session = db.session();
+        let (mut binary, mut encoded, mut taken) = (binary::HEADER.to_vec(), 0, 0);
+        for n in 0..2000 {
+            let fields = [
+                n.to_string(),
+                dialect.field(&mut rng, &text_pool),
+                dialect.number(&mut rng, &number_pool),
+                dialect.field(&mut rng, &text_pool),
+                dialect.number(&mut rng, &number_pool),
+            ];
+            let record = fields.join(&dialect.delimiter.to_string()) + "\n";
+            let server_took = session.copy_rows(&copy_text, record.as_bytes()).is_ok();
+            taken += u32::from(server_took);
+            let mut row = Vec::new();
+            match encoder.encode(record.as_bytes(), true, &mut row) {
+                Ok(done) => {
+                    assert_eq!(done.records, 1, "{}: {record:?} read as {} records", dialect.null, done.records);
+                    assert!(server_took, "{:?}: {record:?} encoded, and the server refuses it", dialect.copy_options());
+                    binary.extend_from_slice(&row);
+                    encoded += 1;
+                }
+                // A chunk goes as text from its first unsure record on;
+                // the next records begin a chunk of their own here.
+                Err(_) => encoder.begin_chunk(),
+            }
+        }
+        binary.extend_from_slice(binary::TRAILER);
+        session.copy_rows("COPY got FROM STDIN WITH (FORMAT binary)", &binary).unwrap();
+        eprintln!("{}: {taken} of 2000 records taken by the server, {encoded} encoded", dialect.copy_options());
+        assert!(encoded > 400, "only {encoded} of 2000 records encoded");
+        let differ = db.scalar(
+            "SELECT count(*) FROM got g LEFT JOIN want w USING (n) \
+             WHERE w.n IS NULL OR (g.a, g.b, g.c, g.d) IS DISTINCT FROM (w.a, w.b, w.c, w.d)",
+        );
+        let example = db.scalar(
+            "SELECT coalesce(min(format('%s: %L %L %L %L / %L %L %L %L', n, g.a, g.b, g.c, g.d, w.a, w.b, w.c, w.d)), '') \
+             FROM got g LEFT JOIN want w USING (n) WHERE (g.a, g.b, g.c, g.d) IS DISTINCT FROM (w.a, w.b, w.c, w.d)",
+        );
+        assert_eq!(differ, "0", "{}: binary / text, first: {example}", dialect.copy_options());
+    }
+}
