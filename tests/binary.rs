@@ -413,7 +413,8 @@ fn domains_load_as_binary_as_their_base_types() {
 fn values_the_server_refuses_are_rejects_in_binary_too() {
     let db = TestDb::new();
     db.execute(
-        "CREATE TABLE got (id int, r real, f double precision, n int, day date, tm time); CREATE TABLE want (LIKE got)",
+        "CREATE TABLE got (id int, r real, f double precision, n int, day date, tm time, t text); \
+         CREATE TABLE want (LIKE got)",
     );
     let refused = [
         (1, "1e-46"),
@@ -423,11 +424,15 @@ fn values_the_server_refuses_are_rejects_in_binary_too() {
         (3, "2147483648"),
         (4, "2020-02-30"),
         (5, "25:00:00"),
+        // Escapes that make bytes which are not UTF-8.
+        (6, "\\377x"),
+        (6, "caf\\xc3"),
     ];
     let (mut all, mut good, mut bad_lines) = (String::new(), String::new(), Vec::new());
     for i in 0..3000u64 {
         let mut fields = vec![i.to_string(), format!("{}.25", i % 97), format!("{i}e-3"), (i * 7).to_string()];
         fields.extend([format!("2024-{:02}-{:02}", 1 + i % 12, 1 + i % 28), format!("{:02}:{:02}:00", i % 24, i % 60)]);
+        fields.push(format!("caf\\xc3\\xa9 {i}"));
         good.push_str(&(fields.join("\t") + "\n"));
         if i % 400 == 7 {
             let (column, value) = refused[(i / 400) as usize % refused.len()];
@@ -459,6 +464,7 @@ fn values_the_server_refuses_are_rejects_in_binary_too() {
         .collect();
     assert_eq!(lines, bad_lines, "{rejects}");
     assert!(rejects.contains("out of range for type real"), "{rejects}");
+    assert!(rejects.contains("invalid byte sequence for encoding"), "{rejects}");
     db.psql_copy("want", &db.file("good.tsv", good.as_bytes()), "");
     let dropped = bad_lines.len() as u64;
     assert_eq!(db.count("got") + dropped, db.count("want"));
@@ -1156,18 +1162,9 @@ impl Dialect {
 fn the_encoder_reads_random_csv_as_the_server_does() {
     let db = TestDb::new();
     let mut rng = Rng(fuzz_seed() ^ 0x5EED_C5F0);
-    let columns: Vec<(String, String)> =
-        [("n", "integer"), ("a", "text"), ("b", "numeric"), ("c", "text"), ("d", "integer")]
-            .iter()
-            .map(|(name, sql_type)| (name.to_string(), sql_type.to_string()))
-            .collect();
     let text_pool = ["a", "é", " ", "1", "x y", "\\", "'", "\"", "NULL", "N"];
     let number_pool = ["1", "25", "0", "-3", " 2", "1 ", ".5", "x"];
     for dialect in DIALECTS {
-        db.execute(
-            "DROP TABLE IF EXISTS want, got; CREATE TABLE want (n int, a text, b numeric, c text, d int); \
-                    CREATE TABLE got (LIKE want)",
-        );
         let options = sluice::format::FormatOptions {
             kind: sluice::format::FormatKind::Csv,
             delimiter: Some(dialect.delimiter as u8),
@@ -1177,12 +1174,7 @@ fn the_encoder_reads_random_csv_as_the_server_does() {
             header: false,
             encoding: None,
         };
-        let mut encoder = BinaryEncoder::new(&columns, &options).unwrap();
-        encoder.begin_chunk();
-        let copy_text = format!("COPY want FROM STDIN WITH ({})", dialect.copy_options());
-        let mut session = db.session();
-        let (mut binary, mut encoded, mut taken) = (binary::HEADER.to_vec(), 0, 0);
-        for n in 0..2000 {
+        let records = (0..2000).map(|n| {
             let fields = [
                 n.to_string(),
                 dialect.field(&mut rng, &text_pool, false),
@@ -1190,35 +1182,157 @@ fn the_encoder_reads_random_csv_as_the_server_does() {
                 dialect.field(&mut rng, &text_pool, false),
                 dialect.number(&mut rng, &number_pool),
             ];
-            let record = fields.join(&dialect.delimiter.to_string()) + "\n";
-            let server_took = session.copy_rows(&copy_text, record.as_bytes()).is_ok();
-            taken += u32::from(server_took);
-            let mut row = Vec::new();
-            match encoder.encode(record.as_bytes(), true, &mut row) {
-                Ok(done) => {
-                    assert_eq!(done.records, 1, "{}: {record:?} read as {} records", dialect.null, done.records);
-                    assert!(server_took, "{:?}: {record:?} encoded, and the server refuses it", dialect.copy_options());
-                    binary.extend_from_slice(&row);
-                    encoded += 1;
+            fields.join(&dialect.delimiter.to_string()) + "\n"
+        });
+        encoded_as_the_server_reads(&db, &options, &dialect.copy_options(), records);
+    }
+}
+
+/// Random text-format (TSV) records: every backslash escape, valid or
+/// not (octal, hex, `\N`, a backslash before any character or at the
+/// end), escaped bytes that make UTF-8 or do not, in two dialects (tab
+/// with `\N`; `|` with an empty NULL, as TPC-H files come), checked as
+/// [`encoded_as_the_server_reads`] does. lineitem loads this way by default.
+#[test]
+fn the_encoder_reads_random_tsv_as_the_server_does() {
+    let db = TestDb::new();
+    let mut rng = Rng(fuzz_seed() ^ 0x7AB5);
+    let text_pool = [
+        "a",
+        "é",
+        " ",
+        "1",
+        "\\\\",
+        "\\N",
+        "\\n",
+        "\\t",
+        "\\r",
+        "\\b",
+        "\\f",
+        "\\v",
+        "\\x41",
+        "\\x4",
+        "\\x",
+        "\\xg",
+        "\\101",
+        "\\1",
+        "\\18",
+        "\\9",
+        "\\.",
+        "\\q",
+        "\\xc3\\xa9",
+        "\\xff",
+        "\\377",
+        "\\303\\251",
+        "\\x00",
+        "N",
+    ];
+    let number_pool = ["1", "25", "0", "-3", " 2", ".5", "\\061", "\\x32", "\\N", "\\-1", "x"];
+    for (delimiter, null) in [("\t", "\\N"), ("|", "")] {
+        let options = sluice::format::FormatOptions {
+            kind: sluice::format::FormatKind::Tsv,
+            delimiter: Some(delimiter.as_bytes()[0]),
+            quote: None,
+            escape: None,
+            null: Some(null.to_string()),
+            header: false,
+            encoding: None,
+        };
+        let field = |rng: &mut Rng, pool: &[&str]| -> String {
+            match rng.below(10) {
+                0 => null.to_string(),
+                1 => String::new(),
+                2..=5 if pool.len() < 15 => format!("{}{}", rng.pick(&["", "", "-"]), rng.below(100_000)),
+                _ => {
+                    let text: String = (0..rng.below(4)).map(|_| rng.pick(pool)).collect();
+                    // Now and then a backslash at the field's very end.
+                    if rng.below(20) == 0 {
+                        text + "\\"
+                    } else {
+                        text
+                    }
                 }
-                // A chunk goes as text from its first unsure record on;
-                // the next records begin a chunk of their own here.
-                Err(_) => encoder.begin_chunk(),
             }
+        };
+        let records = (0..2000).map(|n| {
+            let fields = [
+                n.to_string(),
+                field(&mut rng, &text_pool),
+                field(&mut rng, &number_pool),
+                field(&mut rng, &text_pool),
+                field(&mut rng, &number_pool),
+            ];
+            fields.join(delimiter) + "\n"
+        });
+        let copy_options =
+            format!("DELIMITER E'{}', NULL E'{}'", delimiter.replace('\t', "\\t"), null.replace('\\', "\\\\"));
+        encoded_as_the_server_reads(&db, &options, &copy_options, records);
+    }
+}
+
+/// Gives `records` to the encoder one by one as a chunk's records, and each
+/// to the server's own reading (a text COPY of its own, with
+/// `copy_options`) into `(n int, a text, b numeric, c text, d int)`: every
+/// record the encoder reads must be one record, loaded as binary with the
+/// values the server reads, or refused as binary where the server refuses
+/// its text (an escape that makes invalid UTF-8 is the server's to judge).
+fn encoded_as_the_server_reads(
+    db: &TestDb,
+    options: &sluice::format::FormatOptions,
+    copy_options: &str,
+    records: impl Iterator<Item = String>,
+) {
+    let columns: Vec<(String, String)> =
+        [("n", "integer"), ("a", "text"), ("b", "numeric"), ("c", "text"), ("d", "integer")]
+            .iter()
+            .map(|(name, sql_type)| (name.to_string(), sql_type.to_string()))
+            .collect();
+    db.execute(
+        "DROP TABLE IF EXISTS want, got; CREATE TABLE want (n int, a text, b numeric, c text, d int); \
+         CREATE TABLE got (LIKE want)",
+    );
+    let mut encoder = BinaryEncoder::new(&columns, options).unwrap();
+    encoder.begin_chunk();
+    let copy_text = format!("COPY want FROM STDIN WITH ({copy_options})");
+    let mut session = db.session();
+    let (mut binary, mut encoded, mut taken, mut all) = (binary::HEADER.to_vec(), 0, 0, 0);
+    let mut refused = Vec::new();
+    for record in records {
+        all += 1;
+        let server_took = session.copy_rows(&copy_text, record.as_bytes()).is_ok();
+        taken += u32::from(server_took);
+        let mut row = Vec::new();
+        match encoder.encode(record.as_bytes(), true, &mut row) {
+            Ok(done) => {
+                assert_eq!(done.records, 1, "{copy_options}: {record:?} read as {} records", done.records);
+                match server_took {
+                    true => binary.extend_from_slice(&row),
+                    false => refused.push((record, row)),
+                }
+                encoded += 1;
+            }
+            // A chunk goes as text from its first unsure record on; the
+            // next records begin a chunk of their own here.
+            Err(_) => encoder.begin_chunk(),
         }
-        binary.extend_from_slice(binary::TRAILER);
-        session.copy_rows("COPY got FROM STDIN WITH (FORMAT binary)", &binary).unwrap();
-        eprintln!("{}: {taken} of 2000 records taken by the server, {encoded} encoded", dialect.copy_options());
-        assert!(encoded > 400, "only {encoded} of 2000 records encoded");
-        let differ = db.scalar(
-            "SELECT count(*) FROM got g LEFT JOIN want w USING (n) \
-             WHERE w.n IS NULL OR (g.a, g.b, g.c, g.d) IS DISTINCT FROM (w.a, w.b, w.c, w.d)",
-        );
-        let example = db.scalar(
-            "SELECT coalesce(min(format('%s: %L %L %L %L / %L %L %L %L', n, g.a, g.b, g.c, g.d, w.a, w.b, w.c, w.d)), '') \
-             FROM got g LEFT JOIN want w USING (n) WHERE (g.a, g.b, g.c, g.d) IS DISTINCT FROM (w.a, w.b, w.c, w.d)",
-        );
-        assert_eq!(differ, "0", "{}: binary / text, first: {example}", dialect.copy_options());
+    }
+    binary.extend_from_slice(binary::TRAILER);
+    session.copy_rows("COPY got FROM STDIN WITH (FORMAT binary)", &binary).unwrap();
+    eprintln!("{copy_options}: {taken} of {all} records taken by the server, {encoded} encoded");
+    assert!(encoded > all / 5, "{copy_options}: only {encoded} of {all} records encoded");
+    let differ = db.scalar(
+        "SELECT count(*) FROM got g LEFT JOIN want w USING (n) \
+         WHERE w.n IS NULL OR (g.a, g.b, g.c, g.d) IS DISTINCT FROM (w.a, w.b, w.c, w.d)",
+    );
+    let example = db.scalar(
+        "SELECT coalesce(min(format('%s: %L %L %L %L / %L %L %L %L', n, g.a, g.b, g.c, g.d, w.a, w.b, w.c, w.d)), '') \
+         FROM got g LEFT JOIN want w USING (n) WHERE (g.a, g.b, g.c, g.d) IS DISTINCT FROM (w.a, w.b, w.c, w.d)",
+    );
+    assert_eq!(differ, "0", "{copy_options}: binary / text, first: {example}");
+    for (record, row) in refused {
+        let alone = [binary::HEADER, &row, binary::TRAILER].concat();
+        let copied = session.copy_rows("COPY got FROM STDIN WITH (FORMAT binary)", &alone);
+        assert!(copied.is_err(), "{copy_options}: {record:?} loaded as binary, which the server refuses as text");
     }
 }
 
