@@ -1356,40 +1356,60 @@ fn random_csv_files_load_in_small_chunks_as_one_copy_loads_them() {
                 fields.join(&delimiter) + "\n"
             })
             .collect();
-        let file = db.file(&format!("random-{i}.csv"), records.as_bytes());
-        db.execute(
-            "DROP TABLE IF EXISTS want, got, got_binary; CREATE TABLE want (n int, a text, b text, c text); \
-             CREATE TABLE got (LIKE want); CREATE TABLE got_binary (LIKE want)",
-        );
-        let copy = format!("COPY want FROM STDIN WITH ({})", dialect.copy_options());
-        db.session().copy_rows(&copy, records.as_bytes()).unwrap();
-        assert_eq!(db.count("want"), 3000);
         let (quote, escape) = (dialect.quote.to_string(), dialect.escape.to_string());
-        for (table, copy_format) in [("got", "text"), ("got_binary", "binary")] {
-            let path = file.to_str().unwrap();
-            let run = db.load(&[
-                path,
-                "--table",
-                table,
-                "--format",
-                "csv",
-                "--delimiter",
-                &delimiter,
-                "--quote",
-                &quote,
-                "--escape",
-                &escape,
-                "--null",
-                dialect.null,
-                "--chunk-size",
-                "1KiB",
-                "--workers",
-                "2",
-                "--copy-format",
-                copy_format,
-            ]);
-            run.assert_ok();
-            db.assert_same_rows("want", table);
-        }
+        let flags = ["--format", "csv", "--delimiter", &delimiter, "--quote", &quote, "--escape", &escape];
+        let file = db.file(&format!("random-{i}.csv"), records.as_bytes());
+        loads_as_one_copy(&db, &file, &dialect.copy_options(), &[&flags[..], &["--null", dialect.null]].concat());
+    }
+}
+
+/// Random valid text-format (TSV) files: escapes of every kind that make
+/// valid UTF-8, and a backslash before a real newline (a newline in the
+/// data, which joins two lines into one record), cut into 1 KiB chunks:
+/// sluice loads, as text and as binary, what one COPY of the whole file
+/// loads.
+#[test]
+fn random_tsv_files_load_in_small_chunks_as_one_copy_loads_them() {
+    let db = TestDb::new();
+    let mut rng = Rng(fuzz_seed() ^ 0x7F11E);
+    let pool = [
+        "a", "é", " ", "1", "\\\\", "\\N", "\\n", "\\t", "\\x41", "\\x4", "\\101", "\\b", "\\q", "\\\n", "\\\n", "N",
+        "|",
+    ];
+    for (i, (delimiter, null)) in [("\t", "\\N"), ("|", "")].into_iter().enumerate() {
+        let records: String = (0..3000)
+            .map(|n| {
+                let fields: Vec<String> = std::iter::once(n.to_string())
+                    .chain((0..3).map(|_| match rng.below(8) {
+                        0 => null.to_string(),
+                        _ => (0..rng.below(5)).map(|_| rng.pick(&pool)).filter(|p| *p != delimiter).collect(),
+                    }))
+                    .collect();
+                fields.join(delimiter) + "\n"
+            })
+            .collect();
+        let file = db.file(&format!("random-{i}.tsv"), records.as_bytes());
+        let copy_options =
+            format!("DELIMITER E'{}', NULL E'{}'", delimiter.replace('\t', "\\t"), null.replace('\\', "\\\\"));
+        loads_as_one_copy(&db, &file, &copy_options, &["--format", "tsv", "--delimiter", delimiter, "--null", null]);
+    }
+}
+
+/// Loads `file` into `(n int, a text, b text, c text)` by one COPY with
+/// `copy_options`, and by sluice with `flags` in 1 KiB chunks by 2 workers,
+/// as text and as binary: the three tables must hold the same rows.
+fn loads_as_one_copy(db: &TestDb, file: &std::path::Path, copy_options: &str, flags: &[&str]) {
+    db.execute(
+        "DROP TABLE IF EXISTS want, got, got_binary; CREATE TABLE want (n int, a text, b text, c text); \
+         CREATE TABLE got (LIKE want); CREATE TABLE got_binary (LIKE want)",
+    );
+    let records = std::fs::read(file).unwrap();
+    db.session().copy_rows(&format!("COPY want FROM STDIN WITH ({copy_options})"), &records).unwrap();
+    assert_eq!(db.count("want"), 3000);
+    for (table, copy_format) in [("got", "text"), ("got_binary", "binary")] {
+        let common = [file.to_str().unwrap(), "--table", table, "--chunk-size", "1KiB", "--workers", "2"];
+        let run = db.load(&[&common[..], flags, &["--copy-format", copy_format]].concat());
+        run.assert_ok();
+        db.assert_same_rows("want", table);
     }
 }
