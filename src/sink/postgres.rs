@@ -700,6 +700,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn notices_are_kept_once_each_and_counted() {
+        let mut log = NoticeLog::default();
+        for i in 0..30 {
+            log.add("WARNING: odd".into());
+            log.add(format!("WARNING: row {i}"));
+        }
+        let warnings = log.warnings();
+        assert_eq!(warnings.len(), DISTINCT_NOTICES + 1);
+        assert_eq!(warnings[0], "the server said 30 times: WARNING: odd");
+        assert_eq!(warnings[1], "the server said: WARNING: row 0");
+        assert_eq!(warnings[DISTINCT_NOTICES], "the server said 21 more things, not kept");
+        assert!(NoticeLog::default().warnings().is_empty());
+    }
+
+    #[test]
     fn parses_copy_context() {
         let parse = |c| parse_copy_context(c, "t");
         assert_eq!(parse("COPY t, line 12, column qty: \"12a\""), (Some(12), Some("qty".into())));
