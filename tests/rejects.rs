@@ -587,3 +587,36 @@ fn runaway_record_is_rejected_and_the_rest_loads() {
         assert_eq!(r["summary"]["records_read"], 2000 - swallowed + 1);
     }
 }
+
+/// A line ending in CR LF among lines ending in LF is refused by the server
+/// (it takes a COPY's line end from its first line), in JSON lines as in
+/// TSV; the reject says so and what to do, not only the server's words
+/// about an "unquoted carriage return", which speak of CSV quoting.
+#[test]
+fn a_crlf_line_among_lf_lines_is_a_reject_that_says_why() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE j (doc json); CREATE TABLE jb (doc jsonb); CREATE TABLE t (id int, note text)");
+    let json = db.file("mixed.jsonl", b"{\"a\":1}\n{\"a\":2}\r\n{\"a\":3}\n");
+    let tsv = db.file("mixed.tsv", b"1\tone\n2\ttwo\r\n3\tthree\n");
+    let lf_among_crlf = db.file("mixed-crlf.tsv", b"1\tone\r\n2\ttwo\n3\tthree\r\n");
+    let files = [
+        (&json, "j", "JSON-lines"),
+        (&json, "jb", "JSON-lines"),
+        (&tsv, "t", "(text)"),
+        (&lf_among_crlf, "t", "(text)"),
+    ];
+    for (file, table, says) in files {
+        for format in ["text", "binary"] {
+            let loaded = load_with_rejects(&db, file, table, &["--copy-format", format, "--restart", "--truncate"]);
+            assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
+            assert_eq!(loaded.rejects.len(), 1, "{table} {format}: {:?}", loaded.rejects);
+            let reject = &loaded.rejects[0];
+            assert_eq!(reject["line"], 2, "{reject}");
+            let reason = reject["reason"].as_str().unwrap();
+            assert!(reason.contains(" found in data: "), "{reason}");
+            assert!(reason.contains(says) && reason.contains("dos2unix"), "{table} {format}: {reason}");
+            assert_eq!(db.count(table), 2);
+            assert_accounts(&loaded.report);
+        }
+    }
+}

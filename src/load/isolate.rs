@@ -35,7 +35,7 @@ use super::{nothing_loads, rows_loaded_so_far, Shared, ALL_REJECTED_STOP};
 use crate::chunk::{locate_server_line, Chunk};
 use crate::error::Error;
 use crate::format::scan::LineEnd;
-use crate::format::RecordScanner;
+use crate::format::{FormatKind, RecordScanner};
 use crate::rejects::Reject;
 use crate::sink::postgres::PgSession;
 use crate::sink::{CopyOutcome, CopyRefusal};
@@ -353,15 +353,41 @@ impl Isolator<'_> {
         let loc = &self.chunk.loc;
         let file = &self.shared.sources[loc.source].name;
         let position = loc.position(file, i as u64, self.index.lines_before[i], self.index.start[i] as u64);
+        let advice = line_end_advice(&r.message, self.shared.format.kind).unwrap_or_default();
         let mut reason = r.message;
         if let Some(detail) = r.detail {
             reason.push_str(&format!(" ({detail})"));
         }
+        reason.push_str(advice);
         let mut reject = Reject::new(position, reason, self.index.bytes(self.bytes, i, i + 1));
         reject.sqlstate = r.sqlstate;
         reject.column = r.column;
         self.rejects.push(reject);
     }
+}
+
+/// What the server's line-end refusals mean for a file that sluice cut
+/// into chunks. The server takes a COPY's line end (LF or CR LF) from its
+/// first line: a line of a chunk that ends otherwise is refused, with a
+/// message about a carriage return or a newline "found in data" whose hint
+/// speaks of CSV quoting, even for JSON lines, which sluice sends as CSV.
+fn line_end_advice(message: &str, kind: FormatKind) -> Option<&'static str> {
+    let about_line_ends = ["carriage return found in data", "newline found in data"];
+    if !about_line_ends.iter().any(|m| message.ends_with(m)) {
+        return None;
+    }
+    Some(match kind {
+        FormatKind::Jsonl => {
+            ": a JSON-lines line must end as the lines before it do, all in LF or all in CR LF (the server takes \
+             the line end from a chunk's first line), and hold no other carriage return; make the line ends \
+             alike (dos2unix)"
+        }
+        _ => {
+            ": the server takes the line end (LF or CR LF) from a chunk's first line, so a line ending otherwise is \
+             refused, as is a line end in a field that is not quoted (CSV) or escaped (text); if the file's line \
+             ends are mixed, make them alike (dos2unix)"
+        }
+    })
 }
 
 #[cfg(test)]
