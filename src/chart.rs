@@ -28,6 +28,15 @@ pub fn html(report: &LoadReport) -> String {
     for line in report.wait_lines() {
         let _ = write!(page, "<p>{}</p>", escape(line.trim_start()));
     }
+    // What the summary warned of (a lock waited for, what the server said)
+    // is part of where the time went.
+    if !report.warnings.is_empty() {
+        page.push_str("<ul class=\"warnings\">");
+        for warning in &report.warnings {
+            let _ = write!(page, "<li>{}</li>", escape(warning));
+        }
+        page.push_str("</ul>");
+    }
     page.push_str(&lanes(&report.chunks, s.workers.max(1), wall));
     page.push_str(&throughput(&report.chunks, wall));
     page.push_str(

@@ -311,6 +311,8 @@ fn server_warnings_are_counted_among_the_warnings_not_printed_as_they_come() {
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
     let warnings: Vec<&str> = json["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str()).collect();
     assert!(warnings.iter().any(|w| w.starts_with("the server said 500 times: WARNING: odd id")), "{warnings:?}");
+    let page = std::fs::read_to_string(report.with_extension("html")).unwrap();
+    assert!(page.contains("<li>the server said 500 times: WARNING: odd id"), "the chart's page lists the warnings");
 }
 
 #[test]
