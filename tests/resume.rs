@@ -319,10 +319,13 @@ fn the_wait_sampler_connects_again_when_its_session_ends() {
     assert_eq!(f.db.scalar(&format!("SELECT pg_terminate_backend({first})")), "t");
     // The most lock samples the first session can have taken: one a worker
     // each 50 ms, from when the lock was asked for.
-    let most_before = 2 * (asked.elapsed().as_millis() as u64 / 50 + 1);
+    let before = asked.elapsed();
+    let most_before = 2 * (before.as_millis() as u64 / 50 + 1);
     let second = wait_for(|q| f.db.scalar(q), sampler, |pid| pid != "0" && pid != first);
     assert!(second != "0" && second != first, "the sampler connected again: {second}");
-    std::thread::sleep(Duration::from_secs(3));
+    // Long enough for the new session to count more than the first could,
+    // on a slow machine too.
+    std::thread::sleep(Duration::from_secs(3).max(before * 3));
     holder.execute("ROLLBACK").unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
