@@ -313,6 +313,16 @@ fn server_warnings_are_counted_among_the_warnings_not_printed_as_they_come() {
     assert!(warnings.iter().any(|w| w.starts_with("the server said 500 times: WARNING: odd id")), "{warnings:?}");
     let page = std::fs::read_to_string(report.with_extension("html")).unwrap();
     assert!(page.contains("<li>the server said 500 times: WARNING: odd id"), "the chart's page lists the warnings");
+    // A load that fails says them too, after its error.
+    let bad = db.file("bad.tsv", format!("{rows}x\tnot a number\n").as_bytes());
+    let failed = db.load(&[bad.to_str().unwrap(), "--table", "t", "--workers", "1", "--max-errors", "0", "--truncate"]);
+    assert_ne!(failed.code, 0, "{}", failed.stderr);
+    // (The chunk the bad line was in went to the server twice: once whole,
+    // refused, then without the bad line, so its rows warned twice.)
+    let at = |text: &str| failed.stderr.find(text).unwrap_or_else(|| panic!("{text}: {}", failed.stderr));
+    assert!(
+        at("sluice: warning: the server said 1000 times: WARNING: odd id") > at("sluice: stopped: 1 record rejected")
+    );
 }
 
 #[test]

@@ -335,8 +335,14 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
         }
         Err(Failed { error, partial: None, .. }) => return Err(error),
         Err(Failed { error, partial: Some(partial), .. }) => {
-            // The error first, then what stays loaded.
+            // The error first, then what may explain it (what the server
+            // said, a lock waited for), then what stays loaded.
             eprintln!("sluice: {}", redactor.apply(&error.to_string()));
+            if !args.quiet {
+                for warning in &partial.warnings {
+                    eprintln!("sluice: warning: {}", redactor.apply(warning));
+                }
+            }
             write_report(&args, &partial)?;
             let s = &partial.summary;
             if !matches!(error, Error::Interrupted { .. }) {
