@@ -1153,11 +1153,10 @@ impl Dialect {
     }
 }
 
-/// Random CSV records in three dialects (see [`Dialect::field`]), given to
-/// the encoder one by one as a chunk's records: every record it reads must
-/// be one record that the server's CSV reading accepts (a COPY of its own),
-/// with the same values once loaded as binary. The binary path splits CSV
-/// fields on the client, where the text path leaves them to the server.
+/// Random CSV records in three dialects (see [`Dialect::field`]), checked
+/// against the server's own CSV reading by [`encoded_as_the_server_reads`].
+/// The binary path splits CSV fields on the client, where the text path
+/// leaves them to the server.
 #[test]
 fn the_encoder_reads_random_csv_as_the_server_does() {
     let db = TestDb::new();
