@@ -122,6 +122,16 @@ fn backslashes_the_text_format_drops_are_named_before_the_load() {
     let csv = ["--format", "csv", "--delimiter", "tab", "--restart"];
     db.load(&[&[file.to_str().unwrap(), "--table", "got", "--header"][..], &csv].concat()).assert_ok();
     assert_eq!(db.scalar("SELECT body FROM got WHERE id = 300"), "D:\\Users\\u300");
+
+    // In a glob, a later file's backslashes are seen too.
+    let clean: Vec<u8> = (0..400).flat_map(|i| format!("{i}\tplain {i}\t{i}\n").into_bytes()).collect();
+    db.file("parts/a.tsv", &clean);
+    db.file("parts/b.tsv", &data[b"id\tbody\tn\n".len()..]);
+    let glob = db.dir.path().join("parts/*.tsv");
+    db.execute("TRUNCATE got");
+    let run = db.load(&[glob.to_str().unwrap(), "--table", "got"]);
+    run.assert_ok();
+    assert!(run.stderr.contains("b.tsv: line 8 has `\\U`, a backslash"), "{}", run.stderr);
 }
 
 /// JSON documents arrive byte for byte: backslashes, `\t` and `\u` escapes

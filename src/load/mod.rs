@@ -1220,37 +1220,51 @@ fn names_in_headers(
     Ok(Some(names))
 }
 
-/// How much of the first input is looked at for backslashes the text
-/// format would drop: enough for thousands of lines, read in milliseconds.
+/// How much of the inputs is looked at for backslashes the text format
+/// would drop: the first input's first MiB (thousands of lines, read in
+/// milliseconds), and the first 64 KiB of each of the next 64, so that a glob
+/// whose later files hold Windows paths is not judged by its first file.
 const ESCAPES_SAMPLE: u64 = 1 << 20;
+const ESCAPES_SAMPLE_OF_OTHERS: u64 = 64 << 10;
+const ESCAPES_SAMPLED_INPUTS: usize = 65;
 
 /// The warning for backslashes the text format would drop without an error
-/// (see [`crate::format::escapes`]), from the start of the first input.
+/// (see [`crate::format::escapes`]), from the start of the first inputs.
 fn odd_escapes_warning(sources: &[Source], format: &FormatOptions) -> Option<String> {
-    use std::io::Read;
-    let source = sources.first().filter(|_| format.kind == FormatKind::Tsv)?;
-    let mut sample = Vec::new();
-    // What could not be read shows up in the load itself.
-    if let Ok((stream, _, _)) = source.open_start() {
-        let _ = stream.take(ESCAPES_SAMPLE).read_to_end(&mut sample);
+    if format.kind != FormatKind::Tsv {
+        return None;
     }
     let delimiter = format.delimiter.unwrap_or(b'\t');
-    let odd = crate::format::escapes::odd_escapes(&sample, delimiter, u64::from(format.header))?;
-    let (escape, kept) = (String::from_utf8_lossy(&odd.first), String::from_utf8_lossy(&odd.first[1..]));
     let csv_delimiter = match delimiter {
         b'\t' => "tab".to_string(),
         d => format!("'{}'", d as char),
     };
-    Some(format!(
-        "{}: line {} has `{escape}`, a backslash before a byte that PostgreSQL's text format (--format tsv) does \
-         not escape: the server drops such backslashes without an error (`{escape}` loads as `{kept}`; {} in its \
-         first {}). If the backslashes are data (Windows paths, regular expressions), load it with --format csv \
-         --delimiter {csv_delimiter} instead",
-        source.name,
-        odd.first_line,
-        odd.count,
-        crate::report::human_bytes(sample.len() as u64),
-    ))
+    sources.iter().take(ESCAPES_SAMPLED_INPUTS).enumerate().find_map(|(i, source)| {
+        let sample = start_of(source, if i == 0 { ESCAPES_SAMPLE } else { ESCAPES_SAMPLE_OF_OTHERS });
+        let odd = crate::format::escapes::odd_escapes(&sample, delimiter, u64::from(format.header))?;
+        let (escape, kept) = (String::from_utf8_lossy(&odd.first), String::from_utf8_lossy(&odd.first[1..]));
+        Some(format!(
+            "{}: line {} has `{escape}`, a backslash before a byte that PostgreSQL's text format (--format tsv) \
+             does not escape: the server drops such backslashes without an error (`{escape}` loads as `{kept}`; {} \
+             in its first {}). If the backslashes are data (Windows paths, regular expressions), load it with \
+             --format csv --delimiter {csv_delimiter} instead",
+            source.name,
+            odd.first_line,
+            odd.count,
+            crate::report::human_bytes(sample.len() as u64),
+        ))
+    })
+}
+
+/// Up to `limit` bytes from the start of `source`; what could not be read
+/// shows up in the load itself.
+fn start_of(source: &Source, limit: u64) -> Vec<u8> {
+    use std::io::Read;
+    let mut sample = Vec::new();
+    if let Ok((stream, _, _)) = source.open_start() {
+        let _ = stream.take(limit).read_to_end(&mut sample);
+    }
+    sample
 }
 
 /// An input's header record (`None`: the input is empty): from the file's
