@@ -1335,8 +1335,9 @@ fn encoded_as_the_server_reads(
     }
 }
 
-/// Random CSV files in each dialect, every record valid but around the
-/// format's edges (see [`Dialect::field`]), cut into 1 KiB chunks: sluice
+/// Random CSV files in each dialect and with each line end (LF, CR LF, a
+/// bare CR), every record valid but around the format's edges (see
+/// [`Dialect::field`]), cut into 1 KiB chunks: sluice
 /// loads, as text and as binary, what one COPY of the whole file loads. The
 /// chunk scanner decides where records end, quote-aware, on the client; the
 /// server is the judge.
@@ -1345,14 +1346,15 @@ fn random_csv_files_load_in_small_chunks_as_one_copy_loads_them() {
     let db = TestDb::new();
     let mut rng = Rng(fuzz_seed() ^ 0xF11E);
     let pool = ["a", "é", " ", "1", "x y", "\\", "'", "\"", "NULL", "N", "\\."];
-    for (i, dialect) in DIALECTS.iter().enumerate() {
+    let line_ends = ["\n", "\r\n", "\r"];
+    for (i, (dialect, eol)) in DIALECTS.iter().flat_map(|d| line_ends.map(|eol| (d, eol))).enumerate() {
         let delimiter = dialect.delimiter.to_string();
         let records: String = (0..3000)
             .map(|n| {
                 let fields: Vec<String> = std::iter::once(n.to_string())
                     .chain((0..3).map(|_| dialect.field(&mut rng, &pool, true)))
                     .collect();
-                fields.join(&delimiter) + "\n"
+                fields.join(&delimiter) + eol
             })
             .collect();
         let (quote, escape) = (dialect.quote.to_string(), dialect.escape.to_string());
@@ -1362,9 +1364,10 @@ fn random_csv_files_load_in_small_chunks_as_one_copy_loads_them() {
     }
 }
 
-/// Random valid text-format (TSV) files: escapes of every kind that make
-/// valid UTF-8, and a backslash before a real newline (a newline in the
-/// data, which joins two lines into one record), cut into 1 KiB chunks:
+/// Random valid text-format (TSV) files with LF and CR LF line ends: escapes
+/// of every kind that make valid UTF-8, and a backslash before a real
+/// newline (a newline in the data, which joins two lines into one record),
+/// cut into 1 KiB chunks:
 /// sluice loads, as text and as binary, what one COPY of the whole file
 /// loads.
 #[test]
@@ -1375,7 +1378,8 @@ fn random_tsv_files_load_in_small_chunks_as_one_copy_loads_them() {
         "a", "é", " ", "1", "\\\\", "\\N", "\\n", "\\t", "\\x41", "\\x4", "\\101", "\\b", "\\q", "\\\n", "\\\n", "N",
         "|",
     ];
-    for (i, (delimiter, null)) in [("\t", "\\N"), ("|", "")].into_iter().enumerate() {
+    let dialects = [("\t", "\\N", "\n"), ("\t", "\\N", "\r\n"), ("|", "", "\n"), ("|", "", "\r\n")];
+    for (i, (delimiter, null, eol)) in dialects.into_iter().enumerate() {
         let records: String = (0..3000)
             .map(|n| {
                 let fields: Vec<String> = std::iter::once(n.to_string())
@@ -1384,7 +1388,7 @@ fn random_tsv_files_load_in_small_chunks_as_one_copy_loads_them() {
                         _ => (0..rng.below(5)).map(|_| rng.pick(&pool)).filter(|p| *p != delimiter).collect(),
                     }))
                     .collect();
-                fields.join(delimiter) + "\n"
+                fields.join(delimiter) + eol
             })
             .collect();
         let file = db.file(&format!("random-{i}.tsv"), records.as_bytes());
