@@ -357,9 +357,7 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         let outcome = run_connected(req, progress, (sources, format), connected);
         drop(watching);
         outcome.map_err(|failed| match failed.partial {
-            // A Ctrl-C that cancelled a statement waiting for a lock, or
-            // that ended a wait for the server, made the error.
-            None if blockers.cancelled_any() || (failed.error.may_pass() && interrupted(req.interrupt.as_deref())) => {
+            None if made_by_ctrl_c(&failed.error, req.interrupt.as_deref(), &blockers) => {
                 Failed { error: Error::Interrupted { chunks: 0, rows: 0 }, ..failed }
             }
             _ => failed,
@@ -370,6 +368,13 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
 /// Whether a Ctrl-C came (`interrupt` is its flag, when the caller set one).
 fn interrupted(interrupt: Option<&AtomicBool>) -> bool {
     interrupt.is_some_and(|i| i.load(Ordering::SeqCst))
+}
+
+/// Whether a Ctrl-C made `error`: it cancelled a statement waiting for a
+/// lock (the lock watch cancels only on a Ctrl-C), or it ended a wait for
+/// the server (see [`retry`]).
+fn made_by_ctrl_c(error: &Error, interrupt: Option<&AtomicBool>, blockers: &blockers::Blockers) -> bool {
+    interrupted(interrupt) && (error.may_pass() || blockers.cancelled_any())
 }
 
 /// A load that reached its server, with a watch on what holds it up.
@@ -785,13 +790,11 @@ fn conclude(
     }
     warnings.extend(refused_warning(shared));
     warnings.extend(shared.blockers.warnings());
-    // A Ctrl-C that cancelled a statement waiting for a lock, or that ended
-    // a wait for the server (see `retry`), made its error.
-    let made_by_ctrl_c = match &failure {
-        None => true,
-        Some(e) => e.may_pass() || shared.blockers.cancelled_any(),
+    let interrupted_here = match &failure {
+        None => shared.interrupted(),
+        Some(e) => made_by_ctrl_c(e, shared.interrupt.as_deref(), shared.blockers),
     };
-    if shared.interrupted() && made_by_ctrl_c {
+    if interrupted_here {
         let rows = records.iter().map(|r| r.rows).sum();
         failure = Some(Error::Interrupted { chunks: records.len() as u64, rows });
     }
