@@ -323,6 +323,9 @@ def loaders(name, server, parts_dir):
         return out
     # The defaults (--workers auto, --copy-format auto, --chunk-size auto).
     out["sluice"] = [sluice]
+    # The defaults go through the server's Unix socket; this is the same
+    # load over 127.0.0.1, as every other loader here connects.
+    out["sluice --keep-tcp"] = [[*sluice, "--keep-tcp"]]
     for w in (1, 2, 4):
         out[f"sluice w{w}"] = [[*sluice, "--workers", str(w)]]
     # What --copy-format auto chose against: both formats forced, 2 workers.

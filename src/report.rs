@@ -107,6 +107,8 @@ pub struct Summary {
     pub complete: bool,
     /// How the chunks travelled to the server, and why.
     pub copy: CopyPath,
+    /// Whether the sessions went through the server's Unix socket.
+    pub connection: crate::sink::socket::ConnectionPath,
     /// Indexes and constraints dropped for the load and built after it.
     pub deferred: Deferral,
     /// What the loading sessions were doing on the server.
@@ -319,7 +321,7 @@ impl LoadReport {
                 + &s.workers_chosen.as_ref().map(|c| format!(" ({c})")).unwrap_or_default(),
             s.chunks,
             plural(s.chunks).to_string() + &s.batches_part(),
-            s.copy.describe(),
+            s.copy.describe() + &s.connection.describe(),
             s.deferred.describe(),
         )
     }

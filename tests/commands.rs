@@ -160,15 +160,18 @@ fn doctor_reads_settings_and_table() {
     let search_path = find("search_path");
     assert_eq!(search_path["level"], "advice");
     assert!(search_path["advice"].as_str().unwrap().contains("SET search_path = public"), "{search_path}");
-    // Over TCP to this machine the doctor points at the server's socket.
+    // Over TCP to this machine the doctor names the server's socket, which
+    // sluice load uses by itself.
     let tcp = sluice(&["doctor", "--db", &db.url_with_password(PASSWORD), "--json"]);
     tcp.assert_ok();
     let tcp: serde_json::Value = serde_json::from_str(&tcp.stdout).unwrap();
     let connection = tcp.as_array().unwrap().iter().find(|f| f["topic"] == "connection").unwrap();
     assert_eq!(connection["value"], "TCP to 127.0.0.1");
-    assert_eq!(connection["level"], "advice");
+    assert_eq!(connection["level"], "ok");
     let socket_dir = server().socket_dir().display().to_string();
-    assert!(connection["advice"].as_str().unwrap().contains(&format!("host={socket_dir} ")), "{connection}");
+    let advice = connection["advice"].as_str().unwrap();
+    assert!(advice.contains(&format!("host={socket_dir} ")), "{connection}");
+    assert!(advice.contains("sluice load goes through it by itself"), "{connection}");
     let text = sluice(&["doctor", "--db", &db.conninfo()]);
     assert!(text.stdout.lines().any(|l| l.starts_with("-> max_wal_size = ")), "{}", text.stdout);
     let missing = sluice(&["doctor", "--db", &db.conninfo(), "--table", "nope"]);

@@ -328,3 +328,105 @@ fn tls_sslmodes_are_honoured() {
     assert!(!run.output().contains(PASSWORD), "{}", run.output());
     server.stop();
 }
+
+/// A server on this machine named by its TCP address is loaded through its
+/// Unix socket (the kernel's TCP work competes with the server for the same
+/// cores); `--keep-tcp` keeps TCP. A statement trigger records each COPY's
+/// client address, so the test sees where the rows really came from.
+#[test]
+fn a_local_server_named_by_its_tcp_address_is_loaded_through_its_socket() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE t (id int, name text); CREATE TABLE seen (addr text); \
+         CREATE FUNCTION note() RETURNS trigger LANGUAGE plpgsql AS \
+         $$BEGIN INSERT INTO seen VALUES (coalesce(host(inet_client_addr()), 'socket')); RETURN NULL; END$$; \
+         CREATE TRIGGER note BEFORE INSERT ON t FOR EACH STATEMENT EXECUTE FUNCTION note()",
+    );
+    let rows: String = (0..2000).map(|i| format!("{i},name {i}\n")).collect();
+    let file = db.file("d.csv", rows.as_bytes());
+    let report = db.dir.path().join("r.json");
+    let url = db.url_with_password(PASSWORD);
+    let load = |extra: &[&str]| {
+        let mut args = vec!["load", file.to_str().unwrap(), "--table", "t", "--db", &url, "--chunk-size", "4KiB"];
+        args.extend(["--workers", "2", "--restart", "--truncate", "--report", report.to_str().unwrap()]);
+        args.extend(extra);
+        let run = crate::util::sluice(&args);
+        run.assert_ok();
+        let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        let addresses = db.scalar("SELECT string_agg(DISTINCT addr, ',') FROM seen");
+        let copies: u64 = db.scalar("SELECT count(*) FROM seen").parse().unwrap();
+        db.execute("TRUNCATE seen");
+        (run, summary["summary"]["connection"].clone(), addresses, copies)
+    };
+    let (run, connection, addresses, copies) = load(&[]);
+    assert_eq!(addresses, "socket", "every COPY came through the socket");
+    assert!(copies > 2, "{copies} COPYs");
+    assert_eq!(connection["via"], "unix socket");
+    let dir = server().socket_dir().display().to_string();
+    assert_eq!(connection["socket_dir"], dir.as_str());
+    assert!(run.stdout.contains(&format!("over the Unix socket in {dir}")), "{}", run.stdout);
+    assert_eq!(db.count("t"), 2000);
+    let (run, connection, addresses, _) = load(&["--keep-tcp"]);
+    assert_eq!(addresses, "127.0.0.1", "--keep-tcp: every COPY came over TCP");
+    assert_eq!(connection["via"], "tcp");
+    assert_eq!(connection["why_tcp"], "--keep-tcp");
+    assert!(!run.stdout.contains("Unix socket"), "{}", run.stdout);
+    assert!(!run.output().contains(PASSWORD), "{}", run.output());
+}
+
+/// A socket for the server's port that leads to another server (here a
+/// link in a folder sluice looks in when the role may not read
+/// `unix_socket_directories`) is not used: the load goes over TCP, into the
+/// server the address names, and the report says why.
+#[test]
+fn a_socket_that_leads_to_another_server_is_not_used() {
+    use sluice::local_pg::{LocalOptions, LocalPostgres};
+    let named =
+        LocalPostgres::start(&LocalOptions { tcp: true, password: Some(PASSWORD.into()), ..Default::default() })
+            .unwrap();
+    let other = LocalPostgres::start(&LocalOptions::default()).unwrap();
+    let link =
+        std::path::Path::new(sluice::sink::socket::USUAL_SOCKET_DIRS[1]).join(format!(".s.PGSQL.{}", named.port));
+    assert!(!link.exists(), "{} is taken", link.display());
+    std::os::unix::fs::symlink(other.socket_dir().join(format!(".s.PGSQL.{}", other.port)), &link).unwrap();
+    struct Remove<'a>(&'a std::path::Path);
+    impl Drop for Remove<'_> {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(self.0);
+        }
+    }
+    let _remove = Remove(&link);
+    // The same role, database and table on both servers.
+    let setup = "CREATE ROLE plain LOGIN PASSWORD 'plain-pw'; CREATE DATABASE d OWNER plain";
+    for server in [&named, &other] {
+        let admin = sluice::sink::postgres::PgTarget::new(Some(&server.conninfo("postgres"))).connect().unwrap();
+        for statement in setup.split("; ") {
+            admin.execute(statement).unwrap();
+        }
+        let owner = format!("host={} port={} user=plain dbname=d", server.socket_dir().display(), server.port);
+        let session = sluice::sink::postgres::PgTarget::new(Some(&owner)).connect().unwrap();
+        session.execute("CREATE TABLE t (id int, name text)").unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("d.csv");
+    std::fs::write(&file, "1,a\n2,b\n3,c\n").unwrap();
+    let report = dir.path().join("r.json");
+    let url = format!("postgresql://plain:plain-pw@127.0.0.1:{}/d", named.port);
+    let mut cmd = sluice_command();
+    cmd.args(["load", file.to_str().unwrap(), "--table", "t", "--db", &url, "--report", report.to_str().unwrap()]);
+    let run = run_command(cmd);
+    let count = |server: &LocalPostgres| {
+        let session = sluice::sink::postgres::PgTarget::new(Some(&server.conninfo("d"))).connect().unwrap();
+        session.query("SELECT count(*) FROM t", &[]).unwrap()[0][0].clone().unwrap()
+    };
+    let (loaded, elsewhere) = (count(&named), count(&other));
+    named.stop();
+    other.stop();
+    run.assert_ok();
+    assert_eq!((loaded.as_str(), elsewhere.as_str()), ("3", "0"), "the rows went to the server --db names");
+    let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let connection = &summary["summary"]["connection"];
+    assert_eq!(connection["via"], "tcp");
+    let why = connection["why_tcp"].as_str().unwrap();
+    assert!(why.contains("leads to another server"), "{why}");
+}

@@ -136,6 +136,13 @@ pub struct LoadArgs {
     #[arg(long)]
     restart: bool,
 
+    /// Connect over TCP exactly as --db says. By default, when the server is
+    /// on this machine and also listens on a Unix socket that leads to the
+    /// same server, database and role, the loading sessions go through the
+    /// socket (less CPU for the kernel: lineitem loaded 5-9 % faster)
+    #[arg(long)]
+    keep_tcp: bool,
+
     /// Keep the server's synchronous_commit for the loading sessions instead
     /// of turning it off (turning it off is safe: the ledger redoes any chunk
     /// whose commit a crash lost).
@@ -277,6 +284,7 @@ impl LoadArgs {
             max_record_size: self.max_record_size,
             job: self.job.clone(),
             restart: self.restart,
+            keep_tcp: self.keep_tcp,
             sync_commit: self.synchronous_commit,
             interrupt: None,
             retry_timeout: self.retry_timeout,

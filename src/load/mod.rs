@@ -41,6 +41,7 @@ use crate::report::{
     count_of, thousands, BuiltObject, ChunkRecord, CopyPath, Deferral, FileSummary, LoadReport, Summary,
 };
 use crate::sink::postgres::{PgSession, PgTarget, TableInfo, READ_ONLY, READ_ONLY_ADVICE};
+use crate::sink::socket::ConnectionPath;
 use crate::source::{any_read_once, bytes_as_chunked, resolve_inputs, RawCounter, Source};
 use crate::sql::quote_ident;
 use batch::Batcher;
@@ -111,6 +112,9 @@ pub struct LoadRequest {
     pub job: Option<String>,
     /// Start the job over even if it has committed chunks.
     pub restart: bool,
+    /// `--keep-tcp`: connect as `db` says even when the server is on this
+    /// machine and its Unix socket leads to it (see `sink::socket`).
+    pub keep_tcp: bool,
     /// Keep the server's `synchronous_commit` instead of turning it off for
     /// the loading sessions (safe to turn off: see [`crate::ledger`]).
     pub sync_commit: bool,
@@ -155,6 +159,7 @@ impl LoadRequest {
             max_record_size: DEFAULT_MAX_RECORD_SIZE,
             job: None,
             restart: false,
+            keep_tcp: false,
             sync_commit: false,
             interrupt: None,
             retry_timeout: DEFAULT_RETRY_TIMEOUT,
@@ -177,6 +182,8 @@ struct Shared<'a> {
     table: &'a TableInfo,
     copy_sql: String,
     target: &'a PgTarget,
+    /// How `target`'s sessions reach the server.
+    connection: ConnectionPath,
     progress: &'a Progress,
     /// Started with the run, so the wall time counts job opening (a
     /// TRUNCATE waiting for a lock, index drops) as the user's wait does.
@@ -347,13 +354,15 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     format.kind = resolve_kind(req.format, &sources)?;
     format.validate().map_err(Error::Usage)?;
     apply_encoding(&mut sources, format.encoding.take())?;
-    let target = PgTarget::new(req.db.as_deref());
+    let mut target = PgTarget::new(req.db.as_deref());
     let control = target.connect()?;
+    let connection = crate::sink::socket::prefer_local_socket(&mut target, &control, req.keep_tcp);
+    let target = target;
     let blockers = blockers::Blockers::default();
     let (watching, watch_done) = bounded::<()>(0);
     thread::scope(|scope| {
         scope.spawn(|| blockers.run(&target, progress, req.interrupt.as_deref(), watch_done));
-        let connected = Connected { target: &target, control, blockers: &blockers, started };
+        let connected = Connected { target: &target, connection, control, blockers: &blockers, started };
         let outcome = run_connected(req, progress, (sources, format), connected);
         drop(watching);
         outcome.map_err(|failed| match failed.partial {
@@ -380,6 +389,8 @@ fn made_by_ctrl_c(error: &Error, interrupt: Option<&AtomicBool>, blockers: &bloc
 /// A load that reached its server, with a watch on what holds it up.
 struct Connected<'a> {
     target: &'a PgTarget,
+    /// Whether the sessions go through the server's Unix socket.
+    connection: ConnectionPath,
     control: PgSession,
     blockers: &'a blockers::Blockers,
     /// When the run began, as an instant and in Unix milliseconds.
@@ -390,7 +401,7 @@ fn run_connected(
     req: &LoadRequest,
     progress: &Progress,
     (sources, format): (Vec<Source>, FormatOptions),
-    Connected { target, control, blockers, started: (clock, started_unix_ms) }: Connected,
+    Connected { target, connection, control, blockers, started: (clock, started_unix_ms) }: Connected,
 ) -> Result<LoadReport, Failed> {
     let reconnecting = reconnecting(target, req, progress);
     let Prepared { table, columns, copy_plan, shape, job, early_warnings, mut deferral, auto_ceiling, mut rejects } =
@@ -405,6 +416,7 @@ fn run_connected(
         table: &table,
         copy_sql: copy_statement(&table, columns.as_deref(), &format),
         target,
+        connection,
         progress,
         clock,
         stop: AtomicBool::new(false),
@@ -1478,6 +1490,7 @@ fn build_report(
         started_unix_ms,
         complete,
         copy: copy_path(shared, &chunks),
+        connection: shared.connection.clone(),
         deferred: Deferral::default(),
         server_waits: shared.waits.summary(waits::Work::Loading),
     };

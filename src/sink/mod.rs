@@ -8,6 +8,7 @@
 //! from the calls the loader actually makes, not guessed ahead of them.
 
 pub mod postgres;
+pub mod socket;
 
 use crate::error::Error;
 

@@ -30,6 +30,9 @@ pub const COPY_PIECE: usize = 64 * 1024;
 #[derive(Clone, Debug)]
 pub struct PgTarget {
     conninfo: String,
+    /// The same server, database and role through its Unix socket, when
+    /// `sink::socket` found one: sessions go there first.
+    socket_conninfo: Option<String>,
     display: String,
     open: OpenSessions,
     notices: ServerNotices,
@@ -115,7 +118,51 @@ impl PgTarget {
             Some(db) if !db.is_empty() => display_conninfo(db),
             _ => defaults_display(),
         };
-        PgTarget { conninfo, display, open: OpenSessions::default(), notices: ServerNotices::default() }
+        PgTarget {
+            conninfo,
+            socket_conninfo: None,
+            display,
+            open: OpenSessions::default(),
+            notices: ServerNotices::default(),
+        }
+    }
+
+    /// This target with another connection string, shown as this one.
+    pub(super) fn with_conninfo(&self, conninfo: &str) -> PgTarget {
+        PgTarget { conninfo: conninfo.to_string(), socket_conninfo: None, ..self.clone() }
+    }
+
+    /// Later sessions go through `conninfo` (the server's Unix socket, see
+    /// `sink::socket`), and through the connection as given only when it
+    /// fails.
+    pub(super) fn use_socket(&mut self, conninfo: String) {
+        self.socket_conninfo = Some(conninfo);
+    }
+
+    /// The connection string as given, with the host, port and hostaddr
+    /// replaced by the socket in `dir` for `port`. Every other setting
+    /// stays, the password included; `hostaddr=''` also overrides
+    /// `PGHOSTADDR`.
+    pub(super) fn conninfo_for_socket(&self, dir: &str, port: &str) -> Result<String, Error> {
+        use super::socket::conninfo_value;
+        let given = self.conninfo.trim();
+        let is_string = given.contains('=') || given.starts_with("postgres://") || given.starts_with("postgresql://");
+        let mut words = Vec::new();
+        if is_string {
+            let options = libpq::connection::Info::from(given)
+                .map_err(|e| Error::Connect { target: self.display.clone(), message: one_line(&e.to_string()) })?;
+            for option in options {
+                match (option.keyword.as_str(), option.val) {
+                    ("host" | "hostaddr" | "port", _) | (_, None) => {}
+                    (keyword, Some(value)) => words.push(format!("{keyword}={}", conninfo_value(&value))),
+                }
+            }
+        } else if !given.is_empty() {
+            words.push(format!("dbname={}", conninfo_value(given)));
+        }
+        words.extend([format!("host={}", conninfo_value(dir)), format!("port={}", conninfo_value(port))]);
+        words.push("hostaddr=''".into());
+        Ok(words.join(" "))
     }
 
     /// The server process ids of the sessions open through this target.
@@ -146,10 +193,17 @@ impl PgTarget {
     }
 
     pub fn connect(&self) -> Result<PgSession, Error> {
+        match &self.socket_conninfo {
+            Some(socket) => self.connect_to(socket).or_else(|_| self.connect_to(&self.conninfo)),
+            None => self.connect_to(&self.conninfo),
+        }
+    }
+
+    fn connect_to(&self, conninfo: &str) -> Result<PgSession, Error> {
         let mut params = HashMap::new();
-        params.insert("dbname", self.conninfo.as_str());
+        params.insert("dbname", conninfo);
         params.insert("fallback_application_name", "sluice");
-        let expand = !self.conninfo.is_empty();
+        let expand = !conninfo.is_empty();
         if !expand {
             params.remove("dbname");
         }
@@ -698,6 +752,22 @@ fn server_message(result: &libpq::PQResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_socket_connection_keeps_every_setting_but_the_address() {
+        let socket = |given: &str| PgTarget::new(Some(given)).conninfo_for_socket("/run/pg sock", "5433").unwrap();
+        let tail = "host='/run/pg sock' port='5433' hostaddr=''";
+        assert_eq!(
+            socket("postgres://u:p%27w@127.0.0.1:5432/sales?sslmode=require&application_name=x"),
+            format!(r"user='u' password='p\'w' dbname='sales' application_name='x' sslmode='require' {tail}")
+        );
+        assert_eq!(
+            socket("host=127.0.0.1,127.0.0.2 hostaddr=127.0.0.1 port=5432 dbname=d options='-c a=b'"),
+            format!("dbname='d' options='-c a=b' {tail}")
+        );
+        assert_eq!(socket("sales"), format!("dbname='sales' {tail}"), "a bare name is a database");
+        assert_eq!(socket(""), tail, "PG* variables fill in the rest");
+    }
 
     #[test]
     fn notices_are_kept_once_each_and_counted() {
