@@ -8,10 +8,12 @@
 //! Safe only if the socket leads to the same server, the same database and
 //! the same role: a socket directory may belong to another cluster (a
 //! server in a container publishing port 5432 while the machine's own
-//! listens only on its socket). So the socket's session must see the TCP
-//! session itself in `pg_stat_activity`, with its process id and start time
-//! to the microsecond, which no other server has; and say the same
-//! `session_user` and database. Anything else, or any error, keeps TCP.
+//! listens only on its socket; an SSH tunnel to another machine, whose
+//! server sees the tunnel's 127.0.0.1 and names its own socket folder and
+//! port, which may exist here too for this machine's server). So the
+//! socket's session must see the TCP session itself in `pg_stat_activity`,
+//! with its process id and start time to the microsecond, which no other
+//! server has, and say the same `session_user` and database. Anything else, or any error, keeps TCP.
 //! `sslmode` does not apply to a Unix socket (libpq ignores it there): the
 //! bytes never leave the machine, and the check above stands in for the
 //! certificate's proof of which server it is.
