@@ -7,7 +7,7 @@
 
 use crate::error::Error;
 use crate::sink::postgres::{PgSession, TableInfo};
-use crate::sink::socket::{socket_dir, USUAL_SOCKET_DIRS};
+use crate::sink::socket::{listening, socket_dir, Listening, USUAL_SOCKET_DIRS};
 use crate::sql::quote_literal;
 
 /// One observation and what to do about it.
@@ -135,20 +135,13 @@ fn search_path_advice(session: &PgSession) -> Result<Option<Finding>, Error> {
 /// bench/README.md). The socket file is looked for on this machine, which
 /// is the server's ([`PgSession::server_is_local`]).
 fn connection_advice(session: &PgSession) -> Result<Finding, Error> {
-    let rows = session.query(
-        "SELECT host(inet_server_addr()), current_setting('port'), (SELECT setting FROM pg_catalog.pg_settings \
-         WHERE name = 'unix_socket_directories')",
-        &[],
-    )?;
-    let row = rows.first().cloned().unwrap_or_default();
-    let [address, port, dirs] = [0, 1, 2].map(|i| row.get(i).cloned().flatten());
+    let Listening { address, port, socket_dirs: dirs } = listening(session)?;
     let finding = |value: String, level, advice: String| Finding { topic: "connection".into(), value, level, advice };
     let Some(address) = address else { return Ok(finding("Unix socket".into(), "ok", String::new())) };
     let value = format!("TCP to {address}");
     if !session.server_is_local()? {
         return Ok(finding(value, "ok", String::new()));
     }
-    let port = port.unwrap_or_default();
     Ok(match socket_dir(dirs.as_deref(), &port) {
         Some(dir) => finding(
             value,

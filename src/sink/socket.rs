@@ -77,14 +77,30 @@ enum Found {
     Socket(String, String),
 }
 
-fn find_same_server(target: &PgTarget, tcp: &PgSession, keep_tcp: bool) -> Result<Found, Error> {
-    let rows = tcp.query(
-        "SELECT inet_server_addr() IS NULL, current_setting('port'), \
+/// Where a session says its server listens.
+pub struct Listening {
+    /// The server's address as the session reached it; `None` through a
+    /// Unix socket.
+    pub address: Option<String>,
+    pub port: String,
+    /// `unix_socket_directories`; `None` when the role may not read it.
+    pub socket_dirs: Option<String>,
+}
+
+pub fn listening(session: &PgSession) -> Result<Listening, Error> {
+    let rows = session.query(
+        "SELECT host(inet_server_addr()), current_setting('port'), \
          (SELECT setting FROM pg_catalog.pg_settings WHERE name = 'unix_socket_directories')",
         &[],
     )?;
     let row = rows.into_iter().next().unwrap_or_default();
-    if row.first().cloned().flatten().as_deref() == Some("t") {
+    let [address, port, socket_dirs] = [0, 1, 2].map(|i| row.get(i).cloned().flatten());
+    Ok(Listening { address, port: port.unwrap_or_default(), socket_dirs })
+}
+
+fn find_same_server(target: &PgTarget, tcp: &PgSession, keep_tcp: bool) -> Result<Found, Error> {
+    let Listening { address, port, socket_dirs } = listening(tcp)?;
+    if address.is_none() {
         return Ok(Found::AlreadySocket);
     }
     if !tcp.server_is_local()? {
@@ -93,8 +109,7 @@ fn find_same_server(target: &PgTarget, tcp: &PgSession, keep_tcp: bool) -> Resul
     if keep_tcp {
         return Ok(Found::Tcp(Some("--keep-tcp".into())));
     }
-    let port = row.get(1).cloned().flatten().unwrap_or_default();
-    let Some(dir) = socket_dir(row.get(2).cloned().flatten().as_deref(), &port) else {
+    let Some(dir) = socket_dir(socket_dirs.as_deref(), &port) else {
         return Ok(Found::Tcp(Some(format!("no Unix socket for port {port} found on this machine"))));
     };
     let conninfo = target.conninfo_for_socket(&dir, &port)?;
