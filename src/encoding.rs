@@ -2,24 +2,44 @@
 //! the client, so the server always parses UTF-8 and a file in the wrong
 //! encoding fails with a message that names the fix.
 //!
-//! The decoders come from `encoding_rs` (the WHATWG Encoding Standard), with
-//! one exception written out here: WHATWG maps the labels `latin1` and
-//! `iso-8859-1` to windows-1252, but PostgreSQL's LATIN1 is strict
-//! ISO-8859-1, and the two differ in 0x80..0x9F. Decoding is strict: a
-//! malformed sequence stops the input with its byte offset instead of
-//! turning into U+FFFD, because a silent replacement is lost data.
+//! The decoders come from `encoding_rs` (the WHATWG Encoding Standard).
+//! Decoding is strict: a malformed sequence stops the input with its byte
+//! offset instead of turning into U+FFFD, because a silent replacement is
+//! lost data.
+//!
+//! A file must read as it would through `psql` with `client_encoding` set to
+//! the same name, and for single-byte encodings WHATWG and PostgreSQL differ
+//! (found by `tests/inputs.rs`, which asks the server's `convert_from` for
+//! every byte of every code page both know). The differences are written out
+//! here, as [`PostgresDifference`]s applied on top of the WHATWG decoder:
+//! - WHATWG reads the labels `latin1` / `iso-8859-1` and `latin5` /
+//!   `iso-8859-9` as windows-1252 and windows-1254, whose 0x80..0x9F are
+//!   printable; PostgreSQL's LATIN1 and LATIN5 are strict ISO-8859, where
+//!   they are the C1 controls U+0080..U+009F.
+//! - WHATWG decodes the bytes a Windows code page leaves undefined
+//!   (windows-1252's 0x81, 0x8D, 0x8F, 0x90 and 0x9D, say) to the C1
+//!   control of the same number, and windows-1255's 0xCA to U+05BA;
+//!   PostgreSQL's WIN* conversions refuse them ("has no equivalent in
+//!   encoding UTF8"), and so does sluice.
+//! - WHATWG's koi8-u is KOI8-RU: 0xAE and 0xBE are ў and Ў there, box
+//!   drawing (╝, ╬) in PostgreSQL's KOI8U.
+//!
+//! Multi-byte encodings (Shift_JIS, Big5, GBK, EUC-KR, ...) are WHATWG's
+//! without such a check.
 
 use std::io::{self, Read};
 
-use encoding_rs::{Decoder, DecoderResult, Encoding, UTF_8};
+use encoding_rs::{Decoder, DecoderResult, Encoding, IBM866, ISO_8859_13, ISO_8859_14, ISO_8859_15, ISO_8859_16};
+use encoding_rs::{KOI8_R, KOI8_U, UTF_8, WINDOWS_1252, WINDOWS_1254, WINDOWS_1255};
 
-/// How an input is turned into UTF-8.
+/// How an input is turned into UTF-8: an `encoding_rs` decoder (UTF-16
+/// removes its byte-order mark), with PostgreSQL's differences.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Transcoding {
-    /// ISO-8859-1: byte n is U+00nn.
-    Latin1,
-    /// Any encoding `encoding_rs` knows; UTF-16 removes its byte-order mark.
-    Whatwg(&'static Encoding),
+pub struct Transcoding {
+    encoding: &'static Encoding,
+    /// The name was an ISO-8859 one that WHATWG reads as its Windows
+    /// superset: 0x80..0x9F are the C1 controls.
+    strict_iso: bool,
 }
 
 /// What `--encoding NAME` means.
@@ -30,24 +50,31 @@ pub enum InputEncoding {
 }
 
 impl InputEncoding {
+    /// A WHATWG label (`windows-1252`, `utf-16le`, `shift_jis`, ...) or a
+    /// PostgreSQL encoding name (`WIN1252`, `LATIN9`, `KOI8U`, ...).
     pub fn from_name(name: &str) -> Result<InputEncoding, String> {
         let lower = name.trim().to_ascii_lowercase().replace('_', "-");
-        match lower.as_str() {
+        let encoding = match lower.as_str() {
             "utf-8" | "utf8" | "unicode-1-1-utf-8" => return Ok(InputEncoding::Utf8),
-            "latin1" | "latin-1" | "iso-8859-1" | "iso8859-1" | "l1" => {
-                return Ok(InputEncoding::Transcode(Transcoding::Latin1))
-            }
-            // PostgreSQL's names for the Windows code pages.
+            // PostgreSQL's names that are not WHATWG labels.
+            "latin7" => Some(ISO_8859_13),
+            "latin8" => Some(ISO_8859_14),
+            "latin9" => Some(ISO_8859_15),
+            "latin10" => Some(ISO_8859_16),
+            "koi8r" => Some(KOI8_R),
+            "koi8u" => Some(KOI8_U),
+            "win866" | "alt" => Some(IBM866),
             _ if lower.starts_with("win") && !lower.starts_with("windows") => {
-                if let Some(enc) = Encoding::for_label(format!("windows-{}", &lower[3..]).as_bytes()) {
-                    return Ok(InputEncoding::Transcode(Transcoding::Whatwg(enc)));
-                }
+                Encoding::for_label(format!("windows-{}", &lower[3..]).as_bytes())
             }
-            _ => {}
-        }
-        match Encoding::for_label(lower.as_bytes()) {
+            _ => Encoding::for_label(lower.as_bytes()),
+        };
+        match encoding {
             Some(enc) if enc == UTF_8 => Ok(InputEncoding::Utf8),
-            Some(enc) => Ok(InputEncoding::Transcode(Transcoding::Whatwg(enc))),
+            Some(encoding) => {
+                let strict_iso = (encoding == WINDOWS_1252 || encoding == WINDOWS_1254) && names_iso_8859(&lower);
+                Ok(InputEncoding::Transcode(Transcoding { encoding, strict_iso }))
+            }
             None => Err(format!(
                 "unknown encoding '{name}'; use a name such as utf-8, latin1, windows-1252, utf-16, utf-16le, \
                  koi8-r or shift_jis"
@@ -56,34 +83,85 @@ impl InputEncoding {
     }
 }
 
+/// Whether a label WHATWG gives windows-1252 or windows-1254 names the
+/// ISO-8859 code page (latin1, iso-8859-9, ...) rather than the Windows one
+/// (or ASCII, which WHATWG also reads as windows-1252).
+fn names_iso_8859(label: &str) -> bool {
+    label.contains("8859")
+        || label.contains("latin")
+        || matches!(label, "l1" | "l5" | "cp819" | "ibm819" | "iso-ir-100" | "iso-ir-148")
+}
+
+/// Where PostgreSQL reads a byte otherwise than WHATWG (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PostgresDifference {
+    Same,
+    /// The code page leaves the byte undefined: PostgreSQL refuses it.
+    Undefined,
+    /// PostgreSQL reads the byte as this character.
+    Reads(char),
+}
+
+/// Each byte's difference, or `None` where there is none.
+fn postgres_differences(t: Transcoding) -> Option<Box<[PostgresDifference; 256]>> {
+    let mut table = Box::new([PostgresDifference::Same; 256]);
+    if t.strict_iso {
+        for byte in 0x80..=0x9Fu8 {
+            table[byte as usize] = PostgresDifference::Reads(char::from(byte));
+        }
+    } else if t.encoding.name().starts_with("windows-") && t.encoding.is_single_byte() {
+        for byte in 0x80..=0x9Fu8 {
+            let single = [byte];
+            let decoded = t.encoding.decode_without_bom_handling_and_without_replacement(&single);
+            if decoded.is_some_and(|text| text.chars().eq([char::from(byte)])) {
+                table[byte as usize] = PostgresDifference::Undefined;
+            }
+        }
+        if t.encoding == WINDOWS_1255 {
+            table[0xCA] = PostgresDifference::Undefined;
+        }
+    } else if t.encoding == KOI8_U {
+        table[0xAE] = PostgresDifference::Reads('\u{255D}');
+        table[0xBE] = PostgresDifference::Reads('\u{256C}');
+    }
+    table.iter().any(|&d| d != PostgresDifference::Same).then_some(table)
+}
+
 /// Reads `inner` in some encoding and yields UTF-8.
 pub struct TranscodingReader<R> {
     inner: R,
-    transcoding: Transcoding,
-    decoder: Option<Decoder>,
+    decoder: Decoder,
+    differences: Option<Box<[PostgresDifference; 256]>>,
     input: Vec<u8>,
     in_pos: usize,
     in_len: usize,
     eof: bool,
-    /// Source bytes consumed before `input[in_pos]`, for error messages.
+    /// Source bytes consumed before `input[in_pos]`, and line feeds handed
+    /// out, for error messages.
     consumed: u64,
+    newlines: u64,
+    /// UTF-8 made for a read whose buffer was too small for it (at most one
+    /// character's), and how much of it was handed out.
+    spill: [u8; 4],
+    spill_at: usize,
+    spill_len: usize,
 }
 
 impl<R: Read> TranscodingReader<R> {
     pub fn new(inner: R, transcoding: Transcoding) -> Self {
-        let decoder = match transcoding {
-            Transcoding::Latin1 => None,
-            Transcoding::Whatwg(enc) => Some(enc.new_decoder_with_bom_removal()),
-        };
         TranscodingReader {
             inner,
-            transcoding,
-            decoder,
+            decoder: transcoding.encoding.new_decoder_with_bom_removal(),
+            differences: postgres_differences(transcoding),
             input: vec![0; 64 << 10],
             in_pos: 0,
             in_len: 0,
             eof: false,
             consumed: 0,
+            newlines: 0,
+            spill: [0; 4],
+            spill_at: 0,
+            spill_len: 0,
         }
     }
 
@@ -101,32 +179,75 @@ impl<R: Read> TranscodingReader<R> {
         self.eof = self.in_len == 0;
         Ok(())
     }
+
+    /// The byte at `input[in_pos]`, where PostgreSQL reads otherwise than
+    /// the decoder: its UTF-8 in `out`, or the error PostgreSQL would give.
+    fn different_byte(&mut self, difference: PostgresDifference, out: &mut [u8]) -> io::Result<usize> {
+        let byte = self.input[self.in_pos];
+        let PostgresDifference::Reads(c) = difference else {
+            let name = self.decoder.encoding().name();
+            let what = format!("0x{byte:02x} is not valid {name} (the code page leaves it undefined)");
+            return Err(self.not_valid(self.consumed, &[], what));
+        };
+        self.in_pos += 1;
+        self.consumed += 1;
+        Ok(c.encode_utf8(out).len())
+    }
+
+    /// The error for bad input at source byte `at`, after `decoded` more
+    /// UTF-8 than was handed out: with its line, as the user's editor counts
+    /// lines.
+    fn not_valid(&self, at: u64, decoded: &[u8], what: String) -> io::Error {
+        let line = self.newlines + memchr::memchr_iter(b'\n', decoded).count() as u64 + 1;
+        io::Error::new(io::ErrorKind::InvalidData, format!("line {line} (byte {at}): {what}; check --encoding"))
+    }
 }
 
 impl<R: Read> Read for TranscodingReader<R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        // At least 4 bytes of room, so any one character fits.
-        if out.len() < 4 {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "buffer too small to transcode into"));
+        if self.spill_at == self.spill_len && out.len() >= 4 {
+            let n = self.transcode(out)?;
+            self.newlines += memchr::memchr_iter(b'\n', &out[..n]).count() as u64;
+            return Ok(n);
         }
+        if self.spill_at == self.spill_len {
+            let mut spill = [0; 4];
+            self.spill_len = self.transcode(&mut spill)?;
+            (self.spill, self.spill_at) = (spill, 0);
+            self.newlines += memchr::memchr_iter(b'\n', &spill[..self.spill_len]).count() as u64;
+        }
+        let n = out.len().min(self.spill_len - self.spill_at);
+        out[..n].copy_from_slice(&self.spill[self.spill_at..self.spill_at + n]);
+        self.spill_at += n;
+        Ok(n)
+    }
+}
+
+impl<R: Read> TranscodingReader<R> {
+    /// Decodes into `out`, which has room for any one character (4 bytes).
+    fn transcode(&mut self, out: &mut [u8]) -> io::Result<usize> {
         loop {
             self.refill()?;
-            let src = &self.input[self.in_pos..self.in_len];
-            let (read, written) = match (&mut self.decoder, self.transcoding) {
-                (None, _) => latin1_to_utf8(src, out),
-                (Some(decoder), _) => {
-                    let (result, read, written) = decoder.decode_to_utf8_without_replacement(src, out, self.eof);
-                    if let DecoderResult::Malformed(bad, _) = result {
-                        let at = self.consumed + (self.in_pos + read) as u64 - u64::from(bad);
-                        let name = decoder.encoding().name();
-                        return Err(io::Error::new(
-                            io::ErrorKind::InvalidData,
-                            format!("byte {at}: not valid {name}; check --encoding"),
-                        ));
-                    }
-                    (read, written)
+            let mut src = &self.input[self.in_pos..self.in_len];
+            if let Some(differences) = &self.differences {
+                match src.iter().position(|&b| differences[b as usize] != PostgresDifference::Same) {
+                    Some(0) => return self.different_byte(differences[src[0] as usize], out),
+                    Some(first) => src = &src[..first],
+                    None => {}
                 }
-            };
+            }
+            let last = self.eof && self.in_pos + src.len() == self.in_len;
+            let (result, read, written) = self.decoder.decode_to_utf8_without_replacement(src, out, last);
+            if let DecoderResult::Malformed(bad, after) = result {
+                // The sequence ends `after` bytes before the decoder stopped,
+                // and may have begun in an earlier read.
+                let (bad, end) = (usize::from(bad), read - usize::from(after));
+                let at = self.consumed + end as u64 - bad as u64;
+                let bytes = src.get(end.saturating_sub(bad)..end).filter(|b| b.len() == bad).map(hex);
+                let what = bytes.map_or(String::new(), |hex| format!("{hex} is "));
+                let what = format!("{what}not valid {}", self.decoder.encoding().name());
+                return Err(self.not_valid(at, &out[..written], what));
+            }
             self.in_pos += read;
             self.consumed += read as u64;
             if written > 0 || (self.eof && self.in_pos == self.in_len) {
@@ -136,27 +257,9 @@ impl<R: Read> Read for TranscodingReader<R> {
     }
 }
 
-/// ISO-8859-1 to UTF-8: returns (bytes read, bytes written).
-fn latin1_to_utf8(src: &[u8], out: &mut [u8]) -> (usize, usize) {
-    let (mut read, mut written) = (0, 0);
-    for &b in src {
-        if b < 0x80 {
-            if written + 1 > out.len() {
-                break;
-            }
-            out[written] = b;
-            written += 1;
-        } else {
-            if written + 2 > out.len() {
-                break;
-            }
-            out[written] = 0xC0 | (b >> 6);
-            out[written + 1] = 0x80 | (b & 0x3F);
-            written += 2;
-        }
-        read += 1;
-    }
-    (read, written)
+/// `0x00 0xd8`: bytes as the server's messages show them.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("0x{b:02x}")).collect::<Vec<_>>().join(" ")
 }
 
 /// A UTF-16 byte-order mark, or a first kilobyte that is mostly NUL bytes
@@ -189,6 +292,48 @@ mod tests {
     }
 
     #[test]
+    fn windows_code_pages_refuse_their_undefined_bytes_as_postgresql_does() {
+        // windows-1252 leaves 0x81, 0x8D, 0x8F, 0x90 and 0x9D undefined;
+        // PostgreSQL's WIN1252 refuses them (checked against its
+        // convert_from in tests/encodings.rs).
+        for byte in [0x81u8, 0x8D, 0x8F, 0x90, 0x9D] {
+            let err = transcode(&[b'a', b'b', byte, b'c'], "windows-1252").unwrap_err();
+            assert!(
+                err.to_string().starts_with(&format!("line 1 (byte 2): 0x{byte:02x} is not valid windows-1252")),
+                "{err}"
+            );
+        }
+        // Undefined in windows-1250 too, where 0x8A is defined (Š).
+        assert!(transcode(b"\x81", "WIN1250").is_err());
+        assert_eq!(transcode(b"\x8a", "WIN1250").unwrap(), "\u{160}");
+        // Past the first read's buffer, the offset still counts from the
+        // start of the input.
+        let mut long = b"123456789\n".repeat(10_000);
+        long.push(0x90);
+        let err = transcode(&long, "windows-1252").unwrap_err();
+        assert!(err.to_string().starts_with("line 10001 (byte 100000): 0x90"), "{err}");
+        // ISO-8859-2's 0x80..0x9F are real C1 controls, as in PostgreSQL's LATIN2.
+        assert_eq!(transcode(b"\x81", "iso-8859-2").unwrap(), "\u{81}");
+        let InputEncoding::Transcode(koi8r) = InputEncoding::from_name("KOI8R").unwrap() else { panic!() };
+        assert_eq!(postgres_differences(koi8r), None);
+    }
+
+    #[test]
+    fn iso_names_are_strict_where_whatwg_reads_the_windows_superset() {
+        assert_eq!(transcode(b"\x80\xdd", "LATIN5").unwrap(), "\u{80}\u{130}");
+        assert_eq!(transcode(b"\x80\xdd", "iso-8859-9").unwrap(), "\u{80}\u{130}");
+        assert_eq!(transcode(b"\x80\xdd", "WIN1254").unwrap(), "\u{20ac}\u{130}");
+        assert_eq!(transcode(b"\x80", "us-ascii").unwrap(), "\u{20ac}", "WHATWG's ascii is windows-1252");
+        assert_eq!(transcode(b"\xa4", "LATIN9").unwrap(), "\u{20ac}");
+    }
+
+    #[test]
+    fn koi8_u_is_postgresql_s_not_koi8_ru() {
+        assert_eq!(transcode(b"\xae\xbe\xa4", "KOI8U").unwrap(), "\u{255d}\u{256c}\u{454}");
+        assert_eq!(transcode(b"\xae", "koi8-r").unwrap(), "\u{255d}");
+    }
+
+    #[test]
     fn utf16_with_bom_and_explicit_endianness() {
         let text = "id,name\n1,caf\u{e9}\n";
         let le: Vec<u8> = [0xFF, 0xFE].into_iter().chain(text.encode_utf16().flat_map(u16::to_le_bytes)).collect();
@@ -205,7 +350,14 @@ mod tests {
         // An unpaired high surrogate in UTF-16LE at byte 4.
         let bad = [b'a', 0, b'b', 0, 0x00, 0xD8, b'c', 0];
         let err = transcode(&bad, "utf-16le").unwrap_err();
-        assert!(err.to_string().starts_with("byte 4: not valid UTF-16LE"), "{err}");
+        assert!(err.to_string().starts_with("line 1 (byte 4): 0x00 0xd8 is not valid UTF-16LE"), "{err}");
+        // Lines count in what was decoded: UTF-16's newlines are two bytes.
+        let bad = [b'a', 0, b'\n', 0, b'b', 0, b'\n', 0, 0x00, 0xD8, b'c', 0];
+        let err = transcode(&bad, "utf-16le").unwrap_err();
+        assert!(err.to_string().starts_with("line 3 (byte 8): 0x00 0xd8"), "{err}");
+        // A malformed byte followed by more: the offset is the bad byte's.
+        let err = transcode(b"ab\x82 cd", "shift_jis").unwrap_err();
+        assert!(err.to_string().starts_with("line 1 (byte 2): 0x82 is not valid Shift_JIS"), "{err}");
     }
 
     #[test]

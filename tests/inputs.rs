@@ -1,7 +1,9 @@
 //! Inputs: several files, globs, headers, stdin, gzip, zstd; and identical
 //! tables whatever the worker count and chunk size.
 
-use std::io::Write;
+use std::io::{Read, Write};
+
+use sluice::encoding::{InputEncoding, TranscodingReader};
 
 use crate::util::{gzip, run_command, sluice_command, sluice_with_stdin, TestDb};
 
@@ -519,6 +521,58 @@ fn single_byte_encodings_are_transcoded() {
     db.load(&[path, "--table", "w", "--encoding", "WIN1252", "--chunk-size", "1KiB"]).assert_ok();
     assert_eq!(db.scalar("SELECT count(*) FROM l1 WHERE name = 'caf' || chr(233) || ' ' || chr(128)"), "300");
     assert_eq!(db.scalar("SELECT count(*) FROM w WHERE name = 'caf' || chr(233) || ' ' || chr(8364)"), "300");
+}
+
+/// Every single-byte encoding PostgreSQL knows, named as PostgreSQL names
+/// it, decodes as the server's own conversion does: each byte 0x80..0xFF
+/// that `convert_from` reads loads as the text it gives, and a byte it
+/// refuses (windows-1252's 0x81, say, which WHATWG would turn into a C1
+/// control) stops the load with the byte's offset and the file, without
+/// loading its line. The first and the last refused byte of each are tried.
+#[test]
+fn single_byte_encodings_decode_as_the_server_does() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE w (id int, v text);
+         CREATE FUNCTION server_decodes(n int, enc text) RETURNS text LANGUAGE plpgsql AS
+           $$ BEGIN RETURN convert_from(set_byte('\\x00'::bytea, 0, n), enc);
+              EXCEPTION WHEN others THEN RETURN NULL; END $$",
+    );
+    let line = |n: u32| [format!("{n},a").into_bytes(), vec![n as u8], b"b\n".to_vec()].concat();
+    let windows = ["WIN866", "WIN874", "WIN1250", "WIN1251", "WIN1252", "WIN1253", "WIN1254", "WIN1255", "WIN1256"];
+    let others = ["WIN1257", "WIN1258", "KOI8R", "KOI8U", "ISO_8859_5", "ISO_8859_6", "ISO_8859_7", "ISO_8859_8"];
+    let latin = ["LATIN1", "LATIN2", "LATIN3", "LATIN4", "LATIN5", "LATIN6", "LATIN7", "LATIN8", "LATIN9", "LATIN10"];
+    for page in windows.iter().chain(&others).chain(&latin) {
+        let refused = db.scalar(&format!(
+            "SELECT string_agg(n::text, ',') FROM generate_series(128, 255) n WHERE server_decodes(n, '{page}') IS NULL"
+        ));
+        let undefined: Vec<u32> = refused.split(',').filter(|n| !n.is_empty()).map(|n| n.parse().unwrap()).collect();
+        let defined: Vec<u32> = (0x80..=0xFF).filter(|n| !undefined.contains(n)).collect();
+        let file = db.file(&format!("{page}.csv"), &defined.iter().flat_map(|&n| line(n)).collect::<Vec<u8>>());
+        db.execute("TRUNCATE w");
+        db.load(&[file.to_str().unwrap(), "--table", "w", "--encoding", page]).assert_ok();
+        let differing =
+            format!("SELECT count(*) FROM w WHERE v IS DISTINCT FROM 'a' || server_decodes(id, '{page}') || 'b'");
+        assert_eq!(db.scalar(&differing), "0", "{page}");
+        assert_eq!(db.count("w"), defined.len() as u64, "{page}");
+        // Every refused byte, through the transcoder alone (a load each
+        // would take a second per code page).
+        let InputEncoding::Transcode(transcoding) = InputEncoding::from_name(page).unwrap() else { panic!("{page}") };
+        for &n in &undefined {
+            let mut text = String::new();
+            let decoded = TranscodingReader::new([n as u8].as_slice(), transcoding).read_to_string(&mut text);
+            assert!(decoded.is_err(), "{page} byte {n:#x}: the server refuses it, sluice read {text:?}");
+        }
+        for &n in undefined.first().iter().chain(undefined.last().iter()) {
+            let name = format!("{page}-{n}.csv");
+            let file = db.file(&name, &[b"1,ok\n".as_slice(), &line(*n)].concat());
+            let run = db.load(&[file.to_str().unwrap(), "--table", "w", "--encoding", page, "--restart"]);
+            assert_ne!(run.code, 0, "{page} byte {n:#x}");
+            let expected = format!("line 2 (byte 10): 0x{n:02x} is not valid");
+            assert!(run.stderr.contains(&expected) && run.stderr.contains(&name), "{}", run.stderr);
+            assert_eq!(db.scalar(&format!("SELECT count(*) FROM w WHERE id = {n}")), "0", "{page} byte {n:#x} loaded");
+        }
+    }
 }
 
 /// A UTF-16 file with a byte-order mark loads with --encoding utf-16 (quoted
