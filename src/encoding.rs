@@ -26,11 +26,14 @@
 //!
 //! Multi-byte encodings (Shift_JIS, Big5, GBK, EUC-KR, ...) are WHATWG's
 //! without such a check.
+//!
+//! Names are PostgreSQL's first, for the same reason: WHATWG reads some of
+//! PostgreSQL's aliases as other code pages (`unicode` is UTF-16LE there,
+//! UTF-8 in PostgreSQL) and knows others not at all (`win`, `tcvn`).
 
 use std::io::{self, Read};
 
-use encoding_rs::{Decoder, DecoderResult, Encoding, IBM866, ISO_8859_13, ISO_8859_14, ISO_8859_15, ISO_8859_16};
-use encoding_rs::{KOI8_R, KOI8_U, UTF_8, WINDOWS_1252, WINDOWS_1254, WINDOWS_1255};
+use encoding_rs::{Decoder, DecoderResult, Encoding, KOI8_U, UTF_8, WINDOWS_1252, WINDOWS_1254, WINDOWS_1255};
 
 /// How an input is turned into UTF-8: an `encoding_rs` decoder (UTF-16
 /// removes its byte-order mark), with PostgreSQL's differences.
@@ -50,29 +53,31 @@ pub enum InputEncoding {
 }
 
 impl InputEncoding {
-    /// A WHATWG label (`windows-1252`, `utf-16le`, `shift_jis`, ...) or a
-    /// PostgreSQL encoding name (`WIN1252`, `LATIN9`, `KOI8U`, ...).
+    /// A PostgreSQL encoding name or alias (`WIN1252`, `LATIN9`, `KOI8U`,
+    /// `UNICODE`, ...), read as PostgreSQL reads it, or else a WHATWG label
+    /// (`windows-1252`, `utf-16le`, `shift_jis`, ...). PostgreSQL's meaning
+    /// wins where the two differ: `unicode` is UTF-8 there and UTF-16LE in
+    /// WHATWG, and a file must load as `psql` with that `client_encoding`
+    /// loads it.
     pub fn from_name(name: &str) -> Result<InputEncoding, String> {
-        let lower = name.trim().to_ascii_lowercase().replace('_', "-");
-        let encoding = match lower.as_str() {
-            "utf-8" | "utf8" | "unicode-1-1-utf-8" => return Ok(InputEncoding::Utf8),
-            // PostgreSQL's names that are not WHATWG labels.
-            "latin7" => Some(ISO_8859_13),
-            "latin8" => Some(ISO_8859_14),
-            "latin9" => Some(ISO_8859_15),
-            "latin10" => Some(ISO_8859_16),
-            "koi8r" => Some(KOI8_R),
-            "koi8u" => Some(KOI8_U),
-            "win866" | "alt" => Some(IBM866),
-            _ if lower.starts_with("win") && !lower.starts_with("windows") => {
-                Encoding::for_label(format!("windows-{}", &lower[3..]).as_bytes())
+        let lower = name.trim().to_ascii_lowercase();
+        let postgres: String = lower.chars().filter(char::is_ascii_alphanumeric).collect();
+        let label = match POSTGRES_NAMES.iter().find(|(pg, _)| *pg == postgres) {
+            Some((_, label)) => label.to_string(),
+            None if NOT_TRANSCODED.contains(&postgres.as_str()) => {
+                return Err(format!(
+                    "sluice does not transcode PostgreSQL's encoding '{name}'; convert the file to UTF-8 \
+                     (iconv) and load it without --encoding"
+                ))
             }
-            _ => Encoding::for_label(lower.as_bytes()),
+            None => lower.clone(),
         };
+        let encoding =
+            Encoding::for_label(label.as_bytes()).or_else(|| Encoding::for_label(label.replace('_', "-").as_bytes()));
         match encoding {
             Some(enc) if enc == UTF_8 => Ok(InputEncoding::Utf8),
             Some(encoding) => {
-                let strict_iso = (encoding == WINDOWS_1252 || encoding == WINDOWS_1254) && names_iso_8859(&lower);
+                let strict_iso = (encoding == WINDOWS_1252 || encoding == WINDOWS_1254) && names_iso_8859(&label);
                 Ok(InputEncoding::Transcode(Transcoding { encoding, strict_iso }))
             }
             None => Err(format!(
@@ -82,6 +87,92 @@ impl InputEncoding {
         }
     }
 }
+
+/// PostgreSQL's encoding names and aliases (`pg_encname_tbl`) as PostgreSQL
+/// compares them (lower case, letters and digits only), with the WHATWG
+/// label of the same code page. A name missing here is looked up as a WHATWG
+/// label; `tests/inputs.rs` asks the server what each name means.
+const POSTGRES_NAMES: &[(&str, &str)] = &[
+    ("unicode", "utf-8"),
+    ("utf8", "utf-8"),
+    ("sqlascii", "utf-8"),
+    ("alt", "ibm866"),
+    ("win866", "ibm866"),
+    ("windows866", "ibm866"),
+    ("win874", "windows-874"),
+    ("windows874", "windows-874"),
+    ("win", "windows-1251"),
+    ("abc", "windows-1258"),
+    ("win1250", "windows-1250"),
+    ("win1251", "windows-1251"),
+    ("win1252", "windows-1252"),
+    ("win1253", "windows-1253"),
+    ("win1254", "windows-1254"),
+    ("win1255", "windows-1255"),
+    ("win1256", "windows-1256"),
+    ("win1257", "windows-1257"),
+    ("win1258", "windows-1258"),
+    ("windows1250", "windows-1250"),
+    ("windows1251", "windows-1251"),
+    ("windows1252", "windows-1252"),
+    ("windows1253", "windows-1253"),
+    ("windows1254", "windows-1254"),
+    ("windows1255", "windows-1255"),
+    ("windows1256", "windows-1256"),
+    ("windows1257", "windows-1257"),
+    ("windows1258", "windows-1258"),
+    ("tcvn", "windows-1258"),
+    ("tcvn5712", "windows-1258"),
+    ("vscii", "windows-1258"),
+    ("koi8", "koi8-r"),
+    ("koi8r", "koi8-r"),
+    ("koi8u", "koi8-u"),
+    ("latin1", "iso-8859-1"),
+    ("latin2", "iso-8859-2"),
+    ("latin3", "iso-8859-3"),
+    ("latin4", "iso-8859-4"),
+    ("latin5", "iso-8859-9"),
+    ("latin6", "iso-8859-10"),
+    ("latin7", "iso-8859-13"),
+    ("latin8", "iso-8859-14"),
+    ("latin9", "iso-8859-15"),
+    ("latin10", "iso-8859-16"),
+    ("iso88591", "iso-8859-1"),
+    ("iso88592", "iso-8859-2"),
+    ("iso88593", "iso-8859-3"),
+    ("iso88594", "iso-8859-4"),
+    ("iso88595", "iso-8859-5"),
+    ("iso88596", "iso-8859-6"),
+    ("iso88597", "iso-8859-7"),
+    ("iso88598", "iso-8859-8"),
+    ("iso88599", "iso-8859-9"),
+    ("iso885910", "iso-8859-10"),
+    ("iso885913", "iso-8859-13"),
+    ("iso885914", "iso-8859-14"),
+    ("iso885915", "iso-8859-15"),
+    ("iso885916", "iso-8859-16"),
+    ("sjis", "shift_jis"),
+    ("shiftjis", "shift_jis"),
+    ("mskanji", "shift_jis"),
+    ("win932", "shift_jis"),
+    ("windows932", "shift_jis"),
+    ("eucjp", "euc-jp"),
+    ("euckr", "euc-kr"),
+    ("uhc", "euc-kr"),
+    ("win949", "euc-kr"),
+    ("windows949", "euc-kr"),
+    ("gbk", "gbk"),
+    ("win936", "gbk"),
+    ("windows936", "gbk"),
+    ("gb18030", "gb18030"),
+    ("big5", "big5"),
+    ("win950", "big5"),
+    ("windows950", "big5"),
+];
+
+/// PostgreSQL's encodings that WHATWG has no decoder for, or one that reads
+/// them as another code page: refused rather than read wrong.
+const NOT_TRANSCODED: &[&str] = &["euccn", "euctw", "eucjis2004", "shiftjis2004", "johab", "muleinternal"];
 
 /// Whether a label WHATWG gives windows-1252 or windows-1254 names the
 /// ISO-8859 code page (latin1, iso-8859-9, ...) rather than the Windows one
@@ -384,5 +475,21 @@ mod tests {
         assert_eq!(InputEncoding::from_name("UTF8"), Ok(InputEncoding::Utf8));
         assert!(InputEncoding::from_name("klingon").is_err());
         assert!(matches!(InputEncoding::from_name("koi8-r"), Ok(InputEncoding::Transcode(_))));
+        let transcoding = |name| match InputEncoding::from_name(name) {
+            Ok(InputEncoding::Transcode(t)) => (t.encoding.name(), t.strict_iso),
+            other => panic!("{name}: {other:?}"),
+        };
+        // PostgreSQL's meaning first, then WHATWG's labels.
+        assert_eq!(InputEncoding::from_name("Unicode"), Ok(InputEncoding::Utf8));
+        assert_eq!(InputEncoding::from_name("SQL_ASCII"), Ok(InputEncoding::Utf8));
+        assert_eq!(transcoding("WIN"), ("windows-1251", false));
+        assert_eq!(transcoding("TCVN"), ("windows-1258", false));
+        assert_eq!(transcoding("MS_KANJI"), ("Shift_JIS", false));
+        assert_eq!(transcoding("ks_c_5601-1987"), ("EUC-KR", false));
+        assert_eq!(transcoding("ISO_8859_1"), ("windows-1252", true));
+        assert_eq!(transcoding("cp1252"), ("windows-1252", false));
+        assert_eq!(transcoding("utf_16le"), ("UTF-16LE", false));
+        let refused = InputEncoding::from_name("EUC_TW").unwrap_err();
+        assert!(refused.contains("does not transcode PostgreSQL's encoding 'EUC_TW'"), "{refused}");
     }
 }

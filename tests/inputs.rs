@@ -575,6 +575,124 @@ fn single_byte_encodings_decode_as_the_server_does() {
     }
 }
 
+/// Every name PostgreSQL knows for an encoding (`pg_encname_tbl`, written as
+/// users write them) means in sluice what the server's canonical name for
+/// it means: `UNICODE` is UTF-8 (WHATWG reads it as UTF-16LE), `WIN` is
+/// WIN1251, `MS_KANJI` and `WIN932` are SJIS. Names sluice does not
+/// transcode are refused under every alias.
+#[test]
+fn postgres_encoding_aliases_mean_what_the_server_says() {
+    let db = TestDb::new();
+    let aliases = [
+        "abc",
+        "alt",
+        "big5",
+        "euccn",
+        "eucjis2004",
+        "eucjp",
+        "euckr",
+        "euctw",
+        "gb18030",
+        "gbk",
+        "iso88591",
+        "iso885910",
+        "iso885913",
+        "iso885914",
+        "iso885915",
+        "iso885916",
+        "iso88592",
+        "iso88593",
+        "iso88594",
+        "iso88595",
+        "iso88596",
+        "iso88597",
+        "iso88598",
+        "iso88599",
+        "johab",
+        "koi8",
+        "koi8r",
+        "koi8u",
+        "latin1",
+        "latin10",
+        "latin2",
+        "latin3",
+        "latin4",
+        "latin5",
+        "latin6",
+        "latin7",
+        "latin8",
+        "latin9",
+        "mskanji",
+        "muleinternal",
+        "shiftjis",
+        "shiftjis2004",
+        "sjis",
+        "sqlascii",
+        "tcvn",
+        "tcvn5712",
+        "uhc",
+        "unicode",
+        "utf8",
+        "vscii",
+        "win",
+        "win1250",
+        "win1251",
+        "win1252",
+        "win1253",
+        "win1254",
+        "win1255",
+        "win1256",
+        "win1257",
+        "win1258",
+        "win866",
+        "win874",
+        "win932",
+        "win936",
+        "win949",
+        "win950",
+        "windows1250",
+        "windows1251",
+        "windows1252",
+        "windows1253",
+        "windows1254",
+        "windows1255",
+        "windows1256",
+        "windows1257",
+        "windows1258",
+        "windows866",
+        "windows874",
+        "windows932",
+        "windows936",
+        "windows949",
+        "windows950",
+        // As users write them.
+        "UTF-8",
+        "Unicode",
+        "ISO-8859-1",
+        "iso_8859_15",
+        "MS_KANJI",
+        "Shift_JIS",
+        "TCVN-5712",
+        "WIN",
+        "SQL_ASCII",
+    ];
+    let mut known = 0;
+    for alias in aliases {
+        let canonical = db.scalar(&format!("SELECT pg_encoding_to_char(pg_char_to_encoding('{alias}'))"));
+        if canonical.is_empty() {
+            continue; // not a name this server version knows
+        }
+        known += 1;
+        let (ours, theirs) = (InputEncoding::from_name(alias), InputEncoding::from_name(&canonical));
+        match (&ours, &theirs) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b, "{alias} is {canonical} to the server"),
+            (Err(_), Err(e)) => assert!(e.contains("does not transcode"), "{canonical}: {e}"),
+            _ => panic!("{alias} is {canonical} to the server; sluice: {ours:?} against {theirs:?}"),
+        }
+    }
+    assert!(known > 80, "the server knew only {known} of the names");
+}
+
 /// A UTF-16 file with a byte-order mark loads with --encoding utf-16 (quoted
 /// newlines across 1 KiB chunks included) exactly like its UTF-8 twin, and
 /// without --encoding fails with a message that names the flag.
