@@ -1399,6 +1399,59 @@ fn random_tsv_files_load_in_small_chunks_as_one_copy_loads_them() {
     }
 }
 
+/// Random CSV and TSV files written in single-byte encodings (characters
+/// of each code page's upper half among quotes, escapes, delimiters and
+/// quoted newlines), cut into 1 KiB chunks and loaded with `--encoding`: sluice
+/// loads, as text and as binary, what one COPY with `ENCODING` (the
+/// server's own conversion) loads from the same bytes.
+#[test]
+fn random_files_in_single_byte_encodings_load_as_one_copy_with_that_encoding() {
+    let db = TestDb::new();
+    let mut rng = Rng(fuzz_seed() ^ 0xE7C0);
+    let pages: [(&str, &encoding_rs::Encoding, &[&str]); 3] = [
+        ("WIN1252", encoding_rs::WINDOWS_1252, &["é", "€", "…", "ß", "Ÿ"]),
+        // Written with windows-1252's encoder: € is 0x80, which LATIN1 reads
+        // as the control U+0080.
+        ("LATIN1", encoding_rs::WINDOWS_1252, &["é", "ß", "ÿ", "\u{a0}", "€", "\u{81}"]),
+        ("KOI8R", encoding_rs::KOI8_R, &["ж", "Я", "ё", "ъ", "═"]),
+    ];
+    for (i, (page, encoder, letters)) in pages.into_iter().enumerate() {
+        let pool: Vec<&str> =
+            ["a", " ", "1", "\\", "\\N", "'", "\"", "x y"].into_iter().chain(letters.iter().copied()).collect();
+        let dialect = &DIALECTS[i % DIALECTS.len()];
+        let delimiter = dialect.delimiter.to_string();
+        let csv: String = (0..3000)
+            .map(|n| {
+                let fields = (0..3).map(|_| dialect.field(&mut rng, &pool, true));
+                std::iter::once(n.to_string()).chain(fields).collect::<Vec<_>>().join(&delimiter) + "\n"
+            })
+            .collect();
+        let tsv: String = (0..3000)
+            .map(|n| {
+                // A lone backslash would escape what follows it.
+                let piece = |rng: &mut Rng| -> &str { Some(rng.pick(&pool)).filter(|p| *p != "\\").unwrap_or("\\\\") };
+                let fields = (0..3).map(|_| (0..rng.below(4)).map(|_| piece(&mut rng)).collect::<String>());
+                std::iter::once(n.to_string()).chain(fields).collect::<Vec<_>>().join("\t") + "\n"
+            })
+            .collect();
+        let [quote, escape] = [dialect.quote, dialect.escape].map(|c| c.to_string());
+        let csv_flags = ["--delimiter", &delimiter, "--quote", &quote, "--escape", &escape, "--null", dialect.null];
+        let encoded = format!("ENCODING '{page}'");
+        for (kind, text, copy_options, flags) in [
+            ("csv", csv, format!("{}, {encoded}", dialect.copy_options()), &csv_flags[..]),
+            ("tsv", tsv, encoded.clone(), &[][..]),
+        ] {
+            let (bytes, _, unmappable) = encoder.encode(&text);
+            assert!(!unmappable, "{page}: the pool has a character the code page lacks");
+            let file = db.file(&format!("random-{page}.{kind}"), &bytes);
+            let flags = [&["--format", kind, "--encoding", page][..], flags].concat();
+            loads_as_one_copy(&db, &file, &copy_options, &flags);
+            let high = db.scalar("SELECT count(*) FROM got WHERE a || b || c ~ '[^\\x01-\\x7f]'");
+            assert!(high.parse::<u32>().unwrap() > 1000, "{page} {kind}: only {high} rows with a non-ASCII character");
+        }
+    }
+}
+
 /// Loads `file` into `(n int, a text, b text, c text)` by one COPY with
 /// `copy_options`, and by sluice with `flags` in 1 KiB chunks by 2 workers,
 /// as text and as binary: the three tables must hold the same rows.
