@@ -15,9 +15,8 @@
 //! the tuple is written straight into the output's spare room. Whatever
 //! this path does not read on the first try (a value that may be the NULL
 //! string, a 19-digit integer, a long decimal, a wrong field count) returns
-//! `None` and the exact splitter
-//! takes the record from its start; a property test checks that both give
-//! the same bytes.
+//! `None` and the exact splitter takes the record from its start; a
+//! property test checks that both give the same bytes.
 //!
 //! Where the CPU has AVX2 (checked once per encoder), one pass over 32 bytes
 //! at a time finds the newline, the delimiters and any byte that makes the
