@@ -70,7 +70,7 @@ impl InputEncoding {
                      (iconv) and load it without --encoding"
                 ))
             }
-            None => lower.clone(),
+            None => lower,
         };
         let encoding =
             Encoding::for_label(label.as_bytes()).or_else(|| Encoding::for_label(label.replace('_', "-").as_bytes()));
