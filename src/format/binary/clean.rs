@@ -328,7 +328,7 @@ mod wide {
 const ROOM_PER_FIELD: usize = 28;
 
 /// Text fields up to this length are copied as one fixed-size block of
-/// 32 or 64 bytes (l_comment, up to 44 bytes, is a third of lineitem's text).
+/// 32 or 64 bytes (a third of lineitem's comments are 33 to 44 bytes long).
 const BLOCK_TEXT: usize = 64;
 
 /// Where the tuple is written: the output's spare room, and how much of it
