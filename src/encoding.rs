@@ -1,11 +1,11 @@
 //! Input encodings: everything that is not UTF-8 is transcoded to UTF-8 on
-//! the client, so the server always parses UTF-8 and a file in the wrong
-//! encoding fails with a message that names the fix.
+//! the client, so the server always parses UTF-8, and a record the encoding
+//! cannot read is rejected with a reason that names the fix.
 //!
 //! The decoders come from `encoding_rs` (the WHATWG Encoding Standard).
-//! Decoding is strict: a malformed sequence stops the input with its byte
-//! offset instead of turning into U+FFFD, because a silent replacement is
-//! lost data.
+//! Decoding is strict: a malformed sequence does not turn into U+FFFD,
+//! because a silent replacement is lost data. It is passed on marked (see
+//! [`MARK_HIGH`]), and its record is rejected with the bytes as they were.
 //!
 //! A file must read as it would through `psql` with `client_encoding` set to
 //! the same name, and for single-byte encodings WHATWG and PostgreSQL differ
@@ -237,7 +237,70 @@ fn first_different(src: &[u8], differences: &[PostgresDifference; 256]) -> Optio
     src[tail..].iter().position(differs).map(|i| tail + i)
 }
 
-/// Reads `inner` in some encoding and yields UTF-8.
+/// A byte the input's encoding cannot read is passed on marked, so that its
+/// record is rejected and the rest of the input loads: psql stops the whole
+/// COPY at it, so one bad line costs the file (the seeds' 20 GB JSON
+/// report). The mark is two bytes: 0xFE or 0xFF, which
+/// UTF-8 never has, so a marked record is invalid UTF-8 and cannot be loaded
+/// as text; then the byte with its high bit set, so it can never be a
+/// delimiter, quote or line end and the record keeps its shape. Reject
+/// isolation refuses marked records on the client (`load::isolate`), and the
+/// rejects file gets them back as they were in the input ([`unmark`]).
+const MARK_HIGH: u8 = 0xFF;
+/// Marks an ASCII byte, which follows it with its high bit set (a half of an
+/// unpaired UTF-16 surrogate can be a line feed).
+const MARK_ASCII: u8 = 0xFE;
+
+/// The mark for one unreadable byte.
+fn mark(byte: u8) -> [u8; 2] {
+    match byte {
+        0x80.. => [MARK_HIGH, byte],
+        _ => [MARK_ASCII, byte | 0x80],
+    }
+}
+
+/// Whether transcoded `bytes` hold a byte the input's encoding could not read.
+pub fn has_unreadable(bytes: &[u8]) -> bool {
+    memchr::memchr2(MARK_ASCII, MARK_HIGH, bytes).is_some()
+}
+
+/// Transcoded `record` with its unreadable bytes as they were in the input,
+/// and the first run of them; `None` when it has none.
+pub fn unmark(record: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+    let first = memchr::memchr2(MARK_ASCII, MARK_HIGH, record)?;
+    let (mut original, mut first_run) = (record[..first].to_vec(), Vec::new());
+    let mut at = first;
+    while at < record.len() {
+        let byte = match (record[at], record.get(at + 1)) {
+            (MARK_HIGH, Some(&b)) => b,
+            (MARK_ASCII, Some(&b)) => b & 0x7F,
+            (other, _) => {
+                original.push(other);
+                at += 1;
+                continue;
+            }
+        };
+        if at == first + 2 * first_run.len() {
+            first_run.push(byte);
+        }
+        original.push(byte);
+        at += 2;
+    }
+    Some((original, first_run))
+}
+
+/// Why a transcoded record with unreadable bytes is rejected.
+pub fn unreadable_reason(first_run: &[u8], transcoding: Transcoding) -> String {
+    format!(
+        "{} is not valid {} (the rejects file has the record with them as they were in the file); is the \
+         file in another encoding? (--encoding)",
+        hex(first_run),
+        transcoding.encoding.name()
+    )
+}
+
+/// Reads `inner` in some encoding and yields UTF-8, with each byte it cannot
+/// read marked (see [`MARK_HIGH`]).
 pub struct TranscodingReader<R> {
     inner: R,
     decoder: Decoder,
@@ -246,16 +309,19 @@ pub struct TranscodingReader<R> {
     in_pos: usize,
     in_len: usize,
     eof: bool,
-    /// Source bytes consumed before `input[in_pos]`, and line feeds handed
-    /// out, for error messages.
-    consumed: u64,
-    newlines: u64,
-    /// UTF-8 made for a read whose buffer was too small for it (at most one
-    /// character's), and how much of it was handed out.
-    spill: [u8; 4],
-    spill_at: usize,
-    spill_len: usize,
+    /// The decoder has taken the end of the input: it may not be called again.
+    finished: bool,
+    /// The last bytes of earlier reads: a malformed sequence may begin there.
+    earlier: Vec<u8>,
+    /// Output not yet handed out: marks, or UTF-8 made for a read whose
+    /// buffer was too small for it (at most one character's).
+    pending: Vec<u8>,
+    pending_at: usize,
 }
+
+/// Bytes kept from earlier reads: more than a malformed sequence and the
+/// bytes the decoder read past it (at most 6 with ISO-2022-JP).
+const EARLIER: usize = 8;
 
 impl<R: Read> TranscodingReader<R> {
     pub fn new(inner: R, transcoding: Transcoding) -> Self {
@@ -267,11 +333,10 @@ impl<R: Read> TranscodingReader<R> {
             in_pos: 0,
             in_len: 0,
             eof: false,
-            consumed: 0,
-            newlines: 0,
-            spill: [0; 4],
-            spill_at: 0,
-            spill_len: 0,
+            finished: false,
+            earlier: Vec::new(),
+            pending: Vec::new(),
+            pending_at: 0,
         }
     }
 
@@ -279,6 +344,9 @@ impl<R: Read> TranscodingReader<R> {
         if self.in_pos < self.in_len || self.eof {
             return Ok(());
         }
+        let read = &self.input[self.in_len.saturating_sub(EARLIER)..self.in_len];
+        self.earlier.extend_from_slice(read);
+        self.earlier.drain(..self.earlier.len().saturating_sub(EARLIER));
         self.in_pos = 0;
         self.in_len = loop {
             match self.inner.read(&mut self.input) {
@@ -291,79 +359,92 @@ impl<R: Read> TranscodingReader<R> {
     }
 
     /// The byte at `input[in_pos]`, where PostgreSQL reads otherwise than
-    /// the decoder: its UTF-8 in `out`, or the error PostgreSQL would give.
-    fn different_byte(&mut self, difference: PostgresDifference, out: &mut [u8]) -> io::Result<usize> {
+    /// the decoder: its UTF-8 in `out`, or a mark where PostgreSQL refuses it.
+    fn different_byte(&mut self, difference: PostgresDifference, out: &mut [u8]) -> usize {
         let byte = self.input[self.in_pos];
-        let PostgresDifference::Reads(c) = difference else {
-            let name = self.decoder.encoding().name();
-            let what = format!("0x{byte:02x} is not valid {name} (the code page leaves it undefined)");
-            return Err(self.not_valid(self.consumed, &[], what));
-        };
         self.in_pos += 1;
-        self.consumed += 1;
-        Ok(c.encode_utf8(out).len())
+        match difference {
+            PostgresDifference::Reads(c) => c.encode_utf8(out).len(),
+            _ => {
+                self.pending.extend_from_slice(&mark(byte));
+                0
+            }
+        }
     }
 
-    /// The error for bad input at source byte `at`, after `decoded` more
-    /// UTF-8 than was handed out: with its line, as the user's editor counts
-    /// lines.
-    fn not_valid(&self, at: u64, decoded: &[u8], what: String) -> io::Error {
-        let line = self.newlines + memchr::memchr_iter(b'\n', decoded).count() as u64 + 1;
-        io::Error::new(io::ErrorKind::InvalidData, format!("line {line} (byte {at}): {what}; check --encoding"))
+    /// Marks the malformed sequence of `bad` bytes that ends `after` bytes
+    /// before the decoder stopped, `read` bytes past `input[in_pos]`; it may
+    /// have begun in an earlier read.
+    fn mark_malformed(&mut self, bad: usize, read: usize, after: usize) {
+        let stop = self.in_pos + read;
+        let here = &self.input[stop.saturating_sub(EARLIER)..stop];
+        let recent: Vec<u8> = self.earlier.iter().chain(here).copied().collect();
+        let end = recent.len().saturating_sub(after);
+        for &byte in &recent[end.saturating_sub(bad)..end] {
+            self.pending.extend_from_slice(&mark(byte));
+        }
     }
 }
 
 impl<R: Read> Read for TranscodingReader<R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        if self.spill_at == self.spill_len && out.len() >= 4 {
-            let n = self.transcode(out)?;
-            self.newlines += memchr::memchr_iter(b'\n', &out[..n]).count() as u64;
-            return Ok(n);
+        loop {
+            if self.pending_at < self.pending.len() {
+                let n = out.len().min(self.pending.len() - self.pending_at);
+                out[..n].copy_from_slice(&self.pending[self.pending_at..self.pending_at + n]);
+                self.pending_at += n;
+                return Ok(n);
+            }
+            self.pending.clear();
+            self.pending_at = 0;
+            if out.len() >= 4 {
+                let n = self.transcode(out)?;
+                if n > 0 || self.pending.is_empty() {
+                    return Ok(n);
+                }
+            } else {
+                let mut small = [0; 4];
+                let n = self.transcode(&mut small)?;
+                self.pending.splice(0..0, small[..n].iter().copied());
+                if self.pending.is_empty() {
+                    return Ok(0);
+                }
+            }
         }
-        if self.spill_at == self.spill_len {
-            let mut spill = [0; 4];
-            self.spill_len = self.transcode(&mut spill)?;
-            (self.spill, self.spill_at) = (spill, 0);
-            self.newlines += memchr::memchr_iter(b'\n', &spill[..self.spill_len]).count() as u64;
-        }
-        let n = out.len().min(self.spill_len - self.spill_at);
-        out[..n].copy_from_slice(&self.spill[self.spill_at..self.spill_at + n]);
-        self.spill_at += n;
-        Ok(n)
     }
 }
 
 impl<R: Read> TranscodingReader<R> {
-    /// Decodes into `out`, which has room for any one character (4 bytes).
+    /// Decodes into `out`, which has room for any one character (4 bytes),
+    /// and marks what it cannot read into `pending`. Returns how much it
+    /// wrote to `out`: 0 only at the end of the input or with a mark made.
     fn transcode(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        loop {
+        while !self.finished {
             self.refill()?;
             let mut src = &self.input[self.in_pos..self.in_len];
             if let Some(differences) = &self.differences {
                 match first_different(src, differences) {
-                    Some(0) => return self.different_byte(differences[src[0] as usize], out),
+                    Some(0) => {
+                        let written = self.different_byte(differences[src[0] as usize], out);
+                        return Ok(written);
+                    }
                     Some(first) => src = &src[..first],
                     None => {}
                 }
             }
             let last = self.eof && self.in_pos + src.len() == self.in_len;
             let (result, read, written) = self.decoder.decode_to_utf8_without_replacement(src, out, last);
-            if let DecoderResult::Malformed(bad, after) = result {
-                // The sequence ends `after` bytes before the decoder stopped,
-                // and may have begun in an earlier read.
-                let (bad, end) = (usize::from(bad), read - usize::from(after));
-                let at = self.consumed + end as u64 - bad as u64;
-                let bytes = src.get(end.saturating_sub(bad)..end).filter(|b| b.len() == bad).map(hex);
-                let what = bytes.map_or(String::new(), |hex| format!("{hex} is "));
-                let what = format!("{what}not valid {}", self.decoder.encoding().name());
-                return Err(self.not_valid(at, &out[..written], what));
+            match result {
+                DecoderResult::Malformed(bad, after) => self.mark_malformed(usize::from(bad), read, usize::from(after)),
+                DecoderResult::InputEmpty => self.finished = last,
+                DecoderResult::OutputFull => {}
             }
             self.in_pos += read;
-            self.consumed += read as u64;
-            if written > 0 || (self.eof && self.in_pos == self.in_len) {
+            if written > 0 || !self.pending.is_empty() {
                 return Ok(written);
             }
         }
+        Ok(0)
     }
 }
 
@@ -387,11 +468,38 @@ pub fn looks_like_utf16(head: &[u8]) -> bool {
 mod tests {
     use super::*;
 
-    fn transcode(bytes: &[u8], name: &str) -> io::Result<String> {
+    fn transcoding(name: &str) -> Transcoding {
         let InputEncoding::Transcode(t) = InputEncoding::from_name(name).unwrap() else { panic!("{name} is utf-8") };
-        let mut out = String::new();
-        TranscodingReader::new(bytes, t).read_to_string(&mut out)?;
-        Ok(out)
+        t
+    }
+
+    /// The UTF-8 made of `bytes`, or the output with marks in it.
+    fn transcode(bytes: &[u8], name: &str) -> Result<String, Vec<u8>> {
+        let mut out = Vec::new();
+        TranscodingReader::new(bytes, transcoding(name)).read_to_end(&mut out).unwrap();
+        String::from_utf8(out.clone()).map_err(|_| out)
+    }
+
+    /// `input` read `per_read` bytes at a time, decoded into a buffer of
+    /// `out_len` bytes.
+    fn transcode_in_pieces(input: &[u8], name: &str, per_read: usize, out_len: usize) -> Vec<u8> {
+        struct Trickle<'a>(&'a [u8], usize);
+        impl Read for Trickle<'_> {
+            fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+                let n = self.1.min(out.len()).min(self.0.len());
+                out[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let mut reader = TranscodingReader::new(Trickle(input, per_read), transcoding(name));
+        let (mut all, mut buf) = (Vec::new(), vec![0; out_len]);
+        loop {
+            match reader.read(&mut buf).unwrap() {
+                0 => return all,
+                n => all.extend_from_slice(&buf[..n]),
+            }
+        }
     }
 
     #[test]
@@ -402,30 +510,30 @@ mod tests {
     }
 
     #[test]
-    fn windows_code_pages_refuse_their_undefined_bytes_as_postgresql_does() {
+    fn windows_code_pages_mark_their_undefined_bytes_as_postgresql_refuses_them() {
         // windows-1252 leaves 0x81, 0x8D, 0x8F, 0x90 and 0x9D undefined;
         // PostgreSQL's WIN1252 refuses them (checked against its
-        // convert_from in tests/encodings.rs).
+        // convert_from in tests/inputs.rs).
         for byte in [0x81u8, 0x8D, 0x8F, 0x90, 0x9D] {
-            let err = transcode(&[b'a', b'b', byte, b'c'], "windows-1252").unwrap_err();
-            assert!(
-                err.to_string().starts_with(&format!("line 1 (byte 2): 0x{byte:02x} is not valid windows-1252")),
-                "{err}"
-            );
+            let input = [b'a', b'b', byte, b'c'];
+            let out = transcode(&input, "windows-1252").unwrap_err();
+            assert_eq!(out, [b"ab".as_slice(), &[MARK_HIGH, byte], b"c"].concat());
+            assert!(has_unreadable(&out));
+            assert_eq!(unmark(&out), Some((input.to_vec(), vec![byte])));
+            let reason = unreadable_reason(&[byte], transcoding("WIN1252"));
+            assert!(reason.starts_with(&format!("0x{byte:02x} is not valid windows-1252")), "{reason}");
         }
         // Undefined in windows-1250 too, where 0x8A is defined (Š).
         assert!(transcode(b"\x81", "WIN1250").is_err());
         assert_eq!(transcode(b"\x8a", "WIN1250").unwrap(), "\u{160}");
-        // Past the first read's buffer, the offset still counts from the
-        // start of the input.
+        // Past the first read's buffer.
         let mut long = b"123456789\n".repeat(10_000);
         long.push(0x90);
-        let err = transcode(&long, "windows-1252").unwrap_err();
-        assert!(err.to_string().starts_with("line 10001 (byte 100000): 0x90"), "{err}");
+        let out = transcode(&long, "windows-1252").unwrap_err();
+        assert_eq!(unmark(&out).unwrap().0, long);
         // ISO-8859-2's 0x80..0x9F are real C1 controls, as in PostgreSQL's LATIN2.
         assert_eq!(transcode(b"\x81", "iso-8859-2").unwrap(), "\u{81}");
-        let InputEncoding::Transcode(koi8r) = InputEncoding::from_name("KOI8R").unwrap() else { panic!() };
-        assert_eq!(postgres_differences(koi8r), None);
+        assert_eq!(postgres_differences(transcoding("KOI8R")), None);
     }
 
     #[test]
@@ -456,18 +564,49 @@ mod tests {
     }
 
     #[test]
-    fn malformed_input_is_an_error_with_its_offset() {
-        // An unpaired high surrogate in UTF-16LE at byte 4.
-        let bad = [b'a', 0, b'b', 0, 0x00, 0xD8, b'c', 0];
-        let err = transcode(&bad, "utf-16le").unwrap_err();
-        assert!(err.to_string().starts_with("line 1 (byte 4): 0x00 0xd8 is not valid UTF-16LE"), "{err}");
-        // Lines count in what was decoded: UTF-16's newlines are two bytes.
-        let bad = [b'a', 0, b'\n', 0, b'b', 0, b'\n', 0, 0x00, 0xD8, b'c', 0];
-        let err = transcode(&bad, "utf-16le").unwrap_err();
-        assert!(err.to_string().starts_with("line 3 (byte 8): 0x00 0xd8"), "{err}");
-        // A malformed byte followed by more: the offset is the bad byte's.
-        let err = transcode(b"ab\x82 cd", "shift_jis").unwrap_err();
-        assert!(err.to_string().starts_with("line 1 (byte 2): 0x82 is not valid Shift_JIS"), "{err}");
+    fn malformed_sequences_are_marked_and_keep_the_record_s_shape() {
+        // An unpaired high surrogate in UTF-16LE; its low byte is a line feed,
+        // which the mark keeps from ending the line.
+        let bad = [b'a', 0, b'b', 0, b'\n', 0xD8, b'c', 0, b'\n', 0];
+        let out = transcode(&bad, "utf-16le").unwrap_err();
+        assert_eq!(out, [b"ab".as_slice(), &mark(b'\n'), &mark(0xD8), b"c\n"].concat());
+        assert_eq!(memchr::memchr_iter(b'\n', &out).count(), 1);
+        assert_eq!(unmark(&out), Some((b"ab\n\xd8c\n".to_vec(), vec![b'\n', 0xD8])));
+        let reason = unreadable_reason(&[b'\n', 0xD8], transcoding("utf-16le"));
+        assert!(reason.starts_with("0x0a 0xd8 is not valid UTF-16LE"), "{reason}");
+        // A malformed byte followed by more: only the bad byte is marked.
+        let out = transcode(b"ab\x82 cd\x82", "shift_jis").unwrap_err();
+        assert_eq!(out, [b"ab".as_slice(), &mark(0x82), b" cd", &mark(0x82)].concat());
+        assert_eq!(unmark(&out).unwrap().1, [0x82]);
+        // An input that ends inside a sequence.
+        assert_eq!(transcode(&[b'a', 0, b'b'], "utf-16le").unwrap_err(), [b"a".as_slice(), &mark(b'b')].concat());
+        // Output that is not a transcoder's has no marks to take back.
+        assert_eq!(unmark("caf\u{e9}".as_bytes()), None);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+        /// However the input arrives and however small the reads, the output
+        /// is what one read of the whole makes; a malformed sequence split
+        /// across reads is marked whole.
+        #[test]
+        fn reads_of_any_size_transcode_alike(
+            picks in proptest::collection::vec(0usize..12, 0..200),
+            per_read in 1usize..9,
+            out_len in 1usize..9,
+            name in proptest::sample::select(vec!["windows-1252", "utf-16le", "shift_jis", "gb18030"]),
+        ) {
+            let alphabet = [b'a', b'\n', 0, 0x81, 0x82, 0x8D, 0xA0, 0xD8, 0xDC, 0xE9, 0xFF, 0x30];
+            let input: Vec<u8> = picks.iter().map(|&i| alphabet[i]).collect();
+            let whole = transcode(&input, name).map_or_else(|marked| marked, String::into_bytes);
+            proptest::prop_assert_eq!(transcode_in_pieces(&input, name, per_read, out_len), whole.clone());
+            if name == "windows-1252" {
+                // Single bytes: the marked bytes are the undefined ones.
+                let original = unmark(&whole).map_or(whole.clone(), |(original, _)| original);
+                let ascii_or_marked = input.iter().all(|&b| b < 0x80 || [0x81, 0x8D].contains(&b));
+                proptest::prop_assert!(!ascii_or_marked || original == input);
+            }
+        }
     }
 
     #[test]

@@ -8,13 +8,14 @@
 //! fifo) is read like stdin. Compression is recognised by magic bytes, not
 //! by file name.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, BufReader, IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::encoding::{looks_like_utf16, Transcoding, TranscodingReader};
+use crate::encoding::{looks_like_utf16, unmark, Transcoding, TranscodingReader};
 use crate::error::Error;
 
 /// How a source is compressed, from its first bytes.
@@ -116,6 +117,16 @@ impl Source {
     /// True when workers read this source's chunks by byte range.
     pub fn is_positioned(&self) -> bool {
         self.can_be_read_again() && self.compression == Compression::None && self.transcoding.is_none()
+    }
+
+    /// A record's bytes as the rejects file shows them: a transcoded
+    /// input's unreadable bytes as they were in the file (see
+    /// [`crate::encoding::unmark`]).
+    pub fn as_in_input<'a>(&self, record: &'a [u8]) -> Cow<'a, [u8]> {
+        match self.transcoding.and_then(|_| unmark(record)) {
+            Some((original, _)) => Cow::Owned(original),
+            None => Cow::Borrowed(record),
+        }
     }
 
     /// A file can be read again (to reload chunks); stdin and pipes cannot.

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use base64::Engine;
 use serde_json::Value;
 
 use crate::util::{Run, TestDb};
@@ -300,6 +301,95 @@ fn a_file_of_only_bad_records() {
     assert_eq!(rejects.len(), 500);
     assert_accounts(&r);
     assert_eq!(r["summary"]["rejected"], 500);
+}
+
+/// A file in `encoding` with lines that it can not read.
+struct Unreadable {
+    encoding: &'static str,
+    file: Vec<u8>,
+    /// 1-based lines and their bytes as the rejects file shows them.
+    bad: Vec<(u64, Vec<u8>)>,
+    /// The reason's start.
+    reason: &'static str,
+}
+
+/// Shift_JIS with a lead byte 0x82 before a space (malformed: one byte),
+/// and UTF-16LE with an unpaired surrogate whose low byte is a line feed
+/// (which must not end the line). Good lines hold non-ASCII text.
+fn unreadable_files() -> Vec<Unreadable> {
+    let (mut sjis, mut utf16) = (Vec::new(), Vec::new());
+    let (mut sjis_bad, mut utf16_bad) = (Vec::new(), Vec::new());
+    let to_utf16 = |text: &str| text.encode_utf16().flat_map(u16::to_le_bytes).collect::<Vec<u8>>();
+    for i in 0..2000u64 {
+        let line = i + 1;
+        if i % 97 == 5 {
+            let (before, after) = (format!("{i},x"), format!(" y,{}.5\n", i % 10));
+            let bytes = [before.as_bytes(), b"\x82", after.as_bytes()].concat();
+            sjis_bad.push((line, bytes.clone()));
+            sjis.extend_from_slice(&bytes);
+            utf16.extend([to_utf16(&before), vec![0x0A, 0xD8], to_utf16(&after)].concat());
+            utf16_bad.push((line, [before.as_bytes(), &[0x0A, 0xD8], after.as_bytes()].concat()));
+        } else {
+            sjis.extend([format!("{i},").as_bytes(), b"\x82\xa0", format!("{i},{}.25\n", i % 100).as_bytes()].concat());
+            utf16.extend(to_utf16(&format!("{i},\u{3042}{i},{}.25\n", i % 100)));
+        }
+    }
+    vec![
+        Unreadable { encoding: "SJIS", file: sjis, bad: sjis_bad, reason: "0x82 is not valid Shift_JIS" },
+        Unreadable { encoding: "utf-16le", file: utf16, bad: utf16_bad, reason: "0x0a 0xd8 is not valid UTF-16LE" },
+    ]
+}
+
+/// A record its encoding can not read is rejected alone, with its bytes as
+/// they were in the file, as text or binary and for any workers and chunk
+/// size; the lines around it load. psql stops the whole COPY at such a byte.
+/// In a SQL_ASCII database, which checks no encoding, nothing of the bad
+/// records loads either.
+#[test]
+fn unreadable_bytes_reject_their_record_only() {
+    let db = TestDb::new();
+    let ascii = format!("{}_ascii", db.name);
+    db.execute(&format!("CREATE DATABASE {ascii} ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"));
+    let ascii_db = crate::util::server().conninfo(&ascii);
+    let settings = [("1", "1KiB", "text"), ("2", "4KiB", "binary"), ("8", "1KiB", "auto"), ("2", "64MiB", "binary")];
+    for case in unreadable_files() {
+        let file = db.file(&format!("{}.csv", case.encoding), &case.file);
+        for (k, (workers, chunk, copy_format)) in settings.into_iter().enumerate() {
+            let table = format!("t_{}_{k}", case.encoding.replace('-', "_"));
+            let create = format!("CREATE TABLE {table} (id int, name text, amount numeric)");
+            db.execute(&create);
+            let extra = ["--encoding", case.encoding, "--workers", workers, "--chunk-size", chunk];
+            let extra = [&extra[..], &["--copy-format", copy_format]].concat();
+            let Loaded { run, rejects, report: r, .. } = load_with_rejects(&db, &file, &table, &extra);
+            let what = format!("{} workers {workers} chunk {chunk} {copy_format}", case.encoding);
+            assert_eq!(run.code, 1, "{what}: {}", run.stderr);
+            let found: Vec<(u64, Vec<u8>)> = rejects
+                .iter()
+                .map(|j| {
+                    let reason = j["reason"].as_str().unwrap();
+                    assert!(reason.starts_with(case.reason), "{what}: {reason}");
+                    let raw = base64::engine::general_purpose::STANDARD.decode(j["raw_base64"].as_str().unwrap());
+                    (j["line"].as_u64().unwrap(), raw.unwrap())
+                })
+                .collect();
+            assert_eq!(found, case.bad, "{what}");
+            assert_accounts(&r);
+            let good = 2000 - case.bad.len() as u64;
+            assert_eq!(db.count(&table), good, "{what}");
+            let read_right = format!("SELECT count(*) FROM {table} WHERE name = chr(12354) || id");
+            assert_eq!(db.scalar(&read_right), good.to_string(), "{what}");
+        }
+        let conninfo = ascii_db.as_str();
+        let session = sluice::sink::postgres::PgTarget::new(Some(conninfo)).connect().unwrap();
+        session.execute("DROP TABLE IF EXISTS t; CREATE TABLE t (id int, name text, amount numeric)").unwrap();
+        let file = file.to_str().unwrap();
+        let args =
+            ["load", "--db", conninfo, file, "--table", "t", "--encoding", case.encoding, "--chunk-size", "1KiB"];
+        let run = crate::util::sluice(&args);
+        assert_eq!(run.code, 1, "{}: {}", case.encoding, run.stderr);
+        let loaded = session.query("SELECT count(*)::text FROM t", &[]).unwrap();
+        assert_eq!(loaded[0][0].as_deref(), Some((2000 - case.bad.len()).to_string().as_str()), "{}", case.encoding);
+    }
 }
 
 /// Rejects sent to a pipe (`--rejects >(gzip > r.gz)`, or a named one) all

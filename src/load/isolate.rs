@@ -5,7 +5,8 @@
 //!
 //! 1. Index the chunk's records with the same scanner that cut it.
 //! 2. Reject on the client, without a round trip, every record with a NUL
-//!    byte or (for UTF-8 input) invalid UTF-8, and set aside as suspects the
+//!    byte, invalid UTF-8, or bytes its `--encoding` could not read (which
+//!    the transcoder marks, see `encoding`), and set aside as suspects the
 //!    records whose values the server will probably refuse (see `suspect`).
 //!    The others go to the server as one run, each suspect as a run of its
 //!    own, so a chunk with scattered bad records costs a few statements.
@@ -33,6 +34,7 @@ use std::borrow::Cow;
 use super::suspect::{suspect, suspect_json};
 use super::{nothing_loads, rows_loaded_so_far, Shared, ALL_REJECTED_STOP};
 use crate::chunk::{locate_server_line, Chunk};
+use crate::encoding::{self, Transcoding};
 use crate::error::Error;
 use crate::format::scan::LineEnd;
 use crate::format::{FormatKind, RecordScanner};
@@ -127,19 +129,22 @@ enum Verdict {
     Clean,
 }
 
-fn verdict(shared: &Shared, raw: &[u8]) -> Verdict {
+/// `transcoding`: the input's, when it is not UTF-8 (its records then hold
+/// marks where it could not be read, see [`encoding::unmark`]).
+fn verdict(shared: &Shared, transcoding: Option<Transcoding>, raw: &[u8]) -> Verdict {
+    if let Some((_, first_run)) = transcoding.and_then(|_| encoding::unmark(raw)) {
+        return Verdict::Refused(encoding::unreadable_reason(&first_run, transcoding.unwrap()));
+    }
     if memchr::memchr(0, raw).is_some() {
         return Verdict::Refused(
             "the record contains a NUL byte (0x00), which PostgreSQL cannot store in text".to_string(),
         );
     }
-    if shared.format.encoding.is_none() {
-        if let Err(e) = simdutf8::compat::from_utf8(raw) {
-            return Verdict::Refused(format!(
-                "invalid UTF-8 at byte {} of the record; is the file in another encoding (--encoding)?",
-                e.valid_up_to()
-            ));
-        }
+    if let Err(e) = simdutf8::compat::from_utf8(raw) {
+        return Verdict::Refused(format!(
+            "invalid UTF-8 at byte {} of the record; is the file in another encoding (--encoding)?",
+            e.valid_up_to()
+        ));
     }
     let suspected = match &shared.rules {
         _ if end_of_data_line(raw) => true,
@@ -153,15 +158,24 @@ fn verdict(shared: &Shared, raw: &[u8]) -> Verdict {
     }
 }
 
+/// Whether a chunk holds a record its input's encoding could not read: it
+/// goes to isolation without a COPY of the whole, which a SQL_ASCII
+/// database would take, marks and all.
+pub(super) fn holds_unreadable(shared: &Shared, chunk: &Chunk) -> bool {
+    let transcoded = shared.sources[chunk.loc.source].transcoding.is_some();
+    transcoded && chunk.data.as_deref().is_some_and(encoding::has_unreadable)
+}
+
 /// Whether every record of a chunk looks clean to the client: a worker
 /// that met bad records in its last batch screens the next one's chunks,
 /// so the clean ones still share a COPY and only the others are isolated.
-pub(super) fn looks_clean(shared: &Shared, line_end: LineEnd, bytes: &[u8]) -> bool {
-    let mut scanner = RecordScanner::new(shared.format.dialect(), line_end);
+pub(super) fn looks_clean(shared: &Shared, chunk: &Chunk, bytes: &[u8]) -> bool {
+    let mut scanner = RecordScanner::new(shared.format.dialect(), chunk.line_end);
+    let transcoding = shared.sources[chunk.loc.source].transcoding;
     let mut pos = 0;
     while pos < bytes.len() {
         let end = pos + scanner.scan(&bytes[pos..], true).consumed;
-        if !matches!(verdict(shared, &bytes[pos..end]), Verdict::Clean) {
+        if !matches!(verdict(shared, transcoding, &bytes[pos..end]), Verdict::Clean) {
             return false;
         }
         pos = end;
@@ -290,8 +304,9 @@ impl Isolator<'_> {
     /// invalid UTF-8) and sorts the others into clean ones and suspects.
     fn sort_records(&mut self) -> (Run, Run) {
         let (mut clean, mut suspects) = (Vec::new(), Vec::new());
+        let transcoding = self.shared.sources[self.chunk.loc.source].transcoding;
         for i in 0..self.index.len() {
-            match verdict(self.shared, self.index.bytes(self.bytes, i, i + 1)) {
+            match verdict(self.shared, transcoding, self.index.bytes(self.bytes, i, i + 1)) {
                 Verdict::Refused(reason) => self.reject(i, CopyRefusal { message: reason, ..CopyRefusal::default() }),
                 Verdict::Suspect => suspects.push(i),
                 Verdict::Clean => clean.push(i),
@@ -359,7 +374,8 @@ impl Isolator<'_> {
             reason.push_str(&format!(" ({detail})"));
         }
         reason.push_str(advice);
-        let mut reject = Reject::new(position, reason, self.index.bytes(self.bytes, i, i + 1));
+        let raw = self.shared.sources[loc.source].as_in_input(self.index.bytes(self.bytes, i, i + 1));
+        let mut reject = Reject::new(position, reason, &raw);
         reject.sqlstate = r.sqlstate;
         reject.column = r.column;
         self.rejects.push(reject);

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 
-use super::isolate::{isolate, looks_clean, may_hold_end_of_data_line, Isolated};
+use super::isolate::{holds_unreadable, isolate, looks_clean, may_hold_end_of_data_line, Isolated};
 use super::retry::Backoff;
 use super::{Event, Shared};
 use crate::chunk::{Chunk, Runaway, RunawayKind};
@@ -310,14 +310,15 @@ impl Worker<'_> {
     /// with a record the client suspects (see [`looks_clean`]) are isolated,
     /// the runs of clean ones between them still go as one COPY each.
     fn copy_all(&mut self, mine: &[&Chunk]) -> Result<Vec<(Isolated, bool)>, Error> {
-        if !self.expect_rejects || mine.len() < 2 {
+        let screen = self.expect_rejects || mine.iter().any(|chunk| holds_unreadable(self.shared, chunk));
+        if !screen || mine.len() < 2 {
             return self.copy_split(mine);
         }
         let mut dones = Vec::with_capacity(mine.len());
         let mut from = 0;
         for (at, chunk) in mine.iter().enumerate() {
             let bytes = self.reader.bytes_of(self.shared, chunk)?;
-            if !looks_clean(self.shared, chunk.line_end, &bytes) {
+            if !looks_clean(self.shared, chunk, &bytes) {
                 dones.extend(self.copy_split(&mine[from..at])?);
                 dones.push((isolate(&mut self.session, self.shared, chunk, &bytes, None)?, false));
                 from = at + 1;
@@ -398,7 +399,7 @@ impl Worker<'_> {
         if chunk.copy_len() == 0 {
             return Ok(Isolated::all(0, 0));
         }
-        if self.expect_rejects {
+        if self.expect_rejects || holds_unreadable(self.shared, chunk) {
             // The previous chunk had bad records: skip the fast paths, which
             // would most likely fail part way after sending the whole chunk.
             return self.isolate(chunk, None);
@@ -753,7 +754,7 @@ impl RangeReader {
                 if fields > expected { format!("more than {expected}") } else { format!("only {fields}") },
             ),
         };
-        Ok(Reject::new(position, reason, &raw))
+        Ok(Reject::new(position, reason, &shared.sources[chunk.loc.source].as_in_input(&raw)))
     }
 }
 
