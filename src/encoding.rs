@@ -291,12 +291,8 @@ pub fn unmark(record: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
 
 /// Why a transcoded record with unreadable bytes is rejected.
 pub fn unreadable_reason(first_run: &[u8], transcoding: Transcoding) -> String {
-    format!(
-        "{} is not valid {} (the rejects file has the record with them as they were in the file); is the \
-         file in another encoding? (--encoding)",
-        hex(first_run),
-        transcoding.encoding.name()
-    )
+    let (bytes, name) = (hex(first_run), transcoding.encoding.name());
+    format!("{bytes} is not valid {name}; is the file in another encoding? (--encoding)")
 }
 
 /// Reads `inner` in some encoding and yields UTF-8, with each byte it cannot
