@@ -132,8 +132,10 @@ enum Verdict {
 /// `transcoding`: the input's, when it is not UTF-8 (its records then hold
 /// marks where it could not be read, see [`encoding::unmark`]).
 fn verdict(shared: &Shared, transcoding: Option<Transcoding>, raw: &[u8]) -> Verdict {
-    if let Some((_, first_run)) = transcoding.and_then(|_| encoding::unmark(raw)) {
-        return Verdict::Refused(encoding::unreadable_reason(&first_run, transcoding.unwrap()));
+    if let Some(t) = transcoding {
+        if let Some((_, first_run)) = encoding::unmark(raw) {
+            return Verdict::Refused(encoding::unreadable_reason(&first_run, t));
+        }
     }
     if memchr::memchr(0, raw).is_some() {
         return Verdict::Refused(

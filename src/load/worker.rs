@@ -400,8 +400,9 @@ impl Worker<'_> {
             return Ok(Isolated::all(0, 0));
         }
         if self.expect_rejects || holds_unreadable(self.shared, chunk) {
-            // The previous chunk had bad records: skip the fast paths, which
-            // would most likely fail part way after sending the whole chunk.
+            // The previous chunk had bad records, or this one has bytes its
+            // encoding cannot read: skip the fast paths, which would most
+            // likely fail part way after sending the whole chunk.
             return self.isolate(chunk, None);
         }
         match self.copy_binary(&[chunk])? {
