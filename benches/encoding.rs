@@ -7,8 +7,9 @@
 //! most 10 % of the server's). Run with `cargo bench --bench encoding`
 //! (lineitem-shaped rows made here, deterministic) or
 //! `cargo bench --bench encoding -- FILE.psv` (a real `tpchgen-cli` file; the
-//! first 1 M lines are used). It asserts the record count, so an encoder that
-//! gives up early cannot look fast.
+//! first 1 M lines are used), or `-- FILE.tsv` (`sluice gen transactions`:
+//! four short columns, tab-separated). It asserts the record count, so an
+//! encoder that gives up early cannot look fast.
 
 use std::io::{BufRead, BufReader};
 use std::time::Instant;
@@ -39,15 +40,24 @@ const COLUMNS: [(&str, &str); 16] = [
     ("l_comment", "character varying(44)"),
 ];
 
+/// `sluice gen transactions`' columns.
+const TRANSACTIONS: [(&str, &str); 4] =
+    [("tid", "integer"), ("mssinceunixepoch", "integer"), ("amount", "bigint"), ("description", "text")];
+
 fn main() {
-    let data = match std::env::args().skip(1).find(|a| !a.starts_with('-')) {
-        Some(path) => first_lines(&path, ROWS),
+    let path = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let data = match &path {
+        Some(path) => first_lines(path, ROWS),
         None => lineitem_like(ROWS),
     };
-    let columns: Vec<(String, String)> = COLUMNS.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect();
+    let (name, shape, delimiter) = match path {
+        Some(path) if path.ends_with(".tsv") => ("transactions", &TRANSACTIONS[..], b'\t'),
+        _ => ("lineitem", &COLUMNS[..], b'|'),
+    };
+    let columns: Vec<(String, String)> = shape.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect();
     let options = FormatOptions {
         kind: FormatKind::Tsv,
-        delimiter: Some(b'|'),
+        delimiter: Some(delimiter),
         quote: None,
         escape: None,
         null: None,
@@ -63,7 +73,7 @@ fn main() {
         best = best.min(start.elapsed().as_secs_f64());
     }
     println!(
-        "lineitem {:>7.1} MB  {:>6.1} ns/record  {:>5.2} GB/s in  {:.1} MB out",
+        "{name} {:>7.1} MB  {:>6.1} ns/record  {:>5.2} GB/s in  {:.1} MB out",
         data.len() as f64 / 1e6,
         best * 1e9 / ROWS as f64,
         data.len() as f64 / best / 1e9,
