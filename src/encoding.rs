@@ -241,11 +241,11 @@ fn first_different(src: &[u8], differences: &[PostgresDifference; 256]) -> Optio
 /// record is rejected and the rest of the input loads: psql stops the whole
 /// COPY at it, so one bad line costs the file (the seeds' 20 GB JSON
 /// report). The mark is two bytes: 0xFE or 0xFF, which UTF-8 never has, so
-/// a marked record is invalid UTF-8 and cannot be loaded as text; then the
-/// byte with its high bit set, so it can never be a delimiter, quote or line
-/// end and the record keeps its shape. Reject isolation refuses marked
-/// records on the client (`load::isolate`), and the rejects file gets them
-/// back as they were in the input ([`unmark`]).
+/// no text can pass for a mark; then the byte with its high bit set, so it
+/// can never be a delimiter, quote or line end and the record keeps its
+/// shape. A chunk with a mark goes straight to reject isolation
+/// (`load::isolate`), which refuses the marked records on the client, and
+/// the rejects file gets them back as they were in the input ([`unmark`]).
 const MARK_HIGH: u8 = 0xFF;
 /// Marks an ASCII byte, which follows it with its high bit set (a half of an
 /// unpaired UTF-16 surrogate can be a line feed).
