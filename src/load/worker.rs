@@ -306,12 +306,13 @@ impl Worker<'_> {
     /// Loads claimed chunks: several in one COPY when they can, else each as
     /// it would alone. With each, whether it went as binary.
     ///
-    /// After a batch with rejects, the next one is screened first: the chunks
+    /// After a batch with rejects, the next one is screened first, as is a
+    /// batch holding bytes its input's encoding could not read: the chunks
     /// with a record the client suspects (see [`looks_clean`]) are isolated,
     /// the runs of clean ones between them still go as one COPY each.
     fn copy_all(&mut self, mine: &[&Chunk]) -> Result<Vec<(Isolated, bool)>, Error> {
-        let screen = self.expect_rejects || mine.iter().any(|chunk| holds_unreadable(self.shared, chunk));
-        if !screen || mine.len() < 2 {
+        // A single chunk is screened where it is copied (`copy_or_isolate`).
+        if mine.len() < 2 || !(self.expect_rejects || mine.iter().any(|chunk| holds_unreadable(self.shared, chunk))) {
             return self.copy_split(mine);
         }
         let mut dones = Vec::with_capacity(mine.len());
