@@ -8,7 +8,8 @@ use crate::util::TestDb;
 
 const COLUMNS: &str = "i2 smallint, i4 integer, i8 bigint, f4 real, f8 double precision, n numeric, \
      n3 numeric(12,3), d date, ts timestamp, ts3 timestamp(3), b boolean, t text, v varchar(20), c char(5), \
-     j json, jb jsonb, u uuid, tz timestamptz, tm time, tm3 time(3), bt bit(3), vb varbit, by bytea, ip inet";
+     j json, jb jsonb, u uuid, tz timestamptz, tm time, tm3 time(3), bt bit(3), vb varbit, by bytea, ip inet, \
+     ai integer[], an numeric(6,2)[], av varchar(8)[], atz timestamptz[]";
 
 /// A small deterministic generator (xorshift), so failures reproduce.
 struct Rng(u64);
@@ -90,6 +91,12 @@ fn row(rng: &mut Rng, i: u64, unsure_every: u64) -> Vec<Option<String>> {
         }),
         Some(bytea(rng)),
         Some(inet(rng)),
+        Some(array(rng, |rng| ((rng.next() as i32) >> rng.below(31)).to_string())),
+        Some(array(rng, |rng| format!("{}{}.{:03}", rng.pick(&["", "-"]), rng.below(1000), rng.below(1000)))),
+        Some(array(rng, |rng| {
+            rng.pick(&["a", "\"b c\"", "\"x,y\"", "\"\"", "ünï", "\"NULL\"", "\"{}\"", "12345678"]).to_string()
+        })),
+        Some(array(rng, |rng| format!("\"{}{}\"", time(rng), offset(rng)))),
     ];
     for v in values.iter_mut().skip(1) {
         if rng.below(13) == 0 {
@@ -97,7 +104,7 @@ fn row(rng: &mut Rng, i: u64, unsure_every: u64) -> Vec<Option<String>> {
         }
     }
     if unsure_every > 0 && i % unsure_every == unsure_every - 1 {
-        let (column, value) = match (i / unsure_every) % 11 {
+        let (column, value) = match (i / unsure_every) % 15 {
             0 => (1, " 42 "),
             1 => (5, "1.5e3"),
             2 => (7, "March 3, 2020"),
@@ -108,11 +115,24 @@ fn row(rng: &mut Rng, i: u64, unsure_every: u64) -> Vec<Option<String>> {
             7 => (21, "xA"),
             8 => (22, r"\x48 65"),
             9 => (23, "10.1/16"),
+            10 => (24, "{ 1, 2 }"),
+            11 => (24, "{{1,2},{3,4}}"),
+            12 => (25, "[0:1]={1.5,2}"),
+            13 => (26, r#"{"q\"uote",b\\s}"#),
             _ => (16, "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}"),
         };
         values[column] = Some(value.to_string());
     }
     values
+}
+
+/// An array literal of up to four elements made by `element`, or NULLs
+/// (written `NULL` or `null`).
+fn array(rng: &mut Rng, element: impl Fn(&mut Rng) -> String) -> String {
+    let items: Vec<String> = (0..rng.below(5))
+        .map(|_| if rng.below(6) == 0 { rng.pick(&["NULL", "null"]).to_string() } else { element(rng) })
+        .collect();
+    format!("{{{}}}", items.join(","))
 }
 
 /// bytea in its two text forms: hex (either case) and escaped.
@@ -256,8 +276,9 @@ fn chunks_with_values_the_encoder_does_not_read_go_as_text() {
     let file = db.file("unsure.tsv", &tsv(&rows(4000, 150)));
     let (binary, text) = load_both_ways(&db, &file, &["--workers", "2"], "");
     assert!(binary > 0 && text > 0, "{binary} binary, {text} text chunks");
-    let dates = (0..4000).filter(|i| i % 150 == 149 && (i / 150) % 11 == 2).count();
-    assert_eq!(db.scalar("SELECT count(*) FROM got WHERE d = '2020-03-03'"), dates.to_string());
+    let case = |n: usize| (0..4000).filter(|i| i % 150 == 149 && (i / 150) % 15 == n).count().to_string();
+    assert_eq!(db.scalar("SELECT count(*) FROM got WHERE d = '2020-03-03'"), case(2));
+    assert_eq!(db.scalar("SELECT count(*) FROM got WHERE ai = '{{1,2},{3,4}}'"), case(11), "2-D arrays as text");
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(file.with_extension("report.json")).unwrap()).unwrap();
     let why = report["summary"]["copy"]["first_fallback"].as_str().unwrap();
@@ -313,6 +334,51 @@ fn a_type_without_an_encoder_means_text_and_says_why() {
     let forced = db.load(&[file.to_str().unwrap(), "--table", "got", "--copy-format", "binary"]);
     assert_eq!(forced.code, 2, "{}", forced.output());
     assert!(forced.output().contains("--copy-format binary: column \"took\""), "{}", forced.output());
+}
+
+/// Every element type sluice encodes arrays of: the binary array names its
+/// element type by OID, and a wrong one would make the server refuse every
+/// row, so each is loaded and compared with what psql loads.
+#[test]
+fn arrays_of_every_encoded_element_type_load_as_text_loads() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE got (i2 smallint[], i4 int[], i8 bigint[], f4 real[], f8 float8[], n numeric(8,3)[], \
+         d date[], ts timestamp(3)[], tz timestamptz[], tm time[], b bool[], t text[], v varchar(3)[], \
+         c char(2)[], u uuid[], ip inet[]); CREATE TABLE want (LIKE got)",
+    );
+    let row = [
+        "{1,-2}",
+        "{NULL,2147483647}",
+        "{-9223372036854775808}",
+        "{1.5,NULL}",
+        "{0.1,-2.5e-300}",
+        "{1.0005,-7}",
+        "{2024-02-29,1999-12-31}",
+        r#"{"2020-01-01 10:00:00.1234"}"#,
+        r#"{"2020-01-01 10:00:00+02",NULL}"#,
+        "{23:59:59.999999}",
+        "{t,f,NULL}",
+        r#"{"a b","x,y",NULL,"NULL",""}"#,
+        "{abc,é}",
+        "{x,yz}",
+        "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}",
+        "{10.1.2.3/8,::1}",
+    ];
+    let line = row.iter().map(|v| format!("\"{}\"", v.replace('"', "\"\""))).collect::<Vec<_>>().join(",");
+    let file = db.file("arrays.csv", format!("{line}\n{}\n", ["{}"; 16].join(",")).as_bytes());
+    set_time_zone(&db, "UTC");
+    let report = file.with_extension("report.json");
+    let args =
+        [file.to_str().unwrap(), "--table", "got", "--copy-format", "binary", "--report", report.to_str().unwrap()];
+    db.load(&args).assert_ok();
+    db.psql_copy("want", &file, "with (format csv)");
+    assert_same_text_rows(&db, "got", "want");
+    let quoting = "SELECT count(*) FROM got WHERE t[2] = 'x,y' AND t[3] IS NULL AND t[4] = 'NULL' AND t[5] = ''";
+    assert_eq!(db.scalar(quoting), "1", "a comma kept, NULL a null, \"NULL\" the string");
+    assert_eq!(db.scalar("SELECT count(*) FROM got WHERE cardinality(ip) = 0 AND u = '{}'"), "1");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(report["summary"]["copy"]["text_chunks"], 0, "every array encoded: {}", report["summary"]["copy"]);
 }
 
 /// Outside UTC the server reads a timestamptz without an offset in the

@@ -12,7 +12,8 @@
 //! (`CopyReadAttributesText` / `CopyReadAttributesCSV`) and converts only
 //! values whose text form it reads without doubt: canonical integers,
 //! decimals, ISO dates and timestamps, `t`/`f`, hyphenated UUIDs, bytea in
-//! either text form, inet addresses that std's parsers read. Anything
+//! either text form, inet addresses that std's parsers read, and
+//! one-dimensional arrays of those with plain or plainly quoted elements. Anything
 //! else (spaces around a number, exponents in a numeric, another date style,
 //! an escape that yields NUL, a line end other than the chunk's first one's
 //! (LF or CRLF), a carriage return alone, a wrong field count) is
@@ -82,12 +83,54 @@ pub enum Codec {
     Bytea,
     /// inet, IPv4 or IPv6, with or without `/bits`.
     Inet,
+    /// A one-dimensional array of one of [`ELEMENTS`].
+    Array(&'static Element),
 }
+
+/// An array's element type. The binary array names it by OID, which the
+/// server checks against the column's: a wrong one is an error, never a
+/// value read differently.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Element {
+    /// The type as `format_type` prints it, modifier left out.
+    name: &'static str,
+    oid: u32,
+    codec: Codec,
+}
+
+/// The element types arrays are encoded for: those whose values need no
+/// quoting in an array literal, or only for spaces and commas (bytea,
+/// bit strings and JSON, whose array literals are mostly escaped, are left
+/// to the server). OIDs are PostgreSQL's fixed ones for built-in types.
+const ELEMENTS: [Element; 17] = [
+    Element { name: "smallint", oid: 21, codec: Codec::Int2 },
+    Element { name: "integer", oid: 23, codec: Codec::Int4 },
+    Element { name: "bigint", oid: 20, codec: Codec::Int8 },
+    Element { name: "real", oid: 700, codec: Codec::Float4 },
+    Element { name: "double precision", oid: 701, codec: Codec::Float8 },
+    Element { name: "numeric", oid: 1700, codec: Codec::Numeric },
+    Element { name: "date", oid: 1082, codec: Codec::Date },
+    Element { name: "timestamp without time zone", oid: 1114, codec: Codec::Timestamp },
+    Element { name: "timestamp with time zone", oid: 1184, codec: Codec::TimestampTz },
+    Element { name: "time without time zone", oid: 1083, codec: Codec::Time },
+    Element { name: "boolean", oid: 16, codec: Codec::Bool },
+    Element { name: "text", oid: 25, codec: Codec::Text },
+    Element { name: "character varying", oid: 1043, codec: Codec::Text },
+    Element { name: "character", oid: 1042, codec: Codec::Text },
+    Element { name: "uuid", oid: 2950, codec: Codec::Uuid },
+    Element { name: "inet", oid: 869, codec: Codec::Inet },
+    // Not found by name: timestamptz elements in a session whose time zone
+    // is UTC (see [`BinaryEncoder::bare_timestamps_are_utc`]).
+    Element { name: "", oid: 1184, codec: Codec::TimestampTzUtc },
+];
 
 impl Codec {
     /// The codec for a type as `format_type` prints it, if there is one.
     pub fn for_type(sql_type: &str) -> Option<Codec> {
         let base = without_modifier(sql_type);
+        if let Some(element) = base.strip_suffix("[]") {
+            return ELEMENTS.iter().find(|e| !e.name.is_empty() && e.name == element).map(Codec::Array);
+        }
         Some(match base.as_str() {
             "smallint" => Codec::Int2,
             "integer" => Codec::Int4,
@@ -134,6 +177,7 @@ impl Codec {
             Codec::Uuid => "uuid",
             Codec::Bytea => "bytea",
             Codec::Inet => "inet",
+            Codec::Array(_) => "array",
         }
     }
 
@@ -284,8 +328,10 @@ impl BinaryEncoder {
     /// without an offset reads as UTC there, so the encoder converts it too.
     pub fn bare_timestamps_are_utc(mut self) -> BinaryEncoder {
         for codec in &mut self.split.codecs {
-            if *codec == Codec::TimestampTz {
-                *codec = Codec::TimestampTzUtc;
+            match *codec {
+                Codec::TimestampTz => *codec = Codec::TimestampTzUtc,
+                Codec::Array(e) if e.codec == Codec::TimestampTz => *codec = Codec::Array(&ELEMENTS[16]),
+                _ => {}
             }
         }
         self
@@ -676,6 +722,7 @@ fn encode_value(codec: Codec, text: &[u8], out: &mut Vec<u8>) -> Result<(), Stri
         Codec::Uuid => uuid(text).map(|u| put(out, &u)),
         Codec::Bytea => bytea(text, out),
         Codec::Inet => inet(text, out),
+        Codec::Array(element) => array(element, text, out),
     };
     ok.ok_or_else(|| match codec {
         Codec::TimestampTz if timestamptz(text, true).is_some() => format!(
@@ -1057,6 +1104,61 @@ fn escaped_bytes(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
     Some(())
 }
 
+/// A one-dimensional array literal whose elements are unquoted, or quoted
+/// without escapes (`{1,2,NULL}`, `{"a b",c}`), in the array's binary form:
+/// dimensions, null flag, element type, size and lower bound 1, then each
+/// element as a field. Anything else the server's `array_in` reads is left
+/// to it: spaces outside quotes (which it trims), backslashes, nested
+/// arrays, explicit bounds (`[0:1]={...}`), an empty element.
+fn array(element: &Element, text: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    let inner = text.strip_prefix(b"{")?.strip_suffix(b"}")?;
+    let start = out.len();
+    // The field's length and the header, written once the elements are.
+    out.extend_from_slice(&[0; 24]);
+    let (mut size, mut nulls) = (0i32, false);
+    let mut rest = inner;
+    while !inner.is_empty() {
+        let (item, quoted, after) = match rest.strip_prefix(b"\"") {
+            Some(quoted) => {
+                let close = memchr(b'"', quoted)?;
+                (&quoted[..close], true, &quoted[close + 1..])
+            }
+            None => {
+                let end = memchr(b',', rest).unwrap_or(rest.len());
+                (&rest[..end], false, &rest[end..])
+            }
+        };
+        let plain = |b: &u8| !b"{}\"\\ \t\n\r\x0b\x0c".contains(b);
+        if (quoted && item.contains(&b'\\')) || (!quoted && (item.is_empty() || !item.iter().all(plain))) {
+            return None;
+        }
+        if !quoted && item.eq_ignore_ascii_case(b"NULL") {
+            out.extend_from_slice(&(-1i32).to_be_bytes());
+            nulls = true;
+        } else {
+            encode_value(element.codec, item, out).ok()?;
+        }
+        size += 1;
+        match after {
+            [] => break,
+            [b',', next @ ..] => rest = next,
+            _ => return None,
+        }
+    }
+    let dimensions = i32::from(size > 0);
+    let header = [dimensions, i32::from(nulls), element.oid as i32, size, 1];
+    for (at, word) in header.iter().enumerate() {
+        out[start + 4 + 4 * at..][..4].copy_from_slice(&word.to_be_bytes());
+    }
+    if size == 0 {
+        // No dimensions: no size and lower bound either.
+        out.truncate(start + 16);
+    }
+    let len = (out.len() - start - 4) as i32;
+    out[start..start + 4].copy_from_slice(&len.to_be_bytes());
+    Some(())
+}
+
 /// inet as `inet_send` writes it: family (2 for IPv4, 3 for IPv6), bits,
 /// 0 (not cidr), address length, address. Read with std's parsers: four
 /// decimal octets without leading zeros, IPv6 in its standard forms, and
@@ -1308,6 +1410,8 @@ mod tests {
             8 => "[0-9]{4}-[01][0-9]-[0-3][0-9][ T][0-2][0-9]:[0-5][0-9]:[0-6][0-9](\\.[0-9]{0,7})?(Z|[+-][01][0-9](:?[0-9]{2})?)?"
                 .boxed(),
             9 => "[0-2][0-9]:[0-5][0-9]:[0-6][0-9](\\.[0-9]{1,7})?".boxed(),
+            // Short elements: their binary form is several times their text.
+            11 => proptest::collection::vec("[0-9]|NULL", 0..40).prop_map(|v| format!("{{{}}}", v.join(","))).boxed(),
             _ => "[01]{0,20}".boxed(),
         }
     }
@@ -1318,7 +1422,7 @@ mod tests {
         /// unsure records of the exact splitter alone.
         #[test]
         fn clean_lines_encode_like_the_exact_splitter(
-            (types, rows) in proptest::strategy::Strategy::prop_flat_map(proptest::collection::vec(0usize..11, 1..6), |types| {
+            (types, rows) in proptest::strategy::Strategy::prop_flat_map(proptest::collection::vec(0usize..12, 1..6), |types| {
                 let row: Vec<_> = types.iter().map(|&t| proptest::prop_oneof![6 => typed_text(t), 1 => field_text()]).collect();
                 // Some rows lose their last field: a field count the fast path must refuse.
                 (proptest::strategy::Just(types), proptest::collection::vec((row, 0u8..8), 0..12))
@@ -1339,6 +1443,7 @@ mod tests {
                 "timestamp with time zone",
                 "time without time zone",
                 "bit varying",
+                "bigint[]",
             ];
             let types: Vec<&str> = types.iter().map(|&t| names[t]).collect();
             let dialects = [(FormatKind::Tsv, "\t"), (FormatKind::Tsv, "|"), (FormatKind::Csv, ","), (FormatKind::Csv, "-")];
@@ -1515,7 +1620,12 @@ mod tests {
         assert_eq!(Codec::for_type("time(3) without time zone"), Some(Codec::Time));
         assert_eq!(Codec::for_type("bit(3)"), Some(Codec::Bits));
         assert_eq!(Codec::for_type("time with time zone"), None);
-        assert_eq!(Codec::for_type("integer[]"), None);
+        assert_eq!(Codec::for_type("integer[]"), Some(Codec::Array(&ELEMENTS[1])));
+        assert_eq!(Codec::for_type("character(3)[]").map(|c| c.sql_name()), Some("array"));
+        assert_eq!(Codec::for_type("numeric(5,2)[]"), Some(Codec::Array(&ELEMENTS[5])));
+        assert_eq!(Codec::for_type("json[]"), None);
+        assert_eq!(Codec::for_type("mydomain[]"), None);
+        assert_eq!(Codec::for_type("[]"), None, "the UTC-only element has no name");
         assert_eq!(Codec::for_type("bytea"), Some(Codec::Bytea));
         assert_eq!(Codec::for_type("inet"), Some(Codec::Inet));
         assert_eq!(Codec::for_type("cidr"), None);
@@ -1561,5 +1671,56 @@ mod tests {
         {
             assert_eq!(value(unsure), None, "{unsure}");
         }
+    }
+
+    #[test]
+    fn arrays_as_the_server_reads_their_literals() {
+        let value = |sql_type: &str, text: &str| {
+            let mut out = vec![9];
+            encode_value(Codec::for_type(sql_type).unwrap(), text.as_bytes(), &mut out).ok().map(|()| out[1..].to_vec())
+        };
+        let int = |v: i32| v.to_be_bytes().to_vec();
+        let header = |dims: i32, nulls: i32, oid: i32| [int(dims), int(nulls), int(oid)].concat();
+        let expect = |parts: &[Vec<u8>]| {
+            let body = parts.concat();
+            [int(body.len() as i32), body].concat()
+        };
+        assert_eq!(
+            value("integer[]", "{1,-2,NULL}"),
+            Some(expect(&[header(1, 1, 23), int(3), int(1), int(4), int(1), int(4), int(-2), int(-1)]))
+        );
+        assert_eq!(value("bigint[]", "{}"), Some(expect(&[header(0, 0, 20)])));
+        let text = |s: &str| [int(s.len() as i32), s.as_bytes().to_vec()].concat();
+        assert_eq!(
+            value("text[]", r#"{"a b",null,"NULL",""}"#),
+            Some(expect(&[header(1, 1, 25), int(4), int(1), text("a b"), int(-1), text("NULL"), text("")]))
+        );
+        assert_eq!(value("character varying(3)[]", "{é}").unwrap()[12..16], int(1043)[..]);
+        assert_eq!(value("character(2)[]", "{x}").unwrap()[12..16], int(1042)[..]);
+        // What array_in reads otherwise (trimming, escapes, dimensions) or
+        // refuses, and elements the element's codec is unsure of.
+        for unsure in [
+            "{1, 2}",
+            " {1}",
+            "{1} ",
+            r"{a\,b}",
+            r#"{"a\"b"}"#,
+            "{{1,2},{3,4}}",
+            "[0:1]={1,2}",
+            "{1,}",
+            "{,1}",
+            "{1,,2}",
+            "{}}",
+            r#"{"1"2}"#,
+            r#"{"1}"#,
+            "1,2",
+            "{1.5}",
+            "{ 1}",
+        ] {
+            assert_eq!(value("integer[]", unsure), None, "{unsure}");
+        }
+        assert_eq!(value("numeric[]", "{1e5}"), None);
+        assert_eq!(value("timestamp with time zone[]", r#"{"2020-01-01 10:00:00"}"#), None, "a bare timestamptz");
+        assert!(value("timestamp with time zone[]", r#"{"2020-01-01 10:00:00+02"}"#).is_some());
     }
 }

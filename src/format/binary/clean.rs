@@ -341,7 +341,8 @@ mod wide {
 
 /// Bytes a field's binary form may need beyond its text: the 4-byte length
 /// and at most 24 more (a numeric's 8-byte header and padded groups, an
-/// 8-byte float or timestamp from a one-digit text).
+/// 8-byte float or timestamp from a one-digit text); an array can need more
+/// (see [`field`]).
 const ROOM_PER_FIELD: usize = 28;
 
 /// Text fields up to this length are copied as one fixed-size block of
@@ -360,6 +361,12 @@ impl Cursor<'_> {
     fn put(&mut self, bytes: &[u8]) {
         write_bytes(&mut self.room[self.at..self.at + bytes.len()], bytes);
         self.at += bytes.len();
+    }
+
+    /// Whether `len` more bytes fit.
+    #[inline]
+    fn fits(&self, len: usize) -> bool {
+        self.at + len <= self.room.len()
     }
 
     /// What has been written.
@@ -476,8 +483,9 @@ fn field(codec: Codec, text: &[u8], tuple: &mut Cursor) -> Option<()> {
         _ => {
             let mut value = Vec::with_capacity(text.len() + ROOM_PER_FIELD);
             encode_value(codec, text, &mut value).ok()?;
-            tuple.put(&value);
-            Some(())
+            // An array of short elements can outgrow the room reserved for
+            // the line: the exact path, which writes to a `Vec`, takes it.
+            tuple.fits(value.len()).then(|| tuple.put(&value))
         }
     }
 }
