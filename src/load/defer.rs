@@ -44,7 +44,7 @@ use std::time::Instant;
 
 use crossbeam_channel::bounded;
 
-use super::waits::WaitSampler;
+use super::waits::{WaitSampler, Work};
 use crate::error::Error;
 use crate::ledger::{self, DeferredStep, StepRow};
 use crate::report::Deferral;
@@ -511,7 +511,7 @@ fn build_in_parallel(
     let one_key_at_a_time = Mutex::new(());
     let (sampling, sampler_done) = bounded::<()>(0);
     thread::scope(|scope| {
-        scope.spawn(move || waits.run(target, sampler_done));
+        scope.spawn(move || waits.run(target, sampler_done, Work::IndexBuilds));
         let builders: Vec<_> = (0..sessions.clamp(1, pending.len()))
             .map(|_| scope.spawn(|| build_from_queue(target, job, (&queue, &one_key_at_a_time), &results, waits)))
             .collect();

@@ -977,7 +977,7 @@ fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -
     let (event_tx, event_rx) = unbounded::<Event>();
     let (sampling, sampler_done) = bounded::<()>(0);
     thread::scope(|scope| {
-        scope.spawn(move || shared.waits.run(shared.target, sampler_done));
+        scope.spawn(move || shared.waits.run(shared.target, sampler_done, waits::Work::Loading));
         let feeder_events = event_tx.clone();
         let feeder = scope.spawn(move || {
             let scans = feed(shared, req, chunk_tx, feeder_events);
