@@ -102,7 +102,7 @@ pub struct Element {
 /// quoting in an array literal, or only for spaces and commas (bytea,
 /// bit strings and JSON, whose array literals are mostly escaped, are left
 /// to the server). OIDs are PostgreSQL's fixed ones for built-in types.
-const ELEMENTS: [Element; 17] = [
+static ELEMENTS: [Element; 16] = [
     Element { name: "smallint", oid: 21, codec: Codec::Int2 },
     Element { name: "integer", oid: 23, codec: Codec::Int4 },
     Element { name: "bigint", oid: 20, codec: Codec::Int8 },
@@ -119,17 +119,19 @@ const ELEMENTS: [Element; 17] = [
     Element { name: "character", oid: 1042, codec: Codec::Text },
     Element { name: "uuid", oid: 2950, codec: Codec::Uuid },
     Element { name: "inet", oid: 869, codec: Codec::Inet },
-    // Not found by name: timestamptz elements in a session whose time zone
-    // is UTC (see [`BinaryEncoder::bare_timestamps_are_utc`]).
-    Element { name: "", oid: 1184, codec: Codec::TimestampTzUtc },
 ];
+
+/// timestamptz elements in a session whose time zone is UTC (see
+/// [`BinaryEncoder::bare_timestamps_are_utc`]).
+static TIMESTAMPTZ_IN_UTC: Element =
+    Element { name: "timestamp with time zone", oid: 1184, codec: Codec::TimestampTzUtc };
 
 impl Codec {
     /// The codec for a type as `format_type` prints it, if there is one.
     pub fn for_type(sql_type: &str) -> Option<Codec> {
         let base = without_modifier(sql_type);
         if let Some(element) = base.strip_suffix("[]") {
-            return ELEMENTS.iter().find(|e| !e.name.is_empty() && e.name == element).map(Codec::Array);
+            return ELEMENTS.iter().find(|e| e.name == element).map(Codec::Array);
         }
         Some(match base.as_str() {
             "smallint" => Codec::Int2,
@@ -330,7 +332,7 @@ impl BinaryEncoder {
         for codec in &mut self.split.codecs {
             match *codec {
                 Codec::TimestampTz => *codec = Codec::TimestampTzUtc,
-                Codec::Array(e) if e.codec == Codec::TimestampTz => *codec = Codec::Array(&ELEMENTS[16]),
+                Codec::Array(e) if e.codec == Codec::TimestampTz => *codec = Codec::Array(&TIMESTAMPTZ_IN_UTC),
                 _ => {}
             }
         }
@@ -1625,7 +1627,7 @@ mod tests {
         assert_eq!(Codec::for_type("numeric(5,2)[]"), Some(Codec::Array(&ELEMENTS[5])));
         assert_eq!(Codec::for_type("json[]"), None);
         assert_eq!(Codec::for_type("mydomain[]"), None);
-        assert_eq!(Codec::for_type("[]"), None, "the UTC-only element has no name");
+        assert_eq!(Codec::for_type("[]"), None);
         assert_eq!(Codec::for_type("bytea"), Some(Codec::Bytea));
         assert_eq!(Codec::for_type("inet"), Some(Codec::Inet));
         assert_eq!(Codec::for_type("cidr"), None);

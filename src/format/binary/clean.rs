@@ -363,12 +363,6 @@ impl Cursor<'_> {
         self.at += bytes.len();
     }
 
-    /// Whether `len` more bytes fit.
-    #[inline]
-    fn fits(&self, len: usize) -> bool {
-        self.at + len <= self.room.len()
-    }
-
     /// What has been written.
     #[cfg(test)]
     fn written(&self) -> Vec<u8> {
@@ -483,9 +477,10 @@ fn field(codec: Codec, text: &[u8], tuple: &mut Cursor) -> Option<()> {
         _ => {
             let mut value = Vec::with_capacity(text.len() + ROOM_PER_FIELD);
             encode_value(codec, text, &mut value).ok()?;
-            // An array of short elements can outgrow the room reserved for
-            // the line: the exact path, which writes to a `Vec`, takes it.
-            tuple.fits(value.len()).then(|| tuple.put(&value))
+            // The line's room is reserved for fields within ROOM_PER_FIELD
+            // of their text: an array of short elements can be more, and
+            // the exact path, which writes to a `Vec`, takes its record.
+            (value.len() <= text.len() + ROOM_PER_FIELD).then(|| tuple.put(&value))
         }
     }
 }
