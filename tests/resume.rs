@@ -312,8 +312,9 @@ fn the_wait_sampler_connects_again_when_its_session_ends() {
                     FROM pg_stat_activity WHERE pid <> pg_backend_pid()";
     let waits = wait_for(|q| f.db.scalar(q), &waiting, |s| s == "t");
     assert_eq!(waits, "t", "a worker waits for the lock: {}", f.db.scalar(activity));
-    let sampler = "SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE query LIKE '%leader_pid%' \
-                   AND pid <> pg_backend_pid()";
+    // Its last statement is a sample or the WAL writer's wake-up.
+    let sampler = "SELECT coalesce(max(pid), 0) FROM pg_stat_activity \
+                   WHERE (query LIKE '%leader_pid%' OR query LIKE '%pg_current_xact_id%') AND pid <> pg_backend_pid()";
     let first = f.db.scalar(sampler);
     assert_ne!(first, "0", "the sampler's session is seen");
     assert_eq!(f.db.scalar(&format!("SELECT pg_terminate_backend({first})")), "t");
