@@ -174,6 +174,7 @@ fn doctor_reads_settings_and_table() {
     assert!(advice.contains("sluice load goes through it by itself"), "{connection}");
     let text = sluice(&["doctor", "--db", &db.conninfo()]);
     assert!(text.stdout.lines().any(|l| l.starts_with("-> max_wal_size = ")), "{}", text.stdout);
+    assert!(text.stdout.contains("wal_buffers = "), "{}", text.stdout);
     let missing = sluice(&["doctor", "--db", &db.conninfo(), "--table", "nope"]);
     assert_eq!(missing.code, 2);
 }
