@@ -11,7 +11,8 @@
 //! bytes loads. The encoder therefore splits fields by the server's own rules
 //! (`CopyReadAttributesText` / `CopyReadAttributesCSV`) and converts only
 //! values whose text form it reads without doubt: canonical integers,
-//! decimals, ISO dates and timestamps, `t`/`f`, hyphenated UUIDs, bytea in
+//! decimals, ISO dates and timestamps, times (timetz with its offset),
+//! intervals as the server prints them, `t`/`f`, hyphenated UUIDs, bytea in
 //! either text form, inet addresses that std's parsers read, and
 //! one-dimensional arrays of those with plain or plainly quoted elements. Anything
 //! else (spaces around a number, exponents in a numeric, another date style,
@@ -69,6 +70,12 @@ pub enum Codec {
     /// offset is UTC too (see [`BinaryEncoder::bare_timestamps_are_utc`]).
     TimestampTzUtc,
     Time,
+    /// timetz written with its offset (`+HH`, `+HH:MM`, `+HHMM`); one
+    /// without is left to the text path, which gives it the session time
+    /// zone's offset of the day.
+    TimeTz,
+    /// interval as PostgreSQL prints it (see [`interval`]).
+    Interval,
     /// bit and bit varying, as `0`s and `1`s (the server checks the length
     /// against the column's, as for text).
     Bits,
@@ -102,7 +109,7 @@ pub struct Element {
 /// quoting in an array literal, or only for spaces and commas (bytea,
 /// bit strings and JSON, whose array literals are mostly escaped, are left
 /// to the server). OIDs are PostgreSQL's fixed ones for built-in types.
-static ELEMENTS: [Element; 16] = [
+static ELEMENTS: [Element; 18] = [
     Element { name: "smallint", oid: 21, codec: Codec::Int2 },
     Element { name: "integer", oid: 23, codec: Codec::Int4 },
     Element { name: "bigint", oid: 20, codec: Codec::Int8 },
@@ -113,6 +120,8 @@ static ELEMENTS: [Element; 16] = [
     Element { name: "timestamp without time zone", oid: 1114, codec: Codec::Timestamp },
     Element { name: "timestamp with time zone", oid: 1184, codec: Codec::TimestampTz },
     Element { name: "time without time zone", oid: 1083, codec: Codec::Time },
+    Element { name: "time with time zone", oid: 1266, codec: Codec::TimeTz },
+    Element { name: "interval", oid: 1186, codec: Codec::Interval },
     Element { name: "boolean", oid: 16, codec: Codec::Bool },
     Element { name: "text", oid: 25, codec: Codec::Text },
     Element { name: "character varying", oid: 1043, codec: Codec::Text },
@@ -144,6 +153,8 @@ impl Codec {
             "timestamp without time zone" => Codec::Timestamp,
             "timestamp with time zone" => Codec::TimestampTz,
             "time without time zone" => Codec::Time,
+            "time with time zone" => Codec::TimeTz,
+            "interval" => Codec::Interval,
             "bit" | "bit varying" => Codec::Bits,
             "boolean" => Codec::Bool,
             "text" | "character varying" | "character" | "bpchar" => Codec::Text,
@@ -171,6 +182,8 @@ impl Codec {
             Codec::Timestamp => "timestamp",
             Codec::TimestampTz | Codec::TimestampTzUtc => "timestamptz",
             Codec::Time => "time",
+            Codec::TimeTz => "timetz",
+            Codec::Interval => "interval",
             Codec::Bits => "bit",
             Codec::Bool => "boolean",
             Codec::Text => "text",
@@ -200,6 +213,8 @@ impl Codec {
                 | Codec::TimestampTz
                 | Codec::TimestampTzUtc
                 | Codec::Time
+                | Codec::TimeTz
+                | Codec::Interval
                 | Codec::Float4
                 | Codec::Float8
                 | Codec::Json
@@ -709,6 +724,8 @@ fn encode_value(codec: Codec, text: &[u8], out: &mut Vec<u8>) -> Result<(), Stri
         Codec::TimestampTz => timestamptz(text, false).map(|t| put(out, &t.to_be_bytes())),
         Codec::TimestampTzUtc => timestamptz(text, true).map(|t| put(out, &t.to_be_bytes())),
         Codec::Time => time_of_day(text).map(|t| put(out, &t.to_be_bytes())),
+        Codec::TimeTz => time_with_offset(text).map(|value| put(out, &value)),
+        Codec::Interval => interval(text).map(|v| put(out, &v.binary())),
         Codec::Bits => bits(text, out),
         Codec::Bool => boolean(text).map(|b| put(out, &[u8::from(b)])),
         Codec::Text | Codec::Json => {
@@ -952,25 +969,132 @@ fn timestamptz(text: &[u8], bare_is_utc: bool) -> Option<i64> {
     let east = match offset {
         [] if bare_is_utc => 0,
         b"Z" => 0,
-        [sign @ (b'+' | b'-'), hh @ ..] => {
-            let (h, m) = match hh {
-                [_, _] => (digits_value(hh)?, 0),
-                [h1, h2, b':', m1, m2] | [h1, h2, m1, m2] => (digits_value(&[*h1, *h2])?, digits_value(&[*m1, *m2])?),
-                _ => return None,
-            };
-            if h > 15 || m > 59 {
-                return None;
-            }
-            let seconds = h * 3600 + m * 60;
-            if *sign == b'-' {
-                -seconds
-            } else {
-                seconds
-            }
-        }
-        _ => return None,
+        _ => seconds_east(offset)?,
     };
     Some(local - east * 1_000_000)
+}
+
+/// An offset from UTC written `+HH`, `+HH:MM` or `+HHMM` (or with `-`), up
+/// to 15:59 as the server allows, in seconds east of Greenwich.
+fn seconds_east(offset: &[u8]) -> Option<i64> {
+    let [sign @ (b'+' | b'-'), hh @ ..] = offset else { return None };
+    let (h, m) = match hh {
+        [_, _] => (digits_value(hh)?, 0),
+        [h1, h2, b':', m1, m2] | [h1, h2, m1, m2] => (digits_value(&[*h1, *h2])?, digits_value(&[*m1, *m2])?),
+        _ => return None,
+    };
+    if h > 15 || m > 59 {
+        return None;
+    }
+    let seconds = h * 3600 + m * 60;
+    Some(if *sign == b'-' { -seconds } else { seconds })
+}
+
+/// timetz's binary form, from `HH:MM:SS[.ffffff]` and its offset (see
+/// [`seconds_east`]): microseconds from midnight, then the zone in seconds
+/// west of Greenwich, as the server keeps it.
+fn time_with_offset(text: &[u8]) -> Option<[u8; 12]> {
+    let (micros, offset) = leading_time_of_day(text)?;
+    let west = -(seconds_east(offset)? as i32);
+    let mut value = [0; 12];
+    value[..8].copy_from_slice(&micros.to_be_bytes());
+    value[8..].copy_from_slice(&west.to_be_bytes());
+    Some(value)
+}
+
+/// An interval's three parts, as the server keeps them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Interval {
+    micros: i64,
+    days: i32,
+    months: i32,
+}
+
+impl Interval {
+    fn binary(self) -> [u8; 16] {
+        let mut value = [0; 16];
+        value[..8].copy_from_slice(&self.micros.to_be_bytes());
+        value[8..12].copy_from_slice(&self.days.to_be_bytes());
+        value[12..].copy_from_slice(&self.months.to_be_bytes());
+        value
+    }
+}
+
+/// Most digits read in an interval's number: years, months, days and
+/// hours this long cannot overflow the server's fields.
+const INTERVAL_DIGITS: usize = 6;
+
+/// An interval as PostgreSQL prints it in its default style, `[N year[s]]
+/// [N mon[s]] [N day[s]] [[-|+]H:MM:SS[.ffffff]]` (`1 year 2 mons`, `-3
+/// days +04:05:06.5`, `-00:00:01`): parts in that order, one space apart,
+/// each number signed or not and of at most six digits. `month[s]` is read
+/// too. Anything else the server reads (`1 hour`, `1.5 days`, `P1D`, `@ 1
+/// day ago`, upper case, a unitless number) is the text path's. So is a
+/// first part negative with no other part signed: under `IntervalStyle =
+/// sql_standard` its sign applies to every part, in the default style to
+/// its own.
+fn interval(text: &[u8]) -> Option<Interval> {
+    let mut value = Interval::default();
+    let mut words = text.split(|&b| b == b' ');
+    // Parts are read in order: 0 years, 1 months, 2 days, 3 the time.
+    let mut next = 0;
+    let (mut parts, mut first_negative, mut others_signed) = (0, false, false);
+    while let Some(word) = words.next() {
+        let (sign, digits) = match word.split_first()? {
+            (b'-', rest) => (Some(-1), rest),
+            (b'+', rest) => (Some(1), rest),
+            _ => (None, word),
+        };
+        if parts == 0 {
+            first_negative = sign == Some(-1);
+        } else {
+            others_signed |= sign.is_some();
+        }
+        parts += 1;
+        let sign = sign.unwrap_or(1);
+        if next == 4 {
+            return None;
+        }
+        if digits.contains(&b':') {
+            value.micros = sign * interval_time(digits)?;
+            next = 4;
+            continue;
+        }
+        if digits.is_empty() || digits.len() > INTERVAL_DIGITS {
+            return None;
+        }
+        let number = (sign * digits_value(digits)?) as i32;
+        let slot = match words.next()? {
+            b"year" | b"years" => 0,
+            b"mon" | b"mons" | b"month" | b"months" => 1,
+            b"day" | b"days" => 2,
+            _ => return None,
+        };
+        if slot < next {
+            return None;
+        }
+        next = slot + 1;
+        match slot {
+            0 => value.months += 12 * number,
+            1 => value.months += number,
+            _ => value.days = number,
+        }
+    }
+    (!(first_negative && parts > 1 && !others_signed)).then_some(value)
+}
+
+/// An interval's time part, `H:MM:SS[.ffffff]` with up to six digits of
+/// hours (an interval's hours run past 24), as microseconds.
+fn interval_time(text: &[u8]) -> Option<i64> {
+    let colon = memchr(b':', text)?;
+    let (hours, clock) = (&text[..colon], &text[colon + 1..]);
+    if hours.is_empty() || hours.len() > INTERVAL_DIGITS {
+        return None;
+    }
+    match leading_minutes_and_seconds(clock)? {
+        (micros, []) => Some(digits_value(hours)? * 3_600_000_000 + micros),
+        _ => None,
+    }
 }
 
 /// The timestamp at the front of `text` (date, ` ` or `T`, time of day) as
@@ -1000,12 +1124,25 @@ fn time_of_day(text: &[u8]) -> Option<i64> {
 
 /// The time of day at the front of `text`, and what follows it.
 fn leading_time_of_day(text: &[u8]) -> Option<(i64, &[u8])> {
-    let [h1, h2, b':', m1, m2, b':', s1, s2, rest @ ..] = text else { return None };
-    let (h, m, s) = (digits_value(&[*h1, *h2])?, digits_value(&[*m1, *m2])?, digits_value(&[*s1, *s2])?);
-    if h > 23 || m > 59 || s > 59 {
+    let [h1, h2, b':', rest @ ..] = text else { return None };
+    let h = digits_value(&[*h1, *h2])?;
+    if h > 23 {
         return None;
     }
-    let micros = ((h * 60 + m) * 60 + s) * 1_000_000;
+    let (micros, rest) = leading_minutes_and_seconds(rest)?;
+    Some((h * 3_600_000_000 + micros, rest))
+}
+
+/// `MM:SS[.ffffff]` at the front of `text`, as microseconds, and what
+/// follows it.
+#[inline]
+fn leading_minutes_and_seconds(text: &[u8]) -> Option<(i64, &[u8])> {
+    let [m1, m2, b':', s1, s2, rest @ ..] = text else { return None };
+    let (m, s) = (digits_value(&[*m1, *m2])?, digits_value(&[*s1, *s2])?);
+    if m > 59 || s > 59 {
+        return None;
+    }
+    let micros = (m * 60 + s) * 1_000_000;
     let [b'.', fraction @ ..] = rest else { return Some((micros, rest)) };
     let digits = fraction.iter().take_while(|b| b.is_ascii_digit()).count();
     if !(1..=6).contains(&digits) {
@@ -1412,6 +1549,9 @@ mod tests {
             8 => "[0-9]{4}-[01][0-9]-[0-3][0-9][ T][0-2][0-9]:[0-5][0-9]:[0-6][0-9](\\.[0-9]{0,7})?(Z|[+-][01][0-9](:?[0-9]{2})?)?"
                 .boxed(),
             9 => "[0-2][0-9]:[0-5][0-9]:[0-6][0-9](\\.[0-9]{1,7})?".boxed(),
+            12 => "(-?[0-9]{1,3} years? )?([+-]?[0-9]{1,2} mons? )?([+-]?[0-9]{1,3} days? )?[+-]?[0-9]{1,3}:[0-5][0-9]:[0-6][0-9](\\.[0-9]{1,7})?"
+                .boxed(),
+            13 => "[0-2][0-9]:[0-5][0-9]:[0-6][0-9](\\.[0-9]{1,7})?([+-][01][0-9](:?[0-9]{2})?)?".boxed(),
             // Short elements: their binary form is several times their text.
             11 => proptest::collection::vec("[0-9]|NULL", 0..40).prop_map(|v| format!("{{{}}}", v.join(","))).boxed(),
             _ => "[01]{0,20}".boxed(),
@@ -1424,7 +1564,7 @@ mod tests {
         /// unsure records of the exact splitter alone.
         #[test]
         fn clean_lines_encode_like_the_exact_splitter(
-            (types, rows) in proptest::strategy::Strategy::prop_flat_map(proptest::collection::vec(0usize..12, 1..6), |types| {
+            (types, rows) in proptest::strategy::Strategy::prop_flat_map(proptest::collection::vec(0usize..14, 1..6), |types| {
                 let row: Vec<_> = types.iter().map(|&t| proptest::prop_oneof![6 => typed_text(t), 1 => field_text()]).collect();
                 // Some rows lose their last field: a field count the fast path must refuse.
                 (proptest::strategy::Just(types), proptest::collection::vec((row, 0u8..8), 0..12))
@@ -1446,6 +1586,8 @@ mod tests {
                 "time without time zone",
                 "bit varying",
                 "bigint[]",
+                "interval",
+                "time with time zone",
             ];
             let types: Vec<&str> = types.iter().map(|&t| names[t]).collect();
             let dialects = [(FormatKind::Tsv, "\t"), (FormatKind::Tsv, "|"), (FormatKind::Csv, ","), (FormatKind::Csv, "-")];
@@ -1551,6 +1693,62 @@ mod tests {
     }
 
     #[test]
+    fn intervals_as_the_server_prints_them_and_times_with_offsets() {
+        const SECOND: i64 = 1_000_000;
+        const HOUR: i64 = 3600 * SECOND;
+        let read = |text: &str| interval(text.as_bytes()).map(|v| (v.months, v.days, v.micros));
+        assert_eq!(read("1 year 2 mons 3 days 04:05:06.5"), Some((14, 3, 4 * HOUR + 306 * SECOND + SECOND / 2)));
+        assert_eq!(read("-1 days +02:00:00"), Some((0, -1, 2 * HOUR)));
+        assert_eq!(read("-00:00:01"), Some((0, 0, -SECOND)));
+        assert_eq!(read("+1 year -1 mons"), Some((11, 0, 0)));
+        assert_eq!(read("123456:00:00.000001"), Some((0, 0, 123_456 * HOUR + 1)));
+        assert_eq!(read("3 months"), Some((3, 0, 0)));
+        assert_eq!(read("-1 years -2 mons 3 days"), Some((-14, 3, 0)), "another sign: each part keeps its own");
+        assert_eq!(read("-1 years 2 mons"), None, "under sql_standard the months are negative too");
+        let doubtful = [
+            "",
+            "0",
+            "1",
+            "1 hour",
+            "1.5 days",
+            "P1D",
+            "@ 1 day",
+            "1 day ago",
+            "2 days 1 year",
+            "1 day 1 day",
+            "1 Day",
+            " 1 day",
+            "1 day ",
+            "1  day",
+            "- 1 day",
+            "04:05",
+            "4:5:06",
+            "04:05:60",
+            "04:60:00",
+            "1234567 days",
+            "1234567:00:00",
+            "00:00:00.1234567",
+            "00:00:00.",
+            "1 day 04:05:06 1 year",
+            "04:05:06 04:05:06",
+            "day",
+        ];
+        for text in doubtful {
+            assert_eq!(read(text), None, "{text:?}");
+        }
+        let encoded = interval(b"1 mon 2 days 00:00:03").unwrap().binary();
+        assert_eq!(encoded, [0, 0, 0, 0, 0, 0x2d, 0xc6, 0xc0, 0, 0, 0, 2, 0, 0, 0, 1]);
+        let timetz = |text: &str| time_with_offset(text.as_bytes());
+        let at = |micros: i64, west: i32| [micros.to_be_bytes().as_slice(), &west.to_be_bytes()].concat();
+        assert_eq!(timetz("04:05:06+02").map(|v| v.to_vec()), Some(at(4 * HOUR + 306 * SECOND, -7200)));
+        assert_eq!(timetz("23:59:59.25-05:30").map(|v| v.to_vec()), Some(at(24 * HOUR - 3 * SECOND / 4, 19_800)));
+        assert_eq!(timetz("00:00:00+0000").map(|v| v.to_vec()), Some(at(0, 0)));
+        for doubtful in ["04:05:06", "04:05:06 PST", "04:05:06+16", "24:00:00+00", "04:05+02", "04:05:06+2"] {
+            assert_eq!(timetz(doubtful), None, "{doubtful:?}");
+        }
+    }
+
+    #[test]
     fn dates_count_days_like_hinnants_algorithm() {
         for year in 1..=9999 {
             for month in 1..=12 {
@@ -1621,7 +1819,10 @@ mod tests {
         assert_eq!(Codec::for_type("timestamp(0) with time zone"), Some(Codec::TimestampTz));
         assert_eq!(Codec::for_type("time(3) without time zone"), Some(Codec::Time));
         assert_eq!(Codec::for_type("bit(3)"), Some(Codec::Bits));
-        assert_eq!(Codec::for_type("time with time zone"), None);
+        assert_eq!(Codec::for_type("time(2) with time zone"), Some(Codec::TimeTz));
+        assert_eq!(Codec::for_type("interval(3)"), Some(Codec::Interval));
+        assert_eq!(Codec::for_type("interval day to second"), None, "a range the server may read text by");
+        assert_eq!(Codec::for_type("interval[]").map(|c| c.sql_name()), Some("array"));
         assert_eq!(Codec::for_type("integer[]"), Some(Codec::Array(&ELEMENTS[1])));
         assert_eq!(Codec::for_type("character(3)[]").map(|c| c.sql_name()), Some("array"));
         assert_eq!(Codec::for_type("numeric(5,2)[]"), Some(Codec::Array(&ELEMENTS[5])));
@@ -1631,7 +1832,7 @@ mod tests {
         assert_eq!(Codec::for_type("bytea"), Some(Codec::Bytea));
         assert_eq!(Codec::for_type("inet"), Some(Codec::Inet));
         assert_eq!(Codec::for_type("cidr"), None);
-        let cols = vec![("ts".to_string(), "interval".to_string())];
+        let cols = vec![("ts".to_string(), "money".to_string())];
         let err = BinaryEncoder::new(&cols, &FormatOptions::new(FormatKind::Csv)).unwrap_err();
         assert!(err.contains("\"ts\""), "{err}");
         assert_eq!(uuid(b"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11").unwrap()[0], 0xa0);

@@ -31,7 +31,10 @@ use std::mem::MaybeUninit;
 
 use memchr::{memchr, memchr2, memchr3};
 
-use super::{encode_value, iso_date, numeric, time_of_day, timestamp, timestamptz, Codec, Layout, Rules};
+use super::{
+    encode_value, interval, iso_date, numeric, time_of_day, time_with_offset, timestamp, timestamptz, Codec, Layout,
+    Rules,
+};
 
 /// Where clean records are taken apart and built, kept by the encoder so
 /// that nothing is allocated or zeroed per record.
@@ -468,6 +471,14 @@ fn field(codec: Codec, text: &[u8], tuple: &mut Cursor) -> Option<()> {
                 _ => time_of_day(text),
             };
             tuple.value(&micros?.to_be_bytes());
+            Some(())
+        }
+        Codec::TimeTz => {
+            tuple.value(&time_with_offset(text)?);
+            Some(())
+        }
+        Codec::Interval => {
+            tuple.value(&interval(text)?.binary());
             Some(())
         }
         Codec::Text => {
