@@ -326,14 +326,14 @@ fn json_lines_into_json_and_jsonb_in_binary() {
 #[test]
 fn a_type_without_an_encoder_means_text_and_says_why() {
     let db = TestDb::new();
-    db.execute("CREATE TABLE got (id int, net cidr)");
-    let file = db.file("net.csv", b"1,10.0.0.0/8\n");
+    db.execute("CREATE TABLE got (id int, mac macaddr)");
+    let file = db.file("mac.csv", b"1,08:00:2b:01:02:03\n");
     let run = db.load(&[file.to_str().unwrap(), "--table", "got"]);
     run.assert_ok();
-    assert!(run.output().contains("text COPY (column \"net\" has type cidr"), "{}", run.output());
+    assert!(run.output().contains("text COPY (column \"mac\" has type macaddr"), "{}", run.output());
     let forced = db.load(&[file.to_str().unwrap(), "--table", "got", "--copy-format", "binary"]);
     assert_eq!(forced.code, 2, "{}", forced.output());
-    assert!(forced.output().contains("--copy-format binary: column \"net\""), "{}", forced.output());
+    assert!(forced.output().contains("--copy-format binary: column \"mac\""), "{}", forced.output());
 }
 
 /// Every element type sluice encodes arrays of: the binary array names its
@@ -345,7 +345,7 @@ fn arrays_of_every_encoded_element_type_load_as_text_loads() {
     db.execute(
         "CREATE TABLE got (i2 smallint[], i4 int[], i8 bigint[], f4 real[], f8 float8[], n numeric(8,3)[], \
          d date[], ts timestamp(3)[], tz timestamptz[], tm time[], b bool[], t text[], v varchar(3)[], \
-         c char(2)[], u uuid[], ip inet[], tt timetz[], iv interval[]); CREATE TABLE want (LIKE got)",
+         c char(2)[], u uuid[], ip inet[], tt timetz[], iv interval[], net cidr[]); CREATE TABLE want (LIKE got)",
     );
     let row = [
         "{1,-2}",
@@ -366,9 +366,10 @@ fn arrays_of_every_encoded_element_type_load_as_text_loads() {
         "{10.1.2.3/8,::1}",
         "{04:05:06.5+02,23:59:59-05:30}",
         r#"{"1 year 2 mons","-1 days +02:00:00",-00:00:01}"#,
+        "{10.0.0.0/8,2001:db8::/32}",
     ];
     let line = row.iter().map(|v| format!("\"{}\"", v.replace('"', "\"\""))).collect::<Vec<_>>().join(",");
-    let file = db.file("arrays.csv", format!("{line}\n{}\n", ["{}"; 18].join(",")).as_bytes());
+    let file = db.file("arrays.csv", format!("{line}\n{}\n", ["{}"; 19].join(",")).as_bytes());
     set_time_zone(&db, "UTC");
     let report = file.with_extension("report.json");
     let args =
@@ -937,6 +938,7 @@ const FUZZED: &[(&str, Generator)] = &[
     ("timestamp without time zone", |rng| fuzzed_timestamp(rng, false)),
     ("timestamp with time zone", |rng| fuzzed_timestamp(rng, true)),
     ("inet", fuzzed_inet),
+    ("cidr", fuzzed_cidr),
     ("uuid", fuzzed_uuid),
     ("bytea", fuzzed_bytea),
     ("boolean", |rng| {
@@ -1149,6 +1151,17 @@ fn fuzzed_timestamp(rng: &mut Rng, offset: bool) -> String {
         s.push_str(" BC");
     }
     s
+}
+
+/// Networks with their host bits clear (or not), and any inet spelling.
+fn fuzzed_cidr(rng: &mut Rng) -> String {
+    if rng.below(3) == 0 {
+        return fuzzed_inet(rng);
+    }
+    let bits = rng.below(34);
+    let address: u32 = (rng.below(1 << 32) as u32)
+        & if rng.below(4) == 0 { u32::MAX } else { u32::MAX.checked_shl(32 - bits.min(32) as u32).unwrap_or(0) };
+    format!("{}/{bits}", std::net::Ipv4Addr::from(address))
 }
 
 fn fuzzed_inet(rng: &mut Rng) -> String {

@@ -90,6 +90,8 @@ pub enum Codec {
     Bytea,
     /// inet, IPv4 or IPv6, with or without `/bits`.
     Inet,
+    /// cidr, with its `/bits` written and no address bit set past them.
+    Cidr,
     /// A one-dimensional array of one of [`ELEMENTS`].
     Array(&'static Element),
 }
@@ -109,7 +111,7 @@ pub struct Element {
 /// quoting in an array literal, or only for spaces and commas (bytea,
 /// bit strings and JSON, whose array literals are mostly escaped, are left
 /// to the server). OIDs are PostgreSQL's fixed ones for built-in types.
-static ELEMENTS: [Element; 18] = [
+static ELEMENTS: [Element; 19] = [
     Element { name: "smallint", oid: 21, codec: Codec::Int2 },
     Element { name: "integer", oid: 23, codec: Codec::Int4 },
     Element { name: "bigint", oid: 20, codec: Codec::Int8 },
@@ -128,6 +130,7 @@ static ELEMENTS: [Element; 18] = [
     Element { name: "character", oid: 1042, codec: Codec::Text },
     Element { name: "uuid", oid: 2950, codec: Codec::Uuid },
     Element { name: "inet", oid: 869, codec: Codec::Inet },
+    Element { name: "cidr", oid: 650, codec: Codec::Cidr },
 ];
 
 /// timestamptz elements in a session whose time zone is UTC (see
@@ -163,6 +166,7 @@ impl Codec {
             "uuid" => Codec::Uuid,
             "bytea" => Codec::Bytea,
             "inet" => Codec::Inet,
+            "cidr" => Codec::Cidr,
             _ => return None,
         })
     }
@@ -192,6 +196,7 @@ impl Codec {
             Codec::Uuid => "uuid",
             Codec::Bytea => "bytea",
             Codec::Inet => "inet",
+            Codec::Cidr => "cidr",
             Codec::Array(_) => "array",
         }
     }
@@ -740,7 +745,8 @@ fn encode_value(codec: Codec, text: &[u8], out: &mut Vec<u8>) -> Result<(), Stri
         }
         Codec::Uuid => uuid(text).map(|u| put(out, &u)),
         Codec::Bytea => bytea(text, out),
-        Codec::Inet => inet(text, out),
+        Codec::Inet => network(text, false, out),
+        Codec::Cidr => network(text, true, out),
         Codec::Array(element) => array(element, text, out),
     };
     ok.ok_or_else(|| match codec {
@@ -1298,13 +1304,13 @@ fn array(element: &Element, text: &[u8], out: &mut Vec<u8>) -> Option<()> {
     Some(())
 }
 
-/// inet as `inet_send` writes it: family (2 for IPv4, 3 for IPv6), bits,
-/// 0 (not cidr), address length, address. Read with std's parsers: four
+/// inet or cidr as `inet_send` writes them: family (2 for IPv4, 3 for
+/// IPv6), bits, whether it is a cidr, address length, address. Read with std's parsers: four
 /// decimal octets without leading zeros, IPv6 in its standard forms, and
 /// `/bits` without leading zeros (the server refuses those for IPv6). The
 /// short IPv4 forms the server also takes (`10.1/16`, `010.0.0.1`) are
 /// unsure.
-fn inet(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
+fn network(text: &[u8], cidr: bool, out: &mut Vec<u8>) -> Option<()> {
     let text = std::str::from_utf8(text).ok()?;
     let (address, bits) = match text.split_once('/') {
         Some((address, bits)) => (address, Some(bits)),
@@ -1323,6 +1329,9 @@ fn inet(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
         }
     };
     let bits = match bits {
+        // A cidr without bits has a netmask the server infers from the
+        // IPv4 address class: its reading, not ours.
+        None if cidr => return None,
         None => most,
         Some("0") => 0,
         Some(digits) if digits.len() <= 3 && !digits.starts_with('0') && digits.bytes().all(|b| b.is_ascii_digit()) => {
@@ -1330,8 +1339,14 @@ fn inet(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
         }
         Some(_) => return None,
     };
+    // A cidr with address bits past its netmask is refused; the text path
+    // gives the server's reason.
+    let past_netmask = |i: usize| octets[i / 8] & (0x80 >> (i % 8)) != 0;
+    if cidr && (usize::from(bits)..octets.len() * 8).any(past_netmask) {
+        return None;
+    }
     out.extend_from_slice(&(4 + octets.len() as i32).to_be_bytes());
-    out.extend_from_slice(&[family, bits, 0, octets.len() as u8]);
+    out.extend_from_slice(&[family, bits, u8::from(cidr), octets.len() as u8]);
     out.extend_from_slice(octets);
     Some(())
 }
@@ -1831,7 +1846,8 @@ mod tests {
         assert_eq!(Codec::for_type("[]"), None);
         assert_eq!(Codec::for_type("bytea"), Some(Codec::Bytea));
         assert_eq!(Codec::for_type("inet"), Some(Codec::Inet));
-        assert_eq!(Codec::for_type("cidr"), None);
+        assert_eq!(Codec::for_type("cidr"), Some(Codec::Cidr));
+        assert_eq!(Codec::for_type("macaddr"), None);
         let cols = vec![("ts".to_string(), "money".to_string())];
         let err = BinaryEncoder::new(&cols, &FormatOptions::new(FormatKind::Csv)).unwrap_err();
         assert!(err.contains("\"ts\""), "{err}");
@@ -1858,11 +1874,12 @@ mod tests {
     }
 
     #[test]
-    fn inet_as_the_server_sends_it() {
-        let value = |text: &str| {
+    fn inet_and_cidr_as_the_server_sends_them() {
+        let read = |text: &str, cidr: bool| {
             let mut out = Vec::new();
-            inet(text.as_bytes(), &mut out).map(|()| out)
+            network(text.as_bytes(), cidr, &mut out).map(|()| out)
         };
+        let value = |text: &str| read(text, false);
         assert_eq!(value("192.168.0.1"), Some(vec![0, 0, 0, 8, 2, 32, 0, 4, 192, 168, 0, 1]));
         assert_eq!(value("10.1.2.3/8"), Some(vec![0, 0, 0, 8, 2, 8, 0, 4, 10, 1, 2, 3]), "host bits stay");
         assert_eq!(value("0.0.0.0/0").unwrap()[5], 0);
@@ -1874,6 +1891,14 @@ mod tests {
         {
             assert_eq!(value(unsure), None, "{unsure}");
         }
+        let cidr = |text: &str| read(text, true);
+        assert_eq!(cidr("10.1.0.0/16"), Some(vec![0, 0, 0, 8, 2, 16, 1, 4, 10, 1, 0, 0]));
+        assert_eq!(cidr("2001:db8::/32").unwrap()[..8], [0, 0, 0, 20, 3, 32, 1, 16]);
+        assert_eq!(cidr("0.0.0.0/0").unwrap()[5..7], [0, 1]);
+        assert_eq!(cidr("10.1.2.3/8"), None, "bits past the netmask: the server refuses");
+        assert_eq!(cidr("10.0.0.128/24"), None);
+        assert_eq!(cidr("10.0.0.0"), None, "the server infers the netmask from the class");
+        assert_eq!(cidr("1.2.3.4/32").unwrap()[5], 32);
     }
 
     #[test]
