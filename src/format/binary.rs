@@ -1306,10 +1306,10 @@ fn array(element: &Element, text: &[u8], out: &mut Vec<u8>) -> Option<()> {
 
 /// inet or cidr as `inet_send` writes them: family (2 for IPv4, 3 for
 /// IPv6), bits, whether it is a cidr, address length, address. Read with
-/// std's parsers: four decimal octets without leading zeros, IPv6 in its standard forms, and
-/// `/bits` without leading zeros (the server refuses those for IPv6). The
-/// short IPv4 forms the server also takes (`10.1/16`, `010.0.0.1`) are
-/// unsure.
+/// std's parsers: four decimal octets without leading zeros, IPv6 in its
+/// standard forms, and `/bits` without leading zeros (the server refuses
+/// those for IPv6). The short IPv4 forms the server also takes (`10.1/16`,
+/// `010.0.0.1`) are unsure.
 fn network(text: &[u8], cidr: bool, out: &mut Vec<u8>) -> Option<()> {
     let text = std::str::from_utf8(text).ok()?;
     let (address, bits) = match text.split_once('/') {
