@@ -92,6 +92,9 @@ pub enum Codec {
     Inet,
     /// cidr, with its `/bits` written and no address bit set past them.
     Cidr,
+    /// macaddr and macaddr8 (see [`mac_address`]).
+    MacAddr,
+    MacAddr8,
     /// A one-dimensional array of one of [`ELEMENTS`].
     Array(&'static Element),
 }
@@ -111,7 +114,7 @@ pub struct Element {
 /// quoting in an array literal, or only for spaces and commas (bytea,
 /// bit strings and JSON, whose array literals are mostly escaped, are left
 /// to the server). OIDs are PostgreSQL's fixed ones for built-in types.
-static ELEMENTS: [Element; 19] = [
+static ELEMENTS: [Element; 21] = [
     Element { name: "smallint", oid: 21, codec: Codec::Int2 },
     Element { name: "integer", oid: 23, codec: Codec::Int4 },
     Element { name: "bigint", oid: 20, codec: Codec::Int8 },
@@ -131,6 +134,8 @@ static ELEMENTS: [Element; 19] = [
     Element { name: "uuid", oid: 2950, codec: Codec::Uuid },
     Element { name: "inet", oid: 869, codec: Codec::Inet },
     Element { name: "cidr", oid: 650, codec: Codec::Cidr },
+    Element { name: "macaddr", oid: 829, codec: Codec::MacAddr },
+    Element { name: "macaddr8", oid: 774, codec: Codec::MacAddr8 },
 ];
 
 /// timestamptz elements in a session whose time zone is UTC (see
@@ -167,6 +172,8 @@ impl Codec {
             "bytea" => Codec::Bytea,
             "inet" => Codec::Inet,
             "cidr" => Codec::Cidr,
+            "macaddr" => Codec::MacAddr,
+            "macaddr8" => Codec::MacAddr8,
             _ => return None,
         })
     }
@@ -197,6 +204,8 @@ impl Codec {
             Codec::Bytea => "bytea",
             Codec::Inet => "inet",
             Codec::Cidr => "cidr",
+            Codec::MacAddr => "macaddr",
+            Codec::MacAddr8 => "macaddr8",
             Codec::Array(_) => "array",
         }
     }
@@ -747,6 +756,8 @@ fn encode_value(codec: Codec, text: &[u8], out: &mut Vec<u8>) -> Result<(), Stri
         Codec::Bytea => bytea(text, out),
         Codec::Inet => network(text, false, out),
         Codec::Cidr => network(text, true, out),
+        Codec::MacAddr => mac_address(text, false, out),
+        Codec::MacAddr8 => mac_address(text, true, out),
         Codec::Array(element) => array(element, text, out),
     };
     ok.ok_or_else(|| match codec {
@@ -1189,11 +1200,17 @@ fn uuid(text: &[u8]) -> Option<[u8; 16]> {
     }
     let hex: Vec<u8> = text.iter().copied().filter(|&b| b != b'-').collect();
     let mut bytes = [0u8; 16];
-    for (i, pair) in hex.chunks(2).enumerate() {
-        let pair = std::str::from_utf8(pair).ok()?;
-        bytes[i] = u8::from_str_radix(pair, 16).ok()?;
+    for (i, pair) in hex.chunks_exact(2).enumerate() {
+        bytes[i] = hex_pair(pair)?;
     }
     Some(bytes)
+}
+
+/// The byte two hex digits spell. Not `u8::from_str_radix`, which takes
+/// `+f` as 15 where the server's input functions refuse the `+`.
+fn hex_pair(pair: &[u8]) -> Option<u8> {
+    let digit = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    Some(digit(pair[0])? << 4 | digit(pair[1])?)
 }
 
 /// bytea as `byteain` reads it: after `\x`, pairs of hex digits; else
@@ -1220,9 +1237,8 @@ fn hex_bytes(hex: &[u8], out: &mut Vec<u8>) -> Option<()> {
     if hex.len() % 2 != 0 {
         return None;
     }
-    let digit = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
     for pair in hex.chunks_exact(2) {
-        out.push(digit(pair[0])? << 4 | digit(pair[1])?);
+        out.push(hex_pair(pair)?);
     }
     Some(())
 }
@@ -1348,6 +1364,37 @@ fn network(text: &[u8], cidr: bool, out: &mut Vec<u8>) -> Option<()> {
     out.extend_from_slice(&(4 + octets.len() as i32).to_be_bytes());
     out.extend_from_slice(&[family, bits, u8::from(cidr), octets.len() as u8]);
     out.extend_from_slice(octets);
+    Some(())
+}
+
+/// macaddr or macaddr8 (`eight`) as `macaddr_send` and `macaddr8_send`
+/// write them: the address's 6 or 8 bytes. Read as the server prints them
+/// and most tools write them: two hex digits a byte, separated all by `:`
+/// or all by `-`. The server's other spellings (`0800.2b01.0203`,
+/// `08002b:010203`, one-digit bytes, spaces) are unsure. macaddr8 also
+/// takes a 6-byte address, widened as the server widens it, with `ff:fe` in
+/// the middle.
+fn mac_address(text: &[u8], eight: bool, out: &mut Vec<u8>) -> Option<()> {
+    let count = (text.len() + 1) / 3;
+    if (text.len() + 1) % 3 != 0 || !(count == 6 || eight && count == 8) {
+        return None;
+    }
+    let separator = text[2];
+    if separator != b':' && separator != b'-' {
+        return None;
+    }
+    let mut bytes = [0u8; 8];
+    for (byte, group) in bytes.iter_mut().zip(text.chunks(3)) {
+        if group.len() == 3 && group[2] != separator {
+            return None;
+        }
+        *byte = hex_pair(group)?;
+    }
+    let bytes = match (eight, count) {
+        (true, 6) => [bytes[0], bytes[1], bytes[2], 0xff, 0xfe, bytes[3], bytes[4], bytes[5]],
+        _ => bytes,
+    };
+    put(out, &bytes[..if eight { 8 } else { 6 }]);
     Some(())
 }
 
@@ -1847,7 +1894,9 @@ mod tests {
         assert_eq!(Codec::for_type("bytea"), Some(Codec::Bytea));
         assert_eq!(Codec::for_type("inet"), Some(Codec::Inet));
         assert_eq!(Codec::for_type("cidr"), Some(Codec::Cidr));
-        assert_eq!(Codec::for_type("macaddr"), None);
+        assert_eq!(Codec::for_type("macaddr"), Some(Codec::MacAddr));
+        assert_eq!(Codec::for_type("macaddr8[]").map(|c| c.sql_name()), Some("array"));
+        assert_eq!(Codec::for_type("money"), None);
         let cols = vec![("ts".to_string(), "money".to_string())];
         let err = BinaryEncoder::new(&cols, &FormatOptions::new(FormatKind::Csv)).unwrap_err();
         assert!(err.contains("\"ts\""), "{err}");
@@ -1899,6 +1948,34 @@ mod tests {
         assert_eq!(cidr("10.0.0.128/24"), None);
         assert_eq!(cidr("10.0.0.0"), None, "the server infers the netmask from the class");
         assert_eq!(cidr("1.2.3.4/32").unwrap()[5], 32);
+    }
+
+    #[test]
+    fn mac_addresses_and_uuids_in_hex_digits_only() {
+        let read = |text: &str, eight: bool| {
+            let mut out = Vec::new();
+            mac_address(text.as_bytes(), eight, &mut out).map(|()| out)
+        };
+        assert_eq!(read("08:00:2B:01:02:0f", false), Some(vec![0, 0, 0, 6, 8, 0, 0x2b, 1, 2, 15]));
+        assert_eq!(read("08-00-2b-01-02-03", false).unwrap()[4..], [8, 0, 0x2b, 1, 2, 3]);
+        assert_eq!(read("08:00:2b:01:02:03:04:05", true).unwrap()[..6], [0, 0, 0, 8, 8, 0]);
+        assert_eq!(read("08:00:2b:01:02:03", true).unwrap()[4..], [8, 0, 0x2b, 0xff, 0xfe, 1, 2, 3], "EUI-48 widened");
+        for unsure in [
+            "08:00:2b:01:02:03:04:05",
+            "08:00:2b-01:02:03",
+            "0800.2b01.0203",
+            "08002b:010203",
+            "8:0:2b:1:2:3",
+            "08:00:2b:01:02:+3",
+            "08:00:2b:01:02:03 ",
+            "08:00:2b:01:02:0g",
+            "",
+        ] {
+            assert_eq!(read(unsure, false), None, "{unsure}");
+        }
+        assert_eq!(read("08:00:2b:01:02:03:04", true), None);
+        assert!(uuid(b"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11").is_some());
+        assert_eq!(uuid(b"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a+1"), None, "a sign is not a digit");
     }
 
     #[test]

@@ -322,7 +322,7 @@ mod tests {
         assert!(choose_copy_format(CopyFormat::Auto, &few, None, &csv).unwrap().is_err(), "one column in five");
         let text = choose_copy_format(CopyFormat::Text, &priced, None, &csv).unwrap();
         assert!(text.is_err());
-        let odd = table(&[("mac", "macaddr")]);
+        let odd = table(&[("cost", "money")]);
         assert!(choose_copy_format(CopyFormat::Binary, &odd, None, &csv).is_err(), "forced binary cannot be done");
     }
 
