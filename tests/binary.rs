@@ -1226,9 +1226,10 @@ fn fuzzed_uuid(rng: &mut Rng) -> String {
         }
     }
     if rng.below(10) == 0 {
-        // A sign where a digit goes, which Rust's own number parsers take.
+        // A sign or a hyphen where a digit goes (Rust's own number parsers
+        // take a sign).
         let at = rng.below(hex.len() as u64) as usize;
-        hex.replace_range(at..at + 1, "+");
+        hex.replace_range(at..at + 1, rng.pick(&["+", "-"]));
     }
     match rng.below(6) {
         0 => hex.to_uppercase(),

@@ -1198,10 +1198,12 @@ fn uuid(text: &[u8]) -> Option<[u8; 16]> {
     if text.len() != 36 || [8, 13, 18, 23].iter().any(|&i| text[i] != b'-') {
         return None;
     }
-    let hex: Vec<u8> = text.iter().copied().filter(|&b| b != b'-').collect();
+    // Where each byte's two digits are, between the hyphens: anything else
+    // there (a sign, a fifth hyphen) the server refuses.
+    const PAIRS: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
     let mut bytes = [0u8; 16];
-    for (i, pair) in hex.chunks_exact(2).enumerate() {
-        bytes[i] = hex_pair(pair)?;
+    for (byte, at) in bytes.iter_mut().zip(PAIRS) {
+        *byte = hex_pair(&text[at..at + 2])?;
     }
     Some(bytes)
 }
@@ -1976,6 +1978,7 @@ mod tests {
         assert_eq!(read("08:00:2b:01:02:03:04", true), None);
         assert!(uuid(b"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11").is_some());
         assert_eq!(uuid(b"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a+1"), None, "a sign is not a digit");
+        assert_eq!(uuid(b"a0eebc99-9c0b-4ef8-bb6d-6bb9bd38-a11"), None, "nor is a hyphen");
     }
 
     #[test]
