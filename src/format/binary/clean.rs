@@ -32,8 +32,8 @@ use std::mem::MaybeUninit;
 use memchr::{memchr, memchr2, memchr3};
 
 use super::{
-    encode_value, interval, iso_date, numeric, time_of_day, time_with_offset, timestamp, timestamptz, Codec, Layout,
-    Rules,
+    encode_value, interval, iso_date, numeric, time_of_day, time_with_offset, timestamp, timestamptz, uuid, Codec,
+    Layout, Rules,
 };
 
 /// Where clean records are taken apart and built, kept by the encoder so
@@ -483,6 +483,10 @@ fn field(codec: Codec, text: &[u8], tuple: &mut Cursor) -> Option<()> {
         }
         Codec::Text => {
             tuple.value(text);
+            Some(())
+        }
+        Codec::Uuid => {
+            tuple.value(&uuid(text)?);
             Some(())
         }
         _ => {
