@@ -476,6 +476,68 @@ fn domains_load_as_binary_as_their_base_types() {
     assert_eq!(db.scalar("SELECT paid FROM got WHERE id = 1"), "7.00", "rounded to the domain's numeric(12,2)");
 }
 
+/// An enum column (or a domain over one) does not send the whole table as
+/// text: binary COPY takes an enum's label as text COPY does, so a label
+/// that is not the type's (another case, a space, one too long for a label)
+/// is a reject with the server's reason either way.
+#[test]
+fn enums_load_as_binary_and_unknown_labels_are_rejects() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy', 'très content'); CREATE DOMAIN known_mood AS mood NOT NULL; \
+         CREATE TABLE got (id int, m mood, k known_mood, paid numeric(12,2), day date); CREATE TABLE want (LIKE got)",
+    );
+    let labels = ["sad", "ok", "happy", "très content"];
+    let unknown = ["Sad", "ok ", "", &"x".repeat(64)];
+    let (mut all, mut good, mut bad_lines) = (String::new(), String::new(), Vec::new());
+    for i in 0..3000u64 {
+        let m = if i % 9 == 0 { "\\N".to_string() } else { labels[i as usize % 4].to_string() };
+        let line = |m: &str| {
+            format!(
+                "{i}\t{m}\t{}\t{}.{:02}\t2024-{:02}-{:02}\n",
+                labels[(i / 4) as usize % 4],
+                i * 3,
+                i % 100,
+                1 + i % 12,
+                1 + i % 28
+            )
+        };
+        good.push_str(&line(&m));
+        if i % 500 == 250 {
+            all.push_str(&line(unknown[(i / 500) as usize % unknown.len()]));
+            bad_lines.push(i + 1);
+        } else {
+            all.push_str(&line(&m));
+        }
+    }
+    let (report, rejects) = (db.dir.path().join("enums.report.json"), db.dir.path().join("enums.rejects.jsonl"));
+    let file = db.file("enums.tsv", all.as_bytes());
+    let args = ["--table", "got", "--chunk-size", "2KiB", "--report", report.to_str().unwrap()];
+    let run = db.load(&[&[file.to_str().unwrap()][..], &args, &["--rejects", rejects.to_str().unwrap()]].concat());
+    assert_eq!(run.code, 1, "{}", run.output());
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let copy = &report["summary"]["copy"];
+    assert_eq!(copy["planned"], "binary", "{copy}");
+    // Chunks with a reject, and the chunk after each, go through isolation (as text).
+    assert!(copy["binary_chunks"].as_u64() > Some(40) && copy["first_fallback"].is_null(), "{copy}");
+    let rejects = std::fs::read_to_string(rejects).unwrap();
+    let lines: Vec<u64> = rejects
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lines, bad_lines, "{rejects}");
+    assert!(rejects.lines().all(|r| r.contains("invalid input value for enum mood")), "{rejects}");
+    let kept: String = all
+        .lines()
+        .enumerate()
+        .filter(|(n, _)| !bad_lines.contains(&(*n as u64 + 1)))
+        .map(|(_, l)| format!("{l}\n"))
+        .collect();
+    db.psql_copy("want", &db.file("kept.tsv", kept.as_bytes()), "");
+    assert_same_text_rows(&db, "got", "want");
+    assert_eq!(db.count("got") + bad_lines.len() as u64, 3000, "loaded and rejected add up");
+}
+
 /// A value that looks like a number or a date but that the server refuses
 /// (a real too small for its type, a double too large, an integer out of
 /// range, February 30th, hour 25) is a reject in a binary load, as in a

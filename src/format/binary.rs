@@ -165,7 +165,9 @@ impl Codec {
             "interval" => Codec::Interval,
             "bit" | "bit varying" => Codec::Bits,
             "boolean" => Codec::Bool,
-            "text" | "character varying" | "character" | "bpchar" => Codec::Text,
+            // An enum's binary input is its label's text, checked as text
+            // COPY checks it (`anyenum`: see `TableInfo::encoded_columns`).
+            "text" | "character varying" | "character" | "bpchar" | "anyenum" => Codec::Text,
             "json" => Codec::Json,
             "jsonb" => Codec::Jsonb,
             "uuid" => Codec::Uuid,
@@ -1899,6 +1901,8 @@ mod tests {
         assert_eq!(Codec::for_type("macaddr"), Some(Codec::MacAddr));
         assert_eq!(Codec::for_type("macaddr8[]").map(|c| c.sql_name()), Some("array"));
         assert_eq!(Codec::for_type("money"), None);
+        assert_eq!(Codec::for_type("anyenum"), Some(Codec::Text), "an enum's label, as text");
+        assert_eq!(Codec::for_type("anyenum[]"), None, "an array of enums names the enum's own OID");
         let cols = vec![("ts".to_string(), "money".to_string())];
         let err = BinaryEncoder::new(&cols, &FormatOptions::new(FormatKind::Csv)).unwrap_err();
         assert!(err.contains("\"ts\""), "{err}");

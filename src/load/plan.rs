@@ -221,7 +221,7 @@ pub fn choose_copy_format(
     if wanted == CopyFormat::Text {
         return Ok(Err("--copy-format text".into()));
     }
-    let encoder = BinaryEncoder::new(&table.copy_columns(columns), format);
+    let encoder = BinaryEncoder::new(&table.encoded_columns(columns), format);
     let encoder = encoder.map(|e| match is_utc(&table.session_time_zone) {
         true => e.bare_timestamps_are_utc(),
         false => e,
@@ -263,6 +263,7 @@ mod tests {
             name: "T x".into(),
             columns: cols.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
             not_null: Vec::new(),
+            enums: Vec::new(),
             is_view: false,
             session_time_zone: "UTC".into(),
         }

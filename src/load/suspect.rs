@@ -10,7 +10,8 @@
 //! record. A wrong guess costs one small COPY; a missed bad record costs a
 //! re-copy. That is why a simple field splitter is acceptable here, next to
 //! the one record scanner: it can change how fast isolation goes, never what
-//! is loaded. The checks: field count, integers, NOT NULL, declared length.
+//! is loaded. The checks: field count, integers, NOT NULL, declared length,
+//! enum labels.
 
 use crate::format::{FormatKind, FormatOptions};
 use crate::sink::postgres::TableInfo;
@@ -32,6 +33,9 @@ enum ValueRule {
     },
     /// `varchar(n)` / `char(n)`: at most `n` characters.
     MaxChars(usize),
+    /// An enum: one of its labels, as written (a label with escapes or
+    /// quotes in the file is suspected, wrongly, at the cost of one COPY).
+    Label(Vec<String>),
     Any,
 }
 
@@ -54,7 +58,11 @@ pub fn rules(table: &TableInfo, columns: Option<&[String]>, format: &FormatOptio
         table
             .copy_columns(columns)
             .into_iter()
-            .map(|(name, ty)| ColumnRule { not_null: table.not_null.contains(&name), kind: value_rule(&ty), name })
+            .map(|(name, ty)| {
+                let labels = table.enums.iter().find(|(column, _)| *column == name);
+                let kind = labels.map_or_else(|| value_rule(&ty), |(_, labels)| ValueRule::Label(labels.clone()));
+                ColumnRule { not_null: table.not_null.contains(&name), kind, name }
+            })
             .collect(),
     )
 }
@@ -108,6 +116,7 @@ fn plausible(field: &Field<'_>, rule: &ColumnRule) -> bool {
             value[..end].iter().filter(|&&b| b & 0xC0 != 0x80).count() <= n
         }
         ValueRule::Integer { min, max } => integer(value).is_some_and(|v| (min..=max).contains(&v)),
+        ValueRule::Label(ref labels) => labels.iter().any(|label| label.as_bytes() == *value),
     }
 }
 
@@ -200,6 +209,7 @@ mod tests {
             name: "t".into(),
             columns: vec![("id".into(), "integer".into()), ("name".into(), "character varying(5)".into())],
             not_null: vec!["id".into()],
+            enums: Vec::new(),
             is_view: false,
             session_time_zone: "UTC".into(),
         }
@@ -223,6 +233,21 @@ mod tests {
         assert!(!suspect(b"1\ta\\tb\n", &r, &tsv), "escaped tab is data");
         assert!(suspect(b"\\N\tabc\n", &r, &tsv), "NULL in NOT NULL");
         assert!(rules(&table(), None, &FormatOptions::new(FormatKind::Jsonl)).is_none());
+    }
+
+    #[test]
+    fn enum_values_that_are_no_label_are_suspects() {
+        let mut t = table();
+        t.columns[1].1 = "mood".into();
+        t.enums = vec![("name".into(), vec!["ok".into(), "très content".into()])];
+        let csv = FormatOptions::new(FormatKind::Csv);
+        let r = rules(&t, None, &csv).unwrap();
+        assert!(!suspect(b"1,ok\n", &r, &csv));
+        assert!(!suspect("2,\"très content\"\n".as_bytes(), &r, &csv), "quoted, with a space");
+        assert!(!suspect(b"3,\n", &r, &csv), "NULL");
+        assert!(suspect(b"4,OK\n", &r, &csv), "labels are case-sensitive");
+        assert!(suspect(b"5, ok\n", &r, &csv), "and not trimmed");
+        assert!(suspect(b"6,\"\"\n", &r, &csv), "an empty string is no label");
     }
 
     #[test]

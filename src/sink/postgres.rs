@@ -308,14 +308,19 @@ fn one_line(message: &str) -> String {
 /// A table's columns with their types, a domain's as its base type (with
 /// the domain's modifier): COPY reads a domain as its base type, binary
 /// included, then checks the domain's constraints, so the column's values
-/// are encoded, and judged by `suspect`, as the base type's.
-const COLUMNS_AS_BASE_TYPES: &str = "SELECT attname, (WITH RECURSIVE chain(typ, typmod, depth) AS ( \
-       SELECT atttypid, atttypmod, 0 \
+/// are encoded, and judged by `suspect`, as the base type's. The last two
+/// columns say whether that type is an enum, and its labels (a JSON array).
+const COLUMNS_AS_BASE_TYPES: &str = "SELECT a.attname, pg_catalog.format_type(base.typ, base.typmod), a.attnotnull, \
+       t.typtype = 'e', (SELECT pg_catalog.array_to_json(pg_catalog.array_agg(e.enumlabel ORDER BY e.enumsortorder)) \
+         FROM pg_catalog.pg_enum e WHERE e.enumtypid = t.oid) \
+     FROM pg_catalog.pg_attribute a CROSS JOIN LATERAL (WITH RECURSIVE chain(typ, typmod, depth) AS ( \
+       SELECT a.atttypid, a.atttypmod, 0 \
        UNION ALL SELECT t.typbasetype, t.typtypmod, depth + 1 FROM chain JOIN pg_catalog.pg_type t ON t.oid = typ \
        WHERE t.typtype = 'd') \
-     SELECT pg_catalog.format_type(typ, typmod) FROM chain ORDER BY depth DESC LIMIT 1), attnotnull \
-     FROM pg_catalog.pg_attribute \
-     WHERE attrelid = $1::int8::oid AND attnum > 0 AND NOT attisdropped AND attgenerated = '' ORDER BY attnum";
+     SELECT typ, typmod FROM chain ORDER BY depth DESC LIMIT 1) base \
+     JOIN pg_catalog.pg_type t ON t.oid = base.typ \
+     WHERE a.attrelid = $1::int8::oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' \
+     ORDER BY a.attnum";
 
 /// A resolved target table.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -328,6 +333,10 @@ pub struct TableInfo {
     pub columns: Vec<(String, String)>,
     /// The columns declared NOT NULL.
     pub not_null: Vec<String>,
+    /// The columns whose type (or domain's base type) is an enum, with its
+    /// labels: binary COPY takes an enum's label as its text, as text COPY
+    /// does, and isolation suspects a value that is none of them.
+    pub enums: Vec<(String, Vec<String>)>,
     /// A view whose INSTEAD OF INSERT trigger takes the rows: it cannot be
     /// truncated, and has no indexes of its own.
     pub is_view: bool,
@@ -344,6 +353,20 @@ impl TableInfo {
             Some(names) => names.iter().filter_map(|n| self.columns.iter().find(|(c, _)| c == n).cloned()).collect(),
             None => self.columns.clone(),
         }
+    }
+
+    /// [`copy_columns`](Self::copy_columns) for the binary encoder: an
+    /// enum's type is given as `anyenum` (PostgreSQL's name for any enum),
+    /// since the encoder knows built-in types by name and an enum's name is
+    /// the user's.
+    pub fn encoded_columns(&self, named: Option<&[String]>) -> Vec<(String, String)> {
+        let mut columns = self.copy_columns(named);
+        for (name, sql_type) in &mut columns {
+            if self.enums.iter().any(|(column, _)| column == name) {
+                *sql_type = "anyenum".into();
+            }
+        }
+        columns
     }
 
     /// `"schema"."name"`.
@@ -490,10 +513,15 @@ impl PgSession {
         let text = |r: &Vec<Option<String>>, i: usize| r[i].clone().unwrap_or_default();
         let columns = rows.iter().map(|r| (text(r, 0), text(r, 1))).collect();
         let not_null = rows.iter().filter(|r| text(r, 2) == "t").map(|r| text(r, 0)).collect();
+        let enums = rows
+            .iter()
+            .filter(|r| text(r, 3) == "t")
+            .map(|r| (text(r, 0), serde_json::from_str(&text(r, 4)).unwrap_or_default()))
+            .collect();
         let zone = self.query("SELECT pg_catalog.current_setting('TimeZone')", &[])?;
         let session_time_zone = zone.first().and_then(|r| r[0].clone()).unwrap_or_default();
         let oid = oid.parse().map_err(|_| Error::Server(format!("the server gave {table} the OID \"{oid}\"")))?;
-        Ok(TableInfo { oid, schema, name: table, columns, not_null, is_view: kind == "v", session_time_zone })
+        Ok(TableInfo { oid, schema, name: table, columns, not_null, enums, is_view: kind == "v", session_time_zone })
     }
 
     /// Prepares this session to copy with `sql` (a `COPY ... FROM STDIN`)
