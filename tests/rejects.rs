@@ -238,6 +238,57 @@ fn each_error_class_costs_only_its_record() {
     }
 }
 
+/// Values isolation suspects for their shape (no digit in a date or a
+/// number, a boolean or enum label the server does not take) are rejected
+/// on their lines, and a value it suspects wrongly (an enum label written
+/// with an escape) still loads: the guesses only choose statements.
+#[test]
+fn values_of_the_wrong_shape_are_rejected_and_wrong_guesses_still_load() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TYPE mood AS ENUM ('ok', 'tab\there'); \
+         CREATE TABLE shapes (id int, d date, n numeric(8,2), yes boolean, m mood); CREATE TABLE want (LIKE shapes)",
+    );
+    let bad = [(1, "N/A"), (2, ""), (3, "maybe"), (4, "Sad"), (1, "-"), (2, "null")];
+    let (mut all, mut good, mut bad_lines) = (String::new(), String::new(), Vec::new());
+    for i in 0..2000u64 {
+        let mood = if i % 7 == 0 { "tab\\there" } else { "ok" };
+        let mut fields =
+            [i.to_string(), format!("2024-03-{:02}", 1 + i % 28), format!("{i}.5"), "yes".into(), mood.into()];
+        if i % 11 == 0 {
+            fields[1] = "infinity".into();
+            fields[2] = " NaN ".into();
+            fields[3] = "OF".into();
+        }
+        good.push_str(&(fields.join("\t") + "\n"));
+        if i % 50 == 25 {
+            let (column, value) = bad[(i / 50) as usize % bad.len()];
+            fields[column] = value.to_string();
+            bad_lines.push(i + 1);
+        }
+        all.push_str(&(fields.join("\t") + "\n"));
+    }
+    let file = db.file("shapes.tsv", all.as_bytes());
+    let Loaded { run, rejects, report, .. } =
+        load_with_rejects(&db, &file, "shapes", &["--workers", "2", "--chunk-size", "4KiB"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let lines: Vec<u64> = rejects.iter().map(|r| r["line"].as_u64().unwrap()).collect();
+    assert_eq!(lines, bad_lines);
+    assert_accounts(&report);
+    let kept: String = all
+        .lines()
+        .enumerate()
+        .filter(|(n, _)| !bad_lines.contains(&(*n as u64 + 1)))
+        .map(|(_, l)| l.to_string() + "\n")
+        .collect();
+    db.psql_copy("want", &db.file("kept.tsv", kept.as_bytes()), "");
+    assert_eq!(db.count("shapes"), 2000 - bad_lines.len() as u64);
+    assert_eq!(db.scalar("SELECT count(*) FROM (TABLE shapes EXCEPT ALL TABLE want) d"), "0");
+    let escaped = kept.lines().filter(|l| l.ends_with("tab\\there")).count();
+    assert!(escaped > 250, "{escaped}");
+    assert_eq!(db.scalar("SELECT count(*) FROM shapes WHERE m = E'tab\\there'"), escaped.to_string());
+}
+
 /// The record named by line, record number and byte offset, mapped from the
 /// server's `COPY t, line N` through quoted newlines, in LF, CRLF and CR files;
 /// --max-errors stops the load with exit code 5.

@@ -11,7 +11,9 @@
 //! re-copy. That is why a simple field splitter is acceptable here, next to
 //! the one record scanner: it can change how fast isolation goes, never what
 //! is loaded. The checks: field count, integers, NOT NULL, declared length,
-//! enum labels.
+//! enum labels, booleans, and a digit in numbers, dates and times (an empty
+//! string or `N/A` in such a column is the most common bad value in exported
+//! files).
 
 use crate::format::{FormatKind, FormatOptions};
 use crate::sink::postgres::TableInfo;
@@ -36,6 +38,11 @@ enum ValueRule {
     /// An enum: one of its labels, as written (a label with escapes or
     /// quotes in the file is suspected, wrongly, at the cost of one COPY).
     Label(Vec<String>),
+    /// Numbers, dates, times and intervals: a digit somewhere, or one of
+    /// the words their inputs take ([`DIGITLESS`]).
+    Digit,
+    /// boolean: `t`, `yes`, `off`, `1`... as the server's input reads them.
+    Bool,
     Any,
 }
 
@@ -75,11 +82,44 @@ fn value_rule(sql_type: &str) -> ValueRule {
         "smallint" => ValueRule::Integer { min: i16::MIN.into(), max: i16::MAX.into() },
         "integer" => ValueRule::Integer { min: i32::MIN.into(), max: i32::MAX.into() },
         "bigint" => ValueRule::Integer { min: i64::MIN.into(), max: i64::MAX.into() },
+        "boolean" => ValueRule::Bool,
+        _ if ["numeric", "real", "double precision", "date", "time", "interval"]
+            .iter()
+            .any(|t| sql_type.starts_with(t)) =>
+        {
+            ValueRule::Digit
+        }
         _ => match length("character varying(").or_else(|| length("character(")) {
             Some(n) => ValueRule::MaxChars(n),
             None => ValueRule::Any,
         },
     }
+}
+
+/// The values without a digit that numeric, float, date, time, timestamp
+/// or interval input takes (any case, spaces around, a sign before).
+const DIGITLESS: [&[u8]; 9] =
+    [b"nan", b"infinity", b"inf", b"epoch", b"now", b"today", b"tomorrow", b"yesterday", b"allballs"];
+
+fn has_digit_or_is_a_word(value: &[u8]) -> bool {
+    let word = value.trim_ascii();
+    let word = word.strip_prefix(b"-").or_else(|| word.strip_prefix(b"+")).unwrap_or(word);
+    value.iter().any(u8::is_ascii_digit) || DIGITLESS.iter().any(|w| w.eq_ignore_ascii_case(word))
+}
+
+/// PostgreSQL's boolean input: a prefix of `true`, `false`, `yes` or
+/// `no`, `on`, `of(f)`, `1` or `0`, in any case, spaces around.
+fn boolean(value: &[u8]) -> bool {
+    let word = value.trim_ascii().to_ascii_lowercase();
+    let prefix_of = |whole: &[u8], least: usize| word.len() >= least && whole.starts_with(&word);
+    prefix_of(b"true", 1)
+        || prefix_of(b"false", 1)
+        || prefix_of(b"yes", 1)
+        || prefix_of(b"no", 1)
+        || prefix_of(b"on", 2)
+        || prefix_of(b"off", 2)
+        || word == b"1"
+        || word == b"0"
 }
 
 /// True when the server will probably refuse `record` (terminator included).
@@ -117,6 +157,8 @@ fn plausible(field: &Field<'_>, rule: &ColumnRule) -> bool {
         }
         ValueRule::Integer { min, max } => integer(value).is_some_and(|v| (min..=max).contains(&v)),
         ValueRule::Label(ref labels) => labels.iter().any(|label| label.as_bytes() == *value),
+        ValueRule::Digit => has_digit_or_is_a_word(value),
+        ValueRule::Bool => boolean(value),
     }
 }
 
@@ -248,6 +290,31 @@ mod tests {
         assert!(suspect(b"4,OK\n", &r, &csv), "labels are case-sensitive");
         assert!(suspect(b"5, ok\n", &r, &csv), "and not trimmed");
         assert!(suspect(b"6,\"\"\n", &r, &csv), "an empty string is no label");
+    }
+
+    #[test]
+    fn numbers_dates_and_booleans_without_their_shape_are_suspects() {
+        let rule = |ty: &str| ColumnRule { name: "c".into(), not_null: false, kind: value_rule(ty) };
+        let plausible = |ty: &str, v: &str| plausible(&Some(v.as_bytes()), &rule(ty));
+        for ty in ["numeric(12,2)", "double precision", "date", "timestamp(3) with time zone", "time without time zone"]
+        {
+            for good in
+                ["1", "-1.5e3", "2024-01-02", "Jan 8 99 BC", "04:05", " Infinity ", "-inf", "NaN", "today", "EPOCH"]
+            {
+                assert!(plausible(ty, good), "{ty} {good:?}");
+            }
+            for bad in ["", " ", "N/A", "null", "-", "unknown", "infinite"] {
+                assert!(!plausible(ty, bad), "{ty} {bad:?}");
+            }
+        }
+        for good in ["t", "TRUE", " yes ", "n", "of", "Off", "on", "1", "0", "fal"] {
+            assert!(plausible("boolean", good), "{good:?}");
+        }
+        for bad in ["", "o", "2", "truee", "yess", "nope", "N/A", "-1"] {
+            assert!(!plausible("boolean", bad), "{bad:?}");
+        }
+        assert!(plausible("text", ""));
+        assert!(plausible("uuid", "N/A"), "not checked");
     }
 
     #[test]
