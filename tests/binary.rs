@@ -538,6 +538,48 @@ fn enums_load_as_binary_and_unknown_labels_are_rejects() {
     assert_eq!(db.count("got") + bad_lines.len() as u64, 3000, "loaded and rejected add up");
 }
 
+/// A type whose input is text's own (the server's `textin` and `textrecv`),
+/// such as the citext extension's, is encoded as text, so a citext column
+/// does not send its table as text.
+#[test]
+fn citext_loads_as_binary_as_text_does() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE EXTENSION IF NOT EXISTS citext; \
+         CREATE TABLE got (id int, email citext, paid numeric(10,2), day date); CREATE TABLE want (LIKE got)",
+    );
+    let lines: String = (0..3000u64)
+        .map(|i| {
+            format!(
+                "{i}\tUser.{i}@Example.COM\\tcafé\t{}.{:02}\t2024-{:02}-{:02}\n",
+                i * 3,
+                i % 100,
+                1 + i % 12,
+                1 + i % 28
+            )
+        })
+        .collect();
+    let file = db.file("emails.tsv", lines.as_bytes());
+    let report = db.dir.path().join("emails.report.json");
+    let run = db.load(&[
+        file.to_str().unwrap(),
+        "--table",
+        "got",
+        "--chunk-size",
+        "8KiB",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    run.assert_ok();
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let copy = &report["summary"]["copy"];
+    assert_eq!(copy["planned"], "binary", "{copy}");
+    assert_eq!(copy["text_chunks"], 0, "{copy}");
+    db.psql_copy("want", &file, "");
+    assert_same_text_rows(&db, "got", "want");
+    assert_eq!(db.scalar("SELECT count(*) FROM got WHERE email = 'USER.7@example.com\tcafé'"), "1", "case-insensitive");
+}
+
 /// A value that looks like a number or a date but that the server refuses
 /// (a real too small for its type, a double too large, an integer out of
 /// range, February 30th, hour 25) is a reject in a binary load, as in a

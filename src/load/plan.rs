@@ -264,6 +264,7 @@ mod tests {
             columns: cols.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
             not_null: Vec::new(),
             enums: Vec::new(),
+            text_like: Vec::new(),
             is_view: false,
             session_time_zone: "UTC".into(),
         }

@@ -252,6 +252,7 @@ mod tests {
             columns: vec![("id".into(), "integer".into()), ("name".into(), "character varying(5)".into())],
             not_null: vec!["id".into()],
             enums: Vec::new(),
+            text_like: Vec::new(),
             is_view: false,
             session_time_zone: "UTC".into(),
         }

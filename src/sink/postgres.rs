@@ -308,11 +308,16 @@ fn one_line(message: &str) -> String {
 /// A table's columns with their types, a domain's as its base type (with
 /// the domain's modifier): COPY reads a domain as its base type, binary
 /// included, then checks the domain's constraints, so the column's values
-/// are encoded, and judged by `suspect`, as the base type's. The last two
-/// columns say whether that type is an enum, and its labels (a JSON array).
+/// are encoded, and judged by `suspect`, as the base type's. The last three
+/// columns say whether that type is an enum, its labels (a JSON array), and
+/// whether its input and receive functions are the server's own for text
+/// (as citext's are).
 const COLUMNS_AS_BASE_TYPES: &str = "SELECT a.attname, pg_catalog.format_type(base.typ, base.typmod), a.attnotnull, \
        t.typtype = 'e', (SELECT pg_catalog.array_to_json(pg_catalog.array_agg(e.enumlabel ORDER BY e.enumsortorder)) \
-         FROM pg_catalog.pg_enum e WHERE e.enumtypid = t.oid) \
+         FROM pg_catalog.pg_enum e WHERE e.enumtypid = t.oid), \
+       EXISTS (SELECT FROM pg_catalog.pg_proc i JOIN pg_catalog.pg_proc r ON r.oid = t.typreceive \
+         JOIN pg_catalog.pg_language l ON l.oid = i.prolang AND l.lanname = 'internal' \
+         WHERE i.oid = t.typinput AND i.prosrc = 'textin' AND r.prosrc = 'textrecv' AND r.prolang = i.prolang) \
      FROM pg_catalog.pg_attribute a CROSS JOIN LATERAL (WITH RECURSIVE chain(typ, typmod, depth) AS ( \
        SELECT a.atttypid, a.atttypmod, 0 \
        UNION ALL SELECT t.typbasetype, t.typtypmod, depth + 1 FROM chain JOIN pg_catalog.pg_type t ON t.oid = typ \
@@ -337,6 +342,9 @@ pub struct TableInfo {
     /// labels: binary COPY takes an enum's label as its text, as text COPY
     /// does, and isolation suspects a value that is none of them.
     pub enums: Vec<(String, Vec<String>)>,
+    /// The columns of a type whose input is text's own (the server's
+    /// `textin` and `textrecv`, as citext's is): encoded as text.
+    pub text_like: Vec<String>,
     /// A view whose INSTEAD OF INSERT trigger takes the rows: it cannot be
     /// truncated, and has no indexes of its own.
     pub is_view: bool,
@@ -356,14 +364,16 @@ impl TableInfo {
     }
 
     /// [`copy_columns`](Self::copy_columns) for the binary encoder: an
-    /// enum's type is given as `anyenum` (PostgreSQL's name for any enum),
-    /// since the encoder knows built-in types by name and an enum's name is
-    /// the user's.
+    /// enum's type is given as `anyenum` (PostgreSQL's name for any enum) and
+    /// a text-like type's as `text`, since the encoder knows built-in types
+    /// by name and these types' names are the user's or an extension's.
     pub fn encoded_columns(&self, named: Option<&[String]>) -> Vec<(String, String)> {
         let mut columns = self.copy_columns(named);
         for (name, sql_type) in &mut columns {
             if self.enums.iter().any(|(column, _)| column == name) {
                 *sql_type = "anyenum".into();
+            } else if self.text_like.contains(name) {
+                *sql_type = "text".into();
             }
         }
         columns
@@ -518,10 +528,12 @@ impl PgSession {
             .filter(|r| text(r, 3) == "t")
             .map(|r| (text(r, 0), serde_json::from_str(&text(r, 4)).unwrap_or_default()))
             .collect();
+        let text_like = rows.iter().filter(|r| text(r, 5) == "t").map(|r| text(r, 0)).collect();
         let zone = self.query("SELECT pg_catalog.current_setting('TimeZone')", &[])?;
         let session_time_zone = zone.first().and_then(|r| r[0].clone()).unwrap_or_default();
         let oid = oid.parse().map_err(|_| Error::Server(format!("the server gave {table} the OID \"{oid}\"")))?;
-        Ok(TableInfo { oid, schema, name: table, columns, not_null, enums, is_view: kind == "v", session_time_zone })
+        let is_view = kind == "v";
+        Ok(TableInfo { oid, schema, name: table, columns, not_null, enums, text_like, is_view, session_time_zone })
     }
 
     /// Prepares this session to copy with `sql` (a `COPY ... FROM STDIN`)
