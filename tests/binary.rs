@@ -4,7 +4,7 @@
 
 use sluice::format::binary::{self, BinaryEncoder};
 
-use crate::util::TestDb;
+use crate::util::{Run, TestDb};
 
 const COLUMNS: &str = "i2 smallint, i4 integer, i8 bigint, f4 real, f8 double precision, n numeric, \
      n3 numeric(12,3), d date, ts timestamp, ts3 timestamp(3), b boolean, t text, v varchar(20), c char(5), \
@@ -222,6 +222,22 @@ fn load_both_ways(db: &TestDb, file: &std::path::Path, args: &[&str], psql_optio
     let copy = &report["summary"]["copy"];
     assert_eq!(copy["planned"], "binary");
     (copy["binary_chunks"].as_u64().unwrap(), copy["text_chunks"].as_u64().unwrap())
+}
+
+/// Loads `file` into the table `got` with `extra` arguments and a report,
+/// and returns the run and the report's `copy` summary (the plan, binary
+/// and text chunks).
+fn load_into_got(db: &TestDb, file: &std::path::Path, extra: &[&str]) -> (Run, serde_json::Value) {
+    let report = file.with_extension("report.json");
+    let args = [file.to_str().unwrap(), "--table", "got", "--report", report.to_str().unwrap()];
+    let run = db.load(&[&args[..], extra].concat());
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    (run, report["summary"]["copy"].clone())
+}
+
+/// The line of each record in a rejects file's text, in its order.
+fn rejected_lines(rejects: &str) -> Vec<u64> {
+    rejects.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["line"].as_u64().unwrap()).collect()
 }
 
 /// The time zone of the database's new sessions (sluice's and psql's).
@@ -449,24 +465,12 @@ fn domains_load_as_binary_as_their_base_types() {
             all.push_str(&format!("{i},-{i}.5,2024-01-01,1,neg\n"));
         }
     }
-    let (report, rejects) = (db.dir.path().join("domains.report.json"), db.dir.path().join("got.rejects.jsonl"));
+    let rejects = db.dir.path().join("got.rejects.jsonl");
     let file = db.file("domains.csv", all.as_bytes());
-    let run = db.load(&[
-        file.to_str().unwrap(),
-        "--table",
-        "got",
-        "--chunk-size",
-        "8KiB",
-        "--report",
-        report.to_str().unwrap(),
-        "--rejects",
-        rejects.to_str().unwrap(),
-    ]);
+    let (run, copy) = load_into_got(&db, &file, &["--chunk-size", "8KiB", "--rejects", rejects.to_str().unwrap()]);
     assert_eq!(run.code, 1, "{}", run.output());
     db.psql_copy("want", &db.file("good.csv", good.as_bytes()), "with (format csv)");
     assert_same_text_rows(&db, "got", "want");
-    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
-    let copy = &report["summary"]["copy"];
     // Chunks with a reject, and the chunk after each, go through isolation (as text).
     assert_eq!(copy["planned"], "binary", "{copy}");
     assert!(copy["binary_chunks"].as_u64() > Some(0) && copy["first_fallback"].is_null(), "{copy}");
@@ -510,22 +514,15 @@ fn enums_load_as_binary_and_unknown_labels_are_rejects() {
             all.push_str(&line(&m));
         }
     }
-    let (report, rejects) = (db.dir.path().join("enums.report.json"), db.dir.path().join("enums.rejects.jsonl"));
+    let rejects = db.dir.path().join("enums.rejects.jsonl");
     let file = db.file("enums.tsv", all.as_bytes());
-    let args = ["--table", "got", "--chunk-size", "2KiB", "--report", report.to_str().unwrap()];
-    let run = db.load(&[&[file.to_str().unwrap()][..], &args, &["--rejects", rejects.to_str().unwrap()]].concat());
+    let (run, copy) = load_into_got(&db, &file, &["--chunk-size", "2KiB", "--rejects", rejects.to_str().unwrap()]);
     assert_eq!(run.code, 1, "{}", run.output());
-    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
-    let copy = &report["summary"]["copy"];
     assert_eq!(copy["planned"], "binary", "{copy}");
     // Chunks with a reject, and the chunk after each, go through isolation (as text).
     assert!(copy["binary_chunks"].as_u64() > Some(40) && copy["first_fallback"].is_null(), "{copy}");
     let rejects = std::fs::read_to_string(rejects).unwrap();
-    let lines: Vec<u64> = rejects
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["line"].as_u64().unwrap())
-        .collect();
-    assert_eq!(lines, bad_lines, "{rejects}");
+    assert_eq!(rejected_lines(&rejects), bad_lines, "{rejects}");
     assert!(rejects.lines().all(|r| r.contains("invalid input value for enum mood")), "{rejects}");
     let kept: String = all
         .lines()
@@ -560,19 +557,8 @@ fn citext_loads_as_binary_as_text_does() {
         })
         .collect();
     let file = db.file("emails.tsv", lines.as_bytes());
-    let report = db.dir.path().join("emails.report.json");
-    let run = db.load(&[
-        file.to_str().unwrap(),
-        "--table",
-        "got",
-        "--chunk-size",
-        "8KiB",
-        "--report",
-        report.to_str().unwrap(),
-    ]);
+    let (run, copy) = load_into_got(&db, &file, &["--chunk-size", "8KiB"]);
     run.assert_ok();
-    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
-    let copy = &report["summary"]["copy"];
     assert_eq!(copy["planned"], "binary", "{copy}");
     assert_eq!(copy["text_chunks"], 0, "{copy}");
     db.psql_copy("want", &file, "");
@@ -634,11 +620,7 @@ fn values_the_server_refuses_are_rejects_in_binary_too() {
     ]);
     assert_eq!(run.code, 1, "{}", run.output());
     let rejects = std::fs::read_to_string(rejects).unwrap();
-    let lines: Vec<u64> = rejects
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["line"].as_u64().unwrap())
-        .collect();
-    assert_eq!(lines, bad_lines, "{rejects}");
+    assert_eq!(rejected_lines(&rejects), bad_lines, "{rejects}");
     assert!(rejects.contains("out of range for type real"), "{rejects}");
     assert!(rejects.contains("invalid byte sequence for encoding"), "{rejects}");
     db.psql_copy("want", &db.file("good.tsv", good.as_bytes()), "");
