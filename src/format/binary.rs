@@ -241,7 +241,7 @@ impl Codec {
 
 /// `numeric(15,2)` → `numeric`; `timestamp(3) without time zone` →
 /// `timestamp without time zone`.
-fn without_modifier(sql_type: &str) -> String {
+pub(crate) fn without_modifier(sql_type: &str) -> String {
     match (sql_type.find('('), sql_type.find(')')) {
         (Some(open), Some(close)) if open < close => format!("{}{}", &sql_type[..open], &sql_type[close + 1..]),
         _ => sql_type.to_string(),

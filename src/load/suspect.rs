@@ -15,6 +15,7 @@
 //! string or `N/A` in such a column is the most common bad value in exported
 //! files).
 
+use crate::format::binary::without_modifier;
 use crate::format::{FormatKind, FormatOptions};
 use crate::sink::postgres::TableInfo;
 
@@ -83,17 +84,29 @@ fn value_rule(sql_type: &str) -> ValueRule {
         "integer" => ValueRule::Integer { min: i32::MIN.into(), max: i32::MAX.into() },
         "bigint" => ValueRule::Integer { min: i64::MIN.into(), max: i64::MAX.into() },
         "boolean" => ValueRule::Bool,
-        _ if ["numeric", "real", "double precision", "date", "time", "interval"]
-            .iter()
-            .any(|t| sql_type.starts_with(t)) =>
-        {
-            ValueRule::Digit
-        }
+        _ if takes_digits(&without_modifier(sql_type)) => ValueRule::Digit,
         _ => match length("character varying(").or_else(|| length("character(")) {
             Some(n) => ValueRule::MaxChars(n),
             None => ValueRule::Any,
         },
     }
+}
+
+/// Numbers, dates, times, timestamps and intervals (not their ranges, whose
+/// input takes `empty` and unbounded `[,)`).
+fn takes_digits(base_type: &str) -> bool {
+    const TYPES: [&str; 9] = [
+        "numeric",
+        "real",
+        "double precision",
+        "date",
+        "time without time zone",
+        "time with time zone",
+        "timestamp without time zone",
+        "timestamp with time zone",
+        "interval",
+    ];
+    TYPES.contains(&base_type) || base_type.starts_with("interval ")
 }
 
 /// The values without a digit that numeric, float, date, time, timestamp
@@ -314,6 +327,9 @@ mod tests {
         for bad in ["", "o", "2", "truee", "yess", "nope", "N/A", "-1"] {
             assert!(!plausible("boolean", bad), "{bad:?}");
         }
+        assert!(plausible("interval day to second", "1 day"));
+        assert!(!plausible("interval day to second", "N/A"));
+        assert!(plausible("daterange", "empty"), "ranges are not checked");
         assert!(plausible("text", ""));
         assert!(plausible("uuid", "N/A"), "not checked");
     }
