@@ -8,7 +8,8 @@
 //! (lineitem-shaped rows made here, deterministic) or
 //! `cargo bench --bench encoding -- FILE.psv` (a real `tpchgen-cli` file; the
 //! first 1 M lines are used), or `-- FILE.tsv` (`sluice gen transactions`:
-//! four short columns, tab-separated). It asserts the record count, so an
+//! four short columns, tab-separated), or `-- FILE.csv` (lineitem as CSV,
+//! its fields quoted or not). It asserts the record count, so an
 //! encoder that gives up early cannot look fast.
 
 use std::io::{BufRead, BufReader};
@@ -50,13 +51,14 @@ fn main() {
         Some(path) => first_lines(path, ROWS),
         None => lineitem_like(ROWS),
     };
-    let (name, shape, delimiter) = match path {
-        Some(path) if path.ends_with(".tsv") => ("transactions", &TRANSACTIONS[..], b'\t'),
-        _ => ("lineitem", &COLUMNS[..], b'|'),
+    let (name, shape, kind, delimiter) = match path {
+        Some(path) if path.ends_with(".tsv") => ("transactions", &TRANSACTIONS[..], FormatKind::Tsv, b'\t'),
+        Some(path) if path.ends_with(".csv") => ("lineitem", &COLUMNS[..], FormatKind::Csv, b','),
+        _ => ("lineitem", &COLUMNS[..], FormatKind::Tsv, b'|'),
     };
     let columns: Vec<(String, String)> = shape.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect();
     let options = FormatOptions {
-        kind: FormatKind::Tsv,
+        kind,
         delimiter: Some(delimiter),
         quote: None,
         escape: None,

@@ -268,6 +268,10 @@ struct Rules {
     /// it (see [`clean`]). Not another NULL string with a backslash: one
     /// ending in a backslash would escape the delimiter after it.
     escaped_null: bool,
+    /// CSV whose escape is its quote: a clean line may hold quoted fields
+    /// without a quote, delimiter or line end inside (see [`clean`]). With
+    /// another escape a quote before the closing one could be escaped.
+    quoted_in_clean_lines: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -307,8 +311,20 @@ impl Rules {
         let unclean = if kind == Layout::Csv { quote } else { b'\\' };
         let null_in_clean_lines = !null.bytes().any(|b| b == unclean || b == b'\r' || b == 0);
         let escaped_null = kind == Layout::Text && null == "\\N";
+        let quoted_in_clean_lines = kind == Layout::Csv && escape == quote;
         let null = null.as_bytes().to_vec();
-        Rules { kind, delimiter, quote, escape, null, special, clean_lines, null_in_clean_lines, escaped_null }
+        Rules {
+            kind,
+            delimiter,
+            quote,
+            escape,
+            null,
+            special,
+            clean_lines,
+            null_in_clean_lines,
+            escaped_null,
+            quoted_in_clean_lines,
+        }
     }
 
     /// The first special byte at or after `from`, or the end.
@@ -1631,11 +1647,22 @@ mod tests {
         #[test]
         fn clean_lines_encode_like_the_exact_splitter(
             (types, rows) in proptest::strategy::Strategy::prop_flat_map(proptest::collection::vec(0usize..14, 1..6), |types| {
-                let row: Vec<_> = types.iter().map(|&t| proptest::prop_oneof![6 => typed_text(t), 1 => field_text()]).collect();
+                let quoted = |text: String| format!("\"{text}\"");
+                let row: Vec<_> = types
+                    .iter()
+                    .map(|&t| {
+                        proptest::prop_oneof![
+                            6 => typed_text(t),
+                            1 => field_text(),
+                            2 => proptest::strategy::Strategy::prop_map(typed_text(t), quoted),
+                            1 => proptest::strategy::Strategy::prop_map(field_text(), quoted),
+                        ]
+                    })
+                    .collect();
                 // Some rows lose their last field: a field count the fast path must refuse.
                 (proptest::strategy::Just(types), proptest::collection::vec((row, 0u8..8), 0..12))
             }),
-            dialect in 0usize..8,
+            dialect in 0usize..12,
             ragged_end in proptest::bool::ANY,
             crlf in proptest::bool::ANY,
         ) {
@@ -1660,8 +1687,12 @@ mod tests {
             let (kind, delimiter) = dialects[dialect % 4];
             let mut format = FormatOptions::new(kind);
             format.delimiter = Some(delimiter.as_bytes()[0]);
-            if dialect >= 4 {
+            if (4..8).contains(&dialect) {
                 format.null = Some("NULL".into());
+            }
+            if dialect >= 8 {
+                // An escape that is not the quote: quoted fields take the exact splitter.
+                format.escape = Some(b'\\');
             }
             let rows = rows.into_iter().map(|(mut row, cut)| {
                 if cut == 0 {
