@@ -239,7 +239,8 @@ fn each_error_class_costs_only_its_record() {
 }
 
 /// Values isolation suspects for their shape (no digit in a date or a
-/// number, a boolean or enum label the server does not take) are rejected
+/// number, a day that does not exist, more digits than `numeric(p,s)`
+/// holds, a boolean or enum label the server does not take) are rejected
 /// on their lines, and a value it suspects wrongly (an enum label written
 /// with an escape) still loads: the guesses only choose statements.
 #[test]
@@ -249,7 +250,7 @@ fn values_of_the_wrong_shape_are_rejected_and_wrong_guesses_still_load() {
         "CREATE TYPE mood AS ENUM ('ok', 'tab\there'); \
          CREATE TABLE shapes (id int, d date, n numeric(8,2), yes boolean, m mood); CREATE TABLE want (LIKE shapes)",
     );
-    let bad = [(1, "N/A"), (2, ""), (3, "maybe"), (4, "Sad"), (1, "-"), (2, "null")];
+    let bad = [(1, "N/A"), (2, ""), (3, "maybe"), (4, "Sad"), (1, "-"), (2, "null"), (1, "0000-00-00"), (2, "1234567")];
     let (mut all, mut good, mut bad_lines) = (String::new(), String::new(), Vec::new());
     for i in 0..2000u64 {
         let mood = if i % 7 == 0 { "tab\\there" } else { "ok" };

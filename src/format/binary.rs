@@ -948,7 +948,7 @@ fn digit_values(values: u64) -> bool {
 /// 2000-01-01. Written for speed (a date column is read once per row): the
 /// eight digits are checked together and the day count uses unsigned
 /// division by constants; the test checks it against Hinnant's algorithm.
-fn iso_date(text: &[u8]) -> Option<i64> {
+pub(crate) fn iso_date(text: &[u8]) -> Option<i64> {
     const DAYS_BEFORE_MONTH: [u32; 12] = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
     const MONTH_DAYS: [u32; 12] = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
     /// Days from 0001-01-01 to 2000-01-01.

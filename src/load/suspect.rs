@@ -11,11 +11,12 @@
 //! re-copy. That is why a simple field splitter is acceptable here, next to
 //! the one record scanner: it can change how fast isolation goes, never what
 //! is loaded. The checks: field count, integers, NOT NULL, declared length,
-//! enum labels, booleans, and a digit in numbers, dates and times (an empty
+//! enum labels, booleans, a digit in numbers, dates and times (an empty
 //! string or `N/A` in such a column is the most common bad value in exported
-//! files).
+//! files), a day that does not exist in a `YYYY-MM-DD` date (MySQL's
+//! `0000-00-00`), and more integer digits than `numeric(p,s)` holds.
 
-use crate::format::binary::without_modifier;
+use crate::format::binary::{iso_date, without_modifier};
 use crate::format::{FormatKind, FormatOptions};
 use crate::sink::postgres::TableInfo;
 
@@ -42,6 +43,14 @@ enum ValueRule {
     /// Numbers, dates, times and intervals: a digit somewhere, or one of
     /// the words their inputs take ([`DIGITLESS`]).
     Digit,
+    /// date and timestamps: as [`Digit`](Self::Digit), and a day that
+    /// exists when written `YYYY-MM-DD`.
+    Date,
+    /// `numeric(p,s)`: as [`Digit`](Self::Digit), and at most `p - s`
+    /// digits before the point when written without an exponent.
+    Numeric {
+        integer_digits: usize,
+    },
     /// boolean: `t`, `yes`, `off`, `1`... as the server's input reads them.
     Bool,
     Any,
@@ -84,7 +93,11 @@ fn value_rule(sql_type: &str) -> ValueRule {
         "integer" => ValueRule::Integer { min: i32::MIN.into(), max: i32::MAX.into() },
         "bigint" => ValueRule::Integer { min: i64::MIN.into(), max: i64::MAX.into() },
         "boolean" => ValueRule::Bool,
-        _ if takes_digits(&without_modifier(sql_type)) => ValueRule::Digit,
+        _ if is_date_or_timestamp(&without_modifier(sql_type)) => ValueRule::Date,
+        _ if takes_digits(&without_modifier(sql_type)) => match numeric_modifier(sql_type) {
+            Some((precision, scale)) => ValueRule::Numeric { integer_digits: precision.saturating_sub(scale) },
+            None => ValueRule::Digit,
+        },
         _ => match length("character varying(").or_else(|| length("character(")) {
             Some(n) => ValueRule::MaxChars(n),
             None => ValueRule::Any,
@@ -107,6 +120,43 @@ fn takes_digits(base_type: &str) -> bool {
         "interval",
     ];
     TYPES.contains(&base_type) || base_type.starts_with("interval ")
+}
+
+fn is_date_or_timestamp(base_type: &str) -> bool {
+    ["date", "timestamp without time zone", "timestamp with time zone"].contains(&base_type)
+}
+
+/// `numeric(p,s)` → `(p, s)`; `numeric(p)` → `(p, 0)`.
+fn numeric_modifier(sql_type: &str) -> Option<(usize, usize)> {
+    let inside = sql_type.strip_prefix("numeric(")?.strip_suffix(')')?;
+    let (precision, scale) = inside.split_once(',').unwrap_or((inside, "0"));
+    Some((precision.trim().parse().ok()?, scale.trim().parse().ok()?))
+}
+
+/// False for a date written `YYYY-MM-DD` (alone, or before a time) whose
+/// day does not exist: month 0 or 13, February 30th, year 0.
+fn real_day_if_iso(value: &[u8]) -> bool {
+    let value = value.trim_ascii();
+    let shaped = value.len() >= 10
+        && value
+            .iter()
+            .take(10)
+            .enumerate()
+            .all(|(i, b)| if i == 4 || i == 7 { *b == b'-' } else { b.is_ascii_digit() })
+        && matches!(value.get(10), None | Some(b' ' | b'T'));
+    !shaped || iso_date(&value[..10]).is_some()
+}
+
+/// False when a decimal without an exponent has more than `most` digits
+/// before its point (leading zeros aside): `numeric field overflow`.
+fn fits_integer_digits(value: &[u8], most: usize) -> bool {
+    let value = value.trim_ascii();
+    let digits = value.strip_prefix(b"-").or_else(|| value.strip_prefix(b"+")).unwrap_or(value);
+    let integer = digits.split(|&b| b == b'.').next().unwrap_or_default();
+    if !integer.iter().all(u8::is_ascii_digit) || digits.iter().any(|&b| b == b'e' || b == b'E') {
+        return true;
+    }
+    integer.iter().skip_while(|&&b| b == b'0').count() <= most
 }
 
 /// The values without a digit that numeric, float, date, time, timestamp
@@ -171,6 +221,10 @@ fn plausible(field: &Field<'_>, rule: &ColumnRule) -> bool {
         ValueRule::Integer { min, max } => integer(value).is_some_and(|v| (min..=max).contains(&v)),
         ValueRule::Label(ref labels) => labels.iter().any(|label| label.as_bytes() == *value),
         ValueRule::Digit => has_digit_or_is_a_word(value),
+        ValueRule::Date => has_digit_or_is_a_word(value) && real_day_if_iso(value),
+        ValueRule::Numeric { integer_digits } => {
+            has_digit_or_is_a_word(value) && fits_integer_digits(value, integer_digits)
+        }
         ValueRule::Bool => boolean(value),
     }
 }
@@ -327,6 +381,25 @@ mod tests {
         for bad in ["", "o", "2", "truee", "yess", "nope", "N/A", "-1"] {
             assert!(!plausible("boolean", bad), "{bad:?}");
         }
+        for ty in ["date", "timestamp without time zone", "timestamp(0) with time zone"] {
+            for good in
+                ["2024-02-29", " 2024-12-31 ", "2024-01-01 10:00", "2024-01-01T10:00Z", "0001-01-01 BC", "12/31/2024"]
+            {
+                assert!(plausible(ty, good), "{ty} {good:?}");
+            }
+            for bad in ["0000-00-00", "0000-00-00 00:00:00", "2023-02-29", "2024-13-01", "2024-04-31T00:00"] {
+                assert!(!plausible(ty, bad), "{ty} {bad:?}");
+            }
+        }
+        assert!(plausible("time without time zone", "0000-00-00"), "not a date");
+        for good in ["99999999.99", "-00012345678", "+12.5", ".5", "1e9", "NaN", "12345678.999"] {
+            assert!(plausible("numeric(10,2)", good), "{good:?}");
+        }
+        for bad in ["123456789", "-123456789.5", " 1000000000 "] {
+            assert!(!plausible("numeric(10,2)", bad), "{bad:?}");
+        }
+        assert!(!plausible("numeric(3)", "1234"));
+        assert!(plausible("numeric", "123456789012345678901234567890"), "no modifier");
         assert!(plausible("interval day to second", "1 day"));
         assert!(!plausible("interval day to second", "N/A"));
         assert!(plausible("daterange", "empty"), "ranges are not checked");
