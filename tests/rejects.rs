@@ -240,7 +240,7 @@ fn each_error_class_costs_only_its_record() {
 
 /// Values isolation suspects for their shape (no digit in a date or a
 /// number, a day that does not exist, more digits than `numeric(p,s)`
-/// holds, a boolean or enum label the server does not take) are rejected
+/// holds, a boolean, enum label or uuid the server does not take) are rejected
 /// on their lines, and a value it suspects wrongly (an enum label written
 /// with an escape) still loads: the guesses only choose statements.
 #[test]
@@ -248,14 +248,25 @@ fn values_of_the_wrong_shape_are_rejected_and_wrong_guesses_still_load() {
     let db = TestDb::new();
     db.execute(
         "CREATE TYPE mood AS ENUM ('ok', 'tab\there'); \
-         CREATE TABLE shapes (id int, d date, n numeric(8,2), yes boolean, m mood); CREATE TABLE want (LIKE shapes)",
+         CREATE TABLE shapes (id int, d date, n numeric(8,2), yes boolean, m mood, u uuid); CREATE TABLE want (LIKE shapes)",
     );
-    let bad = [(1, "N/A"), (2, ""), (3, "maybe"), (4, "Sad"), (1, "-"), (2, "null"), (1, "0000-00-00"), (2, "1234567")];
+    let bad = [
+        (1, "N/A"),
+        (2, ""),
+        (3, "maybe"),
+        (4, "Sad"),
+        (1, "-"),
+        (2, "null"),
+        (1, "0000-00-00"),
+        (2, "1234567"),
+        (5, "n/a"),
+    ];
     let (mut all, mut good, mut bad_lines) = (String::new(), String::new(), Vec::new());
     for i in 0..2000u64 {
         let mood = if i % 7 == 0 { "tab\\there" } else { "ok" };
+        let uuid = format!("{{{i:08x}-0000-4000-8000-{:012X}}}", i * 7);
         let mut fields =
-            [i.to_string(), format!("2024-03-{:02}", 1 + i % 28), format!("{i}.5"), "yes".into(), mood.into()];
+            [i.to_string(), format!("2024-03-{:02}", 1 + i % 28), format!("{i}.5"), "yes".into(), mood.into(), uuid];
         if i % 11 == 0 {
             fields[1] = "infinity".into();
             fields[2] = " NaN ".into();
@@ -285,7 +296,7 @@ fn values_of_the_wrong_shape_are_rejected_and_wrong_guesses_still_load() {
     db.psql_copy("want", &db.file("kept.tsv", kept.as_bytes()), "");
     assert_eq!(db.count("shapes"), 2000 - bad_lines.len() as u64);
     assert_eq!(db.scalar("SELECT count(*) FROM (TABLE shapes EXCEPT ALL TABLE want) d"), "0");
-    let escaped = kept.lines().filter(|l| l.ends_with("tab\\there")).count();
+    let escaped = kept.lines().filter(|l| l.contains("\ttab\\there\t")).count();
     assert!(escaped > 250, "{escaped}");
     assert_eq!(db.scalar("SELECT count(*) FROM shapes WHERE m = E'tab\\there'"), escaped.to_string());
 }

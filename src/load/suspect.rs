@@ -14,7 +14,8 @@
 //! enum labels, booleans, a digit in numbers, dates and times (an empty
 //! string or `N/A` in such a column is the most common bad value in exported
 //! files), a day that does not exist in a `YYYY-MM-DD` date (MySQL's
-//! `0000-00-00`), and more integer digits than `numeric(p,s)` holds.
+//! `0000-00-00`), more integer digits than `numeric(p,s)` holds, and a uuid
+//! that is not 32 hex digits among hyphens and braces.
 
 use crate::format::binary::{iso_date, without_modifier};
 use crate::format::{FormatKind, FormatOptions};
@@ -53,6 +54,8 @@ enum ValueRule {
     },
     /// boolean: `t`, `yes`, `off`, `1`... as the server's input reads them.
     Bool,
+    /// uuid: 32 hex digits, with only hyphens and braces among them.
+    Uuid,
     Any,
 }
 
@@ -93,6 +96,7 @@ fn value_rule(sql_type: &str) -> ValueRule {
         "integer" => ValueRule::Integer { min: i32::MIN.into(), max: i32::MAX.into() },
         "bigint" => ValueRule::Integer { min: i64::MIN.into(), max: i64::MAX.into() },
         "boolean" => ValueRule::Bool,
+        "uuid" => ValueRule::Uuid,
         _ if is_date_or_timestamp(&without_modifier(sql_type)) => ValueRule::Date,
         _ if takes_digits(&without_modifier(sql_type)) => match numeric_modifier(sql_type) {
             Some((precision, scale)) => ValueRule::Numeric { integer_digits: precision.saturating_sub(scale) },
@@ -226,6 +230,10 @@ fn plausible(field: &Field<'_>, rule: &ColumnRule) -> bool {
             has_digit_or_is_a_word(value) && fits_integer_digits(value, integer_digits)
         }
         ValueRule::Bool => boolean(value),
+        ValueRule::Uuid => {
+            value.iter().filter(|b| b.is_ascii_hexdigit()).count() == 32
+                && value.iter().all(|b| b.is_ascii_hexdigit() || b"-{}".contains(b))
+        }
     }
 }
 
@@ -404,7 +412,23 @@ mod tests {
         assert!(!plausible("interval day to second", "N/A"));
         assert!(plausible("daterange", "empty"), "ranges are not checked");
         assert!(plausible("text", ""));
-        assert!(plausible("uuid", "N/A"), "not checked");
+        for good in [
+            "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+            "{A0EEBC999C0B4EF8BB6D6BB9BD380A11}",
+            "a0ee-bc99-9c0b4ef8bb6d6bb9bd380a11",
+        ] {
+            assert!(plausible("uuid", good), "{good:?}");
+        }
+        for bad in [
+            "",
+            "N/A",
+            " a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+            "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1",
+            "g0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+        ] {
+            assert!(!plausible("uuid", bad), "{bad:?}");
+        }
+        assert!(plausible("inet", "N/A"), "not checked");
     }
 
     #[test]
