@@ -91,14 +91,15 @@ fn value_rule(sql_type: &str) -> ValueRule {
     let length = |prefix: &str| {
         sql_type.strip_prefix(prefix).and_then(|r| r.strip_suffix(')')).and_then(|n| n.parse::<usize>().ok())
     };
+    let base = without_modifier(sql_type);
     match sql_type {
         "smallint" => ValueRule::Integer { min: i16::MIN.into(), max: i16::MAX.into() },
         "integer" => ValueRule::Integer { min: i32::MIN.into(), max: i32::MAX.into() },
         "bigint" => ValueRule::Integer { min: i64::MIN.into(), max: i64::MAX.into() },
         "boolean" => ValueRule::Bool,
         "uuid" => ValueRule::Uuid,
-        _ if is_date_or_timestamp(&without_modifier(sql_type)) => ValueRule::Date,
-        _ if takes_digits(&without_modifier(sql_type)) => match numeric_modifier(sql_type) {
+        _ if is_date_or_timestamp(&base) => ValueRule::Date,
+        _ if takes_digits(&base) => match numeric_modifier(sql_type) {
             Some((precision, scale)) => ValueRule::Numeric { integer_digits: precision.saturating_sub(scale) },
             None => ValueRule::Digit,
         },
