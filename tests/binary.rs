@@ -4,7 +4,7 @@
 
 use sluice::format::binary::{self, BinaryEncoder};
 
-use crate::util::{Run, TestDb};
+use crate::util::{Run, Spoiled, TestDb};
 
 const COLUMNS: &str = "i2 smallint, i4 integer, i8 bigint, f4 real, f8 double precision, n numeric, \
      n3 numeric(12,3), d date, ts timestamp, ts3 timestamp(3), b boolean, t text, v varchar(20), c char(5), \
@@ -492,28 +492,20 @@ fn enums_load_as_binary_and_unknown_labels_are_rejects() {
          CREATE TABLE got (id int, m mood, k known_mood, paid numeric(12,2), day date); CREATE TABLE want (LIKE got)",
     );
     let labels = ["sad", "ok", "happy", "très content"];
-    let unknown = ["Sad", "ok ", "", &"x".repeat(64)];
-    let (mut all, mut good, mut bad_lines) = (String::new(), String::new(), Vec::new());
-    for i in 0..3000u64 {
+    let too_long = "x".repeat(64);
+    let bad = [(1, "Sad"), (1, "ok "), (1, ""), (1, too_long.as_str())];
+    let spoiled = Spoiled::new(3000, (500, 250), &bad, |i| {
         let m = if i % 9 == 0 { "\\N".to_string() } else { labels[i as usize % 4].to_string() };
-        let line = |m: &str| {
-            format!(
-                "{i}\t{m}\t{}\t{}.{:02}\t2024-{:02}-{:02}\n",
-                labels[(i / 4) as usize % 4],
-                i * 3,
-                i % 100,
-                1 + i % 12,
-                1 + i % 28
-            )
-        };
-        good.push_str(&line(&m));
-        if i % 500 == 250 {
-            all.push_str(&line(unknown[(i / 500) as usize % unknown.len()]));
-            bad_lines.push(i + 1);
-        } else {
-            all.push_str(&line(&m));
-        }
-    }
+        let known = labels[(i / 4) as usize % 4].to_string();
+        vec![
+            i.to_string(),
+            m,
+            known,
+            format!("{}.{:02}", i * 3, i % 100),
+            format!("2024-{:02}-{:02}", 1 + i % 12, 1 + i % 28),
+        ]
+    });
+    let (all, bad_lines) = (&spoiled.all, &spoiled.bad_lines);
     let rejects = db.dir.path().join("enums.rejects.jsonl");
     let file = db.file("enums.tsv", all.as_bytes());
     let (run, copy) = load_into_got(&db, &file, &["--chunk-size", "2KiB", "--rejects", rejects.to_str().unwrap()]);
@@ -522,15 +514,9 @@ fn enums_load_as_binary_and_unknown_labels_are_rejects() {
     // Chunks with a reject, and the chunk after each, go through isolation (as text).
     assert!(copy["binary_chunks"].as_u64() > Some(40) && copy["first_fallback"].is_null(), "{copy}");
     let rejects = std::fs::read_to_string(rejects).unwrap();
-    assert_eq!(rejected_lines(&rejects), bad_lines, "{rejects}");
+    assert_eq!(&rejected_lines(&rejects), bad_lines, "{rejects}");
     assert!(rejects.lines().all(|r| r.contains("invalid input value for enum mood")), "{rejects}");
-    let kept: String = all
-        .lines()
-        .enumerate()
-        .filter(|(n, _)| !bad_lines.contains(&(*n as u64 + 1)))
-        .map(|(_, l)| format!("{l}\n"))
-        .collect();
-    db.psql_copy("want", &db.file("kept.tsv", kept.as_bytes()), "");
+    db.psql_copy("want", &db.file("kept.tsv", spoiled.kept().as_bytes()), "");
     assert_same_text_rows(&db, "got", "want");
     assert_eq!(db.count("got") + bad_lines.len() as u64, 3000, "loaded and rejected add up");
 }
@@ -590,37 +576,20 @@ fn values_the_server_refuses_are_rejects_in_binary_too() {
         (6, "\\377x"),
         (6, "caf\\xc3"),
     ];
-    let (mut all, mut good, mut bad_lines) = (String::new(), String::new(), Vec::new());
-    for i in 0..3000u64 {
+    let spoiled = Spoiled::new(3000, (400, 7), &refused, |i| {
         let mut fields = vec![i.to_string(), format!("{}.25", i % 97), format!("{i}e-3"), (i * 7).to_string()];
         fields.extend([format!("2024-{:02}-{:02}", 1 + i % 12, 1 + i % 28), format!("{:02}:{:02}:00", i % 24, i % 60)]);
         fields.push(format!("caf\\xc3\\xa9 {i}"));
-        good.push_str(&(fields.join("\t") + "\n"));
-        if i % 400 == 7 {
-            let (column, value) = refused[(i / 400) as usize % refused.len()];
-            fields[column] = value.to_string();
-            bad_lines.push(i + 1);
-        }
-        all.push_str(&(fields.join("\t") + "\n"));
-    }
-    let (report, rejects) = (db.dir.path().join("refused.report.json"), db.dir.path().join("refused.rejects.jsonl"));
+        fields
+    });
+    let (all, good, bad_lines) = (&spoiled.all, &spoiled.unspoiled, &spoiled.bad_lines);
+    let rejects = db.dir.path().join("refused.rejects.jsonl");
     let file = db.file("refused.tsv", all.as_bytes());
-    let run = db.load(&[
-        file.to_str().unwrap(),
-        "--table",
-        "got",
-        "--copy-format",
-        "binary",
-        "--chunk-size",
-        "2KiB",
-        "--report",
-        report.to_str().unwrap(),
-        "--rejects",
-        rejects.to_str().unwrap(),
-    ]);
+    let args = ["--copy-format", "binary", "--chunk-size", "2KiB", "--rejects", rejects.to_str().unwrap()];
+    let (run, copy) = load_into_got(&db, &file, &args);
     assert_eq!(run.code, 1, "{}", run.output());
     let rejects = std::fs::read_to_string(rejects).unwrap();
-    assert_eq!(rejected_lines(&rejects), bad_lines, "{rejects}");
+    assert_eq!(&rejected_lines(&rejects), bad_lines, "{rejects}");
     assert!(rejects.contains("out of range for type real"), "{rejects}");
     assert!(rejects.contains("invalid byte sequence for encoding"), "{rejects}");
     db.psql_copy("want", &db.file("good.tsv", good.as_bytes()), "");
@@ -628,8 +597,7 @@ fn values_the_server_refuses_are_rejects_in_binary_too() {
     assert_eq!(db.count("got") + dropped, db.count("want"));
     let diff = db.scalar("SELECT count(*) FROM (TABLE got EXCEPT ALL TABLE want) d");
     assert_eq!(diff, "0", "every loaded row is a good line's");
-    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
-    assert!(report["summary"]["copy"]["binary_chunks"].as_u64() > Some(30), "{}", report["summary"]["copy"]);
+    assert!(copy["binary_chunks"].as_u64() > Some(30), "{copy}");
 }
 
 /// Values at the edges of what each type's text input takes (limits,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine;
 use serde_json::Value;
 
-use crate::util::{Run, TestDb};
+use crate::util::{Run, Spoiled, TestDb};
 
 fn read_rejects(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -261,38 +261,33 @@ fn values_of_the_wrong_shape_are_rejected_and_wrong_guesses_still_load() {
         (2, "1234567"),
         (5, "n/a"),
     ];
-    let (mut all, mut good, mut bad_lines) = (String::new(), String::new(), Vec::new());
-    for i in 0..2000u64 {
+    let spoiled = Spoiled::new(2000, (50, 25), &bad, |i| {
         let mood = if i % 7 == 0 { "tab\\there" } else { "ok" };
         let uuid = format!("{{{i:08x}-0000-4000-8000-{:012X}}}", i * 7);
-        let mut fields =
-            [i.to_string(), format!("2024-03-{:02}", 1 + i % 28), format!("{i}.5"), "yes".into(), mood.into(), uuid];
+        let mut fields = vec![
+            i.to_string(),
+            format!("2024-03-{:02}", 1 + i % 28),
+            format!("{i}.5"),
+            "yes".into(),
+            mood.into(),
+            uuid,
+        ];
         if i % 11 == 0 {
             fields[1] = "infinity".into();
             fields[2] = " NaN ".into();
             fields[3] = "OF".into();
         }
-        good.push_str(&(fields.join("\t") + "\n"));
-        if i % 50 == 25 {
-            let (column, value) = bad[(i / 50) as usize % bad.len()];
-            fields[column] = value.to_string();
-            bad_lines.push(i + 1);
-        }
-        all.push_str(&(fields.join("\t") + "\n"));
-    }
+        fields
+    });
+    let (all, bad_lines) = (&spoiled.all, &spoiled.bad_lines);
     let file = db.file("shapes.tsv", all.as_bytes());
     let Loaded { run, rejects, report, .. } =
         load_with_rejects(&db, &file, "shapes", &["--workers", "2", "--chunk-size", "4KiB"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     let lines: Vec<u64> = rejects.iter().map(|r| r["line"].as_u64().unwrap()).collect();
-    assert_eq!(lines, bad_lines);
+    assert_eq!(&lines, bad_lines);
     assert_accounts(&report);
-    let kept: String = all
-        .lines()
-        .enumerate()
-        .filter(|(n, _)| !bad_lines.contains(&(*n as u64 + 1)))
-        .map(|(_, l)| l.to_string() + "\n")
-        .collect();
+    let kept = spoiled.kept();
     db.psql_copy("want", &db.file("kept.tsv", kept.as_bytes()), "");
     assert_eq!(db.count("shapes"), 2000 - bad_lines.len() as u64);
     assert_eq!(db.scalar("SELECT count(*) FROM (TABLE shapes EXCEPT ALL TABLE want) d"), "0");

@@ -229,3 +229,43 @@ pub fn gzip(data: &[u8]) -> Vec<u8> {
     std::io::Write::write_all(&mut enc, data).unwrap();
     enc.finish().unwrap()
 }
+
+/// A TSV file with a bad value now and then: line `i + 1` holds the fields
+/// of `row(i)`, except that on each line where `i % every == at` one field
+/// is replaced by the next of `bad` (column, value), in turn.
+pub struct Spoiled {
+    /// The file as written, bad values in.
+    pub all: String,
+    /// The same lines before any was spoiled.
+    pub unspoiled: String,
+    /// The spoiled lines' numbers.
+    pub bad_lines: Vec<u64>,
+}
+
+impl Spoiled {
+    pub fn new(
+        count: u64,
+        (every, at): (u64, u64),
+        bad: &[(usize, &str)],
+        row: impl Fn(u64) -> Vec<String>,
+    ) -> Spoiled {
+        let mut spoiled = Spoiled { all: String::new(), unspoiled: String::new(), bad_lines: Vec::new() };
+        for i in 0..count {
+            let mut fields = row(i);
+            spoiled.unspoiled.push_str(&(fields.join("\t") + "\n"));
+            if i % every == at {
+                let (column, value) = bad[(i / every) as usize % bad.len()];
+                fields[column] = value.to_string();
+                spoiled.bad_lines.push(i + 1);
+            }
+            spoiled.all.push_str(&(fields.join("\t") + "\n"));
+        }
+        spoiled
+    }
+
+    /// The file's lines without the spoiled ones: what should load.
+    pub fn kept(&self) -> String {
+        let kept = self.all.lines().enumerate().filter(|(n, _)| !self.bad_lines.contains(&(*n as u64 + 1)));
+        kept.map(|(_, line)| format!("{line}\n")).collect()
+    }
+}
