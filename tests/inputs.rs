@@ -164,6 +164,47 @@ fn every_header_must_name_the_columns_of_the_first_before_anything_loads() {
     assert_eq!(db.count("t"), 2, "refused before the truncate and the first file's load");
 }
 
+/// A header that names the columns in another order with one name misspelt
+/// is not a list of the table's columns, so it used to load by position,
+/// each value into its neighbour's column (all text: nothing refused it).
+/// A header that names a column where position would put another is now
+/// refused before anything loads; one of labels still loads by position, and
+/// a later file may not then name the columns in another order.
+#[test]
+fn a_header_naming_columns_out_of_place_is_refused() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE people (first_name text, last_name text, email text)");
+    let misspelt = db.file("people/misspelt.csv", b"last_name,first_name,e-mail\nSmith,John,j@example.com\n");
+    let labels = db.file("people/labels.csv", b"given,family,mail\nJane,Doe,d@example.com\n");
+    let swapped = db.file("people/swapped.csv", b"last_name,first_name,email\nRoe,Rick,r@example.com\n");
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let run = db.load(&[&path(&misspelt), "--table", "people", "--header"]);
+    assert_eq!(run.code, 2, "{}", run.output());
+    assert!(
+        run.stderr.contains(
+            "misspelt.csv: its header (last_name,first_name,e-mail) names column \"last_name\" as field 1, but not \
+             every field is a column's name, so the fields would load by position, field 1 into column \"first_name\""
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(db.count("people"), 0);
+    let run = db.load(&[&path(&labels), &path(&swapped), "--table", "people", "--header"]);
+    assert_eq!(run.code, 2, "{}", run.output());
+    assert!(
+        run.stderr.contains("swapped.csv: its header (last_name,first_name,email) is not the header of"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(db.count("people"), 0);
+    db.load(&[&path(&labels), "--table", "people", "--header"]).assert_ok();
+    db.load(&[&path(&swapped), "--table", "people", "--header"]).assert_ok();
+    assert_eq!(
+        db.scalar("SELECT string_agg(first_name || ' ' || last_name, ', ' ORDER BY email) FROM people"),
+        "Jane Doe, Rick Roe"
+    );
+}
+
 /// Stdin and pipes, plain or compressed, are matched by their header as a
 /// file is (it was loaded by position before: the same data piped in went
 /// into the wrong columns): the header is read from the head sluice reads

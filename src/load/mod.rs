@@ -47,6 +47,7 @@ use crate::sql::quote_ident;
 use batch::Batcher;
 
 pub use defer::DeferIndexes;
+use plan::HeaderColumns;
 pub use plan::{choose_columns, copy_statement, resolve_kind, CopyFormat};
 
 /// Largest automatic chunk size. Measured on `transactions` 10 M rows with
@@ -1197,42 +1198,71 @@ fn feed_one(
     Ok(scan)
 }
 
-/// The columns the first input's header names (see [`plan::header_names`]),
-/// when `--header` is given, once every other input's header is found to
-/// name the same: COPY reads fields by position, so an input whose header
-/// lists the columns in another order would load into the wrong ones. All
-/// are read before anything loads (a block of each input), so a refused
-/// input leaves the table as it was.
+/// The columns the first input's header names (see [`HeaderColumns`]), when
+/// `--header` is given, once every other input's header is found to name
+/// the same: COPY reads fields by position, so an input whose header lists
+/// the columns in another order would load into the wrong ones. A header
+/// that names a column where position would put another (`Misplaced`), or
+/// that follows one of labels but names the columns in another order, is
+/// refused. All are read before anything loads (a block of each input), so
+/// a refused input leaves the table as it was.
 fn names_in_headers(
     sources: &[Source],
     format: &FormatOptions,
     req: &LoadRequest,
     table: &TableInfo,
 ) -> Result<Option<Vec<String>>, Error> {
-    let Some(first) = sources.first().filter(|_| format.header) else {
+    if !format.header {
         return Ok(None);
-    };
-    let Some(first_header) = header_of(first, format, req)? else {
-        return Ok(None);
-    };
-    let Some(names) = plan::header_names(table, &first_header, format) else {
-        return Ok(None);
-    };
-    for source in &sources[1..] {
+    }
+    let mut first: Option<(&Source, Vec<u8>, HeaderColumns)> = None;
+    for source in sources {
         let Some(header) = header_of(source, format, req)? else {
             continue;
         };
-        if plan::header_names(table, &header, format).as_ref() != Some(&names) {
+        let columns = plan::header_columns(table, &header, format);
+        if let HeaderColumns::Misplaced { field, column, instead } = &columns {
+            return Err(misplaced_header(source, &header, *field, column, instead.as_deref()));
+        }
+        let Some((first_source, first_header, first_columns)) = &first else {
+            first = Some((source, header, columns));
+            continue;
+        };
+        let agrees = match (first_columns, &columns) {
+            (HeaderColumns::Positional, HeaderColumns::Named(names)) => plan::in_table_order(table, names),
+            (HeaderColumns::Positional, _) => true,
+            (named, _) => *named == columns,
+        };
+        if !agrees {
             return Err(source.input_error(&format!(
                 "its header ({}) is not the header of {} ({}), whose names sluice loads the columns by; load it \
                  on its own, or name the columns with --columns",
-                String::from_utf8_lossy(&header),
-                first.name,
-                String::from_utf8_lossy(&first_header)
+                String::from_utf8_lossy(&header).trim_end(),
+                first_source.name,
+                String::from_utf8_lossy(first_header).trim_end()
             )));
         }
     }
-    Ok(Some(names))
+    Ok(first.and_then(|(_, _, columns)| match columns {
+        HeaderColumns::Named(names) => Some(names),
+        _ => None,
+    }))
+}
+
+fn misplaced_header(source: &Source, header: &[u8], field: usize, column: &str, instead: Option<&str>) -> Error {
+    let instead = match instead {
+        Some(other) => format!("into column {}", quote_ident(other)),
+        None => "past the table's last column".to_string(),
+    };
+    source.input_error(&format!(
+        "its header ({}) names column {} as field {}, but not every field is a column's name, so the fields \
+         would load by position, field {} {instead}; make every field of the header a column's name (to load \
+         by name), or give the file's columns in order with --columns",
+        String::from_utf8_lossy(header).trim_end(),
+        quote_ident(column),
+        field + 1,
+        field + 1,
+    ))
 }
 
 /// How much of the inputs is looked at for backslashes the text format

@@ -58,18 +58,49 @@ pub fn choose_columns(
     }
 }
 
-/// The columns a header names, when every one of its fields names a column
-/// of the table (as `--columns` would), once each. Why: COPY reads fields by
-/// position, so a file whose header lists the columns in another order, or
-/// leaves some out (an identity or a `DEFAULT now()` column), loads into the
-/// wrong columns or not at all; the header says which is which. A header
-/// that names anything else (labels, another table's columns) is skipped as
-/// before.
-pub fn header_names(table: &TableInfo, header: &[u8], format: &FormatOptions) -> Option<Vec<String>> {
-    let fields = header_fields(header, format)?;
-    let names: Vec<String> = fields.iter().map(|f| find_column(table, f.trim()).ok()).collect::<Option<_>>()?;
-    let distinct: std::collections::HashSet<&String> = names.iter().collect();
-    (distinct.len() == names.len()).then_some(names)
+/// What a header record says about where its fields go.
+#[derive(Debug, PartialEq, Eq)]
+pub enum HeaderColumns {
+    /// Every field names a column of the table (as `--columns` would), once
+    /// each: load those columns, by name. Why: COPY reads fields by
+    /// position, so a file whose header lists the columns in another order,
+    /// or leaves some out (an identity or a `DEFAULT now()` column), loads
+    /// into the wrong columns or not at all; the header says which is which.
+    Named(Vec<String>),
+    /// Labels, another table's names, or a header sluice cannot read (an
+    /// escape): loaded by position, as COPY does, since no field names a
+    /// column that position would fill from another field.
+    Positional,
+    /// Field `field` (from 0) names `column`, while loading by position
+    /// would put it into `instead` (`None`: past the table's last column).
+    /// Why refused: a header that names the columns in another order with
+    /// one name misspelt would otherwise load by position, each value into
+    /// its neighbour's column, and columns of one type take that silently.
+    Misplaced { field: usize, column: String, instead: Option<String> },
+}
+
+/// Reads a header record against the table's columns (see [`HeaderColumns`]).
+pub fn header_columns(table: &TableInfo, header: &[u8], format: &FormatOptions) -> HeaderColumns {
+    let Some(fields) = header_fields(header, format) else {
+        return HeaderColumns::Positional;
+    };
+    let named: Vec<Option<String>> = fields.iter().map(|f| find_column(table, f.trim()).ok()).collect();
+    if let Some(names) = named.iter().cloned().collect::<Option<Vec<String>>>() {
+        let distinct: std::collections::HashSet<&String> = names.iter().collect();
+        if distinct.len() == names.len() {
+            return HeaderColumns::Named(names);
+        }
+    }
+    let by_position = |field: usize| table.columns.get(field).map(|(name, _)| name);
+    named
+        .into_iter()
+        .enumerate()
+        .find_map(|(field, column)| {
+            let column = column?;
+            let instead = by_position(field);
+            (instead != Some(&column)).then(|| HeaderColumns::Misplaced { field, column, instead: instead.cloned() })
+        })
+        .unwrap_or(HeaderColumns::Positional)
 }
 
 /// All of the table's columns in its order: what COPY takes without a
@@ -274,7 +305,10 @@ mod tests {
     fn a_header_of_column_names_in_another_order_names_the_columns() {
         let t = table(&[("id", "integer"), ("Name", "text"), ("amount", "numeric")]);
         let csv = FormatOptions::new(FormatKind::Csv);
-        let names = |header: &str| header_names(&t, header.as_bytes(), &csv);
+        let names = |header: &str| match header_columns(&t, header.as_bytes(), &csv) {
+            HeaderColumns::Named(names) => Some(names),
+            _ => None,
+        };
         let list = |l: &[&str]| Some(l.iter().map(|s| s.to_string()).collect::<Vec<_>>());
         assert_eq!(names("amount,Name"), list(&["amount", "Name"]));
         assert_eq!(names(r#" AMOUNT ,"Name",id"#), list(&["amount", "Name", "id"]), "trimmed, unquoted, as psql reads");
@@ -282,13 +316,29 @@ mod tests {
         assert!(!in_table_order(&t, &names("id,Name").unwrap()), "one left out");
         assert!(in_table_order(&t, &names("id,\"Name\",AMOUNT\r\n").unwrap()), "the table's order: nothing to change");
         assert_eq!(names("id,name,total"), None, "a label that is no column");
-        assert_eq!(names("id,id"), None);
         assert_eq!(names(r#""amount,Name"#), None, "an open quote");
         let mut tsv = FormatOptions::new(FormatKind::Tsv);
-        assert_eq!(header_names(&t, b"amount\tid", &tsv), list(&["amount", "id"]));
-        assert_eq!(header_names(&t, b"amount\\\tid", &tsv), None, "an escape");
+        assert_eq!(header_columns(&t, b"amount\tid", &tsv), HeaderColumns::Named(list(&["amount", "id"]).unwrap()));
+        assert_eq!(header_columns(&t, b"amount\\\tid", &tsv), HeaderColumns::Positional, "an escape");
         tsv.delimiter = Some(b'|');
-        assert_eq!(header_names(&t, b"Name|amount", &tsv), list(&["Name", "amount"]));
+        assert_eq!(header_columns(&t, b"Name|amount", &tsv), HeaderColumns::Named(list(&["Name", "amount"]).unwrap()));
+    }
+
+    #[test]
+    fn a_header_that_names_a_column_another_field_would_fill_is_refused() {
+        let t = table(&[("id", "integer"), ("Name", "text"), ("amount", "numeric")]);
+        let csv = FormatOptions::new(FormatKind::Csv);
+        let read = |header: &str| header_columns(&t, header.as_bytes(), &csv);
+        let misplaced = |field: usize, column: &str, instead: Option<&str>| HeaderColumns::Misplaced {
+            field,
+            column: column.into(),
+            instead: instead.map(String::from),
+        };
+        assert_eq!(read("id,name,total"), HeaderColumns::Positional, "names where position puts them");
+        assert_eq!(read("key,label,value"), HeaderColumns::Positional, "labels only");
+        assert_eq!(read("Name,id,total"), misplaced(0, "Name", Some("id")), "a misspelt name among swapped ones");
+        assert_eq!(read("id,id"), misplaced(1, "id", Some("Name")), "a name twice");
+        assert_eq!(read("id,Name,amount,x,amount"), misplaced(4, "amount", None), "past the last column");
     }
 
     #[test]
