@@ -1604,7 +1604,7 @@ mod tests {
                 frac.map(|f| format!(".{f}")).unwrap_or_default()
             )),
             (0u32..10_001, 0u32..14, 0u32..33).prop_map(|(y, m, d)| format!("{y:04}-{m:02}-{d:02}")),
-            "[a-z0-9\\\\.+ |,\"\t\r-]{0,8}",
+            "[a-z0-9\\\\.+ |,\"\t\r\n-]{0,8}",
             Just("\\N".to_string()),
             Just("NULL".to_string()),
             Just(String::new()),
