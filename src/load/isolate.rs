@@ -24,6 +24,14 @@
 //!    `sluice.rejects` and the chunk's ledger row, and commits them with the
 //!    chunk's good rows.
 //!
+//! Where the load's plan is binary, runs of [`MIN_BINARY_RUN`] records or
+//! more go as binary tuples when the encoder reads all of their records
+//! (the server then names the refused tuple by its number), the others as
+//! text. Why: a file with a bad record every few thousand has one in most
+//! chunks, and sending all those chunks as text gave up what binary saves
+//! the server (3 M rows of an orders table with a bad id every 1,000 lines:
+//! see bench/README.md).
+//!
 //! Every good record is sent at most twice. After an error, runs shrink to
 //! about sqrt(2 * overhead / error density) records, the size that minimises
 //! re-sent records plus per-statement overhead, so scattered bad records cost
@@ -36,6 +44,7 @@ use super::{nothing_loads, rows_loaded_so_far, Shared, ALL_REJECTED_STOP};
 use crate::chunk::{locate_server_line, Chunk};
 use crate::encoding::{self, Transcoding};
 use crate::error::Error;
+use crate::format::binary::{self, BinaryEncoder};
 use crate::format::scan::LineEnd;
 use crate::format::{FormatKind, RecordScanner};
 use crate::rejects::Reject;
@@ -51,6 +60,18 @@ use crate::sink::{CopyOutcome, CopyRefusal};
 const STATEMENT_COST: f64 = 10_000.0;
 const MIN_RUN: usize = 16;
 
+/// Shortest run sent as binary: suspects go alone and as text, where the
+/// server's text input gives its own reason for a value the encoder would
+/// not read anyway.
+const MIN_BINARY_RUN: usize = MIN_RUN;
+
+/// How isolation sends its longer runs as binary tuples: the load's binary
+/// COPY statement and the worker's encoder.
+pub(super) struct BinaryRuns<'a> {
+    pub sql: &'a str,
+    pub encoder: &'a mut BinaryEncoder,
+}
+
 /// The statements that travel with the next run's COPY: the chunk's
 /// transaction is already open (the worker claimed the chunk in it).
 const FIRST_RUN: &str = "SAVEPOINT sluice_run";
@@ -59,6 +80,8 @@ const AFTER_REFUSAL: &str = "ROLLBACK TO SAVEPOINT sluice_run";
 /// What a chunk loaded and rejected (its transaction still open).
 pub(super) struct Isolated {
     pub rows: u64,
+    /// Of `rows`, those that went as binary tuples.
+    pub binary_rows: u64,
     /// Records the server took but did not count (see [`suppressed`]).
     pub suppressed: u64,
     pub rejects: Vec<Reject>,
@@ -67,7 +90,12 @@ pub(super) struct Isolated {
 impl Isolated {
     /// A chunk the server took whole: `rows` of its `records`.
     pub fn all(records: u64, rows: u64) -> Isolated {
-        Isolated { rows, suppressed: suppressed(records, rows), rejects: Vec::new() }
+        Isolated { rows, binary_rows: 0, suppressed: suppressed(records, rows), rejects: Vec::new() }
+    }
+
+    /// Whether most of the rows went as binary tuples.
+    pub fn mostly_binary(&self) -> bool {
+        self.binary_rows * 2 > self.rows
     }
 }
 
@@ -192,6 +220,7 @@ struct Isolator<'a> {
     index: RecordIndex,
     rejects: Vec<Reject>,
     rows: u64,
+    binary_rows: u64,
     suppressed: u64,
     /// Records tried and errors met so far, for the run size.
     seen: usize,
@@ -207,10 +236,21 @@ pub(super) fn isolate(
     chunk: &Chunk,
     bytes: &[u8],
     refusal: Option<CopyRefusal>,
+    mut binary: Option<BinaryRuns<'_>>,
 ) -> Result<Isolated, Error> {
     let index = RecordIndex::build(shared, chunk.line_end, bytes);
-    let mut iso =
-        Isolator { shared, chunk, bytes, index, rejects: Vec::new(), rows: 0, suppressed: 0, seen: 0, errors: 0 };
+    let mut iso = Isolator {
+        shared,
+        chunk,
+        bytes,
+        index,
+        rejects: Vec::new(),
+        rows: 0,
+        binary_rows: 0,
+        suppressed: 0,
+        seen: 0,
+        errors: 0,
+    };
     let (clean, suspects) = iso.sort_records();
     // Suspects go last, one by one; the rest first, as one run.
     let mut runs: Vec<Run> = suspects.iter().rev().map(|&i| vec![i]).collect();
@@ -234,10 +274,20 @@ pub(super) fn isolate(
             continue;
         }
         let stream = iso.stream(&run);
-        let outcome = session.copy_after(prelude, &mut |send| {
-            send(&stream);
-            Ok(())
-        })?;
+        let tuples = match binary.as_mut() {
+            Some(b) if run.len() >= MIN_BINARY_RUN => encode_run(b.encoder, &stream, run.len()),
+            _ => None,
+        };
+        let outcome = match (&tuples, &binary) {
+            (Some(tuples), Some(b)) => session.copy_with(prelude, b.sql, &mut |send| {
+                send(tuples);
+                Ok(())
+            })?,
+            _ => session.copy_after(prelude, &mut |send| {
+                send(&stream);
+                Ok(())
+            })?,
+        };
         let outcome = match outcome {
             CopyOutcome::Loaded(rows) if (rows as usize) < run.len() && iso.holds_end_of_data_line(&run) => {
                 CopyOutcome::Refused(stopped_early())
@@ -248,13 +298,18 @@ pub(super) fn isolate(
         prelude = match outcome {
             CopyOutcome::Loaded(rows) => {
                 iso.rows += rows;
+                iso.binary_rows += if tuples.is_some() { rows } else { 0 };
                 iso.suppressed += suppressed(run.len() as u64, rows);
                 iso.seen += run.len();
                 &after_loaded
             }
             CopyOutcome::Refused(r) => {
-                // Located in the stream just sent, not built a second time.
-                let at = iso.refused_at(&stream, &r);
+                // A binary COPY's line is the tuple's number; a text one's is
+                // located in the stream just sent, not built a second time.
+                let at = match tuples {
+                    Some(_) => r.server_line.map(|line| line.saturating_sub(1) as usize),
+                    None => iso.refused_at(&stream, &r),
+                };
                 drop(stream);
                 runs.extend(iso.split_at_refusal(run, at, r));
                 &after_refusal
@@ -275,7 +330,20 @@ pub(super) fn isolate(
     if refused_last {
         session.execute(AFTER_REFUSAL)?;
     }
-    Ok(Isolated { rows: iso.rows, suppressed: iso.suppressed, rejects: iso.rejects })
+    Ok(Isolated { rows: iso.rows, binary_rows: iso.binary_rows, suppressed: iso.suppressed, rejects: iso.rejects })
+}
+
+/// A run's `records` (`stream`, whole records) as one binary COPY's bytes,
+/// when the encoder reads every one of them with certainty.
+fn encode_run(encoder: &mut BinaryEncoder, stream: &[u8], records: usize) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(stream.len() * 2);
+    out.extend_from_slice(binary::HEADER);
+    encoder.begin_chunk();
+    let done = encoder.encode(stream, true, &mut out).ok()?;
+    (done.consumed == stream.len() && done.records == records as u64).then(|| {
+        out.extend_from_slice(binary::TRAILER);
+        out
+    })
 }
 
 /// A run the server loaded only part of, without an error: it read a line

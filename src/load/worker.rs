@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 
-use super::isolate::{holds_unreadable, isolate, looks_clean, may_hold_end_of_data_line, Isolated};
+use super::isolate::{holds_unreadable, isolate, looks_clean, may_hold_end_of_data_line, BinaryRuns, Isolated};
 use super::retry::Backoff;
 use super::{Event, Shared};
 use crate::chunk::{Chunk, Runaway, RunawayKind};
@@ -321,7 +321,10 @@ impl Worker<'_> {
             let bytes = self.reader.bytes_of(self.shared, chunk)?;
             if !looks_clean(self.shared, chunk, &bytes) {
                 dones.extend(self.copy_split(&mine[from..at])?);
-                dones.push((isolate(&mut self.session, self.shared, chunk, &bytes, None)?, false));
+                let runs = binary_runs(self.shared, self.encoder.as_mut());
+                let done = isolate(&mut self.session, self.shared, chunk, &bytes, None, runs)?;
+                let binary = done.mostly_binary();
+                dones.push((done, binary));
                 from = at + 1;
             }
         }
@@ -343,7 +346,8 @@ impl Worker<'_> {
             Together::Loaded(dones) => Ok(dones.into_iter().map(|done| (done, self.last_binary)).collect()),
             Together::Refused(Some(bad)) => {
                 let mut dones = self.copy_split(&mine[..bad])?;
-                dones.push((self.isolate(mine[bad], None)?, false));
+                let done = self.isolate(mine[bad], None)?;
+                dones.push((done, self.last_binary));
                 dones.extend(self.copy_split(&mine[bad + 1..])?);
                 Ok(dones)
             }
@@ -443,7 +447,10 @@ impl Worker<'_> {
     /// Reject isolation over the chunk's text (see [`isolate`]).
     fn isolate(&mut self, chunk: &Chunk, refusal: Option<CopyRefusal>) -> Result<Isolated, Error> {
         let bytes = self.reader.bytes_of(self.shared, chunk)?;
-        isolate(&mut self.session, self.shared, chunk, &bytes, refusal)
+        let runs = binary_runs(self.shared, self.encoder.as_mut());
+        let done = isolate(&mut self.session, self.shared, chunk, &bytes, refusal, runs)?;
+        self.last_binary = done.mostly_binary();
+        Ok(done)
     }
 
     /// The binary fast path, under the savepoint (which the caller rolls
@@ -514,7 +521,7 @@ impl Worker<'_> {
             .iter()
             .map(|r| Reject::from_row(r))
             .collect();
-        Ok(Some(Isolated { rows, suppressed, rejects }))
+        Ok(Some(Isolated { rows, binary_rows: 0, suppressed, rejects }))
     }
 }
 
@@ -535,6 +542,14 @@ enum Together {
 /// a line per record: exact for text and binary COPY, where the server
 /// counts records (and tuples); in CSV it also counts quoted line ends, so
 /// the guess may fall after the bad chunk. `None` past the batch's records.
+/// What isolation sends its longer runs as binary with: the plan's COPY
+/// statement and this worker's encoder, unless the plan is text or most
+/// chunks have fallen back to text.
+fn binary_runs<'a>(shared: &'a Shared, encoder: Option<&'a mut BinaryEncoder>) -> Option<BinaryRuns<'a>> {
+    let plan = shared.binary.as_ref().filter(|plan| plan.wanted())?;
+    Some(BinaryRuns { sql: &plan.sql, encoder: encoder? })
+}
+
 fn chunk_of_line(chunks: &[&Chunk], server_line: u64) -> Option<usize> {
     let mut lines = 0;
     chunks.iter().position(|chunk| {
