@@ -273,11 +273,11 @@ pub(super) fn isolate(
         if run.is_empty() {
             continue;
         }
-        let stream = iso.stream(&run);
         let tuples = match binary.as_mut() {
-            Some(b) if run.len() >= MIN_BINARY_RUN => encode_run(b.encoder, &stream, run.len()),
+            Some(b) if run.len() >= MIN_BINARY_RUN => iso.encode(&run, b.encoder),
             _ => None,
         };
+        let stream = if tuples.is_some() { Cow::Borrowed(&[][..]) } else { iso.stream(&run) };
         let outcome = match (&tuples, &binary) {
             (Some(tuples), Some(b)) => session.copy_with(prelude, b.sql, &mut |send| {
                 send(tuples);
@@ -333,19 +333,6 @@ pub(super) fn isolate(
     Ok(Isolated { rows: iso.rows, binary_rows: iso.binary_rows, suppressed: iso.suppressed, rejects: iso.rejects })
 }
 
-/// A run's `records` (`stream`, whole records) as one binary COPY's bytes,
-/// when the encoder reads every one of them with certainty.
-fn encode_run(encoder: &mut BinaryEncoder, stream: &[u8], records: usize) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(stream.len() * 2);
-    out.extend_from_slice(binary::HEADER);
-    encoder.begin_chunk();
-    let done = encoder.encode(stream, true, &mut out).ok()?;
-    (done.consumed == stream.len() && done.records == records as u64).then(|| {
-        out.extend_from_slice(binary::TRAILER);
-        out
-    })
-}
-
 /// A run the server loaded only part of, without an error: it read a line
 /// holding only `\.` as the end of the data (text format; CSV before
 /// PostgreSQL 18) and ignored the rest. Like a refusal that names no line,
@@ -383,6 +370,25 @@ impl Isolator<'_> {
             }
         }
         (clean, suspects)
+    }
+
+    /// A run as one binary COPY's bytes, when the encoder reads every one of
+    /// its records with certainty. Each stretch of consecutive records is
+    /// encoded where it lies in the chunk, not gathered first.
+    fn encode(&self, run: &[usize], encoder: &mut BinaryEncoder) -> Option<Vec<u8>> {
+        let text_len = run.iter().map(|&i| self.index.start[i + 1] - self.index.start[i]).sum::<usize>();
+        let mut out = Vec::with_capacity(2 * text_len + binary::HEADER.len() + binary::TRAILER.len());
+        out.extend_from_slice(binary::HEADER);
+        encoder.begin_chunk();
+        for stretch in run.chunk_by(|a, b| *b == a + 1) {
+            let bytes = self.index.bytes(self.bytes, stretch[0], stretch[stretch.len() - 1] + 1);
+            let done = encoder.encode(bytes, true, &mut out).ok()?;
+            if done.consumed != bytes.len() || done.records != stretch.len() as u64 {
+                return None;
+            }
+        }
+        out.extend_from_slice(binary::TRAILER);
+        Some(out)
     }
 
     /// The bytes COPY gets for a run: a slice when its records are
