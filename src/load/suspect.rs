@@ -197,7 +197,7 @@ fn boolean(value: &[u8]) -> bool {
 /// when each record's fields were first collected).
 pub fn suspect(record: &[u8], rules: &[ColumnRule], format: &FormatOptions) -> bool {
     let mut fields = fields(record, format);
-    rules.iter().any(|rule| fields.next().is_none_or(|field| !plausible(&field, rule))) || fields.next().is_some()
+    rules.iter().any(|rule| !fields.next().is_some_and(|field| plausible(&field, rule))) || fields.next().is_some()
 }
 
 /// How many fields `record` (terminator included) splits into, as far as
