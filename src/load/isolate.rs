@@ -25,12 +25,13 @@
 //!    chunk's good rows.
 //!
 //! Where the load's plan is binary, runs of [`MIN_BINARY_RUN`] records or
-//! more go as binary tuples when the encoder reads all of their records
-//! (the server then names the refused tuple by its number), the others as
-//! text. Why: a file with a bad record every few thousand has one in most
-//! chunks, and sending all those chunks as text gave up what binary saves
-//! the server (3 M rows of an orders table with a bad id every 1,000 lines:
-//! see bench/README.md).
+//! more go as binary tuples (the server then names a refused tuple by its
+//! number), encoded as they are sent; a run with a record the encoder is
+//! unsure of is abandoned there and goes as text, as do shorter runs. Why:
+//! a file with a bad record every few thousand has one in most chunks, and
+//! sending all those chunks as text gave up what binary saves the server
+//! (3 M rows of an orders table with a bad id every 1,000 lines: 2.31 s
+//! before, 1.75 s after, the server's CPU 3.28 s and 2.15 s; bench/README.md).
 //!
 //! Every good record is sent at most twice. After an error, runs shrink to
 //! about sqrt(2 * overhead / error density) records, the size that minimises
@@ -49,7 +50,8 @@ use crate::format::scan::LineEnd;
 use crate::format::{FormatKind, RecordScanner};
 use crate::rejects::Reject;
 use crate::sink::postgres::PgSession;
-use crate::sink::{CopyOutcome, CopyRefusal};
+use crate::sink::postgres::COPY_PIECE;
+use crate::sink::{CopyOutcome, CopyRefusal, CopyWriter};
 
 /// Cost of one extra COPY statement, in small records' worth of server time.
 /// Measured on PostgreSQL 15: a COPY builds (and at its end drops) a tuple
@@ -273,17 +275,27 @@ pub(super) fn isolate(
         if run.is_empty() {
             continue;
         }
-        let tuples = match binary.as_mut() {
-            Some(b) if run.len() >= MIN_BINARY_RUN => iso.encode(&run, b.encoder),
-            _ => None,
+        let mut unsure = false;
+        let as_binary = match binary.as_mut().filter(|_| run.len() >= MIN_BINARY_RUN) {
+            Some(b) => match session.copy_with(prelude, b.sql, &mut |send| {
+                iso.send_binary(&run, b.encoder, send).inspect_err(|_| unsure = true)
+            }) {
+                Ok(outcome) => Some(outcome),
+                // The encoder was unsure of a record: the COPY was abandoned
+                // (what it sent is rolled back) and the run goes as text.
+                Err(_) if unsure => {
+                    prelude = &after_refusal;
+                    None
+                }
+                Err(e) => return Err(e),
+            },
+            None => None,
         };
-        let stream = if tuples.is_some() { Cow::Borrowed(&[][..]) } else { iso.stream(&run) };
-        let outcome = match (&tuples, &binary) {
-            (Some(tuples), Some(b)) => session.copy_with(prelude, b.sql, &mut |send| {
-                send(tuples);
-                Ok(())
-            })?,
-            _ => session.copy_after(prelude, &mut |send| {
+        let went_binary = as_binary.is_some();
+        let stream = if went_binary { Cow::Borrowed(&[][..]) } else { iso.stream(&run) };
+        let outcome = match as_binary {
+            Some(outcome) => outcome,
+            None => session.copy_after(prelude, &mut |send| {
                 send(&stream);
                 Ok(())
             })?,
@@ -298,7 +310,7 @@ pub(super) fn isolate(
         prelude = match outcome {
             CopyOutcome::Loaded(rows) => {
                 iso.rows += rows;
-                iso.binary_rows += if tuples.is_some() { rows } else { 0 };
+                iso.binary_rows += if went_binary { rows } else { 0 };
                 iso.suppressed += suppressed(run.len() as u64, rows);
                 iso.seen += run.len();
                 &after_loaded
@@ -306,9 +318,9 @@ pub(super) fn isolate(
             CopyOutcome::Refused(r) => {
                 // A binary COPY's line is the tuple's number; a text one's is
                 // located in the stream just sent, not built a second time.
-                let at = match tuples {
-                    Some(_) => r.server_line.map(|line| line.saturating_sub(1) as usize),
-                    None => iso.refused_at(&stream, &r),
+                let at = match went_binary {
+                    true => r.server_line.map(|line| line.saturating_sub(1) as usize),
+                    false => iso.refused_at(&stream, &r),
                 };
                 drop(stream);
                 runs.extend(iso.split_at_refusal(run, at, r));
@@ -372,23 +384,38 @@ impl Isolator<'_> {
         (clean, suspects)
     }
 
-    /// A run as one binary COPY's bytes, when the encoder reads every one of
-    /// its records with certainty. Each stretch of consecutive records is
-    /// encoded where it lies in the chunk, not gathered first.
-    fn encode(&self, run: &[usize], encoder: &mut BinaryEncoder) -> Option<Vec<u8>> {
-        let text_len = run.iter().map(|&i| self.index.start[i + 1] - self.index.start[i]).sum::<usize>();
-        let mut out = Vec::with_capacity(2 * text_len + binary::HEADER.len() + binary::TRAILER.len());
+    /// Sends a run as binary tuples, a piece at a time, each stretch of
+    /// consecutive records encoded where it lies in the chunk (nothing
+    /// gathered: a worker holds one piece). Fails when the encoder is unsure
+    /// of a record, which abandons the COPY.
+    fn send_binary(&self, run: &[usize], encoder: &mut BinaryEncoder, send: &mut CopyWriter<'_>) -> Result<(), Error> {
+        let unsure = || Error::Usage("the binary encoder was unsure of a record; the run goes as text".into());
+        let mut out = Vec::with_capacity(2 * COPY_PIECE);
         out.extend_from_slice(binary::HEADER);
         encoder.begin_chunk();
         for stretch in run.chunk_by(|a, b| *b == a + 1) {
-            let bytes = self.index.bytes(self.bytes, stretch[0], stretch[stretch.len() - 1] + 1);
-            let done = encoder.encode(bytes, true, &mut out).ok()?;
-            if done.consumed != bytes.len() || done.records != stretch.len() as u64 {
-                return None;
+            let (mut from, end) = (stretch[0], stretch[stretch.len() - 1] + 1);
+            while from < end {
+                // The records from `from` that fit in a piece (at least one).
+                let limit = self.index.start[from] + COPY_PIECE;
+                let to = from + self.index.start[from + 1..=end].partition_point(|&s| s <= limit).max(1);
+                let bytes = self.index.bytes(self.bytes, from, to);
+                let done = encoder.encode(bytes, true, &mut out).map_err(|_| unsure())?;
+                if done.consumed != bytes.len() || done.records != (to - from) as u64 {
+                    return Err(unsure());
+                }
+                if out.len() >= COPY_PIECE {
+                    if !send(&out) {
+                        return Ok(());
+                    }
+                    out.clear();
+                }
+                from = to;
             }
         }
         out.extend_from_slice(binary::TRAILER);
-        Some(out)
+        send(&out);
+        Ok(())
     }
 
     /// The bytes COPY gets for a run: a slice when its records are
