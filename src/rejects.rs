@@ -120,7 +120,7 @@ pub const COPY_INTO_TABLE: &str = "COPY sluice.rejects (job, target_table, file,
 pub fn copy_text(rejects: &[Reject], job: &str, table: &str) -> Vec<u8> {
     let mut out = Vec::new();
     for r in rejects {
-        let raw: String = r.raw_bytes().iter().map(|b| format!("{b:02x}")).collect();
+        let raw = hex(&r.raw_bytes());
         let fields = [
             Some(job.to_string()),
             Some(table.to_string()),
@@ -139,6 +139,19 @@ pub fn copy_text(rejects: &[Reject], job: &str, table: &str) -> Vec<u8> {
         out.push(b'\n');
     }
     out
+}
+
+/// Lower-case hex digits of `bytes`, two a byte, for bytea's `\x` input.
+/// Written a byte at a time: a `format!` per byte allocated a string each,
+/// a twelfth of sluice's CPU on a file with 143,000 rejects.
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(2 * bytes.len());
+    for &b in bytes {
+        text.push(DIGITS[usize::from(b >> 4)] as char);
+        text.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    text
 }
 
 /// Every reject `job` committed, in input order (by file name, byte by
@@ -390,7 +403,9 @@ mod tests {
     #[test]
     fn from_row_decodes_long_raw_records() {
         let raw: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
-        let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+        let hex = hex(&raw);
+        assert_eq!(hex[..8], *"00010203", "{}", &hex[..8]);
+        assert_eq!(hex[2 * 250..2 * 252], *"fa00");
         let row: Vec<Option<String>> =
             ["f.csv", "7", "100", "6", "why", "22P04", "", &hex].iter().map(|v| Some(v.to_string())).collect();
         let reject = Reject::from_row(&row);
