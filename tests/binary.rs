@@ -9,7 +9,7 @@ use crate::util::{Run, Spoiled, TestDb};
 const COLUMNS: &str = "i2 smallint, i4 integer, i8 bigint, f4 real, f8 double precision, n numeric, \
      n3 numeric(12,3), d date, ts timestamp, ts3 timestamp(3), b boolean, t text, v varchar(20), c char(5), \
      j json, jb jsonb, u uuid, tz timestamptz, tm time, tm3 time(3), bt bit(3), vb varbit, by bytea, ip inet, \
-     ai integer[], an numeric(6,2)[], av varchar(8)[], atz timestamptz[]";
+     ai integer[], an numeric(6,2)[], av varchar(8)[], atz timestamptz[], dr daterange, tr tstzrange";
 
 /// A small deterministic generator (xorshift), so failures reproduce.
 struct Rng(u64);
@@ -97,6 +97,8 @@ fn row(rng: &mut Rng, i: u64, unsure_every: u64) -> Vec<Option<String>> {
             rng.pick(&["a", "\"b c\"", "\"x,y\"", "\"\"", "ünï", "\"NULL\"", "\"{}\"", "12345678"]).to_string()
         })),
         Some(array(rng, |rng| format!("\"{}{}\"", time(rng), offset(rng)))),
+        Some(date_range(rng, date)),
+        Some(time_range(rng, time, offset)),
     ];
     for v in values.iter_mut().skip(1) {
         if rng.below(13) == 0 {
@@ -104,7 +106,7 @@ fn row(rng: &mut Rng, i: u64, unsure_every: u64) -> Vec<Option<String>> {
         }
     }
     if unsure_every > 0 && i % unsure_every == unsure_every - 1 {
-        let (column, value) = match (i / unsure_every) % 15 {
+        let (column, value) = match (i / unsure_every) % 16 {
             0 => (1, " 42 "),
             1 => (5, "1.5e3"),
             2 => (7, "March 3, 2020"),
@@ -119,11 +121,38 @@ fn row(rng: &mut Rng, i: u64, unsure_every: u64) -> Vec<Option<String>> {
             11 => (24, "{{1,2},{3,4}}"),
             12 => (25, "[0:1]={1.5,2}"),
             13 => (26, r#"{"q\"uote",b\\s}"#),
+            14 => (28, "[2020-01-01, 2020-02-01)"),
             _ => (16, "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}"),
         };
         values[column] = Some(value.to_string());
     }
     values
+}
+
+/// A daterange literal: `empty`, or bounds in order, either one unbounded.
+fn date_range(rng: &mut Rng, date: impl Fn(&mut Rng) -> String) -> String {
+    let (a, b) = (date(rng), date(rng));
+    let (low, high) = if a <= b { (a, b) } else { (b, a) };
+    match rng.below(5) {
+        0 => "empty".to_string(),
+        1 => format!("[{low},{high})"),
+        2 => format!("(,{high}]"),
+        3 => format!("[{low},)"),
+        _ => format!("({low},{high}]"),
+    }
+}
+
+/// A tstzrange literal, its bounds quoted as the server prints them or
+/// written with a `T`, one offset for both (so the lower is not above the upper).
+fn time_range(rng: &mut Rng, time: impl Fn(&mut Rng) -> String, offset: impl Fn(&mut Rng) -> &'static str) -> String {
+    let (a, b) = (time(rng), time(rng));
+    let (low, high) = if a <= b { (a, b) } else { (b, a) };
+    let zone = offset(rng);
+    match rng.below(3) {
+        0 => format!("[\"{low}{zone}\",\"{high}{zone}\")"),
+        1 => format!("({},{}{zone}]", low.replacen(' ', "T", 1) + zone, high.replacen(' ', "T", 1)),
+        _ => format!("[\"{low}{zone}\",)"),
+    }
 }
 
 /// An array literal of up to four elements made by `element`, or NULLs
@@ -664,7 +693,7 @@ fn edge_values_load_as_binary_exactly_as_as_text() {
     for zone in ["UTC", "America/New_York"] {
         set_time_zone(&db, zone);
         for (n, (sql_type, values)) in EDGE_VALUES.iter().enumerate() {
-            if zone != "UTC" && !sql_type.starts_with("timestamp") {
+            if zone != "UTC" && !sql_type.starts_with("timestamp") && *sql_type != "tstzrange" {
                 continue;
             }
             let file = db.file(&format!("edge{n}.tsv"), (values.join("\n") + "\n").as_bytes());
@@ -920,6 +949,49 @@ const EDGE_VALUES: &[(&str, &[&str])] = &[
     ("bit(3)", &["101", "10", "1011", "x5", "B101"]),
     ("varbit", &["", "1", "x1F", "X1f"]),
     ("jsonb", &[r#"{"a":1,"a":2}"#, "1.000", "1e400", r#""\\u0000""#, "  {} "]),
+    (
+        "int4range",
+        &[
+            "[1,5]",
+            "(1,5)",
+            "[5,1)",
+            "empty",
+            "(,)",
+            "[,5)",
+            "[1,)",
+            r#"["1","5"]"#,
+            "[1,1)",
+            "[1,2147483647]",
+            " [1,5)",
+            "EMPTY",
+            "[1, 5)",
+            "[a,5)",
+        ],
+    ),
+    ("int8range", &["[-9223372036854775808,0]", "(0,9223372036854775807]"]),
+    ("numrange", &["[1.5,2.25)", "(,0.50]", "[2,1]", "[NaN,1)", "[1e3,)"]),
+    (
+        "daterange",
+        &[
+            "[2024-01-01,2024-02-01)",
+            "[2024-01-01,2024-01-01)",
+            "(2024-01-01,2024-01-02)",
+            "[2024-01-01,2024-01-01]",
+            "[2024-02-30,)",
+            "[,infinity)",
+            "[-infinity,2024-01-01]",
+        ],
+    ),
+    ("tsrange", &["[2024-01-01 10:00,2024-01-01 11:00)", r#"["2024-01-01 10:00:00",)"#, "[2024-01-01T10:00:00.5,]"]),
+    (
+        "tstzrange",
+        &[
+            r#"["2024-01-01 10:00:00+00","2024-01-02 00:00:00+02")"#,
+            "[2024-01-01T10:00:00Z,)",
+            r#"("2024-01-01 10:00:00+00","2024-01-01 09:00:00+00")"#,
+            r#"["2024-01-01 10:00:00","2024-01-02 10:00:00")"#,
+        ],
+    ),
 ];
 
 /// Random values around each type's edges (digit runs with leading zeros,
@@ -1073,7 +1145,34 @@ const FUZZED: &[(&str, Generator)] = &[
     ("bit varying(8)", fuzzed_bits),
     ("json", |rng| fuzzed_json(rng, 0)),
     ("jsonb", |rng| fuzzed_json(rng, 0)),
+    ("int4range", |rng| fuzzed_range(rng, |rng| fuzzed_integer(rng, 11))),
+    ("int8range", |rng| fuzzed_range(rng, |rng| fuzzed_integer(rng, 21))),
+    ("numrange", |rng| fuzzed_range(rng, |rng| shortened(rng, true, 12))),
+    ("daterange", |rng| fuzzed_range(rng, fuzzed_date)),
+    ("tsrange", |rng| fuzzed_range(rng, |rng| fuzzed_timestamp(rng, false))),
+    ("tstzrange", |rng| fuzzed_range(rng, |rng| fuzzed_timestamp(rng, true))),
 ];
+
+/// A range literal of fuzzed bounds: brackets of either kind, each bound
+/// unbounded, plain, quoted or after a space (or both the same), and now
+/// and then `empty` in some spelling.
+fn fuzzed_range(rng: &mut Rng, bound: Generator) -> String {
+    if rng.below(10) == 0 {
+        return rng.pick(&["empty", "EMPTY", " empty", "Empty"]).to_string();
+    }
+    let side = |rng: &mut Rng| match rng.below(12) {
+        0 => String::new(),
+        1 => format!("\"{}\"", bound(rng)),
+        2 => format!(" {}", bound(rng)),
+        _ => bound(rng),
+    };
+    // Half the time both bounds alike: one value the encoder reads makes
+    // a range it reads, and `[x,x)` is empty.
+    let lower = side(rng);
+    let upper = if rng.below(2) == 0 { lower.clone() } else { side(rng) };
+    let open = rng.pick(&["[", "(", "[", "[", "(", " ["]);
+    format!("{open}{lower},{upper}{}", rng.pick(&["]", ")", ")", "]", ")", ") "]))
+}
 
 /// A number of at most `most` characters, so that many fit a modifier.
 fn shortened(rng: &mut Rng, exponent: bool, most: u64) -> String {

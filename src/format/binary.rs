@@ -97,6 +97,8 @@ pub enum Codec {
     MacAddr8,
     /// A one-dimensional array of one of [`ELEMENTS`].
     Array(&'static Element),
+    /// A built-in range of one of [`RANGES`]' subtypes (see [`range`]).
+    Range(&'static Element),
 }
 
 /// An array's element type. The binary array names it by OID, which the
@@ -143,12 +145,29 @@ static ELEMENTS: [Element; 21] = [
 static TIMESTAMPTZ_IN_UTC: Element =
     Element { name: "timestamp with time zone", oid: 1184, codec: Codec::TimestampTzUtc };
 
+/// The built-in range types, each with its subtype's codec (the OID is the
+/// range type's own, for reference: a binary range names no type).
+static RANGES: [Element; 6] = [
+    Element { name: "int4range", oid: 3904, codec: Codec::Int4 },
+    Element { name: "int8range", oid: 3926, codec: Codec::Int8 },
+    Element { name: "numrange", oid: 3906, codec: Codec::Numeric },
+    Element { name: "daterange", oid: 3912, codec: Codec::Date },
+    Element { name: "tsrange", oid: 3908, codec: Codec::Timestamp },
+    Element { name: "tstzrange", oid: 3910, codec: Codec::TimestampTz },
+];
+
+/// tstzrange in a session whose time zone is UTC.
+static TSTZRANGE_IN_UTC: Element = Element { name: "tstzrange", oid: 3910, codec: Codec::TimestampTzUtc };
+
 impl Codec {
     /// The codec for a type as `format_type` prints it, if there is one.
     pub fn for_type(sql_type: &str) -> Option<Codec> {
         let base = without_modifier(sql_type);
         if let Some(element) = base.strip_suffix("[]") {
             return ELEMENTS.iter().find(|e| e.name == element).map(Codec::Array);
+        }
+        if let Some(range) = RANGES.iter().find(|r| r.name == base) {
+            return Some(Codec::Range(range));
         }
         Some(match base.as_str() {
             "smallint" => Codec::Int2,
@@ -209,6 +228,7 @@ impl Codec {
             Codec::MacAddr => "macaddr",
             Codec::MacAddr8 => "macaddr8",
             Codec::Array(_) => "array",
+            Codec::Range(range) => range.name,
         }
     }
 
@@ -235,6 +255,7 @@ impl Codec {
                 | Codec::Float8
                 | Codec::Json
                 | Codec::Jsonb
+                | Codec::Range(_)
         )
     }
 }
@@ -380,6 +401,7 @@ impl BinaryEncoder {
             match *codec {
                 Codec::TimestampTz => *codec = Codec::TimestampTzUtc,
                 Codec::Array(e) if e.codec == Codec::TimestampTz => *codec = Codec::Array(&TIMESTAMPTZ_IN_UTC),
+                Codec::Range(r) if r.codec == Codec::TimestampTz => *codec = Codec::Range(&TSTZRANGE_IN_UTC),
                 _ => {}
             }
         }
@@ -777,6 +799,7 @@ fn encode_value(codec: Codec, text: &[u8], out: &mut Vec<u8>) -> Result<(), Stri
         Codec::MacAddr => mac_address(text, false, out),
         Codec::MacAddr8 => mac_address(text, true, out),
         Codec::Array(element) => array(element, text, out),
+        Codec::Range(range) => range_value(range, text, out),
     };
     ok.ok_or_else(|| match codec {
         Codec::TimestampTz if timestamptz(text, true).is_some() => format!(
@@ -1338,6 +1361,83 @@ fn array(element: &Element, text: &[u8], out: &mut Vec<u8>) -> Option<()> {
     let len = (out.len() - start - 4) as i32;
     out[start..start + 4].copy_from_slice(&len.to_be_bytes());
     Some(())
+}
+
+/// A range as `range_send` writes it: a flags byte, then each finite
+/// bound's length and value in the subtype's binary form. Read here:
+/// `empty`, or `[` or `(`, a bound, a comma, a bound, `]` or `)`, with
+/// nothing around; a bound empty (unbounded), plain, or in double quotes
+/// with no quote or backslash inside (as the server prints timestamps).
+/// Anything else (spaces around, `EMPTY`, escapes) is left to the text
+/// path. A discrete range's canonical form (`[1,5]` is `[1,6)`) and a lower
+/// bound above the upper are the server's business either way: `range_recv`
+/// builds the range with the function `range_in` uses.
+fn range_value(range: &Element, text: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    const EMPTY: u8 = 0x01;
+    const LOWER_INCLUSIVE: u8 = 0x02;
+    const UPPER_INCLUSIVE: u8 = 0x04;
+    const LOWER_UNBOUNDED: u8 = 0x08;
+    const UPPER_UNBOUNDED: u8 = 0x10;
+    let start = out.len();
+    // The field's length and the flags, written once the bounds are.
+    out.extend_from_slice(&[0; 5]);
+    let flags = if text == b"empty" {
+        EMPTY
+    } else {
+        let (&open, rest) = text.split_first()?;
+        let (&close, inner) = rest.split_last()?;
+        let (lower, after) = range_bound(inner)?;
+        let (upper, after) = range_bound(after.strip_prefix(b",")?)?;
+        if !after.is_empty() {
+            return None;
+        }
+        let mut flags = match (open, close) {
+            (b'[' | b'(', b']' | b')') => 0,
+            _ => return None,
+        };
+        for (bound, inclusive, unbounded, is_inclusive) in [
+            (lower, LOWER_INCLUSIVE, LOWER_UNBOUNDED, open == b'['),
+            (upper, UPPER_INCLUSIVE, UPPER_UNBOUNDED, close == b']'),
+        ] {
+            match bound {
+                None => flags |= unbounded,
+                Some(value) => {
+                    encode_value(range.codec, value, out).ok()?;
+                    flags |= if is_inclusive { inclusive } else { 0 };
+                }
+            }
+        }
+        flags
+    };
+    out[start + 4] = flags;
+    let len = (out.len() - start - 4) as i32;
+    out[start..start + 4].copy_from_slice(&len.to_be_bytes());
+    Some(())
+}
+
+/// The range bound at the front of `text` (`None`: unbounded, nothing
+/// written) and what follows it, which must be a comma or the end.
+fn range_bound(text: &[u8]) -> Option<(Option<&[u8]>, &[u8])> {
+    let (value, after) = match text.strip_prefix(b"\"") {
+        Some(quoted) => {
+            let close = memchr(b'"', quoted)?;
+            let value = &quoted[..close];
+            // `""` is an empty string, not an unbounded end.
+            if value.is_empty() || value.contains(&b'\\') {
+                return None;
+            }
+            (Some(value), &quoted[close + 1..])
+        }
+        None => {
+            let end = memchr(b',', text).unwrap_or(text.len());
+            let value = &text[..end];
+            if value.iter().any(|b| b"\"\\()[]".contains(b)) {
+                return None;
+            }
+            ((!value.is_empty()).then_some(value), &text[end..])
+        }
+    };
+    matches!(after.first(), None | Some(b',')).then_some((value, after))
 }
 
 /// inet or cidr as `inet_send` writes them: family (2 for IPv4, 3 for
@@ -1906,6 +2006,47 @@ mod tests {
         assert_eq!(timestamp(b"1999-12-31T23:59:59"), Some(-1_000_000));
         assert_eq!(timestamp(b"2000-01-01 24:00:00"), None);
         assert_eq!(timestamp(b"2000-01-01 00:00:00.1234567"), None);
+    }
+
+    #[test]
+    fn ranges_as_range_send_writes_them() {
+        let encode = |ty: &str, text: &str| {
+            let mut out = Vec::new();
+            encode_value(Codec::for_type(ty).unwrap(), text.as_bytes(), &mut out).ok().map(|_| out)
+        };
+        let days = |d: i32| d.to_be_bytes();
+        let jan1 = days_since_2000(2024, 1, 1) as i32;
+        let mut want = vec![0, 0, 0, 17, 0x02, 0, 0, 0, 4];
+        want.extend(days(jan1));
+        want.extend([0, 0, 0, 4]);
+        want.extend(days(jan1 + 31));
+        assert_eq!(encode("daterange", "[2024-01-01,2024-02-01)"), Some(want));
+        assert_eq!(encode("daterange", "empty"), Some(vec![0, 0, 0, 1, 0x01]));
+        assert_eq!(encode("int4range", "(,)"), Some(vec![0, 0, 0, 1, 0x18]));
+        assert_eq!(encode("int4range", "(,5]"), Some(vec![0, 0, 0, 9, 0x0c, 0, 0, 0, 4, 0, 0, 0, 5]));
+        assert_eq!(encode("int8range", "[\"7\",)").map(|v| v[4]), Some(0x12), "a quoted bound");
+        let tstz = encode("tstzrange", "[\"2024-01-01 10:00:00+00\",\"2024-01-02 00:00:00+00\")").unwrap();
+        assert_eq!((tstz.len(), tstz[4]), (4 + 1 + 12 + 12, 0x02));
+        assert_eq!(Codec::for_type("tstzrange").map(|c| c.sql_name()), Some("tstzrange"));
+        assert_eq!(Codec::for_type("datemultirange"), None);
+        for unsure in [
+            " [1,5)",
+            "[1,5) ",
+            "EMPTY",
+            "[1,5",
+            "{1,5}",
+            "[1,5,6)",
+            "[\"\",5)",
+            "[\"1\\2\",5)",
+            "[\"1\"\"2\",5)",
+            "[ 1,5)",
+            "[x,5)",
+            "[1,(5)",
+            "[,]x",
+        ] {
+            assert_eq!(encode("int4range", unsure), None, "{unsure:?}");
+        }
+        assert_eq!(encode("tstzrange", "[2024-01-01 10:00:00,)"), None, "no offset: the session's zone");
     }
 
     #[test]
