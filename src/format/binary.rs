@@ -1748,6 +1748,8 @@ mod tests {
         fn clean_lines_encode_like_the_exact_splitter(
             (types, rows) in proptest::strategy::Strategy::prop_flat_map(proptest::collection::vec(0usize..14, 1..6), |types| {
                 let quoted = |text: String| format!("\"{text}\"");
+                // As CSV writers quote: each quote inside doubled.
+                let doubled = |text: String| format!("\"{}\"", text.replace('"', "\"\""));
                 let row: Vec<_> = types
                     .iter()
                     .map(|&t| {
@@ -1756,6 +1758,7 @@ mod tests {
                             1 => field_text(),
                             2 => proptest::strategy::Strategy::prop_map(typed_text(t), quoted),
                             1 => proptest::strategy::Strategy::prop_map(field_text(), quoted),
+                            1 => proptest::strategy::Strategy::prop_map(field_text(), doubled),
                         ]
                     })
                     .collect();

@@ -27,6 +27,13 @@
 //! files, Excel for Mac's "CSV (Macintosh)"), at `\r`; see [`line_end_of`].
 //! A line end of the other style inside such an input is data here and an
 //! error on the server, which makes its record a reject.
+//!
+//! Quote-dense CSV (JSON in CSV: twenty quotes a line) cost the byte loop a
+//! search per quote, and the chunker most of sluice's CPU on such files. Where
+//! the quote is its own escape and the CPU has AVX2, the bulk count takes 64
+//! bytes at a time: every quote toggles the state there (the escape is NUL,
+//! so a block with a NUL goes to the byte loop), and which line ends are
+//! inside quotes comes from the block's quote bits by a prefix XOR.
 
 use memchr::{memchr, memchr2, memchr3};
 
@@ -134,6 +141,8 @@ pub struct RecordScanner {
     pending_backslash: bool,
     /// Some byte of the current record has been consumed.
     mid_record: bool,
+    /// The CPU has AVX2: quote-dense CSV is counted 64 bytes at a time.
+    wide: bool,
 }
 
 impl RecordScanner {
@@ -144,6 +153,7 @@ impl RecordScanner {
             quotes: QuoteState::default(),
             pending_backslash: false,
             mid_record: false,
+            wide: wide::available(),
         }
     }
 
@@ -297,8 +307,115 @@ impl RecordScanner {
             }
             self.quote_step(buf[special], quote, escape);
             pos = special + 1;
+            if escape == 0 && self.wide && stretch.len() < DENSE {
+                pos = self.count_csv_blocks(buf, pos, quote, &mut step, &mut last_end);
+            }
         }
         (step, last_end)
+    }
+}
+
+impl RecordScanner {
+    /// [`count_csv`](Self::count_csv) 64 bytes at a time from `pos`, where
+    /// the quote is its own escape (see the module docs), until a block
+    /// without a quote; where it got to. The byte loop takes the rest: long
+    /// stretches without quotes (where a search runs faster than blocks), a
+    /// short tail, a block with a NUL, or a start just after a NUL inside
+    /// quotes.
+    fn count_csv_blocks(
+        &mut self,
+        buf: &[u8],
+        mut pos: usize,
+        quote: u8,
+        step: &mut Step,
+        last_end: &mut usize,
+    ) -> usize {
+        // All ones while inside quotes.
+        let mut inside = if self.quotes.in_quote { u64::MAX } else { 0 };
+        while pos + wide::BLOCK <= buf.len() && !self.quotes.last_was_esc {
+            // SAFETY: `wide` is set only where AVX2 is available.
+            let (quotes, eols, nuls) = unsafe { wide::masks(&buf[pos..pos + wide::BLOCK], quote, self.eol) };
+            if nuls != 0 {
+                break;
+            }
+            let within = prefix_xor(quotes) ^ inside;
+            let ends = eols & !within;
+            step.newlines += u64::from(eols.count_ones());
+            step.records += u64::from(ends.count_ones());
+            if ends != 0 {
+                *last_end = pos + wide::BLOCK - ends.leading_zeros() as usize;
+            }
+            inside = ((within >> 63) & 1).wrapping_neg();
+            pos += wide::BLOCK;
+            if quotes == 0 {
+                break;
+            }
+        }
+        self.quotes.in_quote = inside != 0;
+        pos
+    }
+}
+
+/// Bytes between two quotes below which CSV counts as quote-dense, and is
+/// counted by blocks: store_sales (a quote now and then) counted 6.0 GB/s
+/// by searches and 5.1 GB/s by blocks only (`cargo bench --bench chunking`).
+const DENSE: usize = 64;
+
+/// Bit `i` set when an odd number of the bits up to and including `i` are:
+/// given a block's quote bits, which of its bytes are inside quotes.
+#[inline]
+pub(crate) fn prefix_xor(mut bits: u64) -> u64 {
+    for shift in [1, 2, 4, 8, 16, 32] {
+        bits ^= bits << shift;
+    }
+    bits
+}
+
+/// A block's bytes compared 64 at a time with AVX2.
+#[cfg(target_arch = "x86_64")]
+mod wide {
+    use std::arch::x86_64::{__m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_set1_epi8};
+
+    pub const BLOCK: usize = 64;
+
+    pub fn available() -> bool {
+        std::is_x86_feature_detected!("avx2")
+    }
+
+    /// One bit per byte of `block` (64 bytes): its quotes, line ends and NULs.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 ([`available`]).
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn masks(block: &[u8], quote: u8, eol: u8) -> (u64, u64, u64) {
+        assert_eq!(block.len(), BLOCK);
+        // SAFETY: `block` holds 64 bytes: both 32-byte loads are in it.
+        let halves = unsafe {
+            let first = block.as_ptr().cast::<__m256i>();
+            [_mm256_loadu_si256(first), _mm256_loadu_si256(first.add(1))]
+        };
+        let mask = |byte: u8| {
+            let byte = _mm256_set1_epi8(byte as i8);
+            let [low, high] = halves.map(|half| _mm256_movemask_epi8(_mm256_cmpeq_epi8(half, byte)) as u32);
+            u64::from(low) | u64::from(high) << 32
+        };
+        (mask(quote), mask(eol), mask(0))
+    }
+}
+
+/// Elsewhere the byte loop counts every block.
+#[cfg(not(target_arch = "x86_64"))]
+mod wide {
+    pub const BLOCK: usize = 64;
+
+    pub fn available() -> bool {
+        false
+    }
+
+    /// # Safety
+    /// None needed: never called ([`available`] is false here).
+    pub unsafe fn masks(_: &[u8], _: u8, _: u8) -> (u64, u64, u64) {
+        unreachable!("no AVX2 here")
     }
 }
 
@@ -598,6 +715,38 @@ mod tests {
         let input = b"a\\\nb\t1\nc\\\\\n\\N\td\n";
         assert_eq!(records(Dialect::Text, input), ["a\\\nb\t1\n", "c\\\\\n", "\\N\td\n"]);
         check_all_splits(Dialect::Text, input);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+        /// The 64-byte count agrees with the byte loop, step by step, on
+        /// quote-dense CSV fed in pieces of any size, with NULs (the escape
+        /// when the quote is its own) and line ends of both kinds.
+        #[test]
+        fn blocks_count_csv_as_the_byte_loop_does(
+            bytes in proptest::collection::vec(proptest::sample::select(b"ab,\"\"\n\r\0".to_vec()), 0..1500),
+            pieces in proptest::collection::vec(1usize..300, 1..8),
+            nul_every in 0usize..4,
+            cr in proptest::bool::ANY,
+        ) {
+            // Most inputs without a NUL, so that whole blocks are counted.
+            let input: Vec<u8> =
+                bytes.iter().map(|&b| if b == 0 && nul_every != 1 { b'a' } else { b }).collect();
+            let line_end = if cr { LineEnd::Cr } else { LineEnd::Lf };
+            let mut blocks = RecordScanner::new(CSV, line_end);
+            if !blocks.wide {
+                return Ok(());
+            }
+            let mut bytewise = RecordScanner { wide: false, ..blocks.clone() };
+            let (mut offset, mut cuts) = (0, pieces.iter().cycle());
+            while offset < input.len() {
+                let len = (*cuts.next().unwrap()).min(input.len() - offset);
+                let piece = &input[offset..offset + len];
+                proptest::prop_assert_eq!(blocks.scan(piece, false), bytewise.scan(piece, false), "at {}", offset);
+                proptest::prop_assert_eq!(blocks.at_record_start(), bytewise.at_record_start());
+                offset += len;
+            }
+        }
     }
 
     #[test]
