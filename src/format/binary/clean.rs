@@ -171,7 +171,8 @@ fn undouble(inner: &[u8], quote: u8, value: &mut Vec<u8>) -> Option<u32> {
 }
 
 /// Whether a CSV field is enclosed in quotes: starts and ends with one.
-/// That its value holds none is settled by counting the line's quotes.
+/// That the quotes inside are doubled ones is settled by [`undouble`], and
+/// that no other field holds a quote by counting the line's quotes.
 fn enclosed(text: &[u8], quote: u8) -> bool {
     text.len() >= 2 && text[0] == quote && text[text.len() - 1] == quote
 }
