@@ -675,6 +675,8 @@ fn isolation_sends_its_runs_as_binary() {
         }
     }
     assert!(chunks.iter().any(|c| c["binary"] == false), "a run with a spaced number went as text: {copy}");
+    let first_fallback = copy["first_fallback"].as_str().unwrap_or_default();
+    assert!(first_fallback.contains("runs.tsv record 302: ") && first_fallback.contains("903.01"), "{copy}");
     db.psql_copy("want", &db.file("kept.tsv", spoiled.kept().as_bytes()), "");
     assert_same_text_rows(&db, "got", "want");
     assert_eq!(db.scalar("SELECT count(*) FROM got WHERE id % 500 = 301"), "6", "the spaced numbers loaded");

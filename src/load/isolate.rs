@@ -27,7 +27,9 @@
 //! Where the load's plan is binary, runs of [`MIN_BINARY_RUN`] records or
 //! more go as binary tuples (the server then names a refused tuple by its
 //! number), encoded as they are sent; a run with a record the encoder is
-//! unsure of is abandoned there and goes as text, as do shorter runs. Why:
+//! unsure of is abandoned there and goes as text, as do shorter runs. Runs
+//! count as the plan's tries and fallbacks as chunks do, so a column the
+//! encoder cannot read in most records stops binary here too. Why:
 //! a file with a bad record every few thousand has one in most chunks, and
 //! sending all those chunks as text gave up what binary saves the server
 //! (3 M rows of an orders table with a bad id every 1,000 lines: 2.31 s
@@ -40,12 +42,13 @@
 
 use std::borrow::Cow;
 
+use super::plan::BinaryPlan;
 use super::suspect::{suspect, suspect_json};
 use super::{nothing_loads, rows_loaded_so_far, Shared, ALL_REJECTED_STOP};
 use crate::chunk::{locate_server_line, Chunk};
 use crate::encoding::{self, Transcoding};
 use crate::error::Error;
-use crate::format::binary::{self, BinaryEncoder};
+use crate::format::binary::{self, BinaryEncoder, Unsure};
 use crate::format::scan::LineEnd;
 use crate::format::{FormatKind, RecordScanner};
 use crate::rejects::Reject;
@@ -68,9 +71,10 @@ const MIN_RUN: usize = 16;
 const MIN_BINARY_RUN: usize = MIN_RUN;
 
 /// How isolation sends its longer runs as binary tuples: the load's binary
-/// COPY statement and the worker's encoder.
+/// plan (its COPY statement, and its count of tries and fallbacks, which
+/// isolation adds to as the fast path does) and the worker's encoder.
 pub(super) struct BinaryRuns<'a> {
-    pub sql: &'a str,
+    pub plan: &'a BinaryPlan,
     pub encoder: &'a mut BinaryEncoder,
 }
 
@@ -275,20 +279,25 @@ pub(super) fn isolate(
         if run.is_empty() {
             continue;
         }
-        let mut unsure = false;
-        let as_binary = match binary.as_mut().filter(|_| run.len() >= MIN_BINARY_RUN) {
-            Some(b) => match session.copy_with(prelude, b.sql, &mut |send| {
-                iso.send_binary(&run, b.encoder, send).inspect_err(|_| unsure = true)
-            }) {
-                Ok(outcome) => Some(outcome),
-                // The encoder was unsure of a record: the COPY was abandoned
-                // (what it sent is rolled back) and the run goes as text.
-                Err(_) if unsure => {
-                    prelude = &after_refusal;
-                    None
+        let mut unsure = None;
+        let as_binary = match binary.as_mut().filter(|b| run.len() >= MIN_BINARY_RUN && b.plan.wanted()) {
+            Some(b) => {
+                b.plan.note_try();
+                match session
+                    .copy_with(prelude, &b.plan.sql, &mut |send| iso.send_binary(&run, b.encoder, send, &mut unsure))
+                {
+                    Ok(outcome) => Some(outcome),
+                    // The encoder was unsure of a record: the COPY was
+                    // abandoned (what it sent is rolled back) and the run
+                    // goes as text.
+                    Err(_) if unsure.is_some() => {
+                        b.plan.note_fallback(iso.unsure_at(unsure.take().expect("just checked")));
+                        prelude = &after_refusal;
+                        None
+                    }
+                    Err(e) => return Err(e),
                 }
-                Err(e) => return Err(e),
-            },
+            }
             None => None,
         };
         let went_binary = as_binary.is_some();
@@ -387,9 +396,19 @@ impl Isolator<'_> {
     /// Sends a run as binary tuples, a piece at a time, each stretch of
     /// consecutive records encoded where it lies in the chunk (nothing
     /// gathered: a worker holds one piece). Fails when the encoder is unsure
-    /// of a record, which abandons the COPY.
-    fn send_binary(&self, run: &[usize], encoder: &mut BinaryEncoder, send: &mut CopyWriter<'_>) -> Result<(), Error> {
-        let unsure = || Error::Usage("the binary encoder was unsure of a record; the run goes as text".into());
+    /// of a record, which abandons the COPY, with `unsure` set to that
+    /// record (its index in the chunk) and why.
+    fn send_binary(
+        &self,
+        run: &[usize],
+        encoder: &mut BinaryEncoder,
+        send: &mut CopyWriter<'_>,
+        unsure: &mut Option<Unsure>,
+    ) -> Result<(), Error> {
+        let mut give_up = |record: usize, reason: String| {
+            *unsure = Some(Unsure { record: record as u64, reason });
+            Err(Error::Usage("the binary encoder was unsure of a record; the run goes as text".into()))
+        };
         let mut out = Vec::with_capacity(2 * COPY_PIECE);
         out.extend_from_slice(binary::HEADER);
         encoder.begin_chunk();
@@ -400,9 +419,12 @@ impl Isolator<'_> {
                 let limit = self.index.start[from] + COPY_PIECE;
                 let to = from + self.index.start[from + 1..=end].partition_point(|&s| s <= limit).max(1);
                 let bytes = self.index.bytes(self.bytes, from, to);
-                let done = encoder.encode(bytes, true, &mut out).map_err(|_| unsure())?;
+                let done = match encoder.encode(bytes, true, &mut out) {
+                    Ok(done) => done,
+                    Err(u) => return give_up(from + u.record as usize, u.reason),
+                };
                 if done.consumed != bytes.len() || done.records != (to - from) as u64 {
-                    return Err(unsure());
+                    return give_up(from + done.records as usize, "a record the encoder did not finish".into());
                 }
                 if out.len() >= COPY_PIECE {
                     if !send(&out) {
@@ -416,6 +438,13 @@ impl Isolator<'_> {
         out.extend_from_slice(binary::TRAILER);
         send(&out);
         Ok(())
+    }
+
+    /// Where a binary run was abandoned, as the plan's first fallback says it.
+    fn unsure_at(&self, unsure: Unsure) -> String {
+        let loc = &self.chunk.loc;
+        let record = loc.first_record + unsure.record;
+        format!("{} record {record}: {}", self.shared.sources[loc.source].name, unsure.reason)
     }
 
     /// The bytes COPY gets for a run: a slice when its records are

@@ -542,12 +542,10 @@ enum Together {
 /// a line per record: exact for text and binary COPY, where the server
 /// counts records (and tuples); in CSV it also counts quoted line ends, so
 /// the guess may fall after the bad chunk. `None` past the batch's records.
-/// What isolation sends its longer runs as binary with: the plan's COPY
-/// statement and this worker's encoder, unless the plan is text or most
-/// chunks have fallen back to text.
+/// What isolation sends its longer runs as binary with: the plan and this
+/// worker's encoder, unless the plan is text.
 fn binary_runs<'a>(shared: &'a Shared, encoder: Option<&'a mut BinaryEncoder>) -> Option<BinaryRuns<'a>> {
-    let plan = shared.binary.as_ref().filter(|plan| plan.wanted())?;
-    Some(BinaryRuns { sql: &plan.sql, encoder: encoder? })
+    Some(BinaryRuns { plan: shared.binary.as_ref()?, encoder: encoder? })
 }
 
 fn chunk_of_line(chunks: &[&Chunk], server_line: u64) -> Option<usize> {
