@@ -205,6 +205,26 @@ fn a_header_naming_columns_out_of_place_is_refused() {
     );
 }
 
+/// `--columns` naming the header's columns in another order would load
+/// each field into another's column: refused before anything loads. The
+/// header's own order, or a header of other labels, loads.
+#[test]
+fn columns_in_another_order_than_the_header_names_them_are_refused() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (a text, b text, c text)");
+    let file = db.file("cols.csv", b"b,a\nB1,A1\n");
+    let path = file.to_str().unwrap();
+    let run = db.load(&[path, "--table", "t", "--header", "--columns", "a,b"]);
+    assert_eq!(run.code, 2, "{}", run.output());
+    let says = "cols.csv: its header (b,a) names the columns of --columns (a,b) in another order";
+    assert!(run.stderr.contains(says), "{}", run.stderr);
+    assert_eq!(db.count("t"), 0);
+    db.load(&[path, "--table", "t", "--header", "--columns", "b,a"]).assert_ok();
+    let labels = db.file("labels.csv", b"x,y\nA2,B2\n");
+    db.load(&[labels.to_str().unwrap(), "--table", "t", "--header", "--columns", "a,b"]).assert_ok();
+    assert_eq!(db.scalar("SELECT string_agg(a || b, ' ' ORDER BY a) FROM t"), "A1B1 A2B2");
+}
+
 /// Stdin and pipes, plain or compressed, are matched by their header as a
 /// file is (it was loaded by position before: the same data piped in went
 /// into the wrong columns): the header is read from the head sluice reads

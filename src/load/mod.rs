@@ -505,6 +505,9 @@ fn prepare(
         Some(names) => Some(names.clone()),
         None => choose_columns(&table, req.columns.as_deref(), format.kind)?,
     };
+    if let (Some(given), Some(first)) = (columns.as_deref().filter(|_| req.columns.is_some()), sources.first()) {
+        refuse_columns_the_header_reorders(first, format, req, &table, given)?;
+    }
     let copy_plan = plan::choose_copy_format(req.copy_format, &table, columns.as_deref(), format)?;
     let shape = format.record_shape(table.copy_columns(columns.as_deref()).len());
     let wanted = defer::TablePlan {
@@ -1247,6 +1250,38 @@ fn names_in_headers(
         HeaderColumns::Named(names) => Some(names),
         _ => None,
     }))
+}
+
+/// `--columns` naming the columns the first input's header names, in
+/// another order: COPY would load each field into the column `--columns`
+/// puts at its place, which the header says is another's, and columns of
+/// one type take that silently. A header of other labels is not checked.
+fn refuse_columns_the_header_reorders(
+    first: &Source,
+    format: &FormatOptions,
+    req: &LoadRequest,
+    table: &TableInfo,
+    given: &[String],
+) -> Result<(), Error> {
+    if !format.header {
+        return Ok(());
+    }
+    let Some(header) = header_of(first, format, req)? else { return Ok(()) };
+    let HeaderColumns::Named(named) = plan::header_columns(table, &header, format) else { return Ok(()) };
+    let sorted = |names: &[String]| {
+        let mut names = names.to_vec();
+        names.sort();
+        names
+    };
+    if named.as_slice() == given || sorted(&named) != sorted(given) {
+        return Ok(());
+    }
+    Err(first.input_error(&format!(
+        "its header ({}) names the columns of --columns ({}) in another order, so its fields would load into \
+         each other's columns; leave out --columns to load by the header's names, or give them in the file's order",
+        String::from_utf8_lossy(&header).trim_end(),
+        given.join(",")
+    )))
 }
 
 fn misplaced_header(source: &Source, header: &[u8], field: usize, column: &str, instead: Option<&str>) -> Error {
