@@ -321,10 +321,8 @@ impl Worker<'_> {
             let bytes = self.reader.bytes_of(self.shared, chunk)?;
             if !looks_clean(self.shared, chunk, &bytes) {
                 dones.extend(self.copy_split(&mine[from..at])?);
-                let runs = binary_runs(self.shared, self.encoder.as_mut());
-                let done = isolate(&mut self.session, self.shared, chunk, &bytes, None, runs)?;
-                let binary = done.mostly_binary();
-                dones.push((done, binary));
+                let done = self.isolate_bytes(chunk, &bytes, None)?;
+                dones.push((done, self.last_binary));
                 from = at + 1;
             }
         }
@@ -447,8 +445,14 @@ impl Worker<'_> {
     /// Reject isolation over the chunk's text (see [`isolate`]).
     fn isolate(&mut self, chunk: &Chunk, refusal: Option<CopyRefusal>) -> Result<Isolated, Error> {
         let bytes = self.reader.bytes_of(self.shared, chunk)?;
+        self.isolate_bytes(chunk, &bytes, refusal)
+    }
+
+    /// [`Worker::isolate`] over the chunk's bytes already read; notes
+    /// whether most of its rows went as binary.
+    fn isolate_bytes(&mut self, chunk: &Chunk, bytes: &[u8], refusal: Option<CopyRefusal>) -> Result<Isolated, Error> {
         let runs = binary_runs(self.shared, self.encoder.as_mut());
-        let done = isolate(&mut self.session, self.shared, chunk, &bytes, refusal, runs)?;
+        let done = isolate(&mut self.session, self.shared, chunk, bytes, refusal, runs)?;
         self.last_binary = done.mostly_binary();
         Ok(done)
     }
