@@ -178,8 +178,10 @@ fn has_digit_or_is_a_word(value: &[u8]) -> bool {
 /// PostgreSQL's boolean input: a prefix of `true`, `false`, `yes` or
 /// `no`, `on`, `of(f)`, `1` or `0`, in any case, spaces around.
 fn boolean(value: &[u8]) -> bool {
-    let word = value.trim_ascii().to_ascii_lowercase();
-    let prefix_of = |whole: &[u8], least: usize| word.len() >= least && whole.starts_with(&word);
+    let word = value.trim_ascii();
+    let prefix_of = |whole: &[u8], least: usize| {
+        (least..=whole.len()).contains(&word.len()) && whole[..word.len()].eq_ignore_ascii_case(word)
+    };
     prefix_of(b"true", 1)
         || prefix_of(b"false", 1)
         || prefix_of(b"yes", 1)
