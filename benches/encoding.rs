@@ -65,6 +65,8 @@ fn main() {
         null: None,
         header: false,
         encoding: None,
+        force_null: Vec::new(),
+        force_not_null: Vec::new(),
     };
     let mut encoder = BinaryEncoder::new(&columns, &options).unwrap();
     let mut best = f64::MAX;

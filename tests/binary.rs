@@ -1042,6 +1042,8 @@ fn encode_random_values_as_the_server_reads_them(db: &TestDb, rng: &mut Rng, sql
         null: None,
         header: false,
         encoding: None,
+        force_null: Vec::new(),
+        force_not_null: Vec::new(),
     };
     let line = |n: usize, value: &str| format!("{n}\t{}\n", value.replace('\\', "\\\\"));
     {
@@ -1563,6 +1565,8 @@ fn the_encoder_reads_random_csv_as_the_server_does() {
             null: Some(dialect.null.to_string()),
             header: false,
             encoding: None,
+            force_null: Vec::new(),
+            force_not_null: Vec::new(),
         };
         let records = (0..2000).map(|n| {
             let fields = [
@@ -1627,6 +1631,8 @@ fn the_encoder_reads_random_tsv_as_the_server_does() {
             null: Some(null.to_string()),
             header: false,
             encoding: None,
+            force_null: Vec::new(),
+            force_not_null: Vec::new(),
         };
         let field = |rng: &mut Rng, pool: &[&str]| -> String {
             match rng.below(10) {

@@ -233,3 +233,120 @@ fn carriage_return_files_load_in_chunks_like_psql() {
         assert!(r["warnings"].as_array().unwrap().is_empty(), "{name}: {}", r["warnings"]);
     }
 }
+
+/// csv fields for the forcing test: each column's value is, by turns
+/// ([`forcible_case`]), the NULL string unquoted and quoted, an empty field
+/// quoted, a quoted value and a plain one; text columns now and then hold a
+/// doubled quote or a quoted newline (which takes the binary encoder's
+/// exact splitter).
+fn forcible_csv(records: usize, null: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..records {
+        let pick = |column: usize, value: String| match forcible_case(i, column) {
+            Some(0) => null.to_string(),
+            Some(1) => format!("\"{null}\""),
+            Some(2) => "\"\"".to_string(),
+            Some(3) => format!("\"{value}\""),
+            _ => value,
+        };
+        let text = |column: usize| match (i + column) % 11 {
+            0 => format!("\"say \"\"hi\"\" {i}\""),
+            1 => format!("\"two\nlines {i}\""),
+            _ => pick(column, format!("text {i}")),
+        };
+        // A quoted empty field is no number or date: a plain value there.
+        let typed = |column: usize, value: String| match forcible_case(i, column) {
+            Some(2) => value,
+            _ => pick(column, value),
+        };
+        let (n, d) = (typed(4, format!("{}", i * 7)), typed(5, format!("2024-01-{:02}", 1 + i % 28)));
+        out.extend_from_slice(format!("{i},{},{},{},{n},{d}\n", text(1), text(2), text(3)).as_bytes());
+    }
+    out
+}
+
+/// Which of [`forcible_csv`]'s shapes record `i` has in column `column`
+/// (1 to 3 text, 4 a number, 5 a date); `None` for a plain value.
+fn forcible_case(i: usize, column: usize) -> Option<usize> {
+    let case = (i + 3 * column) % 9;
+    let text_override = (1..=3).contains(&column) && (i + column) % 11 < 2;
+    (case < 4 && !text_override).then_some(case)
+}
+
+/// `--force-null` and `--force-not-null` load what COPY's FORCE_NULL and
+/// FORCE_NOT_NULL load, in binary (clean lines and the exact splitter) and
+/// in text, with the default NULL string and another, `*` and a column in
+/// both included; a column not loaded, or the flags with tsv, are refused
+/// before the load.
+#[test]
+fn forced_null_columns_load_as_psql_loads_them() {
+    // The NULL string, the flags, psql's options, and a column forced null
+    // (its quoted NULL string is NULL) and one forced not null alone (its
+    // unquoted NULL string is a value), as indexes in the table.
+    let cases = [
+        (
+            "",
+            ["--force-null", "a,n,d,c", "--force-not-null", "b,c"],
+            "force_null (a, n, d, c), force_not_null (b, c)",
+            1,
+            2,
+        ),
+        (
+            "NULL",
+            ["--force-null", "*", "--force-not-null", "A"],
+            "force_null (id, a, b, c, n, d), force_not_null (a)",
+            2,
+            1,
+        ),
+    ];
+    let columns = ["id", "a", "b", "c", "n", "d"];
+    for (null, flags, psql_flags, forced_null, forced_not_null) in cases {
+        for copy_format in ["binary", "text"] {
+            let db = TestDb::new();
+            db.execute(
+                "CREATE TABLE got (id int, a text, b text, c text, n int, d date); CREATE TABLE want (LIKE got)",
+            );
+            let records = 2000;
+            let file = db.file("forced.csv", &forcible_csv(records, null));
+            let report_path = db.dir.path().join("report.json");
+            let mut args = vec!["--chunk-size", "1KiB", "--workers", "2", "--null", null, "--copy-format", copy_format];
+            args.extend(["--report", report_path.to_str().unwrap()]);
+            args.extend(flags);
+            db.assert_loads_like_psql(&file, &args, &format!("with (format csv, null '{null}', {psql_flags})"));
+            let what = format!("{null:?} {copy_format}");
+            assert_eq!(db.count("got"), records as u64, "{what}");
+            let copy = &serde_json::from_slice::<serde_json::Value>(&std::fs::read(&report_path).unwrap()).unwrap()
+                ["summary"]["copy"];
+            let chunks = (copy["binary_chunks"].as_u64().unwrap(), copy["text_chunks"].as_u64().unwrap());
+            match copy_format {
+                "binary" => assert!(chunks.0 > 0 && chunks.1 == 0, "{what}: every chunk in binary: {copy}"),
+                _ => assert_eq!(chunks.0, 0, "{what}: {copy}"),
+            }
+            // The flags changed what loaded: the quoted NULL string is NULL
+            // in the column forced null, the unquoted one a value in the
+            // column forced not null.
+            let (quoted, unquoted): (Vec<usize>, Vec<usize>) = (
+                (0..records).filter(|&i| forcible_case(i, forced_null) == Some(1)).collect(),
+                (0..records).filter(|&i| forcible_case(i, forced_not_null) == Some(0)).collect(),
+            );
+            assert!(quoted.len() > 100 && unquoted.len() > 100, "{what}");
+            let list = |ids: &[usize]| ids.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+            let count = |condition: String| db.scalar(&format!("SELECT count(*) FROM got WHERE {condition}"));
+            let null_column = columns[forced_null];
+            assert_eq!(count(format!("id IN ({}) AND {null_column} IS NULL", list(&quoted))), quoted.len().to_string());
+            let value_column = columns[forced_not_null];
+            let as_value = format!("id IN ({}) AND {value_column} = '{null}'", list(&unquoted));
+            assert_eq!(count(as_value), unquoted.len().to_string(), "{what}");
+        }
+    }
+    let db = TestDb::new();
+    db.execute("CREATE TABLE got (id int, a text)");
+    let file = db.file("two.csv", b"1,x\n");
+    let run = db.load(&[file.to_str().unwrap(), "--table", "got", "--columns", "id", "--force-null", "a"]);
+    assert_eq!(run.code, 2, "{}", run.output());
+    assert!(run.stderr.contains("--force-null: column \"a\" is not among the columns loaded (id)"), "{}", run.stderr);
+    let tsv = db.file("two.tsv", b"1\tx\n");
+    let run = db.load(&[tsv.to_str().unwrap(), "--table", "got", "--force-not-null", "a"]);
+    assert_eq!(run.code, 2, "{}", run.output());
+    assert!(run.stderr.contains("apply to csv only"), "{}", run.stderr);
+}

@@ -71,6 +71,17 @@ pub struct LoadArgs {
     #[arg(long, value_name = "STRING")]
     null: Option<String>,
 
+    /// csv: columns whose quoted NULL string is NULL too (COPY's
+    /// FORCE_NULL: `""` loads as NULL), comma-separated, or `*` for all.
+    #[arg(long, value_delimiter = ',', value_name = "A,B|*")]
+    force_null: Vec<String>,
+
+    /// csv: columns whose unquoted NULL string is a value (COPY's
+    /// FORCE_NOT_NULL: an empty field loads as an empty string, not NULL),
+    /// comma-separated, or `*` for all.
+    #[arg(long, value_delimiter = ',', value_name = "A,B|*")]
+    force_not_null: Vec<String>,
+
     /// Skip the first record of each file (not of each chunk). When it
     /// names table columns in another order or only some of them, and
     /// --columns is not given, those columns are loaded, by name.
@@ -269,6 +280,8 @@ impl LoadArgs {
         options.null = self.null.clone();
         options.header = self.header;
         options.encoding = self.encoding.clone();
+        options.force_null = self.force_null.clone();
+        options.force_not_null = self.force_not_null.clone();
         LoadRequest {
             inputs: self.files.clone(),
             table: self.table.clone(),

@@ -293,6 +293,32 @@ struct Rules {
     /// without a quote, delimiter or line end inside (see [`clean`]). With
     /// another escape a quote before the closing one could be escaped.
     quoted_in_clean_lines: bool,
+    /// CSV's `FORCE_NULL` and `FORCE_NOT_NULL`, per column in COPY order
+    /// (empty when none is forced).
+    forced: Vec<Forced>,
+}
+
+/// How a CSV column reads the NULL string, when the user forced it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Forced {
+    /// Quoted, it is NULL too.
+    null: bool,
+    /// Unquoted, it is the string itself.
+    not_null: bool,
+}
+
+impl Rules {
+    /// Whether the quoted value `value` of column `column` is NULL.
+    #[inline]
+    fn quoted_is_null(&self, column: usize, value: &[u8]) -> bool {
+        self.forced.get(column).is_some_and(|f| f.null) && value == self.null.as_slice()
+    }
+
+    /// Whether the unquoted `raw` of column `column` is NULL.
+    #[inline]
+    fn unquoted_is_null(&self, column: usize, raw: &[u8]) -> bool {
+        raw == self.null.as_slice() && !self.forced.get(column).is_some_and(|f| f.not_null)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -345,6 +371,7 @@ impl Rules {
             null_in_clean_lines,
             escaped_null,
             quoted_in_clean_lines,
+            forced: Vec::new(),
         }
     }
 
@@ -391,7 +418,18 @@ impl BinaryEncoder {
             return Err("json lines fill exactly one column".into());
         }
         let split = Split { codecs, column: 0, scratch: Vec::new(), eol: Eol::Unknown };
-        Ok(BinaryEncoder { rules: Rules::new(format), split, work: clean::Workspace::default() })
+        let mut rules = Rules::new(format);
+        if !format.force_null.is_empty() || !format.force_not_null.is_empty() {
+            let named = |names: &[String], column: &str| names.iter().any(|n| n == column);
+            rules.forced = columns
+                .iter()
+                .map(|(name, _)| Forced {
+                    null: named(&format.force_null, name),
+                    not_null: named(&format.force_not_null, name),
+                })
+                .collect();
+        }
+        Ok(BinaryEncoder { rules, split, work: clean::Workspace::default() })
     }
 
     /// For a session whose time zone is UTC (an alias of it): a timestamptz
@@ -671,14 +709,18 @@ impl Split {
 
     /// Encodes a CSV field: `raw` as it is in the input; `tail`, when the
     /// field had quotes, its bytes after the last one (the rest of its value
-    /// is in scratch).
+    /// is in scratch). Unquoted, the NULL string is NULL; quoted, it is a
+    /// value; unless the column is forced (see [`Forced`]).
     fn csv_field(&mut self, rules: &Rules, raw: &[u8], tail: Option<&[u8]>, out: &mut Vec<u8>) -> Result<(), Stop> {
         match tail {
             Some(tail) => {
                 self.scratch.extend_from_slice(tail);
-                self.emit_scratch(out)
+                match rules.quoted_is_null(self.column, &self.scratch) {
+                    true => self.emit(None, out),
+                    false => self.emit_scratch(out),
+                }
             }
-            None if raw == rules.null.as_slice() => self.emit(None, out),
+            None if rules.unquoted_is_null(self.column, raw) => self.emit(None, out),
             None => self.emit(Some(raw), out),
         }
     }

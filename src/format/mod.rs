@@ -63,6 +63,15 @@ pub struct FormatOptions {
     /// `--encoding`: inputs in another encoding are transcoded to UTF-8 on
     /// the client (see [`crate::encoding`]); COPY always receives UTF-8.
     pub encoding: Option<String>,
+    /// csv: the columns whose value equal to the NULL string is NULL even
+    /// when quoted (COPY's `FORCE_NULL`: `""` is NULL by default), as the
+    /// user named them until the load resolves them to the table's names
+    /// (`*`: every column loaded).
+    pub force_null: Vec<String>,
+    /// csv: the columns whose unquoted NULL string is that string, not NULL
+    /// (COPY's `FORCE_NOT_NULL`: an empty field is an empty string), named
+    /// as in `force_null`.
+    pub force_not_null: Vec<String>,
 }
 
 /// Quote and delimiter bytes that valid JSON can never contain raw (control
@@ -74,7 +83,17 @@ const JSONL_DELIMITER: u8 = 0x02;
 
 impl FormatOptions {
     pub fn new(kind: FormatKind) -> Self {
-        FormatOptions { kind, delimiter: None, quote: None, escape: None, null: None, header: false, encoding: None }
+        FormatOptions {
+            kind,
+            delimiter: None,
+            quote: None,
+            escape: None,
+            null: None,
+            header: false,
+            encoding: None,
+            force_null: Vec::new(),
+            force_not_null: Vec::new(),
+        }
     }
 
     /// Rejects option combinations the server would refuse or that would make
@@ -97,6 +116,11 @@ impl FormatOptions {
                 if self.delimiter.is_some() || self.quote.is_some() || self.escape.is_some() || self.null.is_some() =>
             {
                 Err("--delimiter, --quote, --escape and --null do not apply to jsonl".into())
+            }
+            FormatKind::Tsv | FormatKind::Jsonl if !self.force_null.is_empty() || !self.force_not_null.is_empty() => {
+                Err("--force-null and --force-not-null apply to csv only, where a quoted field can be told from an \
+                     unquoted one"
+                    .into())
             }
             _ => Ok(()),
         }
@@ -148,6 +172,15 @@ impl FormatOptions {
         }
         if let Some(n) = &self.null {
             opts.push(("NULL", crate::sql::quote_literal(n)));
+        }
+        let list = |names: &[String]| {
+            format!("({})", names.iter().map(|n| crate::sql::quote_ident(n)).collect::<Vec<_>>().join(", "))
+        };
+        if !self.force_not_null.is_empty() {
+            opts.push(("FORCE_NOT_NULL", list(&self.force_not_null)));
+        }
+        if !self.force_null.is_empty() {
+            opts.push(("FORCE_NULL", list(&self.force_null)));
         }
         opts
     }

@@ -53,6 +53,10 @@ fn chunk_identity(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, 
         req.chunk_size.to_string(),
         req.max_record_size.to_string(),
     ];
+    // Only when given, so that jobs begun before these flags keep their names.
+    if !format.force_null.is_empty() || !format.force_not_null.is_empty() {
+        parts.push(format!("force null {:?} not null {:?}", format.force_null, format.force_not_null));
+    }
     parts.extend(sources.iter().map(|source| source.canonical.to_string()));
     parts
 }

@@ -405,8 +405,18 @@ fn run_connected(
     Connected { target, connection, control, blockers, started: (clock, started_unix_ms) }: Connected,
 ) -> Result<LoadReport, Failed> {
     let reconnecting = reconnecting(target, req, progress);
-    let Prepared { table, columns, copy_plan, shape, job, early_warnings, mut deferral, auto_ceiling, mut rejects } =
-        reconnecting.run(Some(control), |control| prepare(req, control, &sources, &format))?;
+    let Prepared {
+        table,
+        columns,
+        format,
+        copy_plan,
+        shape,
+        job,
+        early_warnings,
+        mut deferral,
+        auto_ceiling,
+        mut rejects,
+    } = reconnecting.run(Some(control), |control| prepare(req, control, &sources, &format))?;
     let OpenedJob { job, done, steps, fingerprint, inputs_changed, .. } = job;
     let before_copy = |error: Error| Failed { error, partial: None, left_undone: deferral.left_undone() };
     progress.set_total(sources.iter().map(|s| s.size).sum::<Option<u64>>());
@@ -471,6 +481,8 @@ fn reconnecting<'a>(target: &'a PgTarget, req: &'a LoadRequest, progress: &'a Pr
 struct Prepared {
     table: TableInfo,
     columns: Option<Vec<String>>,
+    /// The format, its forced columns named as the table names them.
+    format: FormatOptions,
     copy_plan: Result<plan::BinaryPlan, String>,
     shape: Option<RecordShape>,
     job: OpenedJob,
@@ -508,6 +520,7 @@ fn prepare(
     if let (Some(given), Some(first)) = (columns.as_deref().filter(|_| req.columns.is_some()), sources.first()) {
         refuse_columns_the_header_reorders(first, format, req, &table, given)?;
     }
+    let format = &plan::resolve_forced(&table, columns.as_deref(), format)?;
     let copy_plan = plan::choose_copy_format(req.copy_format, &table, columns.as_deref(), format)?;
     let shape = format.record_shape(table.copy_columns(columns.as_deref()).len());
     let wanted = defer::TablePlan {
@@ -550,7 +563,18 @@ fn prepare(
     if job.done.values().any(|chunk| chunk.rejected > 0) {
         write_committed_rejects(control, &job.job, &mut rejects).map_err(before_copy)?;
     }
-    Ok(Prepared { table, columns, copy_plan, shape, job, early_warnings, deferral, auto_ceiling, rejects })
+    Ok(Prepared {
+        table,
+        columns,
+        format: format.clone(),
+        copy_plan,
+        shape,
+        job,
+        early_warnings,
+        deferral,
+        auto_ceiling,
+        rejects,
+    })
 }
 
 /// The most workers `--workers auto` may use: `--max-workers`, else the

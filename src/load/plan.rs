@@ -149,6 +149,42 @@ fn header_fields(header: &[u8], format: &FormatOptions) -> Option<Vec<String>> {
     fields.into_iter().map(|f| String::from_utf8(f).ok()).collect()
 }
 
+/// `format` with `--force-null` and `--force-not-null` naming the table's
+/// columns as the table spells them (found as `--columns` finds them), `*`
+/// as every column loaded. A column the COPY does not load is refused here:
+/// the server would refuse the statement, in words that do not name the
+/// flag.
+pub fn resolve_forced(
+    table: &TableInfo,
+    columns: Option<&[String]>,
+    format: &FormatOptions,
+) -> Result<FormatOptions, Error> {
+    let loaded: Vec<String> = table.copy_columns(columns).into_iter().map(|(name, _)| name).collect();
+    let resolve = |flag: &str, given: &[String]| -> Result<Vec<String>, Error> {
+        if given.iter().any(|name| name == "*") {
+            return Ok(loaded.clone());
+        }
+        let mut names: Vec<String> = Vec::new();
+        for name in given {
+            let column = find_column(table, name)?;
+            if !loaded.contains(&column) {
+                return Err(Error::Usage(format!(
+                    "{flag}: column \"{column}\" is not among the columns loaded ({})",
+                    loaded.join(", ")
+                )));
+            }
+            if !names.contains(&column) {
+                names.push(column);
+            }
+        }
+        Ok(names)
+    };
+    let mut resolved = format.clone();
+    resolved.force_null = resolve("--force-null", &format.force_null)?;
+    resolved.force_not_null = resolve("--force-not-null", &format.force_not_null)?;
+    Ok(resolved)
+}
+
 /// The table's column that `given` names: as written, or else as psql
 /// reads it in SQL (`"Total"` keeps its case, bare `Total` is `total`).
 fn find_column(table: &TableInfo, given: &str) -> Result<String, Error> {
@@ -404,5 +440,31 @@ mod tests {
         assert_eq!(sql, "COPY \"public\".\"T x\" (\"a\") FROM STDIN WITH (FORMAT text)");
         let sql = copy_statement(&t, Some(&["a".into()]), &FormatOptions::new(FormatKind::Jsonl));
         assert!(sql.ends_with(", FORCE_NOT_NULL (\"a\"))"), "{sql}");
+    }
+
+    #[test]
+    fn forced_columns_are_named_as_the_table_names_them() {
+        let t = table(&[("id", "bigint"), ("Note", "text"), ("tag", "text")]);
+        let forced = |null: &[&str], not_null: &[&str], columns: Option<&[String]>| {
+            let mut csv = FormatOptions::new(FormatKind::Csv);
+            csv.force_null = null.iter().map(|n| n.to_string()).collect();
+            csv.force_not_null = not_null.iter().map(|n| n.to_string()).collect();
+            resolve_forced(&t, columns, &csv).map(|f| (f.force_null, f.force_not_null))
+        };
+        let (null, not_null) = forced(&["Note", "TAG", "tag"], &["*"], None).unwrap();
+        assert_eq!(
+            (null, not_null),
+            (vec!["Note".to_string(), "tag".into()], vec!["id".into(), "Note".into(), "tag".into()])
+        );
+        let loaded = ["tag".to_string(), "id".to_string()];
+        assert_eq!(forced(&["*"], &[], Some(&loaded)).unwrap().0, loaded, "* is the columns loaded, in their order");
+        let err = forced(&[], &["Note"], Some(&loaded)).unwrap_err().to_string();
+        assert_eq!(err, "--force-not-null: column \"Note\" is not among the columns loaded (tag, id)");
+        assert!(forced(&["nope"], &[], None).is_err());
+        let mut csv = FormatOptions::new(FormatKind::Csv);
+        csv.force_null = vec!["Note".into()];
+        csv.force_not_null = vec!["id".into(), "Note".into()];
+        let sql = copy_statement(&t, None, &csv);
+        assert!(sql.ends_with("FORMAT csv, FORCE_NOT_NULL (\"id\", \"Note\"), FORCE_NULL (\"Note\"))"), "{sql}");
     }
 }

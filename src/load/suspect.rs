@@ -81,7 +81,11 @@ pub fn rules(table: &TableInfo, columns: Option<&[String]>, format: &FormatOptio
             .map(|(name, ty)| {
                 let labels = table.enums.iter().find(|(column, _)| *column == name);
                 let kind = labels.map_or_else(|| value_rule(&ty), |(_, labels)| ValueRule::Label(labels.clone()));
-                ColumnRule { not_null: table.not_null.contains(&name), kind, name }
+                // A column forced not null reads its unquoted NULL string
+                // as a value (one forced null as well may still be NULL:
+                // the guess lets it pass, the server decides).
+                let not_null = table.not_null.contains(&name) && !format.force_not_null.contains(&name);
+                ColumnRule { not_null, kind, name }
             })
             .collect(),
     )

@@ -109,20 +109,25 @@ pub(super) fn record(
     // A line with backslashes is clean when each is a `\N` field's, a CSV
     // line with quotes when each is at an end of a field they enclose.
     let mut accounted = 0;
-    for (&codec, &end) in codecs.iter().zip(ends) {
+    for (column, (&codec, &end)) in codecs.iter().zip(ends).enumerate() {
         let (mut from, mut text) = (start, &line[start..end as usize]);
         start = end as usize + 1;
         if specials > 0 && rules.quoted_in_clean_lines && enclosed(text, rules.quote) {
-            // Quoted: never NULL, the value between the quotes, where a
-            // doubled quote is one.
+            // Quoted: the value between the quotes, where a doubled quote
+            // is one; not NULL unless the column is forced.
             let inner = &text[1..text.len() - 1];
             accounted += 2;
             if memchr(rules.quote, inner).is_some() {
                 accounted += undouble(inner, rules.quote, undoubled)?;
                 match codec {
+                    _ if rules.quoted_is_null(column, undoubled) => tuple.put(&(-1i32).to_be_bytes()),
                     Codec::Text => tuple.value(undoubled),
                     _ => field(codec, undoubled, &mut tuple)?,
                 }
+                continue;
+            }
+            if rules.quoted_is_null(column, inner) {
+                tuple.put(&(-1i32).to_be_bytes());
                 continue;
             }
             (from, text) = (from + 1, inner);
@@ -130,7 +135,7 @@ pub(super) fn record(
             accounted += 1;
             tuple.put(&(-1i32).to_be_bytes());
             continue;
-        } else if rules.null_in_clean_lines && text == rules.null.as_slice() {
+        } else if rules.null_in_clean_lines && rules.unquoted_is_null(column, text) {
             tuple.put(&(-1i32).to_be_bytes());
             continue;
         }
