@@ -15,7 +15,7 @@
 use std::io::{BufRead, BufReader};
 use std::time::Instant;
 
-use sluice::format::binary::BinaryEncoder;
+use sluice::format::binary::{BinaryEncoder, DateOrder};
 use sluice::format::{FormatKind, FormatOptions};
 use sluice::sink::postgres::COPY_PIECE;
 
@@ -68,7 +68,8 @@ fn main() {
         force_null: Vec::new(),
         force_not_null: Vec::new(),
     };
-    let mut encoder = BinaryEncoder::new(&columns, &options).unwrap();
+    // As for a session in the default DateStyle (`ISO, MDY`).
+    let mut encoder = BinaryEncoder::new(&columns, &options).unwrap().dates_in_order(DateOrder::MonthFirst);
     let mut best = f64::MAX;
     let mut out_bytes = 0;
     for _ in 0..7 {

@@ -465,6 +465,37 @@ fn timestamps_without_an_offset_follow_the_session_time_zone() {
     assert!(copy["text_chunks"].as_u64().unwrap() > 3, "{copy}");
 }
 
+/// Dates written day and month first load as binary in the order of the
+/// database's DateStyle, as psql loads them: in a day-first database
+/// `3/4/2024` is the 3rd of April.
+#[test]
+fn dates_day_and_month_first_load_as_binary_in_the_sessions_order() {
+    for (style, april_third) in [("ISO, MDY", "4/3/2024"), ("SQL, DMY", "3/4/2024")] {
+        let db = TestDb::new();
+        db.execute("CREATE TABLE got (id int, d date, price numeric(12,2)); CREATE TABLE want (LIKE got)");
+        db.execute(&format!(
+            "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET DateStyle = %L', current_database(), '{style}'); END $$"
+        ));
+        let mut data = format!("0,{april_third},1.00\n");
+        for i in 1..3000 {
+            let (day, month, year) = (1 + i % 28, 1 + i % 12, 1990 + i % 40);
+            let date = match style {
+                "ISO, MDY" => format!("{month}/{day}/{year}"),
+                _ => format!("{day:02}.{month:02}.{:02}", year % 100),
+            };
+            data.push_str(&format!("{i},{date},{}.{:02}\n", i * 3, i % 100));
+        }
+        let file = db.file("dates.csv", data.as_bytes());
+        let (run, copy) = load_into_got(&db, &file, &["--chunk-size", "4KiB"]);
+        run.assert_ok();
+        db.psql_copy("want", &file, "with (format csv)");
+        assert_same_text_rows(&db, "got", "want");
+        assert_eq!(db.scalar("SELECT to_char(d, 'YYYY-MM-DD') FROM got WHERE id = 0"), "2024-04-03", "{style}");
+        assert_eq!(copy["planned"], "binary", "{style}: {copy}");
+        assert!(copy["binary_chunks"].as_u64().unwrap() > 3 && copy["text_chunks"] == 0, "{style}: {copy}");
+    }
+}
+
 /// A domain column is encoded as its base type (COPY reads it so, then
 /// checks the domain's constraints), with the domain's modifier, through
 /// domains of domains: the table loads as binary, what psql loads, and a
@@ -1032,6 +1063,22 @@ fn intervals_read_alike_in_the_sql_standard_style() {
     encode_random_values_as_the_server_reads_them(&db, &mut rng, "interval", fuzzed_interval);
 }
 
+/// Dates with day and month first (`12/31/2024`, `31.12.24`), as US and
+/// European exports write them, are read in the order of the session's
+/// DateStyle, as the server reads them, whichever that is; with year first
+/// (`YMD`) they are the server's alone.
+#[test]
+fn dates_read_in_the_sessions_order_as_the_server_reads_them() {
+    let mut rng = Rng(fuzz_seed());
+    for style in ["ISO, MDY", "ISO, DMY", "SQL, DMY", "German", "Postgres, YMD"] {
+        let db = TestDb::new();
+        db.execute(&format!(
+            "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET DateStyle = %L', current_database(), '{style}'); END $$"
+        ));
+        encode_random_values_as_the_server_reads_them(&db, &mut rng, "date", fuzzed_ordered_date);
+    }
+}
+
 /// One type of the test above: 2,000 values from `generate`.
 fn encode_random_values_as_the_server_reads_them(db: &TestDb, rng: &mut Rng, sql_type: &str, generate: Generator) {
     let options = sluice::format::FormatOptions {
@@ -1059,6 +1106,10 @@ fn encode_random_values_as_the_server_reads_them(db: &TestDb, rng: &mut Rng, sql
         let readings = session.query("SELECT server_reads(v) FROM raw ORDER BY n", &[]).unwrap();
         let columns = [("n".to_string(), "integer".to_string()), ("v".to_string(), sql_type.to_string())];
         let mut encoder = BinaryEncoder::new(&columns, &options).unwrap().bare_timestamps_are_utc();
+        let date_style = session.query("SELECT current_setting('DateStyle')", &[]).unwrap()[0][0].clone().unwrap();
+        if let Some(order) = binary::DateOrder::of_date_style(&date_style) {
+            encoder = encoder.dates_in_order(order);
+        }
         let (mut accepted, mut refused) = (binary::HEADER.to_vec(), Vec::new());
         for (n, value) in values.iter().enumerate() {
             let mut row = Vec::new();
@@ -1285,6 +1336,29 @@ fn fuzzed_date(rng: &mut Rng) -> String {
     let year = padded(year, [1, 2, 4, 4, 4, 5][rng.below(6) as usize]);
     let (month, day) = (padded(rng.below(14), width(rng)), padded(rng.below(33), width(rng)));
     format!("{year}-{month}-{day}{}", if rng.below(20) == 0 { " BC" } else { "" })
+}
+
+/// A date with day and month first, or now and then year first: fields of
+/// one to three digits (months and days up to 33), years of one to five,
+/// separators alike or not, and what may follow a date.
+fn fuzzed_ordered_date(rng: &mut Rng) -> String {
+    if rng.below(3) == 0 {
+        return fuzzed_date(rng);
+    }
+    let small = |rng: &mut Rng| {
+        let value = if rng.below(4) == 0 { rng.below(34) } else { 1 + rng.below(12) };
+        padded(value, [1, 2, 2, 2, 3][rng.below(5) as usize])
+    };
+    let year = match rng.below(3) {
+        0 => rng.below(100),
+        _ => rng.below(10_000),
+    };
+    let year = padded(year, [1, 2, 2, 3, 4, 4, 4, 4, 4, 5][rng.below(10) as usize]);
+    let separator = rng.pick(&["/", "/", "/", "-", ".", " "]);
+    let other = if rng.below(10) == 0 { rng.pick(&["/", "-", ".", ""]) } else { separator };
+    let (first, second) = (small(rng), small(rng));
+    let after = rng.pick(&["", "", "", "", "", "", "", "", " BC", " ", "AD", " 00:00"]);
+    format!("{first}{separator}{second}{other}{year}{after}")
 }
 
 fn fuzzed_clock(rng: &mut Rng) -> String {

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::error::Error;
-use crate::format::binary::BinaryEncoder;
+use crate::format::binary::{BinaryEncoder, DateOrder};
 use crate::format::{FormatKind, FormatOptions};
 use crate::sink::postgres::TableInfo;
 use crate::source::Source;
@@ -293,6 +293,10 @@ pub fn choose_copy_format(
         true => e.bare_timestamps_are_utc(),
         false => e,
     });
+    let encoder = encoder.map(|e| match DateOrder::of_date_style(&table.session_date_style) {
+        Some(order) => e.dates_in_order(order),
+        None => e,
+    });
     match encoder {
         Ok(encoder) if wanted == CopyFormat::Auto && !encoder.pays() => Ok(Err(
             "mostly integer, text and similar columns: the server reads their text about as fast as sluice encodes them"
@@ -334,6 +338,7 @@ mod tests {
             text_like: Vec::new(),
             is_view: false,
             session_time_zone: "UTC".into(),
+            session_date_style: "ISO, MDY".into(),
         }
     }
 

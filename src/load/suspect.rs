@@ -495,6 +495,7 @@ mod tests {
             text_like: Vec::new(),
             is_view: false,
             session_time_zone: "UTC".into(),
+            session_date_style: "ISO, MDY".into(),
         }
     }
 

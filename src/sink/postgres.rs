@@ -351,6 +351,9 @@ pub struct TableInfo {
     /// The session's TimeZone setting: the server reads a timestamptz
     /// written without an offset in it (sluice's sessions all connect alike).
     pub session_time_zone: String,
+    /// The session's DateStyle (`ISO, MDY`): the order in which the server
+    /// reads a date's day and month.
+    pub session_date_style: String,
 }
 
 impl TableInfo {
@@ -529,11 +532,24 @@ impl PgSession {
             .map(|r| (text(r, 0), serde_json::from_str(&text(r, 4)).unwrap_or_default()))
             .collect();
         let text_like = rows.iter().filter(|r| text(r, 5) == "t").map(|r| text(r, 0)).collect();
-        let zone = self.query("SELECT pg_catalog.current_setting('TimeZone')", &[])?;
-        let session_time_zone = zone.first().and_then(|r| r[0].clone()).unwrap_or_default();
+        let settings =
+            self.query("SELECT pg_catalog.current_setting('TimeZone'), pg_catalog.current_setting('DateStyle')", &[])?;
+        let setting = |i: usize| settings.first().and_then(|r| r[i].clone()).unwrap_or_default();
+        let (session_time_zone, session_date_style) = (setting(0), setting(1));
         let oid = oid.parse().map_err(|_| Error::Server(format!("the server gave {table} the OID \"{oid}\"")))?;
         let is_view = kind == "v";
-        Ok(TableInfo { oid, schema, name: table, columns, not_null, enums, text_like, is_view, session_time_zone })
+        Ok(TableInfo {
+            oid,
+            schema,
+            name: table,
+            columns,
+            not_null,
+            enums,
+            text_like,
+            is_view,
+            session_time_zone,
+            session_date_style,
+        })
     }
 
     /// Prepares this session to copy with `sql` (a `COPY ... FROM STDIN`)
