@@ -45,8 +45,8 @@ use std::mem::MaybeUninit;
 use memchr::{memchr, memchr2, memchr3};
 
 use super::{
-    encode_value, interval, iso_date, numeric, ordered_date, time_of_day, time_with_offset, timestamp, timestamptz,
-    uuid, Codec, Layout, Rules,
+    date_value, encode_value, interval, numeric, time_of_day, time_with_offset, timestamp, timestamptz, uuid, Codec,
+    Layout, Rules,
 };
 
 /// Where clean records are taken apart and built, kept by the encoder so
@@ -567,12 +567,8 @@ fn field(codec: Codec, text: &[u8], tuple: &mut Cursor) -> Option<()> {
             whole(used)
         }
         Codec::Numeric => whole(leading_numeric(text, tuple)?),
-        Codec::Date => {
-            tuple.value(&(iso_date(text)? as i32).to_be_bytes());
-            Some(())
-        }
-        Codec::OrderedDate(order) => {
-            tuple.value(&(ordered_date(text, order)? as i32).to_be_bytes());
+        Codec::Date | Codec::DateMonthFirst | Codec::DateDayFirst => {
+            tuple.value(&(date_value(codec, text)? as i32).to_be_bytes());
             Some(())
         }
         Codec::Timestamp | Codec::TimestampTz | Codec::TimestampTzUtc | Codec::Time => {
