@@ -57,17 +57,7 @@ fn main() {
         _ => ("lineitem", &COLUMNS[..], FormatKind::Tsv, b'|'),
     };
     let columns: Vec<(String, String)> = shape.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect();
-    let options = FormatOptions {
-        kind,
-        delimiter: Some(delimiter),
-        quote: None,
-        escape: None,
-        null: None,
-        header: false,
-        encoding: None,
-        force_null: Vec::new(),
-        force_not_null: Vec::new(),
-    };
+    let options = FormatOptions { delimiter: Some(delimiter), ..FormatOptions::new(kind) };
     // As for a session in the default DateStyle (`ISO, MDY`).
     let mut encoder = BinaryEncoder::new(&columns, &options).unwrap().dates_in_order(DateOrder::MonthFirst);
     let mut best = f64::MAX;

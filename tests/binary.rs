@@ -1081,17 +1081,7 @@ fn dates_read_in_the_sessions_order_as_the_server_reads_them() {
 
 /// One type of the test above: 2,000 values from `generate`.
 fn encode_random_values_as_the_server_reads_them(db: &TestDb, rng: &mut Rng, sql_type: &str, generate: Generator) {
-    let options = sluice::format::FormatOptions {
-        kind: sluice::format::FormatKind::Tsv,
-        delimiter: None,
-        quote: None,
-        escape: None,
-        null: None,
-        header: false,
-        encoding: None,
-        force_null: Vec::new(),
-        force_not_null: Vec::new(),
-    };
+    let options = sluice::format::FormatOptions::new(sluice::format::FormatKind::Tsv);
     let line = |n: usize, value: &str| format!("{n}\t{}\n", value.replace('\\', "\\\\"));
     {
         let values: Vec<String> = (0..2000).map(|_| generate(rng)).collect();
@@ -1632,15 +1622,11 @@ fn the_encoder_reads_random_csv_as_the_server_does() {
     // The second dialect's records end in CR LF.
     for (dialect, eol) in DIALECTS.iter().zip(["\n", "\r\n", "\n"]) {
         let options = sluice::format::FormatOptions {
-            kind: sluice::format::FormatKind::Csv,
             delimiter: Some(dialect.delimiter as u8),
             quote: Some(dialect.quote as u8),
             escape: Some(dialect.escape as u8),
             null: Some(dialect.null.to_string()),
-            header: false,
-            encoding: None,
-            force_null: Vec::new(),
-            force_not_null: Vec::new(),
+            ..sluice::format::FormatOptions::new(sluice::format::FormatKind::Csv)
         };
         let records = (0..2000).map(|n| {
             let fields = [
@@ -1698,15 +1684,9 @@ fn the_encoder_reads_random_tsv_as_the_server_does() {
     let number_pool = ["1", "25", "0", "-3", " 2", ".5", "\\061", "\\x32", "\\N", "\\-1", "x"];
     for (delimiter, null, eol) in [("\t", "\\N", "\n"), ("|", "", "\r\n")] {
         let options = sluice::format::FormatOptions {
-            kind: sluice::format::FormatKind::Tsv,
             delimiter: Some(delimiter.as_bytes()[0]),
-            quote: None,
-            escape: None,
             null: Some(null.to_string()),
-            header: false,
-            encoding: None,
-            force_null: Vec::new(),
-            force_not_null: Vec::new(),
+            ..sluice::format::FormatOptions::new(sluice::format::FormatKind::Tsv)
         };
         let field = |rng: &mut Rng, pool: &[&str]| -> String {
             match rng.below(10) {
