@@ -66,8 +66,8 @@ pub enum Codec {
     /// Two plain variants, not one holding a [`DateOrder`]: a byte of
     /// payload beside the arrays' pointer made the codec a value copied
     /// through the stack in two overlapping words, whose load waited on
-    /// both stores at every field (lineitem: 193 ns a record against 177,
-    /// `cargo bench --bench encoding`).
+    /// both stores at every field (lineitem: 192-194 ns a record against
+    /// 170-172, `cargo bench --bench encoding`).
     DateMonthFirst,
     /// date written `YYYY-MM-DD`, or day first.
     DateDayFirst,
@@ -1122,11 +1122,11 @@ pub(super) fn date_value(codec: Codec, text: &[u8]) -> Option<i64> {
 /// `12/31/2024` or `31/12/2024`, with `/`, `-` or `.` between (the same
 /// twice), day and month of one or two digits, and a year of four digits
 /// (1 to 9999) or two (`24` is 2024, `70` 1970, as the server reads them),
-/// as days from 2000-01-01. Other forms (a year of
-/// one, three or five digits, a month name, `BC`, spaces) are the text
-/// path's. US and European exports write dates so, and loaded as text their
-/// whole file lost binary (2 M rows of two dates and two decimals: 1.62 s
-/// as text, 1.07 s as binary, `psql \copy` 2.60 s).
+/// as days from 2000-01-01. Other forms (a year of one, three or five
+/// digits, a month name, `BC`, spaces) are the text path's. US and European
+/// exports write dates so, and their whole file went as text (2 M rows of
+/// two such dates and two decimals: 1.35 s as text, 0.93 s as binary, `psql
+/// \copy` 1.81 s; bench/README.md).
 fn ordered_date(text: &[u8], order: DateOrder) -> Option<i64> {
     let separator = *text.iter().find(|b| !b.is_ascii_digit())?;
     if !matches!(separator, b'/' | b'-' | b'.') {
