@@ -371,6 +371,12 @@ pub(crate) fn prefix_xor(mut bits: u64) -> u64 {
     bits
 }
 
+/// Whether the CPU has AVX2: the chunker's block count and the binary
+/// encoder's line split both ask here (`std` caches the answer).
+pub(crate) fn wide_available() -> bool {
+    wide::available()
+}
+
 /// A block's bytes compared 64 at a time with AVX2.
 #[cfg(target_arch = "x86_64")]
 mod wide {

@@ -308,10 +308,7 @@ mod wide {
 
     use super::Stops;
     use crate::format::scan::prefix_xor;
-
-    pub fn available() -> bool {
-        std::is_x86_feature_detected!("avx2")
-    }
+    pub(crate) use crate::format::scan::wide_available as available;
 
     /// Ends written past the line's last field: a block's delimiters are
     /// written eight at a time, without a branch per delimiter (whose count
@@ -429,9 +426,7 @@ mod wide {
 #[cfg(not(target_arch = "x86_64"))]
 #[allow(dead_code)] // never called: no AVX2 on this architecture
 mod wide {
-    pub fn available() -> bool {
-        false
-    }
+    pub(crate) use crate::format::scan::wide_available as available;
 
     pub enum Split {
         Line(usize, u32),
