@@ -127,10 +127,13 @@ fn a_header_of_column_names_loads_by_name() {
         let body: String = (0..300).map(|i| format!("{},\"name {i}\nsecond line\"\n", i % 10)).collect();
         db.file(&format!("named/part-{part}.csv"), format!("k,name\n{body}").as_bytes());
     }
+    // An empty file sorts first and has no header: the warning names the
+    // file whose header it read.
+    db.file("named/part-.csv", b"");
     let glob = db.dir.path().join("named/part-*.csv");
     let run = db.load(&[glob.to_str().unwrap(), "--table", "t", "--header", "--chunk-size", "1KiB", "--workers", "2"]);
     run.assert_ok();
-    assert!(run.output().contains("names, in its order: k, name"), "{}", run.output());
+    assert!(run.output().contains("part-0.csv names, in its order: k, name"), "{}", run.output());
     assert_eq!(db.count("t"), 600);
     assert_eq!(db.scalar("SELECT count(*) FROM t WHERE name LIKE 'name %' AND k ~ '^[0-9]$' AND note = 'none'"), "600");
     let other = db.file("named/other.csv", b"name,k\nx,1\n");
@@ -223,6 +226,13 @@ fn columns_in_another_order_than_the_header_names_them_are_refused() {
     let labels = db.file("labels.csv", b"x,y\nA2,B2\n");
     db.load(&[labels.to_str().unwrap(), "--table", "t", "--header", "--columns", "a,b"]).assert_ok();
     assert_eq!(db.scalar("SELECT string_agg(a || b, ' ' ORDER BY a) FROM t"), "A1B1 A2B2");
+    // A later input's header is read too: the first agrees with --columns
+    // and the second would load swapped.
+    let in_order = db.file("in_order.csv", b"a,b\nA3,B3\n");
+    let run = db.load(&[in_order.to_str().unwrap(), path, "--table", "t", "--header", "--columns", "a,b"]);
+    assert_eq!(run.code, 2, "{}", run.output());
+    assert!(run.stderr.contains(says), "{}", run.stderr);
+    assert_eq!(db.count("t"), 2, "nothing of either file loaded");
 }
 
 /// Stdin and pipes, plain or compressed, are matched by their header as a

@@ -512,13 +512,13 @@ fn prepare(
         Some(_) => None,
         None => names_in_headers(sources, format, req, &table)?,
     }
-    .filter(|names| !plan::in_table_order(&table, names));
+    .filter(|(_, names)| !plan::in_table_order(&table, names));
     let columns = match &header_columns {
-        Some(names) => Some(names.clone()),
+        Some((_, names)) => Some(names.clone()),
         None => choose_columns(&table, req.columns.as_deref(), format.kind)?,
     };
-    if let (Some(given), Some(first)) = (columns.as_deref().filter(|_| req.columns.is_some()), sources.first()) {
-        refuse_columns_the_header_reorders(first, format, req, &table, given)?;
+    if let Some(given) = columns.as_deref().filter(|_| req.columns.is_some()) {
+        refuse_columns_a_header_reorders(sources, format, req, &table, given)?;
     }
     let format = &plan::resolve_forced(&table, columns.as_deref(), format)?;
     let copy_plan = plan::choose_copy_format(req.copy_format, &table, columns.as_deref(), format)?;
@@ -532,12 +532,9 @@ fn prepare(
     let mut job = open_job(control, req, &table, format, sources, wanted, shape)?;
     let mut early_warnings: Vec<String> = in_the_ledger_schema(&table).into_iter().collect();
     early_warnings.extend(odd_escapes_warning(sources, format));
-    if let Some(names) = &header_columns {
-        early_warnings.push(format!(
-            "loading the columns the header of {} names, in its order: {}",
-            sources[0].name,
-            names.join(", ")
-        ));
+    if let Some((source, names)) = &header_columns {
+        early_warnings
+            .push(format!("loading the columns the header of {source} names, in its order: {}", names.join(", ")));
     }
     let defer_plan = std::mem::take(&mut job.defer_plan);
     if let Some(why) =
@@ -1225,9 +1222,9 @@ fn feed_one(
     Ok(scan)
 }
 
-/// The columns the first input's header names (see [`HeaderColumns`]), when
-/// `--header` is given, once every other input's header is found to name
-/// the same: COPY reads fields by position, so an input whose header lists
+/// The columns the first header names (see [`HeaderColumns`]) and the name
+/// of its input (an empty input has none), when `--header` is given, once
+/// every other input's header is found to name the same: COPY reads fields by position, so an input whose header lists
 /// the columns in another order would load into the wrong ones. A header
 /// that names a column where position would put another (`Misplaced`), or
 /// that follows one of labels but names the columns in another order, is
@@ -1238,7 +1235,7 @@ fn names_in_headers(
     format: &FormatOptions,
     req: &LoadRequest,
     table: &TableInfo,
-) -> Result<Option<Vec<String>>, Error> {
+) -> Result<Option<(std::sync::Arc<str>, Vec<String>)>, Error> {
     if !format.header {
         return Ok(None);
     }
@@ -1270,18 +1267,20 @@ fn names_in_headers(
             )));
         }
     }
-    Ok(first.and_then(|(_, _, columns)| match columns {
-        HeaderColumns::Named(names) => Some(names),
+    Ok(first.and_then(|(source, _, columns)| match columns {
+        HeaderColumns::Named(names) => Some((source.name.clone(), names)),
         _ => None,
     }))
 }
 
-/// `--columns` naming the columns the first input's header names, in
-/// another order: COPY would load each field into the column `--columns`
-/// puts at its place, which the header says is another's, and columns of
-/// one type take that silently. A header of other labels is not checked.
-fn refuse_columns_the_header_reorders(
-    first: &Source,
+/// `--columns` naming the columns an input's header names, in another
+/// order: COPY would load each field into the column `--columns` puts at
+/// its place, which the header says is another's, and columns of one type
+/// take that silently. Every input's header is read (as when loading by the
+/// headers' names), so a later file of a glob cannot load swapped. A
+/// header of other labels is not checked.
+fn refuse_columns_a_header_reorders(
+    sources: &[Source],
     format: &FormatOptions,
     req: &LoadRequest,
     table: &TableInfo,
@@ -1290,22 +1289,26 @@ fn refuse_columns_the_header_reorders(
     if !format.header {
         return Ok(());
     }
-    let Some(header) = header_of(first, format, req)? else { return Ok(()) };
-    let HeaderColumns::Named(named) = plan::header_columns(table, &header, format) else { return Ok(()) };
     let sorted = |names: &[String]| {
         let mut names = names.to_vec();
         names.sort();
         names
     };
-    if named.as_slice() == given || sorted(&named) != sorted(given) {
-        return Ok(());
+    for source in sources {
+        let Some(header) = header_of(source, format, req)? else { continue };
+        let HeaderColumns::Named(named) = plan::header_columns(table, &header, format) else { continue };
+        if named.as_slice() == given || sorted(&named) != sorted(given) {
+            continue;
+        }
+        return Err(source.input_error(&format!(
+            "its header ({}) names the columns of --columns ({}) in another order, so its fields would load \
+             into each other's columns; leave out --columns to load by the header's names, or give them in the \
+             file's order",
+            String::from_utf8_lossy(&header).trim_end(),
+            given.join(",")
+        )));
     }
-    Err(first.input_error(&format!(
-        "its header ({}) names the columns of --columns ({}) in another order, so its fields would load into \
-         each other's columns; leave out --columns to load by the header's names, or give them in the file's order",
-        String::from_utf8_lossy(&header).trim_end(),
-        given.join(",")
-    )))
+    Ok(())
 }
 
 fn misplaced_header(source: &Source, header: &[u8], field: usize, column: &str, instead: Option<&str>) -> Error {
