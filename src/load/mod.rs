@@ -1222,6 +1222,9 @@ fn feed_one(
     Ok(scan)
 }
 
+/// The name of the input whose header names the columns, and the columns.
+type HeaderNames = (std::sync::Arc<str>, Vec<String>);
+
 /// The columns the first header names (see [`HeaderColumns`]) and the name
 /// of its input (an empty input has none), when `--header` is given, once
 /// every other input's header is found to name the same: COPY reads fields by position, so an input whose header lists
@@ -1235,7 +1238,7 @@ fn names_in_headers(
     format: &FormatOptions,
     req: &LoadRequest,
     table: &TableInfo,
-) -> Result<Option<(std::sync::Arc<str>, Vec<String>)>, Error> {
+) -> Result<Option<HeaderNames>, Error> {
     if !format.header {
         return Ok(None);
     }
