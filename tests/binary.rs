@@ -467,23 +467,34 @@ fn timestamps_without_an_offset_follow_the_session_time_zone() {
 
 /// Dates written day and month first load as binary in the order of the
 /// database's DateStyle, as psql loads them: in a day-first database
-/// `3/4/2024` is the 3rd of April.
+/// `3/4/2024` is the 3rd of April. So do timestamps with such dates and
+/// the times exports write (`1:05:09 PM`, `13:05`).
 #[test]
 fn dates_day_and_month_first_load_as_binary_in_the_sessions_order() {
     for (style, april_third) in [("ISO, MDY", "4/3/2024"), ("SQL, DMY", "3/4/2024")] {
         let db = TestDb::new();
-        db.execute("CREATE TABLE got (id int, d date, price numeric(12,2)); CREATE TABLE want (LIKE got)");
+        db.execute(
+            "CREATE TABLE got (id int, d date, price numeric(12,2), at timestamp); CREATE TABLE want (LIKE got)",
+        );
         db.execute(&format!(
             "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET DateStyle = %L', current_database(), '{style}'); END $$"
         ));
-        let mut data = format!("0,{april_third},1.00\n");
+        let mut data = format!("0,{april_third},1.00,{april_third} 12:30 AM\n");
         for i in 1..3000 {
             let (day, month, year) = (1 + i % 28, 1 + i % 12, 1990 + i % 40);
-            let date = match style {
-                "ISO, MDY" => format!("{month}/{day}/{year}"),
-                _ => format!("{day:02}.{month:02}.{:02}", year % 100),
+            let (hour, minute, second) = (i % 24, i % 60, i * 7 % 60);
+            let (date, at) = match style {
+                "ISO, MDY" => {
+                    let meridiem = if hour < 12 { "AM" } else { "PM" };
+                    let clock = format!("{}:{minute:02}:{second:02} {meridiem}", (hour + 11) % 12 + 1);
+                    (format!("{month}/{day}/{year}"), format!("{month:02}/{day:02}/{year} {clock}"))
+                }
+                _ => {
+                    let date = format!("{day:02}.{month:02}.{:02}", year % 100);
+                    (date.clone(), format!("{date} {hour:02}:{minute:02}"))
+                }
             };
-            data.push_str(&format!("{i},{date},{}.{:02}\n", i * 3, i % 100));
+            data.push_str(&format!("{i},{date},{}.{:02},{at}\n", i * 3, i % 100));
         }
         let file = db.file("dates.csv", data.as_bytes());
         let (run, copy) = load_into_got(&db, &file, &["--chunk-size", "4KiB"]);
@@ -491,6 +502,8 @@ fn dates_day_and_month_first_load_as_binary_in_the_sessions_order() {
         db.psql_copy("want", &file, "with (format csv)");
         assert_same_text_rows(&db, "got", "want");
         assert_eq!(db.scalar("SELECT to_char(d, 'YYYY-MM-DD') FROM got WHERE id = 0"), "2024-04-03", "{style}");
+        assert_eq!(db.scalar("SELECT to_char(at, 'YYYY-MM-DD HH24:MI') FROM got WHERE id = 0"), "2024-04-03 00:30");
+        assert_eq!(db.scalar("SELECT count(DISTINCT extract(hour FROM at)) FROM got"), "24", "{style}");
         assert_eq!(copy["planned"], "binary", "{style}: {copy}");
         assert!(copy["binary_chunks"].as_u64().unwrap() > 3 && copy["text_chunks"] == 0, "{style}: {copy}");
     }
@@ -1066,9 +1079,10 @@ fn intervals_read_alike_in_the_sql_standard_style() {
 /// Dates with day and month first (`12/31/2024`, `31.12.24`), as US and
 /// European exports write them, are read in the order of the session's
 /// DateStyle, as the server reads them, whichever that is; with year first
-/// (`YMD`) they are the server's alone.
+/// (`YMD`) they are the server's alone. So are timestamps with such dates
+/// and the times of day exports write (`1:45 PM`, `13:45`).
 #[test]
-fn dates_read_in_the_sessions_order_as_the_server_reads_them() {
+fn dates_and_timestamps_read_in_the_sessions_order_as_the_server_reads_them() {
     let mut rng = Rng(fuzz_seed());
     for style in ["ISO, MDY", "ISO, DMY", "SQL, DMY", "German", "Postgres, YMD"] {
         let db = TestDb::new();
@@ -1076,6 +1090,18 @@ fn dates_read_in_the_sessions_order_as_the_server_reads_them() {
             "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET DateStyle = %L', current_database(), '{style}'); END $$"
         ));
         encode_random_values_as_the_server_reads_them(&db, &mut rng, "date", fuzzed_ordered_date);
+        encode_random_values_as_the_server_reads_them(
+            &db,
+            &mut rng,
+            "timestamp without time zone",
+            fuzzed_exported_timestamp,
+        );
+        encode_random_values_as_the_server_reads_them(
+            &db,
+            &mut rng,
+            "timestamp with time zone",
+            fuzzed_exported_timestamp,
+        );
     }
 }
 
@@ -1349,6 +1375,46 @@ fn fuzzed_ordered_date(rng: &mut Rng) -> String {
     let (first, second) = (small(rng), small(rng));
     let after = rng.pick(&["", "", "", "", "", "", "", "", " BC", " ", "AD", " 00:00"]);
     format!("{first}{separator}{second}{other}{year}{after}")
+}
+
+/// A timestamp as exports write it: a date (ISO, day and month first, or
+/// one of [`fuzzed_ordered_date`]'s), then a time of day with hours and minutes of one or two digits, seconds
+/// or not, on a 24- or 12-hour clock (`AM`, `pm`, `p.m.`, and words that
+/// only start so), an offset or not, and what may follow.
+fn fuzzed_exported_timestamp(rng: &mut Rng) -> String {
+    // Half the dates well formed, so that the times are read in every
+    // DateStyle.
+    let (year, month, day) = (1 + rng.below(9999), 1 + rng.below(12), 1 + rng.below(31));
+    let date = match rng.below(4) {
+        0 => fuzzed_ordered_date(rng),
+        1 => format!("{}-{}-{}", padded(year, 4), padded(month, 2), padded(day, 2)),
+        _ => format!("{month}/{day}/{}", padded(year % 100, 2)),
+    };
+    if rng.below(8) == 0 {
+        return date;
+    }
+    let odd = |rng: &mut Rng| rng.below(8) == 0;
+    let (most, width) = (if odd(rng) { 26 } else { 24 }, if odd(rng) { 3 } else { 1 + rng.below(2) as usize });
+    let hours = padded(rng.below(most), width);
+    let (most, width) = (if odd(rng) { 62 } else { 60 }, if odd(rng) { 1 } else { 2 });
+    let minutes = padded(rng.below(most), width);
+    let mut clock = format!("{hours}:{minutes}");
+    if rng.below(2) == 0 {
+        clock = clock + ":" + &padded(rng.below(62), 2);
+        if rng.below(4) == 0 {
+            clock = clock + "." + &fuzzed_digits(rng, 8);
+        }
+    } else if odd(rng) {
+        clock = clock + "." + &fuzzed_digits(rng, 3);
+    }
+    let meridiem = match odd(rng) {
+        true => rng.pick(&[" p.m.", " PMT", "  PM", " Pm", "pm"]),
+        false => rng.pick(&["", "", " AM", " PM", " am"]),
+    };
+    let offset = if rng.below(3) == 0 { fuzzed_offset(rng) } else { String::new() };
+    let space = if odd(rng) { rng.pick(&["T", "  "]) } else { " " };
+    let after = if odd(rng) { rng.pick(&[" BC", " "]) } else { "" };
+    format!("{date}{space}{clock}{meridiem}{offset}{after}")
 }
 
 fn fuzzed_clock(rng: &mut Rng) -> String {

@@ -45,8 +45,8 @@ use std::mem::MaybeUninit;
 use memchr::{memchr, memchr2, memchr3};
 
 use super::{
-    date_value, encode_value, interval, numeric, time_of_day, time_with_offset, timestamp, timestamptz, uuid, Codec,
-    Layout, Rules,
+    encode_value, interval, iso_date, numeric, reread, time_of_day, time_with_offset, timestamp, timestamptz, uuid,
+    Codec, DateOrder, Layout, Rules,
 };
 
 /// Where clean records are taken apart and built, kept by the encoder so
@@ -67,11 +67,19 @@ impl Default for Workspace {
     }
 }
 
+/// How the record's fields are read: each column's codec, and the order of
+/// day and month in the session's dates (see [`reread`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Columns<'a> {
+    pub codecs: &'a [Codec],
+    pub date_order: Option<DateOrder>,
+}
+
 /// Encodes the record at the front of `input` if it is clean and every
 /// field reads on the first try, appending its tuple to `out`; returns its
 /// length with the newline.
 pub(super) fn record(
-    codecs: &[Codec],
+    Columns { codecs, date_order }: Columns,
     rules: &Rules,
     input: &[u8],
     crlf: bool,
@@ -122,7 +130,7 @@ pub(super) fn record(
                 match codec {
                     _ if rules.quoted_is_null(column, undoubled) => tuple.put(&(-1i32).to_be_bytes()),
                     Codec::Text => tuple.value(undoubled),
-                    _ => field(codec, undoubled, &mut tuple)?,
+                    _ => field_or_reread(codec, undoubled, date_order, &mut tuple)?,
                 }
                 continue;
             }
@@ -142,7 +150,7 @@ pub(super) fn record(
         if codec == Codec::Text {
             tuple.text(&input[from..], text.len());
         } else {
-            field(codec, text, &mut tuple)?;
+            field_or_reread(codec, text, date_order, &mut tuple)?;
         }
     }
     if accounted != specials {
@@ -541,6 +549,19 @@ fn write_bytes(room: &mut [MaybeUninit<u8>], bytes: &[u8]) {
     unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), room.as_mut_ptr().cast::<u8>(), bytes.len()) }
 }
 
+/// [`field`], or for a date or timestamp it does not read, [`reread`].
+#[inline]
+fn field_or_reread(codec: Codec, text: &[u8], date_order: Option<DateOrder>, tuple: &mut Cursor) -> Option<()> {
+    let at = tuple.at;
+    if field(codec, text, tuple).is_some() {
+        return Some(());
+    }
+    // A field that failed may have written its value before the check.
+    tuple.at = at;
+    reread(codec, text, date_order)?.write(|bytes| tuple.value(bytes));
+    Some(())
+}
+
 /// Encodes one field's text; `None` when the exact path must decide.
 #[inline]
 fn field(codec: Codec, text: &[u8], tuple: &mut Cursor) -> Option<()> {
@@ -562,8 +583,8 @@ fn field(codec: Codec, text: &[u8], tuple: &mut Cursor) -> Option<()> {
             whole(used)
         }
         Codec::Numeric => whole(leading_numeric(text, tuple)?),
-        Codec::Date | Codec::DateMonthFirst | Codec::DateDayFirst => {
-            tuple.value(&(date_value(codec, text)? as i32).to_be_bytes());
+        Codec::Date => {
+            tuple.value(&(iso_date(text)? as i32).to_be_bytes());
             Some(())
         }
         Codec::Timestamp | Codec::TimestampTz | Codec::TimestampTzUtc | Codec::Time => {
