@@ -476,8 +476,9 @@ pub struct RecordShape {
     pub fields: u64,
 }
 
-/// Walks one CSV record byte by byte, counting its fields, to tell a quote
-/// left open from a quoted field that holds line ends.
+/// Walks one CSV record byte by byte, counting its fields and noting quotes
+/// out of place, to tell a quote left open from a quoted field that holds
+/// line ends.
 ///
 /// Why: with a quote left open (`5" screen`, a closing quote lost), the
 /// server joins lines until the next quote, and from there every quoted
@@ -486,8 +487,14 @@ pub struct RecordShape {
 /// COPY has columns is rejected by the server whatever else it holds, so
 /// cutting it after its first line loses nothing the server would load; the
 /// chunker then rejects that line alone and reads on from the next one (see
-/// `chunk`). The quote logic is [`RecordScanner`]'s, so both agree on where
-/// the record ends.
+/// `chunk`). Only when a quote is out of place, though: one that opens
+/// inside a field or is followed by anything but the delimiter or the line
+/// end after it closes. A record whose quotes all stand where quoted fields
+/// put them holds its line ends on purpose, and a field too many or too few
+/// is the record's fault, not a quote's: cut, its other lines were read as
+/// records of their own and rejected too (a random test found one record
+/// rejected as two, with a reason that blamed a quote). The quote logic is
+/// [`RecordScanner`]'s, so both agree on where the record ends.
 #[derive(Clone, Debug)]
 pub struct FieldCounter {
     quote: u8,
@@ -503,6 +510,15 @@ pub struct FieldCounter {
     pub lines: u64,
     /// Bytes from the record's start through its first line end inside quotes.
     pub first_line: Option<u64>,
+    /// A quote opened inside a field, or a closing one was followed by
+    /// something other than the delimiter, a line end or (where the escape
+    /// is the quote) the quote doubling it.
+    pub misplaced_quote: bool,
+    /// The next byte starts a field (the record's first, or after a
+    /// delimiter outside quotes).
+    at_field_start: bool,
+    /// The last byte closed a quoted part.
+    after_closing_quote: bool,
 }
 
 /// Where [`FieldCounter::walk`] stopped.
@@ -533,12 +549,25 @@ impl FieldCounter {
             len: 0,
             lines: 0,
             first_line: None,
+            misplaced_quote: false,
+            at_field_start: true,
+            after_closing_quote: false,
         })
     }
 
     /// The same counter at the start of the next record.
     pub fn fresh(&self) -> FieldCounter {
-        FieldCounter { quotes: QuoteState::default(), fields: 1, len: 0, lines: 0, first_line: None, ..*self }
+        FieldCounter {
+            quotes: QuoteState::default(),
+            fields: 1,
+            len: 0,
+            lines: 0,
+            first_line: None,
+            misplaced_quote: false,
+            at_field_start: true,
+            after_closing_quote: false,
+            ..*self
+        }
     }
 
     /// Inside a quoted field (at the end of the input: a quote never closed).
@@ -546,18 +575,21 @@ impl FieldCounter {
         self.quotes.in_quote
     }
 
-    /// The record spans lines and its field count is not the shape's (or, at
-    /// the end of the input, a quote is still open): the server rejects it.
+    /// The record spans lines, a quote in it is out of place and its field
+    /// count is not the shape's (or, at the end of the input, a quote is
+    /// still open): a quote left open, and the server rejects the record.
     pub fn doomed(&self) -> bool {
-        self.lines > 0 && (self.fields != self.shape.fields || self.quotes.in_quote)
+        self.lines > 0 && ((self.fields != self.shape.fields && self.misplaced_quote) || self.quotes.in_quote)
     }
 
     /// Walks on through `buf` until the record ends or is found doomed.
     pub fn walk(&mut self, buf: &[u8]) -> Walked {
         for (i, &c) in buf.iter().enumerate() {
+            let was_in_quote = self.quotes.in_quote;
             // Every byte: an ordinary one clears "last was escape".
             self.quotes.step(c, self.quote, self.escape);
             self.len += 1;
+            self.note_quote_places(c, was_in_quote);
             if c == self.eol {
                 if !self.quotes.in_quote {
                     return Walked::Ended(i + 1);
@@ -566,12 +598,29 @@ impl FieldCounter {
                 self.first_line.get_or_insert(self.len);
             } else if c == self.shape.delimiter && !self.quotes.in_quote {
                 self.fields += 1;
-                if self.lines > 0 && self.fields > self.shape.fields {
-                    return Walked::TooManyFields(i + 1);
-                }
+            }
+            if self.lines > 0 && self.fields > self.shape.fields && self.misplaced_quote {
+                return Walked::TooManyFields(i + 1);
             }
         }
         Walked::More
+    }
+
+    /// Notes a quote out of place (see [`misplaced_quote`](Self::misplaced_quote)),
+    /// given byte `c` and whether the record was inside quotes before it.
+    fn note_quote_places(&mut self, c: u8, was_in_quote: bool) {
+        let now_in_quote = self.quotes.in_quote;
+        // `escape` is 0 where it is the quote: a quote then doubles one.
+        let doubling = c == self.quote && self.escape == 0;
+        let opened = now_in_quote && !was_in_quote;
+        let followed_well = c == self.shape.delimiter || c == b'\n' || c == b'\r' || doubling;
+        if (self.after_closing_quote && !followed_well)
+            || (opened && !self.at_field_start && !(self.after_closing_quote && doubling))
+        {
+            self.misplaced_quote = true;
+        }
+        self.after_closing_quote = was_in_quote && !now_in_quote;
+        self.at_field_start = !was_in_quote && c == self.shape.delimiter;
     }
 }
 
@@ -600,8 +649,9 @@ pub fn reference_record_ends_checked(
         let first_line = body.iter().position(|&b| b == eol).map(|i| i + 1);
         // A quote still open at the end of the input: its last byte is not live.
         let open = end.is_none() && !live.contains(&(record.len() - 1));
+        let misplaced = quote_out_of_place(dialect, shape.delimiter, record);
         match first_line {
-            Some(first) if fields != shape.fields || open => {
+            Some(first) if (fields != shape.fields && misplaced) || open => {
                 ends.push(from + first);
                 from += first;
             }
@@ -615,6 +665,42 @@ pub fn reference_record_ends_checked(
         }
     }
     ends
+}
+
+/// Whether a CSV record has a quote out of place (see
+/// [`FieldCounter::misplaced_quote`]): one that opens a quoted part where no
+/// field starts (and does not double the quote just closed), or one that
+/// closes it and is followed by a byte other than the delimiter, a line
+/// end or that doubling quote. Slow and obvious, for the checked reference.
+fn quote_out_of_place(dialect: Dialect, delimiter: u8, record: &[u8]) -> bool {
+    let Dialect::Csv { quote, escape } = dialect else { return false };
+    // As the server reads quotes: an escape that is the quote is none (and
+    // a quote then doubles one).
+    let doubles = escape == quote;
+    let escape = if doubles { 0 } else { escape };
+    let (mut in_quote, mut last_was_esc) = (false, false);
+    // Where the quotes that open or close a quoted part are, and which.
+    let mut toggles: Vec<(usize, bool)> = Vec::new();
+    for (i, &c) in record.iter().enumerate() {
+        if in_quote && c == escape {
+            last_was_esc = !last_was_esc;
+        }
+        if c == quote && !last_was_esc {
+            in_quote = !in_quote;
+            toggles.push((i, in_quote));
+        }
+        if c != escape {
+            last_was_esc = false;
+        }
+    }
+    let closed_just_before = |i: usize| toggles.iter().any(|&(at, opened)| at + 1 == i && !opened);
+    toggles.iter().any(|&(i, opened)| match opened {
+        true => !(i == 0 || record[i - 1] == delimiter || (doubles && closed_just_before(i))),
+        false => match record.get(i + 1) {
+            None => false,
+            Some(&next) => !(next == delimiter || next == b'\n' || next == b'\r' || (doubles && next == quote)),
+        },
+    })
 }
 
 /// Offsets of the bytes that are neither escaped (text) nor inside quotes
