@@ -4,30 +4,12 @@
 
 use sluice::format::binary::{self, BinaryEncoder};
 
-use crate::util::{Run, Spoiled, TestDb};
+use crate::util::{fuzz_seed, Rng, Run, Spoiled, TestDb};
 
 const COLUMNS: &str = "i2 smallint, i4 integer, i8 bigint, f4 real, f8 double precision, n numeric, \
      n3 numeric(12,3), d date, ts timestamp, ts3 timestamp(3), b boolean, t text, v varchar(20), c char(5), \
      j json, jb jsonb, u uuid, tz timestamptz, tm time, tm3 time(3), bt bit(3), vb varbit, by bytea, ip inet, \
      ai integer[], an numeric(6,2)[], av varchar(8)[], atz timestamptz[], dr daterange, tr tstzrange";
-
-/// A small deterministic generator (xorshift), so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len() as u64) as usize]
-    }
-}
 
 /// One row's values as text (`None` = NULL). Every `unsure_every`th row
 /// holds a value the text input accepts but the encoder does not read.
@@ -1163,12 +1145,6 @@ fn encode_random_values_as_the_server_reads_them(db: &TestDb, rng: &mut Rng, sql
             assert!(copied.is_err(), "{sql_type}: {value:?} loaded as binary, which the server refuses as text");
         }
     }
-}
-
-/// The random tests' seed: another explores further
-/// (`FUZZ_SEED=7 cargo test the_encoder_reads`).
-fn fuzz_seed() -> u64 {
-    std::env::var("FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x2545_F491_4F6C_DD1D)
 }
 
 type Generator = fn(&mut Rng) -> String;

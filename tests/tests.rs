@@ -19,3 +19,6 @@ mod defer;
 mod resume;
 // Progress, reports, gen and demo.
 mod commands;
+// Random files and options: what psql loads from the good records, and
+// exactly the bad ones rejected.
+mod random_loads;
