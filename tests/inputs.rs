@@ -235,6 +235,26 @@ fn columns_in_another_order_than_the_header_names_them_are_refused() {
     assert_eq!(db.count("t"), 2, "nothing of either file loaded");
 }
 
+/// A header is read as the server reads the record: with `--escape '\\'`
+/// (or text-format escapes) it names the columns as any other does. It
+/// used to count as labels, and its file loaded by position, each field
+/// into another's column.
+#[test]
+fn a_header_with_escapes_names_the_columns() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (a int, b text, c int)");
+    let csv = db.file("escaped.csv", b"\"c\",b,\"a\"\n3,\"x \\\" y\",1\n");
+    let run = db.load(&[csv.to_str().unwrap(), "--table", "t", "--header", "--escape", "\\"]);
+    run.assert_ok();
+    let tsv = db.file("escaped.tsv", b"c\tb\\\\\ta\n6\tz\t4\n");
+    db.execute("ALTER TABLE t RENAME b TO \"b\\\"");
+    db.load(&[tsv.to_str().unwrap(), "--table", "t", "--header"]).assert_ok();
+    assert_eq!(
+        db.scalar("SELECT string_agg(a || ',' || \"b\\\" || ',' || c, ' ' ORDER BY a) FROM t"),
+        "1,x \" y,3 4,z,6"
+    );
+}
+
 /// Stdin and pipes, plain or compressed, are matched by their header as a
 /// file is (it was loaded by position before: the same data piped in went
 /// into the wrong columns): the header is read from the head sluice reads

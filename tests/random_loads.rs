@@ -12,6 +12,7 @@ use std::path::Path;
 use crate::util::{fuzz_seed, gzip, Rng, TestDb};
 
 const COLUMNS: &str = "id int, amount numeric(12,2), day date, at timestamp, note text, flag boolean, big bigint";
+const NAMES: [&str; 7] = ["id", "amount", "day", "at", "note", "flag", "big"];
 
 /// Cases per run; `FUZZ_SEED=N` explores others.
 const CASES: usize = 6;
@@ -39,6 +40,12 @@ struct Options {
     escape: char,
     null: &'static str,
     header: bool,
+    /// The file's columns, as indexes into [`NAMES`]: another order only
+    /// with a header, which names them (sluice loads by name).
+    order: Vec<usize>,
+    /// csv: `--force-null` and `--force-not-null` columns.
+    force_null: Vec<&'static str>,
+    force_not_null: Vec<&'static str>,
     crlf: bool,
     files: usize,
     chunk_size: &'static str,
@@ -59,13 +66,26 @@ impl Options {
             true => rng.pick(&["", "", "NULL", "\\N"]),
             false => rng.pick(&["\\N", "\\N", "NULL"]),
         };
+        let header = rng.below(2) == 0;
+        let mut order: Vec<usize> = (0..NAMES.len()).collect();
+        if header && rng.below(3) == 0 {
+            for i in (1..order.len()).rev() {
+                order.swap(i, rng.below(i as u64 + 1) as usize);
+            }
+        }
+        let some = |rng: &mut Rng, names: &[&'static str]| -> Vec<&'static str> {
+            names.iter().copied().filter(|_| csv && rng.below(3) == 0).collect()
+        };
         Options {
             csv,
             delimiter: delimiter.chars().next().unwrap(),
             quote,
             escape,
             null,
-            header: rng.below(2) == 0,
+            header,
+            order,
+            force_null: some(rng, &["note", "amount", "day"]),
+            force_not_null: some(rng, &["note"]),
             crlf: rng.below(3) == 0,
             files: 1 + rng.below(3) as usize,
             chunk_size: rng.pick(&["1KiB", "4KiB", "16KiB", "1MiB"]),
@@ -84,6 +104,11 @@ impl Options {
         if self.header {
             flags.push("--header".into());
         }
+        for (flag, columns) in [("--force-null", &self.force_null), ("--force-not-null", &self.force_not_null)] {
+            if !columns.is_empty() {
+                flags.extend([flag.to_string(), columns.join(",")]);
+            }
+        }
         flags.extend(["--chunk-size".into(), self.chunk_size.into(), "--workers".into(), self.workers.into()]);
         flags.extend(["--copy-format".to_string(), self.copy_format.to_string()]);
         flags
@@ -100,6 +125,11 @@ impl Options {
         if self.csv {
             options.push(format!("quote {}", literal(&self.quote.to_string())));
             options.push(format!("escape {}", literal(&self.escape.to_string())));
+        }
+        for (option, columns) in [("force_null", &self.force_null), ("force_not_null", &self.force_not_null)] {
+            if !columns.is_empty() {
+                options.push(format!("{option} ({})", columns.join(", ")));
+            }
         }
         format!("with ({})", options.join(", "))
     }
@@ -182,16 +212,20 @@ fn record(rng: &mut Rng, options: &Options, id: usize) -> Record {
         values.push(nullable(rng, value));
     }
     let bad = rng.below(40) == 0;
-    if bad {
-        match rng.below(7) {
-            0 => values[6] = Some("99999999999999999999".into()),
-            1 => values[2] = Some("2023-02-29".into()),
-            2 => values[1] = Some("12.3.4".into()),
-            3 => values[5] = Some("maybe".into()),
-            4 => values.truncate(6),
-            5 => values.push(Some("extra".into())),
-            _ => values[4] = Some("nul \0 byte".into()),
-        }
+    let spoil = if bad { rng.below(7) } else { 7 };
+    match spoil {
+        0 => values[6] = Some("99999999999999999999".into()),
+        1 => values[2] = Some("2023-02-29".into()),
+        2 => values[1] = Some("12.3.4".into()),
+        3 => values[5] = Some("maybe".into()),
+        4 => values[4] = Some("nul \0 byte".into()),
+        _ => {}
+    }
+    let mut values: Vec<Option<String>> = options.order.iter().map(|&i| values[i].clone()).collect();
+    match spoil {
+        5 => values.truncate(6),
+        6 => values.push(Some("extra".into())),
+        _ => {}
     }
     let fields: Vec<String> = values.iter().map(|v| options.field(rng, v.as_deref())).collect();
     Record { text: fields.join(&options.delimiter.to_string()), bad }
@@ -209,7 +243,7 @@ fn check_case(db: &TestDb, rng: &mut Rng, case: usize, options: &Options) {
         let mut text = String::new();
         let mut line = 1;
         if options.header {
-            let names = ["id", "amount", "day", "at", "note", "flag", "big"];
+            let names: Vec<&str> = options.order.iter().map(|&i| NAMES[i]).collect();
             text.push_str(&names.join(&options.delimiter.to_string()));
             text.push_str(end);
             line += 1;
@@ -244,7 +278,8 @@ fn check_case(db: &TestDb, rng: &mut Rng, case: usize, options: &Options) {
     let expected_code = if bad_lines.is_empty() { 0 } else { 1 };
     assert_eq!(run.code, expected_code, "{context}: {}", run.output());
     let good_file = db.file(&format!("case{case}-good"), good.as_bytes());
-    db.psql_copy("want", &good_file, &options.psql_options());
+    let names: Vec<&str> = options.order.iter().map(|&i| NAMES[i]).collect();
+    db.psql_copy(&format!("want ({})", names.join(", ")), &good_file, &options.psql_options());
     let differ = db.scalar(
         "SELECT count(*) FROM ((SELECT x::text FROM got x EXCEPT ALL SELECT y::text FROM want y) \
          UNION ALL (SELECT y::text FROM want y EXCEPT ALL SELECT x::text FROM got x)) d",

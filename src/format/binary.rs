@@ -796,7 +796,7 @@ impl Split {
 /// `CopyReadAttributesText`'s escapes, appended to `value`: octal, `\x`
 /// hex, control letters, and any other byte taken literally. A NUL result or
 /// `\.` is unsure (the text path treats both specially).
-fn unescape_text(raw: &[u8], value: &mut Vec<u8>) -> Result<(), String> {
+pub(crate) fn unescape_text(raw: &[u8], value: &mut Vec<u8>) -> Result<(), String> {
     let mut i = 0;
     while i < raw.len() {
         let Some(k) = memchr(b'\\', &raw[i..]) else {

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::error::Error;
-use crate::format::binary::{BinaryEncoder, DateOrder};
+use crate::format::binary::{unescape_text, BinaryEncoder, DateOrder};
 use crate::format::{FormatKind, FormatOptions};
 use crate::sink::postgres::TableInfo;
 use crate::source::Source;
@@ -68,8 +68,9 @@ pub enum HeaderColumns {
     /// into the wrong columns or not at all; the header says which is which.
     Named(Vec<String>),
     /// Labels, another table's names, or a header sluice cannot read (an
-    /// escape): loaded by position, as COPY does, since no field names a
-    /// column that position would fill from another field.
+    /// open quote, bytes that are not UTF-8): loaded by position, as COPY
+    /// does, since no field names a column that position would fill from
+    /// another field.
     Positional,
     /// Field `field` (from 0) names `column`, while loading by position
     /// would put it into `instead` (`None`: past the table's last column).
@@ -109,31 +110,46 @@ pub fn in_table_order(table: &TableInfo, names: &[String]) -> bool {
     names.iter().eq(table.columns.iter().map(|(name, _)| name))
 }
 
-/// A header record's fields: split at the delimiter, CSV quotes removed.
-/// `None` for what would need unescaping (a backslash in the text format,
-/// a CSV escape other than the quote) or is not UTF-8.
+/// A header record's fields as the server reads the record: split at the
+/// delimiter, text-format escapes read, CSV quotes and escapes removed.
+/// `None` for an open quote or bytes that are not UTF-8. A header sluice
+/// could not read was loaded by position: with `--escape '\'` a header
+/// naming the columns in another order loaded each field into another's
+/// column (found by a random test of whole loads).
 fn header_fields(header: &[u8], format: &FormatOptions) -> Option<Vec<String>> {
     let mut fields = Vec::new();
     match format.kind {
         FormatKind::Jsonl => return None,
         FormatKind::Tsv => {
             let delimiter = format.delimiter.unwrap_or(b'\t');
-            if header.contains(&b'\\') {
-                return None;
+            let (mut raw, mut bytes) = (Vec::new(), header.iter());
+            let mut raw_fields = Vec::new();
+            while let Some(&b) = bytes.next() {
+                match b {
+                    b'\\' => {
+                        raw.push(b);
+                        raw.push(*bytes.next()?);
+                    }
+                    b if b == delimiter => raw_fields.push(std::mem::take(&mut raw)),
+                    b => raw.push(b),
+                }
             }
-            fields.extend(header.split(|&b| b == delimiter).map(<[u8]>::to_vec));
+            raw_fields.push(raw);
+            for raw in raw_fields {
+                let mut value = Vec::new();
+                unescape_text(&raw, &mut value).ok()?;
+                fields.push(value);
+            }
         }
         FormatKind::Csv => {
             let (delimiter, quote) = (format.delimiter.unwrap_or(b','), format.quote.unwrap_or(b'"'));
-            if format.escape.is_some_and(|e| e != quote) {
-                return None;
-            }
+            let escape = format.escape.unwrap_or(quote);
             let (mut field, mut quoted, mut bytes) = (Vec::new(), false, header.iter().peekable());
             while let Some(&b) = bytes.next() {
                 match b {
-                    b if b == quote && quoted && bytes.peek() == Some(&&quote) => {
-                        field.push(quote);
-                        bytes.next();
+                    // Inside quotes an escape makes the quote or escape after it a byte of the value.
+                    b if quoted && b == escape && bytes.peek().is_some_and(|&&n| n == quote || n == escape) => {
+                        field.extend(bytes.next());
                     }
                     b if b == quote => quoted = !quoted,
                     b if b == delimiter && !quoted => fields.push(std::mem::take(&mut field)),
@@ -360,7 +376,12 @@ mod tests {
         assert_eq!(names(r#""amount,Name"#), None, "an open quote");
         let mut tsv = FormatOptions::new(FormatKind::Tsv);
         assert_eq!(header_columns(&t, b"amount\tid", &tsv), HeaderColumns::Named(list(&["amount", "id"]).unwrap()));
-        assert_eq!(header_columns(&t, b"amount\\\tid", &tsv), HeaderColumns::Positional, "an escape");
+        assert_eq!(header_columns(&t, b"amount\\\tid", &tsv), HeaderColumns::Positional, "one field: amount, tab, id");
+        assert_eq!(header_columns(&t, b"amou\\156t\tid", &tsv), HeaderColumns::Named(list(&["amount", "id"]).unwrap()));
+        let escaped = FormatOptions { escape: Some(b'\\'), ..FormatOptions::new(FormatKind::Csv) };
+        let named = HeaderColumns::Named(list(&["amount", "Name", "id"]).unwrap());
+        assert_eq!(header_columns(&t, br#""amount","Name",id"#, &escaped), named, "--escape '\\'");
+        assert_ne!(header_columns(&t, br#""amount","Na\\me",id"#, &escaped), named, "Na\\me is no column");
         tsv.delimiter = Some(b'|');
         assert_eq!(header_columns(&t, b"Name|amount", &tsv), HeaderColumns::Named(list(&["Name", "amount"]).unwrap()));
     }
