@@ -539,10 +539,19 @@ impl FieldCounter {
     pub fn new(dialect: Dialect, line_end: LineEnd, shape: RecordShape) -> Option<FieldCounter> {
         let Dialect::Csv { quote, escape } = dialect else { return None };
         let escape = if escape == quote { 0 } else { escape };
-        Some(FieldCounter {
+        Some(FieldCounter::at_record_start(quote, escape, line_end.byte(), shape))
+    }
+
+    /// The same counter at the start of the next record.
+    pub fn fresh(&self) -> FieldCounter {
+        FieldCounter::at_record_start(self.quote, self.escape, self.eol, self.shape)
+    }
+
+    fn at_record_start(quote: u8, escape: u8, eol: u8, shape: RecordShape) -> FieldCounter {
+        FieldCounter {
             quote,
             escape,
-            eol: line_end.byte(),
+            eol,
             shape,
             quotes: QuoteState::default(),
             fields: 1,
@@ -552,21 +561,6 @@ impl FieldCounter {
             misplaced_quote: false,
             at_field_start: true,
             after_closing_quote: false,
-        })
-    }
-
-    /// The same counter at the start of the next record.
-    pub fn fresh(&self) -> FieldCounter {
-        FieldCounter {
-            quotes: QuoteState::default(),
-            fields: 1,
-            len: 0,
-            lines: 0,
-            first_line: None,
-            misplaced_quote: false,
-            at_field_start: true,
-            after_closing_quote: false,
-            ..*self
         }
     }
 
