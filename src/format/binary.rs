@@ -1174,10 +1174,6 @@ pub(super) enum Reread {
 }
 
 impl Reread {
-    fn days(days: i64) -> Reread {
-        Reread::Days(days as i32)
-    }
-
     /// Calls `write` with the binary form. Each arm's is of a size known
     /// where `write` is inlined: a copy of a length known only at run time
     /// calls `memcpy` (US dates: 132-158 ns a record against 114-128).
@@ -1202,7 +1198,7 @@ impl Reread {
 pub(super) fn reread(codec: Codec, text: &[u8], order: Option<DateOrder>) -> Option<Reread> {
     match codec {
         // The first reading was the ISO one.
-        Codec::Date => ordered_date(text, order?).map(Reread::days),
+        Codec::Date => ordered_date(text, order?).map(|days| Reread::Days(days as i32)),
         Codec::Timestamp => match any_timestamp(text, order)? {
             (micros, []) => Some(Reread::Micros(micros)),
             _ => None,
