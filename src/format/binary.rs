@@ -598,7 +598,11 @@ impl Split {
                 let before = out.len();
                 encode_value(codec, v, out).or_else(|reason| {
                     out.truncate(before);
-                    let value = reread(codec, v, self.date_order).ok_or(Stop::Unsure(reason))?;
+                    let Some(value) = reread(codec, v, self.date_order) else {
+                        let bare =
+                            codec == Codec::TimestampTz && reread(Codec::TimestampTzUtc, v, self.date_order).is_some();
+                        return Err(Stop::Unsure(if bare { without_offset(v) } else { reason }));
+                    };
                     value.write(|bytes| put(out, bytes));
                     Ok(())
                 })
@@ -889,12 +893,15 @@ fn encode_value(codec: Codec, text: &[u8], out: &mut Vec<u8>) -> Result<(), Stri
         Codec::Range(range) => range_value(range, text, out),
     };
     ok.ok_or_else(|| match codec {
-        Codec::TimestampTz if timestamptz(text, true).is_some() => format!(
-            "a timestamptz without an offset ({:?}), which the server reads in the session's time zone",
-            preview(text)
-        ),
+        Codec::TimestampTz if timestamptz(text, true).is_some() => without_offset(text),
         _ => format!("a value sluice does not read with certainty as {}: {:?}", codec.sql_name(), preview(text)),
     })
+}
+
+/// Why a timestamptz without an offset goes as text, where the session's
+/// time zone is not UTC.
+fn without_offset(text: &[u8]) -> String {
+    format!("a timestamptz without an offset ({:?}), which the server reads in the session's time zone", preview(text))
 }
 
 /// A field's length and bytes.
@@ -2184,6 +2191,12 @@ mod tests {
         assert_eq!(micros(Codec::TimestampTz, "1/1/2000 2:00 PM", us), None, "read in the session's zone");
         assert_eq!(micros(Codec::TimestampTzUtc, "1/1/2000 2:00 PM", us), Some(14 * HOUR));
         assert_eq!(micros(Codec::Int4, "1/1/2000", us), None);
+        let columns = [("at".to_string(), "timestamp with time zone".to_string())];
+        let mut encoder = BinaryEncoder::new(&columns, &FormatOptions::new(FormatKind::Tsv))
+            .unwrap()
+            .dates_in_order(DateOrder::MonthFirst);
+        let unsure = encoder.encode(b"1/1/2000 2:00 PM\n", true, &mut Vec::new()).unwrap_err();
+        assert!(unsure.reason.contains("without an offset"), "{}", unsure.reason);
     }
 
     #[test]
