@@ -513,7 +513,7 @@ pub struct FieldCounter {
     /// A quote opened inside a field, or a closing one was followed by
     /// something other than the delimiter, a line end or (where the escape
     /// is the quote) the quote doubling it.
-    pub misplaced_quote: bool,
+    misplaced_quote: bool,
     /// The next byte starts a field (the record's first, or after a
     /// delimiter outside quotes).
     at_field_start: bool,
