@@ -1,20 +1,34 @@
 //! Random files with random options, loaded by sluice and compared with
 //! what `psql \copy` loads from their good records: every part of a load at
-//! once (format options, headers, line ends, encodings, several files,
-//! stdin, gzip, chunk sizes, workers, binary and text plans, isolation of
-//! bad records), where the other tests take one at a time. Its first runs
+//! once (format options, headers, some columns in any order named by the
+//! header or `--columns`, defaults, line ends, encodings, several files,
+//! stdin, gzip, chunk sizes, workers, binary and text plans, a table with a
+//! key, an index, a CHECK and triggers, isolation of bad records), where the
+//! other tests take one at a time. Its first runs
 //! found two bugs where parts meet that every test of one part passed: a
 //! header read without its `--escape` loaded by position, into the wrong
 //! columns, and a record of the wrong width whose quoted field held a line
 //! end was rejected as two, blaming a quote.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 
-use crate::util::{fuzz_seed, gzip, sluice_with_stdin, Rng, TestDb};
+use crate::util::{fuzz_seed, gzip, rejected_lines, sluice_with_stdin, Rng, TestDb};
 
-const COLUMNS: &str = "id int, amount numeric(12,2), day date, at timestamp, note text, flag boolean, big bigint";
+/// Every column has a default, for files that leave it out.
+const COLUMNS: &str = "id int, amount numeric(12,2) DEFAULT 1.5, day date DEFAULT '2000-01-02', \
+     at timestamp DEFAULT '2000-01-02 03:04:05', note text DEFAULT 'default note', flag boolean DEFAULT true, \
+     big bigint DEFAULT 7";
 const NAMES: [&str; 7] = ["id", "amount", "day", "at", "note", "flag", "big"];
+
+/// A CHECK and a trigger that refuse values only the server knows to be
+/// bad (isolation must find them from the server's error alone), a
+/// trigger that rewrites a column, a primary key and a secondary index.
+const CONSTRAINTS: &str = "ALTER TABLE {t} ADD CHECK (big IS DISTINCT FROM 4242); \
+    CREATE TRIGGER {t}_note BEFORE INSERT ON {t} FOR EACH ROW EXECUTE FUNCTION note_check(); \
+    ALTER TABLE {t} ADD PRIMARY KEY (id); CREATE INDEX ON {t} (big)";
+const NOTE_CHECK: &str = "CREATE FUNCTION note_check() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+    IF NEW.note = 'refuse me' THEN RAISE EXCEPTION 'note refused'; END IF; \
+    NEW.note := upper(NEW.note); RETURN NEW; END $$";
 
 /// Cases per run; `FUZZ_SEED=N` explores others.
 const CASES: usize = 6;
@@ -27,6 +41,7 @@ fn random_files_load_what_psql_loads_and_reject_exactly_the_bad_records() {
     db.execute(
         "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET DateStyle = ''ISO, MDY''', current_database()); END $$",
     );
+    db.execute(NOTE_CHECK);
     for case in 0..CASES {
         let options = Options::random(&mut rng);
         check_case(&db, &mut rng, case, &options);
@@ -42,9 +57,15 @@ struct Options {
     escape: char,
     null: &'static str,
     header: bool,
-    /// The file's columns, as indexes into [`NAMES`]: another order only
-    /// with a header, which names them (sluice loads by name).
+    /// The file's columns, as indexes into [`NAMES`]: all or some (always
+    /// `id`, the key), in the table's order or another, named by the
+    /// header (sluice loads by name) or by `--columns`.
     order: Vec<usize>,
+    /// `--columns` names the file's columns (it must when they are not all
+    /// the table's in its order and no header names them).
+    columns_flag: bool,
+    /// The table has [`CONSTRAINTS`].
+    constraints: bool,
     /// csv: `--force-null` and `--force-not-null` columns.
     force_null: Vec<&'static str>,
     force_not_null: Vec<&'static str>,
@@ -76,13 +97,22 @@ impl Options {
         };
         let header = rng.below(2) == 0;
         let mut order: Vec<usize> = (0..NAMES.len()).collect();
-        if header && rng.below(3) == 0 {
+        if rng.below(3) == 0 {
+            order.retain(|&i| i == 0 || rng.below(2) == 0);
+            if order.len() == 1 {
+                order.push(1 + rng.below(NAMES.len() as u64 - 1) as usize);
+            }
+        }
+        if rng.below(3) == 0 {
             for i in (1..order.len()).rev() {
                 order.swap(i, rng.below(i as u64 + 1) as usize);
             }
         }
+        let every_column_in_order = order.iter().copied().eq(0..NAMES.len());
+        let columns_flag = (!header && !every_column_in_order) || rng.below(4) == 0;
+        let present: Vec<&'static str> = order.iter().map(|&i| NAMES[i]).collect();
         let some = |rng: &mut Rng, names: &[&'static str]| -> Vec<&'static str> {
-            names.iter().copied().filter(|_| csv && rng.below(3) == 0).collect()
+            names.iter().copied().filter(|name| csv && present.contains(name) && rng.below(3) == 0).collect()
         };
         let encoding = match rng.below(5) {
             0 => Some(("latin1", "LATIN1")),
@@ -100,6 +130,8 @@ impl Options {
             null,
             header,
             order,
+            columns_flag,
+            constraints: rng.below(2) == 0,
             force_null: some(rng, &["note", "amount", "day"]),
             force_not_null: some(rng, &["note"]),
             crlf: rng.below(3) == 0,
@@ -120,6 +152,9 @@ impl Options {
         if self.header {
             flags.push("--header".into());
         }
+        if self.columns_flag {
+            flags.extend(["--columns".to_string(), self.names().join(",")]);
+        }
         for (flag, columns) in [("--force-null", &self.force_null), ("--force-not-null", &self.force_not_null)] {
             if !columns.is_empty() {
                 flags.extend([flag.to_string(), columns.join(",")]);
@@ -131,6 +166,11 @@ impl Options {
             flags.extend(["--encoding".to_string(), name.to_string()]);
         }
         flags
+    }
+
+    /// The file's column names, in its order.
+    fn names(&self) -> Vec<&'static str> {
+        self.order.iter().map(|&i| NAMES[i]).collect()
     }
 
     /// `psql \copy`'s options for a file of these options without a header.
@@ -227,8 +267,9 @@ fn record(rng: &mut Rng, options: &Options, id: usize) -> Record {
     let note: String = (0..rng.below(4)).map(|_| rng.pick(&note_parts)).collect();
     let nullable = |rng: &mut Rng, value: String| if rng.below(12) == 0 { None } else { Some(value) };
     let (year, month, day) = (1900 + rng.below(200), 1 + rng.below(12), 1 + rng.below(28));
-    let day_text = match rng.below(3) {
+    let day_text = match rng.below(4) {
         0 => format!("{month}/{day}/{year}"),
+        1 => format!("{year}-{month}-{day}"),
         _ => format!("{year:04}-{month:02}-{day:02}"),
     };
     let (hour, minute, second) = (rng.below(24), rng.below(60), rng.below(60));
@@ -244,18 +285,26 @@ fn record(rng: &mut Rng, options: &Options, id: usize) -> Record {
         values.push(nullable(rng, value));
     }
     let bad = rng.below(40) == 0;
-    let spoil = if bad { rng.below(7) } else { 7 };
+    let spoil = match bad {
+        true => {
+            let ways: Vec<u64> = (0..9).filter(|&way| spoilable(options, way)).collect();
+            ways[rng.below(ways.len() as u64) as usize]
+        }
+        false => 9,
+    };
     match spoil {
         0 => values[6] = Some("99999999999999999999".into()),
         1 => values[2] = Some("2023-02-29".into()),
         2 => values[1] = Some("12.3.4".into()),
         3 => values[5] = Some("maybe".into()),
         4 => values[4] = Some("nul \0 byte".into()),
+        7 => values[6] = Some("4242".into()),
+        8 => values[4] = Some("refuse me".into()),
         _ => {}
     }
     let mut values: Vec<Option<String>> = options.order.iter().map(|&i| values[i].clone()).collect();
     match spoil {
-        5 => values.truncate(6),
+        5 => values.truncate(values.len() - 1),
         6 => values.push(Some("extra".into())),
         _ => {}
     }
@@ -263,11 +312,27 @@ fn record(rng: &mut Rng, options: &Options, id: usize) -> Record {
     Record { text: fields.join(&options.delimiter.to_string()), bad }
 }
 
+/// Whether a record of these options can be bad in the way numbered
+/// `way` in [`record`]: the column it spoils is in the file (ways 5 and 6,
+/// a field too few or too many, spoil none), and ways 7 and 8 need
+/// [`CONSTRAINTS`].
+fn spoilable(options: &Options, way: u64) -> bool {
+    let column = [Some(6), Some(2), Some(1), Some(5), Some(4), None, None, Some(6), Some(4)][way as usize];
+    column.is_none_or(|column| options.order.contains(&column)) && (way < 7 || options.constraints)
+}
+
 /// Writes the case's files, loads them with sluice, loads their good
 /// records with psql, and compares the tables, the rejects and the counts.
 fn check_case(db: &TestDb, rng: &mut Rng, case: usize, options: &Options) {
     let context = format!("case {case} (FUZZ_SEED={}): {options:?}", fuzz_seed());
-    db.execute(&format!("DROP TABLE IF EXISTS got, want; CREATE TABLE got ({COLUMNS}); CREATE TABLE want (LIKE got)"));
+    db.execute(&format!(
+        "DROP TABLE IF EXISTS got, want; CREATE TABLE got ({COLUMNS}); CREATE TABLE want (LIKE got INCLUDING DEFAULTS)"
+    ));
+    if options.constraints {
+        for table in ["got", "want"] {
+            db.execute(&CONSTRAINTS.replace("{t}", table));
+        }
+    }
     let end = if options.crlf { "\r\n" } else { "\n" };
     let (mut paths, mut good, mut bad_lines) = (Vec::new(), String::new(), BTreeSet::new());
     let (mut id, mut records, mut piped) = (0, 0, None);
@@ -283,8 +348,7 @@ fn check_case(db: &TestDb, rng: &mut Rng, case: usize, options: &Options) {
             text.push('\u{feff}');
         }
         if options.header {
-            let names: Vec<&str> = options.order.iter().map(|&i| NAMES[i]).collect();
-            text.push_str(&names.join(&options.delimiter.to_string()));
+            text.push_str(&options.names().join(&options.delimiter.to_string()));
             text.push_str(end);
             line += 1;
         }
@@ -322,8 +386,7 @@ fn check_case(db: &TestDb, rng: &mut Rng, case: usize, options: &Options) {
     let expected_code = if bad_lines.is_empty() { 0 } else { 1 };
     assert_eq!(run.code, expected_code, "{context}: {}", run.output());
     let good_file = db.file(&format!("case{case}-good"), &options.bytes(&good));
-    let names: Vec<&str> = options.order.iter().map(|&i| NAMES[i]).collect();
-    db.psql_copy(&format!("want ({})", names.join(", ")), &good_file, &options.psql_options());
+    db.psql_copy(&format!("want ({})", options.names().join(", ")), &good_file, &options.psql_options());
     let differ = db.scalar(
         "SELECT count(*) FROM ((SELECT x::text FROM got x EXCEPT ALL SELECT y::text FROM want y) \
          UNION ALL (SELECT y::text FROM want y EXCEPT ALL SELECT x::text FROM got x)) d",
@@ -331,17 +394,4 @@ fn check_case(db: &TestDb, rng: &mut Rng, case: usize, options: &Options) {
     assert_eq!(differ, "0", "{context}: sluice's table differs from psql's load of the good records");
     assert_eq!(db.count("got") + bad_lines.len() as u64, records as u64, "{context}");
     assert_eq!(rejected_lines(&rejects), bad_lines, "{context}: the rejects are not the bad records");
-}
-
-/// The rejects file's (file name, line) pairs.
-fn rejected_lines(path: &Path) -> BTreeSet<(String, usize)> {
-    let Ok(text) = std::fs::read_to_string(path) else { return BTreeSet::new() };
-    text.lines()
-        .map(|line| {
-            let reject: serde_json::Value = serde_json::from_str(line).unwrap();
-            let file = reject["file"].as_str().unwrap();
-            let name = Path::new(file).file_name().unwrap().to_str().unwrap();
-            (name.to_string(), reject["line"].as_u64().unwrap() as usize)
-        })
-        .collect()
 }

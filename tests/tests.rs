@@ -22,3 +22,6 @@ mod commands;
 // Random files and options: what psql loads from the good records, and
 // exactly the bad ones rejected.
 mod random_loads;
+// Random JSON lines: every document byte for byte, exactly the bad lines
+// rejected.
+mod random_json_lines;

@@ -2,6 +2,7 @@
 //! the same library code as `sluice demo`, a fresh database per test, the
 //! `sluice` binary, and `psql \copy` as the reference loader.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -292,4 +293,17 @@ impl Rng {
 /// (`FUZZ_SEED=7 cargo test the_encoder_reads`).
 pub fn fuzz_seed() -> u64 {
     std::env::var("FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x2545_F491_4F6C_DD1D)
+}
+
+/// The rejects file's (file name, line) pairs.
+pub fn rejected_lines(path: &Path) -> BTreeSet<(String, usize)> {
+    let Ok(text) = std::fs::read_to_string(path) else { return BTreeSet::new() };
+    text.lines()
+        .map(|line| {
+            let reject: serde_json::Value = serde_json::from_str(line).unwrap();
+            let file = reject["file"].as_str().unwrap();
+            let name = Path::new(file).file_name().unwrap().to_str().unwrap();
+            (name.to_string(), reject["line"].as_u64().unwrap() as usize)
+        })
+        .collect()
 }
