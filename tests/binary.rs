@@ -1327,7 +1327,9 @@ fn fuzzed_date(rng: &mut Rng) -> String {
     let width = |rng: &mut Rng| [1, 2, 2, 2][rng.below(4) as usize];
     let year = padded(year, [1, 2, 4, 4, 4, 5][rng.below(6) as usize]);
     let (month, day) = (padded(rng.below(14), width(rng)), padded(rng.below(33), width(rng)));
-    format!("{year}-{month}-{day}{}", if rng.below(20) == 0 { " BC" } else { "" })
+    let separator = rng.pick(&["-", "-", "-", "/", "."]);
+    let other = if rng.below(10) == 0 { rng.pick(&["-", "/", "."]) } else { separator };
+    format!("{year}{separator}{month}{other}{day}{}", if rng.below(20) == 0 { " BC" } else { "" })
 }
 
 /// A date with day and month first, or now and then year first: fields of

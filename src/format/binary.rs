@@ -1141,6 +1141,26 @@ fn ordered_date(text: &[u8], order: DateOrder) -> Option<i64> {
     checked_days_since_2000(year, month, day)
 }
 
+/// A date with a four-digit year first and a month and day of one or two
+/// digits (`2024-1-5`, `2024/12/31`, `2024.1.05`; the same separator
+/// twice), as days from 2000-01-01: the server reads a year of more than two
+/// digits first as year, month, day whatever its DateStyle. Exports that
+/// drop leading zeros write dates so.
+fn year_first_date(text: &[u8]) -> Option<i64> {
+    let (year, rest) = text.split_first_chunk::<4>()?;
+    let (&separator, rest) = rest.split_first()?;
+    if !matches!(separator, b'/' | b'-' | b'.') {
+        return None;
+    }
+    let (month, day) = rest.split_at(rest.iter().position(|&b| b == separator)?);
+    let day = &day[1..];
+    if !(1..=2).contains(&month.len()) || !(1..=2).contains(&day.len()) {
+        return None;
+    }
+    let (year, month, day) = (digits_value(year)?, digits_value(month)?, digits_value(day)?);
+    checked_days_since_2000(year as u32, month as u32, day as u32)
+}
+
 const MICROS_PER_DAY: i64 = 86_400_000_000;
 
 /// `YYYY-MM-DD HH:MM:SS[.ffffff]` (or `T` between), as microseconds from
@@ -1196,8 +1216,9 @@ impl Reread {
 /// The second reading of a date or timestamp that the first (`YYYY-MM-DD`,
 /// `YYYY-MM-DD HH:MM:SS[.ffffff]`) did not take: the other forms exports
 /// write and the server reads as well. Dates with day and month first in
-/// the session's `order` (`12/31/2024`, `31.12.24`; see [`ordered_date`]),
-/// and times of day with a one-digit hour, without seconds or on a 12-hour
+/// the session's `order` (`12/31/2024`, `31.12.24`; see [`ordered_date`])
+/// or a year first and a one-digit month or day (`2024-1-5`; see
+/// [`year_first_date`]), and times of day with a one-digit hour, without seconds or on a 12-hour
 /// clock (`1:45 PM`; see [`clock_time`]). Such a file went as text whole.
 /// Out of line and tried only after the first reading failed, so that ISO
 /// values pay nothing for it.
@@ -1205,7 +1226,9 @@ impl Reread {
 pub(super) fn reread(codec: Codec, text: &[u8], order: Option<DateOrder>) -> Option<Reread> {
     match codec {
         // The first reading was the ISO one.
-        Codec::Date => ordered_date(text, order?).map(|days| Reread::Days(days as i32)),
+        Codec::Date => {
+            year_first_date(text).or_else(|| ordered_date(text, order?)).map(|days| Reread::Days(days as i32))
+        }
         Codec::Timestamp => match any_timestamp(text, order)? {
             (micros, []) => Some(Reread::Micros(micros)),
             _ => None,
@@ -1216,10 +1239,10 @@ pub(super) fn reread(codec: Codec, text: &[u8], order: Option<DateOrder>) -> Opt
     }
 }
 
-/// `YYYY-MM-DD`, or day and month first in `order`, as days from
-/// 2000-01-01.
+/// `YYYY-MM-DD`, a year first with a shorter month or day, or day and
+/// month first in `order`, as days from 2000-01-01.
 fn any_date(text: &[u8], order: Option<DateOrder>) -> Option<i64> {
-    iso_date(text).or_else(|| ordered_date(text, order?))
+    iso_date(text).or_else(|| year_first_date(text)).or_else(|| ordered_date(text, order?))
 }
 
 /// A date (see [`any_date`]) and a time of day after a space (or after a
@@ -1231,7 +1254,7 @@ fn any_timestamp(text: &[u8], order: Option<DateOrder>) -> Option<(i64, &[u8])> 
     };
     let date = &text[..gap];
     let days = match text[gap] {
-        b'T' => iso_date(date)?,
+        b'T' => iso_date(date).or_else(|| year_first_date(date))?,
         _ => any_date(date, order)?,
     };
     let (micros, rest) = clock_time(&text[gap + 1..])?;
@@ -2159,6 +2182,14 @@ mod tests {
         assert_eq!(days("12/31/1999", us), Some(-1));
         assert_eq!(days("31.12.99", Some(DateOrder::DayFirst)), Some(-1));
         assert_eq!(days("12/31/1999", None), None, "year first: the server's");
+        for (text, want) in [("2000-1-1", 0), ("2000/1/02", 1), ("1999.12.31", -1), ("2000-01-1", 0)] {
+            assert_eq!(days(text, None), Some(want), "{text}: a year first, whatever the order");
+        }
+        for refused in
+            ["2000-1/1", "2000-13-1", "2001-2-29", "0000-1-1", "2000-1-", "2000--1", "2000-001-1", "02000-1-1"]
+        {
+            assert_eq!(days(refused, us), None, "{refused}");
+        }
         let new_year = 0;
         for (text, want) in [
             ("01/01/2000 13:45", 13 * HOUR + 45 * MINUTE),
@@ -2169,6 +2200,7 @@ mod tests {
             ("1/1/2000 0:05 PM", 12 * HOUR + 5 * MINUTE),
             ("2000-01-01 9:05", 9 * HOUR + 5 * MINUTE),
             ("2000-01-01T09:05", 9 * HOUR + 5 * MINUTE),
+            ("2000-1-1 9:05", 9 * HOUR + 5 * MINUTE),
             ("1/1/2000", new_year),
         ] {
             assert_eq!(micros(Codec::Timestamp, text, us), Some(new_year + want), "{text}");
