@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use base64::Engine;
 use sluice::encoding::{has_unreadable, InputEncoding, TranscodingReader};
 
-use crate::util::{gzip, run_command, sluice_command, sluice_with_stdin, TestDb};
+use crate::util::{gzip, run_command, server, sluice, sluice_command, sluice_with_stdin, TestDb};
 
 fn rows(from: usize, to: usize) -> String {
     (from..to).map(|i| format!("{i},\"name {i}\nsecond line\",{}\n", i % 10)).collect()
@@ -830,4 +830,31 @@ fn stdin_from_a_terminal_is_refused() {
     let run = run_command(script);
     assert_eq!(run.code, 2, "{}", run.output());
     assert!(run.output().contains("-: stdin is a terminal, not data: pipe the data in"), "{}", run.output());
+}
+
+/// A database whose encoding is not UTF-8 gets the file's characters, not
+/// its UTF-8 bytes read as that encoding: sluice's sessions speak UTF-8 (a
+/// LATIN1 database stored `café` as `cafÃ©`), and a character the database
+/// cannot hold is a reject that says so. A Latin-1 file loads the same.
+#[test]
+fn a_latin1_database_stores_the_files_characters() {
+    let db = TestDb::new();
+    let name = format!("{}_latin1", db.name);
+    db.execute(&format!("CREATE DATABASE {name} ENCODING 'LATIN1' TEMPLATE template0 LC_COLLATE 'C' LC_CTYPE 'C'"));
+    let conninfo = server().conninfo(&name);
+    let session = sluice::sink::postgres::PgTarget::new(Some(&conninfo)).connect().unwrap();
+    session.execute("CREATE TABLE t (id int, s text)").unwrap();
+    let utf8 = db.file("words.tsv", "1\tcafé\n2\t日本\n3\tnaïve\n".as_bytes());
+    let latin1 = db.file("latin1.tsv", b"4\tcaf\xe9\n");
+    let rejects = db.dir.path().join("latin1.rejects.jsonl");
+    let (utf8, latin1, rejects_arg) = (utf8.to_str().unwrap(), latin1.to_str().unwrap(), rejects.to_str().unwrap());
+    let run = sluice(&["load", utf8, "--table", "t", "--db", &conninfo, "--rejects", rejects_arg]);
+    assert_eq!(run.code, 1, "{}", run.output());
+    sluice(&["load", latin1, "--table", "t", "--db", &conninfo, "--encoding", "latin1"]).assert_ok();
+    let rows = session.query("SELECT id, s, octet_length(convert_to(s, 'LATIN1')) FROM t ORDER BY id", &[]).unwrap();
+    let rows: Vec<String> =
+        rows.iter().map(|r| r.iter().map(|v| v.clone().unwrap()).collect::<Vec<_>>().join(" ")).collect();
+    assert_eq!(rows, ["1 café 4", "3 naïve 5", "4 café 4"]);
+    let reject = std::fs::read_to_string(&rejects).unwrap();
+    assert!(reject.contains("\"line\":2,") && reject.contains("has no equivalent in encoding"), "{reject}");
 }

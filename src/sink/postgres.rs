@@ -216,7 +216,7 @@ impl PgTarget {
         unsafe { conn.set_notice_processor(Some(keep_notice), Arc::as_ptr(&notices.0) as *mut c_void) };
         let open = self.open.clone();
         let session = PgSession { conn, copy_sql: String::new(), relname: String::new(), pid, open, _notices: notices };
-        session.lift_timeouts()?;
+        session.set_up()?;
         self.open.add(pid);
         Ok(session)
     }
@@ -231,14 +231,20 @@ impl PgSession {
     /// statement_timeout would cancel an index rebuild after the load and
     /// leave the index dropped, however often the job is run again. And no
     /// notices: libpq prints them on stderr itself; sluice speaks for itself.
+    /// And UTF-8: sluice sends every input as UTF-8 (see `encoding`), and a
+    /// session speaks the database's encoding unless told otherwise, so a
+    /// LATIN1 database stored `café` as `cafÃ©`. The server converts UTF-8
+    /// into the database's encoding and refuses a character it cannot hold,
+    /// as psql with `client_encoding` UTF8 does.
     ///
     /// The database's statement_timeout still applies to this very statement:
     /// the server arms it before parsing, and a backend descheduled for longer
     /// on a busy machine is cancelled (3 connections in 400, 1 ms timeout,
     /// while the test suite ran). So a cancelled setup is sent again.
-    fn lift_timeouts(&self) -> Result<(), Error> {
+    fn set_up(&self) -> Result<(), Error> {
         const SETUP: &str = "SET statement_timeout = 0; SET lock_timeout = 0; \
-                             SET idle_in_transaction_session_timeout = 0; SET client_min_messages = warning";
+                             SET idle_in_transaction_session_timeout = 0; SET client_min_messages = warning; \
+                             SET client_encoding = 'UTF8'";
         for _ in 1..SETUP_TRIES {
             match self.execute_for_state(SETUP)? {
                 None => return Ok(()),
