@@ -27,6 +27,9 @@ pub struct ChunkRecord {
     /// server took them but did not count them as rows. `records = rows +
     /// rejected + suppressed`.
     pub suppressed: u64,
+    /// COPY statements isolation sent to find the chunk's bad records (0:
+    /// the chunk went in one COPY, or with its batch): what its rejects cost.
+    pub isolation_copies: u64,
     pub worker: usize,
     /// Sent as binary COPY (else as the input's text).
     pub binary: bool,

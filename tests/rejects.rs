@@ -661,6 +661,14 @@ fn only_rejects_stop_the_load_unless_max_errors_is_given() {
     assert!(run.stderr.contains(advice), "{}", run.stderr);
     assert!(run.stderr.contains("invalid input syntax for type integer"), "{}", run.stderr);
     assert_eq!(db.scalar("SELECT count(*) FROM sluice.rejects"), "0", "nothing committed");
+    // Values the right columns refuse, found by checking the suspects
+    // together: the same stop, nothing committed.
+    let swapped: String = (0..3_000).map(|i| format!("text{i}\t{i}\t{i}\n")).collect();
+    let swapped = db.file("swapped.tsv", swapped.as_bytes());
+    let Loaded { run, .. } = load_with_rejects(&db, &swapped, "t", &[]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    assert!(run.stderr.contains("invalid input syntax for type integer: \"text0\""), "{}", run.stderr);
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.rejects"), "0", "nothing committed");
     let Loaded { run, rejects: found, report: r, .. } = load_with_rejects(&db, &file, "t", &["--max-errors", "5000"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_eq!(found.len(), 3_000);
@@ -770,4 +778,105 @@ fn a_crlf_line_among_lf_lines_is_a_reject_that_says_why() {
             assert_accounts(&loaded.report);
         }
     }
+}
+
+/// A chunk's suspects checked together by the server's input functions
+/// (`value_check`) are rejected exactly as copying each alone rejects them:
+/// the same lines, reasons, SQLSTATEs and columns, and the same rows
+/// loaded, for a bad value of every kind in columns of many types, two bad
+/// values in one record (the first column is named), and errors only COPY
+/// can find (a domain's CHECK, NOT NULL, a field too many); in fewer than
+/// half the COPY statements.
+#[test]
+fn suspects_checked_together_are_rejected_as_copying_each_alone_rejects_them() {
+    let db = TestDb::new();
+    let columns = "id int, small smallint, big bigint, n numeric(6,2), r real, d date, ts timestamptz, b boolean, \
+                   u uuid, j jsonb, m mood, v varchar(5), c char(3), a int[], bits bit(4), ip inet, iv interval, \
+                   p positive, nn int NOT NULL, filler text";
+    db.execute(&format!(
+        "CREATE TYPE mood AS ENUM ('ok', 'sad'); CREATE DOMAIN positive AS int CHECK (VALUE > 0); \
+         CREATE SCHEMA together; CREATE SCHEMA alone; CREATE TABLE together.t ({columns}); \
+         CREATE TABLE alone.t (LIKE together.t)"
+    ));
+    let bad = [
+        (1, "40000"),
+        (2, "1e3"),
+        (3, "12345.678"),
+        (4, "1e40"),
+        (5, "2023-02-30"),
+        (6, "2024-13-01 00:00"),
+        (7, "maybe"),
+        (8, "not-a-uuid"),
+        (9, "{\"a\":"),
+        (10, "happy"),
+        (11, "toolong"),
+        (12, "abcd"),
+        (13, "{1,x}"),
+        (14, "101"),
+        (15, "300.1.1.1"),
+        (16, "5 fortnights"),
+        (17, "-3"),
+        (18, "\\N"),
+        (0, ""),
+        (2, "x\t1\t1.5\t1\t2024-01-01\t2024-01-01\tt\t0\t{}\tok\ta\tabc\t{}\t1010\t::1\t1 day\t1\t1\textra"),
+    ];
+    let filler = "f".repeat(400);
+    let spoiled = Spoiled::new(1500, (6, 2), &bad, |i| {
+        let fields = [
+            i.to_string(),
+            (i % 30000).to_string(),
+            (i * 1_000_003).to_string(),
+            format!("{}.25", i % 9999),
+            "1.5".into(),
+            format!("2024-03-{:02}", 1 + i % 28),
+            "2024-03-01 12:00+02".into(),
+            "yes".into(),
+            format!("{i:08x}-0000-4000-8000-{:012x}", i * 7),
+            format!("{{\"i\": {i}}}"),
+            if i % 2 == 0 { "ok" } else { "sad" }.into(),
+            "abc".into(),
+            "xy".into(),
+            format!("{{{i},2}}"),
+            "1010".into(),
+            "10.0.0.1".into(),
+            format!("{} hours", i % 48),
+            (1 + i).to_string(),
+            i.to_string(),
+            filler.clone(),
+        ];
+        fields.to_vec()
+    });
+    // Two bad values in one record: COPY names the first column.
+    let all = spoiled
+        .all
+        .replacen("\n2\t40000\t2000006\t", "\n2\t40000\tx\t", 1)
+        .replace("\n14\t14\t14000042\t", "\n14\t99999\tx\t");
+    let file = db.file("together.tsv", all.as_bytes());
+    let together = load_with_rejects(&db, &file, "together.t", &["--workers", "2", "--chunk-size", "1MiB"]);
+    // Chunks of 1 KiB hold at most two records: never enough suspects for
+    // a check, so each goes to COPY alone.
+    let alone = load_with_rejects(&db, &file, "alone.t", &["--workers", "2", "--chunk-size", "1KiB"]);
+    for loaded in [&together, &alone] {
+        assert_eq!(loaded.run.code, 1, "{}", loaded.run.stderr);
+        assert_accounts(&loaded.report);
+    }
+    let described = |loaded: &Loaded| -> Vec<String> {
+        let fields = ["line", "reason", "sqlstate", "column"];
+        loaded.rejects.iter().map(|r| fields.map(|f| r[f].to_string()).join(" | ")).collect()
+    };
+    let (checked, each) = (described(&together), described(&alone));
+    let differ = checked.iter().zip(&each).find(|(a, b)| a != b);
+    assert_eq!(differ, None, "the same rejects, for the same reasons");
+    assert_eq!(checked.len(), each.len());
+    let lines: Vec<u64> = together.rejects.iter().map(|r| r["line"].as_u64().unwrap()).collect();
+    assert_eq!(lines, spoiled.bad_lines);
+    assert!(checked.iter().any(|r| r.contains("\"small\"") && r.starts_with("3 |")), "line 3 names small");
+    db.assert_same_rows("together.t", "alone.t");
+    let copies = |loaded: &Loaded| -> u64 {
+        loaded.report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum()
+    };
+    let (checked, each) = (copies(&together), copies(&alone));
+    // Values the client does not suspect (an address, an interval, an
+    // array, JSON) and errors only COPY finds still cost their statements.
+    assert!(checked * 2 < each, "isolation's COPY statements: {checked} with the check, {each} without");
 }

@@ -44,6 +44,7 @@ use std::borrow::Cow;
 
 use super::plan::BinaryPlan;
 use super::suspect::{suspect, suspect_json};
+use super::value_check::{Checked, MIN_SUSPECTS};
 use super::{nothing_loads, rows_loaded_so_far, Shared, ALL_REJECTED_STOP};
 use crate::chunk::{locate_server_line, Chunk};
 use crate::encoding::{self, Transcoding};
@@ -91,12 +92,14 @@ pub(super) struct Isolated {
     /// Records the server took but did not count (see [`suppressed`]).
     pub suppressed: u64,
     pub rejects: Vec<Reject>,
+    /// COPY statements isolation sent.
+    pub copies: u64,
 }
 
 impl Isolated {
     /// A chunk the server took whole: `rows` of its `records`.
     pub fn all(records: u64, rows: u64) -> Isolated {
-        Isolated { rows, binary_rows: 0, suppressed: suppressed(records, rows), rejects: Vec::new() }
+        Isolated { rows, binary_rows: 0, suppressed: suppressed(records, rows), rejects: Vec::new(), copies: 0 }
     }
 
     /// Whether most of the rows went as binary tuples.
@@ -231,6 +234,7 @@ struct Isolator<'a> {
     /// Records tried and errors met so far, for the run size.
     seen: usize,
     errors: usize,
+    copies: u64,
 }
 
 /// Records to copy in one COPY, in input order; not always contiguous.
@@ -256,8 +260,12 @@ pub(super) fn isolate(
         suppressed: 0,
         seen: 0,
         errors: 0,
+        copies: 0,
     };
-    let (clean, suspects) = iso.sort_records();
+    let (clean, mut suspects) = iso.sort_records();
+    let first_run = shared.savepoint(FIRST_RUN, &[chunk]);
+    let after_refusal = shared.savepoint(AFTER_REFUSAL, &[chunk]);
+    let mut prelude = iso.check_suspects(session, &mut suspects, &first_run, &after_refusal)?;
     // Suspects go last, one by one; the rest first, as one run.
     let mut runs: Vec<Run> = suspects.iter().rev().map(|&i| vec![i]).collect();
     match refusal {
@@ -270,11 +278,8 @@ pub(super) fn isolate(
     }
     // Each run is copied under the savepoint `sluice_run`; the savepoint
     // bookkeeping travels in the same round trip as the next COPY.
-    let first_run = shared.savepoint(FIRST_RUN, &[chunk]);
     let after_loaded = shared.savepoint("RELEASE SAVEPOINT sluice_run; SAVEPOINT sluice_run", &[chunk]);
-    let after_refusal = shared.savepoint(AFTER_REFUSAL, &[chunk]);
-    let mut prelude = first_run.as_str();
-    let mut refused_last = false;
+    let mut refused_last = prelude == after_refusal;
     while let Some(run) = runs.pop() {
         if run.is_empty() {
             continue;
@@ -283,6 +288,7 @@ pub(super) fn isolate(
         let as_binary = match binary.as_mut().filter(|b| run.len() >= MIN_BINARY_RUN && b.plan.wanted()) {
             Some(b) => {
                 b.plan.note_try();
+                iso.copies += 1;
                 match session
                     .copy_with(prelude, &b.plan.sql, &mut |send| iso.send_binary(&run, b.encoder, send, &mut unsure))
                 {
@@ -301,6 +307,7 @@ pub(super) fn isolate(
             None => None,
         };
         let went_binary = as_binary.is_some();
+        iso.copies += u64::from(!went_binary);
         let stream = if went_binary { Cow::Borrowed(&[][..]) } else { iso.stream(&run) };
         let outcome = match as_binary {
             Some(outcome) => outcome,
@@ -336,22 +343,20 @@ pub(super) fn isolate(
                 &after_refusal
             }
         };
-        // Only rejects so far, here and everywhere: stop before isolating
-        // the rest one record at a time (the chunk is not committed).
-        if iso.rows + iso.suppressed == 0 && iso.rejects.len() as u64 >= ALL_REJECTED_STOP {
-            let loaded = rows_loaded_so_far(shared);
-            let first = iso.rejects.first().cloned();
-            if let Some(hopeless) = nothing_loads(shared, loaded, iso.rejects.len() as u64, &first) {
-                return Err(hopeless);
-            }
-        }
+        iso.stop_if_nothing_loads()?;
     }
     // Leave the transaction open and usable: the worker stores the rejects
     // in it and commits.
     if refused_last {
         session.execute(AFTER_REFUSAL)?;
     }
-    Ok(Isolated { rows: iso.rows, binary_rows: iso.binary_rows, suppressed: iso.suppressed, rejects: iso.rejects })
+    Ok(Isolated {
+        rows: iso.rows,
+        binary_rows: iso.binary_rows,
+        suppressed: iso.suppressed,
+        rejects: iso.rejects,
+        copies: iso.copies,
+    })
 }
 
 /// A run the server loaded only part of, without an error: it read a line
@@ -374,6 +379,55 @@ fn end_of_data_line(raw: &[u8]) -> bool {
 }
 
 impl Isolator<'_> {
+    /// Checks the suspects' values in one statement when there are enough
+    /// of them (see [`value_check`](super::value_check)): rejects those the
+    /// check refuses and keeps the others as suspects. Returns what the next
+    /// COPY runs first: nothing after a check that ran (its savepoint
+    /// stands), the rollback to it after one that failed, and the first
+    /// run's savepoint when none ran.
+    fn check_suspects<'p>(
+        &mut self,
+        session: &PgSession,
+        suspects: &mut Vec<usize>,
+        first_run: &'p str,
+        after_refusal: &'p str,
+    ) -> Result<&'p str, Error> {
+        let Some(check) = self.shared.value_check.as_ref().filter(|c| c.usable() && suspects.len() >= MIN_SUSPECTS)
+        else {
+            return Ok(first_run);
+        };
+        let records: Vec<&[u8]> = suspects.iter().map(|&i| self.index.bytes(self.bytes, i, i + 1)).collect();
+        let prelude = match check.check(session, self.shared.format, first_run, &records)? {
+            Checked::Ran(refusals) => {
+                let mut refused = vec![false; suspects.len()];
+                for (k, refusal) in refusals {
+                    refused[k] = true;
+                    self.reject(suspects[k], refusal);
+                }
+                let mut refused = refused.into_iter();
+                suspects.retain(|_| !refused.next().unwrap_or(false));
+                ""
+            }
+            Checked::Failed => after_refusal,
+            Checked::Skipped => first_run,
+        };
+        self.stop_if_nothing_loads()?;
+        Ok(prelude)
+    }
+
+    /// Only rejects so far, here and everywhere: the load stops before
+    /// isolating the rest (the chunk is not committed).
+    fn stop_if_nothing_loads(&self) -> Result<(), Error> {
+        if self.rows + self.suppressed > 0 || (self.rejects.len() as u64) < ALL_REJECTED_STOP {
+            return Ok(());
+        }
+        let loaded = rows_loaded_so_far(self.shared);
+        match nothing_loads(self.shared, loaded, self.rejects.len() as u64, &self.rejects.first().cloned()) {
+            Some(hopeless) => Err(hopeless),
+            None => Ok(()),
+        }
+    }
+
     fn holds_end_of_data_line(&self, run: &[usize]) -> bool {
         run.iter().any(|&i| end_of_data_line(self.index.bytes(self.bytes, i, i + 1)))
     }

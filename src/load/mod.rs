@@ -17,6 +17,7 @@ mod pace;
 mod plan;
 mod retry;
 mod suspect;
+mod value_check;
 mod waits;
 mod worker;
 
@@ -207,6 +208,8 @@ struct Shared<'a> {
     retry_timeout: Duration,
     /// What each COPY column accepts, for guessing bad records (None: jsonl).
     rules: Option<Vec<suspect::ColumnRule>>,
+    /// Checks isolation's suspects with the server's input functions.
+    value_check: Option<value_check::ValueCheck>,
     /// Binary COPY, when the plan uses it.
     binary: Option<plan::BinaryPlan>,
     /// Why chunks go as text, when they do.
@@ -445,6 +448,7 @@ fn run_connected(
         sync_commit: req.sync_commit,
         retry_timeout: req.retry_timeout,
         rules: suspect::rules(&table, columns.as_deref(), &format),
+        value_check: value_check::ValueCheck::new(&table.copy_columns(columns.as_deref()), &table.text_like, &format),
         text_why: copy_plan.as_ref().err().cloned().unwrap_or_default(),
         binary: copy_plan.ok(),
         marked: steps.iter().any(|s| !s.rebuilt && s.deferred.violations_sql.is_some()),

@@ -525,7 +525,7 @@ impl Worker<'_> {
             .iter()
             .map(|r| Reject::from_row(r))
             .collect();
-        Ok(Some(Isolated { rows, binary_rows: 0, suppressed, rejects }))
+        Ok(Some(Isolated { rows, binary_rows: 0, suppressed, rejects, copies: 0 }))
     }
 }
 
@@ -598,6 +598,7 @@ fn record(shared: &Shared, chunk: &Chunk, done: &Isolated, by: By, start_s: f64)
         rows: done.rows,
         rejected: done.rejects.len() as u64,
         suppressed: done.suppressed,
+        isolation_copies: done.copies,
         worker: by.worker,
         binary: by.binary,
         batch: by.batch,

@@ -398,6 +398,9 @@ impl TableInfo {
     }
 }
 
+/// A query's rows, each value as text (`None`: NULL).
+pub type Rows = Vec<Vec<Option<String>>>;
+
 /// One open connection.
 pub struct PgSession {
     conn: Connection,
@@ -443,8 +446,23 @@ impl PgSession {
         }
     }
 
+    /// Runs statements (one round trip) and returns the last one's rows as
+    /// text; a refusal comes back as `Ok(Err(..))` for the caller to judge,
+    /// a lost connection as an error.
+    pub fn query_statements(&self, sql: &str) -> Result<Result<Rows, CopyRefusal>, Error> {
+        let result = self.conn.exec(sql);
+        if result.status() == Status::TuplesOk {
+            return self.rows(result).map(Ok);
+        }
+        let r = refusal(&result, &self.relname);
+        match self.retryable(&r) {
+            Some(error) => Err(error),
+            None => Ok(Err(r)),
+        }
+    }
+
     /// Runs a query with text parameters; returns rows of text values.
-    pub fn query(&self, sql: &str, params: &[Option<&str>]) -> Result<Vec<Vec<Option<String>>>, Error> {
+    pub fn query(&self, sql: &str, params: &[Option<&str>]) -> Result<Rows, Error> {
         let owned = c_strings(params);
         let values: Vec<Option<&[u8]>> = owned.iter().map(Option::as_deref).collect();
         self.rows(self.conn.exec_params(sql, &[], &values, &[], libpq::Format::Text))
@@ -461,14 +479,14 @@ impl PgSession {
     }
 
     /// Runs the prepared statement `name` (see [`PgSession::query`]).
-    pub fn query_prepared(&self, name: &str, params: &[Option<&str>]) -> Result<Vec<Vec<Option<String>>>, Error> {
+    pub fn query_prepared(&self, name: &str, params: &[Option<&str>]) -> Result<Rows, Error> {
         let owned = c_strings(params);
         let values: Vec<Option<&[u8]>> = owned.iter().map(Option::as_deref).collect();
         self.rows(self.conn.exec_prepared(Some(name), &values, &[], libpq::Format::Text))
     }
 
     /// A query's rows as text, or its error.
-    fn rows(&self, result: libpq::PQResult) -> Result<Vec<Vec<Option<String>>>, Error> {
+    fn rows(&self, result: libpq::PQResult) -> Result<Rows, Error> {
         if result.status() != Status::TuplesOk {
             return Err(self.failure(&result));
         }
