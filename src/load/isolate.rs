@@ -266,6 +266,10 @@ pub(super) fn isolate(
     let first_run = shared.savepoint(FIRST_RUN, &[chunk]);
     let after_refusal = shared.savepoint(AFTER_REFUSAL, &[chunk]);
     let mut prelude = iso.check_suspects(session, &mut suspects, &first_run, &after_refusal)?;
+    if clean.is_empty() && suspects.is_empty() {
+        // The check rejected every record: the same stop as after a COPY.
+        iso.stop_if_nothing_loads()?;
+    }
     // Suspects go last, one by one; the rest first, as one run.
     let mut runs: Vec<Run> = suspects.iter().rev().map(|&i| vec![i]).collect();
     match refusal {
@@ -411,7 +415,6 @@ impl Isolator<'_> {
             Checked::Failed => after_refusal,
             Checked::Skipped => first_run,
         };
-        self.stop_if_nothing_loads()?;
         Ok(prelude)
     }
 
