@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::util::{fuzz_seed, gzip, rejected_lines, sluice_with_stdin, Rng, TestDb};
+use crate::util::{fuzz_seed, CaseInputs, Rng, TestDb};
 
 /// Cases per run; `FUZZ_SEED=N` explores others.
 const CASES: usize = 6;
@@ -191,8 +191,8 @@ fn check_case(db: &TestDb, rng: &mut Rng, case: usize, options: &Options) {
     let table = options.table();
     db.execute(&format!("DROP TABLE IF EXISTS got, want; CREATE TABLE got ({table}); CREATE TABLE want ({table})"));
     let end: &[u8] = if options.crlf { b"\r\n" } else { b"\n" };
-    let (mut paths, mut good, mut bad_lines) = (Vec::new(), Vec::new(), BTreeSet::new());
-    let (mut lines, mut piped) = (0, None);
+    let (mut inputs, mut good, mut bad_lines) = (CaseInputs::default(), Vec::new(), BTreeSet::new());
+    let mut lines = 0;
     for file in 0..options.files {
         let through_stdin = options.stdin && file == 0;
         let name = match through_stdin {
@@ -212,23 +212,10 @@ fn check_case(db: &TestDb, rng: &mut Rng, case: usize, options: &Options) {
             bytes.extend(line);
             bytes.extend(end);
         }
-        let bytes = if rng.below(4) == 0 { gzip(&bytes) } else { bytes };
-        if through_stdin {
-            piped = Some(bytes);
-            paths.push("-".to_string());
-        } else {
-            paths.push(db.file(&name, &bytes).to_str().unwrap().to_string());
-        }
+        inputs.add(db, rng, &name, bytes);
     }
-    let rejects = db.dir.path().join(format!("docs{case}.rejects.jsonl"));
-    let mut args: Vec<String> = vec!["load".into(), "--db".into(), db.conninfo()];
-    args.extend(paths);
-    args.extend(["--table".into(), "got".into(), "--rejects".into(), rejects.to_str().unwrap().into()]);
-    args.extend(options.flags().into_iter().map(String::from));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let run = sluice_with_stdin(&args, piped.as_deref().unwrap_or_default());
-    let expected_code = if bad_lines.is_empty() { 0 } else { 1 };
-    assert_eq!(run.code, expected_code, "{context}: {}", run.output());
+    let flags: Vec<String> = options.flags().into_iter().map(String::from).collect();
+    let rejected = inputs.load(db, &format!("docs{case}.rejects.jsonl"), &flags, !bad_lines.is_empty(), &context);
     let good_file = db.file(&format!("docs{case}-good"), &good);
     db.psql_copy("want (doc)", &good_file, PSQL_OPTIONS);
     let differ = db.scalar(
@@ -237,5 +224,5 @@ fn check_case(db: &TestDb, rng: &mut Rng, case: usize, options: &Options) {
     );
     assert_eq!(differ, "0", "{context}: sluice's documents differ from psql's load of the good lines");
     assert_eq!(db.count("got") + bad_lines.len() as u64, lines as u64, "{context}");
-    assert_eq!(rejected_lines(&rejects), bad_lines, "{context}: the rejects are not the bad lines");
+    assert_eq!(rejected, bad_lines, "{context}: the rejects are not the bad lines");
 }

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::util::{fuzz_seed, gzip, rejected_lines, sluice_with_stdin, Rng, TestDb};
+use crate::util::{fuzz_seed, CaseInputs, Rng, TestDb};
 
 /// Every column has a default, for files that leave it out.
 const COLUMNS: &str = "id int, amount numeric(12,2) DEFAULT 1.5, day date DEFAULT '2000-01-02', \
@@ -334,8 +334,8 @@ fn check_case(db: &TestDb, rng: &mut Rng, case: usize, options: &Options) {
         }
     }
     let end = if options.crlf { "\r\n" } else { "\n" };
-    let (mut paths, mut good, mut bad_lines) = (Vec::new(), String::new(), BTreeSet::new());
-    let (mut id, mut records, mut piped) = (0, 0, None);
+    let (mut inputs, mut good, mut bad_lines) = (CaseInputs::default(), String::new(), BTreeSet::new());
+    let (mut id, mut records) = (0, 0);
     for file in 0..options.files {
         let mut text = String::new();
         let mut line = 1;
@@ -367,24 +367,10 @@ fn check_case(db: &TestDb, rng: &mut Rng, case: usize, options: &Options) {
             text.push_str(&written);
             text.push_str(end);
         }
-        let bytes = options.bytes(&text);
-        let bytes = if rng.below(4) == 0 { gzip(&bytes) } else { bytes };
-        if through_stdin {
-            piped = Some(bytes);
-            paths.push("-".to_string());
-        } else {
-            paths.push(db.file(&name, &bytes).to_str().unwrap().to_string());
-        }
+        inputs.add(db, rng, &name, options.bytes(&text));
     }
-    let rejects = db.dir.path().join(format!("case{case}.rejects.jsonl"));
-    let mut args: Vec<String> = vec!["load".into(), "--db".into(), db.conninfo()];
-    args.extend(paths);
-    args.extend(["--table".into(), "got".into(), "--rejects".into(), rejects.to_str().unwrap().into()]);
-    args.extend(options.flags());
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let run = sluice_with_stdin(&args, piped.as_deref().unwrap_or_default());
-    let expected_code = if bad_lines.is_empty() { 0 } else { 1 };
-    assert_eq!(run.code, expected_code, "{context}: {}", run.output());
+    let rejected =
+        inputs.load(db, &format!("case{case}.rejects.jsonl"), &options.flags(), !bad_lines.is_empty(), &context);
     let good_file = db.file(&format!("case{case}-good"), &options.bytes(&good));
     db.psql_copy(&format!("want ({})", options.names().join(", ")), &good_file, &options.psql_options());
     let differ = db.scalar(
@@ -393,5 +379,5 @@ fn check_case(db: &TestDb, rng: &mut Rng, case: usize, options: &Options) {
     );
     assert_eq!(differ, "0", "{context}: sluice's table differs from psql's load of the good records");
     assert_eq!(db.count("got") + bad_lines.len() as u64, records as u64, "{context}");
-    assert_eq!(rejected_lines(&rejects), bad_lines, "{context}: the rejects are not the bad records");
+    assert_eq!(rejected, bad_lines, "{context}: the rejects are not the bad records");
 }

@@ -684,13 +684,15 @@ fn only_rejects_stop_the_load_unless_max_errors_is_given() {
     // Nor by 2,000 bad values in one chunk, which the value check rejects
     // before the chunk's good records are copied.
     db.execute("CREATE TABLE w (a int, b int, c text)");
-    let tenth: String =
-        (0..20_000).map(|i| if i % 10 == 0 { format!("x{i}\t{i}\tbad\n") } else { format!("{i}\t{i}\tok\n") }).collect();
+    let tenth: String = (0..20_000)
+        .map(|i| if i % 10 == 0 { format!("x{i}\t{i}\tbad\n") } else { format!("{i}\t{i}\tok\n") })
+        .collect();
     let file = db.file("tenth.tsv", tenth.as_bytes());
     let Loaded { run, rejects: found, report, .. } = load_with_rejects(&db, &file, "w", &[]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_eq!((db.count("w"), found.len()), (18_000, 2_000));
-    let copies: u64 = report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+    let copies: u64 =
+        report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
     assert!(copies < 10, "the value check found the bad values: {copies} isolation COPYs");
     // A file of only some columns: the advice names them and --columns.
     db.execute("CREATE TABLE v (id bigint GENERATED ALWAYS AS IDENTITY, name text)");

@@ -307,3 +307,46 @@ pub fn rejected_lines(path: &Path) -> BTreeSet<(String, usize)> {
         })
         .collect()
 }
+
+/// A random case's inputs (see `random_loads`): each file's bytes, gzipped
+/// one time in four, a file named `-` through stdin.
+#[derive(Default)]
+pub struct CaseInputs {
+    pub paths: Vec<String>,
+    pub piped: Option<Vec<u8>>,
+}
+
+impl CaseInputs {
+    pub fn add(&mut self, db: &TestDb, rng: &mut Rng, name: &str, bytes: Vec<u8>) {
+        let bytes = if rng.below(4) == 0 { gzip(&bytes) } else { bytes };
+        match name {
+            "-" => {
+                self.piped = Some(bytes);
+                self.paths.push("-".into());
+            }
+            _ => self.paths.push(db.file(name, &bytes).to_str().unwrap().to_string()),
+        }
+    }
+
+    /// Loads the inputs into `got` with `flags` and the rejects file
+    /// `rejects`, asserts the exit code (1 when `any_bad`, else 0), and
+    /// returns the rejected (file name, line) pairs.
+    pub fn load(
+        &self,
+        db: &TestDb,
+        rejects: &str,
+        flags: &[String],
+        any_bad: bool,
+        context: &str,
+    ) -> BTreeSet<(String, usize)> {
+        let rejects = db.dir.path().join(rejects);
+        let mut args: Vec<String> = vec!["load".into(), "--db".into(), db.conninfo()];
+        args.extend(self.paths.iter().cloned());
+        args.extend(["--table".into(), "got".into(), "--rejects".into(), rejects.to_str().unwrap().into()]);
+        args.extend(flags.iter().cloned());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let run = sluice_with_stdin(&args, self.piped.as_deref().unwrap_or_default());
+        assert_eq!(run.code, i32::from(any_bad), "{context}: {}", run.output());
+        rejected_lines(&rejects)
+    }
+}
