@@ -255,7 +255,8 @@ fn copy_refused_for_privileges_is_a_database_error() {
 
 /// COPY needs INSERT alone, and so does sluice: a loading role that may not
 /// read the table nor create schemas is told the one statement to ask for
-/// (a schema of its own for the ledger), and then loads, rejects included.
+/// (a schema of its own for the ledger), and then loads, rejects included,
+/// also without the right to create temporary objects.
 #[test]
 fn a_role_that_may_only_insert_loads_once_it_owns_the_ledger_schema() {
     let db = TestDb::new();
@@ -283,6 +284,17 @@ fn a_role_that_may_only_insert_loads_once_it_owns_the_ledger_schema() {
     assert_eq!(run.code, 1, "one reject: {}", run.stderr);
     assert_eq!(db.count("t"), rows + 2);
     assert_eq!(db.scalar("SELECT count(*) FROM sluice.rejects"), "1");
+    // Nor temporary objects: the check of many suspects' values together
+    // (a function in the session's temporary schema) cannot run, and each
+    // suspect is copied alone instead.
+    db.execute(&format!("REVOKE TEMPORARY ON DATABASE {} FROM PUBLIC", db.name));
+    let many: String =
+        (0..40).map(|i| if i % 4 == 0 { format!("x{i},bad\n") } else { format!("{},ok\n", 9100 + i) }).collect();
+    let many = db.file("many.csv", many.as_bytes());
+    let run = load(many.to_str().unwrap());
+    assert_eq!(run.code, 1, "ten rejects: {}", run.stderr);
+    assert_eq!(db.count("t"), rows + 2 + 30);
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.rejects"), "11");
 }
 
 /// TLS through libpq: `sslmode=require` connects encrypted, `verify-full`

@@ -857,4 +857,18 @@ fn a_latin1_database_stores_the_files_characters() {
     assert_eq!(rows, ["1 café 4", "3 naïve 5", "4 café 4"]);
     let reject = std::fs::read_to_string(&rejects).unwrap();
     assert!(reject.contains("\"line\":2,") && reject.contains("has no equivalent in encoding"), "{reject}");
+    // Ten suspects holding a character LATIN1 lacks: the value check's
+    // statement fails as a whole, and isolation copies each alone instead.
+    let mixed: String =
+        (1..=30).map(|i| if i % 3 == 0 { format!("x日{i}\tbad\n") } else { format!("{i}\tok\n") }).collect();
+    let mixed = db.file("mixed.tsv", mixed.as_bytes());
+    let run = sluice(&["load", mixed.to_str().unwrap(), "--table", "t", "--db", &conninfo, "--rejects", rejects_arg]);
+    assert_eq!(run.code, 1, "{}", run.output());
+    assert_eq!(session.query("SELECT count(*) FROM t WHERE s = 'ok'", &[]).unwrap()[0][0].as_deref(), Some("20"));
+    let lines: Vec<u64> = std::fs::read_to_string(&rejects)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lines, (1..=10).map(|i| 3 * i).collect::<Vec<u64>>());
 }

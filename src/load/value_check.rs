@@ -21,10 +21,11 @@
 //! session's temporary schema, made again with each check because the
 //! chunk's transaction may roll it back.
 //!
-//! When the check cannot run (no right to create temporary objects, a value
-//! the database's encoding cannot hold, more columns than a function takes),
-//! it is rolled back to the savepoint and isolation goes on as before; it is
-//! then not tried again in this load.
+//! When the check cannot run, it is rolled back to the savepoint and
+//! isolation goes on as before. A value the database's encoding cannot hold
+//! fails that chunk's check only; anything else (no right to create
+//! temporary objects, say) stops the checks for the rest of the load. A
+//! table of more than 100 checked columns (a function's limit) has none.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -100,9 +101,11 @@ impl ValueCheck {
     }
 
     /// Checks `records` (each whole, line end included) after running
-    /// `savepoint` (which sets the savepoint isolation rolls back to), in
-    /// one round trip. A record the splitter is unsure of (a field too many
-    /// or too few, a stray carriage return) is left unchecked.
+    /// `savepoint` (which sets the savepoint isolation rolls back to) on its
+    /// own: a check the server refuses before running any of its statements
+    /// (a value its encoding cannot hold fails the whole message) must find
+    /// the savepoint set. A record the splitter is unsure of (a field too
+    /// many or too few, a stray carriage return) is left unchecked.
     pub fn check(
         &self,
         session: &PgSession,
@@ -123,11 +126,16 @@ impl ValueCheck {
         if sent.is_empty() {
             return Ok(Checked::Skipped);
         }
-        let sql = format!("{savepoint}; {}; {}", self.create_function, select_refusals(&columns));
+        session.execute(savepoint)?;
+        let sql = format!("{}; {}", self.create_function, select_refusals(&columns));
         match session.query_statements(&sql)? {
             Ok(rows) => Ok(Checked::Ran(self.refusals(&rows, &sent))),
-            Err(_) => {
-                self.broken.store(true, Ordering::Relaxed);
+            Err(refusal) => {
+                // This chunk's data (a character the database's encoding
+                // lacks) fails this check only; anything else, every check.
+                if !refusal.sqlstate.is_some_and(|s| s.starts_with("22")) {
+                    self.broken.store(true, Ordering::Relaxed);
+                }
                 Ok(Checked::Failed)
             }
         }
