@@ -10,6 +10,9 @@
 //!    records whose values the server will probably refuse (see `suspect`).
 //!    The others go to the server as one run, each suspect as a run of its
 //!    own, so a chunk with scattered bad records costs a few statements.
+//!    When there are many suspects, their values go to the server's input
+//!    functions in one statement first (see `value_check`); those it
+//!    refuses are rejected with its reasons, without a COPY each.
 //! 3. In the chunk's transaction (opened by the worker's ledger claim), copy
 //!    runs of consecutive records, each under a savepoint.
 //!    When the server names the failing line (`COPY t, line N`), reject that
