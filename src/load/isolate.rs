@@ -404,7 +404,7 @@ impl Isolator<'_> {
             return Ok(first_run);
         };
         let records: Vec<&[u8]> = suspects.iter().map(|&i| self.index.bytes(self.bytes, i, i + 1)).collect();
-        let prelude = match check.check(session, self.shared.format, first_run, &records)? {
+        let prelude = match check.check(session, first_run, &records)? {
             Checked::Ran(refusals) => {
                 let mut refused = vec![false; suspects.len()];
                 for (k, refusal) in refusals {

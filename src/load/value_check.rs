@@ -47,8 +47,9 @@ const FUNCTION: &str = "pg_temp.sluice_first_refusal";
 
 /// The check for one load's COPY columns.
 pub(super) struct ValueCheck {
-    /// The COPY columns as text, for the splitter.
-    as_text: Vec<(String, String)>,
+    /// Splits records as COPY does, every column read as text; cloned for
+    /// each check.
+    splitter: BinaryEncoder,
     /// The COPY columns' names.
     names: Vec<String>,
     /// For each argument of the function: its COPY column.
@@ -85,12 +86,11 @@ impl ValueCheck {
             return None;
         }
         let as_text: Vec<(String, String)> = columns.iter().map(|(name, _)| (name.clone(), "text".into())).collect();
-        BinaryEncoder::new(&as_text, format).ok()?;
         let types: Vec<&str> = checked.iter().map(|&i| columns[i].1.as_str()).collect();
         Some(ValueCheck {
+            splitter: BinaryEncoder::new(&as_text, format).ok()?,
             names: columns.iter().map(|(name, _)| name.clone()).collect(),
             create_function: create_function(&types)?,
-            as_text,
             checked,
             broken: AtomicBool::new(false),
         })
@@ -106,20 +106,14 @@ impl ValueCheck {
     /// (a value its encoding cannot hold fails the whole message) must find
     /// the savepoint set. A record the splitter is unsure of (a field too
     /// many or too few, a stray carriage return) is left unchecked.
-    pub fn check(
-        &self,
-        session: &PgSession,
-        format: &FormatOptions,
-        savepoint: &str,
-        records: &[&[u8]],
-    ) -> Result<Checked, Error> {
-        let Ok(mut splitter) = BinaryEncoder::new(&self.as_text, format) else { return Ok(Checked::Skipped) };
+    pub fn check(&self, session: &PgSession, savepoint: &str, records: &[&[u8]]) -> Result<Checked, Error> {
+        let mut splitter = self.splitter.clone();
         let mut columns: Vec<Vec<Option<String>>> = vec![Vec::new(); self.checked.len()];
         let mut sent = Vec::new();
         for (index, record) in records.iter().enumerate() {
-            let Some(fields) = split(&mut splitter, record) else { continue };
+            let Some(mut fields) = split(&mut splitter, record) else { continue };
             for (column, &i) in columns.iter_mut().zip(&self.checked) {
-                column.push(fields[i].clone());
+                column.push(fields[i].take());
             }
             sent.push(index);
         }
