@@ -437,12 +437,20 @@ impl PgSession {
         match result.status() {
             Status::CommandOk | Status::TuplesOk => Ok(None),
             _ => {
-                let r = refusal(&result, &self.relname);
-                match self.retryable(&r) {
-                    Some(error) => Err(error),
-                    None => Ok(Some((r.sqlstate.unwrap_or_default(), r.message))),
-                }
+                let r = self.refused(&result)?;
+                Ok(Some((r.sqlstate.unwrap_or_default(), r.message)))
             }
+        }
+    }
+
+    /// A failed statement's refusal, for the caller to judge; a lost
+    /// connection or a failure that may pass as the error (see
+    /// [`PgSession::retryable`]).
+    fn refused(&self, result: &libpq::PQResult) -> Result<CopyRefusal, Error> {
+        let r = refusal(result, &self.relname);
+        match self.retryable(&r) {
+            Some(error) => Err(error),
+            None => Ok(r),
         }
     }
 
@@ -454,11 +462,7 @@ impl PgSession {
         if result.status() == Status::TuplesOk {
             return self.rows(result).map(Ok);
         }
-        let r = refusal(&result, &self.relname);
-        match self.retryable(&r) {
-            Some(error) => Err(error),
-            None => Ok(Err(r)),
-        }
+        self.refused(&result).map(Err)
     }
 
     /// Runs a query with text parameters; returns rows of text values.
