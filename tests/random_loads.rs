@@ -287,10 +287,10 @@ fn record(rng: &mut Rng, options: &Options, id: usize) -> Record {
     let bad = rng.below(40) == 0;
     let spoil = match bad {
         true => {
-            let ways: Vec<u64> = (0..9).filter(|&way| spoilable(options, way)).collect();
+            let ways: Vec<u64> = (0..12).filter(|&way| spoilable(options, way)).collect();
             ways[rng.below(ways.len() as u64) as usize]
         }
-        false => 9,
+        false => u64::MAX,
     };
     match spoil {
         0 => values[6] = Some("99999999999999999999".into()),
@@ -300,6 +300,9 @@ fn record(rng: &mut Rng, options: &Options, id: usize) -> Record {
         4 => values[4] = Some("nul \0 byte".into()),
         7 => values[6] = Some("4242".into()),
         8 => values[4] = Some("refuse me".into()),
+        9 => values[1] = Some(rng.pick(&["1,234.50", "$5", "12,5"]).to_string()),
+        10 => values[2] = Some(format!("{}/{month}/{year}", 13 + rng.below(19))),
+        11 => values[3] = Some(format!("{year:04}-{month:02}-{day:02} {}:{minute:02}", 25 + rng.below(9))),
         _ => {}
     }
     let mut values: Vec<Option<String>> = options.order.iter().map(|&i| values[i].clone()).collect();
@@ -317,8 +320,9 @@ fn record(rng: &mut Rng, options: &Options, id: usize) -> Record {
 /// a field too few or too many, spoil none), and ways 7 and 8 need
 /// [`CONSTRAINTS`].
 fn spoilable(options: &Options, way: u64) -> bool {
-    let column = [Some(6), Some(2), Some(1), Some(5), Some(4), None, None, Some(6), Some(4)][way as usize];
-    column.map_or(true, |column| options.order.contains(&column)) && (way < 7 || options.constraints)
+    let column = [Some(6), Some(2), Some(1), Some(5), Some(4), None, None, Some(6), Some(4), Some(1), Some(2), Some(3)]
+        [way as usize];
+    column.map_or(true, |column| options.order.contains(&column)) && (!(7..=8).contains(&way) || options.constraints)
 }
 
 /// Writes the case's files, loads them with sluice, loads their good

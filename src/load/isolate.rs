@@ -12,7 +12,9 @@
 //!    own, so a chunk with scattered bad records costs a few statements.
 //!    When there are many suspects, their values go to the server's input
 //!    functions in one statement first (see `value_check`); those it
-//!    refuses are rejected with its reasons, without a COPY each.
+//!    refuses are rejected with its reasons, without a COPY each, and those
+//!    it takes whole join the others' run when nothing else about them is
+//!    suspect (a field count, a NULL in a NOT NULL column).
 //! 3. In the chunk's transaction (opened by the worker's ledger claim), copy
 //!    runs of consecutive records, each under a savepoint.
 //!    When the server names the failing line (`COPY t, line N`), reject that
@@ -46,7 +48,7 @@
 use std::borrow::Cow;
 
 use super::plan::BinaryPlan;
-use super::suspect::{suspect, suspect_json};
+use super::suspect::{misshapen, suspect, suspect_json};
 use super::value_check::{Checked, MIN_SUSPECTS};
 use super::{nothing_loads, rows_loaded_so_far, Shared, ALL_REJECTED_STOP};
 use crate::chunk::{locate_server_line, Chunk};
@@ -243,6 +245,15 @@ struct Isolator<'a> {
 /// Records to copy in one COPY, in input order; not always contiguous.
 type Run = Vec<usize>;
 
+/// What the value check made of a suspect.
+#[derive(Clone, Copy)]
+enum Fate {
+    Rejected,
+    /// Its values are the types' and its shape COPY's: it joins the clean run.
+    Cleared,
+    StillSuspect,
+}
+
 pub(super) fn isolate(
     session: &mut PgSession,
     shared: &Shared,
@@ -265,10 +276,10 @@ pub(super) fn isolate(
         errors: 0,
         copies: 0,
     };
-    let (clean, mut suspects) = iso.sort_records();
+    let (mut clean, mut suspects) = iso.sort_records();
     let first_run = shared.savepoint(FIRST_RUN, &[chunk]);
     let after_refusal = shared.savepoint(AFTER_REFUSAL, &[chunk]);
-    let mut prelude = iso.check_suspects(session, &mut suspects, &first_run, &after_refusal)?;
+    let mut prelude = iso.check_suspects(session, &mut clean, &mut suspects, &first_run, &after_refusal)?;
     if clean.is_empty() && suspects.is_empty() {
         // The check rejected every record: the same stop as after a COPY.
         iso.stop_if_nothing_loads()?;
@@ -385,17 +396,19 @@ fn end_of_data_line(raw: &[u8]) -> bool {
     matches!(raw, b"\\." | b"\\.\n" | b"\\.\r\n" | b"\\.\r")
 }
 
-impl Isolator<'_> {
+impl<'a> Isolator<'a> {
     /// Checks the suspects' values in one statement when there are enough
     /// of them (see [`value_check`](super::value_check)): rejects those the
-    /// check refuses and keeps the others as suspects. Returns what the next
-    /// COPY runs first: nothing after a check that ran (its savepoint
-    /// stands), the rollback to it after one that failed, and the first
-    /// run's savepoint when none ran.
+    /// check refuses, moves to `clean` those whose values it took and whose
+    /// shape is right (a field count and NULLs COPY takes), and keeps the
+    /// others as suspects. Returns what the next COPY runs first: nothing
+    /// after a check that ran (its savepoint stands), the rollback to it
+    /// after one that failed, and the first run's savepoint when none ran.
     fn check_suspects<'p>(
         &mut self,
         session: &PgSession,
-        suspects: &mut Vec<usize>,
+        clean: &mut Run,
+        suspects: &mut Run,
         first_run: &'p str,
         after_refusal: &'p str,
     ) -> Result<&'p str, Error> {
@@ -403,22 +416,45 @@ impl Isolator<'_> {
         else {
             return Ok(first_run);
         };
-        let records: Vec<&[u8]> = suspects.iter().map(|&i| self.index.bytes(self.bytes, i, i + 1)).collect();
-        let prelude = match check.check(session, first_run, &records)? {
-            Checked::Ran(refusals) => {
-                let mut refused = vec![false; suspects.len()];
-                for (k, refusal) in refusals {
-                    refused[k] = true;
-                    self.reject(suspects[k], refusal);
-                }
-                let mut refused = refused.into_iter();
-                suspects.retain(|_| !refused.next().unwrap_or(false));
-                ""
-            }
-            Checked::Failed => after_refusal,
-            Checked::Skipped => first_run,
+        let records: Vec<&[u8]> = suspects.iter().map(|&i| self.record(i)).collect();
+        let (refused, passed) = match check.check(session, first_run, &records)? {
+            Checked::Ran { refused, passed } => (refused, passed),
+            Checked::Failed => return Ok(after_refusal),
+            Checked::Skipped => return Ok(first_run),
         };
-        Ok(prelude)
+        let mut fate = vec![Fate::StillSuspect; suspects.len()];
+        for (k, refusal) in refused {
+            fate[k] = Fate::Rejected;
+            self.reject(suspects[k], refusal);
+        }
+        for k in passed {
+            if !self.misshapen(records[k]) {
+                fate[k] = Fate::Cleared;
+            }
+        }
+        let mut fates = fate.into_iter();
+        suspects.retain(|&i| match fates.next() {
+            Some(Fate::Cleared) => {
+                clean.push(i);
+                false
+            }
+            Some(Fate::Rejected) => false,
+            _ => true,
+        });
+        // Two sorted runs, merged in one pass: the clean run goes in input
+        // order.
+        clean.sort();
+        Ok("")
+    }
+
+    /// Whether COPY refuses `record` whatever its values: a field too many
+    /// or too few, a NULL in a NOT NULL column, a `\.` line.
+    fn misshapen(&self, record: &[u8]) -> bool {
+        end_of_data_line(record) || self.shared.rules.as_ref().is_some_and(|r| misshapen(record, r, self.shared.format))
+    }
+
+    fn record(&self, i: usize) -> &'a [u8] {
+        self.index.bytes(self.bytes, i, i + 1)
     }
 
     /// Only rejects so far, here and everywhere: the load stops before
@@ -435,7 +471,7 @@ impl Isolator<'_> {
     }
 
     fn holds_end_of_data_line(&self, run: &[usize]) -> bool {
-        run.iter().any(|&i| end_of_data_line(self.index.bytes(self.bytes, i, i + 1)))
+        run.iter().any(|&i| end_of_data_line(self.record(i)))
     }
 
     /// Rejects records the server would refuse for their bytes alone (NUL,
@@ -444,7 +480,7 @@ impl Isolator<'_> {
         let (mut clean, mut suspects) = (Vec::new(), Vec::new());
         let transcoding = self.shared.sources[self.chunk.loc.source].transcoding;
         for i in 0..self.index.len() {
-            match verdict(self.shared, transcoding, self.index.bytes(self.bytes, i, i + 1)) {
+            match verdict(self.shared, transcoding, self.record(i)) {
                 Verdict::Refused(reason) => self.reject(i, CopyRefusal { message: reason, ..CopyRefusal::default() }),
                 Verdict::Suspect => suspects.push(i),
                 Verdict::Clean => clean.push(i),
@@ -516,7 +552,7 @@ impl Isolator<'_> {
         }
         let mut out = Vec::new();
         for &i in run {
-            out.extend_from_slice(self.index.bytes(self.bytes, i, i + 1));
+            out.extend_from_slice(self.record(i));
         }
         Cow::Owned(out)
     }
@@ -566,7 +602,7 @@ impl Isolator<'_> {
             reason.push_str(&format!(" ({detail})"));
         }
         reason.push_str(advice);
-        let raw = self.shared.sources[loc.source].as_in_input(self.index.bytes(self.bytes, i, i + 1));
+        let raw = self.shared.sources[loc.source].as_in_input(self.record(i));
         let mut reject = Reject::new(position, reason, &raw);
         reject.sqlstate = r.sqlstate;
         reject.column = r.column;

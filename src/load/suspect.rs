@@ -11,13 +11,23 @@
 //! re-copy. That is why a simple field splitter is acceptable here, next to
 //! the one record scanner: it can change how fast isolation goes, never what
 //! is loaded. The checks: field count, integers, NOT NULL, declared length,
-//! enum labels, booleans, a digit in numbers, dates and times (an empty
+//! enum labels, booleans, a digit in dates, times and intervals (an empty
 //! string or `N/A` in such a column is the most common bad value in exported
-//! files), a day that does not exist in a `YYYY-MM-DD` date (MySQL's
-//! `0000-00-00`), more integer digits than `numeric(p,s)` holds, and a uuid
-//! that is not 32 hex digits among hyphens and braces.
+//! files), a day that does not exist in a date of three numbers read in the
+//! session's DateStyle (MySQL's `0000-00-00`, `31/12/2024` read month
+//! first), an hour, minute or second out of range, numbers written as
+//! numbers (not `1,234.50`, `$5` or `12 %`) that fit the column
+//! (`numeric(p,s)`'s integer digits, real's and double's range), a uuid that
+//! is not 32 hex digits among hyphens and braces, network addresses of hex
+//! digits, dots, colons and a slash, array literals in braces, and JSON that
+//! does not parse.
+//!
+//! A wrong guess is cheap when the value check runs (see `value_check`):
+//! the suspect's values pass and it goes back to the clean run. That is why
+//! these rules may be stricter than the server; never looser, or a bad
+//! record costs a re-copy.
 
-use crate::format::binary::{iso_date, without_modifier};
+use crate::format::binary::{iso_date, unescape_text, without_modifier, DateOrder};
 use crate::format::{FormatKind, FormatOptions};
 use crate::sink::postgres::TableInfo;
 
@@ -41,22 +51,47 @@ enum ValueRule {
     /// An enum: one of its labels, as written (a label with escapes or
     /// quotes in the file is suspected, wrongly, at the cost of one COPY).
     Label(Vec<String>),
-    /// Numbers, dates, times and intervals: a digit somewhere, or one of
-    /// the words their inputs take ([`DIGITLESS`]).
+    /// Intervals: a digit somewhere, or one of the words their inputs take
+    /// ([`DIGITLESS`]).
     Digit,
-    /// date and timestamps: as [`Digit`](Self::Digit), and a day that
-    /// exists when written `YYYY-MM-DD`.
-    Date,
-    /// `numeric(p,s)`: as [`Digit`](Self::Digit), and at most `p - s`
-    /// digits before the point when written without an exponent.
-    Numeric {
-        integer_digits: usize,
+    /// time and timetz: as [`Digit`](Self::Digit), and a time of day in
+    /// range when it starts as one.
+    Time,
+    /// date and timestamps: as [`Time`](Self::Time) after the date, and a
+    /// day that exists when the date is three numbers, read in `order`
+    /// (`None`: year first).
+    Date {
+        order: Option<DateOrder>,
     },
+    /// numeric, real and double: a number as their inputs write it, or one
+    /// of their words; at most `integer_digits` digits before the point
+    /// (`numeric(p,s)`'s `p - s`) when written without an exponent; within
+    /// `range`.
+    Number {
+        integer_digits: Option<usize>,
+        range: FloatRange,
+    },
+    /// inet and cidr: hex digits, dots, colons and a slash.
+    Network,
+    /// macaddr and macaddr8: hex digits among colons, hyphens and dots.
+    MacAddress,
+    /// An array: its literal in braces (a dimension decoration before it).
+    Array,
+    /// json and jsonb: one JSON document once the format's escapes are read.
+    Json,
     /// boolean: `t`, `yes`, `off`, `1`... as the server's input reads them.
     Bool,
     /// uuid: 32 hex digits, with only hyphens and braces among them.
     Uuid,
     Any,
+}
+
+/// Which floating-point type's range a number must be in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FloatRange {
+    Unlimited,
+    Real,
+    Double,
 }
 
 /// True when a JSON-lines record is not one valid JSON document (the
@@ -80,7 +115,9 @@ pub fn rules(table: &TableInfo, columns: Option<&[String]>, format: &FormatOptio
             .into_iter()
             .map(|(name, ty)| {
                 let labels = table.enums.iter().find(|(column, _)| *column == name);
-                let kind = labels.map_or_else(|| value_rule(&ty), |(_, labels)| ValueRule::Label(labels.clone()));
+                let order = DateOrder::of_date_style(&table.session_date_style);
+                let kind =
+                    labels.map_or_else(|| value_rule(&ty, order), |(_, labels)| ValueRule::Label(labels.clone()));
                 // A column forced not null reads its unquoted NULL string
                 // as a value (one forced null as well may still be NULL:
                 // the guess lets it pass, the server decides).
@@ -91,44 +128,36 @@ pub fn rules(table: &TableInfo, columns: Option<&[String]>, format: &FormatOptio
     )
 }
 
-fn value_rule(sql_type: &str) -> ValueRule {
+fn value_rule(sql_type: &str, order: Option<DateOrder>) -> ValueRule {
     let length = |prefix: &str| {
         sql_type.strip_prefix(prefix).and_then(|r| r.strip_suffix(')')).and_then(|n| n.parse::<usize>().ok())
     };
     let base = without_modifier(sql_type);
-    match sql_type {
+    let number = |range| ValueRule::Number {
+        integer_digits: numeric_modifier(sql_type).map(|(precision, scale)| precision.saturating_sub(scale)),
+        range,
+    };
+    match base.as_str() {
         "smallint" => ValueRule::Integer { min: i16::MIN.into(), max: i16::MAX.into() },
         "integer" => ValueRule::Integer { min: i32::MIN.into(), max: i32::MAX.into() },
         "bigint" => ValueRule::Integer { min: i64::MIN.into(), max: i64::MAX.into() },
         "boolean" => ValueRule::Bool,
         "uuid" => ValueRule::Uuid,
-        _ if is_date_or_timestamp(&base) => ValueRule::Date,
-        _ if takes_digits(&base) => match numeric_modifier(sql_type) {
-            Some((precision, scale)) => ValueRule::Numeric { integer_digits: precision.saturating_sub(scale) },
-            None => ValueRule::Digit,
-        },
+        "numeric" => number(FloatRange::Unlimited),
+        "real" => number(FloatRange::Real),
+        "double precision" => number(FloatRange::Double),
+        "inet" | "cidr" => ValueRule::Network,
+        "macaddr" | "macaddr8" => ValueRule::MacAddress,
+        "json" | "jsonb" => ValueRule::Json,
+        "time without time zone" | "time with time zone" => ValueRule::Time,
+        _ if is_date_or_timestamp(&base) => ValueRule::Date { order },
+        _ if base == "interval" || base.starts_with("interval ") => ValueRule::Digit,
+        _ if base.ends_with("[]") => ValueRule::Array,
         _ => match length("character varying(").or_else(|| length("character(")) {
             Some(n) => ValueRule::MaxChars(n),
             None => ValueRule::Any,
         },
     }
-}
-
-/// Numbers, dates, times, timestamps and intervals (not their ranges, whose
-/// input takes `empty` and unbounded `[,)`).
-fn takes_digits(base_type: &str) -> bool {
-    const TYPES: [&str; 9] = [
-        "numeric",
-        "real",
-        "double precision",
-        "date",
-        "time without time zone",
-        "time with time zone",
-        "timestamp without time zone",
-        "timestamp with time zone",
-        "interval",
-    ];
-    TYPES.contains(&base_type) || base_type.starts_with("interval ")
 }
 
 fn is_date_or_timestamp(base_type: &str) -> bool {
@@ -142,30 +171,197 @@ fn numeric_modifier(sql_type: &str) -> Option<(usize, usize)> {
     Some((precision.trim().parse().ok()?, scale.trim().parse().ok()?))
 }
 
-/// False for a date written `YYYY-MM-DD` (alone, or before a time) whose
-/// day does not exist: month 0 or 13, February 30th, year 0.
-fn real_day_if_iso(value: &[u8]) -> bool {
+/// False for a date (alone, or before a time) of three numbers whose day
+/// does not exist as the server reads them: year first when the first has
+/// more than two digits, else in the DateStyle's `order` (`None`: year
+/// first). Month 0 or 13, February 30th, `0000-00-00`, `31/12/2024` read
+/// month first. Also false for a time after it that is out of range.
+fn real_date(value: &[u8], order: Option<DateOrder>) -> bool {
     let value = value.trim_ascii();
-    let shaped = value.len() >= 10
-        && value
-            .iter()
-            .take(10)
-            .enumerate()
-            .all(|(i, b)| if i == 4 || i == 7 { *b == b'-' } else { b.is_ascii_digit() })
-        && matches!(value.get(10), None | Some(b' ' | b'T'));
-    !shaped || iso_date(&value[..10]).is_some()
+    let (date, time) = match value.iter().position(|&b| b == b' ' || b == b'T') {
+        Some(gap) => (&value[..gap], &value[gap + 1..]),
+        None => (value, &value[..0]),
+    };
+    // The common ISO date first: a whole refused chunk is screened.
+    let day_exists = iso_date(date).is_some()
+        || three_numbers(date).map_or(true, |parts| {
+            let (year, month, day) = match (parts[0].len() > 2, order) {
+                (true, _) | (false, None) => (parts[0], parts[1], parts[2]),
+                (false, Some(DateOrder::MonthFirst)) => (parts[2], parts[0], parts[1]),
+                (false, Some(DateOrder::DayFirst)) => (parts[2], parts[1], parts[0]),
+            };
+            day_exists(year, number(month), number(day))
+        });
+    day_exists && time_in_range(time)
 }
 
-/// False when a decimal without an exponent has more than `most` digits
-/// before its point (leading zeros aside): `numeric field overflow`.
+/// `a/b/c`, `a-b-c` or `a.b.c` (the same separator twice), each of one to
+/// nine digits.
+fn three_numbers(date: &[u8]) -> Option<[&[u8]; 3]> {
+    let separator = *date.iter().find(|b| !b.is_ascii_digit())?;
+    if !matches!(separator, b'/' | b'-' | b'.') {
+        return None;
+    }
+    let mut parts = date.split(|&b| b == separator);
+    let three = [parts.next()?, parts.next()?, parts.next()?];
+    let numbers = three.iter().all(|p| (1..=9).contains(&p.len()) && p.iter().all(u8::is_ascii_digit));
+    (parts.next().is_none() && numbers).then_some(three)
+}
+
+/// The value of up to nine digits.
+fn number(digits: &[u8]) -> u32 {
+    digits.iter().fold(0, |n, &d| n * 10 + u32::from(d - b'0'))
+}
+
+/// Whether `month`/`day` exists in `year` as written: a year of one or two
+/// digits is in this century or the last (so February 29th may exist), and
+/// only a longer one can be year zero, which does not.
+fn day_exists(year: &[u8], month: u32, day: u32) -> bool {
+    const MONTH_DAYS: [u32; 12] = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let (short, year) = (year.len() <= 2, number(year));
+    let leap = short || (year % 4 == 0 && (year % 100 != 0 || year % 400 == 0));
+    let most = match month {
+        2 if !leap => 28,
+        1..=12 => MONTH_DAYS[month as usize - 1],
+        _ => return false,
+    };
+    (short || year > 0) && (1..=most).contains(&day)
+}
+
+/// False for a value that starts as a time of day (`H:MM`, `HH:MM:SS`,
+/// fractions) out of range: an hour past 24, a minute past 59, a second
+/// past 60, or past 24:00:00. What follows (an offset, `AM`) is not read.
+fn time_in_range(value: &[u8]) -> bool {
+    let Some((hours, rest)) = short_number(value, 1) else { return true };
+    let Some((minutes, rest)) = rest.strip_prefix(b":").and_then(|r| short_number(r, 2)) else { return true };
+    let (seconds, rest) = rest.strip_prefix(b":").and_then(|r| short_number(r, 2)).unwrap_or((0, rest));
+    let fraction = rest.strip_prefix(b".").unwrap_or_default();
+    let past_midnight = fraction.iter().take_while(|b| b.is_ascii_digit()).any(|&d| d != b'0');
+    (hours < 24 && minutes < 60 && seconds <= 60) || (hours == 24 && minutes == 0 && seconds == 0 && !past_midnight)
+}
+
+/// A number of `least` to two digits at the start of `text` (no third
+/// digit after them), and the rest.
+fn short_number(text: &[u8], least: usize) -> Option<(u32, &[u8])> {
+    let n = text.iter().take_while(|b| b.is_ascii_digit()).count();
+    (least..=2).contains(&n).then(|| (number(&text[..n]), &text[n..]))
+}
+
+/// False when a decimal has more than `most` digits before its point
+/// (leading zeros aside, its exponent counted): `numeric field overflow`.
 fn fits_integer_digits(value: &[u8], most: usize) -> bool {
     let value = value.trim_ascii();
-    let digits = value.strip_prefix(b"-").or_else(|| value.strip_prefix(b"+")).unwrap_or(value);
-    let integer = digits.split(|&b| b == b'.').next().unwrap_or_default();
-    if !integer.iter().all(u8::is_ascii_digit) || digits.iter().any(|&b| b == b'e' || b == b'E') {
+    let unsigned = value.strip_prefix(b"-").or_else(|| value.strip_prefix(b"+")).unwrap_or(value);
+    let (mantissa, exponent) = match unsigned.iter().position(|&b| b == b'e' || b == b'E') {
+        Some(at) => {
+            (&unsigned[..at], std::str::from_utf8(&unsigned[at + 1..]).ok().and_then(|e| e.parse::<i64>().ok()))
+        }
+        None => (unsigned, Some(0)),
+    };
+    let (Some(exponent), Some(integer)) = (exponent, mantissa.split(|&b| b == b'.').next()) else { return true };
+    if !integer.iter().all(u8::is_ascii_digit) {
         return true;
     }
-    integer.iter().skip_while(|&&b| b == b'0').count() <= most
+    let fraction = mantissa.get(integer.len() + 1..).unwrap_or_default();
+    let significant = integer.iter().skip_while(|&&b| b == b'0').count() as i64;
+    // Where the first significant digit stands, in digits before the point.
+    let magnitude = match significant {
+        0 => match fraction.iter().position(|&b| b != b'0') {
+            Some(zeros) => -(zeros as i64),
+            None => return true,
+        },
+        n => n,
+    };
+    magnitude.saturating_add(exponent) <= most as i64
+}
+
+/// `[+-]digits[.digits][e[+-]digits]` (or `.digits`), spaces around, or
+/// `NaN`, `Infinity` or `inf` in any case after a sign: what numeric, real
+/// and double read (PostgreSQL 16's underscores and hex integers aside),
+/// within `range`. Thousands separators, currency and percent signs and
+/// decimal commas make no number for the server.
+fn plain_number(value: &[u8], range: FloatRange) -> bool {
+    let value = value.trim_ascii();
+    let unsigned = value.strip_prefix(b"-").or_else(|| value.strip_prefix(b"+")).unwrap_or(value);
+    if b"nan".eq_ignore_ascii_case(unsigned) {
+        // numeric's NaN takes no sign.
+        return range != FloatRange::Unlimited || unsigned.len() == value.len();
+    }
+    if b"infinity".eq_ignore_ascii_case(unsigned) || b"inf".eq_ignore_ascii_case(unsigned) {
+        return true;
+    }
+    let digits = |from: usize| unsigned[from..].iter().take_while(|b| b.is_ascii_digit()).count();
+    let integer = digits(0);
+    let mut end = integer;
+    if unsigned.get(end) == Some(&b'.') {
+        end += 1 + digits(end + 1);
+    }
+    let mantissa = &unsigned[..end];
+    if !mantissa.iter().any(u8::is_ascii_digit) {
+        return false;
+    }
+    if matches!(unsigned.get(end), Some(b'e' | b'E')) {
+        end += 1 + usize::from(matches!(unsigned.get(end + 1), Some(b'+' | b'-')));
+        let exponent = if end <= unsigned.len() { digits(end) } else { 0 };
+        if exponent == 0 {
+            return false;
+        }
+        end += exponent;
+    }
+    end == unsigned.len() && in_range(value, mantissa, range)
+}
+
+/// Whether a number's value is neither too large for `range` nor so small
+/// that it reads as zero (the server refuses both as out of range).
+fn in_range(value: &[u8], mantissa: &[u8], range: FloatRange) -> bool {
+    let Ok(text) = std::str::from_utf8(value) else { return true };
+    let text = text.strip_prefix('+').unwrap_or(text);
+    let (zero, infinite) = match range {
+        FloatRange::Unlimited => return true,
+        FloatRange::Real => text.parse::<f32>().map_or((false, false), |v| (v == 0.0, v.is_infinite())),
+        FloatRange::Double => text.parse::<f64>().map_or((false, false), |v| (v == 0.0, v.is_infinite())),
+    };
+    let underflow = zero && mantissa.iter().any(|b| (b'1'..=b'9').contains(b));
+    !(infinite || underflow)
+}
+
+/// inet and cidr input: an IPv4 or IPv6 address and its mask length; no
+/// spaces, which the server refuses.
+fn network_address(value: &[u8]) -> bool {
+    value.iter().any(u8::is_ascii_hexdigit) && value.iter().all(|b| b.is_ascii_hexdigit() || b".:/".contains(b))
+}
+
+/// macaddr and macaddr8 input: twelve or sixteen hex digits among `:`, `-`
+/// and `.`, spaces around.
+fn mac_address(value: &[u8]) -> bool {
+    let value = value.trim_ascii();
+    value.iter().filter(|b| b.is_ascii_hexdigit()).count() >= 12
+        && value.iter().all(|b| b.is_ascii_hexdigit() || b":-.".contains(b))
+}
+
+/// An array literal: `{...}`, or `[1:2]={...}`, spaces around.
+fn array_literal(value: &[u8]) -> bool {
+    let value = value.trim_ascii();
+    matches!(value.first(), Some(b'{' | b'[')) && value.last() == Some(&b'}')
+}
+
+/// Whether a field holds one JSON document once its escapes are read as
+/// COPY reads them: doubled quotes (or the escape character) in CSV,
+/// backslash escapes in text.
+fn json_document(value: &[u8], format: &FormatOptions) -> bool {
+    let mut unescaped = Vec::with_capacity(value.len());
+    if format.kind == FormatKind::Csv {
+        let quote = format.quote.unwrap_or(b'"');
+        let escape = format.escape.unwrap_or(quote);
+        let mut bytes = value.iter().copied().peekable();
+        while let Some(b) = bytes.next() {
+            let escaped = b == escape && bytes.peek().is_some_and(|&n| n == quote || n == escape);
+            unescaped.push(if escaped { bytes.next().unwrap_or(b) } else { b });
+        }
+    } else if unescape_text(value, &mut unescaped).is_err() {
+        return true;
+    }
+    serde_json::from_slice::<serde::de::IgnoredAny>(&unescaped).is_ok()
 }
 
 /// The values without a digit that numeric, float, date, time, timestamp
@@ -203,7 +399,16 @@ fn boolean(value: &[u8]) -> bool {
 /// when each record's fields were first collected).
 pub fn suspect(record: &[u8], rules: &[ColumnRule], format: &FormatOptions) -> bool {
     let mut fields = fields(record, format);
-    rules.iter().any(|rule| !fields.next().is_some_and(|field| plausible(&field, rule))) || fields.next().is_some()
+    rules.iter().any(|rule| !fields.next().is_some_and(|field| plausible(&field, rule, format)))
+        || fields.next().is_some()
+}
+
+/// True when COPY refuses `record` (terminator included) whatever its
+/// values: a field too many or too few, or a NULL in a NOT NULL column.
+pub fn misshapen(record: &[u8], rules: &[ColumnRule], format: &FormatOptions) -> bool {
+    let mut fields = fields(record, format);
+    rules.iter().any(|rule| fields.next().map_or(true, |field| field.is_none() && rule.not_null))
+        || fields.next().is_some()
 }
 
 /// How many fields `record` (terminator included) splits into, as far as
@@ -258,7 +463,7 @@ impl<'a> Iterator for Fields<'a> {
     }
 }
 
-fn plausible(field: &Field<'_>, rule: &ColumnRule) -> bool {
+fn plausible(field: &Field<'_>, rule: &ColumnRule, format: &FormatOptions) -> bool {
     let Some(value) = field else { return !rule.not_null };
     match rule.kind {
         ValueRule::Any => true,
@@ -270,10 +475,15 @@ fn plausible(field: &Field<'_>, rule: &ColumnRule) -> bool {
         ValueRule::Integer { min, max } => integer(value).is_some_and(|v| (min..=max).contains(&v)),
         ValueRule::Label(ref labels) => labels.iter().any(|label| label.as_bytes() == *value),
         ValueRule::Digit => has_digit_or_is_a_word(value),
-        ValueRule::Date => has_digit_or_is_a_word(value) && real_day_if_iso(value),
-        ValueRule::Numeric { integer_digits } => {
-            has_digit_or_is_a_word(value) && fits_integer_digits(value, integer_digits)
+        ValueRule::Time => has_digit_or_is_a_word(value) && time_in_range(value.trim_ascii()),
+        ValueRule::Date { order } => has_digit_or_is_a_word(value) && real_date(value, order),
+        ValueRule::Number { integer_digits, range } => {
+            plain_number(value, range) && integer_digits.map_or(true, |most| fits_integer_digits(value, most))
         }
+        ValueRule::Network => network_address(value),
+        ValueRule::MacAddress => mac_address(value),
+        ValueRule::Array => array_literal(value),
+        ValueRule::Json => json_document(value, format),
         ValueRule::Bool => boolean(value),
         ValueRule::Uuid => {
             value.iter().filter(|b| b.is_ascii_hexdigit()).count() == 32
@@ -534,56 +744,172 @@ mod tests {
         assert!(suspect(b"6,\"\"\n", &r, &csv), "an empty string is no label");
     }
 
+    fn rule(sql_type: &str, order: Option<DateOrder>) -> ColumnRule {
+        ColumnRule { name: "c".into(), not_null: false, kind: value_rule(sql_type, order) }
+    }
+
+    /// Whether `value` is plausible in a column of `sql_type`, dates read
+    /// month first, from a CSV file.
+    fn plausible_in(sql_type: &str, value: &str) -> bool {
+        plausible(
+            &Some(value.as_bytes()),
+            &rule(sql_type, Some(DateOrder::MonthFirst)),
+            &FormatOptions::new(FormatKind::Csv),
+        )
+    }
+
     #[test]
-    fn numbers_dates_and_booleans_without_their_shape_are_suspects() {
-        let rule = |ty: &str| ColumnRule { name: "c".into(), not_null: false, kind: value_rule(ty) };
-        let plausible = |ty: &str, v: &str| plausible(&Some(v.as_bytes()), &rule(ty));
-        for ty in ["numeric(12,2)", "double precision", "date", "timestamp(3) with time zone", "time without time zone"]
-        {
-            for good in
-                ["1", "-1.5e3", "2024-01-02", "Jan 8 99 BC", "04:05", " Infinity ", "-inf", "NaN", "today", "EPOCH"]
-            {
-                assert!(plausible(ty, good), "{ty} {good:?}");
+    fn numbers_are_suspects_unless_written_as_their_inputs_read_them() {
+        for ty in ["numeric", "numeric(12,2)", "real", "double precision"] {
+            for good in ["1", " -1.5e3 ", "+.5", "1.", "1.E+5", "007", " Infinity ", "-inf", "NaN", " nan "] {
+                assert!(plausible_in(ty, good), "{ty} {good:?}");
             }
-            for bad in ["", " ", "N/A", "null", "-", "unknown", "infinite"] {
-                assert!(!plausible(ty, bad), "{ty} {bad:?}");
+            for bad in ["", " ", "N/A", "-", ".", "1,234.50", "$5", "12 %", "12,5", "1e", ".e5", "1 2", "1.2.3"] {
+                assert!(!plausible_in(ty, bad), "{ty} {bad:?}");
+            }
+            // Stricter than the server, which reads floats with strtod: a
+            // wrong guess, which the value check clears.
+            assert!(!plausible_in(ty, "0x1F"), "{ty}");
+        }
+        assert!(!plausible_in("numeric", "-NaN"), "numeric's NaN takes no sign");
+        assert!(plausible_in("double precision", "-NaN"));
+        for good in ["99999999.99", "-00012345678", "12345678.999", "1e7", "0.000123e11", "1234e-5", "0e99"] {
+            assert!(plausible_in("numeric(10,2)", good), "{good:?}");
+        }
+        for bad in ["123456789", "-123456789.5", " 1000000000 ", "1e9", "0.00123e11", "1234e5"] {
+            assert!(!plausible_in("numeric(10,2)", bad), "{bad:?}");
+        }
+        assert!(!plausible_in("numeric(3)", "1234"));
+        assert!(plausible_in("numeric", "123456789012345678901234567890"), "no modifier");
+        for (ty, good, bad) in [
+            ("real", ["3.4e38", "1e-40"], ["3.5e38", "1e-50"]),
+            ("double precision", ["1e308", "1e-310"], ["1e309", "1e-400"]),
+        ] {
+            for v in good {
+                assert!(plausible_in(ty, v), "{ty} {v:?}");
+            }
+            for v in bad {
+                assert!(!plausible_in(ty, v), "{ty} {v:?} is out of range");
             }
         }
+        assert!(plausible_in("real", "0e-99"), "zero is no underflow");
+    }
+
+    #[test]
+    fn dates_are_suspects_when_their_day_does_not_exist_as_the_server_reads_it() {
+        for ty in ["date", "timestamp without time zone", "timestamp(0) with time zone"] {
+            for good in [
+                "2024-02-29",
+                " 2024-12-31 ",
+                "2024-01-01 10:00",
+                "2024-01-01T10:00Z",
+                "0001-01-01 BC",
+                "12/31/2024",
+                "2/29/24",
+                "1.2.2024",
+                "2024/1/5",
+                "Jan 8 99 BC",
+                "20240101",
+                "today",
+                "2024-01-01 24:00:00",
+                "2024-01-01 23:59:60",
+                "2024-01-01 10:00:00+02",
+            ] {
+                assert!(plausible_in(ty, good), "{ty} {good:?}");
+            }
+            for bad in [
+                "",
+                "N/A",
+                "0000-00-00",
+                "0000-00-00 00:00:00",
+                "2023-02-29",
+                "2024-13-01",
+                "2024-04-31T00:00",
+                "31/12/2024",
+                "13-12-2024",
+                "0/5/2024",
+                "2/29/2023",
+                "2024/13/1",
+                "99/01/08",
+                "2024-01-01 25:00",
+                "2024-01-01 10:60",
+                "2024-01-01 24:00:01",
+            ] {
+                assert!(!plausible_in(ty, bad), "{ty} {bad:?}");
+            }
+        }
+        let date =
+            |order, v: &str| plausible(&Some(v.as_bytes()), &rule("date", order), &FormatOptions::new(FormatKind::Csv));
+        assert!(date(Some(DateOrder::DayFirst), "31/12/2024"));
+        assert!(!date(Some(DateOrder::DayFirst), "12/31/2024"));
+        assert!(date(None, "24/12/31"), "year first");
+        assert!(!date(None, "12/31/2024"));
+    }
+
+    #[test]
+    fn times_are_suspects_when_out_of_range() {
+        for ty in ["time without time zone", "time(3) with time zone"] {
+            for good in ["04:05", "4:05:06.789", "24:00", "23:59:60", "10:00+02", "1:45 PM", "allballs", "040506"] {
+                assert!(plausible_in(ty, good), "{ty} {good:?}");
+            }
+            for bad in ["", "N/A", "25:00", "10:61", "24:00:00.5", "12:30:61"] {
+                assert!(!plausible_in(ty, bad), "{ty} {bad:?}");
+            }
+        }
+        assert!(plausible_in("interval day to second", "1 day"));
+        assert!(!plausible_in("interval day to second", "N/A"));
+    }
+
+    #[test]
+    fn addresses_arrays_and_json_without_their_shape_are_suspects() {
+        for good in ["10.1.2.3", "10.0.0.0/8", "::1", "2001:DB8::/32"] {
+            assert!(plausible_in("inet", good) && plausible_in("cidr", good), "{good:?}");
+        }
+        for bad in ["", "N/A", "localhost", " 10.1.2.3", "10.1.2.3 "] {
+            assert!(!plausible_in("inet", bad), "{bad:?}");
+        }
+        for good in ["08:00:2b:01:02:03", "0800.2b01.0203", " 08-00-2b-01-02-03", "08002b0102030405"] {
+            assert!(plausible_in("macaddr", good), "{good:?}");
+        }
+        for bad in ["", "N/A", "08:00:2b", "08:00:2b:01:02:0g"] {
+            assert!(!plausible_in("macaddr", bad), "{bad:?}");
+        }
+        for good in ["{}", " {1,2} ", "[0:1]={1,2}", "{{a},{b}}"] {
+            assert!(plausible_in("integer[]", good), "{good:?}");
+        }
+        for bad in ["", "N/A", "1,2", "{1,2"] {
+            assert!(!plausible_in("text[]", bad), "{bad:?}");
+        }
+        // CSV: the splitter leaves doubled quotes; text: backslash escapes.
+        for good in [r#"{""a"": [1, ""x""]}"#, " 12 ", "null", r#""""""#] {
+            assert!(plausible_in("jsonb", good) && plausible_in("json", good), "{good:?}");
+        }
+        for bad in ["", "N/A", r#"{""a"": 1,}"#, "{'a': 1}"] {
+            assert!(!plausible_in("jsonb", bad), "{bad:?}");
+        }
+        let text = FormatOptions::new(FormatKind::Tsv);
+        let json = |v: &str| plausible(&Some(v.as_bytes()), &rule("json", None), &text);
+        assert!(json(r#"{"a":"x\\ty"}"#), "an escaped backslash");
+        assert!(json("{\"a\":\\t1}"), "a tab the text format escapes");
+        assert!(!json(r#"{"a":"x\ty"}"#), "a raw tab in a JSON string");
+    }
+
+    #[test]
+    fn booleans_and_uuids_without_their_shape_are_suspects() {
         for good in ["t", "TRUE", " yes ", "n", "of", "Off", "on", "1", "0", "fal"] {
-            assert!(plausible("boolean", good), "{good:?}");
+            assert!(plausible_in("boolean", good), "{good:?}");
         }
         for bad in ["", "o", "2", "truee", "yess", "nope", "N/A", "-1"] {
-            assert!(!plausible("boolean", bad), "{bad:?}");
+            assert!(!plausible_in("boolean", bad), "{bad:?}");
         }
-        for ty in ["date", "timestamp without time zone", "timestamp(0) with time zone"] {
-            for good in
-                ["2024-02-29", " 2024-12-31 ", "2024-01-01 10:00", "2024-01-01T10:00Z", "0001-01-01 BC", "12/31/2024"]
-            {
-                assert!(plausible(ty, good), "{ty} {good:?}");
-            }
-            for bad in ["0000-00-00", "0000-00-00 00:00:00", "2023-02-29", "2024-13-01", "2024-04-31T00:00"] {
-                assert!(!plausible(ty, bad), "{ty} {bad:?}");
-            }
-        }
-        assert!(plausible("time without time zone", "0000-00-00"), "not a date");
-        for good in ["99999999.99", "-00012345678", "+12.5", ".5", "1e9", "NaN", "12345678.999"] {
-            assert!(plausible("numeric(10,2)", good), "{good:?}");
-        }
-        for bad in ["123456789", "-123456789.5", " 1000000000 "] {
-            assert!(!plausible("numeric(10,2)", bad), "{bad:?}");
-        }
-        assert!(!plausible("numeric(3)", "1234"));
-        assert!(plausible("numeric", "123456789012345678901234567890"), "no modifier");
-        assert!(plausible("interval day to second", "1 day"));
-        assert!(!plausible("interval day to second", "N/A"));
-        assert!(plausible("daterange", "empty"), "ranges are not checked");
-        assert!(plausible("text", ""));
+        assert!(plausible_in("daterange", "empty"), "ranges are not checked");
+        assert!(plausible_in("text", ""));
         for good in [
             "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
             "{A0EEBC999C0B4EF8BB6D6BB9BD380A11}",
             "a0ee-bc99-9c0b4ef8bb6d6bb9bd380a11",
         ] {
-            assert!(plausible("uuid", good), "{good:?}");
+            assert!(plausible_in("uuid", good), "{good:?}");
         }
         for bad in [
             "",
@@ -592,9 +918,8 @@ mod tests {
             "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1",
             "g0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
         ] {
-            assert!(!plausible("uuid", bad), "{bad:?}");
+            assert!(!plausible_in("uuid", bad), "{bad:?}");
         }
-        assert!(plausible("inet", "N/A"), "not checked");
     }
 
     #[test]

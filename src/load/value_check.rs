@@ -14,10 +14,12 @@
 //! of the columns' types inside one exception block: the type's input
 //! function and modifier run as COPY runs them, and the first column that
 //! fails is the one COPY would name. A record the check refuses with a data
-//! error (SQLSTATE class 22) is rejected with the server's own message; every
-//! other suspect goes to COPY as before, which still decides constraints,
-//! triggers and anything the check cannot (domains are checked as their
-//! base type, so their constraints are COPY's). The function lives in the
+//! error (SQLSTATE class 22) is rejected with the server's own message; a
+//! record whose every value passes was a wrong guess and goes with the
+//! unsuspected records; every other goes to COPY alone as before. COPY
+//! still decides constraints, triggers and anything the check cannot
+//! (domains are checked as their base type, so their constraints are
+//! COPY's). The function lives in the
 //! session's temporary schema, made again with each check because the
 //! chunk's transaction may roll it back.
 //!
@@ -61,9 +63,10 @@ pub(super) struct ValueCheck {
 
 /// What a check found.
 pub(super) enum Checked {
-    /// It ran: the refused records (their index among those checked) and
-    /// why. The savepoint it set stands, with nothing in it to undo.
-    Ran(Vec<(usize, CopyRefusal)>),
+    /// It ran: the records it refused with a data error (their index among
+    /// those given) and why, and those whose every value the columns' types
+    /// took. The savepoint it set stands, with nothing in it to undo.
+    Ran { refused: Vec<(usize, CopyRefusal)>, passed: Vec<usize> },
     /// It failed: the transaction must roll back to the savepoint.
     Failed,
     /// Nothing was sent (the splitter was unsure of every record): no
@@ -123,7 +126,7 @@ impl ValueCheck {
         session.execute(savepoint)?;
         let sql = format!("{}; {}", self.create_function, select_refusals(&columns));
         match session.query_statements(&sql)? {
-            Ok(rows) => Ok(Checked::Ran(self.refusals(&rows, &sent))),
+            Ok(rows) => Ok(Checked::Ran { refused: self.refusals(&rows, &sent), passed: passed(&rows, &sent) }),
             Err(refusal) => {
                 // This chunk's data (a character the database's encoding
                 // lacks) fails this check only; anything else, every check.
@@ -157,6 +160,20 @@ impl ValueCheck {
         }
         refusals
     }
+}
+
+/// The records `sent` (their indexes among those given) that no row of
+/// [`select_refusals`] names, whatever its error; none when a row cannot be
+/// read.
+fn passed(rows: &[Vec<Option<String>>], sent: &[usize]) -> Vec<usize> {
+    let mut named = vec![false; sent.len()];
+    for row in rows {
+        match row.first().and_then(|n| n.as_deref()?.parse::<usize>().ok()) {
+            Some(n) if (1..=sent.len()).contains(&n) => named[n - 1] = true,
+            _ => return Vec::new(),
+        }
+    }
+    sent.iter().zip(named).filter(|(_, named)| !named).map(|(&i, _)| i).collect()
 }
 
 /// The values COPY's reading of `record` gives its columns (`None`:
