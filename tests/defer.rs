@@ -621,3 +621,48 @@ fn report_names_what_the_index_builds_waited_on() {
     let page = std::fs::read_to_string(report.with_extension("html")).unwrap();
     assert!(page.contains("<p>index builds ("), "the chart's page says it too");
 }
+
+/// Many duplicate keys, each of a line 250 before it (in the same chunk or
+/// the one before), loaded by two workers: the chunks that broke the key
+/// load again one at a time, in file order, so the first line of each key
+/// is kept and the later one rejected. In parallel, a worker whose run was refused rolled back its
+/// rows, the other worker's duplicate took the key, and the first line was
+/// rejected instead (and the two waited for each other, into deadlocks).
+#[test]
+fn a_deferred_key_keeps_the_first_line_of_each_key_in_the_file() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int PRIMARY KEY, note text)");
+    let mut data = String::new();
+    let mut later_lines = Vec::new();
+    for line in 1..=20_000u64 {
+        let id = match line % 7 == 0 && line > 1000 {
+            true => {
+                later_lines.push(line);
+                line - 250
+            }
+            false => line,
+        };
+        data.push_str(&format!("{id}\tline {line}\n"));
+    }
+    let file = db.file("t.tsv", data.as_bytes());
+    let rejects = db.dir.path().join("r.jsonl");
+    let run = db.load(&[
+        file.to_str().unwrap(),
+        "--table",
+        "t",
+        "--workers",
+        "2",
+        "--chunk-size",
+        "8KiB",
+        "--rejects",
+        rejects.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1, "{}", run.output());
+    assert!(run.output().contains("reloaded for violating rows"), "the key was deferred: {}", run.output());
+    let rejected = rejected_lines(&rejects);
+    let first_kept = rejected.iter().find(|line| !later_lines.contains(line));
+    assert_eq!(first_kept, None, "a key's first line was rejected");
+    assert_eq!(rejected, later_lines, "the later line of each key is rejected");
+    assert_eq!(db.scalar("SELECT count(*) FROM t WHERE note <> 'line ' || id"), "0", "each id's first line is kept");
+    assert_eq!(db.count("t"), 20_000 - later_lines.len() as u64);
+}

@@ -218,6 +218,8 @@ struct Shared<'a> {
     marked: bool,
     /// In a pass that loads chunks again: only these.
     redo: Option<HashSet<u64>>,
+    /// The pass loads with one worker (see [`defer::Completion::Violated`]).
+    one_at_a_time: bool,
     /// Said before the load started, for the report.
     early_warnings: Vec<String>,
     /// Chunks loaded a second time by this run (lost or violating rows).
@@ -453,6 +455,7 @@ fn run_connected(
         binary: copy_plan.ok(),
         marked: steps.iter().any(|s| !s.rebuilt && s.deferred.violations_sql.is_some()),
         redo: None,
+        one_at_a_time: false,
         early_warnings,
         redone: 0,
         pace: (req.workers == AUTO_WORKERS).then(|| pace::Pacer::new(auto_ceiling)),
@@ -631,36 +634,40 @@ fn complete_job(
             shared.progress.set_building(0);
             completion
         });
-        match completion {
+        let (chunks, one_at_a_time) = match completion {
             Ok(defer::Completion::Complete) => {
                 (deferral.still_dropped, deferral.still_unlogged) = (Vec::new(), false);
                 break;
             }
-            Ok(defer::Completion::Reload(_)) if passes == 5 => {
-                outcome.2 = Some(Error::Database(format!(
-                    "job {}: chunks kept being reopened (lost by server crashes, or violating deferred keys); \
-                     run the same command again to finish",
-                    shared.job
-                )));
+            Ok(defer::Completion::Reload(chunks)) => (chunks, false),
+            Ok(defer::Completion::Violated(chunks)) => (chunks, true),
+            Err(e) => {
+                outcome.2 = Some(e);
+                break;
             }
-            Ok(defer::Completion::Reload(chunks)) if any_read_once(shared.sources) => {
-                outcome.2 = Some(Error::Database(format!(
-                    "job {}: {} must be loaded again (lost by a server crash, or reopened by another run of the \
-                     job), and stdin or a pipe cannot be read twice; run the same command again with the same data \
-                     to load them",
-                    shared.job,
-                    count_of(chunks.len() as u64, "chunk")
-                )));
-            }
-            Ok(defer::Completion::Reload(chunks)) => {
-                passes += 1;
-                shared.redone += chunks.len() as u64;
-                shared.redo = Some(chunks.into_iter().collect());
-                let again = run_pipeline(shared, req, rejects);
-                outcome = merge_reload(shared, outcome, again);
-                shared.redo = None;
-            }
-            Err(e) => outcome.2 = Some(e),
+        };
+        if passes == 5 {
+            outcome.2 = Some(Error::Database(format!(
+                "job {}: chunks kept being reopened (lost by server crashes, or violating deferred keys); \
+                 run the same command again to finish",
+                shared.job
+            )));
+        } else if any_read_once(shared.sources) {
+            outcome.2 = Some(Error::Database(format!(
+                "job {}: {} must be loaded again (lost by a server crash, or reopened by another run of the \
+                 job), and stdin or a pipe cannot be read twice; run the same command again with the same data \
+                 to load them",
+                shared.job,
+                count_of(chunks.len() as u64, "chunk")
+            )));
+        } else {
+            passes += 1;
+            shared.redone += chunks.len() as u64;
+            shared.redo = Some(chunks.into_iter().collect());
+            shared.one_at_a_time = one_at_a_time;
+            let again = run_pipeline(shared, req, rejects);
+            outcome = merge_reload(shared, outcome, again);
+            (shared.redo, shared.one_at_a_time) = (None, false);
         }
     }
     if rebuilt.restarted {
@@ -993,7 +1000,10 @@ struct InputScan {
 type PipelineResult = (Vec<ChunkRecord>, Vec<InputScan>, Option<Error>, u64);
 
 fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -> PipelineResult {
-    let workers = shared.pace.as_ref().map_or(req.workers.max(1), pace::Pacer::max);
+    let workers = match shared.one_at_a_time {
+        true => 1,
+        false => shared.pace.as_ref().map_or(req.workers.max(1), pace::Pacer::max),
+    };
     shared.fed_all.store(false, Ordering::SeqCst);
     let streamed = shared.sources.iter().any(|s| !s.is_positioned());
     // Streamed chunks hold their bytes: hand each batch straight to a free
