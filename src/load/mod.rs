@@ -237,7 +237,21 @@ struct Shared<'a> {
     /// Workers whose first connection the server refused: why, and
     /// whether they loaded a chunk once connected later.
     refused: std::sync::Mutex<Vec<(String, bool)>>,
+    /// Set once a chunk rejected [`KEY_COLLISIONS`] duplicate keys: from
+    /// then on workers take turns, one batch at a time (see [`Shared::turn`]).
+    keys_collide: AtomicBool,
+    /// Held by the worker whose turn it is while keys collide. Two sessions
+    /// inserting the same key wait for each other's transactions: a worker
+    /// whose run is refused rolls its rows back, the other's duplicate takes
+    /// the key, the first copies its rows again and waits, and so on into
+    /// deadlocks. 2 M rows with 1 % duplicate ids into a table with a key:
+    /// 110 s with 2 workers, 31 s with one (bench/README.md).
+    turn: std::sync::Mutex<()>,
 }
+
+/// Duplicate-key rejects in one chunk that make workers take turns: a
+/// duplicate now and then costs a parallel load little.
+const KEY_COLLISIONS: usize = 16;
 
 impl Shared<'_> {
     /// True once the load should hand out no more chunks.
@@ -257,6 +271,24 @@ impl Shared<'_> {
 
     /// A worker's first connection was refused (`reason`); `loaded`: it
     /// connected later and committed a chunk.
+    /// Notes a committed chunk's rejects: enough duplicate keys make the
+    /// workers take turns from now on.
+    fn note_duplicates(&self, rejects: &[crate::rejects::Reject]) {
+        let duplicates = rejects.iter().filter(|r| r.sqlstate.as_deref() == Some("23505")).count();
+        if duplicates >= KEY_COLLISIONS {
+            self.keys_collide.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// While keys collide, waits for this worker's turn, held until the
+    /// guard is dropped; otherwise `None` at once.
+    fn take_turn(&self) -> Option<std::sync::MutexGuard<'_, ()>> {
+        match self.keys_collide.load(Ordering::SeqCst) {
+            true => Some(self.turn.lock().unwrap_or_else(std::sync::PoisonError::into_inner)),
+            false => None,
+        }
+    }
+
     fn note_refused(&self, reason: String, loaded: bool) {
         if let Ok(mut refused) = self.refused.lock() {
             refused.push((reason, loaded));
@@ -464,6 +496,8 @@ fn run_connected(
         blockers,
         any_connected: AtomicBool::new(false),
         refused: std::sync::Mutex::default(),
+        keys_collide: AtomicBool::new(false),
+        turn: std::sync::Mutex::default(),
     };
     if inputs_changed && !shared.done.is_empty() {
         check_committed_chunks(&shared, req).map_err(before_copy)?;
@@ -838,6 +872,13 @@ fn conclude(
     }
     warnings.extend(refused_warning(shared));
     warnings.extend(shared.blockers.warnings());
+    if shared.keys_collide.load(Ordering::SeqCst) && shared.workers(req) > 1 {
+        warnings.push(format!(
+            "many records repeat a key: once a chunk had {KEY_COLLISIONS} duplicates, workers took turns (sessions \
+             inserting the same key wait for each other's transactions); removing the duplicates before the load, \
+             or loading into an empty table (keys deferred), is faster"
+        ));
+    }
     let interrupted_here = match &failure {
         None => shared.interrupted(),
         Some(e) => made_by_ctrl_c(e, shared.interrupt.as_deref(), shared.blockers),

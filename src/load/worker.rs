@@ -79,6 +79,7 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, event
         if shared.stopping() {
             break;
         }
+        let turn = shared.take_turn();
         let start_s = shared.clock.elapsed().as_secs_f64();
         let batch_id = batch[0].seq;
         let outcomes = match worker.load_with_retries(&batch, wait) {
@@ -89,6 +90,7 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, event
                 break;
             }
         };
+        drop(turn);
         let mut busy = Vec::new();
         for (chunk, outcome) in batch.into_iter().zip(outcomes) {
             let event = match outcome {
@@ -99,6 +101,7 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, event
                 Outcome::Elsewhere => Event::Elsewhere,
                 Outcome::Committed(done, binary) => {
                     committed_any = true;
+                    shared.note_duplicates(&done.rejects);
                     let rejected = done.rejects.len() as u64;
                     // Suppressed records count as the server's progress: a
                     // routing trigger stored them elsewhere.
