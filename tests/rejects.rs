@@ -907,12 +907,14 @@ fn suspects_checked_together_are_rejected_as_copying_each_alone_rejects_them() {
 
 /// Many duplicate keys in a table that already holds rows (so its key is
 /// not deferred), loaded by two workers: once a chunk rejected 16 of them
-/// the workers take turns, and the summary says so; every key is loaded
-/// once and every other record with it rejected once. A few duplicates
-/// leave the workers parallel.
+/// the workers take turns, and the summary says so, and isolation rejects
+/// those the table holds in the server's words without copying them; every
+/// key is loaded once and every other record with it rejected once. A few
+/// duplicates leave the workers parallel.
 #[test]
 fn many_duplicate_keys_make_the_workers_take_turns() {
     let db = TestDb::new();
+    // Each duplicate repeats the key of a line three chunks back.
     for (table, every) in [("many", 7u64), ("few", 2000)] {
         db.execute(&format!(
             "CREATE TABLE {table} (id int PRIMARY KEY, note text); INSERT INTO {table} VALUES (0, 'old')"
@@ -920,18 +922,33 @@ fn many_duplicate_keys_make_the_workers_take_turns() {
         let mut data = String::new();
         let mut duplicates = 0;
         for line in 1..=20_000u64 {
-            let repeated = line % every == 0 && line > 1000;
+            let repeated = line % every == 0 && line > 1500;
             duplicates += u64::from(repeated);
-            data.push_str(&format!("{}\tline {line}\n", if repeated { line - 250 } else { line }));
+            data.push_str(&format!("{}\tline {line}\n", if repeated { line - 1500 } else { line }));
         }
         let file = db.file(&format!("{table}.tsv"), data.as_bytes());
         let loaded = load_with_rejects(&db, &file, table, &["--workers", "2", "--chunk-size", "8KiB"]);
         assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
         assert_accounts(&loaded.report);
         assert_eq!(loaded.rejects.len() as u64, duplicates, "each duplicate rejected once");
-        assert!(loaded.rejects.iter().all(|r| r["sqlstate"] == "23505"), "only duplicate keys");
+        let other = loaded.rejects.iter().find(|r| r["sqlstate"] != "23505");
+        assert!(other.is_none(), "only duplicate keys: {other:?}");
         assert_eq!(db.count(table), 20_001 - duplicates, "every key once");
         let took_turns = loaded.run.output().contains("workers took turns");
         assert_eq!(took_turns, table == "many", "{table}: {}", loaded.run.output());
+        for reject in &loaded.rejects {
+            let id = reject["raw"].as_str().unwrap().split('\t').next().unwrap();
+            let reason = format!(
+                "duplicate key value violates unique constraint \"{table}_pkey\" (Key (id)=({id}) already exists.)"
+            );
+            assert_eq!(reject["reason"], reason.as_str(), "the server's words");
+        }
+        // Once duplicates are dense, isolation finds those the table holds
+        // with one query per chunk and rejects them without a COPY.
+        let copies: u64 =
+            loaded.report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+        if table == "many" {
+            assert!(copies * 2 < duplicates, "{copies} COPY statements for {duplicates} duplicates");
+        }
     }
 }

@@ -46,7 +46,9 @@
 //! a bounded share of the throughput instead of a re-copy of the whole chunk.
 
 use std::borrow::Cow;
+use std::sync::atomic::Ordering::SeqCst;
 
+use super::key_check::Repeated;
 use super::plan::BinaryPlan;
 use super::suspect::{misshapen, suspect, suspect_json};
 use super::value_check::{Checked, MIN_SUSPECTS};
@@ -280,6 +282,12 @@ pub(super) fn isolate(
     let first_run = shared.savepoint(FIRST_RUN, &[chunk]);
     let after_refusal = shared.savepoint(AFTER_REFUSAL, &[chunk]);
     let mut prelude = iso.check_suspects(session, &mut clean, &mut suspects, &first_run, &after_refusal)?;
+    // Only where every other worker's rows are committed: workers take
+    // turns, or one loads.
+    let serial = shared.keys_collide.load(SeqCst) || shared.one_at_a_time;
+    if serial && shared.keys_dense.load(SeqCst) {
+        prelude = iso.check_keys(session, &mut clean, &mut suspects, prelude, &after_refusal)?;
+    }
     if clean.is_empty() && suspects.is_empty() {
         // The check rejected every record: the same stop as after a COPY.
         iso.stop_if_nothing_loads()?;
@@ -444,6 +452,49 @@ impl<'a> Isolator<'a> {
         // Two sorted runs, merged in one pass: the clean run goes in input
         // order.
         clean.sort();
+        Ok("")
+    }
+
+    /// While keys collide (see [`key_check`](super::key_check)), moves to
+    /// `suspects` the clean records whose key the table or an earlier
+    /// record holds: alone, each costs one short COPY instead of a refused
+    /// run and its re-copy. Takes and returns the next COPY's prelude (see
+    /// [`Isolator::check_suspects`]); the query runs under the savepoint.
+    fn check_keys<'p>(
+        &mut self,
+        session: &PgSession,
+        clean: &mut Run,
+        suspects: &mut Run,
+        prelude: &'p str,
+        after_refusal: &'p str,
+    ) -> Result<&'p str, Error> {
+        let Some(check) = self.shared.key_check.as_ref().filter(|_| clean.len() > 1) else { return Ok(prelude) };
+        if !prelude.is_empty() {
+            // The first run's savepoint, or the rollback to it after a
+            // failed value check.
+            session.execute(prelude)?;
+        }
+        let records: Vec<&[u8]> = clean.iter().map(|&i| self.record(i)).collect();
+        let Some(repeated) = check.repeated(session, &records)? else { return Ok(after_refusal) };
+        if repeated.is_empty() {
+            return Ok("");
+        }
+        let mut taken = vec![false; clean.len()];
+        for found in repeated {
+            match found {
+                Repeated::Held(k, refusal) => {
+                    taken[k] = true;
+                    self.reject(clean[k], refusal);
+                }
+                Repeated::Suspect(k) => {
+                    taken[k] = true;
+                    suspects.push(clean[k]);
+                }
+            }
+        }
+        let mut taken = taken.into_iter();
+        clean.retain(|_| !taken.next().unwrap_or(false));
+        suspects.sort();
         Ok("")
     }
 

@@ -178,7 +178,7 @@ fn passed(rows: &[Vec<Option<String>>], sent: &[usize]) -> Vec<usize> {
 
 /// The values COPY's reading of `record` gives its columns (`None`:
 /// NULL), or `None` when the splitter is unsure of it.
-fn split(splitter: &mut BinaryEncoder, record: &[u8]) -> Option<Vec<Option<String>>> {
+pub(super) fn split(splitter: &mut BinaryEncoder, record: &[u8]) -> Option<Vec<Option<String>>> {
     let mut tuple = Vec::new();
     splitter.begin_chunk();
     let done = splitter.encode(record, true, &mut tuple).ok()?;
@@ -228,7 +228,7 @@ fn create_function(types: &[&str]) -> Option<String> {
 /// column, a value per record): the records it refuses, numbered from 1.
 fn select_refusals(columns: &[Vec<Option<String>>]) -> String {
     let arrays: Vec<String> =
-        columns.iter().map(|values| format!("{}::text[]", quote_literal(&array(values)))).collect();
+        columns.iter().map(|values| format!("{}::text[]", quote_literal(&text_array(values)))).collect();
     let names: Vec<String> = (1..=columns.len()).map(|k| format!("v{k}")).collect();
     format!(
         "SELECT u.n, c.refused_argument, c.refused_state, c.refused_message, c.refused_detail \
@@ -240,7 +240,7 @@ fn select_refusals(columns: &[Vec<Option<String>>]) -> String {
 }
 
 /// An array literal of text values: every element quoted, `NULL` bare.
-fn array(values: &[Option<String>]) -> String {
+pub(super) fn text_array(values: &[Option<String>]) -> String {
     let mut out = String::from("{");
     for (i, value) in values.iter().enumerate() {
         if i > 0 {
@@ -286,6 +286,6 @@ mod tests {
     #[test]
     fn arrays_quote_every_value() {
         let values = vec![Some("a\"b\\c".to_string()), None, Some(String::new()), Some("NULL".into())];
-        assert_eq!(array(&values), r#"{"a\"b\\c",NULL,"","NULL"}"#);
+        assert_eq!(text_array(&values), r#"{"a\"b\\c",NULL,"","NULL"}"#);
     }
 }

@@ -75,11 +75,12 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, event
     let mut work: Work = Box::new(queue.clone().into_iter().map(|c| (c, false)));
     'work: loop {
         wait_for_turn(id, shared, &queue);
+        // Taken before the batch, so that batches go in input order.
+        let turn = shared.take_turn();
         let Some((batch, wait)) = next_work(&mut work, &mut deferred) else { break };
         if shared.stopping() {
             break;
         }
-        let turn = shared.take_turn();
         let start_s = shared.clock.elapsed().as_secs_f64();
         let batch_id = batch[0].seq;
         let outcomes = match worker.load_with_retries(&batch, wait) {
@@ -101,7 +102,7 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, event
                 Outcome::Elsewhere => Event::Elsewhere,
                 Outcome::Committed(done, binary) => {
                     committed_any = true;
-                    shared.note_duplicates(&done.rejects);
+                    shared.note_duplicates(&done.rejects, chunk.copied_records());
                     let rejected = done.rejects.len() as u64;
                     // Suppressed records count as the server's progress: a
                     // routing trigger stored them elsewhere.

@@ -333,6 +333,15 @@ const COLUMNS_AS_BASE_TYPES: &str = "SELECT a.attname, pg_catalog.format_type(ba
      WHERE a.attrelid = $1::int8::oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' \
      ORDER BY a.attnum";
 
+/// A table's unique keys (see [`PgSession::unique_keys`]).
+#[derive(Clone, Debug, Default)]
+pub struct UniqueKeys {
+    /// Each key's index name and columns.
+    pub keys: Vec<(String, Vec<String>)>,
+    /// Whether a key's conflict is surely the server's reason to refuse.
+    pub decide: bool,
+}
+
 /// A resolved target table.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct TableInfo {
@@ -578,6 +587,33 @@ impl PgSession {
             session_time_zone,
             session_date_style,
         })
+    }
+
+    /// The unique keys of the table `oid` (valid unique indexes on plain
+    /// columns, without a predicate), in the order the server checks them
+    /// (its index list is sorted by OID), and whether a key's conflict is
+    /// surely the first thing the server refuses a row for: no trigger the
+    /// user made (which may change the row) and no CHECK constraint (checked
+    /// before the keys).
+    pub fn unique_keys(&self, oid: u32) -> Result<UniqueKeys, Error> {
+        const KEYS: &str = "SELECT c.relname, array_to_json(ARRAY(SELECT a.attname FROM unnest(i.indkey::int2[]) \
+            WITH ORDINALITY k(num, o) JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.num \
+            WHERE k.o <= i.indnkeyatts ORDER BY k.o))::text FROM pg_catalog.pg_index i \
+            JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid \
+            WHERE i.indrelid = $1::int8::oid AND i.indisunique AND i.indisvalid AND i.indexprs IS NULL \
+            AND i.indpred IS NULL ORDER BY i.indexrelid";
+        const FIRST: &str = "SELECT NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger WHERE tgrelid = $1::int8::oid \
+            AND NOT tgisinternal) AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint \
+            WHERE conrelid = $1::int8::oid AND contype = 'c')";
+        let oid = oid.to_string();
+        let keys = self.query(KEYS, &[Some(&oid)])?;
+        let keys = keys
+            .iter()
+            .filter_map(|r| Some((r.first()?.clone()?, serde_json::from_str(r.get(1)?.as_deref()?).ok()?)))
+            .collect();
+        let first = self.query(FIRST, &[Some(&oid)])?;
+        let decide = first.first().and_then(|r| r.first()?.as_deref()) == Some("t");
+        Ok(UniqueKeys { keys, decide })
     }
 
     /// Prepares this session to copy with `sql` (a `COPY ... FROM STDIN`)
