@@ -211,7 +211,7 @@ struct Shared<'a> {
     rules: Option<Vec<suspect::ColumnRule>>,
     /// Checks isolation's suspects with the server's input functions.
     value_check: Option<value_check::ValueCheck>,
-    /// Finds isolation's repeated keys while keys collide.
+    /// Finds isolation's repeated keys once duplicates are dense.
     key_check: Option<key_check::KeyCheck>,
     /// Binary COPY, when the plan uses it.
     binary: Option<plan::BinaryPlan>,
@@ -249,7 +249,7 @@ struct Shared<'a> {
     /// whose run is refused rolls its rows back, the other's duplicate takes
     /// the key, the first copies its rows again and waits, and so on into
     /// deadlocks. 2 M rows with 1 % duplicate ids into a table with a key:
-    /// 110 s with 2 workers, 31 s with one (bench/README.md).
+    /// 110 s with 2 workers, 37 s taking turns (bench/README.md).
     turn: std::sync::Mutex<()>,
     /// Set once a chunk had a duplicate key in [`DENSE_KEYS`] records or
     /// fewer: from then on isolation looks for repeated keys before copying
@@ -279,8 +279,6 @@ impl Shared<'_> {
         self.pace.as_ref().map_or(req.workers.max(1).saturating_sub(idle).max(1), pace::Pacer::level)
     }
 
-    /// A worker's first connection was refused (`reason`); `loaded`: it
-    /// connected later and committed a chunk.
     /// Notes a committed chunk's rejects among its `records`: enough
     /// duplicate keys make the workers take turns from now on, and dense
     /// ones make isolation look for them first.
@@ -303,6 +301,8 @@ impl Shared<'_> {
         }
     }
 
+    /// A worker's first connection was refused (`reason`); `loaded`: it
+    /// connected later and committed a chunk.
     fn note_refused(&self, reason: String, loaded: bool) {
         if let Ok(mut refused) = self.refused.lock() {
             refused.push((reason, loaded));
@@ -554,7 +554,7 @@ struct Prepared {
     auto_ceiling: usize,
     /// Holding the job's rejects so far, earlier runs' included.
     rejects: RejectsFile,
-    /// The table's unique keys, each its columns, before any was deferred.
+    /// The table's unique keys, read before any was deferred.
     unique_keys: crate::sink::postgres::UniqueKeys,
 }
 
