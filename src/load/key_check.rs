@@ -23,7 +23,7 @@
 //! a NULL are never named (NULLs are distinct).
 //!
 //! The query runs only once duplicates are known to be frequent (one in 256
-//! records of a chunk or more: the query costs the server some 6 µs a
+//! records of a chunk or more: the query costs the server some 5 µs a
 //! record) and the workers take turns: every row another worker loaded is
 //! then committed and seen. A value the cast refuses fails the query; the chunk is then
 //! isolated without it.
