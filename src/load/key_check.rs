@@ -35,7 +35,7 @@ use crate::sink::postgres::{PgSession, UniqueKeys};
 use crate::sink::CopyRefusal;
 use crate::sql::{quote_ident, quote_literal};
 
-use super::value_check::{split, text_array};
+use super::value_check::{split, text_array_literal, text_splitter};
 
 /// The check for one load's unique keys among its COPY columns.
 pub(super) struct KeyCheck {
@@ -91,9 +91,8 @@ impl KeyCheck {
         if keys.is_empty() {
             return None;
         }
-        let as_text: Vec<(String, String)> = columns.iter().map(|(name, _)| (name.clone(), "text".into())).collect();
         Some(KeyCheck {
-            splitter: BinaryEncoder::new(&as_text, format).ok()?,
+            splitter: text_splitter(columns, format)?,
             used,
             keys,
             decide: unique.decide,
@@ -141,7 +140,7 @@ impl KeyCheck {
     /// when the table holds the key, its index's name and the key as the
     /// server describes it; by record, then key.
     fn query(&self, values: &[Vec<Option<String>>]) -> String {
-        let arrays: Vec<String> = values.iter().map(|v| format!("{}::text[]", quote_literal(&text_array(v)))).collect();
+        let arrays: Vec<String> = values.iter().map(|v| text_array_literal(v)).collect();
         let casts: Vec<String> =
             self.used.iter().enumerate().map(|(k, (_, ty))| format!("v{k}::{ty} AS k{k}")).collect();
         let names: Vec<String> = (0..self.used.len()).map(|k| format!("v{k}")).collect();

@@ -88,10 +88,9 @@ impl ValueCheck {
         if checked.is_empty() || checked.len() > MAX_CHECKED_COLUMNS {
             return None;
         }
-        let as_text: Vec<(String, String)> = columns.iter().map(|(name, _)| (name.clone(), "text".into())).collect();
         let types: Vec<&str> = checked.iter().map(|&i| columns[i].1.as_str()).collect();
         Some(ValueCheck {
-            splitter: BinaryEncoder::new(&as_text, format).ok()?,
+            splitter: text_splitter(columns, format)?,
             names: columns.iter().map(|(name, _)| name.clone()).collect(),
             create_function: create_function(&types)?,
             checked,
@@ -176,6 +175,18 @@ fn passed(rows: &[Vec<Option<String>>], sent: &[usize]) -> Vec<usize> {
     sent.iter().zip(named).filter(|(_, named)| !named).map(|(&i, _)| i).collect()
 }
 
+/// A splitter that reads records as COPY splits them (quotes, escapes,
+/// NULL strings, forced columns), every one of `columns` as text.
+pub(super) fn text_splitter(columns: &[(String, String)], format: &FormatOptions) -> Option<BinaryEncoder> {
+    let as_text: Vec<(String, String)> = columns.iter().map(|(name, _)| (name.clone(), "text".into())).collect();
+    BinaryEncoder::new(&as_text, format).ok()
+}
+
+/// `values` as a SQL `text[]` literal.
+pub(super) fn text_array_literal(values: &[Option<String>]) -> String {
+    format!("{}::text[]", quote_literal(&text_array(values)))
+}
+
 /// The values COPY's reading of `record` gives its columns (`None`:
 /// NULL), or `None` when the splitter is unsure of it.
 pub(super) fn split(splitter: &mut BinaryEncoder, record: &[u8]) -> Option<Vec<Option<String>>> {
@@ -227,8 +238,7 @@ fn create_function(types: &[&str]) -> Option<String> {
 /// The query that runs the check over `columns` (one array per checked
 /// column, a value per record): the records it refuses, numbered from 1.
 fn select_refusals(columns: &[Vec<Option<String>>]) -> String {
-    let arrays: Vec<String> =
-        columns.iter().map(|values| format!("{}::text[]", quote_literal(&text_array(values)))).collect();
+    let arrays: Vec<String> = columns.iter().map(|values| text_array_literal(values)).collect();
     let names: Vec<String> = (1..=columns.len()).map(|k| format!("v{k}")).collect();
     format!(
         "SELECT u.n, c.refused_argument, c.refused_state, c.refused_message, c.refused_detail \
@@ -240,7 +250,7 @@ fn select_refusals(columns: &[Vec<Option<String>>]) -> String {
 }
 
 /// An array literal of text values: every element quoted, `NULL` bare.
-pub(super) fn text_array(values: &[Option<String>]) -> String {
+fn text_array(values: &[Option<String>]) -> String {
     let mut out = String::from("{");
     for (i, value) in values.iter().enumerate() {
         if i > 0 {
