@@ -952,3 +952,99 @@ fn many_duplicate_keys_make_the_workers_take_turns() {
         }
     }
 }
+
+/// A chunk that first meets dense duplicate keys looks the rest of its
+/// records up in one query once it has met a few, and the records that
+/// repeat an earlier one of the chunk are looked up again once that one is
+/// copied: a chunk of 20,000 records with a repeat in every 20 costs a
+/// handful of COPY statements, not one per duplicate, and the first line of
+/// each key is the one kept.
+#[test]
+fn a_chunk_full_of_repeated_keys_is_looked_up_not_copied_line_by_line() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE r (id int PRIMARY KEY, note text); INSERT INTO r VALUES (0, 'old')");
+    let mut data = String::new();
+    let mut duplicates = 0u64;
+    for line in 1..=20_000u64 {
+        // Every 20th line after the 100th repeats the key of a line 61 back,
+        // every 1,000th the table's own row.
+        let id = match line {
+            _ if line % 1000 == 0 => 0,
+            _ if line > 100 && line % 20 == 0 => line - 61,
+            _ => line,
+        };
+        duplicates += u64::from(id != line);
+        data.push_str(&format!("{id}\tline {line}\n"));
+    }
+    let file = db.file("r.tsv", data.as_bytes());
+    let loaded = load_with_rejects(&db, &file, "r", &["--workers", "1", "--chunk-size", "64MiB"]);
+    assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
+    assert_accounts(&loaded.report);
+    assert_eq!(loaded.rejects.len() as u64, duplicates, "each duplicate rejected once");
+    for reject in &loaded.rejects {
+        assert_eq!(reject["sqlstate"], "23505", "{reject}");
+        let raw = reject["raw"].as_str().unwrap();
+        let (id, line) = raw.trim_end().split_once("\tline ").unwrap();
+        assert_ne!(id, line, "the first line of a key is kept: {raw}");
+        let reason =
+            format!("duplicate key value violates unique constraint \"r_pkey\" (Key (id)=({id}) already exists.)");
+        assert_eq!(reject["reason"], reason.as_str(), "the server's words");
+    }
+    let kept = db.scalar("SELECT count(*) FROM r WHERE note = 'line ' || id OR (id = 0 AND note = 'old')");
+    assert_eq!(kept.parse::<u64>().unwrap(), 20_001 - duplicates, "every key from its first line");
+    let copies = loaded.report["chunks"][0]["isolation_copies"].as_u64().unwrap();
+    assert!(copies <= 20, "{copies} COPY statements for {duplicates} duplicates in one chunk");
+}
+
+/// The rows whose key the key check found are locked until the chunk
+/// commits, also after a later COPY of the chunk is refused and rolled back
+/// to its savepoint: another session cannot delete them meanwhile, which
+/// would turn a record rejected as a duplicate into one the server takes.
+#[test]
+fn rows_a_duplicate_was_rejected_for_stay_locked_until_the_chunk_commits() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE DOMAIN positive AS int CHECK (VALUE > 0); \
+         CREATE TABLE k (id int PRIMARY KEY, v positive); \
+         INSERT INTO k SELECT g, 1 FROM generate_series(1, 100) g",
+    );
+    // The first chunk (1 KiB) repeats the table's keys: from then on
+    // duplicates are known to be dense. The second repeats some more, then
+    // has a value only the server refuses (a rollback to the run's
+    // savepoint) and a key another session is inserting (a wait).
+    let line = |i: u32| match i % 2 {
+        0 => format!("{}\t1\n", i / 2 % 100 + 1),
+        _ => format!("{}\t1\n", 1000 + i),
+    };
+    let mut data: String = (0..240).map(line).collect();
+    data.push_str("2000\t-5\n500\t1\n");
+    assert!(data.len() < 2048, "two chunks");
+    let file = db.file("k.tsv", data.as_bytes());
+    let inserting = db.session();
+    inserting.execute("BEGIN; INSERT INTO k VALUES (500, 7)").unwrap();
+    std::thread::scope(|scope| {
+        let load = scope.spawn(|| load_with_rejects(&db, &file, "k", &["--workers", "1", "--chunk-size", "1KiB"]));
+        let watcher = db.session();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let waiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'transactionid' AND NOT granted";
+        while watcher.query(waiting, &[]).unwrap()[0][0].as_deref() == Some("0") {
+            assert!(std::time::Instant::now() < deadline, "the load never waited for the other insert");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let deleting = watcher.execute("BEGIN; SELECT id FROM k WHERE id <= 100 FOR UPDATE NOWAIT");
+        let _ = watcher.execute("ROLLBACK");
+        inserting.execute("ROLLBACK").unwrap();
+        let loaded = load.join().unwrap();
+        assert!(deleting.is_err(), "rows the rejected records' keys are in could be deleted mid-chunk");
+        assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
+        assert_accounts(&loaded.report);
+        assert_eq!(loaded.rejects.len(), 121, "{}", loaded.run.output());
+        let domain = loaded.rejects.iter().filter(|r| r["sqlstate"] == "23514").count();
+        assert_eq!(domain, 1, "the value only the server refuses");
+        assert_eq!(
+            db.scalar("SELECT v FROM k WHERE id = 500"),
+            "1",
+            "the file's row, once the other insert rolled back"
+        );
+    });
+}

@@ -52,7 +52,7 @@ use super::key_check::Repeated;
 use super::plan::BinaryPlan;
 use super::suspect::{misshapen, suspect, suspect_json};
 use super::value_check::{Checked, MIN_SUSPECTS};
-use super::{nothing_loads, rows_loaded_so_far, Shared, ALL_REJECTED_STOP};
+use super::{nothing_loads, rows_loaded_so_far, Shared, ALL_REJECTED_STOP, DENSE_KEYS};
 use crate::chunk::{locate_server_line, Chunk};
 use crate::encoding::{self, Transcoding};
 use crate::error::Error;
@@ -242,10 +242,30 @@ struct Isolator<'a> {
     seen: usize,
     errors: usize,
     copies: u64,
+    /// Refusals for a duplicate key so far, and whether the chunk's
+    /// records were looked up for repeated keys (see [`key_check`](super::key_check)).
+    key_refusals: usize,
+    keys_checked: bool,
+    /// Records the key check set aside for repeating an earlier record's
+    /// key (sorted), and whether they were looked up again.
+    repeats: Vec<usize>,
+    repeats_checked: bool,
 }
 
 /// Records to copy in one COPY, in input order; not always contiguous.
 type Run = Vec<usize>;
+
+/// What the next COPY runs first after a refused one, and after a loaded
+/// one.
+#[derive(Clone, Copy)]
+struct Savepoints<'p> {
+    after_refusal: &'p str,
+    after_loaded: &'p str,
+}
+
+/// Duplicate-key refusals in a chunk before its other records are looked
+/// up for repeated keys.
+const MIN_DUPLICATES: usize = 8;
 
 /// What the value check made of a suspect.
 #[derive(Clone, Copy)]
@@ -277,16 +297,22 @@ pub(super) fn isolate(
         seen: 0,
         errors: 0,
         copies: 0,
+        key_refusals: 0,
+        keys_checked: false,
+        repeats: Vec::new(),
+        repeats_checked: false,
     };
+    iso.note_refusal(refusal.as_ref());
     let (mut clean, mut suspects) = iso.sort_records();
     let first_run = shared.savepoint(FIRST_RUN, &[chunk]);
     let after_refusal = shared.savepoint(AFTER_REFUSAL, &[chunk]);
+    // Each run is copied under the savepoint `sluice_run`; the savepoint
+    // bookkeeping travels in the same round trip as the next COPY.
+    let after_loaded = shared.savepoint("RELEASE SAVEPOINT sluice_run; SAVEPOINT sluice_run", &[chunk]);
+    let savepoints = Savepoints { after_refusal: &after_refusal, after_loaded: &after_loaded };
     let mut prelude = iso.check_suspects(session, &mut clean, &mut suspects, &first_run, &after_refusal)?;
-    // Only where every other worker's rows are committed: workers take
-    // turns, or one loads.
-    let serial = shared.keys_collide.load(SeqCst) || shared.one_at_a_time;
-    if serial && shared.keys_dense.load(SeqCst) {
-        prelude = iso.check_keys(session, &mut clean, &mut suspects, prelude, &after_refusal)?;
+    if shared.keys_dense.load(SeqCst) {
+        prelude = iso.check_keys(session, &mut clean, &mut suspects, prelude, savepoints)?;
     }
     if clean.is_empty() && suspects.is_empty() {
         // The check rejected every record: the same stop as after a COPY.
@@ -302,11 +328,13 @@ pub(super) fn isolate(
         }
         _ => runs.push(clean),
     }
-    // Each run is copied under the savepoint `sluice_run`; the savepoint
-    // bookkeeping travels in the same round trip as the next COPY.
-    let after_loaded = shared.savepoint("RELEASE SAVEPOINT sluice_run; SAVEPOINT sluice_run", &[chunk]);
     let mut refused_last = prelude == after_refusal;
-    while let Some(run) = runs.pop() {
+    loop {
+        if iso.shared.key_check.is_some() {
+            prelude = iso.check_repeats(session, &mut runs, prelude, savepoints)?;
+            refused_last = prelude == after_refusal;
+        }
+        let Some(run) = runs.pop() else { break };
         if run.is_empty() {
             continue;
         }
@@ -365,10 +393,15 @@ pub(super) fn isolate(
                     false => iso.refused_at(&stream, &r),
                 };
                 drop(stream);
+                iso.note_refusal(Some(&r));
                 runs.extend(iso.split_at_refusal(run, at, r));
                 &after_refusal
             }
         };
+        if iso.duplicates_dense() {
+            prelude = iso.check_pending_keys(session, &mut runs, &suspects, prelude, savepoints)?;
+            refused_last = prelude == after_refusal;
+        }
         iso.stop_if_nothing_loads()?;
     }
     // Leave the transaction open and usable: the worker stores the rejects
@@ -455,30 +488,57 @@ impl<'a> Isolator<'a> {
         Ok("")
     }
 
-    /// While keys collide (see [`key_check`](super::key_check)), moves to
-    /// `suspects` the clean records whose key the table or an earlier
-    /// record holds: alone, each costs one short COPY instead of a refused
-    /// run and its re-copy. Takes and returns the next COPY's prelude (see
-    /// [`Isolator::check_suspects`]); the query runs under the savepoint.
+    /// Once duplicate keys are known to be dense (see
+    /// [`key_check`](super::key_check)), rejects the clean records whose
+    /// key the table holds and moves to `suspects` those that repeat an
+    /// earlier record's: alone, each costs one short COPY instead of a
+    /// refused run and its re-copy. Runs once per chunk. Takes and returns
+    /// the next COPY's prelude (see [`Isolator::check_suspects`]).
+    ///
+    /// The query runs under the savepoint `sluice_run`, which is then
+    /// released and set again: the rows it locked stay locked until the
+    /// chunk commits, whatever later COPYs the server refuses (a rollback
+    /// to the savepoint would unlock them, and a row deleted meanwhile
+    /// would make a rejected record one the server takes).
     fn check_keys<'p>(
         &mut self,
         session: &PgSession,
         clean: &mut Run,
         suspects: &mut Run,
         prelude: &'p str,
-        after_refusal: &'p str,
+        savepoints: Savepoints<'p>,
     ) -> Result<&'p str, Error> {
+        if std::mem::replace(&mut self.keys_checked, true) {
+            return Ok(prelude);
+        }
+        self.look_up_keys(session, clean, suspects, prelude, savepoints)
+    }
+
+    /// The key check itself (see [`Isolator::check_keys`]): records of
+    /// `candidates` whose key the table holds are rejected, those that
+    /// repeat an earlier one's are moved to `suspects` (sorted) and noted in
+    /// `repeats`.
+    fn look_up_keys<'p>(
+        &mut self,
+        session: &PgSession,
+        candidates: &mut Run,
+        suspects: &mut Run,
+        prelude: &'p str,
+        savepoints: Savepoints<'p>,
+    ) -> Result<&'p str, Error> {
+        let clean = candidates;
         let Some(check) = self.shared.key_check.as_ref().filter(|_| clean.len() > 1) else { return Ok(prelude) };
         if !prelude.is_empty() {
             // The first run's savepoint, or the rollback to it after a
-            // failed value check.
+            // refusal or a failed value check.
             session.execute(prelude)?;
         }
         let records: Vec<&[u8]> = clean.iter().map(|&i| self.record(i)).collect();
-        let Some(repeated) = check.repeated(session, &records)? else { return Ok(after_refusal) };
+        let Some(repeated) = check.repeated(session, &records)? else { return Ok(savepoints.after_refusal) };
         if repeated.is_empty() {
             return Ok("");
         }
+        session.execute(savepoints.after_loaded)?;
         let mut taken = vec![false; clean.len()];
         for found in repeated {
             match found {
@@ -489,13 +549,90 @@ impl<'a> Isolator<'a> {
                 Repeated::Suspect(k) => {
                     taken[k] = true;
                     suspects.push(clean[k]);
+                    self.repeats.push(clean[k]);
                 }
             }
         }
         let mut taken = taken.into_iter();
         clean.retain(|_| !taken.next().unwrap_or(false));
         suspects.sort();
+        self.repeats.sort();
         Ok("")
+    }
+
+    /// Once the runs before them are copied, looks up again the records set
+    /// aside for repeating an earlier record's key (see
+    /// [`Isolator::look_up_keys`]): the earlier record is in the table now,
+    /// unless the server refused it, so most of them are rejected without a
+    /// COPY of their own. Why: those repeats were a COPY each, most of what
+    /// the first chunks cost (one of 63,000 records with 1 % duplicates: 617
+    /// COPY statements; bench/README.md). Once per chunk, when the next run
+    /// is one of them.
+    fn check_repeats<'p>(
+        &mut self,
+        session: &PgSession,
+        runs: &mut Vec<Run>,
+        prelude: &'p str,
+        savepoints: Savepoints<'p>,
+    ) -> Result<&'p str, Error> {
+        let is_repeat = |run: &Run, repeats: &[usize]| run.len() == 1 && repeats.binary_search(&run[0]).is_ok();
+        if self.repeats_checked || !runs.last().is_some_and(|run| is_repeat(run, &self.repeats)) {
+            return Ok(prelude);
+        }
+        self.repeats_checked = true;
+        // In the order they go (runs are taken from the end).
+        let mut candidates: Run =
+            runs.iter().rev().filter(|run| is_repeat(run, &self.repeats)).map(|run| run[0]).collect();
+        let before = candidates.clone();
+        let mut again = Vec::new();
+        let prelude = self.look_up_keys(session, &mut candidates, &mut again, prelude, savepoints)?;
+        candidates.extend(again);
+        candidates.sort();
+        // Those neither still a candidate nor again a repeat were rejected.
+        let rejected: Vec<usize> = before.into_iter().filter(|i| candidates.binary_search(i).is_err()).collect();
+        runs.retain(|run| !(run.len() == 1 && rejected.binary_search(&run[0]).is_ok()));
+        Ok(prelude)
+    }
+
+    /// Counts a refusal for a duplicate key.
+    fn note_refusal(&mut self, refusal: Option<&CopyRefusal>) {
+        self.key_refusals += usize::from(refusal.is_some_and(|r| r.sqlstate.as_deref() == Some("23505")));
+    }
+
+    /// Whether this chunk's duplicate keys, unchecked so far, have come one
+    /// in [`DENSE_KEYS`] records or closer, [`MIN_DUPLICATES`] of them at
+    /// least: the rest of the chunk is then worth one query. Why not only
+    /// from the next chunk on: the chunk that first meets them may be long
+    /// (one of 63,000 records with 1 % duplicates took 10.8 s, a COPY per
+    /// duplicate, while the other worker loaded four; bench/README.md).
+    fn duplicates_dense(&self) -> bool {
+        !self.keys_checked
+            && self.shared.key_check.is_some()
+            && self.key_refusals >= MIN_DUPLICATES
+            && self.key_refusals as u64 * DENSE_KEYS >= (self.seen + self.key_refusals) as u64
+    }
+
+    /// Runs the key check (see [`Isolator::check_keys`]) over the records
+    /// still to copy but the chunk's `suspects` (sorted): they then go as
+    /// one run, and the suspects alone after it, as at the start of
+    /// isolation.
+    fn check_pending_keys<'p>(
+        &mut self,
+        session: &PgSession,
+        runs: &mut Vec<Run>,
+        suspects: &[usize],
+        prelude: &'p str,
+        savepoints: Savepoints<'p>,
+    ) -> Result<&'p str, Error> {
+        // Runs are taken from the end: the records in the order they go.
+        let pending: Run = runs.drain(..).rev().flatten().collect();
+        let (mut clean, mut suspects): (Run, Run) =
+            pending.into_iter().partition(|i| suspects.binary_search(i).is_err());
+        suspects.sort();
+        let prelude = self.check_keys(session, &mut clean, &mut suspects, prelude, savepoints)?;
+        runs.extend(suspects.iter().rev().map(|&i| vec![i]));
+        runs.push(clean);
+        Ok(prelude)
     }
 
     /// Whether COPY refuses `record` whatever its values: a field too many
