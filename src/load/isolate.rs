@@ -489,11 +489,12 @@ impl<'a> Isolator<'a> {
     }
 
     /// Once duplicate keys are known to be dense (see
-    /// [`key_check`](super::key_check)), rejects the clean records whose
-    /// key the table holds and moves to `suspects` those that repeat an
-    /// earlier record's: alone, each costs one short COPY instead of a
-    /// refused run and its re-copy. Runs once per chunk. Takes and returns
-    /// the next COPY's prelude (see [`Isolator::check_suspects`]).
+    /// [`key_check`](super::key_check)), rejects the records of
+    /// `candidates` whose key the table holds and moves to `suspects`
+    /// (sorted) those that repeat an earlier record's, noting them in
+    /// `repeats`: alone, each costs one short COPY instead of a refused run
+    /// and its re-copy. Takes and returns the next COPY's prelude (see
+    /// [`Isolator::check_suspects`]).
     ///
     /// The query runs under the savepoint `sluice_run`, which is then
     /// released and set again: the rows it locked stay locked until the
@@ -503,29 +504,12 @@ impl<'a> Isolator<'a> {
     fn check_keys<'p>(
         &mut self,
         session: &PgSession,
-        clean: &mut Run,
-        suspects: &mut Run,
-        prelude: &'p str,
-        savepoints: Savepoints<'p>,
-    ) -> Result<&'p str, Error> {
-        if std::mem::replace(&mut self.keys_checked, true) {
-            return Ok(prelude);
-        }
-        self.look_up_keys(session, clean, suspects, prelude, savepoints)
-    }
-
-    /// The key check itself (see [`Isolator::check_keys`]): records of
-    /// `candidates` whose key the table holds are rejected, those that
-    /// repeat an earlier one's are moved to `suspects` (sorted) and noted in
-    /// `repeats`.
-    fn look_up_keys<'p>(
-        &mut self,
-        session: &PgSession,
         candidates: &mut Run,
         suspects: &mut Run,
         prelude: &'p str,
         savepoints: Savepoints<'p>,
     ) -> Result<&'p str, Error> {
+        self.keys_checked = true;
         let clean = candidates;
         let Some(check) = self.shared.key_check.as_ref().filter(|_| clean.len() > 1) else { return Ok(prelude) };
         if !prelude.is_empty() {
@@ -562,7 +546,7 @@ impl<'a> Isolator<'a> {
 
     /// Once the runs before them are copied, looks up again the records set
     /// aside for repeating an earlier record's key (see
-    /// [`Isolator::look_up_keys`]): the earlier record is in the table now,
+    /// [`Isolator::check_keys`]): the earlier record is in the table now,
     /// unless the server refused it, so most of them are rejected without a
     /// COPY of their own. Why: those repeats were a COPY each, most of what
     /// the first chunks cost (one of 63,000 records with 1 % duplicates: 617
@@ -585,7 +569,7 @@ impl<'a> Isolator<'a> {
             runs.iter().rev().filter(|run| is_repeat(run, &self.repeats)).map(|run| run[0]).collect();
         let before = candidates.clone();
         let mut again = Vec::new();
-        let prelude = self.look_up_keys(session, &mut candidates, &mut again, prelude, savepoints)?;
+        let prelude = self.check_keys(session, &mut candidates, &mut again, prelude, savepoints)?;
         candidates.extend(again);
         candidates.sort();
         // Those neither still a candidate nor again a repeat were rejected.
