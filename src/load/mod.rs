@@ -472,6 +472,7 @@ fn run_connected(
     let OpenedJob { job, done, steps, fingerprint, inputs_changed, .. } = job;
     let before_copy = |error: Error| Failed { error, partial: None, left_undone: deferral.left_undone() };
     progress.set_total(sources.iter().map(|s| s.size).sum::<Option<u64>>());
+    let copy_columns = table.copy_columns(columns.as_deref());
     let mut shared = Shared {
         sources: &sources,
         to_load_end: bytes_to_load_end(&sources),
@@ -497,13 +498,8 @@ fn run_connected(
         sync_commit: req.sync_commit,
         retry_timeout: req.retry_timeout,
         rules: suspect::rules(&table, columns.as_deref(), &format),
-        value_check: value_check::ValueCheck::new(&table.copy_columns(columns.as_deref()), &table.text_like, &format),
-        key_check: key_check::KeyCheck::new(
-            &table.quoted(),
-            &table.copy_columns(columns.as_deref()),
-            &unique_keys,
-            &format,
-        ),
+        value_check: value_check::ValueCheck::new(&copy_columns, &table.text_like, &format),
+        key_check: key_check::KeyCheck::new(&table.quoted(), &copy_columns, &unique_keys, &format),
         text_why: copy_plan.as_ref().err().cloned().unwrap_or_default(),
         binary: copy_plan.ok(),
         marked: steps.iter().any(|s| !s.rebuilt && s.deferred.violations_sql.is_some()),
