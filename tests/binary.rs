@@ -1162,6 +1162,7 @@ const FUZZED: &[(&str, Generator)] = &[
     ("bigint", |rng| fuzzed_integer(rng, 21)),
     ("date", fuzzed_date),
     ("time without time zone", fuzzed_clock),
+    ("time without time zone", fuzzed_exported_time),
     ("timestamp without time zone", |rng| fuzzed_timestamp(rng, false)),
     ("timestamp with time zone", |rng| fuzzed_timestamp(rng, true)),
     ("inet", fuzzed_inet),
@@ -1371,6 +1372,26 @@ fn fuzzed_exported_timestamp(rng: &mut Rng) -> String {
     if rng.below(8) == 0 {
         return date;
     }
+    let clock = fuzzed_exported_clock(rng);
+    let offset = if rng.below(3) == 0 { fuzzed_offset(rng) } else { String::new() };
+    let odd = |rng: &mut Rng| rng.below(8) == 0;
+    let space = if odd(rng) { rng.pick(&["T", "  "]) } else { " " };
+    let after = if odd(rng) { rng.pick(&[" BC", " "]) } else { "" };
+    format!("{date}{space}{clock}{offset}{after}")
+}
+
+/// A time of day as exports write it (see [`fuzzed_exported_clock`]), an
+/// offset (which the server drops) or not, and what may follow.
+fn fuzzed_exported_time(rng: &mut Rng) -> String {
+    let clock = fuzzed_exported_clock(rng);
+    let offset = if rng.below(6) == 0 { fuzzed_offset(rng) } else { String::new() };
+    let after = if rng.below(8) == 0 { rng.pick(&[" BC", " ", "x"]) } else { "" };
+    format!("{clock}{offset}{after}")
+}
+
+/// Hours and minutes of one or two digits, seconds or not, on a 24- or
+/// 12-hour clock (`AM`, `pm`, `p.m.`, and words that only start so).
+fn fuzzed_exported_clock(rng: &mut Rng) -> String {
     let odd = |rng: &mut Rng| rng.below(8) == 0;
     let (most, width) = (if odd(rng) { 26 } else { 24 }, if odd(rng) { 3 } else { 1 + rng.below(2) as usize });
     let hours = padded(rng.below(most), width);
@@ -1389,10 +1410,7 @@ fn fuzzed_exported_timestamp(rng: &mut Rng) -> String {
         true => rng.pick(&[" p.m.", " PMT", "  PM", " Pm", "pm"]),
         false => rng.pick(&["", "", " AM", " PM", " am"]),
     };
-    let offset = if rng.below(3) == 0 { fuzzed_offset(rng) } else { String::new() };
-    let space = if odd(rng) { rng.pick(&["T", "  "]) } else { " " };
-    let after = if odd(rng) { rng.pick(&[" BC", " "]) } else { "" };
-    format!("{date}{space}{clock}{meridiem}{offset}{after}")
+    clock + meridiem
 }
 
 fn fuzzed_clock(rng: &mut Rng) -> String {

@@ -1219,7 +1219,8 @@ impl Reread {
 /// the session's `order` (`12/31/2024`, `31.12.24`; see [`ordered_date`])
 /// or a year first and a one-digit month or day (`2024-1-5`; see
 /// [`year_first_date`]), and times of day with a one-digit hour, without seconds or on a 12-hour
-/// clock (`1:45 PM`; see [`clock_time`]). Such a file went as text whole.
+/// clock (`1:45 PM`; see [`clock_time`]), in timestamps and `time` columns alike. Such a file
+/// went as text whole.
 /// Out of line and tried only after the first reading failed, so that ISO
 /// values pay nothing for it.
 #[inline(never)]
@@ -1235,6 +1236,12 @@ pub(super) fn reread(codec: Codec, text: &[u8], order: Option<DateOrder>) -> Opt
         },
         Codec::TimestampTz => in_utc(any_timestamp(text, order)?, false).map(Reread::Micros),
         Codec::TimestampTzUtc => in_utc(any_timestamp(text, order)?, true).map(Reread::Micros),
+        // The server reads a time of day as it reads a timestamp's (and
+        // drops an offset, which is left to it).
+        Codec::Time => match clock_time(text)? {
+            (micros, []) => Some(Reread::Micros(micros)),
+            _ => None,
+        },
         _ => None,
     }
 }
@@ -2223,6 +2230,15 @@ mod tests {
         assert_eq!(micros(Codec::TimestampTz, "1/1/2000 2:00 PM", us), None, "read in the session's zone");
         assert_eq!(micros(Codec::TimestampTzUtc, "1/1/2000 2:00 PM", us), Some(14 * HOUR));
         assert_eq!(micros(Codec::Int4, "1/1/2000", us), None);
+        for (text, want) in
+            [("9:05", 9 * HOUR + 5 * MINUTE), ("09:05", 9 * HOUR + 5 * MINUTE), ("12:05 am", 5 * MINUTE)]
+        {
+            assert_eq!(micros(Codec::Time, text, None), Some(want), "{text}");
+        }
+        assert_eq!(micros(Codec::Time, "1:45:30.5PM", None), Some(13 * HOUR + 45 * MINUTE + 30_500_000));
+        for refused in ["9:5", "13:05 PM", "9:05+02", "24:00", "9:05 BC", " 9:05"] {
+            assert_eq!(micros(Codec::Time, refused, None), None, "{refused}");
+        }
         let columns = [("at".to_string(), "timestamp with time zone".to_string())];
         let mut encoder = BinaryEncoder::new(&columns, &FormatOptions::new(FormatKind::Tsv))
             .unwrap()
