@@ -1172,8 +1172,14 @@ const FUZZED: &[(&str, Generator)] = &[
     ("uuid", fuzzed_uuid),
     ("bytea", fuzzed_bytea),
     ("boolean", |rng| {
-        let word = rng.pick(&["t", "f", "true", "false", "1", "0", "yes", "no", "on", "off", "tr", "y"]);
-        let word = if rng.below(4) == 0 { word.to_uppercase() } else { word.to_string() };
+        let words =
+            ["t", "f", "true", "false", "1", "0", "yes", "no", "on", "off", "tr", "y", "n", "of", "ye", "o", "2"];
+        let word = rng.pick(&words);
+        let word = match rng.below(4) {
+            0 => word.to_uppercase(),
+            1 => word[..1].to_uppercase() + &word[1..],
+            _ => word.to_string(),
+        };
         format!("{}{word}{}", rng.pick(&["", "", " "]), rng.pick(&["", "", " "]))
     }),
     // Modifiers: the server applies them to binary values as to text.

@@ -1516,10 +1516,19 @@ fn bits(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
     Some(())
 }
 
+/// The words exports write for a boolean, in any case (`TRUE` from
+/// spreadsheets, `True` from Python, `Y`, `yes`, `on`), as the server reads
+/// them. Its other forms (a prefix such as `tr`, spaces around) are left to
+/// it.
 fn boolean(text: &[u8]) -> Option<bool> {
-    match text {
-        b"t" | b"true" | b"1" => Some(true),
-        b"f" | b"false" | b"0" => Some(false),
+    let mut word = [0u8; 5];
+    let word = word.get_mut(..text.len())?;
+    for (lower, byte) in word.iter_mut().zip(text) {
+        *lower = byte.to_ascii_lowercase();
+    }
+    match &*word {
+        b"t" | b"true" | b"y" | b"yes" | b"on" | b"1" => Some(true),
+        b"f" | b"false" | b"n" | b"no" | b"off" | b"0" => Some(false),
         _ => None,
     }
 }
@@ -2245,6 +2254,19 @@ mod tests {
             .dates_in_order(DateOrder::MonthFirst);
         let unsure = encoder.encode(b"1/1/2000 2:00 PM\n", true, &mut Vec::new()).unwrap_err();
         assert!(unsure.reason.contains("without an offset"), "{}", unsure.reason);
+    }
+
+    #[test]
+    fn booleans_as_exports_write_them() {
+        for word in ["t", "TRUE", "True", "y", "Yes", "ON", "1"] {
+            assert_eq!(boolean(word.as_bytes()), Some(true), "{word}");
+        }
+        for word in ["f", "FALSE", "False", "N", "no", "Off", "0"] {
+            assert_eq!(boolean(word.as_bytes()), Some(false), "{word}");
+        }
+        for left_to_the_server in ["tr", " t", "t ", "o", "of", "yess", "2", "", "truee", "\u{e9}"] {
+            assert_eq!(boolean(left_to_the_server.as_bytes()), None, "{left_to_the_server}");
+        }
     }
 
     #[test]
