@@ -1072,6 +1072,8 @@ fn dates_and_timestamps_read_in_the_sessions_order_as_the_server_reads_them() {
             "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET DateStyle = %L', current_database(), '{style}'); END $$"
         ));
         encode_random_values_as_the_server_reads_them(&db, &mut rng, "date", fuzzed_ordered_date);
+        // A timestamp in a date column keeps its date.
+        encode_random_values_as_the_server_reads_them(&db, &mut rng, "date", fuzzed_exported_timestamp);
         encode_random_values_as_the_server_reads_them(
             &db,
             &mut rng,
@@ -1155,8 +1157,8 @@ const FUZZED: &[(&str, Generator)] = &[
         let exponent = rng.below(10) == 0;
         fuzzed_number(rng, exponent)
     }),
-    ("real", |rng| fuzzed_number(rng, true)),
-    ("double precision", |rng| fuzzed_number(rng, true)),
+    ("real", fuzzed_float),
+    ("double precision", fuzzed_float),
     ("smallint", |rng| fuzzed_integer(rng, 6)),
     ("integer", |rng| fuzzed_integer(rng, 11)),
     ("bigint", |rng| fuzzed_integer(rng, 21)),
@@ -1313,6 +1315,15 @@ fn fuzzed_number(rng: &mut Rng, exponent: bool) -> String {
         s = format!("{}{s}{}", rng.pick(&[" ", ""]), rng.pick(&[" ", "x", "_1", ""]));
     }
     s
+}
+
+/// A number, or one time in eight a word the server's float input may read.
+fn fuzzed_float(rng: &mut Rng) -> String {
+    if rng.below(8) > 0 {
+        return fuzzed_number(rng, true);
+    }
+    let word = rng.pick(&["NaN", "nan", "Infinity", "inf", "INF", "infinit", "nan(1)", "Infinityy", "in"]);
+    rng.pick(&["", "", "-", "+", " "]).to_string() + word
 }
 
 fn fuzzed_integer(rng: &mut Rng, most: u64) -> String {
@@ -1478,6 +1489,9 @@ fn fuzzed_offset(rng: &mut Rng) -> String {
         3 => format!("{hours}{minutes}"),
         _ => rng.below(10).to_string(),
     };
+    if rng.below(6) == 0 {
+        return rng.pick(&[" UTC", "UTC", " utc", " GMT", "  UTC", " UT", " EST", "UTC+1"]).to_string();
+    }
     rng.pick(&["", "Z", "z", "+", "-", "+", "-"]).to_string() + &amount
 }
 

@@ -861,7 +861,9 @@ fn encode_value(codec: Codec, text: &[u8], out: &mut Vec<u8>) -> Result<(), Stri
         Codec::Int2 => integer(text, i16::MIN.into(), i16::MAX.into()).map(|v| put(out, &(v as i16).to_be_bytes())),
         Codec::Int4 => integer(text, i32::MIN.into(), i32::MAX.into()).map(|v| put(out, &(v as i32).to_be_bytes())),
         Codec::Int8 => integer(text, i64::MIN, i64::MAX).map(|v| put(out, &v.to_be_bytes())),
-        Codec::Float4 => float(text).filter(|_| f32_exact(text)).map(|v| put(out, &(v as f32).to_be_bytes())),
+        Codec::Float4 => {
+            float(text).filter(|v| !v.is_finite() || f32_exact(text)).map(|v| put(out, &(v as f32).to_be_bytes()))
+        }
         Codec::Float8 => float(text).map(|v| put(out, &v.to_be_bytes())),
         Codec::Numeric => numeric(text, out),
         Codec::Date => iso_date(text).map(|d| put(out, &(d as i32).to_be_bytes())),
@@ -937,9 +939,14 @@ fn integer(text: &[u8], min: i64, max: i64) -> Option<i64> {
     (i128::from(min)..=i128::from(max)).contains(&v).then_some(v as i64)
 }
 
-/// `[-]digits[.digits][e[-+]digits]`, finite and normal (the server refuses
-/// what overflows and reads subnormals its own way).
+/// `[-]digits[.digits][e[-+]digits]` (digits on one side of the point may
+/// be missing, as in `.5`), finite and normal (the server refuses what
+/// overflows and reads subnormals its own way), or one of the words of
+/// [`float_word`].
 fn float(text: &[u8]) -> Option<f64> {
+    if let Some(word) = float_word(text) {
+        return Some(word);
+    }
     let s = std::str::from_utf8(text).ok()?;
     let body = s.strip_prefix('-').unwrap_or(s);
     let (mantissa, exponent) = match body.find(['e', 'E']) {
@@ -952,11 +959,26 @@ fn float(text: &[u8]) -> Option<f64> {
         let e = e.strip_prefix(['-', '+']).unwrap_or(e);
         !e.is_empty() && e.len() <= 4 && digits_ok(e)
     });
-    if int.is_empty() || !digits_ok(int) || !digits_ok(frac) || !exp_ok {
+    if int.is_empty() && frac.is_empty() || !digits_ok(int) || !digits_ok(frac) || !exp_ok {
         return None;
     }
     let v: f64 = s.parse().ok()?;
     (v == 0.0 && mantissa.bytes().all(|b| b == b'0' || b == b'.') || v.is_normal()).then_some(v)
+}
+
+/// `NaN` and `Infinity` or `inf` with a sign or not, in any case, as the
+/// server reads them (NumPy and R write `nan` and `inf`). A sign before
+/// `NaN` is left to the server, whose C library keeps it in the value's bits.
+fn float_word(text: &[u8]) -> Option<f64> {
+    if text.eq_ignore_ascii_case(b"nan") {
+        return Some(f64::NAN);
+    }
+    let (sign, word) = match text.split_first()? {
+        (b'-', word) => (-1.0, word),
+        (b'+', word) => (1.0, word),
+        _ => (1.0, text),
+    };
+    (word.eq_ignore_ascii_case(b"infinity") || word.eq_ignore_ascii_case(b"inf")).then_some(sign * f64::INFINITY)
 }
 
 /// A float4 read through f64 then narrowed can differ from reading it as
@@ -1186,9 +1208,18 @@ fn in_utc((local, offset): (i64, &[u8]), bare_is_utc: bool) -> Option<i64> {
     let east = match offset {
         [] if bare_is_utc => 0,
         b"Z" => 0,
+        _ if names_utc(offset) => 0,
         _ => seconds_east(offset)?,
     };
     Some(local - east * 1_000_000)
+}
+
+/// `UTC` or `GMT` after a space or not, in any case, as BigQuery's and
+/// other exports end a timestamp: zero hours east, whichever abbreviations
+/// the session uses (the server falls back to the zone of that name).
+fn names_utc(offset: &[u8]) -> bool {
+    let name = offset.strip_prefix(b" ").unwrap_or(offset);
+    name.eq_ignore_ascii_case(b"UTC") || name.eq_ignore_ascii_case(b"GMT")
 }
 
 /// A date or timestamp from [`reread`].
@@ -1227,9 +1258,10 @@ impl Reread {
 pub(super) fn reread(codec: Codec, text: &[u8], order: Option<DateOrder>) -> Option<Reread> {
     match codec {
         // The first reading was the ISO one.
-        Codec::Date => {
-            year_first_date(text).or_else(|| ordered_date(text, order?)).map(|days| Reread::Days(days as i32))
-        }
+        Codec::Date => year_first_date(text)
+            .or_else(|| ordered_date(text, order?))
+            .or_else(|| date_of_timestamp(text, order))
+            .map(|days| Reread::Days(days as i32)),
         Codec::Timestamp => match any_timestamp(text, order)? {
             (micros, []) => Some(Reread::Micros(micros)),
             _ => None,
@@ -1250,6 +1282,16 @@ pub(super) fn reread(codec: Codec, text: &[u8], order: Option<DateOrder>) -> Opt
 /// month first in `order`, as days from 2000-01-01.
 fn any_date(text: &[u8], order: Option<DateOrder>) -> Option<i64> {
     iso_date(text).or_else(|| year_first_date(text)).or_else(|| ordered_date(text, order?))
+}
+
+/// The date of a timestamp without an offset (see [`any_timestamp`]), as
+/// exports of other databases' `DATE`, which holds a time, write it
+/// (`2024-03-13 00:00:00`): the server reads the time and keeps the date.
+fn date_of_timestamp(text: &[u8], order: Option<DateOrder>) -> Option<i64> {
+    match any_timestamp(text, order)? {
+        (micros, []) => Some(micros.div_euclid(MICROS_PER_DAY)),
+        _ => None,
+    }
 }
 
 /// A date (see [`any_date`]) and a time of day after a space (or after a
@@ -2174,8 +2216,18 @@ mod tests {
         assert_eq!(float(b"1.5e3"), Some(1500.0));
         assert_eq!(float(b"1e999"), None);
         assert_eq!(float(b"1e-320"), None, "subnormal");
-        assert_eq!(float(b"Infinity"), None);
         assert_eq!(float(b"0.0"), Some(0.0));
+        assert_eq!(float(b".5"), Some(0.5));
+        assert_eq!(float(b"-5."), Some(-5.0));
+        assert_eq!(float(b"."), None);
+        assert_eq!(float(b"-.e5"), None);
+        for (word, want) in [("Infinity", f64::INFINITY), ("-inf", f64::NEG_INFINITY), ("+INF", f64::INFINITY)] {
+            assert_eq!(float(word.as_bytes()), Some(want), "{word}");
+        }
+        assert!(float(b"NaN").is_some_and(f64::is_nan) && float(b"nan").is_some_and(f64::is_nan));
+        for left_to_the_server in ["-nan", "+NaN", "nan(1)", "infinit", "infinityy", " inf", "in"] {
+            assert_eq!(float(left_to_the_server.as_bytes()), None, "{left_to_the_server}");
+        }
         assert!(f32_exact(b"0.0") && f32_exact(b"1.5") && f32_exact(b"3.4028235e38"));
         for too_small in ["1e-46", "7.006492321624085e-46", "1e-40"] {
             assert!(!f32_exact(too_small.as_bytes()), "{too_small}: refused or subnormal in real");
@@ -2239,6 +2291,12 @@ mod tests {
         assert_eq!(micros(Codec::TimestampTz, "1/1/2000 2:00 PM", us), None, "read in the session's zone");
         assert_eq!(micros(Codec::TimestampTzUtc, "1/1/2000 2:00 PM", us), Some(14 * HOUR));
         assert_eq!(micros(Codec::Int4, "1/1/2000", us), None);
+        for (text, want) in [("1999-12-31 23:59:59", -1), ("12/31/1999 11:30 PM", -1), ("2000-01-01T10:00", 0)] {
+            assert_eq!(days(text, us), Some(want), "{text}: a date column keeps a timestamp's date");
+        }
+        for refused in ["2000-01-01 10:00+02", "2000-01-01 24:00", "2000-01-01 10:00 UTC"] {
+            assert_eq!(days(refused, us), None, "{refused}");
+        }
         for (text, want) in
             [("9:05", 9 * HOUR + 5 * MINUTE), ("09:05", 9 * HOUR + 5 * MINUTE), ("12:05 am", 5 * MINUTE)]
         {
@@ -2287,6 +2345,12 @@ mod tests {
         assert_eq!(timestamptz(b"2000-01-01 12:00:00Z", false), Some(noon));
         assert_eq!(timestamptz(b"2000-01-01 12:00:00+16", true), None, "beyond the server's 15 hours");
         assert_eq!(timestamptz(b"2000-01-01 12:00:00 PST", true), None);
+        for utc in ["2000-01-01 12:00:00 UTC", "2000-01-01 12:00:00utc", "2000-01-01 12:00:00 GMT"] {
+            assert_eq!(timestamptz(utc.as_bytes(), false), Some(noon), "{utc}");
+        }
+        for left_to_the_server in ["2000-01-01 12:00:00  UTC", "2000-01-01 12:00:00 UTC+1", "2000-01-01 12:00:00 UT"] {
+            assert_eq!(timestamptz(left_to_the_server.as_bytes(), false), None, "{left_to_the_server}");
+        }
         assert_eq!(timestamp(b"2000-01-01 12:00:00+02"), None, "an offset is not part of a timestamp");
         assert_eq!(timestamp(b"2000-01-02"), Some(24 * HOUR), "a date alone is its midnight");
         assert_eq!(timestamptz(b"2000-01-02", true), Some(24 * HOUR));
