@@ -943,7 +943,7 @@ fn integer(text: &[u8], min: i64, max: i64) -> Option<i64> {
 /// be missing, as in `.5`), finite and normal (the server refuses what
 /// overflows and reads subnormals its own way), or one of the words of
 /// [`float_word`].
-fn float(text: &[u8]) -> Option<f64> {
+pub(super) fn float(text: &[u8]) -> Option<f64> {
     if let Some(word) = float_word(text) {
         return Some(word);
     }
@@ -1562,7 +1562,7 @@ fn bits(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
 /// spreadsheets, `True` from Python, `Y`, `yes`, `on`), as the server reads
 /// them. Its other forms (a prefix such as `tr`, spaces around) are left to
 /// it.
-fn boolean(text: &[u8]) -> Option<bool> {
+pub(super) fn boolean(text: &[u8]) -> Option<bool> {
     let mut word = [0u8; 5];
     let word = word.get_mut(..text.len())?;
     for (lower, byte) in word.iter_mut().zip(text) {

@@ -45,8 +45,8 @@ use std::mem::MaybeUninit;
 use memchr::{memchr, memchr2, memchr3};
 
 use super::{
-    encode_value, interval, iso_date, numeric, reread, time_of_day, time_with_offset, timestamp, timestamptz, uuid,
-    Codec, DateOrder, Layout, Rules,
+    boolean, encode_value, float, interval, iso_date, numeric, reread, time_of_day, time_with_offset, timestamp,
+    timestamptz, uuid, Codec, DateOrder, Layout, Rules,
 };
 
 /// Where clean records are taken apart and built, kept by the encoder so
@@ -611,6 +611,14 @@ fn field(codec: Codec, text: &[u8], tuple: &mut Cursor) -> Option<()> {
         }
         Codec::Uuid => {
             tuple.value(&uuid(text)?);
+            Some(())
+        }
+        Codec::Bool => {
+            tuple.value(&[u8::from(boolean(text)?)]);
+            Some(())
+        }
+        Codec::Float8 => {
+            tuple.value(&float(text)?.to_be_bytes());
             Some(())
         }
         _ => {
