@@ -1574,8 +1574,11 @@ fn fuzzed_mac(rng: &mut Rng) -> String {
 
 fn fuzzed_uuid(rng: &mut Rng) -> String {
     let mut hex: String = (0..31 + rng.below(3)).map(|_| char::from_digit(rng.below(16) as u32, 16).unwrap()).collect();
-    for at in [20, 16, 12, 8] {
-        if rng.below(8) != 0 && at < hex.len() {
+    // The usual hyphens, most of the time; else a hyphen or none after any
+    // group of four, as the server reads them, or at the end.
+    let places: &[usize] = if rng.below(4) > 0 { &[20, 16, 12, 8] } else { &[32, 28, 24, 20, 16, 12, 8, 4] };
+    for &at in places {
+        if rng.below(8) != 0 && at <= hex.len() {
             hex.insert(at, '-');
         }
     }

@@ -1575,19 +1575,25 @@ pub(super) fn boolean(text: &[u8]) -> Option<bool> {
     }
 }
 
-/// `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
+/// 32 hex digits as the server's input reads them: a hyphen or none after
+/// any group of four (`xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, or none at
+/// all, as some systems export them), in braces or not. Anything else
+/// where a digit goes (a sign, another hyphen) the server refuses.
 fn uuid(text: &[u8]) -> Option<[u8; 16]> {
-    if text.len() != 36 || [8, 13, 18, 23].iter().any(|&i| text[i] != b'-') {
-        return None;
-    }
-    // Where each byte's two digits are, between the hyphens: anything else
-    // there (a sign, a fifth hyphen) the server refuses.
-    const PAIRS: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+    let digits = match text {
+        [b'{', digits @ .., b'}'] => digits,
+        _ => text,
+    };
     let mut bytes = [0u8; 16];
-    for (byte, at) in bytes.iter_mut().zip(PAIRS) {
-        *byte = hex_pair(&text[at..at + 2])?;
+    let mut at = 0;
+    for (i, byte) in bytes.iter_mut().enumerate() {
+        *byte = hex_pair(digits.get(at..at + 2)?)?;
+        at += 2;
+        if i % 2 == 1 && i < 15 && digits.get(at) == Some(&b'-') {
+            at += 1;
+        }
     }
-    Some(bytes)
+    (at == digits.len()).then_some(bytes)
 }
 
 /// The byte two hex digits spell. Not `u8::from_str_radix`, which takes
@@ -2556,7 +2562,22 @@ mod tests {
         let err = BinaryEncoder::new(&cols, &FormatOptions::new(FormatKind::Csv)).unwrap_err();
         assert!(err.contains("\"ts\""), "{err}");
         assert_eq!(uuid(b"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11").unwrap()[0], 0xa0);
-        assert_eq!(uuid(b"a0eebc999c0b4ef8bb6d6bb9bd380a11"), None);
+        let canonical = uuid(b"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11");
+        for other in [
+            "a0eebc999c0b4ef8bb6d6bb9bd380a11",
+            "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}",
+            "a0eebc99-9c0b4ef8-bb6d6bb9-bd380a11",
+        ] {
+            assert_eq!(uuid(other.as_bytes()), canonical, "{other}");
+        }
+        for refused in [
+            "{a0eebc999c0b4ef8bb6d6bb9bd380a11",
+            "a0eebc999c0b4ef8bb6d6bb9bd380a11-",
+            "a0e-ebc999c0b4ef8bb6d6bb9bd380a11",
+            "a0eebc999c0b4ef8bb6d6bb9bd380a1",
+        ] {
+            assert_eq!(uuid(refused.as_bytes()), None, "{refused}");
+        }
     }
 
     #[test]
