@@ -944,9 +944,11 @@ fn integer(text: &[u8], min: i64, max: i64) -> Option<i64> {
 /// overflows and reads subnormals its own way), or one of the words of
 /// [`float_word`].
 pub(super) fn float(text: &[u8]) -> Option<f64> {
-    if let Some(word) = float_word(text) {
-        return Some(word);
-    }
+    // Numbers first: the words are rare, and a number never spells one.
+    finite_float(text).or_else(|| float_word(text))
+}
+
+fn finite_float(text: &[u8]) -> Option<f64> {
     let s = std::str::from_utf8(text).ok()?;
     let body = s.strip_prefix('-').unwrap_or(s);
     let (mantissa, exponent) = match body.find(['e', 'E']) {
@@ -1208,8 +1210,7 @@ fn in_utc((local, offset): (i64, &[u8]), bare_is_utc: bool) -> Option<i64> {
     let east = match offset {
         [] if bare_is_utc => 0,
         b"Z" => 0,
-        _ if names_utc(offset) => 0,
-        _ => seconds_east(offset)?,
+        _ => seconds_east(offset).or_else(|| names_utc(offset).then_some(0))?,
     };
     Some(local - east * 1_000_000)
 }
