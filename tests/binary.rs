@@ -15,9 +15,12 @@ const COLUMNS: &str = "i2 smallint, i4 integer, i8 bigint, f4 real, f8 double pr
 /// holds a value the text input accepts but the encoder does not read.
 fn row(rng: &mut Rng, i: u64, unsure_every: u64) -> Vec<Option<String>> {
     let date = |rng: &mut Rng| format!("{:04}-{:02}-{:02}", 1 + rng.below(9999), 1 + rng.below(12), 1 + rng.below(28));
-    let fraction = |rng: &mut Rng| match rng.below(7) {
+    let fraction = |rng: &mut Rng| match rng.below(10) as usize {
         0 => String::new(),
-        n => format!(".{:0width$}", rng.below(10u64.pow(n as u32)), width = n as usize),
+        n @ 1..=6 => format!(".{:0width$}", rng.below(10u64.pow(n as u32)), width = n),
+        // Past microseconds (pandas' nanoseconds), rounded by both readings;
+        // never up to a whole second, which the encoder leaves to the server.
+        n => format!(".{:06}{:0width$}", rng.below(999_999), rng.below(10u64.pow(n as u32 - 6)), width = n - 6),
     };
     let clock =
         |rng: &mut Rng| format!("{:02}:{:02}:{:02}{}", rng.below(24), rng.below(60), rng.below(60), fraction(rng));
@@ -831,6 +834,10 @@ const EDGE_VALUES: &[(&str, &[&str])] = &[
             "2020-01-01 00:00:00.1234565",
             "2020-01-01 00:00:00.1234575",
             "2020-01-01 00:00:00.0000005",
+            "2020-01-01 00:00:00.123456789",
+            "2020-01-01 00:00:00.000000500000000000000001",
+            "2020-01-01 00:00:00.0000004999999999999999999",
+            "294276-12-31 23:59:59.9999994",
             "2020-01-01 00:00",
             "2020-01-01 0:0:0",
             "2020-01-01",
@@ -859,6 +866,8 @@ const EDGE_VALUES: &[(&str, &[&str])] = &[
             "2020-01-01 00:00:00 UTC",
             "2020-01-01 00:00:00+05:30:15",
             "2020-01-01T00:00:00.5Z",
+            "2020-01-01T00:00:00.123456789Z",
+            "2020-01-01 00:00:00.1234565+05:30",
             "2020-01-01 23:59:60Z",
             "2020-01-01 24:00:00Z",
             "2020-01-01 00:00:00",
@@ -881,6 +890,8 @@ const EDGE_VALUES: &[(&str, &[&str])] = &[
             "12:00:00.0000005",
             "23:59:59.9999995",
             "12:00:00.1234565",
+            "12:00:00.1234575",
+            "23:59:59.99999949",
             "1:2:3",
             "25:00:00",
             "12:60:00",

@@ -1524,8 +1524,8 @@ fn leading_time_of_day(text: &[u8]) -> Option<(i64, &[u8])> {
     Some((h * 3_600_000_000 + micros, rest))
 }
 
-/// `MM:SS[.ffffff]` at the front of `text`, as microseconds, and what
-/// follows it.
+/// `MM:SS[.fff]` at the front of `text`, as microseconds, and what follows
+/// it (a fraction past microseconds rounded as the server rounds it).
 #[inline]
 fn leading_minutes_and_seconds(text: &[u8]) -> Option<(i64, &[u8])> {
     let [m1, m2, b':', s1, s2, rest @ ..] = text else { return None };
@@ -1536,11 +1536,32 @@ fn leading_minutes_and_seconds(text: &[u8]) -> Option<(i64, &[u8])> {
     let micros = (m * 60 + s) * 1_000_000;
     let [b'.', fraction @ ..] = rest else { return Some((micros, rest)) };
     let digits = fraction.iter().take_while(|b| b.is_ascii_digit()).count();
-    if !(1..=6).contains(&digits) {
+    let fraction_micros = match digits {
+        1..=6 => digits_value(&fraction[..digits])? * 10i64.pow(6 - digits as u32),
+        _ => rounded_micros(&fraction[..digits])?,
+    };
+    Some((micros + fraction_micros, &fraction[digits..]))
+}
+
+/// Most digits of a fraction of a second read here; the server's field
+/// buffer refuses far longer ones.
+const FRACTION_DIGITS_MAX: usize = 24;
+
+/// A fraction of a second past microseconds (pandas writes nanoseconds), as
+/// the server rounds it: `rint(strtod(".fff") * 1000000)`, ties to even.
+/// A fraction that rounds up to a whole second goes to the server, which
+/// carries it into the next second (or day).
+#[cold]
+fn rounded_micros(digits: &[u8]) -> Option<i64> {
+    if !(7..=FRACTION_DIGITS_MAX).contains(&digits.len()) {
         return None;
     }
-    let fraction_micros = digits_value(&fraction[..digits])? * 10i64.pow(6 - digits as u32);
-    Some((micros + fraction_micros, &fraction[digits..]))
+    let mut decimal = [b'0'; FRACTION_DIGITS_MAX + 2];
+    decimal[1] = b'.';
+    decimal[2..2 + digits.len()].copy_from_slice(digits);
+    let fraction: f64 = std::str::from_utf8(&decimal[..2 + digits.len()]).ok()?.parse().ok()?;
+    let micros = (fraction * 1e6).round_ties_even();
+    (micros < 1e6).then_some(micros as i64)
 }
 
 /// bit and bit varying: the number of bits, then the bits from the first,
@@ -2339,7 +2360,13 @@ mod tests {
         const HOUR: i64 = 3_600_000_000;
         assert_eq!(time_of_day(b"00:00:00"), Some(0));
         assert_eq!(time_of_day(b"23:59:59.5"), Some(24 * HOUR - 500_000));
-        assert_eq!(time_of_day(b"12:00:00.1234567"), None, "the server rounds past microseconds");
+        assert_eq!(time_of_day(b"12:00:00.1234567"), Some(12 * HOUR + 123_457), "rounded as the server rounds");
+        assert_eq!(time_of_day(b"12:00:00.123456789"), Some(12 * HOUR + 123_457), "pandas' nanoseconds");
+        assert_eq!(time_of_day(b"12:00:00.1234564999"), Some(12 * HOUR + 123_456));
+        assert_eq!(time_of_day(b"12:00:00.0000000000000000000000001"), None, "longer than read here");
+        assert_eq!(time_of_day(b"12:00:00.9999999"), None, "carried into the next second by the server");
+        assert_eq!(timestamp(b"2000-01-01 00:00:01.0000004+00"), None, "an offset in a timestamp");
+        assert_eq!(timestamptz(b"2000-01-01T00:00:01.0000004Z", false), Some(1_000_000));
         assert_eq!(time_of_day(b"24:00:00"), None);
         assert_eq!(time_of_day(b"12:00"), None);
         let noon = 12 * HOUR;
@@ -2384,6 +2411,7 @@ mod tests {
         assert_eq!(read("+1 year -1 mons"), Some((11, 0, 0)));
         assert_eq!(read("123456:00:00.000001"), Some((0, 0, 123_456 * HOUR + 1)));
         assert_eq!(read("3 months"), Some((3, 0, 0)));
+        assert_eq!(read("-00:00:00.1234567"), Some((0, 0, -123_457)), "rounded as the server rounds");
         assert_eq!(read("-1 years -2 mons 3 days"), Some((-14, 3, 0)), "another sign: each part keeps its own");
         assert_eq!(read("-1 years 2 mons"), None, "under sql_standard the months are negative too");
         let doubtful = [
@@ -2408,7 +2436,7 @@ mod tests {
             "04:60:00",
             "1234567 days",
             "1234567:00:00",
-            "00:00:00.1234567",
+            "00:00:00.9999999",
             "00:00:00.",
             "1 day 04:05:06 1 year",
             "04:05:06 04:05:06",
@@ -2489,7 +2517,8 @@ mod tests {
         assert_eq!(timestamp(b"2000-01-02 00:00:01.5"), Some(86_400_000_000 + 1_500_000));
         assert_eq!(timestamp(b"1999-12-31T23:59:59"), Some(-1_000_000));
         assert_eq!(timestamp(b"2000-01-01 24:00:00"), None);
-        assert_eq!(timestamp(b"2000-01-01 00:00:00.1234567"), None);
+        assert_eq!(timestamp(b"2000-01-01 00:00:00.1234567"), Some(123_457));
+        assert_eq!(timestamp(b"2000-01-01 23:59:59.99999951"), None, "the next day to the server");
     }
 
     #[test]
