@@ -594,19 +594,7 @@ impl Split {
                 out.extend_from_slice(&(-1i32).to_be_bytes());
                 Ok(())
             }
-            Some(v) => {
-                let before = out.len();
-                encode_value(codec, v, out).or_else(|reason| {
-                    out.truncate(before);
-                    let Some(value) = reread(codec, v, self.date_order) else {
-                        let bare =
-                            codec == Codec::TimestampTz && reread(Codec::TimestampTzUtc, v, self.date_order).is_some();
-                        return Err(Stop::Unsure(if bare { without_offset(v) } else { reason }));
-                    };
-                    value.write(|bytes| put(out, bytes));
-                    Ok(())
-                })
-            }
+            Some(v) => encode_or_reread(codec, v, self.date_order, out),
         }
     }
 
@@ -853,6 +841,61 @@ pub(crate) fn unescape_text(raw: &[u8], value: &mut Vec<u8>) -> Result<(), Strin
         value.push(byte);
     }
     Ok(())
+}
+
+/// Appends one field (see [`encode_value`]); for a value it does not read,
+/// the value without the spaces around it (see [`unpadded`]) or, for a
+/// date or timestamp, [`reread`]. The exact path's counterpart of
+/// `clean::field_or_reread`.
+fn encode_or_reread(codec: Codec, v: &[u8], date_order: Option<DateOrder>, out: &mut Vec<u8>) -> Result<(), Stop> {
+    let before = out.len();
+    encode_value(codec, v, out).or_else(|reason| {
+        out.truncate(before);
+        if let Some(unpadded) = unpadded(codec, v) {
+            return encode_or_reread(codec, unpadded, date_order, out);
+        }
+        let Some(value) = reread(codec, v, date_order) else {
+            let bare = codec == Codec::TimestampTz && reread(Codec::TimestampTzUtc, v, date_order).is_some();
+            return Err(Stop::Unsure(if bare { without_offset(v) } else { reason }));
+        };
+        value.write(|bytes| put(out, bytes));
+        Ok(())
+    })
+}
+
+/// The value without the white space at either end (`" 10.50"`, as
+/// hand-written CSV puts after each comma; `"   42"`, as fixed-width
+/// reports pad numbers), for the types whose input functions skip it:
+/// numbers, booleans, dates and times. `None` when there is none, or
+/// nothing else. Only ASCII white space: the server's `isspace` may take
+/// other bytes in a single-byte locale, and those values are left to it.
+/// Tried only after the value failed as it stands.
+#[cold]
+fn unpadded(codec: Codec, text: &[u8]) -> Option<&[u8]> {
+    let skips_spaces = matches!(
+        codec,
+        Codec::Int2
+            | Codec::Int4
+            | Codec::Int8
+            | Codec::Float4
+            | Codec::Float8
+            | Codec::Numeric
+            | Codec::Bool
+            | Codec::Date
+            | Codec::Timestamp
+            | Codec::TimestampTz
+            | Codec::TimestampTzUtc
+            | Codec::Time
+            | Codec::TimeTz
+            | Codec::Interval
+    );
+    let space = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r');
+    if !skips_spaces || !(text.first().is_some_and(space) || text.last().is_some_and(space)) {
+        return None;
+    }
+    let start = text.iter().position(|b| !space(b))?;
+    let end = text.iter().rposition(|b| !space(b))? + 1;
+    Some(&text[start..end])
 }
 
 /// Appends one field: its length, then its binary value.
@@ -1965,7 +2008,8 @@ mod tests {
     #[test]
     fn unsure_of_what_the_text_path_must_decide() {
         let mut e = encoder(&["integer", "text"], FormatKind::Tsv);
-        let cases: [&[u8]; 7] = [b" 1\ta\n", b"1\n", b"1\ta\tb\n", b"1\ta\r\n", b"1\ta\\0\n", b"1e3\ta\n", b"1\t\\.\n"];
+        let cases: [&[u8]; 7] =
+            [b"0x1\ta\n", b"1\n", b"1\ta\tb\n", b"1\ta\r\n", b"1\ta\\0\n", b"1e3\ta\n", b"1\t\\.\n"];
         for case in cases {
             let err = e.encode(case, true, &mut Vec::new()).unwrap_err();
             assert_eq!(err.record, 0, "{case:?}");
@@ -2396,6 +2440,29 @@ mod tests {
             let server = doubles_rounded_micros(&digits).filter(|&m| m < 1_000_000);
             assert_eq!(rounded_micros(&digits), server, "{}", String::from_utf8_lossy(&digits));
         }
+    }
+
+    #[test]
+    fn spaces_around_numbers_dates_and_booleans_as_their_inputs_skip_them() {
+        let read = |codec: Codec, text: &str| {
+            let mut out = Vec::new();
+            encode_or_reread(codec, text.as_bytes(), Some(DateOrder::MonthFirst), &mut out)
+                .ok()
+                .map(|()| out[4..].to_vec())
+        };
+        assert_eq!(read(Codec::Int4, "  42"), Some(42i32.to_be_bytes().to_vec()));
+        assert_eq!(read(Codec::Int8, "\t-7\r\n"), Some((-7i64).to_be_bytes().to_vec()));
+        assert_eq!(read(Codec::Float8, " NaN "), read(Codec::Float8, "NaN"));
+        assert_eq!(read(Codec::Numeric, " 10.50"), read(Codec::Numeric, "10.50"));
+        assert_eq!(read(Codec::Bool, "TRUE\x0b"), Some(vec![1]));
+        assert_eq!(read(Codec::Date, " 12/31/2024 "), read(Codec::Date, "2024-12-31"), "read again, unpadded");
+        assert_eq!(read(Codec::Timestamp, "2024-12-31 10:00:00\x0c"), read(Codec::Timestamp, "2024-12-31 10:00:00"));
+        for left_to_the_server in [" ", "4 2", "42\u{a0}", "- 42", ""] {
+            assert_eq!(read(Codec::Int4, left_to_the_server), None, "{left_to_the_server:?}");
+        }
+        assert_eq!(read(Codec::Uuid, " a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"), None, "uuid_in reads no spaces");
+        assert_eq!(read(Codec::Inet, "10.0.0.1 "), None);
+        assert_eq!(read(Codec::Text, " x ").as_deref(), Some(&b" x "[..]));
     }
 
     #[test]

@@ -46,7 +46,7 @@ use memchr::{memchr, memchr2, memchr3};
 
 use super::{
     boolean, encode_value, float, interval, iso_date, numeric, reread, time_of_day, time_with_offset, timestamp,
-    timestamptz, uuid, Codec, DateOrder, Layout, Rules,
+    timestamptz, unpadded, uuid, Codec, DateOrder, Layout, Rules,
 };
 
 /// Where clean records are taken apart and built, kept by the encoder so
@@ -549,7 +549,9 @@ fn write_bytes(room: &mut [MaybeUninit<u8>], bytes: &[u8]) {
     unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), room.as_mut_ptr().cast::<u8>(), bytes.len()) }
 }
 
-/// [`field`], or for a date or timestamp it does not read, [`reread`].
+/// [`field`], or for a value it does not read, the value without the
+/// spaces around it (see [`unpadded`]) or, for a date or timestamp,
+/// [`reread`].
 #[inline]
 fn field_or_reread(codec: Codec, text: &[u8], date_order: Option<DateOrder>, tuple: &mut Cursor) -> Option<()> {
     let at = tuple.at;
@@ -558,6 +560,9 @@ fn field_or_reread(codec: Codec, text: &[u8], date_order: Option<DateOrder>, tup
     }
     // A field that failed may have written its value before the check.
     tuple.at = at;
+    if let Some(unpadded) = unpadded(codec, text) {
+        return field_or_reread(codec, unpadded, date_order, tuple);
+    }
     reread(codec, text, date_order)?.write(|bytes| tuple.value(bytes));
     Some(())
 }
