@@ -1086,6 +1086,10 @@ fn dates_and_timestamps_read_in_the_sessions_order_as_the_server_reads_them() {
             "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET DateStyle = %L', current_database(), '{style}'); END $$"
         ));
         encode_random_values_as_the_server_reads_them(&db, &mut rng, "date", fuzzed_ordered_date);
+        if !style.ends_with("YMD") {
+            // Under YMD the encoder leaves them all to the server.
+            encode_random_values_as_the_server_reads_them(&db, &mut rng, "date", fuzzed_named_month_date);
+        }
         // A timestamp in a date column keeps its date.
         encode_random_values_as_the_server_reads_them(&db, &mut rng, "date", fuzzed_exported_timestamp);
         encode_random_values_as_the_server_reads_them(
@@ -1406,16 +1410,70 @@ fn fuzzed_ordered_date(rng: &mut Rng) -> String {
     format!("{first}{separator}{second}{other}{year}{after}")
 }
 
+/// A date with the month's name, as Oracle writes them (`13-MAR-24`), and
+/// near misses: days 0-33 of one to three digits, names and abbreviations
+/// in any case and words that only start so, years of one to five digits,
+/// separators mixed, the month first, and what may follow.
+fn fuzzed_named_month_date(rng: &mut Rng) -> String {
+    let day = padded(rng.below(34), [1, 2, 2, 2, 3][rng.below(5) as usize]);
+    let name = rng.pick(&[
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "may",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+        "january",
+        "february",
+        "march",
+        "april",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "ma",
+        "marc",
+        "septem",
+        "octo",
+        "junee",
+        "today",
+    ]);
+    let name = match rng.below(3) {
+        0 => name.to_uppercase(),
+        1 => name[..1].to_uppercase() + &name[1..],
+        _ => name.to_string(),
+    };
+    let year = padded(rng.below(10_000), [1, 2, 2, 2, 3, 4, 4, 4, 5][rng.below(9) as usize]);
+    let separator = rng.pick(&["-", "-", "-", "/", ".", " "]);
+    let other = if rng.below(10) == 0 { rng.pick(&["/", "-", ".", ""]) } else { separator };
+    let after = rng.pick(&["", "", "", "", "", "", " BC", " ", "AD", " 00:00"]);
+    match rng.below(10) {
+        0 => format!("{name}{separator}{day}{other}{year}{after}"),
+        _ => format!("{day}{separator}{name}{other}{year}{after}"),
+    }
+}
+
 /// A timestamp as exports write it: a date (ISO, day and month first, or
-/// one of [`fuzzed_ordered_date`]'s), then a time of day with hours and minutes of one or two digits, seconds
+/// one of [`fuzzed_ordered_date`]'s or [`fuzzed_named_month_date`]'s), then a time of day with hours and minutes of one or two digits, seconds
 /// or not, on a 24- or 12-hour clock (`AM`, `pm`, `p.m.`, and words that
 /// only start so), an offset or not, and what may follow.
 fn fuzzed_exported_timestamp(rng: &mut Rng) -> String {
     // Half the dates well formed, so that the times are read in every
     // DateStyle.
     let (year, month, day) = (1 + rng.below(9999), 1 + rng.below(12), 1 + rng.below(31));
-    let date = match rng.below(4) {
+    let date = match rng.below(5) {
         0 => fuzzed_ordered_date(rng),
+        4 => fuzzed_named_month_date(rng),
         1 => format!("{}-{}-{}", padded(year, 4), padded(month, 2), padded(day, 2)),
         _ => format!("{month}/{day}/{}", padded(year % 100, 2)),
     };

@@ -1291,11 +1291,12 @@ impl Reread {
 /// The second reading of a date or timestamp that the first (`YYYY-MM-DD`,
 /// `YYYY-MM-DD HH:MM:SS[.ffffff]`) did not take: the other forms exports
 /// write and the server reads as well. Dates with day and month first in
-/// the session's `order` (`12/31/2024`, `31.12.24`; see [`ordered_date`])
-/// or a year first and a one-digit month or day (`2024-1-5`; see
-/// [`year_first_date`]), and times of day with a one-digit hour, without seconds or on a 12-hour
-/// clock (`1:45 PM`; see [`clock_time`]), in timestamps and `time` columns alike. Such a file
-/// went as text whole.
+/// the session's `order` (`12/31/2024`, `31.12.24`; see [`ordered_date`]),
+/// a month's name (`13-MAR-24`; see [`named_month_date`]) or a year first
+/// and a one-digit month or day (`2024-1-5`; see [`year_first_date`]), and
+/// times of day with a one-digit hour, without seconds or on a 12-hour
+/// clock (`1:45 PM`; see [`clock_time`]), in timestamps and `time` columns
+/// alike. Such a file went as text whole.
 /// Out of line and tried only after the first reading failed, so that ISO
 /// values pay nothing for it.
 #[inline(never)]
@@ -1304,6 +1305,7 @@ pub(super) fn reread(codec: Codec, text: &[u8], order: Option<DateOrder>) -> Opt
         // The first reading was the ISO one.
         Codec::Date => year_first_date(text)
             .or_else(|| ordered_date(text, order?))
+            .or_else(|| order.and_then(|_| named_month_date(text)))
             .or_else(|| date_of_timestamp(text, order))
             .map(|days| Reread::Days(days as i32)),
         Codec::Timestamp => match any_timestamp(text, order)? {
@@ -1323,9 +1325,76 @@ pub(super) fn reread(codec: Codec, text: &[u8], order: Option<DateOrder>) -> Opt
 }
 
 /// `YYYY-MM-DD`, a year first with a shorter month or day, or day and
-/// month first in `order`, as days from 2000-01-01.
+/// month first in `order` (digits or the month's name), as days from
+/// 2000-01-01.
 fn any_date(text: &[u8], order: Option<DateOrder>) -> Option<i64> {
-    iso_date(text).or_else(|| year_first_date(text)).or_else(|| ordered_date(text, order?))
+    iso_date(text)
+        .or_else(|| year_first_date(text))
+        .or_else(|| ordered_date(text, order?))
+        .or_else(|| order.and_then(|_| named_month_date(text)))
+}
+
+/// A day, the month's English name or abbreviation in any case, and a year
+/// (`13-MAR-24`, `5/march/2024`; `-`, `/` or `.` between, the same twice),
+/// as days from 2000-01-01. Oracle writes its `DATE`s so by default
+/// (`DD-MON-RR`). With a month's name the server reads the number before
+/// it as the day in both `MDY` and `DMY`; in `YMD` as the year, so
+/// [`any_date`] leaves such dates to it there. Years of two digits as in
+/// [`ordered_date`].
+fn named_month_date(text: &[u8]) -> Option<i64> {
+    let day_digits = text.iter().take(3).take_while(|b| b.is_ascii_digit()).count();
+    let (&separator, rest) = text.get(day_digits..)?.split_first()?;
+    if !(1..=2).contains(&day_digits) || !matches!(separator, b'/' | b'-' | b'.') {
+        return None;
+    }
+    let (name, year) = rest.split_at(memchr(separator, rest)?);
+    let month = month_number(name)?;
+    let year = match (year.len() - 1, digits_value(&year[1..])? as u32) {
+        (4, year) => year,
+        (2, year) if year < 70 => 2000 + year,
+        (2, year) => 1900 + year,
+        _ => return None,
+    };
+    checked_days_since_2000(year, month, digits_value(&text[..day_digits])? as u32)
+}
+
+/// A month's number from its English name or abbreviation, in any case, as
+/// the server's table of date words has them (`sept` too). By its first
+/// three letters: comparing the name with each month's took a quarter of
+/// the encoder's time on a file of such dates.
+fn month_number(name: &[u8]) -> Option<u32> {
+    const NAMES: [&[u8]; 12] = [
+        b"january",
+        b"february",
+        b"march",
+        b"april",
+        b"may",
+        b"june",
+        b"july",
+        b"august",
+        b"september",
+        b"october",
+        b"november",
+        b"december",
+    ];
+    let [a, b, c, ..] = name else { return None };
+    let number = match [a.to_ascii_lowercase(), b.to_ascii_lowercase(), c.to_ascii_lowercase()] {
+        [b'j', b'a', b'n'] => 1,
+        [b'f', b'e', b'b'] => 2,
+        [b'm', b'a', b'r'] => 3,
+        [b'a', b'p', b'r'] => 4,
+        [b'm', b'a', b'y'] => 5,
+        [b'j', b'u', b'n'] => 6,
+        [b'j', b'u', b'l'] => 7,
+        [b'a', b'u', b'g'] => 8,
+        [b's', b'e', b'p'] => 9,
+        [b'o', b'c', b't'] => 10,
+        [b'n', b'o', b'v'] => 11,
+        [b'd', b'e', b'c'] => 12,
+        _ => return None,
+    };
+    let whole = name.len() == 3 || name.eq_ignore_ascii_case(NAMES[number as usize - 1]);
+    (whole || number == 9 && name.eq_ignore_ascii_case(b"sept")).then_some(number)
 }
 
 /// The date of a timestamp without an offset (see [`any_timestamp`]), as
@@ -1340,9 +1409,12 @@ fn date_of_timestamp(text: &[u8], order: Option<DateOrder>) -> Option<i64> {
 
 /// A date (see [`any_date`]) and a time of day after a space (or after a
 /// `T` that follows an ISO date), as microseconds from 2000-01-01 00:00,
-/// and what follows the time; a date alone is its midnight.
+/// and what follows the time; a date alone is its midnight. (A `T` after a
+/// letter is in a month's name: `OCT`.)
 fn any_timestamp(text: &[u8], order: Option<DateOrder>) -> Option<(i64, &[u8])> {
-    let Some(gap) = text.iter().position(|&b| b == b' ' || b == b'T') else {
+    let gap =
+        text.iter().enumerate().position(|(at, &b)| b == b' ' || b == b'T' && at > 0 && text[at - 1].is_ascii_digit());
+    let Some(gap) = gap else {
         return Some((any_date(text, order)? * MICROS_PER_DAY, &[]));
     };
     let date = &text[..gap];
@@ -2463,6 +2535,27 @@ mod tests {
         assert_eq!(read(Codec::Uuid, " a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"), None, "uuid_in reads no spaces");
         assert_eq!(read(Codec::Inet, "10.0.0.1 "), None);
         assert_eq!(read(Codec::Text, " x ").as_deref(), Some(&b" x "[..]));
+    }
+
+    #[test]
+    fn dates_with_the_months_name_as_oracle_writes_them() {
+        let date = |text: &str, order| reread(Codec::Date, text.as_bytes(), order).map(|r| r.write(|b| b.to_vec()));
+        let iso = |text: &str| iso_date(text.as_bytes()).map(|days| (days as i32).to_be_bytes().to_vec());
+        for order in [Some(DateOrder::MonthFirst), Some(DateOrder::DayFirst)] {
+            assert_eq!(date("13-MAR-24", order), iso("2024-03-13"));
+            assert_eq!(date("5/march/1999", order), iso("1999-03-05"));
+            assert_eq!(date("01.Sept.70", order), iso("1970-09-01"));
+            assert_eq!(date("31-oct-69 00:00:00", order), iso("2069-10-31"), "a T in OCT is no ISO T");
+            for left_to_the_server in ["30-FEB-24", "13-MAR-124", "13-MAR-0000", "13-MAY/24", "13-MA-24", "MAR-13-24"] {
+                assert_eq!(date(left_to_the_server, order), None, "{left_to_the_server}");
+            }
+        }
+        assert_eq!(date("13-MAR-24", None), None, "under YMD the server reads 13 as the year");
+        let read = reread(Codec::Timestamp, b"13-OCT-24 1:45 PM", Some(DateOrder::DayFirst));
+        assert_eq!(
+            read.map(|r| r.write(|b| b.to_vec())),
+            timestamp(b"2024-10-13 13:45:00").map(|t| t.to_be_bytes().to_vec())
+        );
     }
 
     #[test]
