@@ -908,7 +908,7 @@ fn encode_value(codec: Codec, text: &[u8], out: &mut Vec<u8>) -> Result<(), Stri
             float(text).filter(|v| !v.is_finite() || f32_exact(text)).map(|v| put(out, &(v as f32).to_be_bytes()))
         }
         Codec::Float8 => float(text).map(|v| put(out, &v.to_be_bytes())),
-        Codec::Numeric => numeric(text, out),
+        Codec::Numeric => numeric(text, out).or_else(|| numeric_with_exponent(text, out)),
         Codec::Date => iso_date(text).map(|d| put(out, &(d as i32).to_be_bytes())),
         Codec::Timestamp => timestamp(text).map(|t| put(out, &t.to_be_bytes())),
         Codec::TimestampTz => timestamptz(text, false).map(|t| put(out, &t.to_be_bytes())),
@@ -1040,9 +1040,9 @@ fn f32_exact(text: &[u8]) -> bool {
 }
 
 /// PostgreSQL's binary numeric: base-10000 digits, weight of the first,
-/// sign and display scale. From `[-+]digits[.digits]` only (no exponent,
-/// NaN or infinity); the server rounds to the column's scale as it does for
-/// text.
+/// sign and display scale. From `[-+]digits[.digits]` only (an exponent
+/// is [`numeric_with_exponent`]'s; NaN and infinity the server's); the
+/// server rounds to the column's scale as it does for text.
 fn numeric(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
     let (negative, body) = match text.split_first()? {
         (b'-', rest) => (true, rest),
@@ -1098,6 +1098,58 @@ fn numeric(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
     out[header + 6..header + 8].copy_from_slice(&(frac.len() as i16).to_be_bytes());
     out[length..header].copy_from_slice(&((8 + 2 * significant) as i32).to_be_bytes());
     Some(())
+}
+
+/// A numeric written with an exponent (`1.5e3`, `3.2E-05`; Python writes
+/// floats below 1e-4 and from 1e16 so), as the server reads it: the digits
+/// with the point moved, and as many after it as the mantissa had less the
+/// exponent (none below zero), so `1.50e1` is `15.0`. Rewritten as a plain
+/// decimal for [`numeric`]; an exponent of more than four digits, or one
+/// that the server would write out past a thousand digits, is left to it.
+#[cold]
+fn numeric_with_exponent(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    let at = text.iter().position(|&b| b == b'e' || b == b'E')?;
+    let (mantissa, exponent) = (&text[..at], &text[at + 1..]);
+    let (negative_exponent, exponent_digits) = match exponent.split_first()? {
+        (b'-', rest) => (true, rest),
+        (b'+', rest) => (false, rest),
+        _ => (false, exponent),
+    };
+    if exponent_digits.is_empty() || exponent_digits.len() > 4 {
+        return None;
+    }
+    let exponent = digits_value(exponent_digits)? * if negative_exponent { -1 } else { 1 };
+    let (sign, body) = match mantissa.split_first()? {
+        (b'-' | b'+', rest) => (&mantissa[..1], rest),
+        _ => (&mantissa[..0], mantissa),
+    };
+    let (int, frac) = match memchr(b'.', body) {
+        Some(i) => (&body[..i], &body[i + 1..]),
+        None => (body, &body[..0]),
+    };
+    let digits: Vec<u8> = int.iter().chain(frac).copied().collect();
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    // Where the point goes among the digits.
+    let point = int.len() as i64 + exponent;
+    if !(-1000..=1000).contains(&point) {
+        return None;
+    }
+    let mut decimal = sign.to_vec();
+    if point <= 0 {
+        decimal.extend_from_slice(b"0.");
+        decimal.resize(decimal.len() + (-point) as usize, b'0');
+        decimal.extend_from_slice(&digits);
+    } else if point as usize >= digits.len() {
+        decimal.extend_from_slice(&digits);
+        decimal.resize(decimal.len() + point as usize - digits.len(), b'0');
+    } else {
+        decimal.extend_from_slice(&digits[..point as usize]);
+        decimal.push(b'.');
+        decimal.extend_from_slice(&digits[point as usize..]);
+    }
+    numeric(&decimal, out)
 }
 
 /// Days from 2000-01-01 (PostgreSQL's epoch) to a civil date.
@@ -1292,7 +1344,8 @@ impl Reread {
 /// `YYYY-MM-DD HH:MM:SS[.ffffff]`) did not take: the other forms exports
 /// write and the server reads as well. Dates with day and month first in
 /// the session's `order` (`12/31/2024`, `31.12.24`; see [`ordered_date`]),
-/// a month's name (`13-MAR-24`; see [`named_month_date`]) or a year first
+/// a month's name (`13-MAR-24`; see [`named_month_date`]), eight digits
+/// (`20240313`; see [`compact_date`]) or a year first
 /// and a one-digit month or day (`2024-1-5`; see [`year_first_date`]), and
 /// times of day with a one-digit hour, without seconds or on a 12-hour
 /// clock (`1:45 PM`; see [`clock_time`]), in timestamps and `time` columns
@@ -1304,6 +1357,7 @@ pub(super) fn reread(codec: Codec, text: &[u8], order: Option<DateOrder>) -> Opt
     match codec {
         // The first reading was the ISO one.
         Codec::Date => year_first_date(text)
+            .or_else(|| compact_date(text))
             .or_else(|| ordered_date(text, order?))
             .or_else(|| order.and_then(|_| named_month_date(text)))
             .or_else(|| date_of_timestamp(text, order))
@@ -1324,14 +1378,24 @@ pub(super) fn reread(codec: Codec, text: &[u8], order: Option<DateOrder>) -> Opt
     }
 }
 
-/// `YYYY-MM-DD`, a year first with a shorter month or day, or day and
-/// month first in `order` (digits or the month's name), as days from
-/// 2000-01-01.
+/// `YYYY-MM-DD`, a year first with a shorter month or day, `YYYYMMDD`, or
+/// day and month first in `order` (digits or the month's name), as days
+/// from 2000-01-01.
 fn any_date(text: &[u8], order: Option<DateOrder>) -> Option<i64> {
     iso_date(text)
         .or_else(|| year_first_date(text))
+        .or_else(|| compact_date(text))
         .or_else(|| ordered_date(text, order?))
         .or_else(|| order.and_then(|_| named_month_date(text)))
+}
+
+/// `YYYYMMDD`, eight digits and nothing else, as days from 2000-01-01:
+/// data warehouses and Google Analytics export dates so, and the server
+/// reads them whatever its DateStyle.
+fn compact_date(text: &[u8]) -> Option<i64> {
+    let [y1, y2, y3, y4, m1, m2, d1, d2] = *text else { return None };
+    let year = digits_value(&[y1, y2, y3, y4])? as u32;
+    checked_days_since_2000(year, digits_value(&[m1, m2])? as u32, digits_value(&[d1, d2])? as u32)
 }
 
 /// A day, the month's English name or abbreviation in any case, and a year
@@ -2538,7 +2602,7 @@ mod tests {
     }
 
     #[test]
-    fn dates_with_the_months_name_as_oracle_writes_them() {
+    fn dates_with_the_months_name_or_in_eight_digits() {
         let date = |text: &str, order| reread(Codec::Date, text.as_bytes(), order).map(|r| r.write(|b| b.to_vec()));
         let iso = |text: &str| iso_date(text.as_bytes()).map(|days| (days as i32).to_be_bytes().to_vec());
         for order in [Some(DateOrder::MonthFirst), Some(DateOrder::DayFirst)] {
@@ -2551,11 +2615,47 @@ mod tests {
             }
         }
         assert_eq!(date("13-MAR-24", None), None, "under YMD the server reads 13 as the year");
+        for order in [Some(DateOrder::MonthFirst), None] {
+            assert_eq!(date("20240313", order), iso("2024-03-13"), "eight digits in any DateStyle");
+            for left_to_the_server in ["20241301", "2024031", "202403130", "00000101", "240313"] {
+                assert_eq!(date(left_to_the_server, order), None, "{left_to_the_server}");
+            }
+        }
         let read = reread(Codec::Timestamp, b"13-OCT-24 1:45 PM", Some(DateOrder::DayFirst));
         assert_eq!(
             read.map(|r| r.write(|b| b.to_vec())),
             timestamp(b"2024-10-13 13:45:00").map(|t| t.to_be_bytes().to_vec())
         );
+    }
+
+    #[test]
+    fn numerics_with_an_exponent_as_the_server_moves_the_point() {
+        let read = |text: &str| {
+            let mut out = Vec::new();
+            encode_value(Codec::Numeric, text.as_bytes(), &mut out).ok().map(|()| out)
+        };
+        let plain = |text: &str| {
+            let mut out = Vec::new();
+            numeric(text.as_bytes(), &mut out).map(|()| out)
+        };
+        let same = [
+            ("1.5e3", "1500"),
+            ("1.50e1", "15.0"),
+            ("-3.2E-05", "-0.000032"),
+            ("1e+2", "100"),
+            (".5e1", "5"),
+            ("5.e0", "5"),
+            ("000123e-2", "1.23"),
+            ("-0e5", "0"),
+            ("12.5e-1", "1.25"),
+        ];
+        for (exponent, decimal) in same {
+            assert!(read(exponent).is_some(), "{exponent}");
+            assert_eq!(read(exponent), plain(decimal), "{exponent} as {decimal}");
+        }
+        for left_to_the_server in ["1e", "e5", "1e12345", "1e-1001", "1e+-2", "1.5e3.2", "1e 5", "NaNe1", "1,5e3"] {
+            assert_eq!(read(left_to_the_server), None, "{left_to_the_server}");
+        }
     }
 
     #[test]
@@ -2934,7 +3034,7 @@ mod tests {
         ] {
             assert_eq!(value("integer[]", unsure), None, "{unsure}");
         }
-        assert_eq!(value("numeric[]", "{1e5}"), None);
+        assert_eq!(value("numeric[]", "{1e5}"), value("numeric[]", "{100000}"), "the server's numeric input");
         assert_eq!(value("timestamp with time zone[]", r#"{"2020-01-01 10:00:00"}"#), None, "a bare timestamptz");
         assert!(value("timestamp with time zone[]", r#"{"2020-01-01 10:00:00+02"}"#).is_some());
     }
