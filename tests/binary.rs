@@ -1589,7 +1589,10 @@ fn fuzzed_offset(rng: &mut Rng) -> String {
     if rng.below(6) == 0 {
         return rng.pick(&[" UTC", "UTC", " utc", " GMT", "  UTC", " UT", " EST", "UTC+1"]).to_string();
     }
-    rng.pick(&["", "Z", "z", "+", "-", "+", "-"]).to_string() + &amount
+    // A space before the offset, as SQL Server's datetimeoffset and git
+    // write it, or two.
+    let space = if rng.below(6) == 0 { rng.pick(&[" ", " ", "  "]) } else { "" };
+    format!("{space}{}{amount}", rng.pick(&["", "Z", "z", "+", "-", "+", "-"]))
 }
 
 fn fuzzed_timestamp(rng: &mut Rng, offset: bool) -> String {

@@ -1305,9 +1305,15 @@ fn in_utc((local, offset): (i64, &[u8]), bare_is_utc: bool) -> Option<i64> {
     let east = match offset {
         [] if bare_is_utc => 0,
         b"Z" => 0,
-        _ => seconds_east(offset).or_else(|| names_utc(offset).then_some(0))?,
+        _ => seconds_east(offset).or_else(|| names_utc(offset).then_some(0)).or_else(|| spaced_offset(offset))?,
     };
     Some(local - east * 1_000_000)
+}
+
+/// An offset after a space (see [`seconds_east`]), as SQL Server writes a
+/// datetimeoffset (`2024-03-13 10:00:00.0000000 +01:00`) and git a date.
+fn spaced_offset(offset: &[u8]) -> Option<i64> {
+    seconds_east(offset.strip_prefix(b" ")?)
 }
 
 /// `UTC` or `GMT` after a space or not, in any case, as BigQuery's and
@@ -1565,7 +1571,7 @@ fn seconds_east(offset: &[u8]) -> Option<i64> {
 /// west of Greenwich, as the server keeps it.
 fn time_with_offset(text: &[u8]) -> Option<[u8; 12]> {
     let (micros, offset) = leading_time_of_day(text)?;
-    let west = -(seconds_east(offset)? as i32);
+    let west = -(seconds_east(offset).or_else(|| spaced_offset(offset))? as i32);
     let mut value = [0; 12];
     value[..8].copy_from_slice(&micros.to_be_bytes());
     value[8..].copy_from_slice(&west.to_be_bytes());
@@ -2670,6 +2676,9 @@ mod tests {
         assert_eq!(time_of_day(b"12:00:00.9999999"), None, "carried into the next second by the server");
         assert_eq!(timestamp(b"2000-01-01 00:00:01.0000004+00"), None, "an offset in a timestamp");
         assert_eq!(timestamptz(b"2000-01-01T00:00:01.0000004Z", false), Some(1_000_000));
+        assert_eq!(timestamptz(b"2000-01-01 14:00:00.0000000 +02:00", false), Some(12 * HOUR), "SQL Server's");
+        assert_eq!(timestamptz(b"2000-01-01 14:00:00  +02:00", false), None, "two spaces: left to the server");
+        assert_eq!(time_with_offset(b"14:00:00 +02"), time_with_offset(b"14:00:00+02"));
         assert_eq!(time_of_day(b"24:00:00"), None);
         assert_eq!(time_of_day(b"12:00"), None);
         let noon = 12 * HOUR;
