@@ -1351,11 +1351,11 @@ impl Reread {
 /// write and the server reads as well. Dates with day and month first in
 /// the session's `order` (`12/31/2024`, `31.12.24`; see [`ordered_date`]),
 /// a month's name (`13-MAR-24`; see [`named_month_date`]), eight digits
-/// (`20240313`; see [`compact_date`]) or a year first
-/// and a one-digit month or day (`2024-1-5`; see [`year_first_date`]), and
-/// times of day with a one-digit hour, without seconds or on a 12-hour
-/// clock (`1:45 PM`; see [`clock_time`]), in timestamps and `time` columns
-/// alike. Such a file went as text whole.
+/// (`20240313`; see [`compact_date`]) or a year first and a one-digit month
+/// or day (`2024-1-5`; see [`year_first_date`]), and times of day with a
+/// one-digit hour, without seconds or on a 12-hour clock (`1:45 PM`; see
+/// [`clock_time`]), in timestamps and `time` columns alike. Such a file
+/// went as text whole.
 /// Out of line and tried only after the first reading failed, so that ISO
 /// values pay nothing for it.
 #[inline(never)]
