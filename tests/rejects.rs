@@ -364,6 +364,39 @@ fn a_file_of_only_bad_records() {
     assert_eq!(r["summary"]["rejected"], 500);
 }
 
+/// A header line loaded as a record (no `--header`) is rejected like any
+/// bad record, and the load says what it looks like and which option skips
+/// it: for every file whose first line names the table's columns (in any
+/// case, quoted or not), and for no other rejected first line.
+#[test]
+fn a_header_loaded_as_a_record_is_named_with_the_option_that_skips_it() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, \"Name\" text, day date)");
+    db.file("part-1.csv", b"id,Name,day\n1,a,2024-01-02\n");
+    db.file("part-2.csv", b"\"ID\", name ,DAY\n2,b,2024-01-03\n");
+    db.file("part-3.csv", b"x,c,2024-01-04\n3,c,2024-01-04\n");
+    let (glob, rejects) = (db.dir.path().join("part-*.csv"), db.dir.path().join("t.rejects.jsonl"));
+    let load = |input: &str, extra: &[&str]| {
+        let _ = std::fs::remove_file(&rejects);
+        db.load(&[&[input, "--table", "t", "--rejects", rejects.to_str().unwrap()][..], extra].concat())
+    };
+    let run = load(glob.to_str().unwrap(), &[]);
+    assert_eq!(run.code, 1, "{}", run.output());
+    assert_eq!(db.count("t"), 3);
+    let said = "part-1.csv and 1 other file name the table's columns and were rejected: they look like headers; \
+                --header skips each file's first line";
+    assert!(run.stderr.contains(said), "{}", run.stderr);
+    db.execute("TRUNCATE t");
+    let first = db.dir.path().join("part-1.csv");
+    let run = load(first.to_str().unwrap(), &["--header", "--restart"]);
+    assert_eq!((run.code, db.count("t")), (0, 1), "{}", run.output());
+    assert!(!run.stderr.contains("header"), "{}", run.stderr);
+    let third = db.dir.path().join("part-3.csv");
+    let run = load(third.to_str().unwrap(), &["--restart"]);
+    assert_eq!(run.code, 1, "{}", run.output());
+    assert!(!run.stderr.contains("looks like a header"), "a bad first line names no column: {}", run.stderr);
+}
+
 /// A file in `encoding` with lines that it can not read.
 struct Unreadable {
     encoding: &'static str,

@@ -225,6 +225,9 @@ struct Shared<'a> {
     one_at_a_time: bool,
     /// Said before the load started, for the report.
     early_warnings: Vec<String>,
+    /// Inputs whose first line, rejected, names the table's columns (see
+    /// [`note_headers`]).
+    header_like: std::sync::Mutex<Vec<String>>,
     /// Chunks loaded a second time by this run (lost or violating rows).
     redone: u64,
     /// `--workers auto`: how many workers may load now.
@@ -506,6 +509,7 @@ fn run_connected(
         redo: None,
         one_at_a_time: false,
         early_warnings,
+        header_like: Default::default(),
         redone: 0,
         pace: (req.workers == AUTO_WORKERS).then(|| pace::Pacer::new(auto_ceiling)),
         fed_all: AtomicBool::new(false),
@@ -893,6 +897,7 @@ fn conclude(
         ));
     }
     warnings.extend(refused_warning(shared));
+    warnings.extend(header_warning(&shared.header_like.lock().unwrap_or_else(|e| e.into_inner())));
     warnings.extend(shared.blockers.warnings());
     if shared.keys_collide.load(Ordering::SeqCst) && shared.workers(req) > 1 {
         warnings.push(format!(
@@ -1107,6 +1112,7 @@ fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -
                     records.push(record);
                     rejected += chunk_rejects.len() as u64;
                     first_reject = first_reject.or_else(|| chunk_rejects.first().cloned());
+                    note_headers(shared, &chunk_rejects);
                     record_rejects(rejects, &chunk_rejects).err().or_else(|| {
                         over_limit(req, rejected, &chunk_rejects)
                             .or_else(|| nothing_loads(shared, loaded, rejected, &first_reject))
@@ -1131,6 +1137,40 @@ fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -
         records.sort_by_key(|r| r.seq);
         (records, scans, failure, elsewhere)
     })
+}
+
+/// Notes the inputs whose first line was rejected and names the table's
+/// columns: a header loaded as a record because `--header` was not given
+/// (psql's and pgloader's users give it to each tool differently).
+fn note_headers(shared: &Shared, rejects: &[Reject]) {
+    if shared.format.header || shared.format.kind == FormatKind::Jsonl {
+        return;
+    }
+    for reject in rejects.iter().filter(|r| r.line == 1) {
+        let raw = reject.raw.as_deref().unwrap_or_default().as_bytes();
+        if suspect::names_columns(raw, &shared.table.columns, shared.format) {
+            shared.header_like.lock().unwrap_or_else(|e| e.into_inner()).push(reject.file.clone());
+        }
+    }
+}
+
+/// What to do about inputs whose first line looks like a header (see
+/// [`note_headers`]).
+fn header_warning(files: &[String]) -> Option<String> {
+    let mut files = files.to_vec();
+    files.sort();
+    let what = match files.len() {
+        0 => return None,
+        1 => {
+            format!("the first line of {} names the table's columns and was rejected: it looks like a header", files[0])
+        }
+        n => format!(
+            "the first lines of {} and {} name the table's columns and were rejected: they look like headers",
+            files[0],
+            count_of(n as u64 - 1, "other file")
+        ),
+    };
+    Some(format!("{what}; --header skips each file's first line (and loads the columns it names, by name)"))
 }
 
 /// Writes a committed chunk's rejects to the file.

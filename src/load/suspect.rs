@@ -411,6 +411,19 @@ pub fn misshapen(record: &[u8], rules: &[ColumnRule], format: &FormatOptions) ->
         || fields.next().is_some()
 }
 
+/// Whether every field of `record` is the name of one of `columns` (in any
+/// case, with quotes and spaces around or not), as a header line's fields
+/// are.
+pub fn names_columns(record: &[u8], columns: &[(String, String)], format: &FormatOptions) -> bool {
+    let mut fields = fields(record, format).peekable();
+    fields.peek().is_some()
+        && fields.all(|field| {
+            let Some(name) = field.map(<[u8]>::trim_ascii) else { return false };
+            let name = name.strip_prefix(b"\"").and_then(|n| n.strip_suffix(b"\"")).unwrap_or(name);
+            columns.iter().any(|(column, _)| column.as_bytes().eq_ignore_ascii_case(name))
+        })
+}
+
 /// How many fields `record` (terminator included) splits into, as far as
 /// the guess goes.
 pub fn field_count(record: &[u8], format: &FormatOptions) -> usize {
