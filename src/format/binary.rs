@@ -1251,13 +1251,18 @@ fn ordered_date(text: &[u8], order: DateOrder) -> Option<i64> {
         DateOrder::MonthFirst => (first, second),
         DateOrder::DayFirst => (second, first),
     };
-    let year = match (year.len(), digits_value(year)? as u32) {
-        (4, year) => year,
-        (2, year) if year < 70 => 2000 + year,
-        (2, year) => 1900 + year,
-        _ => return None,
-    };
-    checked_days_since_2000(year, month, day)
+    checked_days_since_2000(written_year(year)?, month, day)
+}
+
+/// A year after the day and month: four digits, or two (`24` is 2024, `70`
+/// 1970, as the server reads them).
+fn written_year(year: &[u8]) -> Option<u32> {
+    match (year.len(), digits_value(year)? as u32) {
+        (4, year) => Some(year),
+        (2, year) if year < 70 => Some(2000 + year),
+        (2, year) => Some(1900 + year),
+        _ => None,
+    }
 }
 
 /// A date with a four-digit year first and a month and day of one or two
@@ -1409,8 +1414,8 @@ fn compact_date(text: &[u8]) -> Option<i64> {
 /// as days from 2000-01-01. Oracle writes its `DATE`s so by default
 /// (`DD-MON-RR`). With a month's name the server reads the number before
 /// it as the day in both `MDY` and `DMY`; in `YMD` as the year, so
-/// [`any_date`] leaves such dates to it there. Years of two digits as in
-/// [`ordered_date`].
+/// [`any_date`] leaves such dates to it there. The year as in
+/// [`written_year`].
 fn named_month_date(text: &[u8]) -> Option<i64> {
     let day_digits = text.iter().take(3).take_while(|b| b.is_ascii_digit()).count();
     let (&separator, rest) = text.get(day_digits..)?.split_first()?;
@@ -1419,13 +1424,7 @@ fn named_month_date(text: &[u8]) -> Option<i64> {
     }
     let (name, year) = rest.split_at(memchr(separator, rest)?);
     let month = month_number(name)?;
-    let year = match (year.len() - 1, digits_value(&year[1..])? as u32) {
-        (4, year) => year,
-        (2, year) if year < 70 => 2000 + year,
-        (2, year) => 1900 + year,
-        _ => return None,
-    };
-    checked_days_since_2000(year, month, digits_value(&text[..day_digits])? as u32)
+    checked_days_since_2000(written_year(&year[1..])?, month, digits_value(&text[..day_digits])? as u32)
 }
 
 /// A month's number from its English name or abbreviation, in any case, as
