@@ -51,18 +51,16 @@ fn rejected_lines(path: &std::path::Path) -> Vec<u64> {
     lines
 }
 
-#[test]
-fn deferred_keys_and_constraints_reject_what_they_would_have_refused() {
-    let db = TestDb::new();
-    db.execute(&SCHEMA.replace("{t}", "got"));
-    db.execute(
-        &SCHEMA
-            .replace("{t}", "want")
-            .replace("CREATE TABLE kinds (k int PRIMARY KEY); INSERT INTO kinds SELECT generate_series(0, 9); ", ""),
-    );
-    let before = definitions(&db, "got");
-    let (data, bad_lines) = rows_with_violations();
-    let file = db.file("t.tsv", data.as_bytes());
+/// Loads `file` into `got` (defaults, with a report) and into `want`
+/// (`--defer-indexes no`) with 4 KiB chunks, and asserts the same rows and
+/// the same rejected lines, `bad_lines`, in both. Returns `got`'s run,
+/// report and rejects file. One worker: with the key in place, which line
+/// of a duplicate key is kept depends on which chunk commits first.
+fn load_got_and_want(
+    db: &TestDb,
+    file: &std::path::Path,
+    bad_lines: &[u64],
+) -> (crate::util::Run, std::path::PathBuf, std::path::PathBuf) {
     let (report, got_rejects, want_rejects) =
         (db.dir.path().join("r.json"), db.dir.path().join("got.rejects"), db.dir.path().join("want.rejects"));
     let common = [file.to_str().unwrap(), "--chunk-size", "4KiB", "--workers", "1"];
@@ -79,11 +77,26 @@ fn deferred_keys_and_constraints_reject_what_they_would_have_refused() {
             .concat(),
     );
     assert_eq!(want.code, 1, "{}", want.output());
-
     // The same rows and the same rejected lines as with everything in place.
     db.assert_same_rows("got", "want");
     assert_eq!(rejected_lines(&got_rejects), bad_lines, "rejected lines with deferral");
     assert_eq!(rejected_lines(&want_rejects), bad_lines, "rejected lines without deferral");
+    (got, report, got_rejects)
+}
+
+#[test]
+fn deferred_keys_and_constraints_reject_what_they_would_have_refused() {
+    let db = TestDb::new();
+    db.execute(&SCHEMA.replace("{t}", "got"));
+    db.execute(
+        &SCHEMA
+            .replace("{t}", "want")
+            .replace("CREATE TABLE kinds (k int PRIMARY KEY); INSERT INTO kinds SELECT generate_series(0, 9); ", ""),
+    );
+    let before = definitions(&db, "got");
+    let (data, bad_lines) = rows_with_violations();
+    let file = db.file("t.tsv", data.as_bytes());
+    let (got, report, got_rejects) = load_got_and_want(&db, &file, &bad_lines);
     let reasons = std::fs::read_to_string(&got_rejects).unwrap();
     for needle in [
         "duplicate key value violates unique constraint",
@@ -162,33 +175,45 @@ fn auto_defers_into_an_empty_table_only() {
     assert_eq!(db.scalar("SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass"), "2");
 }
 
-/// A partitioned table keeps its indexes (they span every partition), and
-/// asking for deferral says so instead of passing in silence; duplicates are
-/// still rejects.
+/// A partitioned table's indexes, key and constraints are deferred too: the
+/// same rows and rejects as with everything in place, and every definition
+/// back as it was, the partitions' indexes with their names (one renamed by
+/// hand) and an index on one partition only left alone.
 #[test]
-fn a_partitioned_table_keeps_its_indexes_and_says_why() {
+fn a_partitioned_table_defers_its_indexes_and_gets_them_back() {
     let db = TestDb::new();
-    db.execute(
-        "CREATE TABLE p (id int PRIMARY KEY, v int) PARTITION BY RANGE (id); \
-         CREATE TABLE p_low PARTITION OF p FOR VALUES FROM (0) TO (100); \
-         CREATE TABLE p_high PARTITION OF p FOR VALUES FROM (100) TO (200); CREATE INDEX ON p (v)",
-    );
-    let before = definitions(&db, "p_low");
-    let input = db.file("p.csv", b"1,1\n150,2\n1,3\n99,4\n");
-    let rejects = db.dir.path().join("p.rejects.jsonl");
-    let run = db.load(&[
-        input.to_str().unwrap(),
-        "--table",
-        "p",
-        "--defer-indexes",
-        "yes",
-        "--rejects",
-        rejects.to_str().unwrap(),
-    ]);
-    assert_eq!(run.code, 1, "one duplicate: {}", run.output());
-    assert!(run.output().contains("--defer-indexes: nothing was deferred: a partitioned table"), "{}", run.output());
-    assert_eq!(db.count("p"), 3);
-    assert_eq!(definitions(&db, "p_low"), before);
+    let schema = "CREATE TABLE IF NOT EXISTS kinds (k int PRIMARY KEY); \
+         INSERT INTO kinds SELECT generate_series(0, 9) ON CONFLICT DO NOTHING; \
+         CREATE TABLE {t} (id int, code text, k int REFERENCES kinds, amount int CHECK (amount >= 0), note text, \
+           PRIMARY KEY (id) INCLUDE (code) WITH (fillfactor = 90)) PARTITION BY RANGE (id); \
+         CREATE TABLE {t}_low PARTITION OF {t} FOR VALUES FROM (MINVALUE) TO (1500); \
+         CREATE TABLE {t}_high PARTITION OF {t} FOR VALUES FROM (1500) TO (MAXVALUE); \
+         CREATE INDEX ON {t} (note); ALTER INDEX {t}_high_note_idx RENAME TO {t}_high_notes; \
+         CREATE INDEX {t}_low_only ON {t}_low (amount); \
+         COMMENT ON CONSTRAINT {t}_pkey ON {t} IS 'the key'; COMMENT ON INDEX {t}_note_idx IS 'notes'";
+    db.execute(&schema.replace("{t}", "got"));
+    db.execute(&schema.replace("{t}", "want"));
+    let tables = ["got", "got_low", "got_high"];
+    let before: Vec<String> = tables.iter().map(|t| definitions(&db, t)).collect();
+    let (data, bad_lines) = rows_with_violations();
+    // The repeated code of line 1500 is no violation here: no unique code.
+    let bad_lines: Vec<u64> = bad_lines.into_iter().filter(|&l| l != 1500).collect();
+    let file = db.file("t.tsv", data.as_bytes());
+    let (_, report, _) = load_got_and_want(&db, &file, &bad_lines);
+    let after: Vec<String> = tables.iter().map(|t| definitions(&db, t)).collect();
+    assert_eq!(after, before, "every definition back, with the partitions' index names");
+    let comments = "SELECT obj_description(oid, 'pg_constraint') FROM pg_constraint WHERE conname = 'got_pkey' \
+         UNION ALL SELECT obj_description('got_note_idx'::regclass, 'pg_class')";
+    assert_eq!(db.scalar(&format!("SELECT string_agg(c, ', ') FROM ({comments}) x(c)")), "the key, notes");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let objects = report["summary"]["deferred"]["objects"].as_array().unwrap().len();
+    assert_eq!(objects, 4, "primary key, index, check, foreign key: {}", report["summary"]["deferred"]);
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.steps WHERE state <> 'rebuilt'"), "0");
+    // SET UNLOGGED would change none of its partitions: refused up front.
+    let unlogged = db.load(&[file.to_str().unwrap(), "--table", "want", "--truncate", "--unlogged", "--restart"]);
+    assert_eq!(unlogged.code, 2, "{}", unlogged.output());
+    assert!(unlogged.output().contains("partitioned, and its partitions would stay logged"), "{}", unlogged.output());
+    assert_eq!(db.count("want"), 3000 - bad_lines.len() as u64, "nothing truncated");
 }
 
 /// A user who may insert but does not own the table loads it as psql would:
@@ -325,10 +350,49 @@ fn deferred_indexes_are_built_at_the_same_time() {
 /// pending, and the same command loads the rest and builds them.
 #[test]
 fn a_kill_between_drop_and_rebuild_is_completed_by_the_same_command() {
-    let db = TestDb::new();
-    db.execute(&sluice::gen::Dataset::Transactions.ddl("t"));
+    kill_between_drop_and_rebuild(false);
+}
+
+/// The same for a partitioned table: its partitions' indexes come back too,
+/// with their names.
+#[test]
+fn a_kill_between_drop_and_rebuild_of_a_partitioned_table_is_completed() {
+    kill_between_drop_and_rebuild(true);
+}
+
+/// Table `t` of `sluice gen transactions` with a primary key and an index,
+/// partitioned in two at `tid` 500,000 (one partition's index renamed by
+/// hand) or not; returns the tables whose definitions must come back.
+fn transactions_table(db: &TestDb, partitioned: bool) -> &'static [&'static str] {
+    let ddl = sluice::gen::Dataset::Transactions.ddl("t");
+    match partitioned {
+        true => db.execute(&format!(
+            "{} PARTITION BY RANGE (tid); CREATE TABLE t_low PARTITION OF t FOR VALUES FROM (MINVALUE) TO (500000); \
+             CREATE TABLE t_high PARTITION OF t FOR VALUES FROM (500000) TO (MAXVALUE)",
+            ddl.trim_end().trim_end_matches(';')
+        )),
+        false => db.execute(&ddl),
+    }
     db.execute("ALTER TABLE t ADD PRIMARY KEY (tid); CREATE INDEX ON t (amount)");
-    let before = definitions(&db, "t");
+    match partitioned {
+        true => {
+            db.execute("ALTER INDEX t_high_amount_idx RENAME TO high_amounts");
+            &["t", "t_low", "t_high"]
+        }
+        false => &["t"],
+    }
+}
+
+/// The definitions of `tables`' indexes and constraints.
+fn all_definitions(db: &TestDb, tables: &[&str]) -> Vec<String> {
+    tables.iter().map(|t| definitions(db, t)).collect()
+}
+
+fn kill_between_drop_and_rebuild(partitioned: bool) {
+    let db = TestDb::new();
+    let tables = transactions_table(&db, partitioned);
+    let definitions_now = || all_definitions(&db, tables);
+    let before = definitions_now();
     let rows = 1_000_000u64;
     let data: String = (1..=rows).map(|i| format!("{i}\t{}\t{}\tdescription-{i}\n", 10_000 + i, i % 500)).collect();
     let file = db.file("t.tsv", data.as_bytes());
@@ -370,7 +434,7 @@ fn a_kill_between_drop_and_rebuild_is_completed_by_the_same_command() {
     let stderr = String::from_utf8_lossy(&again.stderr);
     assert!(again.status.success(), "{stderr}");
     assert!(stderr.contains("building 2 deferred indexes/constraints"), "{stderr}");
-    assert_eq!(definitions(&db, "t"), before, "indexes built again");
+    assert_eq!(definitions_now(), before, "indexes built again");
     assert_eq!(db.count("t"), rows);
     assert_eq!(db.scalar("SELECT count(DISTINCT tid) FROM t"), rows.to_string(), "each row once");
     assert_eq!(db.scalar("SELECT count(*) FROM sluice.steps WHERE state = 'dropped'"), "0");
@@ -464,7 +528,8 @@ fn unlogged_load_and_a_crash(loader_dies: bool) {
 /// lines before it; the `sluice load` arguments (with `extra`).
 struct Keyed {
     db: TestDb,
-    before: String,
+    tables: &'static [&'static str],
+    before: Vec<String>,
     rejects: std::path::PathBuf,
     args: Vec<String>,
     rows: u64,
@@ -477,10 +542,14 @@ fn keyed(rows: u64, every: u64, back: u64, extra: &[&str]) -> Keyed {
 
 /// [`keyed`] with the lines split among `files` files, loaded by a glob.
 fn keyed_in_files(files: u64, rows: u64, every: u64, back: u64, extra: &[&str]) -> Keyed {
+    keyed_table(false, files, rows, every, back, extra)
+}
+
+/// [`keyed_in_files`] into a plain or a partitioned table.
+fn keyed_table(partitioned: bool, files: u64, rows: u64, every: u64, back: u64, extra: &[&str]) -> Keyed {
     let db = TestDb::new();
-    db.execute(&sluice::gen::Dataset::Transactions.ddl("t"));
-    db.execute("ALTER TABLE t ADD PRIMARY KEY (tid); CREATE INDEX ON t (amount)");
-    let before = definitions(&db, "t");
+    let tables = transactions_table(&db, partitioned);
+    let before = all_definitions(&db, tables);
     let id = |i: u64| if i % every == 0 { i - back } else { i };
     let line = |i: u64| format!("{}\t{}\t{}\td-{i}\n", id(i), 10_000 + i, i % 500);
     let input = match files {
@@ -501,7 +570,7 @@ fn keyed_in_files(files: u64, rows: u64, every: u64, back: u64, extra: &[&str]) 
         .collect();
     args.extend(["--rejects".to_string(), rejects.display().to_string()]);
     args.extend(extra.iter().map(|s| s.to_string()));
-    Keyed { db, before, rejects, args, rows, dups: rows / every }
+    Keyed { db, tables, before, rejects, args, rows, dups: rows / every }
 }
 
 impl Keyed {
@@ -535,7 +604,7 @@ impl Keyed {
         assert_eq!(db.scalar(stored), format!("{dups} {dups} 23505"), "duplicate keys, each rejected once");
         let file_lines = std::fs::read_to_string(&self.rejects).unwrap().lines().count() as u64;
         assert_eq!(file_lines, dups, "the rejects file holds the whole job's");
-        assert_eq!(definitions(db, "t"), self.before);
+        assert_eq!(all_definitions(db, self.tables), self.before);
         assert_eq!(db.scalar("SELECT count(*) FROM sluice.steps WHERE state = 'dropped'"), "0");
         assert_eq!(db.scalar("SELECT count(*) FROM sluice.xacts"), "0");
     }
@@ -563,6 +632,18 @@ fn two_processes_share_a_deferred_load() {
 fn kills_at_random_moments_of_a_deferred_load_with_duplicates() {
     let k = keyed(600_000, 20_000, 7_000, &["--chunk-size", "128KiB"]);
     let killed = k.kill_at_random(12, 11, 500);
+    assert!(killed >= 6, "only {killed} of 12 runs were killed: the test lost its teeth");
+    let last = sluice_command().args(&k.args).output().unwrap();
+    assert!(matches!(last.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&last.stderr));
+    k.assert_exact();
+}
+
+/// The same into a partitioned table: the key is added on the table,
+/// which builds its partitions' indexes, and their names come back.
+#[test]
+fn kills_at_random_moments_of_a_deferred_load_into_partitions() {
+    let k = keyed_table(true, 1, 600_000, 20_000, 7_000, &["--chunk-size", "128KiB"]);
+    let killed = k.kill_at_random(12, 13, 500);
     assert!(killed >= 6, "only {killed} of 12 runs were killed: the test lost its teeth");
     let last = sluice_command().args(&k.args).output().unwrap();
     assert!(matches!(last.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&last.stderr));
@@ -625,9 +706,10 @@ fn report_names_what_the_index_builds_waited_on() {
 /// Many duplicate keys, each of a line 250 before it (in the same chunk or
 /// the one before), loaded by two workers: the chunks that broke the key
 /// load again one at a time, in file order, so the first line of each key
-/// is kept and the later one rejected. In parallel, a worker whose run was refused rolled back its
-/// rows, the other worker's duplicate took the key, and the first line was
-/// rejected instead (and the two waited for each other, into deadlocks).
+/// is kept and the later one rejected. In parallel, a worker whose run was
+/// refused rolled back its rows, the other worker's duplicate took the key,
+/// and the first line was rejected instead (and the two waited for each
+/// other, into deadlocks).
 #[test]
 fn a_deferred_key_keeps_the_first_line_of_each_key_in_the_file() {
     let db = TestDb::new();

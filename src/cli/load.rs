@@ -182,7 +182,8 @@ pub struct LoadArgs {
     /// Make the (empty) table UNLOGGED for the load and LOGGED again after
     /// it: no WAL for the rows. A server crash meanwhile empties an unlogged
     /// table; sluice then loads every chunk again on the next run. Not for a
-    /// table others write to during the load, nor one replicas must see.
+    /// table others write to during the load, nor one replicas must see, nor a
+    /// partitioned table (its partitions would stay logged).
     #[arg(long)]
     unlogged: bool,
 

@@ -33,7 +33,12 @@
 //! DISTINCT; keys another table's foreign key references; the replica
 //! identity and clustering indexes; invalid indexes; index partitions and
 //! inherited or NOT VALID constraints; foreign keys other than MATCH SIMPLE
-//! or referencing the table itself; anything on a partitioned table.
+//! or referencing the table itself; a partitioned table's index whose
+//! partitions' indexes differ from what building it gives them (another
+//! definition, tablespace or a comment). A partitioned table's indexes are
+//! built on it, which builds its partitions' (their names are given back
+//! afterwards), and its keys added with their index (`USING INDEX` cannot
+//! attach one there).
 //!
 //! Why our own: dropping and rebuilding is what every field report did by
 //! hand; doing it so that a crash cannot lose an index and a duplicate
@@ -50,7 +55,7 @@ use crate::error::Error;
 use crate::ledger::{self, DeferredStep, StepRow};
 use crate::report::Deferral;
 use crate::sink::postgres::{PgSession, PgTarget, TableInfo};
-use crate::sql::quote_ident;
+use crate::sql::{quote_ident, quote_literal};
 
 /// `--defer-indexes`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -123,6 +128,15 @@ pub fn plan(session: &PgSession, table: &TableInfo, wanted: TablePlan) -> Result
     if wanted.defer == DeferIndexes::Yes && !owned {
         return Err(not_owner("--defer-indexes yes"));
     }
+    if wanted.unlogged && kind == "p" {
+        // ALTER TABLE ... SET UNLOGGED on a partitioned table changes none of
+        // its partitions (PostgreSQL 18 refuses it).
+        return Err(Error::Usage(format!(
+            "--unlogged: {} is partitioned, and its partitions would stay logged; load a partition with \
+             --unlogged, or leave it out",
+            table.display()
+        )));
+    }
     if wanted.unlogged && persistence == "p" {
         if !empty {
             return Err(Error::Usage(format!(
@@ -139,7 +153,6 @@ pub fn plan(session: &PgSession, table: &TableInfo, wanted: TablePlan) -> Result
             Some("the table has rows (a rebuild would sort them all; --defer-indexes yes to defer anyway)")
         }
         (DeferIndexes::Auto, _, _) if !owned => Some("only the table's owner may drop its indexes"),
-        (_, _, "p") => Some("a partitioned table (its indexes span every partition; sluice does not drop them)"),
         _ => None,
     };
     if let Some(why) = why_not {
@@ -147,7 +160,7 @@ pub fn plan(session: &PgSession, table: &TableInfo, wanted: TablePlan) -> Result
         return Ok(plan);
     }
     let before = plan.steps.len();
-    plan.steps.extend(index_steps(session, &relation)?);
+    plan.steps.extend(index_steps(session, &relation, kind == "p")?);
     plan.steps.extend(constraint_steps(session, &relation)?);
     let found = plan.steps.len();
     if wanted.read_once {
@@ -237,7 +250,7 @@ fn attaches_a_key(step: &StepRow) -> bool {
 }
 
 /// Indexes, primary keys and unique constraints that can be dropped.
-fn index_steps(session: &PgSession, relation: &str) -> Result<Vec<DeferredStep>, Error> {
+fn index_steps(session: &PgSession, relation: &str, partitioned: bool) -> Result<Vec<DeferredStep>, Error> {
     const INDEXES: &str = "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), c.relname, \
         pg_get_indexdef(i.indexrelid), coalesce(con.contype::text, ''), coalesce(con.conname, ''), \
         i.indisunique, \
@@ -251,7 +264,13 @@ fn index_steps(session: &PgSession, relation: &str) -> Result<Vec<DeferredStep>,
         coalesce(con.condeferrable, false), coalesce(con.condeferred, false), \
         coalesce((SELECT quote_literal(t.spcname) FROM pg_tablespace t WHERE t.oid = c.reltablespace), ''''''), \
         coalesce(quote_literal(obj_description(i.indexrelid, 'pg_class')), ''), \
-        coalesce(quote_literal(obj_description(con.oid, 'pg_constraint')), '') \
+        coalesce(quote_literal(obj_description(con.oid, 'pg_constraint')), ''), \
+        array_to_string(ARRAY(SELECT quote_ident(a.attname) FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(num, o) \
+          JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.num \
+          WHERE k.o > i.indnkeyatts ORDER BY k.o), ', '), \
+        array_to_string(ARRAY(SELECT quote_ident(split_part(o, '=', 1)) || '=' || \
+          quote_literal(substr(o, strpos(o, '=') + 1)) FROM unnest(c.reloptions) o), ', '), \
+        quote_ident(n.nspname) || '.' || quote_ident(coalesce(con.conname, c.relname)), quote_ident(c.relname) \
         FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
         LEFT JOIN pg_constraint con ON con.conindid = i.indexrelid AND con.conrelid = i.indrelid \
           AND con.contype IN ('p', 'u', 'x') \
@@ -260,11 +279,29 @@ fn index_steps(session: &PgSession, relation: &str) -> Result<Vec<DeferredStep>,
     for row in session.query(INDEXES, &[Some(relation)])? {
         let [qualified, name, indexdef, contype, conname, unique, plain, keep, columns, deferrable, deferred, space] =
             [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11].map(|i| row[i].clone().unwrap_or_default());
-        let [index_comment, key_comment] = [12, 13].map(|i| row[i].clone().unwrap_or_default());
+        let [index_comment, key_comment, included, options, built_as, quoted_name] =
+            [12, 13, 14, 15, 16, 17].map(|i| row[i].clone().unwrap_or_default());
         let (unique, plain) = (unique == "t", plain == "t");
         if keep == "t" || contype == "x" || (unique && !plain) {
             continue;
         }
+        let partitions = match partitioned {
+            true => match partition_indexes(session, &qualified, &indexdef)? {
+                Some(partitions) => Some(partitions),
+                None => continue,
+            },
+            false => None,
+        };
+        // A partitioned table's index is given `ON ONLY` the table; built so,
+        // it would have no partition indexes.
+        let indexdef = match partitioned {
+            true => {
+                let only = format!("CREATE {}INDEX {quoted_name} ON ONLY ", if unique { "UNIQUE " } else { "" });
+                let Some(rest) = indexdef.strip_prefix(&only) else { continue };
+                format!("{}{rest}", &only[..only.len() - "ONLY ".len()])
+            }
+            false => indexdef,
+        };
         let violations = unique.then(|| duplicates_sql(relation, &columns, contype == "p"));
         // The catalog's definition leaves the tablespace out (as pg_dump's
         // does: it sets default_tablespace). Set for every build, '' meaning
@@ -273,30 +310,113 @@ fn index_steps(session: &PgSession, relation: &str) -> Result<Vec<DeferredStep>,
             "SELECT set_config('default_tablespace', {space}, true); {indexdef}{}",
             comment_sql(&format!("INDEX {qualified}"), &index_comment)
         );
+        let renames = partitions.map(|p| rename_partition_indexes_sql(&built_as, &p)).unwrap_or_default();
+        let key = |create_sql| DeferredStep {
+            name: format!("{} \"{conname}\"", if contype == "p" { "primary key" } else { "unique constraint" }),
+            drop_sql: format!("ALTER TABLE {relation} DROP CONSTRAINT {}", quote_ident(&conname)),
+            create_sql,
+            violations_sql: violations.clone(),
+        };
         steps.push(match contype.as_str() {
-            "p" | "u" => DeferredStep {
-                name: format!("{} \"{conname}\"", if contype == "p" { "primary key" } else { "unique constraint" }),
-                drop_sql: format!("ALTER TABLE {relation} DROP CONSTRAINT {}", quote_ident(&conname)),
-                create_sql: format!(
-                    "{indexdef}; {}",
-                    attach_key_sql(
-                        relation,
-                        (&contype, &conname, &name),
-                        (deferrable == "t", deferred == "t"),
-                        &key_comment
-                    )
+            // A key cannot be attached to a partitioned table `USING INDEX`:
+            // it is added with its index, which then spans the partitions.
+            "p" | "u" if partitioned => key(format!(
+                "SELECT set_config('default_tablespace', {space}, true); {}{}{renames}",
+                add_key_sql(
+                    relation,
+                    (&contype, &conname),
+                    (&columns, &included, &options),
+                    (deferrable == "t", deferred == "t")
                 ),
-                violations_sql: violations,
-            },
+                comment_sql(&format!("CONSTRAINT {} ON {relation}", quote_ident(&conname)), &key_comment)
+                    + &comment_sql(&format!("INDEX {built_as}"), &index_comment)
+            )),
+            "p" | "u" => key(format!(
+                "{indexdef}; {}",
+                attach_key_sql(
+                    relation,
+                    (&contype, &conname, &name),
+                    (deferrable == "t", deferred == "t"),
+                    &key_comment
+                )
+            )),
             _ => DeferredStep {
                 name: format!("{}index \"{name}\"", if unique { "unique " } else { "" }),
                 drop_sql: format!("DROP INDEX {qualified}"),
-                create_sql: indexdef,
+                create_sql: format!("{indexdef}{renames}"),
                 violations_sql: violations,
             },
         });
     }
     Ok(steps)
+}
+
+/// The indexes of a partitioned table's index `index` (defined as
+/// `indexdef`) on its partitions, at every level, as (partition, index
+/// name) pairs of literals; `None` when one differs from what building the
+/// index on the partitioned table gives it (another definition, tablespace
+/// or a comment), which a rebuild would not bring back.
+fn partition_indexes(session: &PgSession, index: &str, indexdef: &str) -> Result<Option<Vec<(String, String)>>, Error> {
+    const PARTITION_INDEXES: &str = "WITH RECURSIVE tree(idx) AS (SELECT $1::regclass::oid UNION ALL \
+        SELECT h.inhrelid FROM pg_inherits h JOIN tree t ON h.inhparent = t.idx) \
+        SELECT quote_literal(quote_ident(tn.nspname) || '.' || quote_ident(tc.relname)), quote_literal(c.relname), \
+          pg_get_indexdef(t.idx), \
+          (c.reltablespace = p.reltablespace AND obj_description(t.idx, 'pg_class') IS NULL)::text \
+        FROM tree t JOIN pg_index x ON x.indexrelid = t.idx JOIN pg_class c ON c.oid = t.idx \
+          JOIN pg_class tc ON tc.oid = x.indrelid JOIN pg_namespace tn ON tn.oid = tc.relnamespace \
+          JOIN pg_class p ON p.oid = $1::regclass WHERE t.idx <> $1::regclass::oid";
+    // Past the names: ` USING method (columns) ...`, the same for all.
+    let body = |def: &str| def.find(" USING ").map(|at| def[at..].to_string());
+    let mut partitions = Vec::new();
+    for row in session.query(PARTITION_INDEXES, &[Some(index)])? {
+        let [table, name, def, alike] = [0, 1, 2, 3].map(|i| row[i].clone().unwrap_or_default());
+        if alike != "true" || body(&def).is_none() || body(&def) != body(indexdef) {
+            return Ok(None);
+        }
+        partitions.push((table, name));
+    }
+    Ok(Some(partitions))
+}
+
+/// After a partitioned table's index `index` (qualified) is built: its
+/// partitions' indexes given back the names they had (`partitions`, from
+/// [`partition_indexes`]), where the server chose others; each first to a
+/// name of its own (`sluice_OID`), so that two never need the same name.
+fn rename_partition_indexes_sql(index: &str, partitions: &[(String, String)]) -> String {
+    if partitions.is_empty() {
+        return String::new();
+    }
+    let wanted: Vec<String> = partitions.iter().map(|(table, name)| format!("({table}, {name})")).collect();
+    let index = quote_literal(index);
+    let renamed = |to: &str| {
+        format!(
+            "FOR r IN WITH RECURSIVE tree(idx) AS (SELECT {index}::regclass::oid UNION ALL SELECT h.inhrelid \
+             FROM pg_inherits h JOIN tree t ON h.inhparent = t.idx) SELECT t.idx::regclass AS idx, w.name, t.idx AS oid \
+             FROM tree t JOIN pg_index x ON x.indexrelid = t.idx JOIN pg_class c ON c.oid = t.idx \
+             JOIN (VALUES {}) w(tbl, name) ON to_regclass(w.tbl) = x.indrelid WHERE c.relname <> w.name \
+             LOOP EXECUTE format('ALTER INDEX %s RENAME TO %I', r.idx, {to}); END LOOP; ",
+            wanted.join(", ")
+        )
+    };
+    format!("; DO $sluice$ DECLARE r record; BEGIN {}{}END $sluice$", renamed("'sluice_' || r.oid"), renamed("r.name"))
+}
+
+/// `ALTER TABLE ... ADD CONSTRAINT` of a key with its index's covering
+/// columns and storage parameters (which `pg_get_constraintdef` leaves out).
+fn add_key_sql(
+    relation: &str,
+    (contype, conname): (&str, &str),
+    (columns, included, options): (&str, &str, &str),
+    (deferrable, deferred): (bool, bool),
+) -> String {
+    let kind = if contype == "p" { "PRIMARY KEY" } else { "UNIQUE" };
+    let include = if included.is_empty() { String::new() } else { format!(" INCLUDE ({included})") };
+    let with = if options.is_empty() { String::new() } else { format!(" WITH ({options})") };
+    format!(
+        "ALTER TABLE {relation} ADD CONSTRAINT {} {kind} ({columns}){include}{with}{}",
+        quote_ident(conname),
+        key_timing(deferrable, deferred)
+    )
 }
 
 /// CHECK and foreign-key constraints that can be dropped.
@@ -347,17 +467,22 @@ fn attach_key_sql(
     comment: &str,
 ) -> String {
     let kind = if contype == "p" { "PRIMARY KEY" } else { "UNIQUE" };
-    let timing = match (deferrable, deferred) {
-        (false, _) => "",
-        (true, false) => " DEFERRABLE",
-        (true, true) => " DEFERRABLE INITIALLY DEFERRED",
-    };
+    let timing = key_timing(deferrable, deferred);
     let conname = quote_ident(conname);
     format!(
         "ALTER TABLE {relation} ADD CONSTRAINT {conname} {kind}{USING_INDEX}{}{timing}{}",
         quote_ident(index),
         comment_sql(&format!("CONSTRAINT {conname} ON {relation}"), comment)
     )
+}
+
+/// A key's `DEFERRABLE` clause.
+fn key_timing(deferrable: bool, deferred: bool) -> &'static str {
+    match (deferrable, deferred) {
+        (false, _) => "",
+        (true, false) => " DEFERRABLE",
+        (true, true) => " DEFERRABLE INITIALLY DEFERRED",
+    }
 }
 
 /// `; COMMENT ON {object} IS {literal}` for a comment the drop takes with
