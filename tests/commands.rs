@@ -146,6 +146,10 @@ fn doctor_reads_settings_and_table() {
     let findings: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     let find = |topic: &str| findings.as_array().unwrap().iter().find(|f| f["topic"] == topic).cloned().unwrap();
     assert_eq!(find("max_connections")["level"], "ok");
+    // The test server keeps the default 80MB.
+    assert_eq!(find("min_wal_size")["level"], "advice");
+    assert!(find("min_wal_size")["advice"].as_str().unwrap().contains("zero-fills"));
+    assert_eq!(find("wal_recycle")["level"], "ok");
     let cpus = find("server CPUs")["value"].as_str().unwrap().to_string();
     assert!(cpus.ends_with("(the server runs on this machine)"), "the test server is local: {cpus}");
     assert!(find("shared_buffers")["value"].as_str().unwrap().ends_with("MB"));
