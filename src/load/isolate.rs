@@ -255,6 +255,9 @@ struct Isolator<'a> {
 /// Records to copy in one COPY, in input order; not always contiguous.
 type Run = Vec<usize>;
 
+/// Refusals by record, where a record has one.
+type ByRecord = Vec<Option<CopyRefusal>>;
+
 /// What the next COPY runs first after a refused one, and after a loaded
 /// one.
 #[derive(Clone, Copy)]
@@ -522,13 +525,17 @@ impl<'a> Isolator<'a> {
         if repeated.is_empty() {
             return Ok("");
         }
-        session.execute(savepoints.after_loaded)?;
+        let held: Vec<usize> = repeated
+            .iter()
+            .filter_map(|found| if let Repeated::Held(k, _) = found { Some(*k) } else { None })
+            .collect();
+        let (mut value_refusals, prelude) = self.check_held_values(session, &held, &records, savepoints)?;
         let mut taken = vec![false; clean.len()];
         for found in repeated {
             match found {
                 Repeated::Held(k, refusal) => {
                     taken[k] = true;
-                    self.reject(clean[k], refusal);
+                    self.reject(clean[k], value_refusals[k].take().unwrap_or(refusal));
                 }
                 Repeated::Suspect(k) => {
                     taken[k] = true;
@@ -541,7 +548,51 @@ impl<'a> Isolator<'a> {
         clean.retain(|_| !taken.next().unwrap_or(false));
         suspects.sort();
         self.repeats.sort();
-        Ok("")
+        Ok(prelude)
+    }
+
+    /// The value check (see [`value_check`](super::value_check)) over the
+    /// records of `records` whose key the table holds (`held`, their
+    /// indexes), which the key check is about to reject as duplicates: COPY
+    /// reads every value before it meets the key, so for a record with a
+    /// value the server refuses, that value is the reason (returned by
+    /// index among `records`). Sets the savepoint `sluice_run` again after
+    /// the key check, which keeps its locks, and returns the next COPY's
+    /// prelude: nothing, or the rollback to that savepoint after a check
+    /// that failed. Why a statement of its own: the suspects' value check
+    /// only sees records the client suspected, and a value the client reads
+    /// as plausible (`300.1.1.1` for an inet) gave the duplicate key as the
+    /// reason.
+    fn check_held_values<'p>(
+        &self,
+        session: &PgSession,
+        held: &[usize],
+        records: &[&[u8]],
+        savepoints: Savepoints<'p>,
+    ) -> Result<(ByRecord, &'p str), Error> {
+        let check = self.shared.value_check.as_ref().filter(|c| c.usable() && !held.is_empty());
+        let checked = match check {
+            Some(check) => {
+                let held_records: Vec<&[u8]> = held.iter().map(|&k| records[k]).collect();
+                check.check(session, savepoints.after_loaded, &held_records)?
+            }
+            None => Checked::Skipped,
+        };
+        let mut by_record = vec![None; records.len()];
+        let prelude = match checked {
+            Checked::Ran { refused, .. } => {
+                for (i, refusal) in refused {
+                    by_record[held[i]] = Some(refusal);
+                }
+                ""
+            }
+            Checked::Failed => savepoints.after_refusal,
+            Checked::Skipped => {
+                session.execute(savepoints.after_loaded)?;
+                ""
+            }
+        };
+        Ok((by_record, prelude))
     }
 
     /// Once the runs before them are copied, looks up again the records set

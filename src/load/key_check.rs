@@ -17,10 +17,12 @@
 //! the first thing the server refuses the record for: the table has no
 //! trigger of the user's (which may change the row) and no CHECK constraint
 //! (checked first); records with a NULL where none goes are suspects
-//! already. Otherwise, and for a record that repeats an earlier one of the
-//! chunk (which may itself be refused), the record goes to COPY alone, a
-//! statement of its own instead of a refused run and its re-copy. Keys with
-//! a NULL are never named (NULLs are distinct).
+//! already, and a value the server refuses is looked for before the record
+//! is rejected (`Isolator::check_held_values`). Otherwise, and for a record
+//! that repeats an earlier one of the chunk (which may itself be refused),
+//! the record goes to COPY alone, a statement of its own instead of a
+//! refused run and its re-copy. Keys with a NULL are never named (NULLs are
+//! distinct).
 //!
 //! The query runs only once duplicates are known to be frequent (one in 256
 //! records or closer, in a committed chunk or in this one so far: the query
