@@ -68,6 +68,9 @@ DATASETS = {
               ["--format", "jsonl"]),
     # The table with a primary key and two secondary indexes (issue 5).
     "transactions-indexed": ("transactions.tsv", "transactions", 10_000_000, "", ["--format", "tsv"]),
+    # The same table partitioned by range on tid (two partitions), with a
+    # primary key and an index; not in the default run.
+    "transactions-partitioned": ("transactions.tsv", "transactions", 10_000_000, "", ["--format", "tsv"]),
     # The fresh-table paths: the same load with FREEZE, --unlogged and the defaults.
     "transactions-paths": ("transactions.tsv", "transactions", 10_000_000, "", ["--format", "tsv"]),
     # pgloader is 16-23x slower than psql here: it loads the first million
@@ -81,7 +84,12 @@ DATASETS = {
 }
 INDEXES = {"transactions-indexed": "ALTER TABLE transactions ADD PRIMARY KEY (tid); "
                                    "CREATE INDEX ON transactions (mssinceunixepoch); "
-                                   "CREATE INDEX ON transactions (amount)"}
+                                   "CREATE INDEX ON transactions (amount)",
+           "transactions-partitioned": "ALTER TABLE transactions ADD PRIMARY KEY (tid); "
+                                       "CREATE INDEX ON transactions (amount)"}
+PARTITIONS = {"transactions-partitioned": " PARTITION BY RANGE (tid); "
+              "CREATE TABLE transactions_low PARTITION OF transactions FOR VALUES FROM (MINVALUE) TO (5000000); "
+              "CREATE TABLE transactions_high PARTITION OF transactions FOR VALUES FROM (5000000) TO (MAXVALUE)"}
 PGLOADER_DELIMITER = {"transactions-1m": "\\t", "lineitem-1m": "|"}
 
 
@@ -267,7 +275,8 @@ def ddl(name):
     if base == "lineitem":
         return LINEITEM_DDL
     out = sh([str(SLUICE), "gen", base, "--ddl"], capture_output=True, text=True)
-    return out.stdout + ";" + INDEXES.get(name, "")
+    table = out.stdout.strip().rstrip(";") + PARTITIONS.get(name, "")
+    return table + ";" + INDEXES.get(name, "")
 
 
 def pgloader_command(name, server, path):
@@ -491,6 +500,20 @@ def rejects_bench(rounds, workers):
     print(f"| 1 bad record in 10,000 ({expected_bad} rejected) | {bad_s:.2f} | {100 * clean_s / bad_s:.0f} % |")
 
 
+def load_into_empty(server, table, rows, cmds, ready=lambda: None):
+    """Empties `table` and checkpoints, calls `ready` (its result comes back
+    last), runs `cmds` measured and checks that `rows` rows loaded: wall s,
+    client CPU s, server CPU s, what `ready` returned."""
+    server.psql(f"TRUNCATE {table}; CHECKPOINT")
+    time.sleep(0.3)
+    found, before = ready(), server.cpu_seconds()
+    wall, cpu, _ = run_measured(cmds, server.env)
+    time.sleep(0.5)
+    s_cpu = server.cpu_seconds() - before
+    assert int(server.psql(f"SELECT count(*) FROM {table}")) == rows
+    return wall, cpu, s_cpu, found
+
+
 def matrix(name, workers, chunks, rounds, extra):
     """sluice alone over workers x chunk sizes, to choose defaults."""
     file, table, rows, _, fmt = DATASETS[name]
@@ -502,15 +525,9 @@ def matrix(name, workers, chunks, rounds, extra):
         for r in range(rounds):
             for w in workers:
                 for c in chunks:
-                    server.psql(f"TRUNCATE {table}; CHECKPOINT")
-                    time.sleep(0.3)
-                    before = server.cpu_seconds()
                     cmd = [str(SLUICE), "load", "--restart", str(DATA / file), "--table", table, "--quiet", "--workers", str(w),
                            "--chunk-size", c, *fmt, *extra]
-                    wall, cpu, _ = run_measured([cmd], server.env)
-                    time.sleep(0.5)
-                    s_cpu = server.cpu_seconds() - before
-                    assert int(server.psql(f"SELECT count(*) FROM {table}")) == rows
+                    wall, cpu, s_cpu, _ = load_into_empty(server, table, rows, [cmd])
                     results.setdefault((w, c), []).append((wall, cpu, s_cpu))
                     print(f"{name} w{w} {c:>6} round {r}: {wall:.2f} s client {cpu:.2f} server {s_cpu:.2f}",
                           flush=True)
@@ -520,6 +537,40 @@ def matrix(name, workers, chunks, rounds, extra):
     for (w, c), runs in results.items():
         med = lambda i: statistics.median(x[i] for x in runs)
         print(f"| | {w} | {c} | {med(0):.2f} | {med(2):.1f} | {med(1):.2f} |")
+
+
+def wal_files_bench(name, rounds):
+    """psql \\copy and sluice on one dataset, first with every WAL file
+    created during the load (wal_recycle off: what a load meets when it writes
+    more than the server kept, min_wal_size by default 80MB), then with old
+    ones reused (min_wal_size = 4GB). In that order: files kept for reuse stay
+    ahead of the WAL, so a block of new files cannot follow one of reused."""
+    prepare_data([name], None)
+    server = Server()
+    loads = {label: cmds for label, cmds in loaders(name, server, DATA).items() if label in ("psql \\copy", "sluice")}
+    table, rows = DATASETS[name][1], DATASETS[name][2]
+    wal_dir = server.dir / "data" / "pg_wal"
+    wal_files = lambda: sum(1 for f in wal_dir.iterdir() if len(f.name) == 24)
+    results = {}
+    try:
+        server.psql(ddl(name))
+        for regime, settings in (("new WAL files", "wal_recycle = off"), ("reused WAL files", "min_wal_size = '4GB'")):
+            server.psql("ALTER SYSTEM RESET ALL")
+            server.psql(f"ALTER SYSTEM SET {settings}")
+            server.psql("SELECT pg_reload_conf()")
+            for r in range(rounds):
+                for label in rotated(list(loads), r, rounds):
+                    wall, _, s_cpu, files = load_into_empty(server, table, rows, loads[label], ready=wal_files)
+                    results.setdefault((regime, label), []).append((wall, s_cpu))
+                    print(f"{regime:16} {label:11} round {r}: {wall:.2f} s, server CPU {s_cpu:.2f} s, "
+                          f"WAL files {files} -> {wal_files()}", flush=True)
+    finally:
+        server.stop()
+    med = lambda key, i: statistics.median(x[i] for x in results[key])
+    print(f"\n| {name} | loader | wall s (median of {rounds}) | x psql \\copy | server CPU s |\n|---|---|---|---|---|")
+    for regime, label in results:
+        ratio = med((regime, "psql \\copy"), 0) / med((regime, label), 0)
+        print(f"| {regime} | {label} | {med((regime, label), 0):.2f} | {ratio:.2f}x | {med((regime, label), 1):.1f} |")
 
 
 def main():
@@ -537,6 +588,8 @@ def main():
     ap.add_argument("--wal-level", choices=["minimal", "replica", "logical"], help="the server's wal_level")
     ap.add_argument("--write-mbps", type=float, help="throttle the server's disk writes (an emulated slow disk; root)")
     ap.add_argument("--socket", action="store_true", help="every loader connects over the Unix socket")
+    ap.add_argument("--wal-files", metavar="DATASET",
+                    help="psql and sluice into new WAL files, then into reused ones (min_wal_size)")
     ap.add_argument("--summarize", metavar="RAW_CSV", help="only print the summary of an earlier run's raw CSV")
     args = ap.parse_args()
     if args.summarize:
@@ -549,6 +602,8 @@ def main():
         return rss_check()
     if args.rejects:
         return rejects_bench(args.rounds, 2)
+    if args.wal_files:
+        return wal_files_bench(args.wal_files, args.rounds)
     if args.matrix:
         return matrix(args.matrix, [int(w) for w in args.workers.split(",")], args.chunks.split(","),
                       args.rounds, args.extra.split())
