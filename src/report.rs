@@ -167,6 +167,8 @@ pub struct Deferral {
     pub objects: Vec<String>,
     /// Why nothing was deferred, when nothing was.
     pub why_not: Option<String>,
+    /// Indexes and constraints left in place, each with why.
+    pub kept: Vec<String>,
     /// Objects this process built, with seconds each (they run in parallel).
     pub built: Vec<BuiltObject>,
     /// Wall time of the rebuild.

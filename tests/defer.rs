@@ -112,6 +112,10 @@ fn deferred_keys_and_constraints_reject_what_they_would_have_refused() {
     let objects: Vec<&str> = deferred["objects"].as_array().unwrap().iter().map(|o| o.as_str().unwrap()).collect();
     assert_eq!(objects.len(), 5, "pkey, unique code, plain index, check, foreign key: {objects:?}");
     assert!(objects.iter().all(|o| !o.contains("lower")), "a unique expression index stays: {objects:?}");
+    let kept = "index \"got_lower_idx\" stays in place for the load: the rows that break it cannot be found";
+    assert!(deferred["kept"][0].as_str().unwrap().starts_with(kept), "{deferred}");
+    assert_eq!(deferred["kept"].as_array().unwrap().len(), 1, "{deferred}");
+    assert!(got.stderr.contains(kept), "said as a warning: {}", got.stderr);
     assert!(deferred["reloaded_chunks"].as_u64().unwrap() >= 3, "{deferred}");
     assert_eq!(report["summary"]["rows_loaded"], 3000 - bad_lines.len() as u64);
     assert_eq!(db.scalar("SELECT count(*) FROM sluice.steps WHERE state <> 'rebuilt'"), "0");
@@ -156,6 +160,8 @@ fn stdin_defers_plain_indexes_only_and_rejects_violations() {
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
     let deferred = &report["summary"]["deferred"];
     assert_eq!(deferred["objects"], serde_json::json!(["index \"got_note_idx\""]), "{deferred}");
+    let read_once = "primary key \"got_pkey\" stays in place for the load: the input is read once";
+    assert!(run.stderr.contains(read_once), "{}", run.stderr);
     assert_eq!(deferred["reloaded_chunks"], 0, "{deferred}");
 }
 
@@ -190,7 +196,8 @@ fn a_partitioned_table_defers_its_indexes_and_gets_them_back() {
          CREATE TABLE {t}_high PARTITION OF {t} FOR VALUES FROM (1500) TO (MAXVALUE); \
          CREATE INDEX ON {t} (note); ALTER INDEX {t}_high_note_idx RENAME TO {t}_high_notes; \
          CREATE INDEX {t}_low_only ON {t}_low (amount); \
-         COMMENT ON CONSTRAINT {t}_pkey ON {t} IS 'the key'; COMMENT ON INDEX {t}_note_idx IS 'notes'";
+         COMMENT ON CONSTRAINT {t}_pkey ON {t} IS 'the key'; COMMENT ON INDEX {t}_note_idx IS 'notes'; \
+         CREATE INDEX {t}_amount ON {t} (amount); COMMENT ON INDEX {t}_high_amount_idx IS 'its own'";
     db.execute(&schema.replace("{t}", "got"));
     db.execute(&schema.replace("{t}", "want"));
     let tables = ["got", "got_low", "got_high"];
@@ -208,6 +215,9 @@ fn a_partitioned_table_defers_its_indexes_and_gets_them_back() {
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
     let objects = report["summary"]["deferred"]["objects"].as_array().unwrap().len();
     assert_eq!(objects, 4, "primary key, index, check, foreign key: {}", report["summary"]["deferred"]);
+    // An index whose partition index has a comment of its own stays, said so.
+    let kept = "index \"got_amount\" stays in place for the load: its indexes on the partitions differ";
+    assert!(report["summary"]["deferred"]["kept"][0].as_str().unwrap().starts_with(kept), "{report}");
     assert_eq!(db.scalar("SELECT count(*) FROM sluice.steps WHERE state <> 'rebuilt'"), "0");
     // SET UNLOGGED would change none of its partitions: refused up front.
     let unlogged = db.load(&[file.to_str().unwrap(), "--table", "want", "--truncate", "--unlogged", "--restart"]);

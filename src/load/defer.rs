@@ -79,6 +79,10 @@ pub struct DeferPlan {
     pub steps: Vec<DeferredStep>,
     /// Why nothing is deferred, when nothing is.
     pub why_not: Option<String>,
+    /// A line for each index or constraint that stays in place although
+    /// others could be deferred, saying why: each slows the load as it
+    /// would without sluice, and the user may not know it is there.
+    pub kept: Vec<String>,
 }
 
 /// What the load does to the table before it starts.
@@ -160,14 +164,20 @@ pub fn plan(session: &PgSession, table: &TableInfo, wanted: TablePlan) -> Result
         return Ok(plan);
     }
     let before = plan.steps.len();
-    plan.steps.extend(index_steps(session, &relation, kind == "p")?);
-    plan.steps.extend(constraint_steps(session, &relation)?);
+    for (steps, kept) in [index_steps(session, &relation, kind == "p")?, constraint_steps(session, &relation)?] {
+        plan.steps.extend(steps);
+        plan.kept.extend(kept);
+    }
     let found = plan.steps.len();
     if wanted.read_once {
         // The chunks that loaded rows violating a deferred key are loaded
         // again after the load; stdin and pipes cannot be read again, so
         // keys and constraints stay in place and refuse such rows at once.
-        plan.steps.retain(|s| s.violations_sql.is_none());
+        let (stay, steps) = plan.steps.into_iter().partition(|s| s.violations_sql.is_some());
+        plan.steps = steps;
+        plan.kept.extend(stay.into_iter().map(|s: DeferredStep| {
+            format!("{} stays in place for the load: the input is read once, so rows it refuses after the load could not be loaded again", s.name)
+        }));
     }
     if plan.steps.len() == before {
         plan.why_not = Some(match found == before {
@@ -249,15 +259,25 @@ fn attaches_a_key(step: &StepRow) -> bool {
     step.deferred.create_sql.contains(USING_INDEX)
 }
 
-/// Indexes, primary keys and unique constraints that can be dropped.
-fn index_steps(session: &PgSession, relation: &str, partitioned: bool) -> Result<Vec<DeferredStep>, Error> {
+/// Indexes, primary keys and unique constraints that can be dropped and
+/// built again, and a line for each of the others saying why it stays.
+fn index_steps(
+    session: &PgSession,
+    relation: &str,
+    partitioned: bool,
+) -> Result<(Vec<DeferredStep>, Vec<String>), Error> {
     const INDEXES: &str = "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), c.relname, \
         pg_get_indexdef(i.indexrelid), coalesce(con.contype::text, ''), coalesce(con.conname, ''), \
         i.indisunique, \
         i.indexprs IS NULL AND i.indpred IS NULL AND pg_get_indexdef(i.indexrelid) NOT LIKE '%NULLS NOT DISTINCT%', \
-        i.indisreplident OR i.indisclustered OR NOT i.indisvalid OR NOT i.indisready \
-          OR EXISTS (SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' AND f.conindid = i.indexrelid) \
-          OR EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = i.indexrelid), \
+        CASE WHEN i.indisreplident THEN 'the table''s replica identity' \
+          WHEN i.indisclustered THEN 'the table is clustered on it' \
+          WHEN NOT i.indisvalid OR NOT i.indisready THEN 'not valid (a CREATE INDEX CONCURRENTLY that failed)' \
+          WHEN EXISTS (SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' AND f.conindid = i.indexrelid) \
+            THEN 'a foreign key references it' \
+          WHEN EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = i.indexrelid) \
+            THEN 'part of the partitioned table''s index (a load into the partitioned table defers it)' \
+          ELSE '' END, \
         array_to_string(ARRAY(SELECT quote_ident(a.attname) FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(num, o) \
           JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.num \
           WHERE k.o <= i.indnkeyatts ORDER BY k.o), ', '), \
@@ -275,20 +295,32 @@ fn index_steps(session: &PgSession, relation: &str, partitioned: bool) -> Result
         LEFT JOIN pg_constraint con ON con.conindid = i.indexrelid AND con.conrelid = i.indrelid \
           AND con.contype IN ('p', 'u', 'x') \
         WHERE i.indrelid = $1::regclass ORDER BY c.relname";
-    let mut steps = Vec::new();
+    let (mut steps, mut kept) = (Vec::new(), Vec::new());
     for row in session.query(INDEXES, &[Some(relation)])? {
-        let [qualified, name, indexdef, contype, conname, unique, plain, keep, columns, deferrable, deferred, space] =
+        let [qualified, name, indexdef, contype, conname, unique, plain, why_kept, columns, deferrable, deferred, space] =
             [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11].map(|i| row[i].clone().unwrap_or_default());
         let [index_comment, key_comment, included, options, built_as, quoted_name] =
             [12, 13, 14, 15, 16, 17].map(|i| row[i].clone().unwrap_or_default());
         let (unique, plain) = (unique == "t", plain == "t");
-        if keep == "t" || contype == "x" || (unique && !plain) {
+        let mut keep = |why: &str| kept.push(kept_object(&contype, &conname, &name, why));
+        if !why_kept.is_empty() {
+            keep(&why_kept);
+            continue;
+        }
+        if contype == "x" || (unique && !plain) {
+            keep("the rows that break it cannot be found by a query after the load");
             continue;
         }
         let partitions = match partitioned {
             true => match partition_indexes(session, &qualified, &indexdef)? {
                 Some(partitions) => Some(partitions),
-                None => continue,
+                None => {
+                    keep(
+                        "its indexes on the partitions differ from what building it again would give them (a \
+                         definition, tablespace or comment of their own)",
+                    );
+                    continue;
+                }
             },
             false => None,
         };
@@ -297,7 +329,10 @@ fn index_steps(session: &PgSession, relation: &str, partitioned: bool) -> Result
         let indexdef = match partitioned {
             true => {
                 let only = format!("CREATE {}INDEX {quoted_name} ON ONLY ", if unique { "UNIQUE " } else { "" });
-                let Some(rest) = indexdef.strip_prefix(&only) else { continue };
+                let Some(rest) = indexdef.strip_prefix(&only) else {
+                    keep("its definition is not one sluice can build on the partitions");
+                    continue;
+                };
                 format!("{}{rest}", &only[..only.len() - "ONLY ".len()])
             }
             false => indexdef,
@@ -348,7 +383,19 @@ fn index_steps(session: &PgSession, relation: &str, partitioned: bool) -> Result
             },
         });
     }
-    Ok(steps)
+    Ok((steps, kept))
+}
+
+/// `index "name" stays in place for the load: why`, naming a key or an
+/// exclusion constraint (`contype` non-empty) by the constraint's name.
+fn kept_object(contype: &str, conname: &str, index: &str, why: &str) -> String {
+    let object = match contype {
+        "p" => format!("primary key \"{conname}\""),
+        "u" => format!("unique constraint \"{conname}\""),
+        "x" => format!("exclusion constraint \"{conname}\""),
+        _ => format!("index \"{index}\""),
+    };
+    format!("{object} stays in place for the load: {why}")
 }
 
 /// The indexes of a partitioned table's index `index` (defined as
@@ -419,29 +466,37 @@ fn add_key_sql(
     )
 }
 
-/// CHECK and foreign-key constraints that can be dropped.
-fn constraint_steps(session: &PgSession, relation: &str) -> Result<Vec<DeferredStep>, Error> {
+/// CHECK and foreign-key constraints that can be dropped and added again,
+/// and a line for each of the others saying why it stays.
+fn constraint_steps(session: &PgSession, relation: &str) -> Result<(Vec<DeferredStep>, Vec<String>), Error> {
     const CONSTRAINTS: &str = "SELECT con.conname, con.contype::text, pg_get_constraintdef(con.oid), \
         coalesce(pg_get_expr(con.conbin, con.conrelid), ''), coalesce(con.confrelid::regclass::text, ''), \
         array_to_string(ARRAY(SELECT quote_ident(a.attname) FROM unnest(con.conkey) WITH ORDINALITY k(num, o) \
           JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.num ORDER BY k.o), ','), \
         array_to_string(ARRAY(SELECT quote_ident(a.attname) FROM unnest(con.confkey) WITH ORDINALITY k(num, o) \
           JOIN pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.num ORDER BY k.o), ','), \
-        coalesce(quote_literal(obj_description(con.oid, 'pg_constraint')), '') \
+        coalesce(quote_literal(obj_description(con.oid, 'pg_constraint')), ''), \
+        CASE WHEN NOT con.conislocal OR con.coninhcount > 0 THEN 'inherited from the table''s parent' \
+          WHEN NOT con.convalidated THEN 'NOT VALID, which adding it again would not keep' \
+          WHEN con.contype = 'f' AND con.confrelid = con.conrelid THEN 'it refers to the table itself' \
+          WHEN con.contype = 'f' AND con.confmatchtype <> 's' THEN 'MATCH FULL' ELSE '' END \
         FROM pg_constraint con WHERE con.conrelid = $1::regclass AND con.contype IN ('c', 'f') \
-          AND con.conislocal AND con.coninhcount = 0 AND con.convalidated \
-          AND (con.contype = 'c' OR (con.confmatchtype = 's' AND con.confrelid <> con.conrelid)) \
         ORDER BY con.conname";
-    let mut steps = Vec::new();
+    let (mut steps, mut kept) = (Vec::new(), Vec::new());
     for row in session.query(CONSTRAINTS, &[Some(relation)])? {
-        let [conname, contype, condef, check, referenced, columns, referenced_columns, comment] =
-            [0, 1, 2, 3, 4, 5, 6, 7].map(|i| row[i].clone().unwrap_or_default());
+        let [conname, contype, condef, check, referenced, columns, referenced_columns, comment, why_kept] =
+            [0, 1, 2, 3, 4, 5, 6, 7, 8].map(|i| row[i].clone().unwrap_or_default());
+        let object = format!("{} \"{conname}\"", if contype == "c" { "check constraint" } else { "foreign key" });
+        if !why_kept.is_empty() {
+            kept.push(format!("{object} stays in place for the load: {why_kept}"));
+            continue;
+        }
         let violations = match contype.as_str() {
             "c" => format!("SELECT xmin FROM {relation} WHERE NOT ({check})"),
             _ => missing_references_sql(relation, &columns, &referenced, &referenced_columns),
         };
         steps.push(DeferredStep {
-            name: format!("{} \"{conname}\"", if contype == "c" { "check constraint" } else { "foreign key" }),
+            name: object,
             drop_sql: format!("ALTER TABLE {relation} DROP CONSTRAINT {}", quote_ident(&conname)),
             create_sql: format!(
                 "ALTER TABLE {relation} ADD CONSTRAINT {} {condef}{}",
@@ -451,7 +506,7 @@ fn constraint_steps(session: &PgSession, relation: &str) -> Result<Vec<DeferredS
             violations_sql: Some(violations),
         });
     }
-    Ok(steps)
+    Ok((steps, kept))
 }
 
 /// Makes the key `(contype, conname, index)` out of its index, built just
@@ -534,6 +589,7 @@ pub fn deferral(steps: &[StepRow], plan: DeferPlan) -> Deferral {
             .collect(),
         still_unlogged: steps.iter().any(|s| !s.rebuilt && is_unlogged_step(s)),
         why_not: plan.why_not.filter(|_| steps.is_empty()),
+        kept: plan.kept,
         unlogged,
         table_path: match unlogged {
             true => "unlogged for the load, logged after (--unlogged): no WAL for the rows".into(),

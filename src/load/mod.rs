@@ -608,6 +608,7 @@ fn prepare(
     {
         early_warnings.push(format!("--defer-indexes: nothing was deferred: {why}"));
     }
+    early_warnings.extend(defer_plan.kept.iter().cloned());
     let deferral = defer::deferral(&job.steps, defer_plan);
     let before_copy = |error: Error| Failed { error, partial: None, left_undone: deferral.left_undone() };
     if defer::recover_unlogged(control, &job.job, &table.quoted()).map_err(before_copy)? {
