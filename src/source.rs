@@ -288,19 +288,50 @@ fn glob_sources(pattern: &str) -> Result<Vec<Source>, Error> {
         .filter_map(Result::ok)
         .collect();
     paths.sort();
-    let mut folders = ResolvedFolders::default();
-    let mut sources = Vec::new();
-    for path in paths {
-        let Ok(own) = std::fs::symlink_metadata(&path) else { continue };
-        let is_link = own.file_type().is_symlink();
-        let meta = if is_link { std::fs::metadata(&path) } else { Ok(own) };
-        if meta.as_ref().is_ok_and(std::fs::Metadata::is_file) {
-            let canonical = folders.canonical(&path, is_link);
-            sources.push(file_source_with(&path, meta.expect("checked"), canonical)?);
-        }
-    }
+    let sources = matched_files(&paths)?;
     if sources.is_empty() {
         return Err(Error::Input { file: pattern.into(), message: "no file matches this pattern".into() });
+    }
+    Ok(sources)
+}
+
+/// The regular files among `paths`, in their order, read by several threads
+/// at once: each file is opened to sniff its compression, which on a glob of
+/// many small files was most of the time before the load began, while the
+/// cores had nothing else to do. 24,763 files of 1.5 kB (1 M rows), 2
+/// cores, medians of 5 alternated: the load 0.83 s before, 0.67 s after
+/// (`cat | psql \copy` 0.56 s).
+fn matched_files(paths: &[PathBuf]) -> Result<Vec<Source>, Error> {
+    // Fewer files than this take less time to read than a thread to start.
+    const FEWEST_PER_THREAD: usize = 256;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    let per_thread = paths.len().div_ceil(threads).max(FEWEST_PER_THREAD);
+    if paths.len() <= per_thread {
+        return files_among(paths);
+    }
+    let parts: Vec<Result<Vec<Source>, Error>> = std::thread::scope(|scope| {
+        let reading: Vec<_> = paths.chunks(per_thread).map(|part| scope.spawn(move || files_among(part))).collect();
+        reading.into_iter().map(|t| t.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    });
+    let mut sources = Vec::with_capacity(paths.len());
+    for part in parts {
+        sources.extend(part?);
+    }
+    Ok(sources)
+}
+
+/// [`matched_files`] for one thread's share of the paths.
+fn files_among(paths: &[PathBuf]) -> Result<Vec<Source>, Error> {
+    let mut folders = ResolvedFolders::default();
+    let mut sources = Vec::with_capacity(paths.len());
+    for path in paths {
+        let Ok(own) = std::fs::symlink_metadata(path) else { continue };
+        let is_link = own.file_type().is_symlink();
+        let meta = if is_link { std::fs::metadata(path) } else { Ok(own) };
+        if meta.as_ref().is_ok_and(std::fs::Metadata::is_file) {
+            let canonical = folders.canonical(path, is_link);
+            sources.push(file_source_with(path, meta.expect("checked"), canonical)?);
+        }
     }
     Ok(sources)
 }
@@ -471,5 +502,33 @@ mod tests {
         let only_folders = format!("{}/c.*", dir.path().display());
         let err = resolve_inputs(&[only_folders]).unwrap_err();
         assert!(err.to_string().contains("no file matches"), "{err}");
+    }
+
+    /// Enough files for several threads to read them: the same order, each
+    /// file with its own compression and size, the folders among them left
+    /// out.
+    #[test]
+    fn a_glob_of_many_files_is_read_in_order_by_several_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut want = Vec::new();
+        for i in 0..2_000 {
+            let name = format!("f{i:05}.csv");
+            if i % 97 == 0 {
+                std::fs::create_dir(dir.path().join(&name)).unwrap();
+                continue;
+            }
+            let (content, compression) = match i % 7 {
+                0 => (vec![0x1f, 0x8b, 8, 0], Compression::Gzip),
+                _ => (format!("{i}\n").into_bytes(), Compression::None),
+            };
+            std::fs::write(dir.path().join(&name), &content).unwrap();
+            want.push((name, compression, content.len() as u64));
+        }
+        let sources = resolve_inputs(&[format!("{}/f*.csv", dir.path().display())]).unwrap();
+        let got: Vec<(String, Compression, u64)> = sources
+            .iter()
+            .map(|s| (s.name.rsplit('/').next().unwrap().to_string(), s.compression, s.size.unwrap()))
+            .collect();
+        assert_eq!(got, want);
     }
 }
