@@ -343,9 +343,39 @@ def loaders(name, server, parts_dir):
     return out
 
 
+# WAL the server keeps for reuse between loads (min_wal_size), written once
+# before the first one: see warm_wal.
+WARM_WAL_MB = 4096
+
+
+def warm_wal(server):
+    """Gives the server WAL files to reuse, as many as the largest load here
+    writes (transactions-indexed: 2.5 GB), before the first measured load.
+    Otherwise the first loads of a run create and zero-fill new 16 MB files
+    while later ones reuse them (the server keeps about twice the recent
+    checkpoints' distance, a moving average that grows with each load): in
+    the forty-ninth session's run every loader's round 0 was its slowest,
+    lineitem by psql 17.5 s against 13.5 and 13.4, sluice 7.5 s against 6.5
+    and 5.4. min_wal_size keeps the files through each CHECKPOINT; what the
+    doctor advises for bulk loads (1GB or more)."""
+    server.psql(f"ALTER SYSTEM SET min_wal_size = '{WARM_WAL_MB}MB'")
+    server.psql("SELECT pg_reload_conf()")
+    start = server.psql("SELECT pg_current_wal_lsn()")
+    server.psql("CREATE TABLE sluice_bench_warm (g int, pad text)")
+    written = 0
+    while written < (WARM_WAL_MB + 128) * 1e6:
+        server.psql("INSERT INTO sluice_bench_warm SELECT g, repeat('w', 200) FROM generate_series(1, 2000000) g")
+        written = float(server.psql(f"SELECT pg_current_wal_lsn() - '{start}'::pg_lsn"))
+    server.psql("DROP TABLE sluice_bench_warm")
+    server.psql("CHECKPOINT")
+    server.psql("CHECKPOINT")
+    print(f"WAL warmed: {written / 1e6:.0f} MB written, kept for reuse (min_wal_size = {WARM_WAL_MB}MB)", flush=True)
+
+
 def bench(names, rounds):
     server = Server()
     version = server.psql("SHOW server_version")
+    warm_wal(server)
     parts_dir = Path(tempfile.mkdtemp(prefix="sluice-bench-parts-"))
     raw = []
     try:
@@ -395,11 +425,12 @@ def rotated(items, r, rounds):
     return items[shift:] + items[:shift]
 
 
-def summarize(raw, cores=os.cpu_count()):
+def summarize(raw, cores=os.cpu_count(), warmed=False):
     setup = "".join([f", wal_level = {WAL_LEVEL}" if WAL_LEVEL else "",
                      f", server writes throttled to {WRITE_MBPS} MB/s" if WRITE_MBPS else "",
                      ", every loader over the Unix socket" if SOCKET else ""])
-    lines = [f"PostgreSQL {raw[0]['server']} (server){setup}, medians of {1 + max(r['round'] for r in raw)} rounds",
+    warm = f", WAL files reused (min_wal_size = {WARM_WAL_MB}MB, written once before the first load)" if warmed else ""
+    lines = [f"PostgreSQL {raw[0]['server']} (server){setup}{warm}, medians of {1 + max(r['round'] for r in raw)} rounds",
              "",
              "| dataset | loader | wall s (median) | rows/s | MB/s | x psql \\copy | server CPU s | client CPU s | "
              "client CPU / server CPU | cores busy | CPU-bound best x psql | WAL MB | checkpoint s |",
@@ -616,7 +647,7 @@ def main():
         w = csv.DictWriter(f, fieldnames=list(raw[0]))
         w.writeheader()
         w.writerows(raw)
-    table = summarize(raw)
+    table = summarize(raw, warmed=True)
     (RESULTS / f"summary-{stamp}.md").write_text(table + "\n")
     print(table)
 
