@@ -175,9 +175,8 @@ pub fn plan(session: &PgSession, table: &TableInfo, wanted: TablePlan) -> Result
         // keys and constraints stay in place and refuse such rows at once.
         let (stay, steps) = plan.steps.into_iter().partition(|s| s.violations_sql.is_some());
         plan.steps = steps;
-        plan.kept.extend(stay.into_iter().map(|s: DeferredStep| {
-            format!("{} stays in place for the load: the input is read once, so rows it refuses after the load could not be loaded again", s.name)
-        }));
+        let why = "the input is read once, so rows it refuses after the load could not be loaded again";
+        plan.kept.extend(stay.into_iter().map(|s: DeferredStep| stays(&s.name, why)));
     }
     if plan.steps.len() == before {
         plan.why_not = Some(match found == before {
@@ -270,13 +269,13 @@ fn index_steps(
         pg_get_indexdef(i.indexrelid), coalesce(con.contype::text, ''), coalesce(con.conname, ''), \
         i.indisunique, \
         i.indexprs IS NULL AND i.indpred IS NULL AND pg_get_indexdef(i.indexrelid) NOT LIKE '%NULLS NOT DISTINCT%', \
-        CASE WHEN i.indisreplident THEN 'the table''s replica identity' \
+        CASE WHEN i.indisreplident THEN 'it is the table''s replica identity' \
           WHEN i.indisclustered THEN 'the table is clustered on it' \
-          WHEN NOT i.indisvalid OR NOT i.indisready THEN 'not valid (a CREATE INDEX CONCURRENTLY that failed)' \
+          WHEN NOT i.indisvalid OR NOT i.indisready THEN 'it is not valid (a CREATE INDEX CONCURRENTLY that failed)' \
           WHEN EXISTS (SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' AND f.conindid = i.indexrelid) \
             THEN 'a foreign key references it' \
           WHEN EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = i.indexrelid) \
-            THEN 'part of the partitioned table''s index (a load into the partitioned table defers it)' \
+            THEN 'it is part of the partitioned table''s index (a load into the partitioned table defers it)' \
           ELSE '' END, \
         array_to_string(ARRAY(SELECT quote_ident(a.attname) FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(num, o) \
           JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.num \
@@ -395,6 +394,11 @@ fn kept_object(contype: &str, conname: &str, index: &str, why: &str) -> String {
         "x" => format!("exclusion constraint \"{conname}\""),
         _ => format!("index \"{index}\""),
     };
+    stays(&object, why)
+}
+
+/// The line that says why `object` is not deferred.
+fn stays(object: &str, why: &str) -> String {
     format!("{object} stays in place for the load: {why}")
 }
 
@@ -488,7 +492,7 @@ fn constraint_steps(session: &PgSession, relation: &str) -> Result<(Vec<Deferred
             [0, 1, 2, 3, 4, 5, 6, 7, 8].map(|i| row[i].clone().unwrap_or_default());
         let object = format!("{} \"{conname}\"", if contype == "c" { "check constraint" } else { "foreign key" });
         if !why_kept.is_empty() {
-            kept.push(format!("{object} stays in place for the load: {why_kept}"));
+            kept.push(stays(&object, &why_kept));
             continue;
         }
         let violations = match contype.as_str() {
