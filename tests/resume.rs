@@ -181,8 +181,16 @@ fn after_each_interrupted_run_the_rejects_file_holds_the_jobs_rejects() {
     let f = fixture(3_000_000, &[]);
     let file = f.db.dir.path().join("t.rejects.jsonl");
     let mut interrupted = 0;
-    for wait in [300, 250, 250] {
+    for wait in [0, 50, 100] {
+        let before = committed_rejects(&f.db);
         let child = f.spawn();
+        // Once this run committed rejects of its own, so mid-load however
+        // slow the machine (a fixed 300 ms once came before any commit).
+        let start = Instant::now();
+        while committed_rejects(&f.db) <= before {
+            assert!(start.elapsed() < Duration::from_secs(60), "no rejects committed in 60 s");
+            std::thread::sleep(Duration::from_millis(10));
+        }
         std::thread::sleep(Duration::from_millis(wait));
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -203,6 +211,14 @@ fn after_each_interrupted_run_the_rejects_file_holds_the_jobs_rejects() {
     let out = f.spawn().wait_with_output().unwrap();
     assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
     f.assert_exact();
+}
+
+/// The rejects the job's committed chunks hold (none before the ledger is).
+fn committed_rejects(db: &TestDb) -> u64 {
+    match db.scalar("SELECT to_regclass('sluice.rejects') IS NOT NULL").as_str() {
+        "t" => db.scalar("SELECT count(*) FROM sluice.rejects").parse().unwrap(),
+        _ => 0,
+    }
 }
 
 /// `child`'s stderr line by line as it comes, and all of it once it ends.
