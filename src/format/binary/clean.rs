@@ -741,12 +741,17 @@ fn digits_value(word: u64, count: usize) -> u64 {
     v.wrapping_mul(10_000 << 32 | 1) >> 32
 }
 
+/// A mask of the low `count` bytes of a word (0 to 8).
+#[inline(always)]
+fn low_bytes(count: usize) -> u64 {
+    u64::MAX.checked_shr(8 * (8 - count) as u32).unwrap_or(0)
+}
+
 /// `text` as an unsigned integer when it is 1 to 8 digits and nothing else.
 #[inline(always)]
 fn short_digits(text: &[u8]) -> Option<u64> {
     let word = short_word(text)?;
-    let inside = u64::MAX >> (8 * (8 - text.len()));
-    (non_digits(word) & inside == 0).then(|| digits_value(word, text.len()))
+    (non_digits(word) & low_bytes(text.len()) == 0).then(|| digits_value(word, text.len()))
 }
 
 /// `text` as a numeric when it is `digits[.digits]` in 1 to 8 bytes with at
@@ -766,8 +771,7 @@ fn short_decimal(text: &[u8], tuple: &mut Cursor) -> Option<()> {
         true => {
             let after = marks.checked_shr(8 * point as u32 + 8).unwrap_or(0);
             let frac_digits = text.len() - point - 1;
-            let inside = u64::MAX.checked_shr(8 * (8 - frac_digits) as u32).unwrap_or(0);
-            if text[point] != b'.' || after & inside != 0 || frac_digits > 4 || text.len() == 1 {
+            if text[point] != b'.' || after & low_bytes(frac_digits) != 0 || frac_digits > 4 || text.len() == 1 {
                 return None;
             }
             frac_digits
