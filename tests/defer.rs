@@ -51,8 +51,8 @@ fn rejected_lines(path: &std::path::Path) -> Vec<u64> {
     lines
 }
 
-/// Loads `file` into `got` (defaults, with a report) and into `want`
-/// (`--defer-indexes no`) with 4 KiB chunks, and asserts the same rows and
+/// Loads `file` into `got` (defaults and `got_extra`, with a report) and
+/// into `want` (`--defer-indexes no`) with 4 KiB chunks, and asserts the same rows and
 /// the same rejected lines, `bad_lines`, in both. Returns `got`'s run,
 /// report and rejects file. One worker: with the key in place, which line
 /// of a duplicate key is kept depends on which chunk commits first.
@@ -60,6 +60,7 @@ fn load_got_and_want(
     db: &TestDb,
     file: &std::path::Path,
     bad_lines: &[u64],
+    got_extra: &[&str],
 ) -> (crate::util::Run, std::path::PathBuf, std::path::PathBuf) {
     let (report, got_rejects, want_rejects) =
         (db.dir.path().join("r.json"), db.dir.path().join("got.rejects"), db.dir.path().join("want.rejects"));
@@ -68,6 +69,7 @@ fn load_got_and_want(
         &[
             &common[..],
             &["--table", "got", "--report", report.to_str().unwrap(), "--rejects", got_rejects.to_str().unwrap()],
+            got_extra,
         ]
         .concat(),
     );
@@ -96,7 +98,7 @@ fn deferred_keys_and_constraints_reject_what_they_would_have_refused() {
     let before = definitions(&db, "got");
     let (data, bad_lines) = rows_with_violations();
     let file = db.file("t.tsv", data.as_bytes());
-    let (got, report, got_rejects) = load_got_and_want(&db, &file, &bad_lines);
+    let (got, report, got_rejects) = load_got_and_want(&db, &file, &bad_lines, &[]);
     let reasons = std::fs::read_to_string(&got_rejects).unwrap();
     for needle in [
         "duplicate key value violates unique constraint",
@@ -121,6 +123,31 @@ fn deferred_keys_and_constraints_reject_what_they_would_have_refused() {
     assert_eq!(db.scalar("SELECT count(*) FROM sluice.steps WHERE state <> 'rebuilt'"), "0");
     assert_eq!(db.scalar("SELECT count(*) FROM sluice.xacts"), "0", "markers are cleaned up");
     assert!(got.output().contains("5 deferred indexes/constraints rebuilt in"), "{}", got.output());
+}
+
+/// `--unlogged` with deferred keys: `SET LOGGED` rewrites every row with a
+/// new `xmin`, so the keys and constraints are checked before it, while the
+/// rows still name the COPY that loaded them; the violating lines are
+/// rejected as with everything in place, and the table ends up logged.
+#[test]
+fn an_unlogged_load_rejects_what_deferred_keys_would_have_refused() {
+    let db = TestDb::new();
+    db.execute(&SCHEMA.replace("{t}", "got"));
+    db.execute(
+        &SCHEMA
+            .replace("{t}", "want")
+            .replace("CREATE TABLE kinds (k int PRIMARY KEY); INSERT INTO kinds SELECT generate_series(0, 9); ", ""),
+    );
+    let before = definitions(&db, "got");
+    let (data, bad_lines) = rows_with_violations();
+    let file = db.file("t.tsv", data.as_bytes());
+    let (got, report, _) = load_got_and_want(&db, &file, &bad_lines, &["--unlogged"]);
+    assert_eq!(definitions(&db, "got"), before);
+    assert_eq!(db.scalar("SELECT relpersistence FROM pg_class WHERE relname = 'got'"), "p", "logged again");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(report["summary"]["deferred"]["unlogged"], true, "{}", got.output());
+    assert!(report["summary"]["deferred"]["reloaded_chunks"].as_u64().unwrap() >= 3, "{report}");
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.steps WHERE state <> 'rebuilt'"), "0");
 }
 
 /// Stdin cannot be read again to reload the chunks whose rows a deferred
@@ -206,7 +233,7 @@ fn a_partitioned_table_defers_its_indexes_and_gets_them_back() {
     // The repeated code of line 1500 is no violation here: no unique code.
     let bad_lines: Vec<u64> = bad_lines.into_iter().filter(|&l| l != 1500).collect();
     let file = db.file("t.tsv", data.as_bytes());
-    let (_, report, _) = load_got_and_want(&db, &file, &bad_lines);
+    let (_, report, _) = load_got_and_want(&db, &file, &bad_lines, &[]);
     let after: Vec<String> = tables.iter().map(|t| definitions(&db, t)).collect();
     assert_eq!(after, before, "every definition back, with the partitions' index names");
     let comments = "SELECT obj_description(oid, 'pg_constraint') FROM pg_constraint WHERE conname = 'got_pkey' \

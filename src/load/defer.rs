@@ -662,10 +662,20 @@ pub fn complete(
         let (logged, pending): (Vec<StepRow>, Vec<StepRow>) =
             ledger::steps(control, job)?.into_iter().filter(|s| !s.rebuilt).partition(is_unlogged_step);
         let started = Instant::now();
-        // Logged first, in a transaction of its own: the indexes are then built
-        // once, into a logged table, and do not wait for its lock.
-        build_in_parallel(target, job, &logged, 1, rebuilt, waits)?;
-        let violated = build_in_parallel(target, job, &pending, sessions, rebuilt, waits)?;
+        // `SET LOGGED` writes every row again with its own `xmin`, which
+        // hides the COPY that loaded it: the keys and constraints that may
+        // find violating rows are built before it (their indexes are then
+        // built twice, as the rewrite rebuilds them), the plain indexes
+        // after it, once, into the logged table, not waiting for its lock.
+        let (checked_first, pending): (Vec<StepRow>, Vec<StepRow>) = match logged.is_empty() {
+            true => (Vec::new(), pending),
+            false => pending.into_iter().partition(|s| s.deferred.violations_sql.is_some()),
+        };
+        let mut violated = build_in_parallel(target, job, &checked_first, sessions, rebuilt, waits)?;
+        if violated.is_empty() {
+            build_in_parallel(target, job, &logged, 1, rebuilt, waits)?;
+            violated = build_in_parallel(target, job, &pending, sessions, rebuilt, waits)?;
+        }
         if violated.is_empty() {
             // Every key is in place: the markers have served.
             control.query("DELETE FROM sluice.xacts WHERE job = $1 RETURNING 1", &[Some(job)])?;
