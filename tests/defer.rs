@@ -86,18 +86,23 @@ fn load_got_and_want(
     (got, report, got_rejects)
 }
 
-#[test]
-fn deferred_keys_and_constraints_reject_what_they_would_have_refused() {
-    let db = TestDb::new();
+/// `got` and `want` made from [`SCHEMA`] (`kinds` once), `got`'s
+/// definitions, and a file of [`rows_with_violations`] with its bad lines.
+fn tables_and_rows_with_violations(db: &TestDb) -> (String, std::path::PathBuf, Vec<u64>) {
     db.execute(&SCHEMA.replace("{t}", "got"));
     db.execute(
         &SCHEMA
             .replace("{t}", "want")
             .replace("CREATE TABLE kinds (k int PRIMARY KEY); INSERT INTO kinds SELECT generate_series(0, 9); ", ""),
     );
-    let before = definitions(&db, "got");
     let (data, bad_lines) = rows_with_violations();
-    let file = db.file("t.tsv", data.as_bytes());
+    (definitions(db, "got"), db.file("t.tsv", data.as_bytes()), bad_lines)
+}
+
+#[test]
+fn deferred_keys_and_constraints_reject_what_they_would_have_refused() {
+    let db = TestDb::new();
+    let (before, file, bad_lines) = tables_and_rows_with_violations(&db);
     let (got, report, got_rejects) = load_got_and_want(&db, &file, &bad_lines, &[]);
     let reasons = std::fs::read_to_string(&got_rejects).unwrap();
     for needle in [
@@ -132,15 +137,7 @@ fn deferred_keys_and_constraints_reject_what_they_would_have_refused() {
 #[test]
 fn an_unlogged_load_rejects_what_deferred_keys_would_have_refused() {
     let db = TestDb::new();
-    db.execute(&SCHEMA.replace("{t}", "got"));
-    db.execute(
-        &SCHEMA
-            .replace("{t}", "want")
-            .replace("CREATE TABLE kinds (k int PRIMARY KEY); INSERT INTO kinds SELECT generate_series(0, 9); ", ""),
-    );
-    let before = definitions(&db, "got");
-    let (data, bad_lines) = rows_with_violations();
-    let file = db.file("t.tsv", data.as_bytes());
+    let (before, file, bad_lines) = tables_and_rows_with_violations(&db);
     let (got, report, _) = load_got_and_want(&db, &file, &bad_lines, &["--unlogged"]);
     assert_eq!(definitions(&db, "got"), before);
     assert_eq!(db.scalar("SELECT relpersistence FROM pg_class WHERE relname = 'got'"), "p", "logged again");
