@@ -147,6 +147,29 @@ fn an_unlogged_load_rejects_what_deferred_keys_would_have_refused() {
     assert_eq!(db.scalar("SELECT count(*) FROM sluice.steps WHERE state <> 'rebuilt'"), "0");
 }
 
+/// `SET UNLOGGED` fails on a table a logged table's foreign key references,
+/// with a message that names the wrong side: sluice refuses it before
+/// loading, naming the referencing table, and loads nothing.
+#[test]
+fn unlogged_is_refused_for_a_table_another_table_references() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE parent (id int PRIMARY KEY, note text); CREATE TABLE kid (parent_id int REFERENCES parent); \
+         CREATE TABLE solo (id int PRIMARY KEY, note text)",
+    );
+    let file = db.file("p.tsv", b"1\ta\n2\tb\n");
+    let refused = db.load(&[file.to_str().unwrap(), "--table", "parent", "--unlogged"]);
+    assert_eq!(refused.code, 2, "{}", refused.output());
+    let said = "--unlogged: a foreign key of public.kid references public.parent";
+    assert!(refused.output().contains(said), "{}", refused.output());
+    assert_eq!(db.count("parent"), 0);
+    assert_eq!(db.scalar("SELECT relpersistence FROM pg_class WHERE relname = 'parent'"), "p");
+    // A table nothing references still loads unlogged.
+    let loaded = db.load(&[file.to_str().unwrap(), "--table", "solo", "--unlogged"]);
+    assert_eq!(loaded.code, 0, "{}", loaded.output());
+    assert_eq!(db.count("solo"), 2);
+}
+
 /// Stdin cannot be read again to reload the chunks whose rows a deferred
 /// key refuses after the load: keys and constraints stay in place, plain
 /// indexes are still deferred, and every violating line is rejected.

@@ -149,6 +149,13 @@ pub fn plan(session: &PgSession, table: &TableInfo, wanted: TablePlan) -> Result
                 table.display()
             )));
         }
+        if let Some(referencing) = logged_tables_referencing(session, &relation)? {
+            return Err(Error::Usage(format!(
+                "--unlogged: a foreign key of {referencing} references {}, and a logged table cannot reference an \
+                 unlogged one; leave --unlogged out",
+                table.display()
+            )));
+        }
         plan.steps.push(unlogged_step(&relation));
     }
     let why_not = match (wanted.defer, empty, kind.as_str()) {
@@ -187,6 +194,20 @@ pub fn plan(session: &PgSession, table: &TableInfo, wanted: TablePlan) -> Result
         });
     }
     Ok(plan)
+}
+
+/// The logged tables whose foreign keys reference `relation` (a
+/// partitioned table's once, not each partition's), which `SET UNLOGGED`
+/// refuses with a message that names the wrong side; `None` when none does.
+fn logged_tables_referencing(session: &PgSession, relation: &str) -> Result<Option<String>, Error> {
+    let rows = session.query(
+        "SELECT string_agg(DISTINCT quote_ident(n.nspname) || '.' || quote_ident(c.relname), ', ') \
+         FROM pg_constraint f JOIN pg_class c ON c.oid = f.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
+         WHERE f.contype = 'f' AND f.confrelid = $1::regclass AND f.conrelid <> f.confrelid \
+           AND f.conparentid = 0 AND c.relpersistence = 'p'",
+        &[Some(relation)],
+    )?;
+    Ok(rows.into_iter().next().and_then(|r| r[0].clone()))
 }
 
 const SET_LOGGED: &str = " SET LOGGED";
