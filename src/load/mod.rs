@@ -287,7 +287,10 @@ impl Shared<'_> {
     /// ones make isolation look for them first.
     fn note_duplicates(&self, rejects: &[crate::rejects::Reject], records: u64) {
         let duplicates = rejects.iter().filter(|r| r.sqlstate.as_deref() == Some("23505")).count();
-        if duplicates >= KEY_COLLISIONS {
+        // Not in the pass that loads again, one at a time, the chunks whose
+        // rows broke a deferred key: no worker waits for another there, and
+        // the warning's advice (defer the keys) was taken.
+        if duplicates >= KEY_COLLISIONS && !self.one_at_a_time {
             self.keys_collide.store(true, Ordering::SeqCst);
         }
         if duplicates > 0 && duplicates as u64 * DENSE_KEYS >= records {
