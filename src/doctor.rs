@@ -6,6 +6,7 @@
 //! come from the field reports in the seeds and from bench/README.md.
 
 use crate::error::Error;
+use crate::load::foreign;
 use crate::sink::postgres::{PgSession, TableInfo};
 use crate::sink::socket::{listening, socket_dir, Listening, USUAL_SOCKET_DIRS};
 use crate::sql::quote_literal;
@@ -300,8 +301,13 @@ fn setting_advice(name: &str, number: &Option<u64>, shown: &str, workers: usize)
     Finding { topic: name.to_string(), value: shown.to_string(), level, advice }
 }
 
-/// Indexes, constraints, foreign keys, triggers, persistence and size.
+/// Indexes, constraints, foreign keys, triggers, persistence and size; for
+/// a foreign table, which server stores it (its indexes and size are there).
 fn table_findings(session: &PgSession, table: &TableInfo) -> Result<Vec<Finding>, Error> {
+    let foreign = foreign_finding(table, session.server_version());
+    if table.is_foreign() {
+        return Ok(foreign.into_iter().collect());
+    }
     let oid = format!("{}::regclass", quote_literal(&table.quoted()));
     let q = |sql: &str| -> Result<Vec<Vec<Option<String>>>, Error> { session.query(&sql.replace("$T", &oid), &[]) };
     let indexes = q("SELECT indexrelid::regclass::text, indisprimary OR indisunique FROM pg_catalog.pg_index \
@@ -365,7 +371,30 @@ fn table_findings(session: &PgSession, table: &TableInfo) -> Result<Vec<Finding>
             },
         });
     }
+    out.extend(foreign);
     Ok(out)
+}
+
+/// The foreign tables a load into `table` writes to: what loading them
+/// risks, and whether their rows go one at a time (see [`crate::load::foreign`]).
+fn foreign_finding(table: &TableInfo, server_version_num: i32) -> Option<Finding> {
+    table.foreign.first()?;
+    let listed: Vec<String> =
+        table.foreign.iter().map(|f| format!("{} (server {}, {})", f.display, f.server, f.wrapper)).collect();
+    let mut advice = format!(
+        "{}; sluice loads them only with --at-least-once, and loading each table on its own server keeps every \
+         chunk exactly once",
+        foreign::RISK
+    );
+    if let Some(batch) = foreign::batch_advice(table, server_version_num) {
+        advice = format!("{advice}; {batch}");
+    }
+    Some(Finding {
+        topic: format!("{} foreign tables", table.display()),
+        value: listed.join(", "),
+        level: "warning",
+        advice,
+    })
 }
 
 /// `reltuples` is -1 until the table is first vacuumed or analyzed.

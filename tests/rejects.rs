@@ -129,6 +129,8 @@ fn a_view_with_an_instead_of_trigger_is_loaded_through_it() {
         assert_accounts(&loaded.report);
         let deferred = &loaded.report["summary"]["deferred"];
         assert_eq!(deferred["why_not"], "a view: its INSTEAD OF trigger writes the rows", "{deferred}");
+        let path = deferred["table_path"].as_str().unwrap();
+        assert!(path.starts_with("a view: its INSTEAD OF trigger writes the rows, so COPY FREEZE"), "{path}");
         let binary_chunks = loaded.report["summary"]["copy"]["binary_chunks"].as_u64().unwrap();
         assert_eq!(binary_chunks > 0, format == "binary", "{format}");
     }
@@ -136,6 +138,93 @@ fn a_view_with_an_instead_of_trigger_is_loaded_through_it() {
     assert_eq!(run.code, 2, "{}", run.output());
     assert!(run.stderr.contains("--truncate works on tables, and public.people_v is a view"), "{}", run.stderr);
     assert_eq!(db.count("people"), 1999, "nothing was truncated");
+}
+
+/// A foreign table (postgres_fdw, back to this same server) is a target
+/// only with --at-least-once: the server that stores its rows commits them
+/// before sluice's ledger row can be, so a crash between the two would load
+/// a chunk twice. With the flag, the other side's errors (its key, its
+/// CHECK) and a bad number are rejects, nothing is deferred or unlogged,
+/// and the loading sessions commit synchronously (a trigger refuses rows
+/// otherwise). A partitioned table
+/// with a foreign partition is refused and loaded alike.
+#[test]
+fn foreign_tables_are_loaded_only_with_at_least_once() {
+    let db = TestDb::new();
+    let server = crate::util::server();
+    db.execute(&format!(
+        "CREATE EXTENSION postgres_fdw; \
+         CREATE SERVER here FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '{}', port '{}', dbname '{}'); \
+         CREATE USER MAPPING FOR CURRENT_USER SERVER here OPTIONS (user '{}'); \
+         CREATE TABLE people (id int PRIMARY KEY, name text CHECK (name <> 'nobody')); \
+         CREATE FOREIGN TABLE people_f (id int, name text) SERVER here OPTIONS (table_name 'people'); \
+         CREATE FUNCTION synchronous_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+           IF current_setting('synchronous_commit') <> 'on' THEN RAISE EXCEPTION 'asynchronous commit'; END IF; \
+           RETURN NEW; END $$; \
+         CREATE TRIGGER synchronous_only BEFORE INSERT ON people_f FOR EACH ROW EXECUTE FUNCTION synchronous_only(); \
+         CREATE TABLE events (id int, day date) PARTITION BY RANGE (day); \
+         CREATE TABLE events_old PARTITION OF events FOR VALUES FROM ('2020-01-01') TO ('2025-01-01'); \
+         CREATE TABLE events_new_there (id int, day date); \
+         CREATE FOREIGN TABLE events_new PARTITION OF events FOR VALUES FROM ('2025-01-01') TO ('2030-01-01') \
+           SERVER here OPTIONS (table_name 'events_new_there')",
+        server.socket_dir().display(),
+        server.port,
+        db.name,
+        sluice::local_pg::SUPERUSER
+    ));
+    let mut data: String = (0..3000).map(|i| format!("{i},name {i}\n")).collect();
+    data.push_str("7,again\n3001,nobody\nx,not a number\n");
+    let file = db.file("people.csv", data.as_bytes());
+    let refused = load_with_rejects(&db, &file, "people_f", &["--chunk-size", "4KiB"]);
+    assert_eq!(refused.run.code, 2, "{}", refused.run.output());
+    let says = "public.people_f is a foreign table (server here): the server that stores";
+    assert!(
+        refused.run.stderr.contains(says) && refused.run.stderr.contains("--at-least-once"),
+        "{}",
+        refused.run.stderr
+    );
+    assert_eq!(db.count("people"), 0);
+    let version: i32 = db.scalar("SHOW server_version_num").parse().unwrap();
+    for format in ["text", "binary"] {
+        db.execute("TRUNCATE people");
+        // One worker: the first of two rows with one key is the first loaded.
+        let args = ["--chunk-size", "4KiB", "--copy-format", format, "--restart", "--workers", "1", "--at-least-once"];
+        let loaded = load_with_rejects(&db, &file, "people_f", &args);
+        assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
+        let mut lines: Vec<u64> = loaded.rejects.iter().map(|r| r["line"].as_u64().unwrap()).collect();
+        lines.sort_unstable();
+        assert_eq!(lines, [3001, 3002, 3003], "{format}: the other side's key and CHECK, and the bad number");
+        assert_eq!(db.count("people"), 3000, "{format}");
+        assert_eq!(db.scalar("SELECT name FROM people WHERE id = 7"), "name 7", "{format}");
+        assert_accounts(&loaded.report);
+        let deferred = &loaded.report["summary"]["deferred"];
+        assert_eq!(
+            deferred["why_not"],
+            "a foreign table: its indexes and constraints are on server here, with its rows"
+        );
+        assert!(deferred["table_path"].as_str().unwrap().starts_with("a foreign table: server here"), "{deferred}");
+        let binary_chunks = loaded.report["summary"]["copy"]["binary_chunks"].as_u64().unwrap();
+        assert_eq!(binary_chunks > 0, format == "binary", "{format}");
+        let advice = match version >= 160_000 {
+            true => "ALTER FOREIGN TABLE public.people_f OPTIONS (ADD batch_size '1000')",
+            false => "(COPY uses batch_size from PostgreSQL 16 on)",
+        };
+        assert!(loaded.run.stderr.contains(advice), "{}", loaded.run.stderr);
+    }
+    let doctor = crate::util::sluice(&["doctor", "--db", &db.conninfo(), "--table", "events"]).assert_ok().output();
+    let says = "public.events foreign tables = public.events_new (server here, postgres_fdw): the server that stores";
+    assert!(doctor.contains(says) && doctor.contains("--at-least-once"), "{doctor}");
+    let unlogged = db.load(&[file.to_str().unwrap(), "--table", "people_f", "--at-least-once", "--unlogged"]);
+    assert_eq!(unlogged.code, 2, "{}", unlogged.output());
+    assert!(unlogged.stderr.contains("--unlogged: public.people_f is a foreign table"), "{}", unlogged.stderr);
+    let days: String = (0..1000).map(|i| format!("{i},{}-06-01\n", 2020 + i % 10)).collect();
+    let days = db.file("events.csv", days.as_bytes());
+    let refused = db.load(&[days.to_str().unwrap(), "--table", "events"]);
+    assert_eq!(refused.code, 2, "{}", refused.output());
+    assert!(refused.stderr.contains("public.events has foreign partitions (public.events_new)"), "{}", refused.stderr);
+    assert_eq!(db.count("events"), 0);
+    db.load(&[days.to_str().unwrap(), "--table", "events", "--at-least-once", "--chunk-size", "4KiB"]).assert_ok();
+    assert_eq!((db.count("events_old"), db.count("events_new_there")), (500, 500));
 }
 
 /// A trigger that stores every row elsewhere leaves the table empty, yet

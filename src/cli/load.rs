@@ -187,6 +187,14 @@ pub struct LoadArgs {
     #[arg(long)]
     unlogged: bool,
 
+    /// Load into a foreign table (or a partitioned table with foreign
+    /// partitions). Its rows are committed by the server that stores them,
+    /// just before sluice records the chunk here: a crash between the two
+    /// commits loads that chunk twice on resume. Without this flag such a
+    /// table is refused.
+    #[arg(long)]
+    at_least_once: bool,
+
     /// Write a JSON report (summary, per-file counts, one record per chunk).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
@@ -305,6 +313,7 @@ impl LoadArgs {
             copy_format: self.copy_format.into(),
             defer_indexes: self.defer_indexes.into(),
             unlogged: self.unlogged,
+            at_least_once: self.at_least_once,
             max_workers: self.max_workers,
             command: command_line(),
         }

@@ -83,6 +83,10 @@ pub struct DeferPlan {
     /// others could be deferred, saying why: each slows the load as it
     /// would without sluice, and the user may not know it is there.
     pub kept: Vec<String>,
+    /// How the rows reach the disk, for a target whose rows this server
+    /// does not store itself (a view's, a foreign table's); `None`: the
+    /// table's own (see [`deferral`]).
+    pub table_path: Option<String>,
 }
 
 /// What the load does to the table before it starts.
@@ -104,7 +108,14 @@ pub fn plan(session: &PgSession, table: &TableInfo, wanted: TablePlan) -> Result
         // Its trigger writes the rows elsewhere: nothing here to drop, and
         // reading the view to see whether it is empty could cost a scan.
         let why_not = Some("a view: its INSTEAD OF trigger writes the rows".into());
-        return Ok(DeferPlan { why_not, ..Default::default() });
+        let table_path = Some(
+            "a view: its INSTEAD OF trigger writes the rows, so COPY FREEZE, WAL skipping and --unlogged do not apply"
+                .into(),
+        );
+        return Ok(DeferPlan { why_not, table_path, ..Default::default() });
+    }
+    if table.is_foreign() {
+        return foreign_table_plan(table, wanted);
     }
     // A role that may not read the table (COPY needs only INSERT) takes it
     // for one with rows: nothing is deferred on a guess.
@@ -194,6 +205,26 @@ pub fn plan(session: &PgSession, table: &TableInfo, wanted: TablePlan) -> Result
         });
     }
     Ok(plan)
+}
+
+/// A foreign table's indexes, constraints and logging are the business of
+/// the server that stores its rows: nothing to defer or unlog here.
+fn foreign_table_plan(table: &TableInfo, wanted: TablePlan) -> Result<DeferPlan, Error> {
+    let server = table.foreign.first().map_or("", |f| f.server.as_str());
+    if wanted.unlogged {
+        return Err(Error::Usage(format!(
+            "--unlogged: {} is a foreign table, whose rows server {server} stores and logs; leave --unlogged out",
+            table.display()
+        )));
+    }
+    Ok(DeferPlan {
+        why_not: Some(format!("a foreign table: its indexes and constraints are on server {server}, with its rows")),
+        table_path: Some(format!(
+            "a foreign table: server {server} stores the rows, so COPY FREEZE, WAL skipping and --unlogged do not \
+             apply here"
+        )),
+        ..Default::default()
+    })
 }
 
 /// The logged tables whose foreign keys reference `relation` (a
@@ -616,11 +647,12 @@ pub fn deferral(steps: &[StepRow], plan: DeferPlan) -> Deferral {
         why_not: plan.why_not.filter(|_| steps.is_empty()),
         kept: plan.kept,
         unlogged,
-        table_path: match unlogged {
-            true => "unlogged for the load, logged after (--unlogged): no WAL for the rows".into(),
-            false => "logged: each chunk commits on its own, so COPY FREEZE and WAL skipping (which need the \
-                      transaction that created or truncated the table) do not apply; --unlogged skips WAL for an \
-                      empty table"
+        table_path: match (plan.table_path, unlogged) {
+            (Some(elsewhere), _) => elsewhere,
+            (None, true) => "unlogged for the load, logged after (--unlogged): no WAL for the rows".into(),
+            (None, false) => "logged: each chunk commits on its own, so COPY FREEZE and WAL skipping (which need \
+                              the transaction that created or truncated the table) do not apply; --unlogged skips \
+                              WAL for an empty table"
                 .into(),
         },
         ..Deferral::default()

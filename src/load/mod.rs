@@ -11,6 +11,7 @@
 mod batch;
 mod blockers;
 mod defer;
+pub mod foreign;
 mod isolate;
 mod job;
 mod key_check;
@@ -136,6 +137,10 @@ pub struct LoadRequest {
     /// `--max-workers`: the most `--workers auto` opens (default: the CPU
     /// count for a server on this machine, else [`MAX_AUTO_WORKERS`]).
     pub max_workers: Option<usize>,
+    /// `--at-least-once`: load into foreign tables, whose rows another
+    /// server commits, although a crash may load a chunk twice (see
+    /// [`foreign`]).
+    pub at_least_once: bool,
     /// The command line, without its connection, kept in the ledger by the
     /// run that begins a job: what to run again to resume it (`sluice
     /// status` and a refused retry show it).
@@ -170,6 +175,7 @@ impl LoadRequest {
             defer_indexes: DeferIndexes::Auto,
             unlogged: false,
             max_workers: None,
+            at_least_once: false,
             command: None,
         }
     }
@@ -205,7 +211,9 @@ struct Shared<'a> {
     /// Chunks committed by earlier runs of the job.
     done: HashMap<u64, Done>,
     interrupt: Option<Arc<AtomicBool>>,
-    sync_commit: bool,
+    /// What the loading sessions set `synchronous_commit` to; `None`: the
+    /// server's (see [`foreign::synchronous_commit`]).
+    synchronous_commit: Option<&'static str>,
     retry_timeout: Duration,
     /// What each COPY column accepts, for guessing bad records (None: jsonl).
     rules: Option<Vec<suspect::ColumnRule>>,
@@ -501,7 +509,7 @@ fn run_connected(
         fingerprint,
         done,
         interrupt: req.interrupt.clone(),
-        sync_commit: req.sync_commit,
+        synchronous_commit: foreign::synchronous_commit(&table, req.sync_commit),
         retry_timeout: req.retry_timeout,
         rules: suspect::rules(&table, columns.as_deref(), &format),
         value_check: value_check::ValueCheck::new(&copy_columns, &table.text_like, &format),
@@ -575,6 +583,7 @@ fn prepare(
     let unique_keys = control.unique_keys(table.oid)?;
     refuse_the_ledger(req, &table)?;
     refuse_table_flags_on_a_view(req, &table)?;
+    foreign::refuse_without_consent(req.at_least_once, &table)?;
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
     crate::report::ensure_writable_or_stream(&rejects_path, "rejects", "--rejects")?;
     let header_columns = match req.columns {
@@ -600,6 +609,7 @@ fn prepare(
     };
     let mut job = open_job(control, req, &table, format, sources, wanted, shape)?;
     let mut early_warnings: Vec<String> = in_the_ledger_schema(&table).into_iter().collect();
+    early_warnings.extend(foreign::batch_advice(&table, control.server_version()));
     early_warnings.extend(odd_escapes_warning(sources, format));
     if let Some((source, names)) = &header_columns {
         early_warnings

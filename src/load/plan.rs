@@ -353,6 +353,7 @@ mod tests {
             enums: Vec::new(),
             text_like: Vec::new(),
             is_view: false,
+            foreign: Vec::new(),
             session_time_zone: "UTC".into(),
             session_date_style: "ISO, MDY".into(),
         }

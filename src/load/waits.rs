@@ -208,6 +208,12 @@ fn hint(event: &str, server_version_num: i32) -> Option<String> {
         "Lock:relation" | "Lock:transactionid" | "Lock:tuple" => {
             format!("{event}: another session held a lock the load needed")
         }
+        // PostgreSQL 17 lets extensions name their waits (postgres_fdw's
+        // are Extension:PostgresFdwGetResult and the like).
+        _ if event.starts_with("Extension:") => format!(
+            "{event}: the sessions waited in an extension; for a foreign table, that is its data wrapper waiting \
+             for the server that stores the rows (postgres_fdw: see the warning about batch_size, if any)"
+        ),
         _ => return None,
     })
 }
@@ -263,6 +269,10 @@ mod tests {
         for (event, says) in [("LWLock:WALWrite", "write speed"), ("IO:WalInitSync", "min_wal_size")] {
             let waits = sampler(&[(ON_CPU, 60), (event, 40)], 170000).summary(Work::Loading);
             assert!(waits.hint.as_deref().is_some_and(|h| h.starts_with(event) && h.contains(says)), "{event}");
+        }
+        for event in ["Extension:Extension", "Extension:PostgresFdwGetResult"] {
+            let waits = sampler(&[(ON_CPU, 10), (event, 90)], 180006).summary(Work::Loading);
+            assert!(waits.hint.as_deref().is_some_and(|h| h.starts_with(event) && h.contains("foreign table")));
         }
         let unknown = sampler(&[(ON_CPU, 50), ("IPC:SomethingNew", 50)], 150013).summary(Work::Loading);
         assert_eq!(unknown.hint, None);

@@ -167,15 +167,16 @@ enum Outcome {
     Busy,
 }
 
-/// A connection ready to load: the COPY statement set and, unless asked
-/// otherwise, `synchronous_commit` off (safe with the ledger: a commit lost in
-/// a crash loses its ledger row too, and the chunk is loaded again).
+/// A connection ready to load: the COPY statement set and
+/// `synchronous_commit` as the load wants it: off unless asked otherwise
+/// (safe with the ledger: a commit lost in a crash loses its ledger row
+/// too, and the chunk is loaded again), on for foreign tables.
 fn open_session(shared: &Shared) -> Result<PgSession, Error> {
     let mut session = shared.target.connect()?;
     shared.waits.watch(session.backend_pid());
     session.set_copy_statement(&shared.copy_sql, shared.table);
-    if !shared.sync_commit {
-        session.execute("SET synchronous_commit = off")?;
+    if let Some(setting) = shared.synchronous_commit {
+        session.execute(&format!("SET synchronous_commit = {setting}"))?;
     }
     Ok(session)
 }

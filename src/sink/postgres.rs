@@ -363,6 +363,9 @@ pub struct TableInfo {
     /// A view whose INSTEAD OF INSERT trigger takes the rows: it cannot be
     /// truncated, and has no indexes of its own.
     pub is_view: bool,
+    /// The foreign tables COPY may write rows to: the table itself, or the
+    /// foreign partitions of a partitioned table at any depth.
+    pub foreign: Vec<ForeignTable>,
     /// The session's TimeZone setting: the server reads a timestamptz
     /// written without an offset in it (sluice's sessions all connect alike).
     pub session_time_zone: String,
@@ -405,7 +408,45 @@ impl TableInfo {
     pub fn display(&self) -> String {
         format!("{}.{}", display_ident(&self.schema), display_ident(&self.name))
     }
+
+    /// The table is itself a foreign table (not one with foreign partitions).
+    pub fn is_foreign(&self) -> bool {
+        self.foreign.iter().any(|f| f.oid == self.oid)
+    }
 }
+
+/// A foreign table that rows of a load go to, and how they get there.
+///
+/// Why sluice looks: the server that stores a foreign table's rows commits
+/// them just before this server commits the chunk's ledger row, so a crash
+/// between the two commits loads that chunk again on resume (see
+/// `load::refuse_foreign_tables`). And postgres_fdw sends COPY's rows one
+/// INSERT at a time unless `batch_size` is set, which COPY honours from
+/// PostgreSQL 16 on (see `load::foreign_batch_advice`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ForeignTable {
+    pub oid: u32,
+    /// `schema.name`, as messages show tables.
+    pub display: String,
+    /// The foreign server's name and its wrapper's (`postgres_fdw`).
+    pub server: String,
+    pub wrapper: String,
+    /// The `batch_size` option, the table's or else its server's.
+    pub batch_size: Option<String>,
+}
+
+/// The foreign tables among a table and its partitions at any depth
+/// (children of a plain table by inheritance get none of COPY's rows).
+const FOREIGN_TABLES: &str = "WITH RECURSIVE tree(oid) AS (SELECT $1::int8::oid UNION ALL \
+     SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN tree ON i.inhparent = tree.oid \
+     JOIN pg_catalog.pg_class p ON p.oid = i.inhparent AND p.relkind = 'p') \
+     SELECT n.nspname, c.relname, s.srvname, w.fdwname, c.oid::int8, coalesce( \
+       (SELECT option_value FROM pg_catalog.pg_options_to_table(f.ftoptions) WHERE option_name = 'batch_size'), \
+       (SELECT option_value FROM pg_catalog.pg_options_to_table(s.srvoptions) WHERE option_name = 'batch_size')) \
+     FROM tree JOIN pg_catalog.pg_foreign_table f ON f.ftrelid = tree.oid \
+     JOIN pg_catalog.pg_class c ON c.oid = f.ftrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+     JOIN pg_catalog.pg_foreign_server s ON s.oid = f.ftserver \
+     JOIN pg_catalog.pg_foreign_data_wrapper w ON w.oid = s.srvfdw ORDER BY 1, 2";
 
 /// A query's rows, each value as text (`None`: NULL).
 pub type Rows = Vec<Vec<Option<String>>>;
@@ -573,8 +614,9 @@ impl PgSession {
             self.query("SELECT pg_catalog.current_setting('TimeZone'), pg_catalog.current_setting('DateStyle')", &[])?;
         let setting = |i: usize| settings.first().and_then(|r| r[i].clone()).unwrap_or_default();
         let (session_time_zone, session_date_style) = (setting(0), setting(1));
-        let oid = oid.parse().map_err(|_| Error::Server(format!("the server gave {table} the OID \"{oid}\"")))?;
         let is_view = kind == "v";
+        let foreign = self.foreign_tables(&oid)?;
+        let oid = oid.parse().map_err(|_| Error::Server(format!("the server gave {table} the OID \"{oid}\"")))?;
         Ok(TableInfo {
             oid,
             schema,
@@ -584,9 +626,26 @@ impl PgSession {
             enums,
             text_like,
             is_view,
+            foreign,
             session_time_zone,
             session_date_style,
         })
+    }
+
+    /// The foreign tables COPY into the table `oid` may write to.
+    fn foreign_tables(&self, oid: &str) -> Result<Vec<ForeignTable>, Error> {
+        let rows = self.query(FOREIGN_TABLES, &[Some(oid)])?;
+        let text = |r: &Vec<Option<String>>, i: usize| r[i].clone().unwrap_or_default();
+        Ok(rows
+            .iter()
+            .map(|r| ForeignTable {
+                display: format!("{}.{}", display_ident(&text(r, 0)), display_ident(&text(r, 1))),
+                server: text(r, 2),
+                wrapper: text(r, 3),
+                oid: text(r, 4).parse().unwrap_or_default(),
+                batch_size: r[5].clone(),
+            })
+            .collect())
     }
 
     /// The unique keys of the table `oid` (valid unique indexes on plain
