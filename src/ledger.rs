@@ -90,6 +90,18 @@ pub const CREATE_TABLES: &str =
      CREATE TABLE IF NOT EXISTS sluice.xacts (job text NOT NULL, seq bigint NOT NULL); \
      CREATE INDEX IF NOT EXISTS xacts_job_seq ON sluice.xacts (job, seq)";
 
+/// When the ledger's schema exists: its owner, the current role, and
+/// whether the role may use the schema and read, add, change and delete
+/// the rows of each ledger table already there. (`has_table_privilege`
+/// with a list is true when any one is held, hence one call each.)
+pub const ACCESS_SQL: &str = "SELECT n.nspowner::regrole::text, current_user::text, \
+     pg_catalog.has_schema_privilege(n.oid, 'USAGE') AND NOT EXISTS (SELECT FROM pg_catalog.pg_class c \
+       WHERE c.relnamespace = n.oid AND c.relkind = 'r' \
+       AND c.relname IN ('jobs', 'chunks', 'steps', 'xacts', 'rejects') \
+       AND NOT (pg_catalog.has_table_privilege(c.oid, 'SELECT') AND pg_catalog.has_table_privilege(c.oid, 'INSERT') \
+         AND pg_catalog.has_table_privilege(c.oid, 'UPDATE') AND pg_catalog.has_table_privilege(c.oid, 'DELETE'))) \
+     FROM pg_catalog.pg_namespace n WHERE n.nspname = 'sluice'";
+
 /// Columns added since the first ledger, as (table, column, type): a ledger
 /// made by an older sluice gets those it lacks. Only those: ALTER TABLE
 /// locks a table whole even when the column is there, and a process

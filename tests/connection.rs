@@ -297,6 +297,63 @@ fn a_role_that_may_only_insert_loads_once_it_owns_the_ledger_schema() {
     assert_eq!(db.scalar("SELECT count(*) FROM sluice.rejects"), "11");
 }
 
+/// A ledger another role made (an administrator's first load) is out of
+/// a loading role's reach until it is granted: the role is told the two
+/// GRANTs, not `permission denied for schema sluice`, and loads once they
+/// are run as written.
+#[test]
+fn a_ledger_another_role_made_is_named_with_the_grants_it_needs() {
+    let db = TestDb::new();
+    let file = table_and_file(&db);
+    db.load(&[&file, "--table", "t"]).assert_ok();
+    let role = format!("late_{}", db.name);
+    db.execute(&format!("CREATE ROLE {role} LOGIN; GRANT INSERT ON t TO {role}"));
+    let conninfo = format!("{} user={role}", db.conninfo());
+    let more = db.file("more.csv", b"4,d\n5,e\n");
+    let load = || {
+        let mut cmd = sluice_command();
+        cmd.args(["load", more.to_str().unwrap(), "--table", "t", "--db", &conninfo]);
+        run_command(cmd)
+    };
+    let run = load();
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    let grants = format!(
+        "GRANT USAGE ON SCHEMA sluice TO \"{role}\"; GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA \
+         sluice TO \"{role}\""
+    );
+    assert!(run.stderr.contains(&format!("role \"{role}\" may not use it; ask")), "{}", run.stderr);
+    assert!(run.stderr.contains(&grants), "{}", run.stderr);
+    db.execute(&format!("GRANT USAGE ON SCHEMA sluice TO \"{role}\""));
+    assert!(load().stderr.contains(&grants), "the schema alone is not enough");
+    db.execute(&grants);
+    assert_eq!(load().code, 0);
+    assert_eq!(db.count("t"), 5);
+}
+
+/// COPY refuses a table whose row-level security applies to the role; sluice
+/// says so before anything is done, --truncate included.
+#[test]
+fn row_level_security_is_refused_before_anything_is_done() {
+    let db = TestDb::new();
+    let file = table_and_file(&db);
+    db.load(&[&file, "--table", "t"]).assert_ok();
+    let role = format!("ruled_{}", db.name);
+    db.execute(&format!(
+        "CREATE ROLE {role} LOGIN; GRANT INSERT, TRUNCATE ON t TO {role}; GRANT USAGE ON SCHEMA sluice TO {role}; \
+         GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA sluice TO {role}; \
+         ALTER TABLE t ENABLE ROW LEVEL SECURITY; CREATE POLICY mine ON t USING (name = current_user)"
+    ));
+    let mut cmd = sluice_command();
+    let conninfo = format!("{} user={role}", db.conninfo());
+    let more = db.file("more.csv", b"4,d\n5,e\n");
+    cmd.args(["load", more.to_str().unwrap(), "--table", "t", "--truncate", "--db", &conninfo]);
+    let run = run_command(cmd);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let says = format!("public.t has row-level security that applies to role \"{role}\", and COPY");
+    assert!(run.stderr.contains(&says) && run.stderr.contains("DISABLE ROW LEVEL SECURITY"), "{}", run.stderr);
+    assert_eq!(db.count("t"), 3, "not truncated");
+}
+
 /// TLS through libpq: `sslmode=require` connects encrypted, `verify-full`
 /// accepts the server's certificate from `sslrootcert` and refuses one from
 /// another authority with one clear line and exit code 4.

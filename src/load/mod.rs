@@ -379,6 +379,28 @@ fn refuse_table_flags_on_a_view(req: &LoadRequest, table: &TableInfo) -> Result<
     }
 }
 
+/// COPY FROM refuses a table whose row-level security applies to the
+/// role (`COPY FROM not supported with row-level security`), at the first
+/// chunk: by then `--truncate` would have emptied the table. Said before
+/// anything is done, with the ways out.
+fn refuse_row_level_security(control: &PgSession, table: &TableInfo) -> Result<(), Error> {
+    let active = control.query(
+        "SELECT current_user::text FROM (SELECT) one WHERE pg_catalog.row_security_active($1::regclass)",
+        &[Some(&table.quoted())],
+    )?;
+    match active.first().and_then(|r| r[0].clone()) {
+        Some(role) => Err(Error::Target(format!(
+            "{} has row-level security that applies to role {}, and COPY (which sluice loads with) refuses such \
+             a table; load as a role it does not apply to (a superuser, a role with BYPASSRLS, or the owner unless \
+             the table forces it), or have the owner run ALTER TABLE {} DISABLE ROW LEVEL SECURITY for the load",
+            table.display(),
+            quote_ident(&role),
+            table.quoted()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// sluice's own tables are never a target. A role named `sluice` finds
 /// them first for a bare name (its search path starts with `"$user"`, the
 /// ledger's schema), so `--table jobs` would load into the ledger.
@@ -584,6 +606,7 @@ fn prepare(
     refuse_the_ledger(req, &table)?;
     refuse_table_flags_on_a_view(req, &table)?;
     foreign::refuse_without_consent(req.at_least_once, &table)?;
+    refuse_row_level_security(control, &table)?;
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
     crate::report::ensure_writable_or_stream(&rejects_path, "rejects", "--rejects")?;
     let header_columns = match req.columns {
@@ -1002,6 +1025,7 @@ fn write_committed_rejects(control: &PgSession, job: &str, file: &mut RejectsFil
 /// Creates sluice's ledger and rejects tables when they are missing; a user
 /// who may not create them can still load once they exist.
 fn ensure_tables(control: &PgSession) -> Result<(), Error> {
+    refuse_a_ledger_out_of_reach(control)?;
     for _ in 0..3 {
         if control.query(&ledger::schema_is_current_sql(), &[])?.first().and_then(|r| r[0].as_deref()) == Some("t") {
             return Ok(());
@@ -1025,6 +1049,31 @@ fn ensure_tables(control: &PgSession) -> Result<(), Error> {
         }
     }
     Err(Error::Server("the sluice tables kept changing while being created".into()))
+}
+
+/// The ledger another role made, which this role may not use: the server
+/// would say only `permission denied for schema sluice`, at the first
+/// query. Read from the catalogs, which any role may read.
+fn refuse_a_ledger_out_of_reach(control: &PgSession) -> Result<(), Error> {
+    let rows = control.query(ledger::ACCESS_SQL, &[])?;
+    let Some(row) = rows.first() else {
+        return Ok(());
+    };
+    let [owner, role, usable] = [0, 1, 2].map(|i| row[i].clone().unwrap_or_default());
+    match usable.as_str() {
+        "t" => Ok(()),
+        _ => Err(Error::Database(format!(
+            "sluice keeps its ledger in schema \"sluice\" of the target database, which role {} made, and role {} \
+             may not use it; ask {} (or a superuser) to run GRANT USAGE ON SCHEMA sluice TO {}; GRANT SELECT, \
+             INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA sluice TO {}, or load as {}",
+            quote_ident(&owner),
+            quote_ident(&role),
+            quote_ident(&owner),
+            quote_ident(&role),
+            quote_ident(&role),
+            quote_ident(&owner)
+        ))),
+    }
 }
 
 /// What to ask of an administrator: a schema the loading role owns is all
