@@ -59,7 +59,7 @@ use std::collections::HashMap;
 
 use crate::error::Error;
 use crate::sink::postgres::PgSession;
-use crate::sql::{copy_text_value, quote_literal};
+use crate::sql::{copy_text_value, quote_ident, quote_literal};
 
 /// Creates sluice's schema. Run only when it is missing: the server checks
 /// the right to create schemas before it sees one exists, and a loading role
@@ -101,6 +101,31 @@ pub const ACCESS_SQL: &str = "SELECT n.nspowner::regrole::text, current_user::te
        AND NOT (pg_catalog.has_table_privilege(c.oid, 'SELECT') AND pg_catalog.has_table_privilege(c.oid, 'INSERT') \
          AND pg_catalog.has_table_privilege(c.oid, 'UPDATE') AND pg_catalog.has_table_privilege(c.oid, 'DELETE'))) \
      FROM pg_catalog.pg_namespace n WHERE n.nspname = 'sluice'";
+
+/// The ledger another role made, which this role may not use: the server
+/// would say only `permission denied for schema sluice`, at the first
+/// query. Read from the catalogs, which any role may read.
+pub fn refuse_out_of_reach(control: &PgSession) -> Result<(), Error> {
+    let rows = control.query(ACCESS_SQL, &[])?;
+    let Some(row) = rows.first() else {
+        return Ok(());
+    };
+    let [owner, role, usable] = [0, 1, 2].map(|i| row[i].clone().unwrap_or_default());
+    match usable.as_str() {
+        "t" => Ok(()),
+        _ => Err(Error::Database(format!(
+            "sluice keeps its ledger in schema \"sluice\" of the target database, which role {} made, and role {} \
+             may not use it; ask {} (or a superuser) to run GRANT USAGE ON SCHEMA sluice TO {}; GRANT SELECT, \
+             INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA sluice TO {}, or run sluice as {}",
+            quote_ident(&owner),
+            quote_ident(&role),
+            quote_ident(&owner),
+            quote_ident(&role),
+            quote_ident(&role),
+            quote_ident(&owner)
+        ))),
+    }
+}
 
 /// Columns added since the first ledger, as (table, column, type): a ledger
 /// made by an older sluice gets those it lacks. Only those: ALTER TABLE

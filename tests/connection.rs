@@ -299,8 +299,8 @@ fn a_role_that_may_only_insert_loads_once_it_owns_the_ledger_schema() {
 
 /// A ledger another role made (an administrator's first load) is out of
 /// a loading role's reach until it is granted: the role is told the two
-/// GRANTs, not `permission denied for schema sluice`, and loads once they
-/// are run as written.
+/// GRANTs, not `permission denied for schema sluice` (by `sluice status`
+/// too), and loads once they are run as written.
 #[test]
 fn a_ledger_another_role_made_is_named_with_the_grants_it_needs() {
     let db = TestDb::new();
@@ -323,6 +323,10 @@ fn a_ledger_another_role_made_is_named_with_the_grants_it_needs() {
     );
     assert!(run.stderr.contains(&format!("role \"{role}\" may not use it; ask")), "{}", run.stderr);
     assert!(run.stderr.contains(&grants), "{}", run.stderr);
+    let mut status = sluice_command();
+    status.args(["status", "--db", &conninfo]);
+    let status = run_command(status);
+    assert!(status.code == 4 && status.stderr.contains(&grants), "{}", status.stderr);
     db.execute(&format!("GRANT USAGE ON SCHEMA sluice TO \"{role}\""));
     assert!(load().stderr.contains(&grants), "the schema alone is not enough");
     db.execute(&grants);

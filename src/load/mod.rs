@@ -1025,7 +1025,7 @@ fn write_committed_rejects(control: &PgSession, job: &str, file: &mut RejectsFil
 /// Creates sluice's ledger and rejects tables when they are missing; a user
 /// who may not create them can still load once they exist.
 fn ensure_tables(control: &PgSession) -> Result<(), Error> {
-    refuse_a_ledger_out_of_reach(control)?;
+    ledger::refuse_out_of_reach(control)?;
     for _ in 0..3 {
         if control.query(&ledger::schema_is_current_sql(), &[])?.first().and_then(|r| r[0].as_deref()) == Some("t") {
             return Ok(());
@@ -1049,31 +1049,6 @@ fn ensure_tables(control: &PgSession) -> Result<(), Error> {
         }
     }
     Err(Error::Server("the sluice tables kept changing while being created".into()))
-}
-
-/// The ledger another role made, which this role may not use: the server
-/// would say only `permission denied for schema sluice`, at the first
-/// query. Read from the catalogs, which any role may read.
-fn refuse_a_ledger_out_of_reach(control: &PgSession) -> Result<(), Error> {
-    let rows = control.query(ledger::ACCESS_SQL, &[])?;
-    let Some(row) = rows.first() else {
-        return Ok(());
-    };
-    let [owner, role, usable] = [0, 1, 2].map(|i| row[i].clone().unwrap_or_default());
-    match usable.as_str() {
-        "t" => Ok(()),
-        _ => Err(Error::Database(format!(
-            "sluice keeps its ledger in schema \"sluice\" of the target database, which role {} made, and role {} \
-             may not use it; ask {} (or a superuser) to run GRANT USAGE ON SCHEMA sluice TO {}; GRANT SELECT, \
-             INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA sluice TO {}, or load as {}",
-            quote_ident(&owner),
-            quote_ident(&role),
-            quote_ident(&owner),
-            quote_ident(&role),
-            quote_ident(&role),
-            quote_ident(&owner)
-        ))),
-    }
 }
 
 /// What to ask of an administrator: a schema the loading role owns is all
