@@ -91,15 +91,17 @@ pub const CREATE_TABLES: &str =
      CREATE INDEX IF NOT EXISTS xacts_job_seq ON sluice.xacts (job, seq)";
 
 /// When the ledger's schema exists: its owner, the current role, and
-/// whether the role may use the schema and read, add, change and delete
-/// the rows of each ledger table already there. (`has_table_privilege`
-/// with a list is true when any one is held, hence one call each.)
+/// whether the role may use the schema and do to each ledger table already
+/// there what loads do: read, add and delete rows, and change those of
+/// `jobs`, `chunks` and `steps` (`has_table_privilege` with a list is true
+/// when any one is held, hence one call each).
 pub const ACCESS_SQL: &str = "SELECT n.nspowner::regrole::text, current_user::text, \
      pg_catalog.has_schema_privilege(n.oid, 'USAGE') AND NOT EXISTS (SELECT FROM pg_catalog.pg_class c \
        WHERE c.relnamespace = n.oid AND c.relkind = 'r' \
        AND c.relname IN ('jobs', 'chunks', 'steps', 'xacts', 'rejects') \
        AND NOT (pg_catalog.has_table_privilege(c.oid, 'SELECT') AND pg_catalog.has_table_privilege(c.oid, 'INSERT') \
-         AND pg_catalog.has_table_privilege(c.oid, 'UPDATE') AND pg_catalog.has_table_privilege(c.oid, 'DELETE'))) \
+         AND pg_catalog.has_table_privilege(c.oid, 'DELETE') \
+         AND (c.relname IN ('xacts', 'rejects') OR pg_catalog.has_table_privilege(c.oid, 'UPDATE')))) \
      FROM pg_catalog.pg_namespace n WHERE n.nspname = 'sluice'";
 
 /// The ledger another role made, which this role may not use: the server
