@@ -347,7 +347,12 @@ fn table_findings(session: &PgSession, table: &TableInfo) -> Result<Vec<Finding>
              rows still end up as rejects)",
         ),
         ("CHECK constraints", &checks, "cheap, checked per row; violations become rejects"),
-        ("triggers", &triggers, "run per row and can dominate a load; disable them only if you know what they do"),
+        (
+            "triggers",
+            &triggers,
+            "run per row and can dominate a load; disable them only if you know what they do. An INSERT trigger \
+             also keeps sluice from deferring keys and constraints (a chunk loaded again would run it twice)",
+        ),
     ] {
         let n = count(rows);
         out.push(Finding {

@@ -354,6 +354,7 @@ mod tests {
             text_like: Vec::new(),
             is_view: false,
             foreign: Vec::new(),
+            insert_triggers: Vec::new(),
             session_time_zone: "UTC".into(),
             session_date_style: "ISO, MDY".into(),
         }

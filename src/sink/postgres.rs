@@ -366,6 +366,10 @@ pub struct TableInfo {
     /// The foreign tables COPY may write rows to: the table itself, or the
     /// foreign partitions of a partitioned table at any depth.
     pub foreign: Vec<ForeignTable>,
+    /// The user's triggers that run when rows are inserted into the table
+    /// or its partitions (see `load::defer`: a chunk loaded twice runs them
+    /// twice).
+    pub insert_triggers: Vec<String>,
     /// The session's TimeZone setting: the server reads a timestamptz
     /// written without an offset in it (sluice's sessions all connect alike).
     pub session_time_zone: String,
@@ -420,9 +424,9 @@ impl TableInfo {
 /// Why sluice looks: the server that stores a foreign table's rows commits
 /// them just before this server commits the chunk's ledger row, so a crash
 /// between the two commits loads that chunk again on resume (see
-/// `load::refuse_foreign_tables`). And postgres_fdw sends COPY's rows one
+/// `load::foreign`). And postgres_fdw sends COPY's rows one
 /// INSERT at a time unless `batch_size` is set, which COPY honours from
-/// PostgreSQL 16 on (see `load::foreign_batch_advice`).
+/// PostgreSQL 16 on (see `load::foreign`).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct ForeignTable {
     pub oid: u32,
@@ -435,18 +439,29 @@ pub struct ForeignTable {
     pub batch_size: Option<String>,
 }
 
-/// The foreign tables among a table and its partitions at any depth
-/// (children of a plain table by inheritance get none of COPY's rows).
-const FOREIGN_TABLES: &str = "WITH RECURSIVE tree(oid) AS (SELECT $1::int8::oid UNION ALL \
+/// The table `$1` (an OID) and its partitions at any depth, as `tree`:
+/// where COPY into it may write rows (children of a plain table by
+/// inheritance get none).
+const PARTITION_TREE: &str = "WITH RECURSIVE tree(oid) AS (SELECT $1::int8::oid UNION ALL \
      SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN tree ON i.inhparent = tree.oid \
-     JOIN pg_catalog.pg_class p ON p.oid = i.inhparent AND p.relkind = 'p') \
-     SELECT n.nspname, c.relname, s.srvname, w.fdwname, c.oid::int8, coalesce( \
+     JOIN pg_catalog.pg_class p ON p.oid = i.inhparent AND p.relkind = 'p') ";
+
+/// The foreign tables in [`PARTITION_TREE`].
+const FOREIGN_TABLES: &str = "SELECT n.nspname, c.relname, s.srvname, w.fdwname, c.oid::int8, coalesce( \
        (SELECT option_value FROM pg_catalog.pg_options_to_table(f.ftoptions) WHERE option_name = 'batch_size'), \
        (SELECT option_value FROM pg_catalog.pg_options_to_table(s.srvoptions) WHERE option_name = 'batch_size')) \
      FROM tree JOIN pg_catalog.pg_foreign_table f ON f.ftrelid = tree.oid \
      JOIN pg_catalog.pg_class c ON c.oid = f.ftrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
      JOIN pg_catalog.pg_foreign_server s ON s.oid = f.ftserver \
      JOIN pg_catalog.pg_foreign_data_wrapper w ON w.oid = s.srvfdw ORDER BY 1, 2";
+
+/// The triggers that run when rows are inserted, in [`PARTITION_TREE`]:
+/// enabled (in a session of the default replication role), the user's
+/// (not the internal ones of foreign keys), row or statement level.
+/// Trigger type bits: INSERT 4.
+const INSERT_TRIGGERS: &str =
+    "SELECT DISTINCT t.tgname FROM tree JOIN pg_catalog.pg_trigger t ON t.tgrelid = tree.oid \
+     WHERE NOT t.tgisinternal AND t.tgenabled IN ('O', 'A') AND t.tgtype & 4 <> 0 ORDER BY 1";
 
 /// A query's rows, each value as text (`None`: NULL).
 pub type Rows = Vec<Vec<Option<String>>>;
@@ -616,6 +631,8 @@ impl PgSession {
         let (session_time_zone, session_date_style) = (setting(0), setting(1));
         let is_view = kind == "v";
         let foreign = self.foreign_tables(&oid)?;
+        let insert_triggers = self.query(&format!("{PARTITION_TREE}{INSERT_TRIGGERS}"), &[Some(&oid)])?;
+        let insert_triggers = insert_triggers.into_iter().filter_map(|r| r.into_iter().next().flatten()).collect();
         let oid = oid.parse().map_err(|_| Error::Server(format!("the server gave {table} the OID \"{oid}\"")))?;
         Ok(TableInfo {
             oid,
@@ -627,6 +644,7 @@ impl PgSession {
             text_like,
             is_view,
             foreign,
+            insert_triggers,
             session_time_zone,
             session_date_style,
         })
@@ -634,7 +652,7 @@ impl PgSession {
 
     /// The foreign tables COPY into the table `oid` may write to.
     fn foreign_tables(&self, oid: &str) -> Result<Vec<ForeignTable>, Error> {
-        let rows = self.query(FOREIGN_TABLES, &[Some(oid)])?;
+        let rows = self.query(&format!("{PARTITION_TREE}{FOREIGN_TABLES}"), &[Some(oid)])?;
         let text = |r: &Vec<Option<String>>, i: usize| r[i].clone().unwrap_or_default();
         Ok(rows
             .iter()
