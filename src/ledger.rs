@@ -362,13 +362,16 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
         &[Some(job), input_bytes.as_deref()],
     )?;
     if restart || steps_done != "t" {
+        // Planned first: the plan may refuse the load (a --truncate that
+        // foreign keys would make fail) before any step is taken.
+        let deferred = plan_deferred()?;
         for step in first_steps {
             session.execute(step).map_err(|e| match e {
                 Error::Server(message) => Error::Server(format!("{step}: {message}")),
                 other => other,
             })?;
         }
-        record_deferred(session, job, table, &plan_deferred()?)?;
+        record_deferred(session, job, table, &deferred)?;
         session.query("UPDATE sluice.jobs SET steps_done = true WHERE job = $1 RETURNING 1", &[Some(job)])?;
     }
     let done = done_chunks(session, job)?;

@@ -204,6 +204,29 @@ fn unlogged_is_refused_for_a_table_another_table_references() {
     assert_eq!(db.count("solo"), 2);
 }
 
+/// TRUNCATE refuses a table another table's foreign key references, with a
+/// hint at CASCADE (which would empty that table too): sluice refuses
+/// --truncate before taking any step, naming the referencing table and
+/// what to run instead. A key that references its own table is no bar.
+#[test]
+fn truncate_is_refused_for_a_table_another_table_references() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE parent (id int PRIMARY KEY, note text); CREATE TABLE kid (parent_id int REFERENCES parent); \
+         INSERT INTO parent VALUES (7, 'kept'); INSERT INTO kid VALUES (7); \
+         CREATE TABLE tree (id int PRIMARY KEY, up int REFERENCES tree); INSERT INTO tree VALUES (9, NULL)",
+    );
+    let file = db.file("p.tsv", b"1\ta\n2\tb\n");
+    let refused = db.load(&[file.to_str().unwrap(), "--table", "parent", "--truncate"]);
+    assert_eq!(refused.code, 2, "{}", refused.output());
+    let said = "--truncate: a foreign key of public.kid references public.parent, and TRUNCATE empties";
+    assert!(refused.stderr.contains(said) && refused.stderr.contains("(TRUNCATE public.parent, public.kid)"));
+    assert_eq!((db.count("parent"), db.count("kid")), (1, 1), "nothing emptied");
+    let tree = db.file("t.tsv", b"1\t\\N\n2\t1\n");
+    db.load(&[tree.to_str().unwrap(), "--table", "tree", "--truncate"]).assert_ok();
+    assert_eq!(db.count("tree"), 2);
+}
+
 /// Stdin cannot be read again to reload the chunks whose rows a deferred
 /// key refuses after the load: keys and constraints stay in place, plain
 /// indexes are still deferred, and every violating line is rejected.

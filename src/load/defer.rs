@@ -117,6 +117,16 @@ pub fn plan(session: &PgSession, table: &TableInfo, wanted: TablePlan) -> Result
     if table.is_foreign() {
         return foreign_table_plan(table, wanted);
     }
+    if wanted.truncate {
+        if let Some(referencing) = tables_referencing(session, &relation, false)? {
+            return Err(Error::Usage(format!(
+                "--truncate: a foreign key of {referencing} references {0}, and TRUNCATE empties a table that \
+                 foreign keys reference only together with the tables they are in; empty them yourself \
+                 (TRUNCATE {0}, {referencing}) and load without --truncate, or leave --truncate out",
+                table.display(),
+            )));
+        }
+    }
     // A role that may not read the table (COPY needs only INSERT) takes it
     // for one with rows: nothing is deferred on a guess.
     let empty = wanted.truncate || session.table_is_empty(table)? == Some(true);
@@ -160,7 +170,7 @@ pub fn plan(session: &PgSession, table: &TableInfo, wanted: TablePlan) -> Result
                 table.display()
             )));
         }
-        if let Some(referencing) = logged_tables_referencing(session, &relation)? {
+        if let Some(referencing) = tables_referencing(session, &relation, true)? {
             return Err(Error::Usage(format!(
                 "--unlogged: a foreign key of {referencing} references {}, and a logged table cannot reference an \
                  unlogged one; leave --unlogged out",
@@ -246,16 +256,19 @@ fn foreign_table_plan(table: &TableInfo, wanted: TablePlan) -> Result<DeferPlan,
     })
 }
 
-/// The logged tables whose foreign keys reference `relation` (a
-/// partitioned table's once, not each partition's), which `SET UNLOGGED`
-/// refuses with a message that names the wrong side; `None` when none does.
-fn logged_tables_referencing(session: &PgSession, relation: &str) -> Result<Option<String>, Error> {
+/// The other tables whose foreign keys reference `relation` (a
+/// partitioned table's once, not each partition's), the logged ones only
+/// when `logged`; `None` when none does. `SET UNLOGGED` refuses a table
+/// logged ones reference, with a message that names the wrong side, and
+/// `TRUNCATE` one any references, with a hint at `CASCADE`, which empties
+/// them too and is no option of sluice's.
+fn tables_referencing(session: &PgSession, relation: &str, logged: bool) -> Result<Option<String>, Error> {
     let rows = session.query(
         "SELECT string_agg(DISTINCT quote_ident(n.nspname) || '.' || quote_ident(c.relname), ', ') \
          FROM pg_constraint f JOIN pg_class c ON c.oid = f.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
          WHERE f.contype = 'f' AND f.confrelid = $1::regclass AND f.conrelid <> f.confrelid \
-           AND f.conparentid = 0 AND c.relpersistence = 'p'",
-        &[Some(relation)],
+           AND f.conparentid = 0 AND (c.relpersistence = 'p' OR NOT $2::bool)",
+        &[Some(relation), Some(if logged { "true" } else { "false" })],
     )?;
     Ok(rows.into_iter().next().and_then(|r| r[0].clone()))
 }
