@@ -38,7 +38,11 @@
 //! definition, tablespace or a comment). A partitioned table's indexes are
 //! built on it, which builds its partitions' (their names are given back
 //! afterwards), and its keys added with their index (`USING INDEX` cannot
-//! attach one there).
+//! attach one there). Keys and constraints (not plain indexes) also stay
+//! when their violating chunks could not be loaded again as they were: from
+//! stdin or a pipe, into a table with foreign partitions (whose rows carry
+//! no `xmin` of this server's), or into a table with an INSERT trigger
+//! (which would run twice for those chunks' rows).
 //!
 //! Why our own: dropping and rebuilding is what every field report did by
 //! hand; doing it so that a crash cannot lose an index and a duplicate
