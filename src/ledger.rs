@@ -92,41 +92,50 @@ pub const CREATE_TABLES: &str =
 
 /// When the ledger's schema exists: its owner, the current role, and
 /// whether the role may use the schema and do to each ledger table already
-/// there what loads do: read, add and delete rows, and change those of
-/// `jobs`, `chunks` and `steps` (`has_table_privilege` with a list is true
-/// when any one is held, hence one call each).
-pub const ACCESS_SQL: &str = "SELECT n.nspowner::regrole::text, current_user::text, \
+/// there what it needs: read rows (`$1`, for `sluice status`), or what
+/// loads do as well: add and delete rows, and change those of `jobs`,
+/// `chunks` and `steps` (`has_table_privilege` with a list is true when any
+/// one is held, hence one call each).
+const ACCESS_SQL: &str = "SELECT n.nspowner::regrole::text, current_user::text, \
      pg_catalog.has_schema_privilege(n.oid, 'USAGE') AND NOT EXISTS (SELECT FROM pg_catalog.pg_class c \
        WHERE c.relnamespace = n.oid AND c.relkind = 'r' \
        AND c.relname IN ('jobs', 'chunks', 'steps', 'xacts', 'rejects') \
-       AND NOT (pg_catalog.has_table_privilege(c.oid, 'SELECT') AND pg_catalog.has_table_privilege(c.oid, 'INSERT') \
-         AND pg_catalog.has_table_privilege(c.oid, 'DELETE') \
-         AND (c.relname IN ('xacts', 'rejects') OR pg_catalog.has_table_privilege(c.oid, 'UPDATE')))) \
+       AND NOT (pg_catalog.has_table_privilege(c.oid, 'SELECT') AND ($1::bool \
+         OR (pg_catalog.has_table_privilege(c.oid, 'INSERT') AND pg_catalog.has_table_privilege(c.oid, 'DELETE') \
+           AND (c.relname IN ('xacts', 'rejects') OR pg_catalog.has_table_privilege(c.oid, 'UPDATE')))))) \
      FROM pg_catalog.pg_namespace n WHERE n.nspname = 'sluice'";
+
+/// What a command does with the ledger, which decides the rights it needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LedgerUse {
+    /// `sluice status`: reads it.
+    Read,
+    /// `sluice load`: reads and writes it.
+    Load,
+}
 
 /// The ledger another role made, which this role may not use: the server
 /// would say only `permission denied for schema sluice`, at the first
 /// query. Read from the catalogs, which any role may read.
-pub fn refuse_out_of_reach(control: &PgSession) -> Result<(), Error> {
-    let rows = control.query(ACCESS_SQL, &[])?;
+pub fn refuse_out_of_reach(control: &PgSession, usage: LedgerUse) -> Result<(), Error> {
+    let read_only = if usage == LedgerUse::Read { "true" } else { "false" };
+    let rows = control.query(ACCESS_SQL, &[Some(read_only)])?;
     let Some(row) = rows.first() else {
         return Ok(());
     };
-    let [owner, role, usable] = [0, 1, 2].map(|i| row[i].clone().unwrap_or_default());
-    match usable.as_str() {
-        "t" => Ok(()),
-        _ => Err(Error::Database(format!(
-            "sluice keeps its ledger in schema \"sluice\" of the target database, which role {} made, and role {} \
-             may not use it; ask {} (or a superuser) to run GRANT USAGE ON SCHEMA sluice TO {}; GRANT SELECT, \
-             INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA sluice TO {}, or run sluice as {}",
-            quote_ident(&owner),
-            quote_ident(&role),
-            quote_ident(&owner),
-            quote_ident(&role),
-            quote_ident(&role),
-            quote_ident(&owner)
-        ))),
+    if row[2].as_deref() == Some("t") {
+        return Ok(());
     }
+    let [owner, role] = [0, 1].map(|i| quote_ident(row[i].as_deref().unwrap_or_default()));
+    let rights = match usage {
+        LedgerUse::Read => "SELECT",
+        LedgerUse::Load => "SELECT, INSERT, UPDATE, DELETE",
+    };
+    Err(Error::Database(format!(
+        "sluice keeps its ledger in schema \"sluice\" of the target database, which role {owner} made, and role \
+         {role} may not use it; ask {owner} (or a superuser) to run GRANT USAGE ON SCHEMA sluice TO {role}; GRANT \
+         {rights} ON ALL TABLES IN SCHEMA sluice TO {role}, or run sluice as {owner}"
+    )))
 }
 
 /// Columns added since the first ledger, as (table, column, type): a ledger

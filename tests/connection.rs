@@ -299,8 +299,9 @@ fn a_role_that_may_only_insert_loads_once_it_owns_the_ledger_schema() {
 
 /// A ledger another role made (an administrator's first load) is out of
 /// a loading role's reach until it is granted: the role is told the two
-/// GRANTs, not `permission denied for schema sluice` (by `sluice status`
-/// too), and loads once they are run as written.
+/// GRANTs, not `permission denied for schema sluice` (`sluice status`,
+/// which only reads it, the SELECT it needs), and loads once they are run
+/// as written.
 #[test]
 fn a_ledger_another_role_made_is_named_with_the_grants_it_needs() {
     let db = TestDb::new();
@@ -323,12 +324,19 @@ fn a_ledger_another_role_made_is_named_with_the_grants_it_needs() {
     );
     assert!(run.stderr.contains(&format!("role \"{role}\" may not use it; ask")), "{}", run.stderr);
     assert!(run.stderr.contains(&grants), "{}", run.stderr);
-    let mut status = sluice_command();
-    status.args(["status", "--db", &conninfo]);
-    let status = run_command(status);
-    assert!(status.code == 4 && status.stderr.contains(&grants), "{}", status.stderr);
-    db.execute(&format!("GRANT USAGE ON SCHEMA sluice TO \"{role}\""));
-    assert!(load().stderr.contains(&grants), "the schema alone is not enough");
+    let status = || {
+        let mut cmd = sluice_command();
+        cmd.args(["status", "--db", &conninfo]);
+        run_command(cmd)
+    };
+    let refused = status();
+    let reads = format!("GRANT USAGE ON SCHEMA sluice TO \"{role}\"; GRANT SELECT ON ALL TABLES IN SCHEMA sluice");
+    assert!(refused.code == 4 && refused.stderr.contains(&reads), "{}", refused.stderr);
+    db.execute(&format!(
+        "GRANT USAGE ON SCHEMA sluice TO \"{role}\"; GRANT SELECT ON ALL TABLES IN SCHEMA sluice TO \"{role}\""
+    ));
+    assert_eq!(status().code, 0, "reading is enough for status: {}", status().stderr);
+    assert!(load().stderr.contains(&grants), "a load needs more");
     db.execute(&grants);
     assert_eq!(load().code, 0);
     assert_eq!(db.count("t"), 5);

@@ -1025,7 +1025,7 @@ fn write_committed_rejects(control: &PgSession, job: &str, file: &mut RejectsFil
 /// Creates sluice's ledger and rejects tables when they are missing; a user
 /// who may not create them can still load once they exist.
 fn ensure_tables(control: &PgSession) -> Result<(), Error> {
-    ledger::refuse_out_of_reach(control)?;
+    ledger::refuse_out_of_reach(control, ledger::LedgerUse::Load)?;
     for _ in 0..3 {
         if control.query(&ledger::schema_is_current_sql(), &[])?.first().and_then(|r| r[0].as_deref()) == Some("t") {
             return Ok(());
