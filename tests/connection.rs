@@ -3,7 +3,14 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use crate::util::{run_command, server, sluice_command, TestDb, PASSWORD};
+use crate::util::{run_command, server, sluice_command, Run, TestDb, PASSWORD};
+
+/// `sluice ARGS --db CONNINFO`: a run as the role `conninfo` names.
+fn sluice_as(conninfo: &str, args: &[&str]) -> Run {
+    let mut cmd = sluice_command();
+    cmd.args(args).args(["--db", conninfo]);
+    run_command(cmd)
+}
 
 fn table_and_file(db: &TestDb) -> String {
     db.execute("CREATE TABLE t (id int, name text)");
@@ -244,9 +251,7 @@ fn copy_refused_for_privileges_is_a_database_error() {
         db.name
     ));
     let conninfo = format!("{} user=reader_{}", db.conninfo(), db.name);
-    let mut cmd = sluice_command();
-    cmd.args(["load", &file, "--table", "t", "--db", &conninfo]);
-    let run = run_command(cmd);
+    let run = sluice_as(&conninfo, &["load", &file, "--table", "t"]);
     assert_eq!(run.code, 4, "{}", run.stderr);
     let first = run.stderr.lines().next().unwrap_or_default();
     assert_eq!(first, "sluice: COPY refused: permission denied for table t [42501]");
@@ -265,11 +270,8 @@ fn a_role_that_may_only_insert_loads_once_it_owns_the_ledger_schema() {
     db.execute(&format!("CREATE ROLE {role} LOGIN; GRANT INSERT ON t TO {role}"));
     let conninfo = format!("{} user={role}", db.conninfo());
     let rejects = db.dir.path().join("t.rejects.jsonl");
-    let load = |file: &str| {
-        let mut cmd = sluice_command();
-        cmd.args(["load", file, "--table", "t", "--db", &conninfo, "--rejects", rejects.to_str().unwrap()]);
-        run_command(cmd)
-    };
+    let load =
+        |file: &str| sluice_as(&conninfo, &["load", file, "--table", "t", "--rejects", rejects.to_str().unwrap()]);
     let run = load(&file);
     assert_eq!(run.code, 4, "{}", run.stderr);
     let ask = format!("ask someone who may to run CREATE SCHEMA sluice AUTHORIZATION \"{role}\" in database");
@@ -311,11 +313,7 @@ fn a_ledger_another_role_made_is_named_with_the_grants_it_needs() {
     db.execute(&format!("CREATE ROLE {role} LOGIN; GRANT INSERT ON t TO {role}"));
     let conninfo = format!("{} user={role}", db.conninfo());
     let more = db.file("more.csv", b"4,d\n5,e\n");
-    let load = || {
-        let mut cmd = sluice_command();
-        cmd.args(["load", more.to_str().unwrap(), "--table", "t", "--db", &conninfo]);
-        run_command(cmd)
-    };
+    let load = || sluice_as(&conninfo, &["load", more.to_str().unwrap(), "--table", "t"]);
     let run = load();
     assert_eq!(run.code, 4, "{}", run.stderr);
     let grants = format!(
@@ -324,11 +322,7 @@ fn a_ledger_another_role_made_is_named_with_the_grants_it_needs() {
     );
     assert!(run.stderr.contains(&format!("role \"{role}\" may not use it; ask")), "{}", run.stderr);
     assert!(run.stderr.contains(&grants), "{}", run.stderr);
-    let status = || {
-        let mut cmd = sluice_command();
-        cmd.args(["status", "--db", &conninfo]);
-        run_command(cmd)
-    };
+    let status = || sluice_as(&conninfo, &["status"]);
     let refused = status();
     let reads = format!("GRANT USAGE ON SCHEMA sluice TO \"{role}\"; GRANT SELECT ON ALL TABLES IN SCHEMA sluice");
     assert!(refused.code == 4 && refused.stderr.contains(&reads), "{}", refused.stderr);
@@ -355,11 +349,9 @@ fn row_level_security_is_refused_before_anything_is_done() {
          GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA sluice TO {role}; \
          ALTER TABLE t ENABLE ROW LEVEL SECURITY; CREATE POLICY mine ON t USING (name = current_user)"
     ));
-    let mut cmd = sluice_command();
     let conninfo = format!("{} user={role}", db.conninfo());
     let more = db.file("more.csv", b"4,d\n5,e\n");
-    cmd.args(["load", more.to_str().unwrap(), "--table", "t", "--truncate", "--db", &conninfo]);
-    let run = run_command(cmd);
+    let run = sluice_as(&conninfo, &["load", more.to_str().unwrap(), "--table", "t", "--truncate"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     let says = format!("public.t has row-level security that applies to role \"{role}\", and COPY");
     assert!(run.stderr.contains(&says) && run.stderr.contains("DISABLE ROW LEVEL SECURITY"), "{}", run.stderr);
