@@ -190,6 +190,30 @@ impl LocalPostgres {
         self.spawn_server()
     }
 
+    /// Stops the server, sets the next transaction ID and its epoch with
+    /// `pg_resetwal`, and starts it again: a server as it is after
+    /// `epoch` wraparounds of its 32-bit transaction IDs, for tests of
+    /// what sluice does there (rows frozen long ago keep IDs that new
+    /// transactions are given again). `next_xid` must be one the server
+    /// has already handed out (its commit log has a page for it).
+    pub fn set_next_transaction_id(&mut self, epoch: u32, next_xid: u32) -> Result<(), Error> {
+        self.shut_down();
+        let log = self.root.join("server.log");
+        let log_file = fs::OpenOptions::new().append(true).open(&log).map_err(|e| setup_error("log file", e))?;
+        let mut reset = Command::new(self.bindir.join("pg_resetwal"));
+        reset
+            .args(["-e", &epoch.to_string(), "-x", &next_xid.to_string(), "-D"])
+            .arg(self.root.join("data"))
+            .stdout(log_file.try_clone().map_err(|e| setup_error("log", e))?)
+            .stderr(log_file);
+        as_identity(&mut reset, server_identity());
+        let status = reset.status().map_err(|e| setup_error("running pg_resetwal", e))?;
+        if !status.success() {
+            return Err(setup_error("pg_resetwal failed", log_tail(&log)));
+        }
+        self.spawn_server()
+    }
+
     fn wait_ready(&self, log: &Path) -> Result<(), Error> {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {

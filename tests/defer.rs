@@ -227,6 +227,77 @@ fn truncate_is_refused_for_a_table_another_table_references() {
     assert_eq!(db.count("tree"), 2);
 }
 
+/// TRUNCATE empties the tables that inherit from a table too, while COPY
+/// loads into the table alone: `--truncate` there would have lost the
+/// children's rows for good. It is refused, before anything is done, with
+/// both commands the user may mean. A table whose INSERT trigger routes
+/// rows to its children (inheritance partitioning) is emptied with them.
+#[test]
+fn truncate_is_refused_for_a_table_others_inherit_from() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE base (id int, note text); CREATE TABLE heir () INHERITS (base); \
+         INSERT INTO base VALUES (1, 'own'); INSERT INTO heir VALUES (2, 'heir'); \
+         CREATE TABLE routed (id int, note text); CREATE TABLE routed_1 () INHERITS (routed); \
+         CREATE FUNCTION route() RETURNS trigger LANGUAGE plpgsql AS \
+           $$BEGIN INSERT INTO routed_1 VALUES (NEW.*); RETURN NULL; END$$; \
+         CREATE TRIGGER route BEFORE INSERT ON routed FOR EACH ROW EXECUTE FUNCTION route(); \
+         INSERT INTO routed VALUES (3, 'old')",
+    );
+    let file = db.file("b.tsv", b"7\ta\n8\tb\n");
+    let refused = db.load(&[file.to_str().unwrap(), "--table", "base", "--truncate"]);
+    assert_eq!(refused.code, 2, "{}", refused.output());
+    let said = "--truncate: public.heir inherit from public.base, and TRUNCATE public.base would empty them too";
+    assert!(refused.stderr.contains(said), "{}", refused.stderr);
+    assert!(refused.stderr.contains("TRUNCATE ONLY public.base keeps their rows"), "{}", refused.stderr);
+    assert_eq!((db.scalar("SELECT count(*) FROM ONLY base"), db.count("heir")), ("1".into(), 1), "nothing emptied");
+    db.load(&[file.to_str().unwrap(), "--table", "routed", "--truncate"]).assert_ok();
+    assert_eq!(db.scalar("SELECT string_agg(id::text, ',' ORDER BY id) FROM routed_1"), "7,8");
+}
+
+/// A deferred key finds the chunks whose rows it refuses, and deletes
+/// their rows, by `xmin`, which a server hands out again after 2^32
+/// transactions: rows frozen before that keep theirs. On such a server,
+/// rows already in the table that new transactions may share IDs with
+/// keep keys in place. Before, 2 of these 300 old rows were deleted with
+/// the 2 chunks that shared their IDs.
+#[test]
+fn rows_older_than_a_wraparound_keep_keys_in_place() {
+    use sluice::local_pg::{LocalOptions, LocalPostgres};
+    use sluice::sink::postgres::PgTarget;
+    let settings = vec![("autovacuum".to_string(), "off".to_string()), ("fsync".to_string(), "off".to_string())];
+    let mut server = LocalPostgres::start(&LocalOptions { settings, ..LocalOptions::default() }).unwrap();
+    let conninfo = server.conninfo("postgres");
+    let session = || PgTarget::new(Some(&conninfo)).connect().unwrap();
+    let scalar = |sql: &str| session().query(sql, &[]).unwrap()[0][0].clone().unwrap_or_default();
+    let old = session();
+    old.execute("CREATE TABLE t (id int PRIMARY KEY, v text)").unwrap();
+    for id in 1_000_001..=1_000_300 {
+        old.execute(&format!("INSERT INTO t VALUES ({id}, 'old')")).unwrap();
+    }
+    old.execute("VACUUM FREEZE t").unwrap();
+    drop(old);
+    let first_old_xid: u32 = scalar("SELECT min(xmin::text::bigint) FROM t").parse().unwrap();
+    server.set_next_transaction_id(1, first_old_xid).unwrap();
+    assert_eq!(scalar("SELECT count(*) FROM t WHERE age(xmin) <= 0"), "300", "the old rows' IDs lie ahead");
+    let mut data: String = (1..=20_000).map(|id| format!("{id}\tnew\n")).collect();
+    data.push_str("77\tagain\n");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.tsv");
+    std::fs::write(&file, data).unwrap();
+    let run = crate::util::run_command({
+        let mut cmd = sluice_command();
+        cmd.args(["load", file.to_str().unwrap(), "--db", &conninfo, "--table", "t"]);
+        cmd.args(["--defer-indexes", "yes", "--chunk-size", "4KiB", "--workers", "2"]);
+        cmd.arg("--rejects").arg(dir.path().join("t.rejects"));
+        cmd
+    });
+    assert_eq!(run.code, 1, "the repeated id is rejected: {}", run.output());
+    assert!(run.stderr.contains("primary key \"t_pkey\" stays in place for the load: some of the table's rows were written before the server's transaction IDs last wrapped around"), "{}", run.stderr);
+    assert_eq!(scalar("SELECT count(*) FILTER (WHERE v = 'old') || ' ' || count(*) FROM t"), "300 20300");
+    assert!(run.stderr.contains("rejected 1 record"), "{}", run.stderr);
+}
+
 /// Stdin cannot be read again to reload the chunks whose rows a deferred
 /// key refuses after the load: keys and constraints stay in place, plain
 /// indexes are still deferred, and every violating line is rejected.
