@@ -437,7 +437,8 @@ fn a_user_who_may_only_insert_loads_with_indexes_kept() {
 
 /// A statement_timeout set for the database or role does not cancel
 /// sluice's statements: an index rebuild cancelled after the load would
-/// leave its index dropped however often the job ran again.
+/// leave its index dropped however often the job ran again. Nor does
+/// PostgreSQL 17's transaction_timeout end its sessions.
 #[test]
 fn a_statement_timeout_does_not_leave_indexes_dropped() {
     let db = TestDb::new();
@@ -445,8 +446,12 @@ fn a_statement_timeout_does_not_leave_indexes_dropped() {
     let data: String = (0..200_000).map(|i| format!("{i},value {}\n", i * 7919 % 200_000)).collect();
     let file = db.file("a.csv", data.as_bytes());
     db.execute(&format!("ALTER DATABASE {} SET statement_timeout = '1ms'", db.name));
-    let run = db.load(&[file.to_str().unwrap(), "--table", "t", "--defer-indexes", "yes"]);
-    db.execute(&format!("ALTER DATABASE {} RESET statement_timeout", db.name));
+    if db.scalar("SHOW server_version_num").parse::<u32>().unwrap() >= 170000 {
+        // Long enough that the harness's own statements finish in time.
+        db.execute(&format!("ALTER DATABASE {} SET transaction_timeout = '50ms'", db.name));
+    }
+    let run = db.load(&[file.to_str().unwrap(), "--table", "t", "--defer-indexes", "yes", "--retry-timeout", "5s"]);
+    db.execute(&format!("ALTER DATABASE {} RESET ALL", db.name));
     run.assert_ok();
     assert!(run.output().contains("2 deferred indexes/constraints rebuilt"), "{}", run.output());
     assert_eq!(db.count("t"), 200_000);

@@ -229,7 +229,10 @@ const SETUP_TRIES: usize = 10;
 impl PgSession {
     /// No timeouts, as pg_dump and pg_restore set none: a role's
     /// statement_timeout would cancel an index rebuild after the load and
-    /// leave the index dropped, however often the job is run again. And no
+    /// leave the index dropped, however often the job is run again. The
+    /// same for PostgreSQL 17's transaction_timeout, which ends the session
+    /// (measured on 18 with 300 ms on the database: the key's build was cut
+    /// off every time sluice tried again, until its retries ran out). And no
     /// notices: libpq prints them on stderr itself; sluice speaks for itself.
     /// And UTF-8: sluice sends every input as UTF-8 (see `encoding`), and a
     /// session speaks the database's encoding unless told otherwise, so a
@@ -245,14 +248,18 @@ impl PgSession {
         const SETUP: &str = "SET statement_timeout = 0; SET lock_timeout = 0; \
                              SET idle_in_transaction_session_timeout = 0; SET client_min_messages = warning; \
                              SET client_encoding = 'UTF8'";
+        let setup = match self.server_version() >= 170000 {
+            true => format!("{SETUP}; SET transaction_timeout = 0"),
+            false => SETUP.to_string(),
+        };
         for _ in 1..SETUP_TRIES {
-            match self.execute_for_state(SETUP)? {
+            match self.execute_for_state(&setup)? {
                 None => return Ok(()),
                 Some((state, _)) if state == QUERY_CANCELED => continue,
                 Some(_) => break,
             }
         }
-        self.execute(SETUP)
+        self.execute(&setup)
     }
 }
 
