@@ -312,8 +312,13 @@ fn table_findings(session: &PgSession, table: &TableInfo) -> Result<Vec<Finding>
     let q = |sql: &str| -> Result<Vec<Vec<Option<String>>>, Error> { session.query(&sql.replace("$T", &oid), &[]) };
     let indexes = q("SELECT indexrelid::regclass::text, indisprimary OR indisunique FROM pg_catalog.pg_index \
                      WHERE indrelid = $T ORDER BY 1")?;
-    let fks = q("SELECT count(*) FROM pg_catalog.pg_constraint WHERE conrelid = $T AND contype = 'f'")?;
-    let checks = q("SELECT count(*) FROM pg_catalog.pg_constraint WHERE conrelid = $T AND contype = 'c'")?;
+    let constraints = |contype: &str| {
+        q(&format!(
+            "SELECT count(*) FROM pg_catalog.pg_constraint con WHERE conrelid = $T AND contype = '{contype}' AND {}",
+            crate::sink::postgres::ENFORCED
+        ))
+    };
+    let (fks, checks) = (constraints("f")?, constraints("c")?);
     let triggers = q("SELECT count(*) FROM pg_catalog.pg_trigger WHERE tgrelid = $T AND NOT tgisinternal")?;
     let shape = q("SELECT relpersistence, pg_catalog.pg_size_pretty(pg_catalog.pg_total_relation_size($T)), \
                    reltuples::bigint FROM pg_catalog.pg_class WHERE oid = $T")?;

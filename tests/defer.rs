@@ -458,6 +458,35 @@ fn a_statement_timeout_does_not_leave_indexes_dropped() {
     assert_eq!(db.scalar("SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass"), "2");
 }
 
+/// PostgreSQL 18's NOT ENFORCED constraints check nothing during a load:
+/// no warning (nor the doctor) names them as slowing it (one did, as NOT
+/// VALID), and they are not dropped and added again. Only on 18 and later.
+#[test]
+fn not_enforced_constraints_are_left_alone() {
+    let db = TestDb::new();
+    if db.scalar("SHOW server_version_num").parse::<u32>().unwrap() < 180000 {
+        return;
+    }
+    db.execute(
+        "CREATE TABLE kinds (k int PRIMARY KEY); CREATE TABLE t (id int PRIMARY KEY, \
+           amount int CONSTRAINT pos CHECK (amount >= 0) NOT ENFORCED, \
+           k int CONSTRAINT kind REFERENCES kinds NOT ENFORCED)",
+    );
+    let oids = "SELECT string_agg(conname || ' ' || oid, ', ' ORDER BY conname) FROM pg_constraint \
+                WHERE conrelid = 't'::regclass AND conname IN ('pos', 'kind')";
+    let before = db.scalar(oids);
+    let file = db.file("t.tsv", b"1\t-5\t7\n2\t3\t\\N\n");
+    let run = db.load(&[file.to_str().unwrap(), "--table", "t"]);
+    run.assert_ok();
+    assert!(!run.stderr.contains("stays in place"), "{}", run.stderr);
+    assert!(run.output().contains("1 deferred index/constraint rebuilt"), "{}", run.output());
+    assert_eq!(db.scalar(oids), before, "neither dropped nor added again");
+    assert_eq!(db.count("t"), 2);
+    let doctor = crate::util::sluice(&["doctor", "--db", &db.conninfo(), "--table", "t"]);
+    assert!(doctor.stdout.contains("public.t foreign keys = 0"), "{}", doctor.output());
+    assert!(doctor.stdout.contains("public.t CHECK constraints = 0"), "{}", doctor.output());
+}
+
 /// Keys come back as they were: covering columns, storage parameters,
 /// deferrability and comments survive the index-then-constraint rebuild.
 #[test]

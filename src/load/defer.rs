@@ -58,7 +58,7 @@ use super::waits::{WaitSampler, Work};
 use crate::error::Error;
 use crate::ledger::{self, DeferredStep, StepRow};
 use crate::report::Deferral;
-use crate::sink::postgres::{PgSession, PgTarget, TableInfo};
+use crate::sink::postgres::{PgSession, PgTarget, TableInfo, ENFORCED};
 use crate::sql::{quote_ident, quote_literal};
 
 /// `--defer-indexes`.
@@ -618,6 +618,10 @@ fn add_key_sql(
 
 /// CHECK and foreign-key constraints that can be dropped and added again,
 /// and a line for each of the others saying why it stays.
+///
+/// Constraints the server does not enforce ([`ENFORCED`]) are neither
+/// deferred nor named as kept (they were named as NOT VALID ones, which
+/// slow the load).
 fn constraint_steps(session: &PgSession, relation: &str) -> Result<(Vec<DeferredStep>, Vec<String>), Error> {
     const CONSTRAINTS: &str = "SELECT con.conname, con.contype::text, pg_get_constraintdef(con.oid), \
         coalesce(pg_get_expr(con.conbin, con.conrelid), ''), coalesce(con.confrelid::regclass::text, ''), \
@@ -631,9 +635,9 @@ fn constraint_steps(session: &PgSession, relation: &str) -> Result<(Vec<Deferred
           WHEN con.contype = 'f' AND con.confrelid = con.conrelid THEN 'it refers to the table itself' \
           WHEN con.contype = 'f' AND con.confmatchtype <> 's' THEN 'MATCH FULL' ELSE '' END \
         FROM pg_constraint con WHERE con.conrelid = $1::regclass AND con.contype IN ('c', 'f') \
-        ORDER BY con.conname";
+          AND {ENFORCED} ORDER BY con.conname";
     let (mut steps, mut kept) = (Vec::new(), Vec::new());
-    for row in session.query(CONSTRAINTS, &[Some(relation)])? {
+    for row in session.query(&CONSTRAINTS.replace("{ENFORCED}", ENFORCED), &[Some(relation)])? {
         let [conname, contype, condef, check, referenced, columns, referenced_columns, comment, why_kept] =
             [0, 1, 2, 3, 4, 5, 6, 7, 8].map(|i| row[i].clone().unwrap_or_default());
         let object = format!("{} \"{conname}\"", if contype == "c" { "check constraint" } else { "foreign key" });

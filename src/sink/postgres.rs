@@ -470,6 +470,11 @@ const INSERT_TRIGGERS: &str =
     "SELECT DISTINCT t.tgname FROM tree JOIN pg_catalog.pg_trigger t ON t.tgrelid = tree.oid \
      WHERE NOT t.tgisinternal AND t.tgenabled IN ('O', 'A') AND t.tgtype & 4 <> 0 ORDER BY 1";
 
+/// True for a constraint `con` the server enforces: all but PostgreSQL
+/// 18's `NOT ENFORCED` ones, which check nothing during a load. Read
+/// through `to_jsonb`, which has `conenforced` only where the server does.
+pub const ENFORCED: &str = "coalesce(to_jsonb(con) ->> 'conenforced', 'true') = 'true'";
+
 /// A query's rows, each value as text (`None`: NULL).
 pub type Rows = Vec<Vec<Option<String>>>;
 
