@@ -487,6 +487,46 @@ fn not_enforced_constraints_are_left_alone() {
     assert!(doctor.stdout.contains("public.t CHECK constraints = 0"), "{}", doctor.output());
 }
 
+/// PostgreSQL 18's keys WITHOUT OVERLAPS are exclusion constraints on a
+/// GiST index: deferred as a key, the primary key could not be added again
+/// (`gist` has no unique indexes) and stayed dropped, and an overlapping
+/// row stayed loaded. They stay in place, and overlapping rows are
+/// rejects. Only on 18 and later.
+#[test]
+fn keys_without_overlaps_stay_in_place() {
+    let db = TestDb::new();
+    if db.scalar("SHOW server_version_num").parse::<u32>().unwrap() < 180000 {
+        return;
+    }
+    db.execute(
+        "CREATE TABLE t (room int4range, during daterange, note text, PRIMARY KEY (room, during WITHOUT OVERLAPS))",
+    );
+    let mut data: String = (0..2000).map(|i| format!("[{i},{}]\t[2020-01-01,2021-01-01)\tfirst\n", i + 1)).collect();
+    data.push_str("[7,8]\t[2020-06-01,2020-07-01)\toverlaps line 8\n");
+    data.push_str("[7,8]\t[2021-01-01,2022-01-01)\tafter it\n");
+    let file = db.file("t.tsv", data.as_bytes());
+    let rejects = db.dir.path().join("t.rejects");
+    let run = db.load(&[
+        file.to_str().unwrap(),
+        "--table",
+        "t",
+        "--chunk-size",
+        "4KiB",
+        "--rejects",
+        rejects.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1, "{}", run.output());
+    assert!(
+        run.stderr.contains("primary key \"t_pkey\" stays in place for the load: WITHOUT OVERLAPS"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(crate::util::rejected_lines(&rejects).into_iter().map(|(_, line)| line).collect::<Vec<_>>(), [2001]);
+    assert_eq!(db.count("t"), 2001);
+    let key = "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 't_pkey'";
+    assert_eq!(db.scalar(key), "PRIMARY KEY (room, during WITHOUT OVERLAPS)");
+}
+
 /// Keys come back as they were: covering columns, storage parameters,
 /// deferrability and comments survive the index-then-constraint rebuild.
 #[test]

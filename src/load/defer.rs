@@ -29,7 +29,9 @@
 //! there are no violations (the usual case) nothing is loaded twice.
 //!
 //! Not deferred (they stay in place and work as usual): exclusion
-//! constraints; unique indexes on expressions, with a predicate or NULLS NOT
+//! constraints and keys WITHOUT OVERLAPS (PostgreSQL 18: a primary key
+//! so deferred could not be added again, `gist` having no unique
+//! indexes, and stayed dropped); unique indexes on expressions, with a predicate or NULLS NOT
 //! DISTINCT; keys another table's foreign key references; the replica
 //! identity and clustering indexes; invalid indexes; index partitions and
 //! inherited or NOT VALID constraints; foreign keys other than MATCH SIMPLE
@@ -418,6 +420,8 @@ fn index_steps(
         CASE WHEN i.indisreplident THEN 'it is the table''s replica identity' \
           WHEN i.indisclustered THEN 'the table is clustered on it' \
           WHEN NOT i.indisvalid OR NOT i.indisready THEN 'it is not valid (a CREATE INDEX CONCURRENTLY that failed)' \
+          WHEN i.indisexclusion AND con.contype IN ('p', 'u') \
+            THEN 'WITHOUT OVERLAPS: the rows that break it cannot be found by a query after the load' \
           WHEN EXISTS (SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' AND f.conindid = i.indexrelid) \
             THEN 'a foreign key references it' \
           WHEN EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = i.indexrelid) \
