@@ -491,7 +491,7 @@ fn not_enforced_constraints_are_left_alone() {
 /// GiST index: deferred as a key, the primary key could not be added again
 /// (`gist` has no unique indexes) and stayed dropped, and an overlapping
 /// row stayed loaded. They stay in place, and overlapping rows are
-/// rejects. Only on 18 and later.
+/// rejects; so do foreign keys with PERIOD. Only on 18 and later.
 #[test]
 fn keys_without_overlaps_stay_in_place() {
     let db = TestDb::new();
@@ -525,6 +525,30 @@ fn keys_without_overlaps_stay_in_place() {
     assert_eq!(db.count("t"), 2001);
     let key = "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 't_pkey'";
     assert_eq!(db.scalar(key), "PRIMARY KEY (room, during WITHOUT OVERLAPS)");
+    // A foreign key with PERIOD: deferred, the query after the load took
+    // every row whose period two referenced rows cover for a violating one,
+    // and loaded every chunk again, one at a time.
+    db.execute(
+        "CREATE TABLE public.booked (id int, room int4range, during daterange, \
+           FOREIGN KEY (room, PERIOD during) REFERENCES t (room, PERIOD during)); \
+         INSERT INTO t SELECT room, '[2021-01-01,2022-01-01)' FROM t WHERE note = 'first' AND room <> '[7,8]'",
+    );
+    let mut data: String = (0..2000).map(|i| format!("{i}\t[{i},{}]\t[2020-12-01,2021-02-01)\n", i + 1)).collect();
+    data.push_str("9999\t[5000,5001]\t[2020-12-01,2021-02-01)\n");
+    let file = db.file("booked.tsv", data.as_bytes());
+    let run = db.load(&[
+        file.to_str().unwrap(),
+        "--table",
+        "booked",
+        "--chunk-size",
+        "4KiB",
+        "--rejects",
+        rejects.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1, "{}", run.output());
+    assert!(run.stderr.contains("stays in place for the load: PERIOD"), "{}", run.stderr);
+    assert!(!run.output().contains("reloaded"), "{}", run.output());
+    assert_eq!(db.count("booked"), 2000);
 }
 
 /// Keys come back as they were: covering columns, storage parameters,
