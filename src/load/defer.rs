@@ -29,10 +29,10 @@
 //! there are no violations (the usual case) nothing is loaded twice.
 //!
 //! Not deferred (they stay in place and work as usual): exclusion
-//! constraints and keys WITHOUT OVERLAPS (PostgreSQL 18: a primary key
-//! so deferred could not be added again, `gist` having no unique
-//! indexes, and stayed dropped); unique indexes on expressions, with a predicate or NULLS NOT
-//! DISTINCT; keys another table's foreign key references; the replica
+//! constraints and keys WITHOUT OVERLAPS (PostgreSQL 18: a primary key so
+//! deferred could not be added again, `gist` having no unique indexes, and
+//! stayed dropped); unique indexes on expressions, with a predicate or
+//! NULLS NOT DISTINCT; keys another table's foreign key references; the replica
 //! identity and clustering indexes; invalid indexes; index partitions and
 //! inherited or NOT VALID constraints; foreign keys other than MATCH SIMPLE,
 //! with PERIOD (PostgreSQL 18: the query by equal values took rows whose
@@ -46,8 +46,10 @@
 //! attach one there). Keys and constraints (not plain indexes) also stay
 //! when their violating chunks could not be loaded again as they were: from
 //! stdin or a pipe, into a table with foreign partitions (whose rows carry
-//! no `xmin` of this server's), or into a table with an INSERT trigger
-//! (which would run twice for those chunks' rows).
+//! no `xmin` of this server's), into a table with an INSERT trigger
+//! (which would run twice for those chunks' rows), or into a table with
+//! rows on a server whose transaction IDs have wrapped around since some
+//! of them were written (see [`holds_xids_the_load_may_take`]).
 //!
 //! Why our own: dropping and rebuilding is what every field report did by
 //! hand; doing it so that a crash cannot lose an index and a duplicate
