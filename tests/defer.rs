@@ -437,22 +437,31 @@ fn a_user_who_may_only_insert_loads_with_indexes_kept() {
 
 /// A statement_timeout set for the database or role does not cancel
 /// sluice's statements: an index rebuild cancelled after the load would
-/// leave its index dropped however often the job ran again. Nor does
-/// PostgreSQL 17's transaction_timeout end its sessions.
+/// leave its index dropped however often the job ran again. Nor do
+/// PostgreSQL 14's idle_session_timeout and 17's transaction_timeout end
+/// its sessions.
 #[test]
 fn a_statement_timeout_does_not_leave_indexes_dropped() {
     let db = TestDb::new();
     db.execute("CREATE TABLE t (id int PRIMARY KEY, v text); CREATE INDEX ON t (v)");
     let data: String = (0..200_000).map(|i| format!("{i},value {}\n", i * 7919 % 200_000)).collect();
     let file = db.file("a.csv", data.as_bytes());
+    let version: u32 = db.scalar("SHOW server_version_num").parse().unwrap();
+    let ended = "SELECT sessions_fatal FROM pg_stat_database WHERE datname = current_database()";
+    let ended_before = (version >= 140000).then(|| db.scalar(ended));
     db.execute(&format!("ALTER DATABASE {} SET statement_timeout = '1ms'", db.name));
-    if db.scalar("SHOW server_version_num").parse::<u32>().unwrap() >= 170000 {
-        // Long enough that the harness's own statements finish in time.
-        db.execute(&format!("ALTER DATABASE {} SET transaction_timeout = '50ms'", db.name));
+    // Long enough that the harness's own statements finish in time.
+    for (since, timeout) in [(170000, "transaction_timeout = '50ms'"), (140000, "idle_session_timeout = '30ms'")] {
+        if version >= since {
+            db.execute(&format!("ALTER DATABASE {} SET {timeout}", db.name));
+        }
     }
     let run = db.load(&[file.to_str().unwrap(), "--table", "t", "--defer-indexes", "yes", "--retry-timeout", "5s"]);
     db.execute(&format!("ALTER DATABASE {} RESET ALL", db.name));
     run.assert_ok();
+    if let Some(before) = ended_before {
+        assert_eq!(db.scalar(ended), before, "no session of sluice's was ended by a timeout");
+    }
     assert!(run.output().contains("2 deferred indexes/constraints rebuilt"), "{}", run.output());
     assert_eq!(db.count("t"), 200_000);
     assert_eq!(db.scalar("SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass"), "2");

@@ -232,7 +232,10 @@ impl PgSession {
     /// leave the index dropped, however often the job is run again. The
     /// same for PostgreSQL 17's transaction_timeout, which ends the session
     /// (measured on 18 with 300 ms on the database: the key's build was cut
-    /// off every time sluice tried again, until its retries ran out). And no
+    /// off every time sluice tried again, until its retries ran out), and
+    /// for PostgreSQL 14's idle_session_timeout (with 200 ms on the
+    /// database, two of a load's sessions were ended while they waited, and
+    /// connected again). And no
     /// notices: libpq prints them on stderr itself; sluice speaks for itself.
     /// And UTF-8: sluice sends every input as UTF-8 (see `encoding`), and a
     /// session speaks the database's encoding unless told otherwise, so a
@@ -248,10 +251,11 @@ impl PgSession {
         const SETUP: &str = "SET statement_timeout = 0; SET lock_timeout = 0; \
                              SET idle_in_transaction_session_timeout = 0; SET client_min_messages = warning; \
                              SET client_encoding = 'UTF8'";
-        let setup = match self.server_version() >= 170000 {
-            true => format!("{SETUP}; SET transaction_timeout = 0"),
-            false => SETUP.to_string(),
-        };
+        let version = self.server_version();
+        let setup = [(140000, "idle_session_timeout"), (170000, "transaction_timeout")]
+            .iter()
+            .filter(|(since, _)| version >= *since)
+            .fold(SETUP.to_string(), |sql, (_, timeout)| format!("{sql}; SET {timeout} = 0"));
         for _ in 1..SETUP_TRIES {
             match self.execute_for_state(&setup)? {
                 None => return Ok(()),
