@@ -361,6 +361,29 @@ fn row_level_security_is_refused_before_anything_is_done() {
 /// TLS through libpq: `sslmode=require` connects encrypted, `verify-full`
 /// accepts the server's certificate from `sslrootcert` and refuses one from
 /// another authority with one clear line and exit code 4.
+/// sluice's sessions run read committed whatever the database's default:
+/// the ledger is made for it, and under a default of serializable every
+/// row was checked against predicate locks (1 M rows: 2.01 s against
+/// 0.85 s, medians of 3). A CHECK that reads the isolation level refuses
+/// rows loaded (or checked when it is added again) otherwise.
+#[test]
+fn sessions_read_committed_whatever_the_database_default() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE FUNCTION read_committed() RETURNS boolean IMMUTABLE LANGUAGE sql \
+           AS $$SELECT current_setting('transaction_isolation') = 'read committed'$$; \
+         CREATE TABLE t (id int PRIMARY KEY, v text, CHECK (read_committed()))",
+    );
+    db.execute(&format!("ALTER DATABASE {} SET default_transaction_isolation = 'serializable'", db.name));
+    let data: String = (0..20_000).map(|i| format!("{i}\tv{i}\n")).collect();
+    let file = db.file("t.tsv", data.as_bytes());
+    let run = db.load(&[file.to_str().unwrap(), "--table", "t", "--chunk-size", "16KiB", "--workers", "3"]);
+    db.execute(&format!("ALTER DATABASE {} RESET default_transaction_isolation", db.name));
+    run.assert_ok();
+    assert!(run.output().contains("deferred indexes/constraints rebuilt"), "{}", run.output());
+    assert_eq!(db.count("t"), 20_000);
+}
+
 #[test]
 fn tls_sslmodes_are_honoured() {
     use sluice::local_pg::{LocalOptions, LocalPostgres};

@@ -235,7 +235,11 @@ impl PgSession {
     /// off every time sluice tried again, until its retries ran out), and
     /// for PostgreSQL 14's idle_session_timeout (with 200 ms on the
     /// database, two of a load's sessions were ended while they waited, and
-    /// connected again). And no
+    /// connected again). Read committed whatever the database's default:
+    /// the ledger's claims and marks are made for it (row locks, not
+    /// snapshots), and under a default of serializable every inserted row
+    /// was checked against the predicate locks: 1 M rows with 3 workers
+    /// took 1.99-3.64 s against 0.93-1.13 s. And no
     /// notices: libpq prints them on stderr itself; sluice speaks for itself.
     /// And UTF-8: sluice sends every input as UTF-8 (see `encoding`), and a
     /// session speaks the database's encoding unless told otherwise, so a
@@ -250,7 +254,7 @@ impl PgSession {
     fn set_up(&self) -> Result<(), Error> {
         const SETUP: &str = "SET statement_timeout = 0; SET lock_timeout = 0; \
                              SET idle_in_transaction_session_timeout = 0; SET client_min_messages = warning; \
-                             SET client_encoding = 'UTF8'";
+                             SET client_encoding = 'UTF8'; SET default_transaction_isolation = 'read committed'";
         let version = self.server_version();
         let setup = [(140000, "idle_session_timeout"), (170000, "transaction_timeout")]
             .iter()
