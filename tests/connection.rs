@@ -365,23 +365,34 @@ fn row_level_security_is_refused_before_anything_is_done() {
 /// the ledger is made for it, and under a default of serializable every
 /// row was checked against predicate locks (1 M rows: 2.01 s against
 /// 0.85 s, medians of 3). A CHECK that reads the isolation level refuses
-/// rows loaded (or checked when it is added again) otherwise.
+/// rows loaded (or checked when it is added again) otherwise. And with
+/// standard strings, whatever the database's default: the CHECK's text,
+/// read to build it again, held `'a\b'`, which the server warned of.
 #[test]
-fn sessions_read_committed_whatever_the_database_default() {
+fn sessions_are_as_sluice_expects_whatever_the_database_defaults() {
     let db = TestDb::new();
     db.execute(
         "CREATE FUNCTION read_committed() RETURNS boolean IMMUTABLE LANGUAGE sql \
            AS $$SELECT current_setting('transaction_isolation') = 'read committed'$$; \
-         CREATE TABLE t (id int PRIMARY KEY, v text, CHECK (read_committed()))",
+         CREATE TABLE t (id int PRIMARY KEY, v text, CHECK (read_committed() AND v <> 'a\\b'))",
     );
+    let check = "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 't'::regclass AND contype = 'c'";
+    let before = db.scalar(check);
     db.execute(&format!("ALTER DATABASE {} SET default_transaction_isolation = 'serializable'", db.name));
-    let data: String = (0..20_000).map(|i| format!("{i}\tv{i}\n")).collect();
+    db.execute(&format!("ALTER DATABASE {} SET standard_conforming_strings = off", db.name));
+    let mut data: String = (0..20_000).map(|i| format!("{i}\tv{i}\n")).collect();
+    data.push_str("-1\ta\\\\b\n");
     let file = db.file("t.tsv", data.as_bytes());
-    let run = db.load(&[file.to_str().unwrap(), "--table", "t", "--chunk-size", "16KiB", "--workers", "3"]);
-    db.execute(&format!("ALTER DATABASE {} RESET default_transaction_isolation", db.name));
-    run.assert_ok();
+    let rejects = db.dir.path().join("t.rejects");
+    let args = ["--table", "t", "--chunk-size", "16KiB", "--workers", "3", "--rejects", rejects.to_str().unwrap()];
+    let run = db.load(&[&[file.to_str().unwrap()], &args[..]].concat());
+    db.execute(&format!("ALTER DATABASE {} RESET ALL", db.name));
+    assert_eq!(run.code, 1, "{}", run.output());
     assert!(run.output().contains("deferred indexes/constraints rebuilt"), "{}", run.output());
+    assert!(!run.stderr.contains("warning"), "{}", run.stderr);
+    assert_eq!(crate::util::rejected_lines(&rejects).into_iter().map(|(_, line)| line).collect::<Vec<_>>(), [20_001]);
     assert_eq!(db.count("t"), 20_000);
+    assert_eq!(db.scalar(check), before);
 }
 
 #[test]
