@@ -339,7 +339,13 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
         session.query("DELETE FROM sluice.chunks WHERE job = $1 RETURNING 1", &[Some(job)])?;
         session.query("DELETE FROM sluice.rejects WHERE job = $1 RETURNING 1", &[Some(job)])?;
         session.query("DELETE FROM sluice.xacts WHERE job = $1 RETURNING 1", &[Some(job)])?;
-        session.query("DELETE FROM sluice.steps WHERE job = $1 AND state = 'rebuilt' RETURNING 1", &[Some(job)])?;
+        // A step still pending for a table dropped since (another OID under
+        // the same name) has nothing left to build: run on the table of
+        // that name now, it would add an index its owner did not define (or,
+        // an `--unlogged` step after a server restart, empty it).
+        let replaced = !old_oid.is_empty() && old_oid != oid && old_table == table;
+        let states = if replaced { "" } else { " AND state = 'rebuilt'" };
+        session.query(&format!("DELETE FROM sluice.steps WHERE job = $1{states} RETURNING 1"), &[Some(job)])?;
         session.query(
             "UPDATE sluice.jobs SET target_table = $2, fingerprint = $3, chunking = $4, finished_at = NULL, \
              steps_done = false, created_at = now(), table_oid = $5::bigint, command = $6 WHERE job = $1 RETURNING 1",

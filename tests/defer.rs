@@ -298,6 +298,33 @@ fn rows_older_than_a_wraparound_keep_keys_in_place() {
     assert!(run.stderr.contains("rejected 1 record"), "{}", run.stderr);
 }
 
+/// A job's steps still pending for a table dropped since (as a crash
+/// between an index's drop and its build leaves them) built nothing that
+/// is still there: `--restart` into the table created again under that
+/// name forgets them, where it built the old table's index on the new one.
+#[test]
+fn steps_pending_for_a_dropped_table_are_not_run_on_the_new_one() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE public.t (id int, v text); CREATE INDEX t_v ON public.t (v)");
+    let data: String = (0..5000).map(|i| format!("{i}\tv{i}\n")).collect();
+    let file = db.file("t.tsv", data.as_bytes());
+    let load =
+        |extra: &[&str]| db.load(&[&[file.to_str().unwrap(), "--table", "public.t", "--job", "j"], extra].concat());
+    let first = load(&[]);
+    first.assert_ok();
+    assert!(first.output().contains("1 deferred index/constraint rebuilt"), "{}", first.output());
+    db.execute(
+        "DROP INDEX public.t_v; UPDATE sluice.steps SET state = 'dropped', rebuilt_at = NULL WHERE job = 'j'; \
+         UPDATE sluice.jobs SET finished_at = NULL WHERE job = 'j'; \
+         DROP TABLE public.t; CREATE TABLE public.t (id int, v text)",
+    );
+    load(&["--restart"]).assert_ok();
+    assert_eq!(db.count("public.t"), 5000);
+    let indexes = "SELECT count(*) FROM pg_index WHERE indrelid = 'public.t'::regclass";
+    assert_eq!(db.scalar(indexes), "0", "the old table's index is not built on the new one");
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.steps WHERE job = 'j'"), "0");
+}
+
 /// Stdin cannot be read again to reload the chunks whose rows a deferred
 /// key refuses after the load: keys and constraints stay in place, plain
 /// indexes are still deferred, and every violating line is rejected.
