@@ -227,29 +227,30 @@ impl PgTarget {
 const SETUP_TRIES: usize = 10;
 
 impl PgSession {
-    /// No timeouts, as pg_dump and pg_restore set none: a role's
-    /// statement_timeout would cancel an index rebuild after the load and
-    /// leave the index dropped, however often the job is run again. The
-    /// same for PostgreSQL 17's transaction_timeout, which ends the session
-    /// (measured on 18 with 300 ms on the database: the key's build was cut
-    /// off every time sluice tried again, until its retries ran out), and
-    /// for PostgreSQL 14's idle_session_timeout (with 200 ms on the
-    /// database, two of a load's sessions were ended while they waited, and
-    /// connected again). Read committed whatever the database's default:
-    /// the ledger's claims and marks are made for it (row locks, not
-    /// snapshots), and under a default of serializable every inserted row
-    /// was checked against the predicate locks: 1 M rows with 3 workers
-    /// took 1.99-3.64 s against 0.93-1.13 s. Standard strings: the SQL
-    /// that builds a deferred CHECK again is the server's text of it, which
-    /// follows the setting of the session that read it, and is run by
-    /// another (with the setting off for the database, the server warned of
-    /// `'a\\b'` in the query for the CHECK's violating rows). And no
-    /// notices: libpq prints them on stderr itself; sluice speaks for itself.
-    /// And UTF-8: sluice sends every input as UTF-8 (see `encoding`), and a
-    /// session speaks the database's encoding unless told otherwise, so a
-    /// LATIN1 database stored `café` as `cafÃ©`. The server converts UTF-8
-    /// into the database's encoding and refuses a character it cannot hold,
-    /// as psql with `client_encoding` UTF8 does.
+    /// Each session is set up as sluice's ledger and loads expect it,
+    /// whatever the database or role sets:
+    /// - No timeouts, as pg_dump and pg_restore set none: a role's
+    ///   statement_timeout would cancel an index rebuild after the load and
+    ///   leave the index dropped, however often the job is run again.
+    ///   PostgreSQL 17's transaction_timeout ends the session instead
+    ///   (300 ms on the database, on 18: the key's build was cut off every
+    ///   time sluice tried again, until its retries ran out); 14's
+    ///   idle_session_timeout ended two of a load's waiting sessions.
+    /// - Read committed: the ledger's claims and marks are made for it (row
+    ///   locks, not snapshots), and under a default of serializable every
+    ///   inserted row was checked against the predicate locks (1 M rows, 3
+    ///   workers: 2.01 s against 0.85 s, medians of 3).
+    /// - Standard strings: a deferred CHECK is built again from the
+    ///   server's text of it, whose literals follow the setting of the
+    ///   session that read it (with it off for the database, the server
+    ///   warned of `'a\\b'` in the query for the CHECK's violating rows).
+    /// - No notices: libpq prints them on stderr itself; sluice speaks for
+    ///   itself.
+    /// - UTF-8: sluice sends every input as UTF-8 (see `encoding`), and a
+    ///   session speaks the database's encoding unless told otherwise, so a
+    ///   LATIN1 database stored `café` as `cafÃ©`. The server converts UTF-8
+    ///   into the database's encoding and refuses a character it cannot
+    ///   hold, as psql with `client_encoding` UTF8 does.
     ///
     /// The database's statement_timeout still applies to this very statement:
     /// the server arms it before parsing, and a backend descheduled for longer
