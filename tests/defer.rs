@@ -542,15 +542,18 @@ fn keys_without_overlaps_stay_in_place() {
     data.push_str("[7,8]\t[2021-01-01,2022-01-01)\tafter it\n");
     let file = db.file("t.tsv", data.as_bytes());
     let rejects = db.dir.path().join("t.rejects");
-    let run = db.load(&[
-        file.to_str().unwrap(),
-        "--table",
-        "t",
-        "--chunk-size",
-        "4KiB",
-        "--rejects",
-        rejects.to_str().unwrap(),
-    ]);
+    let load = |file: &std::path::Path, table: &str| {
+        db.load(&[
+            file.to_str().unwrap(),
+            "--table",
+            table,
+            "--chunk-size",
+            "4KiB",
+            "--rejects",
+            rejects.to_str().unwrap(),
+        ])
+    };
+    let run = load(&file, "t");
     assert_eq!(run.code, 1, "{}", run.output());
     assert!(
         run.stderr.contains("primary key \"t_pkey\" stays in place for the load: WITHOUT OVERLAPS"),
@@ -572,15 +575,7 @@ fn keys_without_overlaps_stay_in_place() {
     let mut data: String = (0..2000).map(|i| format!("{i}\t[{i},{}]\t[2020-12-01,2021-02-01)\n", i + 1)).collect();
     data.push_str("9999\t[5000,5001]\t[2020-12-01,2021-02-01)\n");
     let file = db.file("booked.tsv", data.as_bytes());
-    let run = db.load(&[
-        file.to_str().unwrap(),
-        "--table",
-        "booked",
-        "--chunk-size",
-        "4KiB",
-        "--rejects",
-        rejects.to_str().unwrap(),
-    ]);
+    let run = load(&file, "booked");
     assert_eq!(run.code, 1, "{}", run.output());
     assert!(run.stderr.contains("stays in place for the load: PERIOD"), "{}", run.stderr);
     assert!(!run.output().contains("reloaded"), "{}", run.output());
