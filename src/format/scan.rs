@@ -371,8 +371,9 @@ pub(crate) fn prefix_xor(mut bits: u64) -> u64 {
     bits
 }
 
-/// Whether the CPU has AVX2: the chunker's block count and the binary
-/// encoder's line split both ask here (`std` caches the answer).
+/// Whether the CPU has AVX2 (and POPCNT and BMI1, which every CPU with
+/// AVX2 has): the chunker's block count and the binary encoder's line
+/// split both ask here (`std` caches the answer).
 pub(crate) fn wide_available() -> bool {
     wide::available()
 }
@@ -386,6 +387,8 @@ mod wide {
 
     pub fn available() -> bool {
         std::is_x86_feature_detected!("avx2")
+            && std::is_x86_feature_detected!("popcnt")
+            && std::is_x86_feature_detected!("bmi1")
     }
 
     /// One bit per byte of `block` (64 bytes): its quotes, line ends and NULs.
