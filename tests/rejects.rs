@@ -786,8 +786,9 @@ fn end_of_data_lines_are_rejected_and_the_rest_loads() {
 
 /// A wrong option (here the delimiter) rejects every record: without
 /// --max-errors the load stops once 1,000 were rejected and none loaded,
-/// says what to check, and commits nothing; with --max-errors it goes on and
-/// rejects every record, as asked.
+/// says what to check (the delimiter the record splits at into the
+/// columns, when one does), and commits nothing; with --max-errors it goes
+/// on and rejects every record, as asked.
 #[test]
 fn only_rejects_stop_the_load_unless_max_errors_is_given() {
     let db = TestDb::new();
@@ -797,7 +798,8 @@ fn only_rejects_stop_the_load_unless_max_errors_is_given() {
     let Loaded { run, .. } = load_with_rejects(&db, &file, "t", &[]);
     assert_eq!(run.code, 5, "{}", run.stderr);
     assert!(run.stderr.contains("records were rejected and none loaded"), "{}", run.stderr);
-    let advice = "Its record has 1 field and COPY fills 3 columns (a, b, c): check --delimiter";
+    let advice = "Its record has 1 field and COPY fills 3 columns (a, b, c): pass --delimiter ',' (split at ',' it \
+                  has 3 fields)";
     assert!(run.stderr.contains(advice), "{}", run.stderr);
     assert!(run.stderr.contains("invalid input syntax for type integer"), "{}", run.stderr);
     assert_eq!(db.scalar("SELECT count(*) FROM sluice.rejects"), "0", "nothing committed");

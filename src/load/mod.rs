@@ -1255,12 +1255,24 @@ fn nothing_loads(shared: &Shared, loaded: u64, rejected: u64, first: &Option<Rej
 /// a file that holds only some of the table's columns).
 fn field_count_advice(shared: &Shared, first: &Reject) -> Option<String> {
     let rules = shared.rules.as_ref()?;
-    let fields = suspect::field_count(first.raw.as_deref()?.as_bytes(), shared.format);
+    let record = first.raw.as_deref()?.as_bytes();
+    let fields = suspect::field_count(record, shared.format);
     let names: Vec<&str> = rules.iter().map(|r| r.name.as_str()).collect();
+    let advice = match suspect::delimiter_that_fits(record, shared.format, rules.len()) {
+        Some(delimiter) => {
+            let flag = match delimiter {
+                b'\t' => "'\\t'".to_string(),
+                other => format!("'{}'", other as char),
+            };
+            format!("pass --delimiter {flag} (split at {flag} it has {})", count_of(rules.len() as u64, "field"))
+        }
+        None => "check --delimiter, or name the columns the file holds with --columns (the others get their \
+                 defaults)"
+            .into(),
+    };
     (fields != rules.len()).then(|| {
         format!(
-            "Its record has {} and COPY fills {} ({}): check --delimiter, or name the columns the file holds \
-             with --columns (the others get their defaults)",
+            "Its record has {} and COPY fills {} ({}): {advice}",
             count_of(fields as u64, "field"),
             count_of(rules.len() as u64, "column"),
             names.join(", ")

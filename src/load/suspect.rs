@@ -430,6 +430,22 @@ pub fn field_count(record: &[u8], format: &FormatOptions) -> usize {
     fields(record, format).count()
 }
 
+/// The delimiters files are most often written with.
+const COMMON_DELIMITERS: [u8; 4] = [b',', b';', b'\t', b'|'];
+
+/// Another common delimiter at which `record` splits into `columns`
+/// fields, when the load's does not: the first, in the order of
+/// [`COMMON_DELIMITERS`]. Not for jsonl, whose documents are not split.
+pub fn delimiter_that_fits(record: &[u8], format: &FormatOptions, columns: usize) -> Option<u8> {
+    if format.kind == FormatKind::Jsonl || field_count(record, format) == columns {
+        return None;
+    }
+    COMMON_DELIMITERS.into_iter().find(|&delimiter| {
+        let other = FormatOptions { delimiter: Some(delimiter), ..format.clone() };
+        field_count(record, &other) == columns
+    })
+}
+
 fn fields<'a>(record: &'a [u8], format: &'a FormatOptions) -> Fields<'a> {
     let line = record.strip_suffix(b"\n").unwrap_or(record);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -742,6 +758,19 @@ mod tests {
         assert!(!suspect(b"1\ta\\tb\n", &r, &tsv), "escaped tab is data");
         assert!(suspect(b"\\N\tabc\n", &r, &tsv), "NULL in NOT NULL");
         assert!(rules(&table(), None, &FormatOptions::new(FormatKind::Jsonl)).is_none());
+    }
+
+    #[test]
+    fn the_delimiter_a_record_fits_the_columns_at_is_found() {
+        let csv = FormatOptions::new(FormatKind::Csv);
+        assert_eq!(delimiter_that_fits(b"1;a;2,50\n", &csv, 3), Some(b';'), "a decimal comma is no delimiter");
+        assert_eq!(delimiter_that_fits(b"1\t\"a;b\"\t2\r\n", &csv, 3), Some(b'\t'), "quotes still count");
+        assert_eq!(delimiter_that_fits(b"1,a,2\n", &csv, 3), None, "the record fits already");
+        assert_eq!(delimiter_that_fits(b"1;a\n", &csv, 3), None, "no delimiter fits");
+        let tsv = FormatOptions::new(FormatKind::Tsv);
+        assert_eq!(delimiter_that_fits(b"1|a|2\n", &tsv, 3), Some(b'|'));
+        let jsonl = FormatOptions::new(FormatKind::Jsonl);
+        assert_eq!(delimiter_that_fits(b"{\"a\": 1, \"b\": 2}\n", &jsonl, 2), None, "documents are not split");
     }
 
     #[test]
