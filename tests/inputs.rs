@@ -208,6 +208,31 @@ fn a_header_naming_columns_out_of_place_is_refused() {
     );
 }
 
+/// A semicolon-separated export named `.csv`: its header names the
+/// columns only when split at `;`. Refused before anything loads, naming
+/// the delimiter, instead of 1,000 rejects first; with that delimiter it
+/// loads, a decimal comma and all.
+#[test]
+fn a_header_that_names_the_columns_at_another_delimiter_is_refused() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE prices (id int, name text, price text)");
+    let file = db.file("prices.csv", b"id;name;price\n1;apple;2,50\n2;pear;3,10\n");
+    let file = file.to_str().unwrap();
+    let run = db.load(&[file, "--table", "prices", "--header"]);
+    assert_eq!(run.code, 2, "{}", run.output());
+    assert!(
+        run.stderr.contains(
+            "prices.csv: its header (id;name;price) names the table's columns when split at ';'; pass \
+             --delimiter ';'"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(db.count("prices"), 0);
+    db.load(&[file, "--table", "prices", "--header", "--delimiter", ";"]).assert_ok();
+    assert_eq!(db.scalar("SELECT string_agg(price, ' ' ORDER BY id) FROM prices"), "2,50 3,10");
+}
+
 /// `--columns` naming the header's columns in another order would load
 /// each field into another's column: refused before anything loads. The
 /// header's own order, or a header of other labels, loads.

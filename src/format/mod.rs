@@ -50,6 +50,10 @@ impl FormatKind {
     }
 }
 
+/// The delimiters files are most often written with, in the order sluice
+/// tries them when the load's own splits records into the wrong count.
+pub const COMMON_DELIMITERS: [u8; 4] = [b',', b';', b'\t', b'|'];
+
 /// A format and its options, as the user gave them.
 #[derive(Clone, Debug)]
 pub struct FormatOptions {

@@ -1260,10 +1260,7 @@ fn field_count_advice(shared: &Shared, first: &Reject) -> Option<String> {
     let names: Vec<&str> = rules.iter().map(|r| r.name.as_str()).collect();
     let advice = match suspect::delimiter_that_fits(record, shared.format, rules.len()) {
         Some(delimiter) => {
-            let flag = match delimiter {
-                b'\t' => "'\\t'".to_string(),
-                other => format!("'{}'", other as char),
-            };
+            let flag = delimiter_flag(delimiter);
             format!("pass --delimiter {flag} (split at {flag} it has {})", count_of(rules.len() as u64, "field"))
         }
         None => "check --delimiter, or name the columns the file holds with --columns (the others get their \
@@ -1418,6 +1415,9 @@ fn names_in_headers(
         if let HeaderColumns::Misplaced { field, column, instead } = &columns {
             return Err(misplaced_header(source, &header, *field, column, instead.as_deref()));
         }
+        if let Some(delimiter) = plan::header_delimiter(table, &header, format) {
+            return Err(header_at_another_delimiter(source, &header, delimiter));
+        }
         let Some((first_source, first_header, first_columns)) = &first else {
             first = Some((source, header, columns));
             continue;
@@ -1441,6 +1441,24 @@ fn names_in_headers(
         HeaderColumns::Named(names) => Some((source.name.clone(), names)),
         _ => None,
     }))
+}
+
+/// A header that names the table's columns when split at `delimiter`, not
+/// at the load's: see [`plan::header_delimiter`].
+fn header_at_another_delimiter(source: &Source, header: &[u8], delimiter: u8) -> Error {
+    let flag = delimiter_flag(delimiter);
+    source.input_error(&format!(
+        "its header ({}) names the table's columns when split at {flag}; pass --delimiter {flag}",
+        String::from_utf8_lossy(header).trim_end()
+    ))
+}
+
+/// A delimiter as `--delimiter` takes it, quoted for the shell.
+fn delimiter_flag(delimiter: u8) -> String {
+    match delimiter {
+        b'\t' => "'\\t'".into(),
+        other => format!("'{}'", other as char),
+    }
 }
 
 /// `--columns` naming the columns an input's header names, in another

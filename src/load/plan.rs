@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use crate::error::Error;
 use crate::format::binary::{unescape_text, BinaryEncoder, DateOrder};
-use crate::format::{FormatKind, FormatOptions};
+use crate::format::{FormatKind, FormatOptions, COMMON_DELIMITERS};
 use crate::sink::postgres::TableInfo;
 use crate::source::Source;
 use crate::sql::{parse_qualified_name, quote_ident};
@@ -102,6 +102,20 @@ pub fn header_columns(table: &TableInfo, header: &[u8], format: &FormatOptions) 
             (instead != Some(&column)).then(|| HeaderColumns::Misplaced { field, column, instead: instead.cloned() })
         })
         .unwrap_or(HeaderColumns::Positional)
+}
+
+/// Another common delimiter at which `header`, which names no column at
+/// the load's own, names two or more of the table's columns: the file's
+/// delimiter, most likely (a semicolon-separated export named `.csv`).
+/// Why: every record would be rejected, and the load stop only after 1,000.
+pub fn header_delimiter(table: &TableInfo, header: &[u8], format: &FormatOptions) -> Option<u8> {
+    if format.kind == FormatKind::Jsonl || header_columns(table, header, format) != HeaderColumns::Positional {
+        return None;
+    }
+    COMMON_DELIMITERS.into_iter().find(|&delimiter| {
+        let other = FormatOptions { delimiter: Some(delimiter), ..format.clone() };
+        matches!(header_columns(table, header, &other), HeaderColumns::Named(names) if names.len() >= 2)
+    })
 }
 
 /// All of the table's columns in its order: what COPY takes without a
@@ -386,6 +400,18 @@ mod tests {
         assert_ne!(header_columns(&t, br#""amount","Na\\me",id"#, &escaped), named, "Na\\me is no column");
         tsv.delimiter = Some(b'|');
         assert_eq!(header_columns(&t, b"Name|amount", &tsv), HeaderColumns::Named(list(&["Name", "amount"]).unwrap()));
+    }
+
+    #[test]
+    fn a_header_that_names_columns_at_another_delimiter_says_which() {
+        let t = table(&[("id", "integer"), ("Name", "text"), ("amount", "numeric")]);
+        let csv = FormatOptions::new(FormatKind::Csv);
+        assert_eq!(header_delimiter(&t, b"id;Name;amount\n", &csv), Some(b';'));
+        assert_eq!(header_delimiter(&t, b"amount|id\n", &csv), Some(b'|'), "some columns, in another order");
+        assert_eq!(header_delimiter(&t, b"id\tName\n", &FormatOptions::new(FormatKind::Tsv)), None, "its own");
+        assert_eq!(header_delimiter(&t, b"id,Name,amount\n", &csv), None, "named at the load's own");
+        assert_eq!(header_delimiter(&t, b"a;b;c\n", &csv), None, "labels");
+        assert_eq!(header_delimiter(&t, b"id;x\n", &csv), None, "one column's name is not a header");
     }
 
     #[test]

@@ -28,7 +28,7 @@
 //! record costs a re-copy.
 
 use crate::format::binary::{iso_date, unescape_text, without_modifier, DateOrder};
-use crate::format::{FormatKind, FormatOptions};
+use crate::format::{FormatKind, FormatOptions, COMMON_DELIMITERS};
 use crate::sink::postgres::TableInfo;
 
 /// What a column accepts, as far as the guess goes.
@@ -429,9 +429,6 @@ pub fn names_columns(record: &[u8], columns: &[(String, String)], format: &Forma
 pub fn field_count(record: &[u8], format: &FormatOptions) -> usize {
     fields(record, format).count()
 }
-
-/// The delimiters files are most often written with.
-const COMMON_DELIMITERS: [u8; 4] = [b',', b';', b'\t', b'|'];
 
 /// Another common delimiter at which `record` splits into `columns`
 /// fields, when the load's does not: the first, in the order of
