@@ -231,6 +231,15 @@ fn a_header_that_names_the_columns_at_another_delimiter_is_refused() {
     assert_eq!(db.count("prices"), 0);
     db.load(&[file, "--table", "prices", "--header", "--delimiter", ";"]).assert_ok();
     assert_eq!(db.scalar("SELECT string_agg(price, ' ' ORDER BY id) FROM prices"), "2,50 3,10");
+    // A CSV file named .txt is taken for the text format, which would keep
+    // its quotes: the advice is the format, not a comma delimiter.
+    let file = db.file("more.txt", b"id,name,price\n3,\"plum, red\",1.20\n");
+    let file = file.to_str().unwrap();
+    let run = db.load(&[file, "--table", "prices", "--header"]);
+    assert_eq!(run.code, 2, "{}", run.output());
+    assert!(run.stderr.contains("names the table's columns when split at ','; pass --format csv"), "{}", run.stderr);
+    db.load(&[file, "--table", "prices", "--header", "--format", "csv"]).assert_ok();
+    assert_eq!(db.scalar("SELECT name FROM prices WHERE id = 3"), "plum, red");
 }
 
 /// `--columns` naming the header's columns in another order would load

@@ -798,8 +798,8 @@ fn only_rejects_stop_the_load_unless_max_errors_is_given() {
     let Loaded { run, .. } = load_with_rejects(&db, &file, "t", &[]);
     assert_eq!(run.code, 5, "{}", run.stderr);
     assert!(run.stderr.contains("records were rejected and none loaded"), "{}", run.stderr);
-    let advice = "Its record has 1 field and COPY fills 3 columns (a, b, c): pass --delimiter ',' (split at ',' it \
-                  has 3 fields)";
+    let advice = "Its record has 1 field and COPY fills 3 columns (a, b, c): pass --format csv (split at ',' it has \
+                  3 fields)";
     assert!(run.stderr.contains(advice), "{}", run.stderr);
     assert!(run.stderr.contains("invalid input syntax for type integer"), "{}", run.stderr);
     assert_eq!(db.scalar("SELECT count(*) FROM sluice.rejects"), "0", "nothing committed");

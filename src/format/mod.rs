@@ -51,7 +51,8 @@ impl FormatKind {
 }
 
 /// The delimiters files are most often written with, in the order sluice
-/// tries them when the load's own splits records into the wrong count.
+/// tries them when the load's own splits records into the wrong count (see
+/// [`FormatOptions::at_delimiter`]).
 pub const COMMON_DELIMITERS: [u8; 4] = [b',', b';', b'\t', b'|'];
 
 /// A format and its options, as the user gave them.
@@ -86,6 +87,28 @@ const JSONL_QUOTE: u8 = 0x01;
 const JSONL_DELIMITER: u8 = 0x02;
 
 impl FormatOptions {
+    /// These options with another delimiter, to see whether records fit
+    /// the columns at it. Commas in a text-format load mean a CSV file
+    /// named `.txt` or `.tsv`: read as CSV, whose quotes matter (a text
+    /// load at commas would keep them in the values).
+    pub fn at_delimiter(&self, delimiter: u8) -> FormatOptions {
+        let kind = match (self.kind, delimiter) {
+            (FormatKind::Tsv, b',') => FormatKind::Csv,
+            (kind, _) => kind,
+        };
+        FormatOptions { kind, delimiter: Some(delimiter), ..self.clone() }
+    }
+
+    /// The flag that gives [`Self::at_delimiter`]'s options, quoted for
+    /// the shell.
+    pub fn flag_for_delimiter(&self, delimiter: u8) -> String {
+        match (self.kind, delimiter) {
+            (FormatKind::Tsv, b',') => "--format csv".into(),
+            (_, b'\t') => "--delimiter '\\t'".into(),
+            (_, other) => format!("--delimiter '{}'", other as char),
+        }
+    }
+
     pub fn new(kind: FormatKind) -> Self {
         FormatOptions {
             kind,

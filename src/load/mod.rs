@@ -1259,10 +1259,12 @@ fn field_count_advice(shared: &Shared, first: &Reject) -> Option<String> {
     let fields = suspect::field_count(record, shared.format);
     let names: Vec<&str> = rules.iter().map(|r| r.name.as_str()).collect();
     let advice = match suspect::delimiter_that_fits(record, shared.format, rules.len()) {
-        Some(delimiter) => {
-            let flag = delimiter_flag(delimiter);
-            format!("pass --delimiter {flag} (split at {flag} it has {})", count_of(rules.len() as u64, "field"))
-        }
+        Some(delimiter) => format!(
+            "pass {} (split at {} it has {})",
+            shared.format.flag_for_delimiter(delimiter),
+            delimiter_shown(delimiter),
+            count_of(rules.len() as u64, "field")
+        ),
         None => "check --delimiter, or name the columns the file holds with --columns (the others get their \
                  defaults)"
             .into(),
@@ -1416,7 +1418,7 @@ fn names_in_headers(
             return Err(misplaced_header(source, &header, *field, column, instead.as_deref()));
         }
         if let Some(delimiter) = plan::header_delimiter(table, &header, format) {
-            return Err(header_at_another_delimiter(source, &header, delimiter));
+            return Err(header_at_another_delimiter(source, &header, format, delimiter));
         }
         let Some((first_source, first_header, first_columns)) = &first else {
             first = Some((source, header, columns));
@@ -1445,16 +1447,17 @@ fn names_in_headers(
 
 /// A header that names the table's columns when split at `delimiter`, not
 /// at the load's: see [`plan::header_delimiter`].
-fn header_at_another_delimiter(source: &Source, header: &[u8], delimiter: u8) -> Error {
-    let flag = delimiter_flag(delimiter);
+fn header_at_another_delimiter(source: &Source, header: &[u8], format: &FormatOptions, delimiter: u8) -> Error {
     source.input_error(&format!(
-        "its header ({}) names the table's columns when split at {flag}; pass --delimiter {flag}",
-        String::from_utf8_lossy(header).trim_end()
+        "its header ({}) names the table's columns when split at {}; pass {}",
+        String::from_utf8_lossy(header).trim_end(),
+        delimiter_shown(delimiter),
+        format.flag_for_delimiter(delimiter)
     ))
 }
 
-/// A delimiter as `--delimiter` takes it, quoted for the shell.
-fn delimiter_flag(delimiter: u8) -> String {
+/// A delimiter in a message: quoted, a tab as `\t`.
+fn delimiter_shown(delimiter: u8) -> String {
     match delimiter {
         b'\t' => "'\\t'".into(),
         other => format!("'{}'", other as char),

@@ -113,7 +113,7 @@ pub fn header_delimiter(table: &TableInfo, header: &[u8], format: &FormatOptions
         return None;
     }
     COMMON_DELIMITERS.into_iter().find(|&delimiter| {
-        let other = FormatOptions { delimiter: Some(delimiter), ..format.clone() };
+        let other = format.at_delimiter(delimiter);
         matches!(header_columns(table, header, &other), HeaderColumns::Named(names) if names.len() >= 2)
     })
 }

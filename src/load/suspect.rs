@@ -437,10 +437,7 @@ pub fn delimiter_that_fits(record: &[u8], format: &FormatOptions, columns: usize
     if format.kind == FormatKind::Jsonl || field_count(record, format) == columns {
         return None;
     }
-    COMMON_DELIMITERS.into_iter().find(|&delimiter| {
-        let other = FormatOptions { delimiter: Some(delimiter), ..format.clone() };
-        field_count(record, &other) == columns
-    })
+    COMMON_DELIMITERS.into_iter().find(|&delimiter| field_count(record, &format.at_delimiter(delimiter)) == columns)
 }
 
 fn fields<'a>(record: &'a [u8], format: &'a FormatOptions) -> Fields<'a> {
@@ -766,6 +763,7 @@ mod tests {
         assert_eq!(delimiter_that_fits(b"1;a\n", &csv, 3), None, "no delimiter fits");
         let tsv = FormatOptions::new(FormatKind::Tsv);
         assert_eq!(delimiter_that_fits(b"1|a|2\n", &tsv, 3), Some(b'|'));
+        assert_eq!(delimiter_that_fits(b"1,\"a,b\",2\n", &tsv, 3), Some(b','), "read as CSV at commas");
         let jsonl = FormatOptions::new(FormatKind::Jsonl);
         assert_eq!(delimiter_that_fits(b"{\"a\": 1, \"b\": 2}\n", &jsonl, 2), None, "documents are not split");
     }
