@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine;
 use serde_json::Value;
 
-use crate::util::{Run, Spoiled, TestDb};
+use crate::util::{sluice, Run, Spoiled, TestDb};
 
 fn read_rejects(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -1233,4 +1233,41 @@ fn a_held_key_with_a_bad_value_is_rejected_for_the_value() {
         loaded.report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
     assert!(copies * 2 < u64::from(held), "{copies} COPY statements for {held} duplicates");
     assert_eq!(db.count("h"), 1000 + 2000);
+}
+
+/// A file whose dates are written day first, loaded month first (the
+/// server's default DateStyle): its dates up to the 12th load with day and
+/// month swapped and the others are rejected, where psql's COPY would stop
+/// at the first. The summary says so and names the setting that reads them
+/// as written; with it, every date loads right. A date that exists in
+/// neither order is no sign of the other order.
+#[test]
+fn dates_written_day_first_loaded_month_first_are_named_with_the_setting_that_reads_them() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, d date)");
+    let data: String = (0..400).map(|i| format!("{i},{:02}/{:02}/2024\n", i % 28 + 1, i % 12 + 1)).collect();
+    let file = db.file("dmy.csv", data.as_bytes());
+    let Loaded { run, rejects: found, report: r, .. } = load_with_rejects(&db, &file, "t", &[]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let day_after_12th = (0..400).filter(|i| i % 28 + 1 > 12).count();
+    assert_eq!(found.len(), day_after_12th);
+    let warning = format!(
+        "{day_after_12th} dates were rejected that exist only when read day first (DateStyle ISO, MDY reads month \
+         first), the first \"13/01/2024\" ("
+    );
+    assert!(run.stderr.contains(&warning), "{}", run.stderr);
+    assert!(run.stderr.contains("dmy.csv line 13, column d): the input's dates look day first"), "{}", run.stderr);
+    assert!(run.stderr.contains("PGDATESTYLE='ISO, DMY'"), "{}", run.stderr);
+    let warnings = r["warnings"].as_array().unwrap();
+    assert!(warnings.iter().any(|w| w.as_str().unwrap().contains(&warning)), "{warnings:?}");
+    // With the setting the warning gives: every date as written.
+    let day_first = format!("{} options='-c datestyle=ISO,DMY'", db.conninfo());
+    let file = file.to_str().unwrap();
+    sluice(&["load", "--db", &day_first, file, "--table", "t", "--truncate", "--restart"]).assert_ok();
+    assert_eq!(db.scalar("SELECT count(*) FROM t WHERE extract(day FROM d) = id % 28 + 1"), "400");
+    // A day that exists in neither order: rejected, and no such warning.
+    let bad = db.file("bad.csv", b"1,02/30/2024\n2,01/05/2024\n");
+    let Loaded { run, rejects: found, .. } = load_with_rejects(&db, &bad, "t", &["--truncate", "--restart"]);
+    assert_eq!((run.code, found.len()), (1, 1), "{}", run.stderr);
+    assert!(!run.stderr.contains("look day first"), "{}", run.stderr);
 }

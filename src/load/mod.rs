@@ -35,6 +35,7 @@ use crossbeam_channel::{bounded, unbounded, Sender};
 use crate::chunk::{Chunk, Chunker, ChunkerConfig, Preamble};
 use crate::encoding::InputEncoding;
 use crate::error::Error;
+use crate::format::binary::DateOrder;
 use crate::format::scan::RecordShape;
 use crate::format::{FormatKind, FormatOptions};
 use crate::ledger::{self, Done, Opened};
@@ -236,6 +237,9 @@ struct Shared<'a> {
     /// Inputs whose first line, rejected, names the table's columns (see
     /// [`note_headers`]).
     header_like: std::sync::Mutex<Vec<String>>,
+    /// Rejected dates that exist read in the other order of day and month
+    /// (see [`note_date_order`]): how many, and the first.
+    dates_the_other_way: std::sync::Mutex<(u64, Option<String>)>,
     /// Chunks loaded a second time by this run (lost or violating rows).
     redone: u64,
     /// `--workers auto`: how many workers may load now.
@@ -543,6 +547,7 @@ fn run_connected(
         one_at_a_time: false,
         early_warnings,
         header_like: Default::default(),
+        dates_the_other_way: Default::default(),
         redone: 0,
         pace: (req.workers == AUTO_WORKERS).then(|| pace::Pacer::new(auto_ceiling)),
         fed_all: AtomicBool::new(false),
@@ -935,6 +940,7 @@ fn conclude(
     }
     warnings.extend(refused_warning(shared));
     warnings.extend(header_warning(&shared.header_like.lock().unwrap_or_else(|e| e.into_inner())));
+    warnings.extend(date_order_warning(shared));
     warnings.extend(shared.blockers.warnings());
     if shared.keys_collide.load(Ordering::SeqCst) && shared.workers(req) > 1 {
         warnings.push(format!(
@@ -1151,6 +1157,7 @@ fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -
                     rejected += chunk_rejects.len() as u64;
                     first_reject = first_reject.or_else(|| chunk_rejects.first().cloned());
                     note_headers(shared, &chunk_rejects);
+                    note_date_order(shared, &chunk_rejects);
                     record_rejects(rejects, &chunk_rejects).err().or_else(|| {
                         over_limit(req, rejected, &chunk_rejects)
                             .or_else(|| nothing_loads(shared, loaded, rejected, &first_reject))
@@ -1190,6 +1197,46 @@ fn note_headers(shared: &Shared, rejects: &[Reject]) {
             shared.header_like.lock().unwrap_or_else(|e| e.into_inner()).push(reject.file.clone());
         }
     }
+}
+
+/// Counts the rejected dates that read in the other order of day and
+/// month. Why: COPY reads `05/01/2024` in the session's DateStyle; a file
+/// written day first, loaded month first, has its dates up to the 12th
+/// loaded with day and month swapped and the others rejected. psql's COPY
+/// stops at the first of those; loading every good row, sluice must say it.
+fn note_date_order(shared: &Shared, rejects: &[Reject]) {
+    let Some(rules) = &shared.rules else { return };
+    for reject in rejects {
+        let (Some(column), Some(raw)) = (&reject.column, &reject.raw) else { continue };
+        let Some(value) = suspect::date_in_the_other_order(raw.as_bytes(), rules, shared.format, column) else {
+            continue;
+        };
+        let mut noted = shared.dates_the_other_way.lock().unwrap_or_else(|e| e.into_inner());
+        noted.0 += 1;
+        noted.1.get_or_insert_with(|| format!("\"{value}\" ({} line {}, column {column})", reject.file, reject.line));
+    }
+}
+
+/// What to do about dates that read only in the other order (see
+/// [`note_date_order`]).
+fn date_order_warning(shared: &Shared) -> Option<String> {
+    let (count, first) = shared.dates_the_other_way.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let first = first?;
+    let style = &shared.table.session_date_style;
+    let (session, file, other) = match DateOrder::of_date_style(style)? {
+        DateOrder::MonthFirst => ("month", "day", "DMY"),
+        DateOrder::DayFirst => ("day", "month", "MDY"),
+    };
+    let dates = match count {
+        1 => "1 date was".to_string(),
+        n => format!("{} dates were", thousands(n)),
+    };
+    Some(format!(
+        "{dates} rejected that exist only when read {file} first (DateStyle {style} reads {session} first), the \
+         first {first}: the input's dates look {file} first, so the rows loaded may hold day and month swapped \
+         (those with a day up to the 12th). Delete the rows this load committed and load again with \
+         PGDATESTYLE='ISO, {other}' (or options='-c datestyle=ISO,{other}' in --db)"
+    ))
 }
 
 /// What to do about inputs whose first line looks like a header (see

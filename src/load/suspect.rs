@@ -424,6 +424,28 @@ pub fn names_columns(record: &[u8], columns: &[(String, String)], format: &Forma
         })
 }
 
+/// The value of `record`'s field for `column` when that column holds dates
+/// and the value's day does not exist read in the session's order of day
+/// and month but does in the other order (`13/01/2024` month first): a
+/// file written day first, loaded month first, or the reverse. Then the
+/// rows loaded with it may hold day and month swapped (`05/01/2024`).
+pub fn date_in_the_other_order(
+    record: &[u8],
+    rules: &[ColumnRule],
+    format: &FormatOptions,
+    column: &str,
+) -> Option<String> {
+    let index = rules.iter().position(|rule| rule.name == column)?;
+    let ValueRule::Date { order: Some(order) } = rules[index].kind else { return None };
+    let value = fields(record, format).nth(index)??;
+    let other = match order {
+        DateOrder::MonthFirst => DateOrder::DayFirst,
+        DateOrder::DayFirst => DateOrder::MonthFirst,
+    };
+    (!real_date(value, Some(order)) && real_date(value, Some(other)))
+        .then(|| String::from_utf8_lossy(value.trim_ascii()).into_owned())
+}
+
 /// How many fields `record` (terminator included) splits into, as far as
 /// the guess goes.
 pub fn field_count(record: &[u8], format: &FormatOptions) -> usize {
@@ -785,6 +807,26 @@ mod tests {
 
     fn rule(sql_type: &str, order: Option<DateOrder>) -> ColumnRule {
         ColumnRule { name: "c".into(), not_null: false, kind: value_rule(sql_type, order) }
+    }
+
+    #[test]
+    fn dates_that_exist_only_in_the_other_order_are_found() {
+        let csv = FormatOptions::new(FormatKind::Csv);
+        let other = |sql_type, order, record: &str| {
+            let rules = [rule("integer", order), rule(sql_type, order)];
+            let rules = [ColumnRule { name: "id".into(), ..rules[0].clone() }, rules[1].clone()];
+            date_in_the_other_order(record.as_bytes(), &rules, &csv, "c")
+        };
+        let (month_first, day_first) = (Some(DateOrder::MonthFirst), Some(DateOrder::DayFirst));
+        assert_eq!(other("date", month_first, "1,13/01/2024\n").as_deref(), Some("13/01/2024"));
+        assert_eq!(other("date", day_first, "1,01/13/2024\n").as_deref(), Some("01/13/2024"));
+        let stamp = "timestamp without time zone";
+        assert_eq!(other(stamp, month_first, "1,31.12.2024 10:00\n").as_deref(), Some("31.12.2024 10:00"));
+        assert_eq!(other("date", month_first, "1,02/30/2024\n"), None, "in neither order");
+        assert_eq!(other("date", month_first, "1,01/13/2024\n"), None, "not in the other");
+        assert_eq!(other("date", month_first, "1,05/01/2024\n"), None, "in both");
+        assert_eq!(other("date", None, "1,13/01/2024\n"), None, "year first: the server's reading");
+        assert_eq!(other("text", month_first, "1,13/01/2024\n"), None, "no date column");
     }
 
     /// Whether `value` is plausible in a column of `sql_type`, dates read
