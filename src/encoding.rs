@@ -88,6 +88,20 @@ impl InputEncoding {
     }
 }
 
+/// The encoding that records which are not UTF-8 are most likely in,
+/// guessed from `sample` (their bytes) by `chardetng`, Firefox's detector
+/// from the author of `encoding_rs`; with `first` (one of them) read in it.
+/// `None` when the guess cannot read `first` either. Only a guess: the
+/// warning that gives it shows the record as it would read, for the user to
+/// judge before loading again.
+pub fn likely_encoding(sample: &[u8], first: &[u8]) -> Option<(&'static str, String)> {
+    let mut detector = chardetng::EncodingDetector::new(chardetng::Iso2022JpDetection::Deny);
+    detector.feed(sample, true);
+    let guess = detector.guess(None, chardetng::Utf8Detection::Deny);
+    let text = guess.decode_without_bom_handling_and_without_replacement(first)?;
+    Some((guess.name(), text.into_owned()))
+}
+
 /// PostgreSQL's encoding names and aliases (`pg_encname_tbl`) as PostgreSQL
 /// compares them (lower case, letters and digits only), with the WHATWG
 /// label of the same code page. A name missing here is looked up as a WHATWG

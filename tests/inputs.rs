@@ -649,6 +649,38 @@ fn single_byte_encodings_are_transcoded() {
     assert_eq!(db.scalar("SELECT count(*) FROM w WHERE name = 'caf' || chr(233) || ' ' || chr(8364)"), "300");
 }
 
+/// A file in another encoding loaded without --encoding: its records with
+/// bytes that are not UTF-8 are rejected, and the summary names the
+/// encoding their bytes look like (a guess), with the first as it reads in
+/// it; loaded again with that --encoding, every record loads as written.
+#[test]
+fn records_rejected_as_not_utf8_are_named_with_the_encoding_they_look_like() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text)");
+    let cases = [
+        ("western.csv", "windows-1252", &["café crème", "Müller", "tea", "São Paulo"][..]),
+        ("cyrillic.csv", "windows-1251", &["привет мир", "улица Ленина", "tea", "Москва"][..]),
+    ];
+    for (name, encoding, words) in cases {
+        let encoder = encoding_rs::Encoding::for_label(encoding.as_bytes()).unwrap();
+        let lines: Vec<String> = (0..400).map(|i| format!("{i},{} {i}\n", words[i % words.len()])).collect();
+        let bytes: Vec<u8> = lines.iter().flat_map(|line| encoder.encode(line).0.into_owned()).collect();
+        let file = db.file(name, &bytes);
+        let path = file.to_str().unwrap();
+        let run = db.load(&[path, "--table", "t", "--truncate"]);
+        assert_eq!(run.code, 1, "{}", run.output());
+        let warning = format!(
+            "300 records were rejected as not UTF-8; their bytes look like {encoding} (a guess), in which the first \
+             ({path} line 1) reads \"0,{} 0\". If it reads right, load them with --encoding {encoding}",
+            words[0]
+        );
+        assert!(run.stderr.contains(&warning), "{}", run.stderr);
+        db.load(&[path, "--table", "t", "--truncate", "--restart", "--encoding", encoding]).assert_ok();
+        let loaded = db.scalar("SELECT string_agg(name, '|' ORDER BY id) FROM t");
+        assert_eq!(loaded, lines.iter().map(|l| l.split_once(',').unwrap().1.trim_end()).collect::<Vec<_>>().join("|"));
+    }
+}
+
 /// Every single-byte encoding PostgreSQL knows, named as PostgreSQL names
 /// it, decodes as the server's own conversion does: each byte 0x80..0xFF
 /// that `convert_from` reads loads as the text it gives, and a byte it

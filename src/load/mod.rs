@@ -240,6 +240,8 @@ struct Shared<'a> {
     /// Rejected dates that exist read in the other order of day and month
     /// (see [`note_date_order`]): how many, and the first.
     dates_the_other_way: std::sync::Mutex<(u64, Option<String>)>,
+    /// Records rejected for bytes that are not UTF-8 (see [`note_not_utf8`]).
+    not_utf8: std::sync::Mutex<NotUtf8>,
     /// Chunks loaded a second time by this run (lost or violating rows).
     redone: u64,
     /// `--workers auto`: how many workers may load now.
@@ -548,6 +550,7 @@ fn run_connected(
         early_warnings,
         header_like: Default::default(),
         dates_the_other_way: Default::default(),
+        not_utf8: Default::default(),
         redone: 0,
         pace: (req.workers == AUTO_WORKERS).then(|| pace::Pacer::new(auto_ceiling)),
         fed_all: AtomicBool::new(false),
@@ -941,6 +944,7 @@ fn conclude(
     warnings.extend(refused_warning(shared));
     warnings.extend(header_warning(&shared.header_like.lock().unwrap_or_else(|e| e.into_inner())));
     warnings.extend(date_order_warning(shared));
+    warnings.extend(encoding_warning(shared));
     warnings.extend(shared.blockers.warnings());
     if shared.keys_collide.load(Ordering::SeqCst) && shared.workers(req) > 1 {
         warnings.push(format!(
@@ -1158,6 +1162,7 @@ fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -
                     first_reject = first_reject.or_else(|| chunk_rejects.first().cloned());
                     note_headers(shared, &chunk_rejects);
                     note_date_order(shared, &chunk_rejects);
+                    note_not_utf8(shared, &chunk_rejects);
                     record_rejects(rejects, &chunk_rejects).err().or_else(|| {
                         over_limit(req, rejected, &chunk_rejects)
                             .or_else(|| nothing_loads(shared, loaded, rejected, &first_reject))
@@ -1236,6 +1241,56 @@ fn date_order_warning(shared: &Shared) -> Option<String> {
          first {first}: the input's dates look {file} first, so the rows loaded may hold day and month swapped \
          (those with a day up to the 12th). Delete the rows this load committed and load again with \
          PGDATESTYLE='ISO, {other}' (or options='-c datestyle=ISO,{other}' in --db)"
+    ))
+}
+
+/// Records rejected for bytes that are not UTF-8, when no `--encoding` was
+/// given: how many, the first (where, and its bytes) and a sample of their
+/// bytes to guess the encoding from.
+#[derive(Default)]
+struct NotUtf8 {
+    count: u64,
+    first: Option<(String, Vec<u8>)>,
+    sample: Vec<u8>,
+}
+
+/// How much of those records' bytes the guess reads: enough for
+/// `chardetng`, bounded whatever the rejects.
+const ENCODING_SAMPLE: usize = 64 << 10;
+
+/// Keeps the records rejected as not UTF-8. Why: each reject's reason asks
+/// whether the file is in another encoding, and a file in windows-1252 has
+/// every record with an accent rejected; the summary can say which encoding
+/// the bytes look like, and how the first would read in it.
+fn note_not_utf8(shared: &Shared, rejects: &[Reject]) {
+    if shared.format.encoding.is_some() {
+        return;
+    }
+    for reject in rejects.iter().filter(|r| r.raw_base64.is_some()) {
+        let bytes = reject.raw_bytes();
+        let mut noted = shared.not_utf8.lock().unwrap_or_else(|e| e.into_inner());
+        noted.count += 1;
+        let room = ENCODING_SAMPLE.saturating_sub(noted.sample.len());
+        noted.sample.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        noted.first.get_or_insert_with(|| (format!("{} line {}", reject.file, reject.line), bytes));
+    }
+}
+
+/// The encoding the records rejected as not UTF-8 look like (see
+/// [`note_not_utf8`]), with the first as it reads in it.
+fn encoding_warning(shared: &Shared) -> Option<String> {
+    let noted = shared.not_utf8.lock().unwrap_or_else(|e| e.into_inner());
+    let (place, first) = noted.first.as_ref()?;
+    let (name, text) = crate::encoding::likely_encoding(&noted.sample, first)?;
+    let text: String = text.trim_end_matches(['\r', '\n']).chars().take(100).collect();
+    let records = match noted.count {
+        1 => "1 record was".to_string(),
+        n => format!("{} records were", thousands(n)),
+    };
+    Some(format!(
+        "{records} rejected as not UTF-8; their bytes look like {name} (a guess), in which the first ({place}) \
+         reads \"{text}\". If it reads right, load them with --encoding {name} (into an emptied table: the other \
+         records read the same in it)"
     ))
 }
 
