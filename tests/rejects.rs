@@ -1271,3 +1271,37 @@ fn dates_written_day_first_loaded_month_first_are_named_with_the_setting_that_re
     assert_eq!((run.code, found.len()), (1, 1), "{}", run.stderr);
     assert!(!run.stderr.contains("look day first"), "{}", run.stderr);
 }
+
+/// In the text format NULL is `\N` and an empty field an empty string,
+/// which a number or a date refuses: a TSV whose NULLs are written as
+/// nothing has those records rejected. The summary names `--null ''`, with
+/// which they load as NULLs; a refused value that is not empty, or an
+/// empty one in a text column, is no such sign.
+#[test]
+fn empty_fields_a_typed_column_refuses_are_named_with_the_null_option() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, amount numeric, d date, name text)");
+    let data: String = (0..300)
+        .map(|i| match i % 3 {
+            0 => format!("{i}\t\t2024-01-01\t\n"),
+            1 => format!("{i}\t1.5\t\tx\n"),
+            _ => format!("{i}\t2\t2024-01-02\ty\n"),
+        })
+        .collect();
+    let file = db.file("empty.tsv", data.as_bytes());
+    let Loaded { run, rejects: found, report: r, .. } = load_with_rejects(&db, &file, "t", &[]);
+    assert_eq!((run.code, found.len()), (1, 200), "{}", run.stderr);
+    let warning = "200 records were rejected for an empty field its column's type does not take (the first: ";
+    assert!(run.stderr.contains(warning), "{}", run.stderr);
+    assert!(run.stderr.contains("empty.tsv line 1, column amount): in the text format NULL is \\N"), "{}", run.stderr);
+    assert!(run.stderr.contains("If empty fields mean NULL, pass --null ''"), "{}", run.stderr);
+    assert!(r["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains(warning)));
+    let Loaded { run, rejects: found, .. } =
+        load_with_rejects(&db, &file, "t", &["--null", "", "--truncate", "--restart"]);
+    assert_eq!((run.code, found.len()), (0, 0), "{}", run.stderr);
+    assert_eq!(db.scalar("SELECT count(*) FILTER (WHERE amount IS NULL) || ' ' || count(d) FROM t"), "100 200");
+    let other = db.file("other.tsv", b"1\tx\t2024-01-01\ta\n");
+    let Loaded { run, rejects: found, .. } = load_with_rejects(&db, &other, "t", &[]);
+    assert_eq!((run.code, found.len()), (1, 1), "{}", run.stderr);
+    assert!(!run.stderr.contains("--null ''"), "{}", run.stderr);
+}

@@ -12,6 +12,7 @@ mod batch;
 mod blockers;
 mod defer;
 pub mod foreign;
+mod hints;
 mod isolate;
 mod job;
 mod key_check;
@@ -35,7 +36,6 @@ use crossbeam_channel::{bounded, unbounded, Sender};
 use crate::chunk::{Chunk, Chunker, ChunkerConfig, Preamble};
 use crate::encoding::InputEncoding;
 use crate::error::Error;
-use crate::format::binary::DateOrder;
 use crate::format::scan::RecordShape;
 use crate::format::{FormatKind, FormatOptions};
 use crate::ledger::{self, Done, Opened};
@@ -234,14 +234,8 @@ struct Shared<'a> {
     one_at_a_time: bool,
     /// Said before the load started, for the report.
     early_warnings: Vec<String>,
-    /// Inputs whose first line, rejected, names the table's columns (see
-    /// [`note_headers`]).
-    header_like: std::sync::Mutex<Vec<String>>,
-    /// Rejected dates that exist read in the other order of day and month
-    /// (see [`note_date_order`]): how many, and the first.
-    dates_the_other_way: std::sync::Mutex<(u64, Option<String>)>,
-    /// Records rejected for bytes that are not UTF-8 (see [`note_not_utf8`]).
-    not_utf8: std::sync::Mutex<NotUtf8>,
+    /// What the rejects say about the load's options (see [`hints`]).
+    notes: hints::RejectNotes,
     /// Chunks loaded a second time by this run (lost or violating rows).
     redone: u64,
     /// `--workers auto`: how many workers may load now.
@@ -548,9 +542,7 @@ fn run_connected(
         redo: None,
         one_at_a_time: false,
         early_warnings,
-        header_like: Default::default(),
-        dates_the_other_way: Default::default(),
-        not_utf8: Default::default(),
+        notes: Default::default(),
         redone: 0,
         pace: (req.workers == AUTO_WORKERS).then(|| pace::Pacer::new(auto_ceiling)),
         fed_all: AtomicBool::new(false),
@@ -942,9 +934,7 @@ fn conclude(
         ));
     }
     warnings.extend(refused_warning(shared));
-    warnings.extend(header_warning(&shared.header_like.lock().unwrap_or_else(|e| e.into_inner())));
-    warnings.extend(date_order_warning(shared));
-    warnings.extend(encoding_warning(shared));
+    warnings.extend(hints::warnings(shared));
     warnings.extend(shared.blockers.warnings());
     if shared.keys_collide.load(Ordering::SeqCst) && shared.workers(req) > 1 {
         warnings.push(format!(
@@ -1160,9 +1150,7 @@ fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -
                     records.push(record);
                     rejected += chunk_rejects.len() as u64;
                     first_reject = first_reject.or_else(|| chunk_rejects.first().cloned());
-                    note_headers(shared, &chunk_rejects);
-                    note_date_order(shared, &chunk_rejects);
-                    note_not_utf8(shared, &chunk_rejects);
+                    hints::note(shared, &chunk_rejects);
                     record_rejects(rejects, &chunk_rejects).err().or_else(|| {
                         over_limit(req, rejected, &chunk_rejects)
                             .or_else(|| nothing_loads(shared, loaded, rejected, &first_reject))
@@ -1187,130 +1175,6 @@ fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -
         records.sort_by_key(|r| r.seq);
         (records, scans, failure, elsewhere)
     })
-}
-
-/// Notes the inputs whose first line was rejected and names the table's
-/// columns: a header loaded as a record because `--header` was not given
-/// (psql's and pgloader's users give it to each tool differently).
-fn note_headers(shared: &Shared, rejects: &[Reject]) {
-    if shared.format.header || shared.format.kind == FormatKind::Jsonl {
-        return;
-    }
-    for reject in rejects.iter().filter(|r| r.line == 1) {
-        let raw = reject.raw.as_deref().unwrap_or_default().as_bytes();
-        if suspect::names_columns(raw, &shared.table.columns, shared.format) {
-            shared.header_like.lock().unwrap_or_else(|e| e.into_inner()).push(reject.file.clone());
-        }
-    }
-}
-
-/// Counts the rejected dates that read in the other order of day and
-/// month. Why: COPY reads `05/01/2024` in the session's DateStyle; a file
-/// written day first, loaded month first, has its dates up to the 12th
-/// loaded with day and month swapped and the others rejected. psql's COPY
-/// stops at the first of those; loading every good row, sluice must say it.
-fn note_date_order(shared: &Shared, rejects: &[Reject]) {
-    let Some(rules) = &shared.rules else { return };
-    for reject in rejects {
-        let (Some(column), Some(raw)) = (&reject.column, &reject.raw) else { continue };
-        let Some(value) = suspect::date_in_the_other_order(raw.as_bytes(), rules, shared.format, column) else {
-            continue;
-        };
-        let mut noted = shared.dates_the_other_way.lock().unwrap_or_else(|e| e.into_inner());
-        noted.0 += 1;
-        noted.1.get_or_insert_with(|| format!("\"{value}\" ({} line {}, column {column})", reject.file, reject.line));
-    }
-}
-
-/// What to do about dates that read only in the other order (see
-/// [`note_date_order`]).
-fn date_order_warning(shared: &Shared) -> Option<String> {
-    let (count, first) = shared.dates_the_other_way.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let first = first?;
-    let style = &shared.table.session_date_style;
-    let (session, file, other) = match DateOrder::of_date_style(style)? {
-        DateOrder::MonthFirst => ("month", "day", "DMY"),
-        DateOrder::DayFirst => ("day", "month", "MDY"),
-    };
-    let dates = match count {
-        1 => "1 date was".to_string(),
-        n => format!("{} dates were", thousands(n)),
-    };
-    Some(format!(
-        "{dates} rejected that exist only when read {file} first (DateStyle {style} reads {session} first), the \
-         first {first}: the input's dates look {file} first, so the rows loaded may hold day and month swapped \
-         (those with a day up to the 12th). Delete the rows this load committed and load again with \
-         PGDATESTYLE='ISO, {other}' (or options='-c datestyle=ISO,{other}' in --db)"
-    ))
-}
-
-/// Records rejected for bytes that are not UTF-8, when no `--encoding` was
-/// given: how many, the first (where, and its bytes) and a sample of their
-/// bytes to guess the encoding from.
-#[derive(Default)]
-struct NotUtf8 {
-    count: u64,
-    first: Option<(String, Vec<u8>)>,
-    sample: Vec<u8>,
-}
-
-/// How much of those records' bytes the guess reads: enough for
-/// `chardetng`, bounded whatever the rejects.
-const ENCODING_SAMPLE: usize = 64 << 10;
-
-/// Keeps the records rejected as not UTF-8. Why: each reject's reason asks
-/// whether the file is in another encoding, and a file in windows-1252 has
-/// every record with an accent rejected; the summary can say which encoding
-/// the bytes look like, and how the first would read in it.
-fn note_not_utf8(shared: &Shared, rejects: &[Reject]) {
-    if shared.format.encoding.is_some() {
-        return;
-    }
-    for reject in rejects.iter().filter(|r| r.raw_base64.is_some()) {
-        let bytes = reject.raw_bytes();
-        let mut noted = shared.not_utf8.lock().unwrap_or_else(|e| e.into_inner());
-        noted.count += 1;
-        let room = ENCODING_SAMPLE.saturating_sub(noted.sample.len());
-        noted.sample.extend_from_slice(&bytes[..bytes.len().min(room)]);
-        noted.first.get_or_insert_with(|| (format!("{} line {}", reject.file, reject.line), bytes));
-    }
-}
-
-/// The encoding the records rejected as not UTF-8 look like (see
-/// [`note_not_utf8`]), with the first as it reads in it.
-fn encoding_warning(shared: &Shared) -> Option<String> {
-    let noted = shared.not_utf8.lock().unwrap_or_else(|e| e.into_inner());
-    let (place, first) = noted.first.as_ref()?;
-    let (name, text) = crate::encoding::likely_encoding(&noted.sample, first)?;
-    let text: String = text.trim_end_matches(['\r', '\n']).chars().take(100).collect();
-    let records = match noted.count {
-        1 => "1 record was".to_string(),
-        n => format!("{} records were", thousands(n)),
-    };
-    Some(format!(
-        "{records} rejected as not UTF-8; their bytes look like {name} (a guess), in which the first ({place}) \
-         reads \"{text}\". If it reads right, load them with --encoding {name} (into an emptied table: the other \
-         records read the same in it)"
-    ))
-}
-
-/// What to do about inputs whose first line looks like a header (see
-/// [`note_headers`]).
-fn header_warning(files: &[String]) -> Option<String> {
-    let mut files = files.to_vec();
-    files.sort();
-    let what = match files.len() {
-        0 => return None,
-        1 => {
-            format!("the first line of {} names the table's columns and was rejected: it looks like a header", files[0])
-        }
-        n => format!(
-            "the first lines of {} and {} name the table's columns and were rejected: they look like headers",
-            files[0],
-            count_of(n as u64 - 1, "other file")
-        ),
-    };
-    Some(format!("{what}; --header skips each file's first line (and loads the columns it names, by name)"))
 }
 
 /// Writes a committed chunk's rejects to the file.
@@ -1347,37 +1211,8 @@ fn nothing_loads(shared: &Shared, loaded: u64, rejected: u64, first: &Option<Rej
     (shared.stop_when_nothing_loads && loaded == 0 && rejected >= ALL_REJECTED_STOP).then(|| Error::NothingLoads {
         rejected,
         first: first.to_string(),
-        advice: field_count_advice(shared, first)
+        advice: hints::field_count_advice(shared, first)
             .unwrap_or_else(|| "Check --format, --delimiter, --header, --columns and the table".into()),
-    })
-}
-
-/// When the first rejected record has another number of fields than COPY
-/// fills columns: says both, and the likely wrong option (the delimiter, or
-/// a file that holds only some of the table's columns).
-fn field_count_advice(shared: &Shared, first: &Reject) -> Option<String> {
-    let rules = shared.rules.as_ref()?;
-    let record = first.raw.as_deref()?.as_bytes();
-    let fields = suspect::field_count(record, shared.format);
-    let names: Vec<&str> = rules.iter().map(|r| r.name.as_str()).collect();
-    let advice = match suspect::delimiter_that_fits(record, shared.format, rules.len()) {
-        Some(delimiter) => format!(
-            "pass {} (split at {} it has {})",
-            shared.format.flag_for_delimiter(delimiter),
-            delimiter_shown(delimiter),
-            count_of(rules.len() as u64, "field")
-        ),
-        None => "check --delimiter, or name the columns the file holds with --columns (the others get their \
-                 defaults)"
-            .into(),
-    };
-    (fields != rules.len()).then(|| {
-        format!(
-            "Its record has {} and COPY fills {} ({}): {advice}",
-            count_of(fields as u64, "field"),
-            count_of(rules.len() as u64, "column"),
-            names.join(", ")
-        )
     })
 }
 
@@ -1553,17 +1388,9 @@ fn header_at_another_delimiter(source: &Source, header: &[u8], format: &FormatOp
     source.input_error(&format!(
         "its header ({}) names the table's columns when split at {}; pass {}",
         String::from_utf8_lossy(header).trim_end(),
-        delimiter_shown(delimiter),
+        hints::delimiter_shown(delimiter),
         format.flag_for_delimiter(delimiter)
     ))
-}
-
-/// A delimiter in a message: quoted, a tab as `\t`.
-fn delimiter_shown(delimiter: u8) -> String {
-    match delimiter {
-        b'\t' => "'\\t'".into(),
-        other => format!("'{}'", other as char),
-    }
 }
 
 /// `--columns` naming the columns an input's header names, in another

@@ -446,6 +446,12 @@ pub fn date_in_the_other_order(
         .then(|| String::from_utf8_lossy(value.trim_ascii()).into_owned())
 }
 
+/// Whether `record`'s field for `column` is empty (not the NULL string).
+pub fn field_is_empty(record: &[u8], rules: &[ColumnRule], format: &FormatOptions, column: &str) -> bool {
+    let Some(index) = rules.iter().position(|rule| rule.name == column) else { return false };
+    fields(record, format).nth(index) == Some(Some(&b""[..]))
+}
+
 /// How many fields `record` (terminator included) splits into, as far as
 /// the guess goes.
 pub fn field_count(record: &[u8], format: &FormatOptions) -> usize {
