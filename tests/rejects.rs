@@ -1305,3 +1305,24 @@ fn empty_fields_a_typed_column_refuses_are_named_with_the_null_option() {
     assert_eq!((run.code, found.len()), (1, 1), "{}", run.stderr);
     assert!(!run.stderr.contains("--null ''"), "{}", run.stderr);
 }
+
+/// A spreadsheet's export with decimal commas (`2,50`, `1.234,00`), which
+/// the server refuses for a number: the summary counts those records and
+/// says why (its reason only says "invalid input syntax"); a number the
+/// server refuses for another cause is no such sign.
+#[test]
+fn numbers_with_a_decimal_comma_are_named_as_such() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text, price numeric(10,2))");
+    let file = db.file("euro.csv", b"id;name;price\r\n1;apple;2,50\r\n2;pear;1.234,00\r\n3;plum;3\r\n4;fig;n/a\r\n");
+    let Loaded { run, rejects: found, report: r, .. } =
+        load_with_rejects(&db, &file, "t", &["--header", "--delimiter", ";"]);
+    assert_eq!((run.code, found.len(), db.count("t")), (1, 3, 1), "{}", run.stderr);
+    let warning = "2 numbers were rejected for a decimal comma (the first: \"2,50\", ";
+    assert!(run.stderr.contains(warning), "{}", run.stderr);
+    assert!(run.stderr.contains("euro.csv line 2, column price): PostgreSQL reads numbers with a decimal point only"));
+    assert!(r["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains(warning)));
+    let other = db.file("other.csv", b"5;kiwi;n/a\r\n");
+    let Loaded { run, .. } = load_with_rejects(&db, &other, "t", &["--delimiter", ";"]);
+    assert!(!run.stderr.contains("decimal comma"), "{}", run.stderr);
+}

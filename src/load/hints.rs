@@ -28,6 +28,9 @@ pub(super) struct RejectNotes {
     /// Records a typed column refused for an empty field in the text format
     /// (see [`note_empty_fields`]): how many, and the first.
     empty_fields: Mutex<(u64, Option<String>)>,
+    /// Numbers rejected for a decimal comma (see [`note_decimal_commas`]):
+    /// how many, and the first.
+    decimal_commas: Mutex<(u64, Option<String>)>,
 }
 
 /// Notes what a committed chunk's rejects say.
@@ -36,13 +39,15 @@ pub(super) fn note(shared: &Shared, rejects: &[Reject]) {
     note_date_order(shared, rejects);
     note_not_utf8(shared, rejects);
     note_empty_fields(shared, rejects);
+    note_decimal_commas(shared, rejects);
 }
 
 /// The warnings the notes give, for the summary and the report.
 pub(super) fn warnings(shared: &Shared) -> Vec<String> {
     let headers = header_warning(&shared.notes.header_like.lock().unwrap_or_else(|e| e.into_inner()));
-    let empty_fields = empty_field_warning(shared);
-    [headers, date_order_warning(shared), encoding_warning(shared), empty_fields].into_iter().flatten().collect()
+    let (dates, encoding) = (date_order_warning(shared), encoding_warning(shared));
+    let (empty_fields, commas) = (empty_field_warning(shared), decimal_comma_warning(shared));
+    [headers, dates, encoding, empty_fields, commas].into_iter().flatten().collect()
 }
 
 /// `1 record was` / `2 records were`, and the same for other nouns.
@@ -73,6 +78,34 @@ fn note_empty_fields(shared: &Shared, rejects: &[Reject]) {
             noted.1.get_or_insert_with(|| format!("{} line {}, column {column}", reject.file, reject.line));
         }
     }
+}
+
+/// Counts the numbers rejected for a decimal comma (`2,50`): spreadsheets
+/// in much of Europe export them so, with `;` between fields, and the
+/// server reads a decimal point only. Why: its reason (`invalid input
+/// syntax for type numeric`) does not say what is wrong with the value.
+fn note_decimal_commas(shared: &Shared, rejects: &[Reject]) {
+    let Some(rules) = &shared.rules else { return };
+    for reject in rejects.iter().filter(|r| r.sqlstate.as_deref() == Some("22P02")) {
+        let (Some(column), Some(raw)) = (&reject.column, &reject.raw) else { continue };
+        let Some(value) = suspect::decimal_comma(raw.as_bytes(), rules, shared.format, column) else { continue };
+        let mut noted = shared.notes.decimal_commas.lock().unwrap_or_else(|e| e.into_inner());
+        noted.0 += 1;
+        noted.1.get_or_insert_with(|| format!("\"{value}\", {} line {}, column {column}", reject.file, reject.line));
+    }
+}
+
+/// What to do about numbers written with a decimal comma (see
+/// [`note_decimal_commas`]).
+fn decimal_comma_warning(shared: &Shared) -> Option<String> {
+    let (count, first) = shared.notes.decimal_commas.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    Some(format!(
+        "{} rejected for a decimal comma (the first: {}): PostgreSQL reads numbers with a decimal point only. \
+         Convert them before loading, or load them into a text column and convert it in SQL \
+         (replace(replace(value, '.', ''), ',', '.')::numeric)",
+        how_many_were(count, "number"),
+        first?
+    ))
 }
 
 /// What to do about empty fields a typed column refused (see

@@ -446,6 +446,27 @@ pub fn date_in_the_other_order(
         .then(|| String::from_utf8_lossy(value.trim_ascii()).into_owned())
 }
 
+/// The value of `record`'s field for `column` when that column holds
+/// numbers and the value is one written with a decimal comma (`2,50`,
+/// `-1.234,5`, `1 234,5`), as spreadsheets in much of Europe export them.
+pub fn decimal_comma(record: &[u8], rules: &[ColumnRule], format: &FormatOptions, column: &str) -> Option<String> {
+    let index = rules.iter().position(|rule| rule.name == column)?;
+    let ValueRule::Number { .. } = rules[index].kind else { return None };
+    let value = fields(record, format).nth(index)??.trim_ascii();
+    let unsigned = value.strip_prefix(b"-").or_else(|| value.strip_prefix(b"+")).unwrap_or(value);
+    let (whole, fraction) = unsigned.split_at(unsigned.iter().position(|&b| b == b',')?);
+    let digits = |part: &[u8]| !part.is_empty() && part.iter().all(u8::is_ascii_digit);
+    // Thousands grouped by dots or spaces: a first group of 1 to 3 digits,
+    // then groups of 3.
+    let groups: Vec<&[u8]> = whole.split(|&b| b == b'.' || b == b' ').collect();
+    let grouped = match groups.as_slice() {
+        [only] => digits(only),
+        [first, rest @ ..] => digits(first) && first.len() <= 3 && rest.iter().all(|g| digits(g) && g.len() == 3),
+        [] => false,
+    };
+    (grouped && digits(&fraction[1..])).then(|| String::from_utf8_lossy(value).into_owned())
+}
+
 /// Whether `record`'s field for `column` is empty (not the NULL string).
 pub fn field_is_empty(record: &[u8], rules: &[ColumnRule], format: &FormatOptions, column: &str) -> bool {
     let Some(index) = rules.iter().position(|rule| rule.name == column) else { return false };
@@ -813,6 +834,23 @@ mod tests {
 
     fn rule(sql_type: &str, order: Option<DateOrder>) -> ColumnRule {
         ColumnRule { name: "c".into(), not_null: false, kind: value_rule(sql_type, order) }
+    }
+
+    #[test]
+    fn numbers_with_a_decimal_comma_are_found() {
+        let csv = FormatOptions { delimiter: Some(b';'), ..FormatOptions::new(FormatKind::Csv) };
+        let comma = |sql_type: &str, value: &str| {
+            let rules = [rule(sql_type, None)];
+            decimal_comma(format!("{value}\n").as_bytes(), &rules, &csv, "c")
+        };
+        for value in ["2,50", "-0,5", "+12,0", "1.234,56", "1 234 567,8", "1234,5", " 3,25 "] {
+            assert_eq!(comma("numeric(10,2)", value).as_deref(), Some(value.trim()), "{value}");
+        }
+        assert!(comma("double precision", "2,5").is_some());
+        for value in ["2.50", "2,", ",5", "1.23,4", "12.345.6,7", "1,234,567", "a,5", "2,5e3", ""] {
+            assert_eq!(comma("numeric", value), None, "{value}");
+        }
+        assert_eq!(comma("text", "2,50"), None, "not a number column");
     }
 
     #[test]
