@@ -1326,3 +1326,21 @@ fn numbers_with_a_decimal_comma_are_named_as_such() {
     let Loaded { run, .. } = load_with_rejects(&db, &other, "t", &["--delimiter", ";"]);
     assert!(!run.stderr.contains("decimal comma"), "{}", run.stderr);
 }
+
+/// Records that end with the delimiter (TPC-H's dbgen writes them so) have
+/// one field more than the table's columns, an empty one: every record is
+/// rejected, and the stop says so and how to remove it, not to check the
+/// delimiter, which is right.
+#[test]
+fn records_ending_with_the_delimiter_are_named_in_the_stop() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (a int, b text, c text)");
+    let data: String = (0..3_000).map(|i| format!("{i}|b{i}|c{i}|\n")).collect();
+    let file = db.file("trailing.tbl", data.as_bytes());
+    let Loaded { run, .. } = load_with_rejects(&db, &file, "t", &["--format", "csv", "--delimiter", "|"]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    let advice = "Its record has 4 fields and COPY fills 3 columns (a, b, c): each record ends with the delimiter, \
+                  which COPY reads as one more, empty field: remove it from every line (sed 's/|$//')";
+    assert!(run.stderr.contains(advice), "{}", run.stderr);
+    assert_eq!(db.count("t"), 0);
+}

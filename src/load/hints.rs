@@ -246,7 +246,23 @@ pub(super) fn field_count_advice(shared: &Shared, first: &Reject) -> Option<Stri
     let record = first.raw.as_deref()?.as_bytes();
     let fields = suspect::field_count(record, shared.format);
     let names: Vec<&str> = rules.iter().map(|r| r.name.as_str()).collect();
+    let line = record.strip_suffix(b"\n").unwrap_or(record);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let delimiter = shared.format.delimiter.unwrap_or(match shared.format.kind {
+        FormatKind::Csv => b',',
+        _ => b'\t',
+    });
+    let trailing = fields == rules.len() + 1 && line.last() == Some(&delimiter);
     let advice = match suspect::delimiter_that_fits(record, shared.format, rules.len()) {
+        // As TPC-H's dbgen writes them, and some exporters.
+        _ if trailing => format!(
+            "each record ends with the delimiter, which COPY reads as one more, empty field: remove it from every \
+             line (sed 's/{}$//'), or add a column for it to the table",
+            match delimiter {
+                b'\t' => "\\t".to_string(),
+                other => (other as char).to_string(),
+            }
+        ),
         Some(delimiter) => format!(
             "pass {} (split at {} it has {})",
             shared.format.flag_for_delimiter(delimiter),
