@@ -1344,3 +1344,27 @@ fn records_ending_with_the_delimiter_are_named_in_the_stop() {
     assert!(run.stderr.contains(advice), "{}", run.stderr);
     assert_eq!(db.count("t"), 0);
 }
+
+/// An export that writes NULL as a word (`NULL`, as SQL Server's do): a
+/// number column refuses it, a text column takes it as a string. The
+/// summary names `--null` with the word; with it both columns get NULLs.
+#[test]
+fn words_for_null_a_typed_column_refuses_are_named_with_the_null_option() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, amount numeric, note text)");
+    let data: String =
+        (0..100).map(|i| if i % 4 == 0 { format!("{i},NULL,NULL\n") } else { format!("{i},{i}.5,n\n") }).collect();
+    let file = db.file("nulls.csv", data.as_bytes());
+    let Loaded { run, rejects: found, .. } = load_with_rejects(&db, &file, "t", &[]);
+    assert_eq!((run.code, found.len()), (1, 25), "{}", run.stderr);
+    let warning = "25 values were rejected for a word for NULL its column's type does not take (the first: \"NULL\", ";
+    assert!(run.stderr.contains(warning), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("nulls.csv line 1, column amount). If it means NULL, pass --null 'NULL'"),
+        "{}",
+        run.stderr
+    );
+    let Loaded { run, .. } = load_with_rejects(&db, &file, "t", &["--null", "NULL", "--truncate", "--restart"]);
+    run.assert_ok();
+    assert_eq!(db.scalar("SELECT count(*) FROM t WHERE amount IS NULL AND note IS NULL"), "25");
+}

@@ -21,33 +21,77 @@ pub(super) struct RejectNotes {
     /// [`note_headers`]).
     header_like: Mutex<Vec<String>>,
     /// Rejected dates that exist read in the other order of day and month
-    /// (see [`note_date_order`]): how many, and the first.
-    dates_the_other_way: Mutex<(u64, Option<String>)>,
+    /// (see [`date_order_warning`]).
+    dates_the_other_way: Tally,
     /// Records rejected for bytes that are not UTF-8 (see [`note_not_utf8`]).
     not_utf8: Mutex<NotUtf8>,
-    /// Records a typed column refused for an empty field in the text format
-    /// (see [`note_empty_fields`]): how many, and the first.
-    empty_fields: Mutex<(u64, Option<String>)>,
-    /// Numbers rejected for a decimal comma (see [`note_decimal_commas`]):
-    /// how many, and the first.
-    decimal_commas: Mutex<(u64, Option<String>)>,
+    /// Empty fields a typed column refused in the text format (see
+    /// [`empty_field_warning`]).
+    empty_fields: Tally,
+    /// Numbers rejected for a decimal comma (see [`decimal_comma_warning`]).
+    decimal_commas: Tally,
+    /// Words for NULL a typed column refused (see [`null_word_warning`]).
+    null_words: Tally,
+}
+
+/// How many times a sign was seen, and the first, as the warning quotes it.
+#[derive(Default)]
+struct Tally(Mutex<(u64, Option<String>)>);
+
+impl Tally {
+    fn add(&self, first: impl FnOnce() -> String) {
+        let mut tally = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        tally.0 += 1;
+        tally.1.get_or_insert_with(first);
+    }
+
+    /// The count and the first, once there is one.
+    fn seen(&self) -> Option<(u64, String)> {
+        let tally = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        Some((tally.0, tally.1.clone()?))
+    }
 }
 
 /// Notes what a committed chunk's rejects say.
 pub(super) fn note(shared: &Shared, rejects: &[Reject]) {
     note_headers(shared, rejects);
-    note_date_order(shared, rejects);
     note_not_utf8(shared, rejects);
-    note_empty_fields(shared, rejects);
-    note_decimal_commas(shared, rejects);
+    let Some(rules) = &shared.rules else { return };
+    let (format, notes) = (shared.format, &shared.notes);
+    // The text format's NULL is `\N` unless --null says otherwise.
+    let empty_means_text = format.kind == FormatKind::Tsv && format.null.is_none();
+    for (reject, column, record) in refused_values(rejects) {
+        let place = || format!("{} line {}, column {column}", reject.file, reject.line);
+        if let Some(value) = suspect::date_in_the_other_order(record, rules, format, column) {
+            notes.dates_the_other_way.add(|| format!("\"{value}\" ({})", place()));
+        } else if let Some(value) = suspect::decimal_comma(record, rules, format, column) {
+            notes.decimal_commas.add(|| format!("\"{value}\", {}", place()));
+        } else if let Some(value) = suspect::field_text(record, rules, format, column) {
+            if value.is_empty() && empty_means_text {
+                notes.empty_fields.add(place);
+            } else if NULL_WORDS.contains(&value.trim()) {
+                notes.null_words.add(|| format!("\"{}\", {}", value.trim(), place()));
+            }
+        }
+    }
+}
+
+/// The rejects for a value their column's type refused (a data exception,
+/// SQLSTATE class 22, with the column named), with the column and record.
+fn refused_values(rejects: &[Reject]) -> impl Iterator<Item = (&Reject, &str, &[u8])> {
+    rejects.iter().filter(|r| r.sqlstate.as_deref().is_some_and(|state| state.starts_with("22"))).filter_map(|r| {
+        let (column, raw) = (r.column.as_deref()?, r.raw.as_deref()?);
+        Some((r, column, raw.as_bytes()))
+    })
 }
 
 /// The warnings the notes give, for the summary and the report.
 pub(super) fn warnings(shared: &Shared) -> Vec<String> {
     let headers = header_warning(&shared.notes.header_like.lock().unwrap_or_else(|e| e.into_inner()));
     let (dates, encoding) = (date_order_warning(shared), encoding_warning(shared));
-    let (empty_fields, commas) = (empty_field_warning(shared), decimal_comma_warning(shared));
-    [headers, dates, encoding, empty_fields, commas].into_iter().flatten().collect()
+    let (empty_fields, commas, null_words) =
+        (empty_field_warning(shared), decimal_comma_warning(shared), null_word_warning(shared));
+    [headers, dates, encoding, empty_fields, commas, null_words].into_iter().flatten().collect()
 }
 
 /// `1 record was` / `2 records were`, and the same for other nouns.
@@ -58,65 +102,48 @@ fn how_many_were(count: u64, noun: &str) -> String {
     }
 }
 
-/// Counts the records a typed column refused for an empty field in the
-/// text format. Why: there NULL is `\N` and an empty field an empty
-/// string, which numbers, dates and most other types refuse; exports that
-/// write NULL as nothing (spreadsheets saved as TSV, many databases' text
-/// dumps) need `--null ''`, which the server's reason does not say.
-fn note_empty_fields(shared: &Shared, rejects: &[Reject]) {
-    let Some(rules) = &shared.rules else { return };
-    if shared.format.kind != FormatKind::Tsv || shared.format.null.is_some() {
-        return;
-    }
-    // invalid_text_representation, invalid_datetime_format
-    let refused_value = |r: &&Reject| matches!(r.sqlstate.as_deref(), Some("22P02" | "22007"));
-    for reject in rejects.iter().filter(refused_value) {
-        let (Some(column), Some(raw)) = (&reject.column, &reject.raw) else { continue };
-        if suspect::field_is_empty(raw.as_bytes(), rules, shared.format, column) {
-            let mut noted = shared.notes.empty_fields.lock().unwrap_or_else(|e| e.into_inner());
-            noted.0 += 1;
-            noted.1.get_or_insert_with(|| format!("{} line {}, column {column}", reject.file, reject.line));
-        }
-    }
-}
-
-/// Counts the numbers rejected for a decimal comma (`2,50`): spreadsheets
-/// in much of Europe export them so, with `;` between fields, and the
-/// server reads a decimal point only. Why: its reason (`invalid input
-/// syntax for type numeric`) does not say what is wrong with the value.
-fn note_decimal_commas(shared: &Shared, rejects: &[Reject]) {
-    let Some(rules) = &shared.rules else { return };
-    for reject in rejects.iter().filter(|r| r.sqlstate.as_deref() == Some("22P02")) {
-        let (Some(column), Some(raw)) = (&reject.column, &reject.raw) else { continue };
-        let Some(value) = suspect::decimal_comma(raw.as_bytes(), rules, shared.format, column) else { continue };
-        let mut noted = shared.notes.decimal_commas.lock().unwrap_or_else(|e| e.into_inner());
-        noted.0 += 1;
-        noted.1.get_or_insert_with(|| format!("\"{value}\", {} line {}, column {column}", reject.file, reject.line));
-    }
-}
-
-/// What to do about numbers written with a decimal comma (see
-/// [`note_decimal_commas`]).
+/// Numbers written with a decimal comma (`2,50`): spreadsheets in much of
+/// Europe export them so, with `;` between fields, and the server reads a
+/// decimal point only. Why: its reason (`invalid input syntax for type
+/// numeric`) does not say what is wrong with the value.
 fn decimal_comma_warning(shared: &Shared) -> Option<String> {
-    let (count, first) = shared.notes.decimal_commas.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let (count, first) = shared.notes.decimal_commas.seen()?;
     Some(format!(
-        "{} rejected for a decimal comma (the first: {}): PostgreSQL reads numbers with a decimal point only. \
+        "{} rejected for a decimal comma (the first: {first}): PostgreSQL reads numbers with a decimal point only. \
          Convert them before loading, or load them into a text column and convert it in SQL \
          (replace(replace(value, '.', ''), ',', '.')::numeric)",
         how_many_were(count, "number"),
-        first?
     ))
 }
 
-/// What to do about empty fields a typed column refused (see
-/// [`note_empty_fields`]).
+/// Empty fields a typed column refused in the text format. Why: there NULL
+/// is `\N` and an empty field an empty string, which numbers, dates and most
+/// other types refuse; exports that write NULL as nothing (spreadsheets
+/// saved as TSV, many databases' text dumps) need `--null ''`, which the
+/// server's reason does not say.
 fn empty_field_warning(shared: &Shared) -> Option<String> {
-    let (count, first) = shared.notes.empty_fields.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let (count, first) = shared.notes.empty_fields.seen()?;
     Some(format!(
-        "{} rejected for an empty field its column's type does not take (the first: {}): in the text format NULL \
+        "{} rejected for an empty field its column's type does not take (the first: {first}): in the text format NULL \
          is \\N and an empty field is an empty string. If empty fields mean NULL, pass --null ''",
         how_many_were(count, "record"),
-        first?
+    ))
+}
+
+/// Words exports write for NULL: SQL Server's `NULL`, R's `NA`, Python's
+/// `None`, spreadsheets' `N/A`, MySQL's `\N` in CSV.
+const NULL_WORDS: [&str; 7] = ["NULL", "null", "Null", "NA", "N/A", "None", "\\N"];
+
+/// A word for NULL (see [`NULL_WORDS`]) a typed column refused. Why: the
+/// server's reason names the value but not `--null`; and a text column of
+/// the same file took the word as a string, which only the user can undo.
+fn null_word_warning(shared: &Shared) -> Option<String> {
+    let (count, first) = shared.notes.null_words.seen()?;
+    let word = first.split('"').nth(1).unwrap_or_default();
+    Some(format!(
+        "{} rejected for a word for NULL its column's type does not take (the first: {first}). If it means NULL, \
+         pass --null '{word}' (and mind the text columns, which took it as a string)",
+        how_many_were(count, "value"),
     ))
 }
 
@@ -135,29 +162,13 @@ fn note_headers(shared: &Shared, rejects: &[Reject]) {
     }
 }
 
-/// Counts the rejected dates that read in the other order of day and
-/// month. Why: COPY reads `05/01/2024` in the session's DateStyle; a file
-/// written day first, loaded month first, has its dates up to the 12th
-/// loaded with day and month swapped and the others rejected. psql's COPY
-/// stops at the first of those; loading every good row, sluice must say it.
-fn note_date_order(shared: &Shared, rejects: &[Reject]) {
-    let Some(rules) = &shared.rules else { return };
-    for reject in rejects {
-        let (Some(column), Some(raw)) = (&reject.column, &reject.raw) else { continue };
-        let Some(value) = suspect::date_in_the_other_order(raw.as_bytes(), rules, shared.format, column) else {
-            continue;
-        };
-        let mut noted = shared.notes.dates_the_other_way.lock().unwrap_or_else(|e| e.into_inner());
-        noted.0 += 1;
-        noted.1.get_or_insert_with(|| format!("\"{value}\" ({} line {}, column {column})", reject.file, reject.line));
-    }
-}
-
-/// What to do about dates that read only in the other order (see
-/// [`note_date_order`]).
+/// Dates that exist only when read in the other order of day and month.
+/// Why: COPY reads `05/01/2024` in the session's DateStyle; a file written
+/// day first, loaded month first, has its dates up to the 12th loaded with
+/// day and month swapped and the others rejected. psql's COPY stops at the
+/// first of those; loading every good row, sluice must say it.
 fn date_order_warning(shared: &Shared) -> Option<String> {
-    let (count, first) = shared.notes.dates_the_other_way.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let first = first?;
+    let (count, first) = shared.notes.dates_the_other_way.seen()?;
     let style = &shared.table.session_date_style;
     let (session, file, other) = match DateOrder::of_date_style(style)? {
         DateOrder::MonthFirst => ("month", "day", "DMY"),

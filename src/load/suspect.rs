@@ -467,10 +467,11 @@ pub fn decimal_comma(record: &[u8], rules: &[ColumnRule], format: &FormatOptions
     (grouped && digits(&fraction[1..])).then(|| String::from_utf8_lossy(value).into_owned())
 }
 
-/// Whether `record`'s field for `column` is empty (not the NULL string).
-pub fn field_is_empty(record: &[u8], rules: &[ColumnRule], format: &FormatOptions, column: &str) -> bool {
-    let Some(index) = rules.iter().position(|rule| rule.name == column) else { return false };
-    fields(record, format).nth(index) == Some(Some(&b""[..]))
+/// `record`'s field for `column` as text, as far as the guess goes; `None`
+/// for the NULL string or a field the record lacks.
+pub fn field_text(record: &[u8], rules: &[ColumnRule], format: &FormatOptions, column: &str) -> Option<String> {
+    let index = rules.iter().position(|rule| rule.name == column)?;
+    Some(String::from_utf8_lossy(fields(record, format).nth(index)??).into_owned())
 }
 
 /// How many fields `record` (terminator included) splits into, as far as
