@@ -1293,7 +1293,7 @@ fn empty_fields_a_typed_column_refuses_are_named_with_the_null_option() {
     assert_eq!((run.code, found.len()), (1, 200), "{}", run.stderr);
     let warning = "200 records were rejected for an empty field its column's type does not take (the first: ";
     assert!(run.stderr.contains(warning), "{}", run.stderr);
-    assert!(run.stderr.contains("empty.tsv line 1, column amount): in the text format NULL is \\N"), "{}", run.stderr);
+    assert!(run.stderr.contains("empty.tsv line 1, column amount). In the text format NULL is \\N"), "{}", run.stderr);
     assert!(run.stderr.contains("If empty fields mean NULL, pass --null ''"), "{}", run.stderr);
     assert!(r["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains(warning)));
     let Loaded { run, rejects: found, .. } =
@@ -1322,6 +1322,13 @@ fn numbers_with_a_decimal_comma_are_named_as_such() {
     assert!(run.stderr.contains(warning), "{}", run.stderr);
     assert!(run.stderr.contains("euro.csv line 2, column price): PostgreSQL reads numbers with a decimal point only"));
     assert!(r["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains(warning)));
+    // Every record with one: the stop says it, before any summary would.
+    let all: String = (0..1_200).map(|i| format!("{i};n{i};{i},50\n")).collect();
+    let all = db.file("all.csv", all.as_bytes());
+    let Loaded { run, .. } = load_with_rejects(&db, &all, "t", &["--delimiter", ";"]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    let advice = "\"0,50\" has a decimal comma, which PostgreSQL does not read: convert them before loading";
+    assert!(run.stderr.contains(advice), "{}", run.stderr);
     let other = db.file("other.csv", b"5;kiwi;n/a\r\n");
     let Loaded { run, .. } = load_with_rejects(&db, &other, "t", &["--delimiter", ";"]);
     assert!(!run.stderr.contains("decimal comma"), "{}", run.stderr);

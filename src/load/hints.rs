@@ -56,33 +56,99 @@ impl Tally {
 pub(super) fn note(shared: &Shared, rejects: &[Reject]) {
     note_headers(shared, rejects);
     note_not_utf8(shared, rejects);
-    let Some(rules) = &shared.rules else { return };
-    let (format, notes) = (shared.format, &shared.notes);
-    // The text format's NULL is `\N` unless --null says otherwise.
-    let empty_means_text = format.kind == FormatKind::Tsv && format.null.is_none();
-    for (reject, column, record) in refused_values(rejects) {
+    let notes = &shared.notes;
+    for reject in rejects {
+        let Some((sign, column)) = sign(shared, reject) else { continue };
         let place = || format!("{} line {}, column {column}", reject.file, reject.line);
-        if let Some(value) = suspect::date_in_the_other_order(record, rules, format, column) {
-            notes.dates_the_other_way.add(|| format!("\"{value}\" ({})", place()));
-        } else if let Some(value) = suspect::decimal_comma(record, rules, format, column) {
-            notes.decimal_commas.add(|| format!("\"{value}\", {}", place()));
-        } else if let Some(value) = suspect::field_text(record, rules, format, column) {
-            if value.is_empty() && empty_means_text {
-                notes.empty_fields.add(place);
-            } else if NULL_WORDS.contains(&value.trim()) {
-                notes.null_words.add(|| format!("\"{}\", {}", value.trim(), place()));
-            }
+        match sign {
+            Sign::OtherDateOrder(value) => notes.dates_the_other_way.add(|| format!("\"{value}\" ({})", place())),
+            Sign::DecimalComma(value) => notes.decimal_commas.add(|| format!("\"{value}\", {}", place())),
+            Sign::EmptyField => notes.empty_fields.add(place),
+            Sign::NullWord(word) => notes.null_words.add(|| format!("\"{word}\", {}", place())),
         }
     }
 }
 
-/// The rejects for a value their column's type refused (a data exception,
-/// SQLSTATE class 22, with the column named), with the column and record.
-fn refused_values(rejects: &[Reject]) -> impl Iterator<Item = (&Reject, &str, &[u8])> {
-    rejects.iter().filter(|r| r.sqlstate.as_deref().is_some_and(|state| state.starts_with("22"))).filter_map(|r| {
-        let (column, raw) = (r.column.as_deref()?, r.raw.as_deref()?);
-        Some((r, column, raw.as_bytes()))
+/// What one value a column's type refused says about the options.
+enum Sign {
+    /// A date that exists only when read in the other order of day and
+    /// month (see [`date_order_warning`]).
+    OtherDateOrder(String),
+    /// A number written with a decimal comma (see [`decimal_comma_warning`]).
+    DecimalComma(String),
+    /// An empty field in the text format (see [`empty_field_warning`]).
+    EmptyField,
+    /// A word for NULL (see [`null_word_warning`]).
+    NullWord(String),
+}
+
+/// The sign `reject` gives, with its column: only for a value its column's
+/// type refused (a data exception, SQLSTATE class 22, the column named).
+fn sign<'a>(shared: &Shared, reject: &'a Reject) -> Option<(Sign, &'a str)> {
+    let rules = shared.rules.as_ref()?;
+    if !reject.sqlstate.as_deref()?.starts_with("22") {
+        return None;
+    }
+    let (column, record, format) = (reject.column.as_deref()?, reject.raw.as_deref()?.as_bytes(), shared.format);
+    if let Some(value) = suspect::date_in_the_other_order(record, rules, format, column) {
+        return Some((Sign::OtherDateOrder(value), column));
+    }
+    if let Some(value) = suspect::decimal_comma(record, rules, format, column) {
+        return Some((Sign::DecimalComma(value), column));
+    }
+    let value = suspect::field_text(record, rules, format, column)?;
+    // The text format's NULL is `\N` unless --null says otherwise.
+    let empty_is_text = format.kind == FormatKind::Tsv && format.null.is_none();
+    let sign = match value.trim() {
+        "" if value.is_empty() && empty_is_text => Sign::EmptyField,
+        word if NULL_WORDS.contains(&word) => Sign::NullWord(word.to_string()),
+        _ => return None,
+    };
+    Some((sign, column))
+}
+
+/// For a load stopped with every record rejected: what the first reject
+/// says, as advice, when it is one of the signs above or bytes that are not
+/// UTF-8 (the stop comes before the summary's warnings would).
+pub(super) fn first_reject_advice(shared: &Shared, first: &Reject) -> Option<String> {
+    if first.raw_base64.is_some() && shared.format.encoding.is_none() {
+        let bytes = first.raw_bytes();
+        let (name, _) = crate::encoding::likely_encoding(&bytes, &bytes)?;
+        return Some(format!("Its bytes are not UTF-8 and look like {name} (a guess): pass --encoding {name}"));
+    }
+    Some(match sign(shared, first)?.0 {
+        Sign::OtherDateOrder(value) => {
+            let (_, file, other) = date_orders(shared)?;
+            format!("\"{value}\" exists only when read {file} first: {}", date_style_fix(other))
+        }
+        Sign::DecimalComma(value) => {
+            format!("\"{value}\" has a decimal comma, which PostgreSQL does not read: {DECIMAL_COMMA_FIX}")
+        }
+        Sign::EmptyField => EMPTY_FIELD_FIX.to_string(),
+        Sign::NullWord(word) => format!("If \"{word}\" means NULL, pass --null '{word}'"),
     })
+}
+
+/// How to load numbers written with a decimal comma.
+const DECIMAL_COMMA_FIX: &str = "convert them before loading, or load them into a text column and convert it in \
+                                 SQL (replace(replace(value, '.', ''), ',', '.')::numeric)";
+
+/// Why the text format refuses an empty field, and the option that helps.
+const EMPTY_FIELD_FIX: &str =
+    "In the text format NULL is \\N and an empty field is an empty string. If empty fields mean NULL, pass --null ''";
+
+/// The session's order of day and month and the other one, as words, with
+/// the DateStyle order that reads the other.
+fn date_orders(shared: &Shared) -> Option<(&'static str, &'static str, &'static str)> {
+    Some(match DateOrder::of_date_style(&shared.table.session_date_style)? {
+        DateOrder::MonthFirst => ("month", "day", "DMY"),
+        DateOrder::DayFirst => ("day", "month", "MDY"),
+    })
+}
+
+/// How to load dates in the `other` order (`DMY` or `MDY`).
+fn date_style_fix(other: &str) -> String {
+    format!("load with PGDATESTYLE='ISO, {other}' (or options='-c datestyle=ISO,{other}' in --db)")
 }
 
 /// The warnings the notes give, for the summary and the report.
@@ -109,9 +175,8 @@ fn how_many_were(count: u64, noun: &str) -> String {
 fn decimal_comma_warning(shared: &Shared) -> Option<String> {
     let (count, first) = shared.notes.decimal_commas.seen()?;
     Some(format!(
-        "{} rejected for a decimal comma (the first: {first}): PostgreSQL reads numbers with a decimal point only. \
-         Convert them before loading, or load them into a text column and convert it in SQL \
-         (replace(replace(value, '.', ''), ',', '.')::numeric)",
+        "{} rejected for a decimal comma (the first: {first}): PostgreSQL reads numbers with a decimal point only; \
+         {DECIMAL_COMMA_FIX}",
         how_many_were(count, "number"),
     ))
 }
@@ -124,8 +189,7 @@ fn decimal_comma_warning(shared: &Shared) -> Option<String> {
 fn empty_field_warning(shared: &Shared) -> Option<String> {
     let (count, first) = shared.notes.empty_fields.seen()?;
     Some(format!(
-        "{} rejected for an empty field its column's type does not take (the first: {first}): in the text format NULL \
-         is \\N and an empty field is an empty string. If empty fields mean NULL, pass --null ''",
+        "{} rejected for an empty field its column's type does not take (the first: {first}). {EMPTY_FIELD_FIX}",
         how_many_were(count, "record"),
     ))
 }
@@ -169,17 +233,14 @@ fn note_headers(shared: &Shared, rejects: &[Reject]) {
 /// first of those; loading every good row, sluice must say it.
 fn date_order_warning(shared: &Shared) -> Option<String> {
     let (count, first) = shared.notes.dates_the_other_way.seen()?;
-    let style = &shared.table.session_date_style;
-    let (session, file, other) = match DateOrder::of_date_style(style)? {
-        DateOrder::MonthFirst => ("month", "day", "DMY"),
-        DateOrder::DayFirst => ("day", "month", "MDY"),
-    };
-    let dates = how_many_were(count, "date");
+    let (session, file, other) = date_orders(shared)?;
     Some(format!(
-        "{dates} rejected that exist only when read {file} first (DateStyle {style} reads {session} first), the \
-         first {first}: the input's dates look {file} first, so the rows loaded may hold day and month swapped \
-         (those with a day up to the 12th). Delete the rows this load committed and load again with \
-         PGDATESTYLE='ISO, {other}' (or options='-c datestyle=ISO,{other}' in --db)"
+        "{} rejected that exist only when read {file} first (DateStyle {} reads {session} first), the first \
+         {first}: the input's dates look {file} first, so the rows loaded may hold day and month swapped (those \
+         with a day up to the 12th). Delete the rows this load committed and {}",
+        how_many_were(count, "date"),
+        shared.table.session_date_style,
+        date_style_fix(other)
     ))
 }
 

@@ -1212,6 +1212,7 @@ fn nothing_loads(shared: &Shared, loaded: u64, rejected: u64, first: &Option<Rej
         rejected,
         first: first.to_string(),
         advice: hints::field_count_advice(shared, first)
+            .or_else(|| hints::first_reject_advice(shared, first))
             .unwrap_or_else(|| "Check --format, --delimiter, --header, --columns and the table".into()),
     })
 }
