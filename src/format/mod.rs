@@ -55,6 +55,14 @@ impl FormatKind {
 /// [`FormatOptions::at_delimiter`]).
 pub const COMMON_DELIMITERS: [u8; 4] = [b',', b';', b'\t', b'|'];
 
+/// A delimiter as `--delimiter` (and `sed`) take it: a tab as `\t`.
+pub fn delimiter_text(delimiter: u8) -> String {
+    match delimiter {
+        b'\t' => "\\t".into(),
+        other => (other as char).to_string(),
+    }
+}
+
 /// A format and its options, as the user gave them.
 #[derive(Clone, Debug)]
 pub struct FormatOptions {
@@ -104,8 +112,7 @@ impl FormatOptions {
     pub fn flag_for_delimiter(&self, delimiter: u8) -> String {
         match (self.kind, delimiter) {
             (FormatKind::Tsv, b',') => "--format csv".into(),
-            (_, b'\t') => "--delimiter '\\t'".into(),
-            (_, other) => format!("--delimiter '{}'", other as char),
+            (_, delimiter) => format!("--delimiter '{}'", delimiter_text(delimiter)),
         }
     }
 

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use super::{suspect, Shared};
 use crate::format::binary::DateOrder;
-use crate::format::FormatKind;
+use crate::format::{delimiter_text, FormatKind};
 use crate::rejects::Reject;
 use crate::report::{count_of, thousands};
 
@@ -330,10 +330,7 @@ pub(super) fn field_count_advice(shared: &Shared, first: &Reject) -> Option<Stri
         _ if trailing => format!(
             "each record ends with the delimiter, which COPY reads as one more, empty field: remove it from every \
              line (sed 's/{}$//'), or add a column for it to the table",
-            match delimiter {
-                b'\t' => "\\t".to_string(),
-                other => (other as char).to_string(),
-            }
+            delimiter_text(delimiter)
         ),
         Some(delimiter) => format!(
             "pass {} (split at {} it has {})",
@@ -357,8 +354,5 @@ pub(super) fn field_count_advice(shared: &Shared, first: &Reject) -> Option<Stri
 
 /// A delimiter in a message: quoted, a tab as `\t`.
 pub(super) fn delimiter_shown(delimiter: u8) -> String {
-    match delimiter {
-        b'\t' => "'\\t'".into(),
-        other => format!("'{}'", other as char),
-    }
+    format!("'{}'", delimiter_text(delimiter))
 }
