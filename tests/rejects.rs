@@ -1375,3 +1375,28 @@ fn words_for_null_a_typed_column_refuses_are_named_with_the_null_option() {
     run.assert_ok();
     assert_eq!(db.scalar("SELECT count(*) FROM t WHERE amount IS NULL AND note IS NULL"), "25");
 }
+
+/// A CSV writer that quotes every field writes NULL as `""`, which COPY
+/// reads as an empty string: a number column refuses it. The summary names
+/// --force-null, with which those fields load as NULLs.
+#[test]
+fn quoted_empty_fields_a_typed_column_refuses_are_named_with_force_null() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, amount numeric, note text)");
+    let data: String = (0..100)
+        .map(|i| if i % 5 == 0 { format!("\"{i}\",\"\",\"\"\n") } else { format!("\"{i}\",\"{i}.5\",\"n\"\n") })
+        .collect();
+    let file = db.file("quoted.csv", data.as_bytes());
+    let Loaded { run, rejects: found, .. } = load_with_rejects(&db, &file, "t", &[]);
+    assert_eq!((run.code, found.len()), (1, 20), "{}", run.stderr);
+    let warning = "20 records were rejected for a quoted empty field its column's type does not take (the first: ";
+    assert!(run.stderr.contains(warning), "{}", run.stderr);
+    assert!(run.stderr.contains("quoted.csv line 1, column amount). In CSV \"\" is an empty string"), "{}", run.stderr);
+    assert!(run.stderr.contains("pass --force-null '*'"), "{}", run.stderr);
+    let Loaded { run, .. } = load_with_rejects(&db, &file, "t", &["--force-null", "*", "--truncate", "--restart"]);
+    run.assert_ok();
+    assert_eq!(db.scalar("SELECT count(*) FROM t WHERE amount IS NULL AND note IS NULL"), "20");
+    // Naming only the text column leaves the number column's refused.
+    let Loaded { run, .. } = load_with_rejects(&db, &file, "t", &["--force-null", "note", "--truncate", "--restart"]);
+    assert!(run.stderr.contains(warning), "amount is not named: {}", run.stderr);
+}

@@ -28,6 +28,9 @@ pub(super) struct RejectNotes {
     /// Empty fields a typed column refused in the text format (see
     /// [`empty_field_warning`]).
     empty_fields: Tally,
+    /// Quoted empty strings a typed column refused in CSV (see
+    /// [`quoted_empty_warning`]).
+    quoted_empties: Tally,
     /// Numbers rejected for a decimal comma (see [`decimal_comma_warning`]).
     decimal_commas: Tally,
     /// Words for NULL a typed column refused (see [`null_word_warning`]).
@@ -64,6 +67,7 @@ pub(super) fn note(shared: &Shared, rejects: &[Reject]) {
             Sign::OtherDateOrder(value) => notes.dates_the_other_way.add(|| format!("\"{value}\" ({})", place())),
             Sign::DecimalComma(value) => notes.decimal_commas.add(|| format!("\"{value}\", {}", place())),
             Sign::EmptyField => notes.empty_fields.add(place),
+            Sign::QuotedEmpty => notes.quoted_empties.add(place),
             Sign::NullWord(word) => notes.null_words.add(|| format!("\"{word}\", {}", place())),
         }
     }
@@ -78,6 +82,8 @@ enum Sign {
     DecimalComma(String),
     /// An empty field in the text format (see [`empty_field_warning`]).
     EmptyField,
+    /// A quoted empty string in CSV (see [`quoted_empty_warning`]).
+    QuotedEmpty,
     /// A word for NULL (see [`null_word_warning`]).
     NullWord(String),
 }
@@ -97,10 +103,14 @@ fn sign<'a>(shared: &Shared, reject: &'a Reject) -> Option<(Sign, &'a str)> {
         return Some((Sign::DecimalComma(value), column));
     }
     let value = suspect::field_text(record, rules, format, column)?;
-    // The text format's NULL is `\N` unless --null says otherwise.
+    // The text format's NULL is `\N` unless --null says otherwise; CSV's
+    // is an unquoted empty field, so an empty one here was quoted (`""`;
+    // with --force-null naming its column it would have been NULL).
     let empty_is_text = format.kind == FormatKind::Tsv && format.null.is_none();
+    let quoted_is_text = format.kind == FormatKind::Csv && format.null.is_none();
     let sign = match value.trim() {
         "" if value.is_empty() && empty_is_text => Sign::EmptyField,
+        "" if value.is_empty() && quoted_is_text => Sign::QuotedEmpty,
         word if NULL_WORDS.contains(&word) => Sign::NullWord(word.to_string()),
         _ => return None,
     };
@@ -125,6 +135,7 @@ pub(super) fn first_reject_advice(shared: &Shared, first: &Reject) -> Option<Str
             format!("\"{value}\" has a decimal comma, which PostgreSQL does not read: {DECIMAL_COMMA_FIX}")
         }
         Sign::EmptyField => EMPTY_FIELD_FIX.to_string(),
+        Sign::QuotedEmpty => QUOTED_EMPTY_FIX.to_string(),
         Sign::NullWord(word) => format!("If \"{word}\" means NULL, pass --null '{word}'"),
     })
 }
@@ -132,6 +143,10 @@ pub(super) fn first_reject_advice(shared: &Shared, first: &Reject) -> Option<Str
 /// How to load numbers written with a decimal comma.
 const DECIMAL_COMMA_FIX: &str = "convert them before loading, or load them into a text column and convert it in \
                                  SQL (replace(replace(value, '.', ''), ',', '.')::numeric)";
+
+/// Why CSV's `""` is no NULL, and the option that makes it one.
+const QUOTED_EMPTY_FIX: &str = "In CSV \"\" is an empty string and only an unquoted empty field is NULL. If \"\" \
+                                means NULL, pass --force-null '*' (or name its columns)";
 
 /// Why the text format refuses an empty field, and the option that helps.
 const EMPTY_FIELD_FIX: &str =
@@ -155,9 +170,9 @@ fn date_style_fix(other: &str) -> String {
 pub(super) fn warnings(shared: &Shared) -> Vec<String> {
     let headers = header_warning(&shared.notes.header_like.lock().unwrap_or_else(|e| e.into_inner()));
     let (dates, encoding) = (date_order_warning(shared), encoding_warning(shared));
-    let (empty_fields, commas, null_words) =
-        (empty_field_warning(shared), decimal_comma_warning(shared), null_word_warning(shared));
-    [headers, dates, encoding, empty_fields, commas, null_words].into_iter().flatten().collect()
+    let (empty_fields, quoted_empties) = (empty_field_warning(shared), quoted_empty_warning(shared));
+    let (commas, null_words) = (decimal_comma_warning(shared), null_word_warning(shared));
+    [headers, dates, encoding, empty_fields, quoted_empties, commas, null_words].into_iter().flatten().collect()
 }
 
 /// `1 record was` / `2 records were`, and the same for other nouns.
@@ -190,6 +205,19 @@ fn empty_field_warning(shared: &Shared) -> Option<String> {
     let (count, first) = shared.notes.empty_fields.seen()?;
     Some(format!(
         "{} rejected for an empty field its column's type does not take (the first: {first}). {EMPTY_FIELD_FIX}",
+        how_many_were(count, "record"),
+    ))
+}
+
+/// Quoted empty strings (`""`) a typed column refused in CSV. Why: writers
+/// that quote every field (Python's `csv.QUOTE_ALL`, many exporters) write
+/// NULL as `""`, which COPY reads as an empty string unless FORCE_NULL
+/// names the column; the server's reason shows only `""`.
+fn quoted_empty_warning(shared: &Shared) -> Option<String> {
+    let (count, first) = shared.notes.quoted_empties.seen()?;
+    Some(format!(
+        "{} rejected for a quoted empty field its column's type does not take (the first: {first}). \
+         {QUOTED_EMPTY_FIX}",
         how_many_were(count, "record"),
     ))
 }
