@@ -96,13 +96,14 @@ fn sign<'a>(shared: &Shared, reject: &'a Reject) -> Option<(Sign, &'a str)> {
         return None;
     }
     let (column, record, format) = (reject.column.as_deref()?, reject.raw.as_deref()?.as_bytes(), shared.format);
-    if let Some(value) = suspect::date_in_the_other_order(record, rules, format, column) {
+    let (rule, field) = suspect::column_field(record, rules, format, column)?;
+    if let Some(value) = suspect::date_in_the_other_order(rule, field) {
         return Some((Sign::OtherDateOrder(value), column));
     }
-    if let Some(value) = suspect::decimal_comma(record, rules, format, column) {
+    if let Some(value) = suspect::decimal_comma(rule, field) {
         return Some((Sign::DecimalComma(value), column));
     }
-    let value = suspect::field_text(record, rules, format, column)?;
+    let value = String::from_utf8_lossy(field);
     // The text format's NULL is `\N` unless --null says otherwise; CSV's
     // is an unquoted empty field, so an empty one here was quoted (`""`;
     // with --force-null naming its column it would have been NULL).

@@ -424,20 +424,13 @@ pub fn names_columns(record: &[u8], columns: &[(String, String)], format: &Forma
         })
 }
 
-/// The value of `record`'s field for `column` when that column holds dates
+/// `value` (of a column with `rule`) when that column holds dates
 /// and the value's day does not exist read in the session's order of day
 /// and month but does in the other order (`13/01/2024` month first): a
 /// file written day first, loaded month first, or the reverse. Then the
 /// rows loaded with it may hold day and month swapped (`05/01/2024`).
-pub fn date_in_the_other_order(
-    record: &[u8],
-    rules: &[ColumnRule],
-    format: &FormatOptions,
-    column: &str,
-) -> Option<String> {
-    let index = rules.iter().position(|rule| rule.name == column)?;
-    let ValueRule::Date { order: Some(order) } = rules[index].kind else { return None };
-    let value = fields(record, format).nth(index)??;
+pub fn date_in_the_other_order(rule: &ColumnRule, value: &[u8]) -> Option<String> {
+    let ValueRule::Date { order: Some(order) } = rule.kind else { return None };
     let other = match order {
         DateOrder::MonthFirst => DateOrder::DayFirst,
         DateOrder::DayFirst => DateOrder::MonthFirst,
@@ -446,13 +439,12 @@ pub fn date_in_the_other_order(
         .then(|| String::from_utf8_lossy(value.trim_ascii()).into_owned())
 }
 
-/// The value of `record`'s field for `column` when that column holds
-/// numbers and the value is one written with a decimal comma (`2,50`,
+/// `value` (of a column with `rule`) when that column holds numbers and
+/// the value is one written with a decimal comma (`2,50`,
 /// `-1.234,5`, `1 234,5`), as spreadsheets in much of Europe export them.
-pub fn decimal_comma(record: &[u8], rules: &[ColumnRule], format: &FormatOptions, column: &str) -> Option<String> {
-    let index = rules.iter().position(|rule| rule.name == column)?;
-    let ValueRule::Number { .. } = rules[index].kind else { return None };
-    let value = fields(record, format).nth(index)??.trim_ascii();
+pub fn decimal_comma(rule: &ColumnRule, value: &[u8]) -> Option<String> {
+    let ValueRule::Number { .. } = rule.kind else { return None };
+    let value = value.trim_ascii();
     let unsigned = value.strip_prefix(b"-").or_else(|| value.strip_prefix(b"+")).unwrap_or(value);
     let (whole, fraction) = unsigned.split_at(unsigned.iter().position(|&b| b == b',')?);
     let digits = |part: &[u8]| !part.is_empty() && part.iter().all(u8::is_ascii_digit);
@@ -467,11 +459,17 @@ pub fn decimal_comma(record: &[u8], rules: &[ColumnRule], format: &FormatOptions
     (grouped && digits(&fraction[1..])).then(|| String::from_utf8_lossy(value).into_owned())
 }
 
-/// `record`'s field for `column` as text, as far as the guess goes; `None`
-/// for the NULL string or a field the record lacks.
-pub fn field_text(record: &[u8], rules: &[ColumnRule], format: &FormatOptions, column: &str) -> Option<String> {
+/// `record`'s field for `column`, as far as the guess goes, with that
+/// column's rule: split once for every check of the value. `None` for a
+/// column COPY does not fill, a field the record lacks or the NULL string.
+pub fn column_field<'a>(
+    record: &'a [u8],
+    rules: &'a [ColumnRule],
+    format: &'a FormatOptions,
+    column: &str,
+) -> Option<(&'a ColumnRule, &'a [u8])> {
     let index = rules.iter().position(|rule| rule.name == column)?;
-    Some(String::from_utf8_lossy(fields(record, format).nth(index)??).into_owned())
+    Some((&rules[index], fields(record, format).nth(index)??))
 }
 
 /// How many fields `record` (terminator included) splits into, as far as
@@ -842,7 +840,9 @@ mod tests {
         let csv = FormatOptions { delimiter: Some(b';'), ..FormatOptions::new(FormatKind::Csv) };
         let comma = |sql_type: &str, value: &str| {
             let rules = [rule(sql_type, None)];
-            decimal_comma(format!("{value}\n").as_bytes(), &rules, &csv, "c")
+            let record = format!("{value}\n");
+            let (rule, value) = column_field(record.as_bytes(), &rules, &csv, "c")?;
+            decimal_comma(rule, value)
         };
         for value in ["2,50", "-0,5", "+12,0", "1.234,56", "1 234 567,8", "1234,5", " 3,25 "] {
             assert_eq!(comma("numeric(10,2)", value).as_deref(), Some(value.trim()), "{value}");
@@ -860,7 +860,8 @@ mod tests {
         let other = |sql_type, order, record: &str| {
             let rules = [rule("integer", order), rule(sql_type, order)];
             let rules = [ColumnRule { name: "id".into(), ..rules[0].clone() }, rules[1].clone()];
-            date_in_the_other_order(record.as_bytes(), &rules, &csv, "c")
+            let (rule, value) = column_field(record.as_bytes(), &rules, &csv, "c")?;
+            date_in_the_other_order(rule, value)
         };
         let (month_first, day_first) = (Some(DateOrder::MonthFirst), Some(DateOrder::DayFirst));
         assert_eq!(other("date", month_first, "1,13/01/2024\n").as_deref(), Some("13/01/2024"));
