@@ -38,6 +38,13 @@ fn load_with_rejects(db: &TestDb, file: &Path, table: &str, extra: &[&str]) -> L
     Loaded { run, rejects: read_rejects(&rejects_path), rejects_path, report }
 }
 
+/// Asserts that a JSON report's warnings include one containing `warning`.
+#[track_caller]
+fn assert_reported(report: &Value, warning: &str) {
+    let warnings = report["warnings"].as_array().unwrap();
+    assert!(warnings.iter().any(|w| w.as_str().unwrap().contains(warning)), "{warnings:?}");
+}
+
 /// Asserts the accounting equation in a JSON report, per file and in total.
 fn assert_accounts(report: &Value) {
     let sum = |v: &Value| ["rows_loaded", "rejected", "suppressed"].iter().map(|k| v[k].as_u64().unwrap()).sum::<u64>();
@@ -1258,8 +1265,7 @@ fn dates_written_day_first_loaded_month_first_are_named_with_the_setting_that_re
     assert!(run.stderr.contains(&warning), "{}", run.stderr);
     assert!(run.stderr.contains("dmy.csv line 13, column d): the input's dates look day first"), "{}", run.stderr);
     assert!(run.stderr.contains("PGDATESTYLE='ISO, DMY'"), "{}", run.stderr);
-    let warnings = r["warnings"].as_array().unwrap();
-    assert!(warnings.iter().any(|w| w.as_str().unwrap().contains(&warning)), "{warnings:?}");
+    assert_reported(&r, &warning);
     // With the setting the warning gives: every date as written.
     let day_first = format!("{} options='-c datestyle=ISO,DMY'", db.conninfo());
     let file = file.to_str().unwrap();
@@ -1295,7 +1301,7 @@ fn empty_fields_a_typed_column_refuses_are_named_with_the_null_option() {
     assert!(run.stderr.contains(warning), "{}", run.stderr);
     assert!(run.stderr.contains("empty.tsv line 1, column amount). In the text format NULL is \\N"), "{}", run.stderr);
     assert!(run.stderr.contains("If empty fields mean NULL, pass --null ''"), "{}", run.stderr);
-    assert!(r["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains(warning)));
+    assert_reported(&r, warning);
     let Loaded { run, rejects: found, .. } =
         load_with_rejects(&db, &file, "t", &["--null", "", "--truncate", "--restart"]);
     assert_eq!((run.code, found.len()), (0, 0), "{}", run.stderr);
@@ -1321,7 +1327,7 @@ fn numbers_with_a_decimal_comma_are_named_as_such() {
     let warning = "2 numbers were rejected for a decimal comma (the first: \"2,50\", ";
     assert!(run.stderr.contains(warning), "{}", run.stderr);
     assert!(run.stderr.contains("euro.csv line 2, column price): PostgreSQL reads numbers with a decimal point only"));
-    assert!(r["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains(warning)));
+    assert_reported(&r, warning);
     // Every record with one: the stop says it, before any summary would.
     let all: String = (0..1_200).map(|i| format!("{i};n{i};{i},50\n")).collect();
     let all = db.file("all.csv", all.as_bytes());
