@@ -857,6 +857,48 @@ fn only_rejects_stop_the_load_unless_max_errors_is_given() {
     assert_eq!(db.scalar("SELECT max(id) || ' ' || count(*) FROM v"), "3000 3000");
 }
 
+/// Values their type refuses for their shape rather than their range: a
+/// number where a date goes (a spreadsheet's serial day, a year alone,
+/// epoch seconds, a percentage), a lone number for a time of day, an
+/// address of too few or too large numbers. The client suspects them, so a
+/// chunk with 2,000 costs a check of its suspects, not a COPY each.
+#[test]
+fn numbers_where_dates_times_or_addresses_go_are_suspects() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, d date, at time, ip inet)");
+    let bad = [
+        ("d", "45321"),
+        ("d", "2024"),
+        ("d", "1700000000"),
+        ("d", "12 %"),
+        ("at", "10"),
+        ("at", "5."),
+        ("ip", "192.168"),
+        ("ip", "256.1.1.1"),
+    ];
+    let data: String = (0..20_000)
+        .map(|i| {
+            let mut fields =
+                [("d", "20240301"), ("at", "1000.5"), ("ip", "10.0.0.1/8")].map(|(c, v)| (c, v.to_string()));
+            if i % 10 == 0 {
+                let (column, value) = bad[i / 10 % bad.len()];
+                fields.iter_mut().find(|(c, _)| *c == column).unwrap().1 = value.to_string();
+            }
+            format!("{i}\t{}\t{}\t{}\n", fields[0].1, fields[1].1, fields[2].1)
+        })
+        .collect();
+    let file = db.file("shapes.tsv", data.as_bytes());
+    let Loaded { run, rejects: found, report, .. } = load_with_rejects(&db, &file, "t", &[]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!((db.count("t"), found.len()), (18_000, 2_000));
+    assert_accounts(&report);
+    let columns: std::collections::BTreeSet<&str> = found.iter().map(|r| r["column"].as_str().unwrap()).collect();
+    assert_eq!(columns, ["at", "d", "ip"].into());
+    let copies: u64 =
+        report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+    assert!(copies < 10, "the client suspected the bad values: {copies} isolation COPYs");
+}
+
 /// A rejects file or report that could not be written is refused before
 /// any row moves, not found out after an hour of loading.
 #[test]

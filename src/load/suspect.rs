@@ -15,12 +15,14 @@
 //! string or `N/A` in such a column is the most common bad value in exported
 //! files), a day that does not exist in a date of three numbers read in the
 //! session's DateStyle (MySQL's `0000-00-00`, `31/12/2024` read month
-//! first), an hour, minute or second out of range, numbers written as
-//! numbers (not `1,234.50`, `$5` or `12 %`) that fit the column
+//! first), a number where a date goes (a spreadsheet's serial day `45321`,
+//! a year alone, `12 %`) or a time goes (`10`), an hour, minute or second
+//! out of range, numbers written as numbers (not `1,234.50`, `$5` or
+//! `12 %`) that fit the column
 //! (`numeric(p,s)`'s integer digits, real's and double's range), a uuid that
 //! is not 32 hex digits among hyphens and braces, network addresses of hex
-//! digits, dots, colons and a slash, array literals in braces, and JSON that
-//! does not parse.
+//! digits, dots, colons and a slash (an IPv4 one of numbers to 255), array
+//! literals in braces, and JSON that does not parse.
 //!
 //! A wrong guess is cheap when the value check runs (see `value_check`):
 //! the suspect's values pass and it goes back to the clean run. That is why
@@ -54,12 +56,14 @@ enum ValueRule {
     /// Intervals: a digit somewhere, or one of the words their inputs take
     /// ([`DIGITLESS`]).
     Digit,
-    /// time and timetz: as [`Digit`](Self::Digit), and a time of day in
-    /// range when it starts as one.
+    /// time and timetz: as [`Digit`](Self::Digit), a time of day in range
+    /// when it starts as one, and a colon or `HHMM[SS]` when it has no
+    /// letters.
     Time,
     /// date and timestamps: as [`Time`](Self::Time) after the date, and a
     /// day that exists when the date is three numbers, read in `order`
-    /// (`None`: year first).
+    /// (`None`: year first), or digits alone; without letters, one of the
+    /// server's letterless dates.
     Date {
         order: Option<DateOrder>,
     },
@@ -71,8 +75,13 @@ enum ValueRule {
         integer_digits: Option<usize>,
         range: FloatRange,
     },
-    /// inet and cidr: hex digits, dots, colons and a slash.
-    Network,
+    /// inet and cidr: an IPv6 address of hex digits and colons, or an IPv4
+    /// one of up to four numbers to 255 and a mask length to 32; four
+    /// numbers in an inet without a mask length (a `cidr` reads `192.168`
+    /// as `192.168.0.0/24`).
+    Network {
+        cidr: bool,
+    },
     /// macaddr and macaddr8: hex digits among colons, hyphens and dots.
     MacAddress,
     /// An array: its literal in braces (a dimension decoration before it).
@@ -146,7 +155,8 @@ fn value_rule(sql_type: &str, order: Option<DateOrder>) -> ValueRule {
         "numeric" => number(FloatRange::Unlimited),
         "real" => number(FloatRange::Real),
         "double precision" => number(FloatRange::Double),
-        "inet" | "cidr" => ValueRule::Network,
+        "inet" => ValueRule::Network { cidr: false },
+        "cidr" => ValueRule::Network { cidr: true },
         "macaddr" | "macaddr8" => ValueRule::MacAddress,
         "json" | "jsonb" => ValueRule::Json,
         "time without time zone" | "time with time zone" => ValueRule::Time,
@@ -175,24 +185,68 @@ fn numeric_modifier(sql_type: &str) -> Option<(usize, usize)> {
 /// does not exist as the server reads them: year first when the first has
 /// more than two digits, else in the DateStyle's `order` (`None`: year
 /// first). Month 0 or 13, February 30th, `0000-00-00`, `31/12/2024` read
-/// month first. Also false for a time after it that is out of range.
+/// month first. A date of digits alone is read whatever the DateStyle as a
+/// month and day in its last four digits after the year (`20240115`,
+/// `240115`), so fewer than six digits (`97`, `2024`, a spreadsheet's
+/// `45321`) are refused. Also false for a letterless value that does not
+/// start as a date (see [`letterless_date`]) or for a time after the date
+/// that is out of range.
 fn real_date(value: &[u8], order: Option<DateOrder>) -> bool {
     let value = value.trim_ascii();
+    if !value.iter().any(u8::is_ascii_alphabetic) && !letterless_date(value) {
+        return false;
+    }
     let (date, time) = match value.iter().position(|&b| b == b' ' || b == b'T') {
         Some(gap) => (&value[..gap], &value[gap + 1..]),
         None => (value, &value[..0]),
     };
     // The common ISO date first: a whole refused chunk is screened.
-    let day_exists = iso_date(date).is_some()
-        || three_numbers(date).map_or(true, |parts| {
-            let (year, month, day) = match (parts[0].len() > 2, order) {
-                (true, _) | (false, None) => (parts[0], parts[1], parts[2]),
-                (false, Some(DateOrder::MonthFirst)) => (parts[2], parts[0], parts[1]),
-                (false, Some(DateOrder::DayFirst)) => (parts[2], parts[1], parts[0]),
-            };
-            day_exists(year, number(month), number(day))
-        });
+    let day_exists =
+        iso_date(date).is_some() || digits_only_date(date).unwrap_or_else(|| date_of_three_numbers(date, order));
     day_exists && time_in_range(time)
+}
+
+/// For a date of digits alone, whether its day exists read as the server
+/// reads it (see [`real_date`]); `None` for any other date.
+fn digits_only_date(date: &[u8]) -> Option<bool> {
+    if date.is_empty() || !date.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    // Up to nine digits of year: `number` reads no more.
+    if !(6..=13).contains(&date.len()) {
+        return Some(false);
+    }
+    let (year, month_day) = date.split_at(date.len() - 4);
+    Some(day_exists(year, number(&month_day[..2]), number(&month_day[2..])))
+}
+
+/// Whether a value without letters starts with one of the server's
+/// letterless dates: digits alone, three numbers (`2024-01-15`,
+/// `1/15/2024`, `15.01.2024`) or a year and a day of the year
+/// (`1999.008`). A number (`1,234`, `12 %`, `$5`, `5.`), two numbers
+/// (`1/15`), a time alone or an address (`10.0.0.1`) does not.
+fn letterless_date(value: &[u8]) -> bool {
+    let end = value.iter().position(|b| !(b.is_ascii_digit() || b"-/.".contains(b))).unwrap_or(value.len());
+    let date = &value[..end];
+    let digits = |part: &[u8]| part.iter().all(u8::is_ascii_digit);
+    let year_and_day = date.iter().position(|&b| b == b'.').is_some_and(|dot| {
+        let (year, day) = (&date[..dot], &date[dot + 1..]);
+        !year.is_empty() && digits(year) && digits(day) && day.len() == 3
+    });
+    digits_only_date(date).unwrap_or_else(|| three_numbers(date).is_some() || year_and_day)
+}
+
+/// Whether the day of a date of three numbers exists as the server reads
+/// it (see [`real_date`]); true for any other date.
+fn date_of_three_numbers(date: &[u8], order: Option<DateOrder>) -> bool {
+    three_numbers(date).map_or(true, |parts| {
+        let (year, month, day) = match (parts[0].len() > 2, order) {
+            (true, _) | (false, None) => (parts[0], parts[1], parts[2]),
+            (false, Some(DateOrder::MonthFirst)) => (parts[2], parts[0], parts[1]),
+            (false, Some(DateOrder::DayFirst)) => (parts[2], parts[1], parts[0]),
+        };
+        day_exists(year, number(month), number(day))
+    })
 }
 
 /// `a/b/c`, `a-b-c` or `a.b.c` (the same separator twice), each of one to
@@ -238,6 +292,15 @@ fn time_in_range(value: &[u8]) -> bool {
     let fraction = rest.strip_prefix(b".").unwrap_or_default();
     let past_midnight = fraction.iter().take_while(|b| b.is_ascii_digit()).any(|&d| d != b'0');
     (hours < 24 && minutes < 60 && seconds <= 60) || (hours == 24 && minutes == 0 && seconds == 0 && !past_midnight)
+}
+
+/// False for a value without letters that cannot be a time: one without a
+/// colon unless it starts with the four or six digits of `HHMM` or
+/// `HHMMSS` (`10`, `1,234`, `5.` are refused).
+fn time_shape(value: &[u8]) -> bool {
+    let value = value.trim_ascii();
+    let digits = value.iter().take_while(|b| b.is_ascii_digit()).count();
+    value.iter().any(|b| b.is_ascii_alphabetic() || *b == b':') || digits == 4 || digits == 6
 }
 
 /// A number of `least` to two digits at the start of `text` (no third
@@ -327,8 +390,24 @@ fn in_range(value: &[u8], mantissa: &[u8], range: FloatRange) -> bool {
 
 /// inet and cidr input: an IPv4 or IPv6 address and its mask length; no
 /// spaces, which the server refuses.
-fn network_address(value: &[u8]) -> bool {
-    value.iter().any(u8::is_ascii_hexdigit) && value.iter().all(|b| b.is_ascii_hexdigit() || b".:/".contains(b))
+fn network_address(value: &[u8], cidr: bool) -> bool {
+    let well_formed =
+        value.iter().any(u8::is_ascii_hexdigit) && value.iter().all(|b| b.is_ascii_hexdigit() || b".:/".contains(b));
+    well_formed && (value.contains(&b':') || ipv4_address(value, cidr))
+}
+
+/// An IPv4 address as inet and cidr read it (see [`ValueRule::Network`]).
+fn ipv4_address(value: &[u8], cidr: bool) -> bool {
+    let small = |digits: &[u8], most: u32| {
+        (1..=9).contains(&digits.len()) && digits.iter().all(u8::is_ascii_digit) && number(digits) <= most
+    };
+    let (address, mask) = match value.iter().position(|&b| b == b'/') {
+        Some(slash) => (&value[..slash], Some(&value[slash + 1..])),
+        None => (value, None),
+    };
+    let numbers = address.split(|&b| b == b'.').count();
+    let parts_read = numbers == 4 || (numbers < 4 && (cidr || mask.is_some()));
+    parts_read && address.split(|&b| b == b'.').all(|n| small(n, 255)) && mask.map_or(true, |m| small(m, 32))
 }
 
 /// macaddr and macaddr8 input: twelve or sixteen hex digits among `:`, `-`
@@ -546,12 +625,12 @@ fn plausible(field: &Field<'_>, rule: &ColumnRule, format: &FormatOptions) -> bo
         ValueRule::Integer { min, max } => integer(value).is_some_and(|v| (min..=max).contains(&v)),
         ValueRule::Label(ref labels) => labels.iter().any(|label| label.as_bytes() == *value),
         ValueRule::Digit => has_digit_or_is_a_word(value),
-        ValueRule::Time => has_digit_or_is_a_word(value) && time_in_range(value.trim_ascii()),
+        ValueRule::Time => has_digit_or_is_a_word(value) && time_in_range(value.trim_ascii()) && time_shape(value),
         ValueRule::Date { order } => has_digit_or_is_a_word(value) && real_date(value, order),
         ValueRule::Number { integer_digits, range } => {
             plain_number(value, range) && integer_digits.map_or(true, |most| fits_integer_digits(value, most))
         }
-        ValueRule::Network => network_address(value),
+        ValueRule::Network { cidr } => network_address(value, cidr),
         ValueRule::MacAddress => mac_address(value),
         ValueRule::Array => array_literal(value),
         ValueRule::Json => json_document(value, format),
@@ -937,6 +1016,13 @@ mod tests {
                 "2024/1/5",
                 "Jan 8 99 BC",
                 "20240101",
+                " 20240229 ",
+                "20240115T120000",
+                "991231",
+                "2020115",
+                "1999.008",
+                "2024-01-15+02",
+                "01.15.2024 10:00",
                 "today",
                 "2024-01-01 24:00:00",
                 "2024-01-01 23:59:60",
@@ -961,6 +1047,21 @@ mod tests {
                 "2024-01-01 25:00",
                 "2024-01-01 10:60",
                 "2024-01-01 24:00:01",
+                "97",
+                " 2024 ",
+                "24015",
+                "2024015",
+                "20240230",
+                "000000",
+                "1700000000",
+                "1,234",
+                "12 %",
+                "$5",
+                "5.",
+                "(5)",
+                "1/15",
+                "10.0.0.1",
+                "24:00:01",
             ] {
                 assert!(!plausible_in(ty, bad), "{ty} {bad:?}");
             }
@@ -976,10 +1077,12 @@ mod tests {
     #[test]
     fn times_are_suspects_when_out_of_range() {
         for ty in ["time without time zone", "time(3) with time zone"] {
-            for good in ["04:05", "4:05:06.789", "24:00", "23:59:60", "10:00+02", "1:45 PM", "allballs", "040506"] {
+            for good in
+                ["04:05", "4:05:06.789", "24:00", "23:59:60", "10:00+02", "1:45 PM", "allballs", "040506", "1000.5"]
+            {
                 assert!(plausible_in(ty, good), "{ty} {good:?}");
             }
-            for bad in ["", "N/A", "25:00", "10:61", "24:00:00.5", "12:30:61"] {
+            for bad in ["", "N/A", "25:00", "10:61", "24:00:00.5", "12:30:61", "10", "10.5", "1,234", "5.", "10000"] {
                 assert!(!plausible_in(ty, bad), "{ty} {bad:?}");
             }
         }
@@ -989,11 +1092,15 @@ mod tests {
 
     #[test]
     fn addresses_arrays_and_json_without_their_shape_are_suspects() {
-        for good in ["10.1.2.3", "10.0.0.0/8", "::1", "2001:DB8::/32"] {
+        for good in ["10.1.2.3", "10.0.0.0/8", "::1", "2001:DB8::/32", "10/8", "010.0.0.1", "1.2.3.4/024"] {
             assert!(plausible_in("inet", good) && plausible_in("cidr", good), "{good:?}");
         }
-        for bad in ["", "N/A", "localhost", " 10.1.2.3", "10.1.2.3 "] {
-            assert!(!plausible_in("inet", bad), "{bad:?}");
+        for bad in ["", "N/A", "localhost", " 10.1.2.3", "10.1.2.3 ", "256.1.1.1", "10.0.0.0/33", "1.2.3.4.5", "1.2..4"]
+        {
+            assert!(!plausible_in("inet", bad) && !plausible_in("cidr", bad), "{bad:?}");
+        }
+        for short in ["192.168", "10"] {
+            assert!(plausible_in("cidr", short) && !plausible_in("inet", short), "{short:?}");
         }
         for good in ["08:00:2b:01:02:03", "0800.2b01.0203", " 08-00-2b-01-02-03", "08002b0102030405"] {
             assert!(plausible_in("macaddr", good), "{good:?}");
