@@ -174,23 +174,11 @@ enum Verdict {
 }
 
 /// `transcoding`: the input's, when it is not UTF-8 (its records then hold
-/// marks where it could not be read, see [`encoding::unmark`]).
-fn verdict(shared: &Shared, transcoding: Option<Transcoding>, raw: &[u8]) -> Verdict {
-    if let Some(t) = transcoding {
-        if let Some((_, first_run)) = encoding::unmark(raw) {
-            return Verdict::Refused(encoding::unreadable_reason(&first_run, t));
-        }
-    }
-    if memchr::memchr(0, raw).is_some() {
-        return Verdict::Refused(
-            "the record contains a NUL byte (0x00), which PostgreSQL cannot store in text".to_string(),
-        );
-    }
-    if let Err(e) = simdutf8::compat::from_utf8(raw) {
-        return Verdict::Refused(format!(
-            "invalid UTF-8 at byte {} of the record; is the file in another encoding (--encoding)?",
-            e.valid_up_to()
-        ));
+/// marks where it could not be read, see [`encoding::unmark`]); `plain`:
+/// whether the chunk's bytes are [`plain_bytes`], which spares the record's.
+fn verdict(shared: &Shared, transcoding: Option<Transcoding>, plain: bool, raw: &[u8]) -> Verdict {
+    if let Some(reason) = (!plain).then(|| refused_bytes(transcoding, raw)).flatten() {
+        return Verdict::Refused(reason);
     }
     let suspected = match &shared.rules {
         _ if end_of_data_line(raw) => true,
@@ -202,6 +190,32 @@ fn verdict(shared: &Shared, transcoding: Option<Transcoding>, raw: &[u8]) -> Ver
     } else {
         Verdict::Clean
     }
+}
+
+/// Whether `bytes` hold nothing [`refused_bytes`] refuses: checked once for
+/// a chunk (in one SIMD pass, where each record's short one falls back to
+/// scalar code), so that its records need not be one by one.
+fn plain_bytes(transcoding: Option<Transcoding>, bytes: &[u8]) -> bool {
+    !(transcoding.is_some() && encoding::has_unreadable(bytes))
+        && memchr::memchr(0, bytes).is_none()
+        && simdutf8::basic::from_utf8(bytes).is_ok()
+}
+
+/// Why the server would refuse a record's bytes whatever the table.
+fn refused_bytes(transcoding: Option<Transcoding>, raw: &[u8]) -> Option<String> {
+    if let Some(t) = transcoding {
+        if let Some((_, first_run)) = encoding::unmark(raw) {
+            return Some(encoding::unreadable_reason(&first_run, t));
+        }
+    }
+    if memchr::memchr(0, raw).is_some() {
+        return Some("the record contains a NUL byte (0x00), which PostgreSQL cannot store in text".to_string());
+    }
+    let invalid = simdutf8::compat::from_utf8(raw).err()?;
+    Some(format!(
+        "invalid UTF-8 at byte {} of the record; is the file in another encoding (--encoding)?",
+        invalid.valid_up_to()
+    ))
 }
 
 /// Whether a chunk holds a record its input's encoding could not read: it
@@ -218,10 +232,11 @@ pub(super) fn holds_unreadable(shared: &Shared, chunk: &Chunk) -> bool {
 pub(super) fn looks_clean(shared: &Shared, chunk: &Chunk, bytes: &[u8]) -> bool {
     let mut scanner = RecordScanner::new(shared.format.dialect(), chunk.line_end);
     let transcoding = shared.sources[chunk.loc.source].transcoding;
+    let plain = plain_bytes(transcoding, bytes);
     let mut pos = 0;
     while pos < bytes.len() {
         let end = pos + scanner.scan(&bytes[pos..], true).consumed;
-        if !matches!(verdict(shared, transcoding, &bytes[pos..end]), Verdict::Clean) {
+        if !matches!(verdict(shared, transcoding, plain, &bytes[pos..end]), Verdict::Clean) {
             return false;
         }
         pos = end;
@@ -702,8 +717,9 @@ impl<'a> Isolator<'a> {
     fn sort_records(&mut self) -> (Run, Run) {
         let (mut clean, mut suspects) = (Vec::new(), Vec::new());
         let transcoding = self.shared.sources[self.chunk.loc.source].transcoding;
+        let plain = plain_bytes(transcoding, self.bytes);
         for i in 0..self.index.len() {
-            match verdict(self.shared, transcoding, self.record(i)) {
+            match verdict(self.shared, transcoding, plain, self.record(i)) {
                 Verdict::Refused(reason) => self.reject(i, CopyRefusal { message: reason, ..CopyRefusal::default() }),
                 Verdict::Suspect => suspects.push(i),
                 Verdict::Clean => clean.push(i),

@@ -377,6 +377,9 @@ fn plain_number(value: &[u8], range: FloatRange) -> bool {
 /// Whether a number's value is neither too large for `range` nor so small
 /// that it reads as zero (the server refuses both as out of range).
 fn in_range(value: &[u8], mantissa: &[u8], range: FloatRange) -> bool {
+    if range == FloatRange::Unlimited {
+        return true;
+    }
     let Ok(text) = std::str::from_utf8(value) else { return true };
     let text = text.strip_prefix('+').unwrap_or(text);
     let (zero, infinite) = match range {
