@@ -294,7 +294,7 @@ fn record(rng: &mut Rng, options: &Options, id: usize) -> Record {
     let bad = rng.below(40) == 0;
     let spoil = match bad {
         true => {
-            let ways: Vec<u64> = (0..12).filter(|&way| spoilable(options, way)).collect();
+            let ways: Vec<u64> = (0..14).filter(|&way| spoilable(options, way)).collect();
             ways[rng.below(ways.len() as u64) as usize]
         }
         false => u64::MAX,
@@ -310,6 +310,9 @@ fn record(rng: &mut Rng, options: &Options, id: usize) -> Record {
         9 => values[1] = Some(rng.pick(&["1,234.50", "$5", "12,5"]).to_string()),
         10 => values[2] = Some(format!("{}/{month}/{year}", 13 + rng.below(19))),
         11 => values[3] = Some(format!("{year:04}-{month:02}-{day:02} {}:{minute:02}", 25 + rng.below(9))),
+        // A spreadsheet's serial day, a year alone; epoch milliseconds.
+        12 => values[2] = Some(rng.pick(&["45321", "2024", "12 %"]).to_string()),
+        13 => values[3] = Some((1_600_000_000_000 + rng.below(100_000_000_000)).to_string()),
         _ => {}
     }
     let mut values: Vec<Option<String>> = options.order.iter().map(|&i| values[i].clone()).collect();
@@ -327,8 +330,22 @@ fn record(rng: &mut Rng, options: &Options, id: usize) -> Record {
 /// a field too few or too many, spoil none), way 7 needs [`CONSTRAINTS`]
 /// and way 8 [`TRIGGER`].
 fn spoilable(options: &Options, way: u64) -> bool {
-    let column = [Some(6), Some(2), Some(1), Some(5), Some(4), None, None, Some(6), Some(4), Some(1), Some(2), Some(3)]
-        [way as usize];
+    let column = [
+        Some(6),
+        Some(2),
+        Some(1),
+        Some(5),
+        Some(4),
+        None,
+        None,
+        Some(6),
+        Some(4),
+        Some(1),
+        Some(2),
+        Some(3),
+        Some(2),
+        Some(3),
+    ][way as usize];
     column.map_or(true, |column| options.order.contains(&column))
         && (way != 7 || options.constraints)
         && (way != 8 || options.trigger)

@@ -212,8 +212,8 @@ fn digits_only_date(date: &[u8]) -> Option<bool> {
     if date.is_empty() || !date.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    // Up to nine digits of year: `number` reads no more.
-    if !(6..=13).contains(&date.len()) {
+    // Up to seven digits of year: a date's last year is 5874897.
+    if !(6..=11).contains(&date.len()) {
         return Some(false);
     }
     let (year, month_day) = date.split_at(date.len() - 4);
@@ -1057,6 +1057,7 @@ mod tests {
                 "20240230",
                 "000000",
                 "1700000000",
+                "1700000000115",
                 "1,234",
                 "12 %",
                 "$5",
