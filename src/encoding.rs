@@ -91,10 +91,16 @@ impl InputEncoding {
 /// The encoding that records which are not UTF-8 are most likely in,
 /// guessed from `sample` (their bytes) by `chardetng`, Firefox's detector
 /// from the author of `encoding_rs`; with `first` (one of them) read in it.
-/// `None` when the guess cannot read `first` either. Only a guess: the
-/// warning that gives it shows the record as it would read, for the user to
-/// judge before loading again.
+/// `None` when the guess cannot read `first` either, or when more than 2 %
+/// of `sample` are control characters, which text in no encoding holds but
+/// compressed or binary data does (chardetng guesses for any bytes). Only a
+/// guess: the warning that gives it shows the record as it would read, for
+/// the user to judge before loading again.
 pub fn likely_encoding(sample: &[u8], first: &[u8]) -> Option<(&'static str, String)> {
+    let controls = sample.iter().filter(|&&b| (b < 0x20 && !b"\t\n\r\x0c".contains(&b)) || b == 0x7f).count();
+    if controls * 50 > sample.len() {
+        return None;
+    }
     let mut detector = chardetng::EncodingDetector::new(chardetng::Iso2022JpDetection::Deny);
     detector.feed(sample, true);
     let guess = detector.guess(None, chardetng::Utf8Detection::Deny);
@@ -510,6 +516,19 @@ mod tests {
                 n => all.extend_from_slice(&buf[..n]),
             }
         }
+    }
+
+    #[test]
+    fn no_encoding_is_guessed_for_bytes_full_of_control_characters() {
+        let latin = "Caf\u{e9} cr\u{e8}me, na\u{ef}ve fa\u{e7}ade;\t12\r\n".repeat(20);
+        let (bytes, _, _) = encoding_rs::WINDOWS_1252.encode(&latin);
+        assert_eq!(likely_encoding(&bytes, &bytes).map(|(name, _)| name), Some("windows-1252"));
+        // xz output, say: a control character in every few bytes.
+        let noise: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8 | 0x80).collect();
+        let mut binary = noise.clone();
+        binary.iter_mut().step_by(25).for_each(|b| *b = 0x01);
+        assert_eq!(likely_encoding(&binary, &binary), None);
+        assert!(likely_encoding(&noise, &noise).is_some(), "high bytes alone may be text");
     }
 
     #[test]

@@ -40,6 +40,56 @@ impl Compression {
     }
 }
 
+/// What a file that is not text is, from its first bytes, and what to do
+/// instead; `None` for anything else. Why: loaded as text, an xz file or a
+/// workbook was rejected record by record, and the not-UTF-8 warning then
+/// guessed an encoding for bytes no encoding reads. A magic number is not
+/// enough (a CSV file may start with `PAR1`): the head must also hold a NUL
+/// byte or bytes that are not UTF-8, as no text file does.
+fn not_text(head: &[u8], name: &str) -> Option<String> {
+    let text = !head.contains(&0) && simdutf8::basic::from_utf8(head).is_ok();
+    let starts = |magic: &[u8]| head.starts_with(magic);
+    let decompress = |format: &str, tool: &str| {
+        let file = if name == "-" { "FILE".to_string() } else { shell_word(name) };
+        format!(
+            "this is compressed with {format}, which sluice does not read: decompress it into sluice's stdin \
+                 ({tool} -dc {file} | sluice load - ...)"
+        )
+    };
+    let workbook = |what: &str| format!("this is {what}, not text: save its sheet as CSV and load that");
+    let bzip2 = head.len() >= 10 && starts(b"BZh") && (b'1'..=b'9').contains(&head[3]) && &head[4..10] == b"1AY&SY";
+    let advice = match () {
+        _ if text => return None,
+        _ if starts(&[0xFD, b'7', b'z', b'X', b'Z', 0]) => decompress("xz", "xz"),
+        _ if bzip2 => decompress("bzip2", "bzip2"),
+        _ if starts(&[0x04, 0x22, 0x4D, 0x18]) => decompress("lz4", "lz4"),
+        _ if starts(b"PK\x03\x04") && [".xlsx", ".xlsm"].iter().any(|e| name.to_lowercase().ends_with(e)) => {
+            workbook("an Excel workbook (a ZIP archive)")
+        }
+        _ if starts(b"PK\x03\x04") => "this is a ZIP archive: unzip it and load the files inside".to_string(),
+        _ if starts(&[0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1]) => {
+            workbook("an Excel 97-2003 workbook (or another Office document)")
+        }
+        _ if starts(b"PAR1") => "this is a Parquet file, which sluice does not read: convert it to CSV first".into(),
+        _ if starts(&[b'7', b'z', 0xBC, 0xAF, 0x27, 0x1C]) => {
+            "this is a 7z archive: extract it and load the files inside".to_string()
+        }
+        _ => return None,
+    };
+    Some(advice)
+}
+
+/// `word` as a POSIX shell reads it back: as is when it holds nothing the
+/// shell treats specially, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty() && word.bytes().all(|b| b.is_ascii_alphanumeric() || b"_./-+,:@%=".contains(&b));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
 /// One input: a file, a pipe or stdin.
 #[derive(Clone, Debug)]
 pub struct Source {
@@ -382,6 +432,9 @@ fn file_source_with(path: &Path, meta: std::fs::Metadata, canonical: Arc<str>) -
     let n =
         read_up_to(&mut file, &mut head).map_err(|e| Error::Input { file: name.clone(), message: io_reason(&e) })?;
     let compression = Compression::detect(&head[..n]);
+    if let Some(advice) = not_text(&head[..n], &name).filter(|_| compression == Compression::None) {
+        return Err(Error::Input { file: name, message: advice });
+    }
     Ok(Source {
         canonical,
         name: name.into(),
@@ -423,6 +476,9 @@ fn streamed_source(name: &str, path: Option<&Path>, mut reader: Box<dyn Read + S
         read_up_to(&mut reader, &mut head).map_err(|e| Error::Input { file: name.into(), message: io_reason(&e) })?;
     head.truncate(n);
     let compression = Compression::detect(&head);
+    if let Some(advice) = not_text(&head[..n.min(1024)], name).filter(|_| compression == Compression::None) {
+        return Err(Error::Input { file: name.into(), message: advice });
+    }
     let looks_utf16 = compression == Compression::None && looks_like_utf16(&head[..n.min(1024)]);
     let head_hash = xxhash_rust::xxh3::xxh3_64(&head);
     let head: Arc<[u8]> = head.into();

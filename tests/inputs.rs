@@ -883,6 +883,60 @@ fn utf16_needs_and_honours_encoding() {
     assert_eq!(db.count("u16"), 2000);
 }
 
+/// A file that is not text (compressed with a tool sluice does not read, a
+/// workbook, an archive, Parquet) is refused before anything loads, saying
+/// what it is and what to do, where it was rejected record by record with a
+/// guessed encoding before. A text file that starts with such a magic number
+/// still loads.
+#[test]
+fn files_that_are_not_text_are_refused_with_what_they_are() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (a text, b text)");
+    // Bytes as compressed data looks: every value, NUL and controls included.
+    let noise: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let cases: [(&str, &[u8], &str); 6] = [
+        (
+            "data.csv.xz",
+            &[0xFD, b'7', b'z', b'X', b'Z', 0],
+            "compressed with xz, which sluice does not read: \
+          decompress it into sluice's stdin (xz -dc",
+        ),
+        ("data.csv.bz2", b"BZh91AY&SY", "(bzip2 -dc"),
+        ("data.csv.lz4", &[0x04, 0x22, 0x4D, 0x18], "(lz4 -dc"),
+        ("Book 1.xlsx", b"PK\x03\x04", "an Excel workbook (a ZIP archive), not text: save its sheet as CSV"),
+        ("old.xls", &[0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1], "an Excel 97-2003 workbook"),
+        ("part-0.parquet", b"PAR1", "a Parquet file, which sluice does not read: convert it to CSV first"),
+    ];
+    for (name, magic, advice) in cases {
+        let file = db.file(name, &[magic, &noise[..]].concat());
+        let run = db.load(&[file.to_str().unwrap(), "--table", "t", "--format", "csv"]);
+        assert_eq!(run.code, 2, "{name}: {}", run.output());
+        assert!(run.stderr.contains(&format!("{}: this is ", file.display())), "{name}: {}", run.stderr);
+        assert!(run.stderr.contains(advice), "{name}: {}", run.stderr);
+        assert!(!run.output().contains("--encoding"), "no encoding guessed: {}", run.output());
+    }
+    let quoted = db.file("it's here.csv.xz", &[&[0xFD, b'7', b'z', b'X', b'Z', 0][..], &noise[..]].concat());
+    let run = db.load(&[quoted.to_str().unwrap(), "--table", "t", "--format", "csv"]);
+    assert!(
+        run.stderr.contains("(xz -dc '") && run.stderr.contains("it'\\''s here.csv.xz' | sluice load - ...)"),
+        "{}",
+        run.stderr
+    );
+    let piped = [&b"BZh91AY&SY"[..], &noise[..]].concat();
+    let run = sluice_with_stdin(&["load", "-", "--db", &db.conninfo(), "--table", "t", "--format", "csv"], &piped);
+    assert_eq!(run.code, 2, "{}", run.output());
+    assert!(
+        run.stderr.contains("-: this is compressed with bzip2") && run.stderr.contains("bzip2 -dc FILE |"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(db.count("t"), 0);
+    // Text that starts with a magic number is text.
+    let text = db.file("par.csv", b"PAR1,x\nPK,y\n");
+    db.load(&[text.to_str().unwrap(), "--table", "t", "--format", "csv"]).assert_ok();
+    assert_eq!(db.count("t"), 2);
+}
+
 /// stdin from a terminal (a forgotten pipe) is refused at once with what to
 /// do instead, rather than waiting for typed data. `script` (util-linux)
 /// gives sluice a terminal.
