@@ -74,6 +74,9 @@ fn not_text(head: &[u8], name: &str) -> Option<String> {
         _ if starts(&[b'7', b'z', 0xBC, 0xAF, 0x27, 0x1C]) => {
             "this is a 7z archive: extract it and load the files inside".to_string()
         }
+        _ if head.get(257..262) == Some(b"ustar") => {
+            "this is a tar archive: extract it (tar -xf) and load the files inside".to_string()
+        }
         _ => return None,
     };
     Some(advice)

@@ -915,6 +915,12 @@ fn files_that_are_not_text_are_refused_with_what_they_are() {
         assert!(run.stderr.contains(advice), "{name}: {}", run.stderr);
         assert!(!run.output().contains("--encoding"), "no encoding guessed: {}", run.output());
     }
+    let mut tar = vec![0; 512];
+    tar[..8].copy_from_slice(b"data.csv");
+    tar[257..263].copy_from_slice(b"ustar\0");
+    let tar = db.file("data.tar", &[&tar[..], &noise[..]].concat());
+    let run = db.load(&[tar.to_str().unwrap(), "--table", "t", "--format", "csv"]);
+    assert!(run.stderr.contains("this is a tar archive: extract it (tar -xf)"), "{}", run.stderr);
     let quoted = db.file("it's here.csv.xz", &[&[0xFD, b'7', b'z', b'X', b'Z', 0][..], &noise[..]].concat());
     let run = db.load(&[quoted.to_str().unwrap(), "--table", "t", "--format", "csv"]);
     assert!(
