@@ -82,6 +82,31 @@ fn not_text(head: &[u8], name: &str) -> Option<String> {
     Some(advice)
 }
 
+/// The first kilobyte of the data in `head`, decompressed as far as those
+/// bytes go (a `.tar.gz` is a tar archive), to see what it is.
+fn decompressed_head(compression: Compression, head: &[u8]) -> Vec<u8> {
+    const LOOK: usize = 1024;
+    let mut reader: Box<dyn Read + '_> = match compression {
+        Compression::None => return head[..head.len().min(LOOK)].to_vec(),
+        Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(head)),
+        // zstd decodes a block once it has all of it: a file's first
+        // kilobyte may give nothing.
+        Compression::Zstd => match zstd::stream::read::Decoder::with_buffer(head) {
+            Ok(decoder) => Box::new(decoder),
+            Err(_) => return Vec::new(),
+        },
+    };
+    let (mut out, mut filled) = (vec![0; LOOK], 0);
+    while let Ok(n @ 1..) = reader.read(&mut out[filled..]) {
+        filled += n;
+        if filled == LOOK {
+            break;
+        }
+    }
+    out.truncate(filled);
+    out
+}
+
 /// `word` as a POSIX shell reads it back: as is when it holds nothing the
 /// shell treats specially, else in single quotes.
 fn shell_word(word: &str) -> String {
@@ -435,7 +460,7 @@ fn file_source_with(path: &Path, meta: std::fs::Metadata, canonical: Arc<str>) -
     let n =
         read_up_to(&mut file, &mut head).map_err(|e| Error::Input { file: name.clone(), message: io_reason(&e) })?;
     let compression = Compression::detect(&head[..n]);
-    if let Some(advice) = not_text(&head[..n], &name).filter(|_| compression == Compression::None) {
+    if let Some(advice) = not_text(&decompressed_head(compression, &head[..n]), &name) {
         return Err(Error::Input { file: name, message: advice });
     }
     Ok(Source {
@@ -479,7 +504,7 @@ fn streamed_source(name: &str, path: Option<&Path>, mut reader: Box<dyn Read + S
         read_up_to(&mut reader, &mut head).map_err(|e| Error::Input { file: name.into(), message: io_reason(&e) })?;
     head.truncate(n);
     let compression = Compression::detect(&head);
-    if let Some(advice) = not_text(&head[..n.min(1024)], name).filter(|_| compression == Compression::None) {
+    if let Some(advice) = not_text(&decompressed_head(compression, &head), name) {
         return Err(Error::Input { file: name.into(), message: advice });
     }
     let looks_utf16 = compression == Compression::None && looks_like_utf16(&head[..n.min(1024)]);

@@ -918,9 +918,13 @@ fn files_that_are_not_text_are_refused_with_what_they_are() {
     let mut tar = vec![0; 512];
     tar[..8].copy_from_slice(b"data.csv");
     tar[257..263].copy_from_slice(b"ustar\0");
-    let tar = db.file("data.tar", &[&tar[..], &noise[..]].concat());
-    let run = db.load(&[tar.to_str().unwrap(), "--table", "t", "--format", "csv"]);
-    assert!(run.stderr.contains("this is a tar archive: extract it (tar -xf)"), "{}", run.stderr);
+    let tar = [&tar[..], b"1,2\n", &[0; 1024]].concat();
+    for (name, bytes) in [("data.tar", tar.clone()), ("data.tar.gz", gzip(&tar))] {
+        let file = db.file(name, &bytes);
+        let run = db.load(&[file.to_str().unwrap(), "--table", "t", "--format", "csv"]);
+        assert_eq!(run.code, 2, "{name}: {}", run.output());
+        assert!(run.stderr.contains("this is a tar archive: extract it (tar -xf)"), "{name}: {}", run.stderr);
+    }
     let quoted = db.file("it's here.csv.xz", &[&[0xFD, b'7', b'z', b'X', b'Z', 0][..], &noise[..]].concat());
     let run = db.load(&[quoted.to_str().unwrap(), "--table", "t", "--format", "csv"]);
     assert!(
