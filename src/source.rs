@@ -6,7 +6,8 @@
 //! the chunker decompresses them on its own thread (off the load path) and
 //! hands workers the chunk bytes. A pipe named as a file (`<(zcat a.gz)`, a
 //! fifo) is read like stdin. Compression is recognised by magic bytes, not
-//! by file name.
+//! by file name, and so are inputs that are not text at all (see
+//! [`not_text`]), which are refused before the load.
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -53,7 +54,7 @@ fn not_text(head: &[u8], name: &str) -> Option<String> {
         let file = if name == "-" { "FILE".to_string() } else { shell_word(name) };
         format!(
             "this is compressed with {format}, which sluice does not read: decompress it into sluice's stdin \
-                 ({tool} -dc {file} | sluice load - ...)"
+             ({tool} -dc {file} | sluice load - ...)"
         )
     };
     let workbook = |what: &str| format!("this is {what}, not text: save its sheet as CSV and load that");
