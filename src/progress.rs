@@ -35,6 +35,9 @@ pub struct Progress {
     /// What another session holds that a session of the load waits for,
     /// and since when.
     blocked: Mutex<Option<(String, Instant)>>,
+    /// Warnings found while the load runs, not yet shown (see
+    /// [`Progress::alert`]).
+    alerts: Mutex<Vec<String>>,
 }
 
 /// One sample of [`Progress`].
@@ -93,6 +96,7 @@ impl Default for Progress {
             waiting: AtomicU64::new(0),
             wait_reason: Mutex::new(None),
             blocked: Mutex::new(None),
+            alerts: Mutex::new(Vec::new()),
         }
     }
 }
@@ -164,6 +168,20 @@ impl Progress {
         if let Ok(mut now) = self.blocked.lock() {
             *now = blocked;
         }
+    }
+
+    /// A warning to show while the load runs, once, because waiting for
+    /// the summary would let the load go on doing what the warning is about
+    /// (committing rows that may hold wrong data).
+    pub fn alert(&self, warning: String) {
+        if let Ok(mut alerts) = self.alerts.lock() {
+            alerts.push(warning);
+        }
+    }
+
+    /// The warnings not shown yet; each is taken once.
+    pub fn take_alerts(&self) -> Vec<String> {
+        self.alerts.lock().map(|mut alerts| std::mem::take(&mut *alerts)).unwrap_or_default()
     }
 
     /// A session starts retrying, until `deadline`; it stops when the guard

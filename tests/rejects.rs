@@ -1313,6 +1313,28 @@ fn dates_written_day_first_loaded_month_first_are_named_with_the_setting_that_re
     let file = file.to_str().unwrap();
     sluice(&["load", "--db", &day_first, file, "--table", "t", "--truncate", "--restart"]).assert_ok();
     assert_eq!(db.scalar("SELECT count(*) FROM t WHERE extract(day FROM d) = id % 28 + 1"), "400");
+    // On a long load the first such date is shown as soon as its chunk
+    // commits, while the load goes on, not only in the summary's warnings.
+    let long: String = (0..1_000_000)
+        .map(|i| {
+            if i < 400 {
+                format!("{i},{:02}/{:02}/2024\n", i % 28 + 1, i % 12 + 1)
+            } else {
+                format!("{i},2024-03-01\n")
+            }
+        })
+        .collect();
+    let long = db.file("long.csv", long.as_bytes());
+    let flags = ["--truncate", "--restart", "--workers", "1", "--chunk-size", "64KiB", "--progress-interval", "0.05"];
+    let Loaded { run, .. } = load_with_rejects(&db, &long, "t", &flags);
+    let alert = "sluice: warning: a date was rejected that exists only when read day first (DateStyle ISO, MDY reads \
+                 month first): \"13/01/2024\" (";
+    let advice = "long.csv line 13, column d). The rows loading may hold day and month swapped: stop the load \
+                  (Ctrl-C), delete the rows it committed and load with PGDATESTYLE='ISO, DMY'";
+    let (alerted, summary) = (run.stderr.find(alert), run.stderr.find("224 dates were rejected"));
+    assert!(alerted.is_some() && alerted < summary, "{}", run.stderr);
+    assert!(run.stderr.contains(advice), "{}", run.stderr);
+    assert_eq!(run.stderr.matches("a date was rejected that exists only").count(), 1, "once: {}", run.stderr);
     // A day that exists in neither order: rejected, and no such warning.
     let bad = db.file("bad.csv", b"1,02/30/2024\n2,01/05/2024\n");
     let Loaded { run, rejects: found, .. } = load_with_rejects(&db, &bad, "t", &["--truncate", "--restart"]);

@@ -50,6 +50,9 @@ fn draw_bar(progress: &Progress, stopped: &mpsc::Receiver<()>, redactor: &Redact
             bar.set_position(snap.bytes_done);
         }
         bar.set_message(redactor.apply(&describe(&snap)));
+        for alert in progress.take_alerts() {
+            bar.println(format!("sluice: warning: {}", redactor.apply(&alert)));
+        }
         match stopped.recv_timeout(Duration::from_millis(200)) {
             Err(RecvTimeoutError::Timeout) => continue,
             _ => break,
@@ -58,9 +61,20 @@ fn draw_bar(progress: &Progress, stopped: &mpsc::Receiver<()>, redactor: &Redact
     bar.finish_and_clear();
 }
 
+/// A line every `interval`; a warning (see [`Progress::alert`]) within a
+/// fifth of a second. Those still waiting when the load ends are dropped:
+/// the summary's warnings say the same, with the final counts.
 fn write_lines(progress: &Progress, stopped: &mpsc::Receiver<()>, interval: Duration, redactor: &Redactor) {
-    while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
-        eprintln!("sluice: {}", redactor.apply(&describe(&progress.snapshot())));
+    let tick = interval.min(Duration::from_millis(200));
+    let mut next_line = std::time::Instant::now() + interval;
+    while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(tick) {
+        for alert in progress.take_alerts() {
+            eprintln!("sluice: warning: {}", redactor.apply(&alert));
+        }
+        if std::time::Instant::now() >= next_line {
+            eprintln!("sluice: {}", redactor.apply(&describe(&progress.snapshot())));
+            next_line += interval;
+        }
     }
 }
 

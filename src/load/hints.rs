@@ -6,6 +6,7 @@
 //! fields. Noted as chunks commit, these become the summary's warnings and
 //! the stop's advice, each naming the option that fixes it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use super::{suspect, Shared};
@@ -35,6 +36,9 @@ pub(super) struct RejectNotes {
     decimal_commas: Tally,
     /// Words for NULL a typed column refused (see [`null_word_warning`]).
     null_words: Tally,
+    /// Whether the first of `dates_the_other_way` was shown while the load
+    /// runs (see [`alert_date_order`]).
+    dates_alerted: AtomicBool,
 }
 
 /// How many times a sign was seen, and the first, as the warning quotes it.
@@ -71,6 +75,7 @@ pub(super) fn note(shared: &Shared, rejects: &[Reject]) {
             Sign::NullWord(word) => notes.null_words.add(|| format!("\"{word}\", {}", place())),
         }
     }
+    alert_date_order(shared);
 }
 
 /// What one value a column's type refused says about the options.
@@ -271,6 +276,24 @@ fn date_order_warning(shared: &Shared) -> Option<String> {
         shared.table.session_date_style,
         date_style_fix(other)
     ))
+}
+
+/// The first date [`date_order_warning`] is about, shown as soon as its
+/// chunk commits: on a load of hours, the summary would come after every
+/// row with a swapped day and month was committed.
+fn alert_date_order(shared: &Shared) {
+    let Some((_, first)) = shared.notes.dates_the_other_way.seen() else { return };
+    let Some((session, file, other)) = date_orders(shared) else { return };
+    if shared.notes.dates_alerted.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    shared.progress.alert(format!(
+        "a date was rejected that exists only when read {file} first (DateStyle {} reads {session} first): \
+         {first}. The rows loading may hold day and month swapped: stop the load (Ctrl-C), delete the rows it \
+         committed and {}",
+        shared.table.session_date_style,
+        date_style_fix(other)
+    ));
 }
 
 /// Records rejected for bytes that are not UTF-8, when no `--encoding` was
