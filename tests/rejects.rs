@@ -1327,14 +1327,16 @@ fn dates_written_day_first_loaded_month_first_are_named_with_the_setting_that_re
     let long = db.file("long.csv", long.as_bytes());
     let flags = ["--truncate", "--restart", "--workers", "1", "--chunk-size", "64KiB", "--progress-interval", "0.05"];
     let Loaded { run, .. } = load_with_rejects(&db, &long, "t", &flags);
-    let alert = "sluice: warning: a date was rejected that exists only when read day first (DateStyle ISO, MDY reads \
-                 month first): \"13/01/2024\" (";
-    let advice = "long.csv line 13, column d). The rows loading may hold day and month swapped: stop the load \
-                  (Ctrl-C), delete the rows it committed and load with PGDATESTYLE='ISO, DMY'";
-    let (alerted, summary) = (run.stderr.find(alert), run.stderr.find("224 dates were rejected"));
+    let alert = "sluice: warning: so far, 224 dates were rejected that exist only when read day first (DateStyle \
+                 ISO, MDY reads month first), the first \"13/01/2024\" (";
+    let advice = "long.csv line 13, column d): the input's dates look day first, so the rows loaded may hold day \
+                  and month swapped (those with a day up to the 12th). Delete the rows this load committed and load \
+                  with PGDATESTYLE='ISO, DMY' (or options='-c datestyle=ISO,DMY' in --db). The load goes on \
+                  committing rows: stop it (Ctrl-C) to load again as this says";
+    let (alerted, summary) = (run.stderr.find(alert), run.stderr.find("sluice: warning: 224 dates were rejected"));
     assert!(alerted.is_some() && alerted < summary, "{}", run.stderr);
     assert!(run.stderr.contains(advice), "{}", run.stderr);
-    assert_eq!(run.stderr.matches("a date was rejected that exists only").count(), 1, "once: {}", run.stderr);
+    assert_eq!(run.stderr.matches("so far,").count(), 1, "once: {}", run.stderr);
     // A day that exists in neither order: rejected, and no such warning.
     let bad = db.file("bad.csv", b"1,02/30/2024\n2,01/05/2024\n");
     let Loaded { run, rejects: found, .. } = load_with_rejects(&db, &bad, "t", &["--truncate", "--restart"]);

@@ -36,9 +36,38 @@ pub(super) struct RejectNotes {
     decimal_commas: Tally,
     /// Words for NULL a typed column refused (see [`null_word_warning`]).
     null_words: Tally,
-    /// Whether the first of `dates_the_other_way` was shown while the load
-    /// runs (see [`alert_date_order`]).
-    dates_alerted: AtomicBool,
+    /// Which of [`ALERTS`] were shown while the load runs.
+    alerted: [AtomicBool; ALERTS.len()],
+}
+
+/// The warnings shown as soon as they apply, while the load goes on (see
+/// [`alert_new_warnings`]): each means that the file is read with a wrong
+/// option, so the rows being committed may hold wrong values (a swapped
+/// day and month, a word for NULL or an empty string in a text column) and
+/// the file will be loaded again anyway.
+const ALERTS: [fn(&Shared) -> Option<String>; 6] = [
+    date_order_warning,
+    encoding_warning,
+    empty_field_warning,
+    quoted_empty_warning,
+    decimal_comma_warning,
+    null_word_warning,
+];
+
+/// Shows each warning of [`ALERTS`] once, when a committed chunk first
+/// gives it. Why: on a load of hours the summary comes after every row was
+/// committed, which the user then has to delete.
+fn alert_new_warnings(shared: &Shared) {
+    for (warning, shown) in ALERTS.iter().zip(&shared.notes.alerted) {
+        if shown.load(Ordering::Relaxed) {
+            continue;
+        }
+        if let Some(text) = warning(shared).filter(|_| !shown.swap(true, Ordering::Relaxed)) {
+            shared.progress.alert(format!(
+                "so far, {text}. The load goes on committing rows: stop it (Ctrl-C) to load again as this says"
+            ));
+        }
+    }
 }
 
 /// How many times a sign was seen, and the first, as the warning quotes it.
@@ -75,7 +104,9 @@ pub(super) fn note(shared: &Shared, rejects: &[Reject]) {
             Sign::NullWord(word) => notes.null_words.add(|| format!("\"{word}\", {}", place())),
         }
     }
-    alert_date_order(shared);
+    if !rejects.is_empty() {
+        alert_new_warnings(shared);
+    }
 }
 
 /// What one value a column's type refused says about the options.
@@ -276,24 +307,6 @@ fn date_order_warning(shared: &Shared) -> Option<String> {
         shared.table.session_date_style,
         date_style_fix(other)
     ))
-}
-
-/// The first date [`date_order_warning`] is about, shown as soon as its
-/// chunk commits: on a load of hours, the summary would come after every
-/// row with a swapped day and month was committed.
-fn alert_date_order(shared: &Shared) {
-    let Some((_, first)) = shared.notes.dates_the_other_way.seen() else { return };
-    let Some((session, file, other)) = date_orders(shared) else { return };
-    if shared.notes.dates_alerted.swap(true, Ordering::Relaxed) {
-        return;
-    }
-    shared.progress.alert(format!(
-        "a date was rejected that exists only when read {file} first (DateStyle {} reads {session} first): \
-         {first}. The rows loading may hold day and month swapped: stop the load (Ctrl-C), delete the rows it \
-         committed and {}",
-        shared.table.session_date_style,
-        date_style_fix(other)
-    ));
 }
 
 /// Records rejected for bytes that are not UTF-8, when no `--encoding` was
