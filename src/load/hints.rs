@@ -4,7 +4,8 @@
 //! a record, dates written day first read month first, a file in another
 //! encoding, a delimiter that splits records into the wrong number of
 //! fields. Noted as chunks commit, these become the summary's warnings and
-//! the stop's advice, each naming the option that fixes it.
+//! the stop's advice, each naming the option that fixes it; most are also
+//! shown once while the load runs, as soon as a chunk gives them.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
