@@ -193,16 +193,18 @@ fn numeric_modifier(sql_type: &str) -> Option<(usize, usize)> {
 /// that is out of range.
 fn real_date(value: &[u8], order: Option<DateOrder>) -> bool {
     let value = value.trim_ascii();
-    if !value.iter().any(u8::is_ascii_alphabetic) && !letterless_date(value) {
-        return false;
-    }
     let (date, time) = match value.iter().position(|&b| b == b' ' || b == b'T') {
         Some(gap) => (&value[..gap], &value[gap + 1..]),
         None => (value, &value[..0]),
     };
-    // The common ISO date first: a whole refused chunk is screened.
-    let day_exists =
-        iso_date(date).is_some() || digits_only_date(date).unwrap_or_else(|| date_of_three_numbers(date, order));
+    // The common ISO date first, alone: a whole refused chunk is screened.
+    if iso_date(date).is_some() {
+        return time_in_range(time);
+    }
+    if !value.iter().any(u8::is_ascii_alphabetic) && !letterless_date(value) {
+        return false;
+    }
+    let day_exists = digits_only_date(date).unwrap_or_else(|| date_of_three_numbers(date, order));
     day_exists && time_in_range(time)
 }
 
