@@ -204,13 +204,11 @@ fn date_style_fix(other: &str) -> String {
     format!("load with PGDATESTYLE='ISO, {other}' (or options='-c datestyle=ISO,{other}' in --db)")
 }
 
-/// The warnings the notes give, for the summary and the report.
+/// The warnings the notes give, for the summary and the report: the
+/// header's, then [`ALERTS`] in their order.
 pub(super) fn warnings(shared: &Shared) -> Vec<String> {
     let headers = header_warning(&shared.notes.header_like.lock().unwrap_or_else(|e| e.into_inner()));
-    let (dates, encoding) = (date_order_warning(shared), encoding_warning(shared));
-    let (empty_fields, quoted_empties) = (empty_field_warning(shared), quoted_empty_warning(shared));
-    let (commas, null_words) = (decimal_comma_warning(shared), null_word_warning(shared));
-    [headers, dates, encoding, empty_fields, quoted_empties, commas, null_words].into_iter().flatten().collect()
+    headers.into_iter().chain(ALERTS.iter().filter_map(|warning| warning(shared))).collect()
 }
 
 /// `1 record was` / `2 records were`, and the same for other nouns.
