@@ -93,6 +93,10 @@ pub struct Chunk {
     pub source_span: u64,
     /// The bytes, for inputs that cannot be read by range (stdin, compressed).
     pub data: Option<Vec<u8>>,
+    /// For JSON lines read into columns, the chunk's lines as they were in
+    /// the input, for the rejects file (`data` holds them as text-format
+    /// lines); set by the load's feeder.
+    pub original: Option<crate::format::documents::OriginalText>,
     /// A hash of the chunk's bytes (xxh3, hashed as they are scanned),
     /// which the ledger keeps so that a resumed load can tell the same input
     /// from other data of the same record lengths: stdin, or a file copied or
@@ -439,6 +443,7 @@ impl<R: Read> Chunker<R> {
             source_span: self.take_span(),
             content_hash: Some(cut.hash.digest()),
             data: cut.data,
+            original: None,
             runaway: cut.runaway,
             line_end: self.line_end,
             unterminated,

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::encoding::{looks_like_utf16, unmark, Transcoding, TranscodingReader};
 use crate::error::Error;
+use crate::format::documents::{DocumentColumns, DocumentReader, OriginalLines};
 
 /// How a source is compressed, from its first bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -143,7 +144,14 @@ pub struct Source {
     pub looks_utf16: bool,
     /// Set by the load when `--encoding` names something other than UTF-8.
     pub transcoding: Option<Transcoding>,
+    /// Set by the load for JSON lines read into columns: which key goes
+    /// where, and the longest line (`--max-record-size`).
+    pub documents: Option<(Arc<DocumentColumns>, u64)>,
 }
+
+/// A source opened for the chunker: the bytes it cuts, the count of bytes
+/// read from disk, and the input lines as read (see [`Source::open_chunked`]).
+pub type ChunkedStream = (Box<dyn Read + Send>, RawCounter, Option<OriginalLines>);
 
 /// Stdin or a pipe named on the command line, opened when the inputs are
 /// resolved (a pipe closed early would cut its writer off). Its first bytes
@@ -195,7 +203,13 @@ impl<R: Read> Read for Counting<R> {
 impl Source {
     /// True when workers read this source's chunks by byte range.
     pub fn is_positioned(&self) -> bool {
-        self.can_be_read_again() && self.compression == Compression::None && self.transcoding.is_none()
+        self.can_be_read_again() && self.is_read_as_is()
+    }
+
+    /// Whether the chunker sees the bytes as they are on disk: not
+    /// decompressed, transcoded or turned from documents into lines.
+    fn is_read_as_is(&self) -> bool {
+        self.compression == Compression::None && self.transcoding.is_none() && self.documents.is_none()
     }
 
     /// A record's bytes as the rejects file shows them: a transcoded
@@ -220,6 +234,13 @@ impl Source {
 
     /// Opens the source for one front-to-back pass, decompressing if needed.
     pub fn open_stream(&self) -> Result<(Box<dyn Read + Send>, RawCounter), Error> {
+        let (stream, counter, _) = self.open_chunked(false)?;
+        Ok((stream, counter))
+    }
+
+    /// [`Self::open_stream`], and for documents read into columns, when
+    /// `keep_lines`, the input lines as they are read (see [`OriginalLines`]).
+    pub fn open_chunked(&self, keep_lines: bool) -> Result<ChunkedStream, Error> {
         // Stdin is a pipe too (see `stdin_source`): a source is a file or a pipe.
         let raw: Box<dyn Read + Send> = match (&self.path, &self.pipe) {
             (Some(path), None) => Box::new(open_file(path)?),
@@ -228,7 +249,9 @@ impl Source {
                 Box::new(taken.ok_or_else(|| self.input_error("a pipe can be read only once"))?)
             }
         };
-        self.decoded(raw)
+        let originals = (keep_lines && self.documents.is_some()).then(OriginalLines::default);
+        let (stream, counter) = self.decoded(raw, originals.clone())?;
+        Ok((stream, counter, originals))
     }
 
     /// The start of the source, to read its header before the load: a file
@@ -240,12 +263,17 @@ impl Source {
             let (stream, counter) = self.open_stream()?;
             return Ok((stream, counter, true));
         };
-        let (stream, counter) = self.decoded(Box::new(io::Cursor::new(pipe.head.clone())))?;
+        let (stream, counter) = self.decoded(Box::new(io::Cursor::new(pipe.head.clone())), None)?;
         Ok((Box::new(EndsAtCut(stream)), counter, pipe.head.len() < STREAM_HEAD))
     }
 
-    /// `raw` decompressed and transcoded as the source needs.
-    fn decoded(&self, raw: Box<dyn Read + Send>) -> Result<(Box<dyn Read + Send>, RawCounter), Error> {
+    /// `raw` decompressed, transcoded and turned from documents into lines
+    /// as the source needs (keeping the input lines in `originals`).
+    fn decoded(
+        &self,
+        raw: Box<dyn Read + Send>,
+        originals: Option<OriginalLines>,
+    ) -> Result<(Box<dyn Read + Send>, RawCounter), Error> {
         let counter = RawCounter::default();
         let counted = Counting { inner: raw, counter: counter.clone() };
         // A plain input is read straight into the chunker's block: a buffer in
@@ -261,6 +289,10 @@ impl Source {
         };
         let stream = match self.transcoding {
             Some(t) => Box::new(TranscodingReader::new(stream, t)),
+            None => stream,
+        };
+        let stream = match &self.documents {
+            Some((columns, max_line)) => Box::new(DocumentReader::new(stream, columns.clone(), *max_line, originals)),
             None => stream,
         };
         Ok((stream, counter))
@@ -328,10 +360,7 @@ pub fn any_read_once(sources: &[Source]) -> bool {
 /// them: plain files read as they are. Chunks of compressed or transcoded
 /// input count the bytes they decompress or transcode to.
 pub fn bytes_as_chunked(sources: &[Source]) -> Option<u64> {
-    sources
-        .iter()
-        .map(|s| s.size.filter(|_| s.pipe.is_none() && s.compression == Compression::None && s.transcoding.is_none()))
-        .sum()
+    sources.iter().map(|s| s.size.filter(|_| s.pipe.is_none() && s.is_read_as_is())).sum()
 }
 
 /// Expands the command line's inputs: `-` is stdin, arguments with glob
@@ -478,6 +507,7 @@ fn file_source_with(path: &Path, meta: std::fs::Metadata, canonical: Arc<str>) -
             .map(|d| d.as_nanos()),
         looks_utf16: compression == Compression::None && looks_like_utf16(&head[..n]),
         transcoding: None,
+        documents: None,
     })
 }
 
@@ -522,6 +552,7 @@ fn streamed_source(name: &str, path: Option<&Path>, mut reader: Box<dyn Read + S
         canonical: path.map_or_else(|| name.into(), |p| canonical_name(p, name)),
         looks_utf16,
         transcoding: None,
+        documents: None,
     })
 }
 

@@ -185,6 +185,106 @@ fn jsonl_empty_lines_are_rejected_not_loaded_as_null() {
     }
 }
 
+/// JSON lines into a table of typed columns: each key's value goes to the
+/// column of its name, as PostgreSQL's own `->>` reads it (the oracle: the
+/// same documents loaded whole into jsonb, then cast), on the binary and the
+/// text path. Documents that cannot load are rejected with their line and
+/// the document as it was in the file: not JSON, a key that is no column
+/// (past the first MiB, whose keys chose the columns), a value the column's
+/// type refuses.
+#[test]
+fn jsonl_keys_load_into_the_columns_of_their_names() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE got (id bigint, name text, price numeric, ok boolean, d date, tags jsonb, note text); \
+         CREATE TABLE staged (doc jsonb); CREATE TABLE want (LIKE got)",
+    );
+    let mut lines = Vec::new();
+    let mut bad = std::collections::BTreeMap::new();
+    for i in 0..20_000u32 {
+        let line = match i % 6 {
+            0 => format!(r#"{{"id":{i},"name":"tab\there \\ \"q\" caf\u00e9\nline","price":{i}.25,"ok":true}}"#),
+            1 => {
+                format!(r#"{{"ok":false,"id":{i},"d":"2024-02-{:02}","tags":{{"a":[1,"x\ty"],"b":null}}}}"#, i % 28 + 1)
+            }
+            2 => format!(r#"  {{ "name" : null , "id" : {i} , "price" : 1e{} , "note" : "" }}"#, i % 5),
+            3 => format!(r#"{{"id":{i},"tags":"just a string","note":"\\N"}}"#),
+            4 => format!(r#"{{"id":{i},"name":"{}","d":null}}"#, "é".repeat(i as usize % 40)),
+            _ => format!(r#"{{"id":{i}}}"#),
+        };
+        let line = match i {
+            5 => r#"{"id":5,"name":"cut"#.to_string(),
+            7 => r#"{"id":"seven"}"#.to_string(),
+            19_990 => format!(r#"{{"id":{i},"surprise":1}}"#),
+            _ => line,
+        };
+        if [5, 7, 19_990].contains(&i) {
+            bad.insert(i as usize + 1, line.clone());
+        }
+        lines.push(line);
+    }
+    let file = db.file("docs.jsonl", (lines.join("\n") + "\n").as_bytes());
+    let path = file.to_str().unwrap();
+    let good: Vec<&str> =
+        lines.iter().enumerate().filter(|(n, _)| !bad.contains_key(&(n + 1))).map(|(_, l)| l.as_str()).collect();
+    let staged = db.file("good.jsonl", (good.join("\n") + "\n").as_bytes());
+    db.load(&[staged.to_str().unwrap(), "--table", "staged"]).assert_ok();
+    db.execute(
+        "INSERT INTO want SELECT (doc->>'id')::bigint, doc->>'name', (doc->>'price')::numeric, (doc->>'ok')::boolean, \
+         (doc->>'d')::date, CASE WHEN doc->'tags' = 'null' THEN NULL ELSE doc->'tags' END, doc->>'note' FROM staged",
+    );
+    for copy_format in ["binary", "text"] {
+        let rejects = db.dir.path().join(format!("{copy_format}.rejects.jsonl"));
+        let args = ["--table", "got", "--chunk-size", "64KiB", "--workers", "3", "--copy-format", copy_format];
+        let run =
+            db.load(&[&[path, "--truncate", "--restart", "--rejects", rejects.to_str().unwrap()], &args[..]].concat());
+        assert_eq!(run.code, 1, "{}", run.output());
+        assert!(run.output().contains("keys into the columns of the same names, as the first documents have them: id, name, price, ok, d, tags, note"), "{}", run.output());
+        db.assert_same_rows("got", "want");
+        let rejected: Vec<serde_json::Value> =
+            std::fs::read_to_string(&rejects).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let got: Vec<(usize, String)> = rejected
+            .iter()
+            .map(|r| (r["line"].as_u64().unwrap() as usize, r["raw"].as_str().unwrap().to_string()))
+            .collect();
+        let want: Vec<(usize, String)> = bad.iter().map(|(n, l)| (*n, format!("{l}\n"))).collect();
+        assert_eq!(got, want, "each bad document, as it was in the file");
+        let reasons: Vec<&str> = rejected.iter().map(|r| r["reason"].as_str().unwrap()).collect();
+        assert!(reasons[0].starts_with("not a JSON document: EOF while parsing a string"), "{reasons:?}");
+        assert!(reasons[1].contains("bigint"), "{reasons:?}");
+        assert!(reasons[2].contains("the key \"surprise\", which is not one of the loaded columns"), "{reasons:?}");
+        let byte = lines[..19_990].iter().map(|l| l.len() as u64 + 1).sum::<u64>();
+        assert!(byte > 1 << 20, "past the first MiB, whose keys choose the columns");
+        assert_eq!(rejected[2]["byte"].as_u64(), Some(byte), "the offset in the file");
+    }
+}
+
+/// `--columns` picks keys (the others are left out) and is checked against
+/// the first documents; keys that are not columns, and `--header`, stop the
+/// load before anything loads, saying what to do.
+#[test]
+fn jsonl_keys_that_name_no_column_are_refused_up_front() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE got (id int, name text, extra text)");
+    let file = db.file("docs.jsonl", b"{\"id\":1,\"name\":\"a\",\"other\":{\"x\":1}}\n{\"name\":\"b\",\"id\":2}\n");
+    let path = file.to_str().unwrap();
+    let run = db.load(&[path, "--table", "got"]);
+    assert_eq!(run.code, 2, "{}", run.output());
+    assert!(run.stderr.contains("docs.jsonl line 1) is not a column of table public.got"), "{}", run.stderr);
+    assert!(run.stderr.contains("--columns"), "{}", run.stderr);
+    let run = db.load(&[path, "--table", "got", "--columns", "id,nmae"]);
+    assert_eq!(run.code, 2, "{}", run.output());
+    let run = db.load(&[path, "--table", "got", "--columns", "id,extra"]);
+    assert_eq!(run.code, 2, "{}", run.output());
+    assert!(run.stderr.contains("--columns names \"extra\", but no document in the first "), "{}", run.stderr);
+    assert!(run.stderr.contains("(they have: id, name, other)"), "{}", run.stderr);
+    let run = db.load(&[path, "--table", "got", "--header"]);
+    assert_eq!((run.code, run.stderr.contains("JSON lines have no header line")), (2, true), "{}", run.stderr);
+    assert_eq!(db.count("got"), 0);
+    db.load(&[path, "--table", "got", "--columns", "name,id"]).assert_ok();
+    assert_eq!(db.scalar("SELECT string_agg(id || name || coalesce(extra, '-'), ' ' ORDER BY id) FROM got"), "1a- 2b-");
+}
+
 /// The generated store_sales CSV (quoted fields, rare quoted newlines).
 #[test]
 fn generated_store_sales_matches_psql_copy() {

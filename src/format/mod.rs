@@ -7,6 +7,7 @@
 //! less work than text.
 
 pub mod binary;
+pub mod documents;
 pub mod escapes;
 pub mod scan;
 
@@ -22,7 +23,8 @@ pub enum FormatKind {
     Csv,
     /// PostgreSQL's text COPY format (tab-separated, backslash escapes, `\N`).
     Tsv,
-    /// One JSON document per line, into one json/jsonb column.
+    /// One JSON document per line, into one json/jsonb column, or its keys'
+    /// values into the columns of the same names.
     Jsonl,
 }
 
@@ -85,6 +87,9 @@ pub struct FormatOptions {
     /// (COPY's `FORCE_NOT_NULL`: an empty field is an empty string), named
     /// as in `force_null`.
     pub force_not_null: Vec<String>,
+    /// jsonl into typed columns: the records are the documents turned into
+    /// text-format lines (see [`documents`]), and these the columns.
+    pub documents: Option<std::sync::Arc<documents::DocumentColumns>>,
 }
 
 /// Quote and delimiter bytes that valid JSON can never contain raw (control
@@ -127,6 +132,25 @@ impl FormatOptions {
             encoding: None,
             force_null: Vec::new(),
             force_not_null: Vec::new(),
+            documents: None,
+        }
+    }
+
+    /// The options for JSON lines turned into text-format lines for
+    /// `columns` (see [`documents`]).
+    pub fn reading_documents(&self, columns: documents::DocumentColumns) -> FormatOptions {
+        FormatOptions {
+            encoding: self.encoding.clone(),
+            documents: Some(std::sync::Arc::new(columns)),
+            ..FormatOptions::new(FormatKind::Tsv)
+        }
+    }
+
+    /// The format as the user knows it: jsonl for documents read into columns.
+    pub fn shown_kind(&self) -> FormatKind {
+        match self.documents {
+            Some(_) => FormatKind::Jsonl,
+            None => self.kind,
         }
     }
 

@@ -105,6 +105,7 @@ mod tests {
             records: 1,
             source_span: len,
             data: None,
+            original: None,
             content_hash: None,
             runaway: None,
             line_end: LineEnd::Lf,

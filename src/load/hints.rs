@@ -128,7 +128,7 @@ enum Sign {
 /// The sign `reject` gives, with its column: only for a value its column's
 /// type refused (a data exception, SQLSTATE class 22, the column named).
 fn sign<'a>(shared: &Shared, reject: &'a Reject) -> Option<(Sign, &'a str)> {
-    let rules = shared.rules.as_ref()?;
+    let rules = shared.rules.as_ref().filter(|_| !reads_documents(shared))?;
     if !reject.sqlstate.as_deref()?.starts_with("22") {
         return None;
     }
@@ -279,7 +279,7 @@ fn null_word_warning(shared: &Shared) -> Option<String> {
 /// columns: a header loaded as a record because `--header` was not given
 /// (psql's and pgloader's users give it to each tool differently).
 fn note_headers(shared: &Shared, rejects: &[Reject]) {
-    if shared.format.header || shared.format.kind == FormatKind::Jsonl {
+    if shared.format.header || shared.format.kind == FormatKind::Jsonl || reads_documents(shared) {
         return;
     }
     for reject in rejects.iter().filter(|r| r.line == 1) {
@@ -378,7 +378,7 @@ fn header_warning(files: &[String]) -> Option<String> {
 /// fills columns: says both, and the likely wrong option (the delimiter, or
 /// a file that holds only some of the table's columns).
 pub(super) fn field_count_advice(shared: &Shared, first: &Reject) -> Option<String> {
-    let rules = shared.rules.as_ref()?;
+    let rules = shared.rules.as_ref().filter(|_| !reads_documents(shared))?;
     let record = first.raw.as_deref()?.as_bytes();
     let fields = suspect::field_count(record, shared.format);
     let names: Vec<&str> = rules.iter().map(|r| r.name.as_str()).collect();
@@ -419,4 +419,11 @@ pub(super) fn field_count_advice(shared: &Shared, first: &Reject) -> Option<Stri
 /// A delimiter in a message: quoted, a tab as `\t`.
 pub(super) fn delimiter_shown(delimiter: u8) -> String {
     format!("'{}'", delimiter_text(delimiter))
+}
+
+/// Whether the rejects hold JSON documents while the records are the
+/// text-format lines made of them: the signs read in a rejected record's
+/// fields do not apply.
+fn reads_documents(shared: &Shared) -> bool {
+    shared.format.documents.is_some()
 }

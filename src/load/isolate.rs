@@ -56,7 +56,9 @@ use super::{nothing_loads, rows_loaded_so_far, Shared, ALL_REJECTED_STOP, DENSE_
 use crate::chunk::{locate_server_line, Chunk};
 use crate::encoding::{self, Transcoding};
 use crate::error::Error;
+use crate::error::Position;
 use crate::format::binary::{self, BinaryEncoder, Unsure};
+use crate::format::documents;
 use crate::format::scan::LineEnd;
 use crate::format::{FormatKind, RecordScanner};
 use crate::rejects::Reject;
@@ -173,11 +175,28 @@ enum Verdict {
     Clean,
 }
 
-/// `transcoding`: the input's, when it is not UTF-8 (its records then hold
-/// marks where it could not be read, see [`encoding::unmark`]); `plain`:
-/// whether the chunk's bytes are [`plain_bytes`], which spares the record's.
-fn verdict(shared: &Shared, transcoding: Option<Transcoding>, plain: bool, raw: &[u8]) -> Verdict {
-    if let Some(reason) = (!plain).then(|| refused_bytes(transcoding, raw)).flatten() {
+/// What an input's records may hold in place of what could not be read.
+#[derive(Clone, Copy)]
+struct Marks {
+    /// The input's encoding, when it is not UTF-8: its records hold marks
+    /// where it could not be read (see [`encoding::unmark`]).
+    transcoding: Option<Transcoding>,
+    /// JSON lines read into columns: a document that could not be read is
+    /// a marked line (see [`documents::DOC_MARK`]).
+    documents: bool,
+}
+
+impl Marks {
+    fn of(shared: &Shared, chunk: &Chunk) -> Marks {
+        let source = &shared.sources[chunk.loc.source];
+        Marks { transcoding: source.transcoding, documents: source.documents.is_some() }
+    }
+}
+
+/// `plain`: whether the chunk's bytes are [`plain_bytes`], which spares
+/// the record's.
+fn verdict(shared: &Shared, marks: Marks, plain: bool, raw: &[u8]) -> Verdict {
+    if let Some(reason) = (!plain).then(|| refused_bytes(marks, raw)).flatten() {
         return Verdict::Refused(reason);
     }
     let suspected = match &shared.rules {
@@ -195,15 +214,19 @@ fn verdict(shared: &Shared, transcoding: Option<Transcoding>, plain: bool, raw: 
 /// Whether `bytes` hold nothing [`refused_bytes`] refuses: checked once for
 /// a chunk (in one SIMD pass, where each record's short one falls back to
 /// scalar code), so that its records need not be one by one.
-fn plain_bytes(transcoding: Option<Transcoding>, bytes: &[u8]) -> bool {
-    !(transcoding.is_some() && encoding::has_unreadable(bytes))
+fn plain_bytes(marks: Marks, bytes: &[u8]) -> bool {
+    !(marks.transcoding.is_some() && encoding::has_unreadable(bytes))
         && memchr::memchr(0, bytes).is_none()
         && simdutf8::basic::from_utf8(bytes).is_ok()
 }
 
-/// Why the server would refuse a record's bytes whatever the table.
-fn refused_bytes(transcoding: Option<Transcoding>, raw: &[u8]) -> Option<String> {
-    if let Some(t) = transcoding {
+/// Why the server would refuse a record's bytes whatever the table, or
+/// why the client refused it (a document it could not read).
+fn refused_bytes(marks: Marks, raw: &[u8]) -> Option<String> {
+    if let Some(reason) = marks.documents.then(|| documents::marked_reason(raw)).flatten() {
+        return Some(reason);
+    }
+    if let Some(t) = marks.transcoding {
         if let Some((_, first_run)) = encoding::unmark(raw) {
             return Some(encoding::unreadable_reason(&first_run, t));
         }
@@ -222,8 +245,10 @@ fn refused_bytes(transcoding: Option<Transcoding>, raw: &[u8]) -> Option<String>
 /// goes to isolation without a COPY of the whole, which a SQL_ASCII
 /// database would take, marks and all.
 pub(super) fn holds_unreadable(shared: &Shared, chunk: &Chunk) -> bool {
-    let transcoded = shared.sources[chunk.loc.source].transcoding.is_some();
-    transcoded && chunk.data.as_deref().is_some_and(encoding::has_unreadable)
+    let marks = Marks::of(shared, chunk);
+    let Some(data) = chunk.data.as_deref() else { return false };
+    (marks.transcoding.is_some() && encoding::has_unreadable(data))
+        || (marks.documents && memchr::memchr(documents::DOC_MARK, data).is_some())
 }
 
 /// Whether every record of a chunk looks clean to the client: a worker
@@ -231,12 +256,12 @@ pub(super) fn holds_unreadable(shared: &Shared, chunk: &Chunk) -> bool {
 /// so the clean ones still share a COPY and only the others are isolated.
 pub(super) fn looks_clean(shared: &Shared, chunk: &Chunk, bytes: &[u8]) -> bool {
     let mut scanner = RecordScanner::new(shared.format.dialect(), chunk.line_end);
-    let transcoding = shared.sources[chunk.loc.source].transcoding;
-    let plain = plain_bytes(transcoding, bytes);
+    let marks = Marks::of(shared, chunk);
+    let plain = plain_bytes(marks, bytes);
     let mut pos = 0;
     while pos < bytes.len() {
         let end = pos + scanner.scan(&bytes[pos..], true).consumed;
-        if !matches!(verdict(shared, transcoding, plain, &bytes[pos..end]), Verdict::Clean) {
+        if !matches!(verdict(shared, marks, plain, &bytes[pos..end]), Verdict::Clean) {
             return false;
         }
         pos = end;
@@ -265,6 +290,9 @@ struct Isolator<'a> {
     /// key (sorted), and whether they were looked up again.
     repeats: Vec<usize>,
     repeats_checked: bool,
+    /// Where the chunk's input lines start, for documents read into
+    /// columns (found at the first reject).
+    original_starts: Option<Vec<usize>>,
 }
 
 /// Records to copy in one COPY, in input order; not always contiguous.
@@ -319,6 +347,7 @@ pub(super) fn isolate(
         keys_checked: false,
         repeats: Vec::new(),
         repeats_checked: false,
+        original_starts: None,
     };
     iso.note_refusal(refusal.as_ref());
     let (mut clean, mut suspects) = iso.sort_records();
@@ -716,10 +745,10 @@ impl<'a> Isolator<'a> {
     /// invalid UTF-8) and sorts the others into clean ones and suspects.
     fn sort_records(&mut self) -> (Run, Run) {
         let (mut clean, mut suspects) = (Vec::new(), Vec::new());
-        let transcoding = self.shared.sources[self.chunk.loc.source].transcoding;
-        let plain = plain_bytes(transcoding, self.bytes);
+        let marks = Marks::of(self.shared, self.chunk);
+        let plain = plain_bytes(marks, self.bytes);
         for i in 0..self.index.len() {
-            match verdict(self.shared, transcoding, plain, self.record(i)) {
+            match verdict(self.shared, marks, plain, self.record(i)) {
                 Verdict::Refused(reason) => self.reject(i, CopyRefusal { message: reason, ..CopyRefusal::default() }),
                 Verdict::Suspect => suspects.push(i),
                 Verdict::Clean => clean.push(i),
@@ -841,11 +870,25 @@ impl<'a> Isolator<'a> {
             reason.push_str(&format!(" ({detail})"));
         }
         reason.push_str(advice);
-        let raw = self.shared.sources[loc.source].as_in_input(self.record(i));
-        let mut reject = Reject::new(position, reason, &raw);
+        let (raw, byte) = self.as_in_input(i);
+        let mut reject = Reject::new(Position { byte: byte.unwrap_or(position.byte), ..position }, reason, &raw);
         reject.sqlstate = r.sqlstate;
         reject.column = r.column;
         self.rejects.push(reject);
+    }
+}
+
+impl Isolator<'_> {
+    /// Record `i` as the rejects file shows it, and its offset in the input
+    /// when that is not the chunk's (documents read into columns).
+    fn as_in_input(&mut self, i: usize) -> (Cow<'_, [u8]>, Option<u64>) {
+        if let Some(original) = &self.chunk.original {
+            let starts = self.original_starts.get_or_insert_with(|| original.line_starts());
+            if let Some((line, byte)) = original.line(starts, i) {
+                return (Cow::Borrowed(line), Some(byte));
+            }
+        }
+        (self.shared.sources[self.chunk.loc.source].as_in_input(self.record(i)), None)
     }
 }
 

@@ -57,6 +57,9 @@ fn chunk_identity(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, 
     if !format.force_null.is_empty() || !format.force_not_null.is_empty() {
         parts.push(format!("force null {:?} not null {:?}", format.force_null, format.force_not_null));
     }
+    if let Some(documents) = &format.documents {
+        parts.push(format!("documents {:?} {:?} {}", documents.columns, documents.keys, documents.other_keys_left_out));
+    }
     parts.extend(sources.iter().map(|source| source.canonical.to_string()));
     parts
 }

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 
 use crate::error::Error;
 use crate::format::binary::{unescape_text, BinaryEncoder, DateOrder};
+use crate::format::documents::{self, DocumentColumns};
 use crate::format::{FormatKind, FormatOptions, COMMON_DELIMITERS};
 use crate::sink::postgres::TableInfo;
 use crate::source::Source;
@@ -56,6 +57,86 @@ pub fn choose_columns(
             table.display()
         ))),
     }
+}
+
+/// For jsonl: whether each document goes whole into one column (the
+/// column `--columns` names, or the table's only column, or its one json
+/// or jsonb column when no key of the documents at the start of the input,
+/// `head`, names one of its other columns) rather than its keys' values
+/// into the columns of the same names (see [`document_columns`]). Why not
+/// whole whenever there is one json column: documents whose keys name the
+/// table's columns, but one, would load whole into it, every other column
+/// NULL, without a reject to show it; they are refused for that key.
+pub fn whole_documents(table: &TableInfo, given: Option<&[String]>, head: &[u8]) -> bool {
+    if let Some(names) = given {
+        return names.len() == 1;
+    }
+    if table.columns.len() == 1 {
+        return true;
+    }
+    let json: Vec<&String> = table.columns.iter().filter(|(_, ty)| is_json(ty)).map(|(name, _)| name).collect();
+    let names_another = |key: &str| find_column(table, key).is_ok_and(|column| !json.contains(&&column));
+    json.len() == 1 && !documents::keys_in(head).iter().any(|(key, _)| names_another(key))
+}
+
+fn is_json(ty: &str) -> bool {
+    ty == "json" || ty == "jsonb"
+}
+
+/// Which key of the documents goes to which column: those `--columns`
+/// names (each the key of the same name; other keys are left out), or else
+/// every key in the documents at the start of the input (`head`, read from
+/// `input`), each of which must name a column.
+///
+/// Why check the named keys against the head: a misspelt one would load
+/// NULL into its column in every row, without a reject to show it.
+pub fn document_columns(
+    table: &TableInfo,
+    given: Option<&[String]>,
+    (input, head): (&str, &[u8]),
+) -> Result<DocumentColumns, Error> {
+    let keys = documents::keys_in(head);
+    let head_size = crate::report::human_bytes(head.len() as u64);
+    let column_type = |name: &str| table.columns.iter().find(|(n, _)| n == name).map_or("", |(_, ty)| ty.as_str());
+    let mut pairs: Vec<(String, String, bool)> = Vec::new();
+    let wanted: Vec<(String, u64)> = match given {
+        Some(names) => names.iter().map(|n| (n.trim().to_string(), 0)).collect(),
+        None if keys.is_empty() => {
+            return Err(Error::Usage(format!(
+                "found no JSON object in the first {head_size} of {input} to take the columns from; name the \
+                 columns to load with --columns (each is loaded from the key of the same name)"
+            )))
+        }
+        None => keys.clone(),
+    };
+    for (key, line) in wanted {
+        let column = find_column(table, &key).map_err(|e| match given {
+            Some(_) => e,
+            None => Error::Target(format!(
+                "the documents' key \"{key}\" ({input} line {line}) is not a column of table {}; its columns are: \
+                 {}. Name the columns to load with --columns (other keys are then left out)",
+                table.display(),
+                column_list(table)
+            )),
+        })?;
+        if given.is_some() && !keys.is_empty() && !keys.iter().any(|(k, _)| *k == key) {
+            return Err(Error::Usage(format!(
+                "--columns names \"{key}\", but no document in the first {head_size} of {input} has that key \
+                 (they have: {}), so its column would be NULL in every row; name the columns by the documents' keys",
+                keys.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        if let Some((_, other, _)) = pairs.iter().find(|(c, _, _)| *c == column) {
+            return Err(Error::Usage(format!(
+                "the keys \"{other}\" and \"{key}\" both name column \"{column}\" of table {}; name the columns \
+                 to load with --columns",
+                table.display()
+            )));
+        }
+        let json = is_json(column_type(&column));
+        pairs.push((column, key, json));
+    }
+    Ok(DocumentColumns::new(pairs, given.is_some()))
 }
 
 /// What a header record says about where its fields go.

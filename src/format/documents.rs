@@ -1,0 +1,611 @@
+//! JSON lines into typed columns: each document's keys name the columns its
+//! values go to.
+//!
+//! Each line is turned into one line of PostgreSQL's text format as it is
+//! read ([`DocumentReader`]), before the chunker sees it, so everything
+//! after (chunking, binary encoding, suspects, isolation, resume) works on
+//! ordinary text-format records, one per input line: line and record
+//! numbers stay those of the input. A string value goes as its text, a
+//! number or `true`/`false` as written, an object or array as its JSON, a
+//! `null` or a missing key as NULL; a json or jsonb column gets every
+//! value as JSON (a string with its quotes). A line that is not a JSON
+//! object, has a key twice, a key no loaded column has (unless the columns
+//! were named with `--columns`, which leaves other keys out), or a value
+//! with `\u0000` (text cannot hold it) is passed on as a marked line
+//! ([`DOC_MARK`], then the reason), which isolation rejects on the client.
+//! The input lines are kept for the chunker ([`OriginalLines`]), so the
+//! rejects file shows each rejected document as it was in the input.
+//!
+//! Why our own: this is the edge the peers lack (a document per row into
+//! one column is all psql, pgloader and timescaledb-parallel-copy do; DuckDB
+//! types JSON but writes to PostgreSQL on one stream). The parsing itself is
+//! serde_json's, borrowing each value's text (`RawValue`), so a document
+//! costs one pass and no tree.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::io::{self, Read};
+use std::sync::{Arc, Mutex};
+
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
+
+/// The first byte of a line that stands for a document that could not be
+/// read, followed by the reason. UTF-8 never has it, so no converted
+/// record can start with it.
+pub const DOC_MARK: u8 = 0xFD;
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// How much input the reader takes at a time.
+const READ_SIZE: usize = 1 << 20;
+
+/// Which key goes to which loaded column.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DocumentColumns {
+    /// The COPY's columns, in order.
+    pub columns: Vec<String>,
+    /// Each column's key in the documents.
+    pub keys: Vec<String>,
+    /// The column is json or jsonb: its value goes as JSON.
+    pub as_json: Vec<bool>,
+    /// Keys no loaded column has are left out (the columns were named),
+    /// instead of rejecting the document.
+    pub other_keys_left_out: bool,
+}
+
+impl DocumentColumns {
+    /// `(column, key, is json)` for each loaded column.
+    pub fn new(pairs: Vec<(String, String, bool)>, other_keys_left_out: bool) -> DocumentColumns {
+        let mut columns = DocumentColumns { other_keys_left_out, ..DocumentColumns::default() };
+        for (column, key, as_json) in pairs {
+            columns.columns.push(column);
+            columns.keys.push(key);
+            columns.as_json.push(as_json);
+        }
+        columns
+    }
+
+    /// The column of `key`, looked for first at `likely` (documents
+    /// mostly have their keys in one order): a few comparisons, where a
+    /// hash map's hashing took 7 % of the conversion.
+    fn position(&self, key: &str, likely: usize) -> Option<usize> {
+        match self.keys.get(likely) {
+            Some(k) if k == key => Some(likely),
+            _ => self.keys.iter().position(|k| k == key),
+        }
+    }
+}
+
+/// Where a document's values are while it is read: for each loaded
+/// column, its value's byte range in the line. Kept by the reader so that
+/// nothing is allocated per line.
+#[derive(Debug, Default)]
+pub struct Workspace {
+    values: Vec<Option<(usize, usize)>>,
+}
+
+/// Appends `line` (without its line end) as a text-format record with its
+/// newline, or returns why it cannot be loaded (nothing appended).
+pub fn convert_line(
+    line: &[u8],
+    columns: &DocumentColumns,
+    work: &mut Workspace,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Err("an empty line, not a JSON document".into());
+    }
+    // Checked once here (SIMD), so serde_json reads the line as a `str`
+    // and does not check each string again.
+    let line = simdutf8::compat::from_utf8(line).map_err(|e| {
+        format!(
+            "invalid UTF-8 at byte {} of the document; is the file in another encoding (--encoding)?",
+            e.valid_up_to()
+        )
+    })?;
+    work.values.clear();
+    work.values.resize(columns.columns.len(), None);
+    let mut problem = None;
+    let mut de = serde_json::Deserializer::from_str(line);
+    let slots = Slots { columns, line, values: &mut work.values, problem: &mut problem };
+    let read = slots.deserialize(&mut de).and_then(|_| de.end());
+    if let Some(problem) = problem {
+        return Err(problem);
+    }
+    read.map_err(|e| not_a_document(&e))?;
+    let start = out.len();
+    for (i, value) in work.values.iter().enumerate() {
+        if i > 0 {
+            out.push(b'\t');
+        }
+        let written = match value.map(|(from, to)| &line[from..to]) {
+            None | Some("null") => {
+                out.extend_from_slice(b"\\N");
+                Ok(())
+            }
+            // JSON as written: inside strings, escapes stay escapes, and
+            // between values there may be tabs.
+            Some(raw) if columns.as_json[i] || raw.starts_with(['{', '[']) => {
+                escape_text(raw.as_bytes(), out);
+                Ok(())
+            }
+            Some(raw) if raw.starts_with('"') => string_value(raw, &columns.keys[i], out),
+            // A number, true or false: nothing to escape.
+            Some(raw) => {
+                out.extend_from_slice(raw.as_bytes());
+                Ok(())
+            }
+        };
+        if let Err(reason) = written {
+            out.truncate(start);
+            return Err(reason);
+        }
+    }
+    out.push(b'\n');
+    Ok(())
+}
+
+/// A JSON string's text, escaped for the text format. Without a backslash
+/// it is its text as written, which JSON keeps free of control characters,
+/// so there is nothing to escape.
+fn string_value(raw: &str, key: &str, out: &mut Vec<u8>) -> Result<(), String> {
+    let inner = &raw[1..raw.len() - 1];
+    if memchr::memchr(b'\\', inner.as_bytes()).is_none() {
+        out.extend_from_slice(inner.as_bytes());
+        return Ok(());
+    }
+    let text = serde_json::from_str::<String>(raw).map_err(|e| not_a_document(&e))?;
+    if text.contains('\0') {
+        return Err(format!("the value of key \"{key}\" holds \\u0000, which PostgreSQL cannot store in text"));
+    }
+    escape_text(text.as_bytes(), out);
+    Ok(())
+}
+
+/// serde_json's reason, with the column in the line (a document is one
+/// line, so "line 1" says nothing).
+fn not_a_document(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let reason = text.rfind(" at line ").map_or(text.as_str(), |at| &text[..at]);
+    format!("not a JSON document: {reason} at column {}", e.column())
+}
+
+/// `bytes` as a text-format field: backslash, tab, newline and carriage
+/// return escaped.
+fn escape_text(bytes: &[u8], out: &mut Vec<u8>) {
+    let mut rest = bytes;
+    while let Some(at) = rest.iter().position(|b| matches!(b, b'\\' | b'\t' | b'\n' | b'\r')) {
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(match rest[at] {
+            b'\\' => b"\\\\",
+            b'\t' => b"\\t",
+            b'\n' => b"\\n",
+            _ => b"\\r",
+        });
+        rest = &rest[at + 1..];
+    }
+    out.extend_from_slice(rest);
+}
+
+/// Reads one document's object into the loaded columns' slots.
+struct Slots<'c> {
+    columns: &'c DocumentColumns,
+    /// The line, to tell where in it each value is.
+    line: &'c str,
+    values: &'c mut Vec<Option<(usize, usize)>>,
+    /// Why the document is refused, when it is for its keys (serde's own
+    /// error would add a position to our reason).
+    problem: &'c mut Option<String>,
+}
+
+impl<'de> DeserializeSeed<'de> for Slots<'_> {
+    type Value = ();
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Slots<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut next = 0;
+        while let Some(Key(key)) = map.next_key()? {
+            match self.columns.position(&key, next) {
+                Some(i) if self.values[i].is_some() => {
+                    *self.problem = Some(format!("the document has the key \"{key}\" twice"));
+                    return Err(de::Error::custom("key twice"));
+                }
+                Some(i) => {
+                    let raw: &RawValue = map.next_value()?;
+                    let from = raw.get().as_ptr() as usize - self.line.as_ptr() as usize;
+                    self.values[i] = Some((from, from + raw.get().len()));
+                    next = i + 1;
+                }
+                None if self.columns.other_keys_left_out => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+                None => {
+                    *self.problem = Some(format!(
+                        "the document has the key \"{key}\", which is not one of the loaded columns ({}); to leave \
+                         such keys out, name the columns to load with --columns",
+                        self.columns.keys.join(", ")
+                    ));
+                    return Err(de::Error::custom("unknown key"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An object key, borrowed from the line unless it has escapes.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> de::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_string())))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+/// The keys of the documents in `head` (whole lines only), in the order
+/// they first appear, each with the 1-based line it first appears on.
+/// Lines that are not JSON objects are passed over: they will be rejected.
+pub fn keys_in(head: &[u8]) -> Vec<(String, u64)> {
+    let head = head.strip_prefix(BOM).unwrap_or(head);
+    let mut keys: Vec<(String, u64)> = Vec::new();
+    for (n, line) in head.split(|&b| b == b'\n').enumerate() {
+        let Ok(found) = serde_json::from_slice::<KeyList>(line) else { continue };
+        for key in found.0 {
+            if !keys.iter().any(|(k, _)| *k == key) {
+                keys.push((key, n as u64 + 1));
+            }
+        }
+    }
+    keys
+}
+
+/// An object's keys in their order, its values skipped.
+struct KeyList(Vec<String>);
+
+impl<'de> de::Deserialize<'de> for KeyList {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ListVisitor;
+        impl<'de> Visitor<'de> for ListVisitor {
+            type Value = KeyList;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<KeyList, A::Error> {
+                let mut keys = Vec::new();
+                while let Some(Key(key)) = map.next_key()? {
+                    map.next_value::<IgnoredAny>()?;
+                    keys.push(key.into_owned());
+                }
+                Ok(KeyList(keys))
+            }
+        }
+        deserializer.deserialize_map(ListVisitor)
+    }
+}
+
+/// The input lines converted so far and not yet given to a chunk, shared
+/// by the reader (which adds them) and the feeder (which takes each
+/// chunk's). Holds what the chunker has read ahead: a block or so.
+#[derive(Clone, Debug, Default)]
+pub struct OriginalLines(Arc<Mutex<Pending>>);
+
+#[derive(Debug, Default)]
+struct Pending {
+    bytes: Vec<u8>,
+    /// Input offset of `bytes[0]`.
+    offset: u64,
+}
+
+/// A chunk's lines as they were in the input, and where they start in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OriginalText {
+    pub offset: u64,
+    /// Each line with a line feed at its end (the input's last line gets
+    /// one if it had none).
+    pub bytes: Vec<u8>,
+}
+
+impl OriginalLines {
+    fn push(&self, lines: &[u8], skipped: u64) {
+        let mut pending = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if pending.bytes.is_empty() {
+            pending.offset += skipped;
+        }
+        pending.bytes.extend_from_slice(lines);
+    }
+
+    /// The next `lines` lines.
+    pub fn take(&self, lines: u64) -> OriginalText {
+        let mut pending = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let end = match lines {
+            0 => 0,
+            n => {
+                memchr::memchr_iter(b'\n', &pending.bytes).nth(n as usize - 1).map_or(pending.bytes.len(), |at| at + 1)
+            }
+        };
+        let offset = pending.offset;
+        pending.offset += end as u64;
+        OriginalText { offset, bytes: pending.bytes.drain(..end).collect() }
+    }
+}
+
+impl OriginalText {
+    /// Line `index` (from 0) and its offset in the input.
+    pub fn line(&self, starts: &[usize], index: usize) -> Option<(&[u8], u64)> {
+        let (start, end) = (*starts.get(index)?, *starts.get(index + 1)?);
+        Some((&self.bytes[start..end], self.offset + start as u64))
+    }
+
+    /// Where each line starts, and the end.
+    pub fn line_starts(&self) -> Vec<usize> {
+        let mut starts = vec![0];
+        starts.extend(memchr::memchr_iter(b'\n', &self.bytes).map(|at| at + 1));
+        if self.bytes.last().is_some_and(|&b| b != b'\n') {
+            starts.push(self.bytes.len());
+        }
+        starts
+    }
+}
+
+/// Turns JSON lines into text-format lines as it is read (see the module
+/// doc).
+pub struct DocumentReader<R> {
+    inner: R,
+    columns: Arc<DocumentColumns>,
+    /// Input not yet converted (an incomplete last line).
+    input: Vec<u8>,
+    out: Vec<u8>,
+    out_at: usize,
+    ended: bool,
+    started: bool,
+    originals: Option<OriginalLines>,
+    /// The longest line taken, `--max-record-size`.
+    max_line: u64,
+    /// Lines converted so far, for the error about a line too long.
+    lines: u64,
+    work: Workspace,
+}
+
+impl<R: Read> DocumentReader<R> {
+    pub fn new(inner: R, columns: Arc<DocumentColumns>, max_line: u64, originals: Option<OriginalLines>) -> Self {
+        DocumentReader {
+            inner,
+            columns,
+            input: Vec::new(),
+            out: Vec::new(),
+            out_at: 0,
+            ended: false,
+            started: false,
+            originals,
+            max_line,
+            lines: 0,
+            work: Workspace::default(),
+        }
+    }
+
+    /// Converts the next complete lines into `out`; false at the end.
+    fn refill(&mut self) -> io::Result<bool> {
+        self.out.clear();
+        self.out_at = 0;
+        while self.out.is_empty() {
+            if self.ended && self.input.is_empty() {
+                return Ok(false);
+            }
+            if !self.ended {
+                let had = self.input.len();
+                self.input.resize(had + READ_SIZE, 0);
+                let n = read_some(&mut self.inner, &mut self.input[had..])?;
+                self.input.truncate(had + n);
+                self.ended = n == 0;
+            }
+            self.convert_lines()?;
+        }
+        Ok(true)
+    }
+
+    fn convert_lines(&mut self) -> io::Result<()> {
+        let mut skipped = 0;
+        if !self.started && (self.input.len() >= BOM.len() || self.ended) {
+            self.started = true;
+            if self.input.starts_with(BOM) {
+                // Passed on for the chunker to strip (and report).
+                self.out.extend_from_slice(BOM);
+                self.input.drain(..BOM.len());
+                skipped = BOM.len() as u64;
+            }
+        }
+        if !self.started {
+            return Ok(());
+        }
+        let mut consumed = 0;
+        while let Some(at) = memchr::memchr(b'\n', &self.input[consumed..]) {
+            self.convert_or_mark(consumed, consumed + at);
+            consumed += at + 1;
+        }
+        if self.ended && consumed < self.input.len() {
+            self.convert_or_mark(consumed, self.input.len());
+            // The input's last line, given a line end (see `OriginalText`).
+            self.input.push(b'\n');
+            consumed = self.input.len();
+        } else if self.input.len() - consumed > self.max_line as usize {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "line {} runs past --max-record-size ({} bytes) without ending: JSON lines hold one document \
+                     per line (a file of one document, or pretty-printed ones, is not JSON lines)",
+                    self.lines + 1,
+                    self.max_line
+                ),
+            ));
+        }
+        if let Some(originals) = &self.originals {
+            originals.push(&self.input[..consumed], skipped);
+        }
+        self.input.drain(..consumed);
+        Ok(())
+    }
+
+    /// Converts the line at `input[from..to]` (its line end at `to`), or
+    /// passes on a marked line saying why not.
+    fn convert_or_mark(&mut self, from: usize, to: usize) {
+        let line = &self.input[from..to];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        self.lines += 1;
+        if let Err(reason) = convert_line(line, &self.columns, &mut self.work, &mut self.out) {
+            self.out.push(DOC_MARK);
+            self.out.extend(reason.bytes().map(|b| if b.is_ascii_control() { b' ' } else { b }));
+            self.out.push(b'\n');
+        }
+    }
+}
+
+fn read_some(inner: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        match inner.read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
+}
+
+impl<R: Read> Read for DocumentReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.out_at == self.out.len() && !self.refill()? {
+            return Ok(0);
+        }
+        let n = buf.len().min(self.out.len() - self.out_at);
+        buf[..n].copy_from_slice(&self.out[self.out_at..self.out_at + n]);
+        self.out_at += n;
+        Ok(n)
+    }
+}
+
+/// The reason a marked line (see [`DOC_MARK`]) carries.
+pub fn marked_reason(record: &[u8]) -> Option<String> {
+    let rest = record.strip_prefix(&[DOC_MARK])?;
+    let rest = rest.strip_suffix(b"\n").unwrap_or(rest);
+    Some(String::from_utf8_lossy(rest).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn columns(left_out: bool) -> DocumentColumns {
+        let pair = |c: &str, json| (c.to_string(), c.to_string(), json);
+        DocumentColumns::new(vec![pair("id", false), pair("name", false), pair("doc", true)], left_out)
+    }
+
+    fn converted(line: &str, left_out: bool) -> Result<String, String> {
+        let mut out = Vec::new();
+        let mut work = Workspace::default();
+        convert_line(line.as_bytes(), &columns(left_out), &mut work, &mut out).map(|()| String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn values_go_to_their_keys_columns_as_the_text_format_writes_them() {
+        assert_eq!(
+            converted(r#"{"name":"a\tb\\c\nd","id":7,"doc":{"k":[1,"x"]}}"#, false).unwrap(),
+            "7\ta\\tb\\\\c\\nd\t{\"k\":[1,\"x\"]}\n"
+        );
+        assert_eq!(
+            converted(r#"{"id":null,"doc":"s"}"#, false).unwrap(),
+            "\\N\t\\N\t\"s\"\n",
+            "null and missing: NULL"
+        );
+        assert_eq!(converted(r#"{"id":1.5e3,"name":true}"#, false).unwrap(), "1.5e3\ttrue\t\\N\n");
+        assert_eq!(converted(r#"{"name":"\u00e9\\N"}"#, false).unwrap(), "\\N\té\\\\N\t\\N\n", "not the NULL string");
+        assert_eq!(converted(r#"{"doc":"a\tb"}"#, false).unwrap(), "\\N\t\\N\t\"a\\\\tb\"\n", "JSON as written");
+    }
+
+    #[test]
+    fn documents_that_cannot_be_loaded_say_why() {
+        let reason = |line: &str| converted(line, false).unwrap_err();
+        assert!(reason(r#"{"id":1,"extra":2}"#).contains("key \"extra\", which is not one of the loaded columns"));
+        assert_eq!(converted(r#"{"id":1,"extra":{"x":2}}"#, true).unwrap(), "1\t\\N\t\\N\n", "named columns: left out");
+        assert!(reason(r#"{"id":1,"id":2}"#).contains("key \"id\" twice"));
+        assert!(reason(r#"{"name":"a\u0000"}"#).contains("\\u0000"));
+        assert_eq!(reason(r#"{"id":1"#), "not a JSON document: EOF while parsing an object at column 7");
+        assert!(reason("[1,2]").starts_with("not a JSON document: invalid type: sequence, expected an object"));
+        assert!(reason(r#"{"id":1} x"#).contains("trailing characters at column 10"));
+        assert_eq!(reason("  "), "an empty line, not a JSON document");
+    }
+
+    #[test]
+    fn the_reader_gives_a_line_per_line_and_keeps_the_originals() {
+        let input = "\u{feff}{\"id\":1}\r\nnot json\n\n{\"id\":2,\"name\":\"x\"}";
+        for piece in [1, 3, 1 << 20] {
+            let originals = OriginalLines::default();
+            let mut reader = DocumentReader::new(
+                Trickle(input.as_bytes(), piece),
+                Arc::new(columns(false)),
+                1000,
+                Some(originals.clone()),
+            );
+            let mut out = Vec::new();
+            reader.read_to_end(&mut out).unwrap();
+            let lines: Vec<&[u8]> = out.split(|&b| b == b'\n').collect();
+            assert_eq!(lines[0], b"\xEF\xBB\xBF1\t\\N\t\\N");
+            assert_eq!(marked_reason(lines[1]).unwrap(), "not a JSON document: expected ident at column 2");
+            assert_eq!(marked_reason(lines[2]).unwrap(), "an empty line, not a JSON document");
+            assert_eq!(lines[3..], [b"2\tx\t\\N".as_slice(), b""]);
+            let first = originals.take(2);
+            assert_eq!((first.offset, first.bytes.as_slice()), (3, b"{\"id\":1}\r\nnot json\n".as_slice()));
+            let rest = originals.take(2);
+            assert_eq!((rest.offset, rest.bytes.as_slice()), (22, b"\n{\"id\":2,\"name\":\"x\"}\n".as_slice()));
+            let starts = rest.line_starts();
+            assert_eq!(rest.line(&starts, 1), Some((b"{\"id\":2,\"name\":\"x\"}\n".as_slice(), 23)));
+        }
+    }
+
+    #[test]
+    fn a_line_past_the_longest_record_stops_the_reader() {
+        let long = format!("{{\"name\":\"{}\"}}\n", "x".repeat(5000));
+        let mut reader = DocumentReader::new(Trickle(long.as_bytes(), 100), Arc::new(columns(false)), 1000, None);
+        let err = reader.read_to_end(&mut Vec::new()).unwrap_err();
+        assert!(err.to_string().contains("line 1 runs past --max-record-size (1000 bytes)"), "{err}");
+    }
+
+    #[test]
+    fn keys_are_listed_in_the_order_they_first_appear() {
+        let head = b"{\"b\":1,\"a\":{\"x\":1}}\nbad\n{\"c\":2,\"a\":3}\n{\"d\":";
+        assert_eq!(keys_in(head), [("b".to_string(), 1), ("a".to_string(), 1), ("c".to_string(), 3)]);
+    }
+
+    /// Reads `piece` bytes at a time.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.1.min(buf.len()).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+}
