@@ -829,21 +829,7 @@ mod tests {
         ChunkerConfig { dialect, target, header, keep_bytes: true, max_record: 1 << 20, shape: None }
     }
 
-    /// A reader that returns at most `piece` bytes per read, to exercise
-    /// state carried across reads.
-    struct Trickle<'a> {
-        data: &'a [u8],
-        piece: usize,
-    }
-
-    impl Read for Trickle<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            let n = self.piece.min(buf.len()).min(self.data.len());
-            buf[..n].copy_from_slice(&self.data[..n]);
-            self.data = &self.data[n..];
-            Ok(n)
-        }
-    }
+    use crate::test_support::Trickle;
 
     fn chunks_of(input: &[u8], cfg: ChunkerConfig, piece: usize) -> Vec<Chunk> {
         let mut chunker = Chunker::new(Trickle { data: input, piece }, cfg, 0, 0);

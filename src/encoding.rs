@@ -499,16 +499,8 @@ mod tests {
     /// `input` read `per_read` bytes at a time, decoded into a buffer of
     /// `out_len` bytes.
     fn transcode_in_pieces(input: &[u8], name: &str, per_read: usize, out_len: usize) -> Vec<u8> {
-        struct Trickle<'a>(&'a [u8], usize);
-        impl Read for Trickle<'_> {
-            fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-                let n = self.1.min(out.len()).min(self.0.len());
-                out[..n].copy_from_slice(&self.0[..n]);
-                self.0 = &self.0[n..];
-                Ok(n)
-            }
-        }
-        let mut reader = TranscodingReader::new(Trickle(input, per_read), transcoding(name));
+        let trickle = crate::test_support::Trickle { data: input, piece: per_read };
+        let mut reader = TranscodingReader::new(trickle, transcoding(name));
         let (mut all, mut buf) = (Vec::new(), vec![0; out_len]);
         loop {
             match reader.read(&mut buf).unwrap() {

@@ -29,3 +29,25 @@ pub mod source;
 pub mod sql;
 
 pub use error::Error;
+
+/// Helpers for the unit tests of several modules.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use std::io::{self, Read};
+
+    /// A reader that returns at most `piece` bytes per read, to exercise
+    /// state carried across reads.
+    pub struct Trickle<'a> {
+        pub data: &'a [u8],
+        pub piece: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.piece.min(buf.len()).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+}

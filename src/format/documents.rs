@@ -515,6 +515,7 @@ pub fn marked_reason(record: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::Trickle;
 
     fn columns(left_out: bool) -> DocumentColumns {
         let pair = |c: &str, json| (c.to_string(), c.to_string(), json);
@@ -562,7 +563,7 @@ mod tests {
         for piece in [1, 3, 1 << 20] {
             let originals = OriginalLines::default();
             let mut reader = DocumentReader::new(
-                Trickle(input.as_bytes(), piece),
+                Trickle { data: input.as_bytes(), piece },
                 Arc::new(columns(false)),
                 1000,
                 Some(originals.clone()),
@@ -586,7 +587,8 @@ mod tests {
     #[test]
     fn a_line_past_the_longest_record_stops_the_reader() {
         let long = format!("{{\"name\":\"{}\"}}\n", "x".repeat(5000));
-        let mut reader = DocumentReader::new(Trickle(long.as_bytes(), 100), Arc::new(columns(false)), 1000, None);
+        let mut reader =
+            DocumentReader::new(Trickle { data: long.as_bytes(), piece: 100 }, Arc::new(columns(false)), 1000, None);
         let err = reader.read_to_end(&mut Vec::new()).unwrap_err();
         assert!(err.to_string().contains("line 1 runs past --max-record-size (1000 bytes)"), "{err}");
     }
@@ -595,17 +597,5 @@ mod tests {
     fn keys_are_listed_in_the_order_they_first_appear() {
         let head = b"{\"b\":1,\"a\":{\"x\":1}}\nbad\n{\"c\":2,\"a\":3}\n{\"d\":";
         assert_eq!(keys_in(head), [("b".to_string(), 1), ("a".to_string(), 1), ("c".to_string(), 3)]);
-    }
-
-    /// Reads `piece` bytes at a time.
-    struct Trickle<'a>(&'a [u8], usize);
-
-    impl Read for Trickle<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            let n = self.1.min(buf.len()).min(self.0.len());
-            buf[..n].copy_from_slice(&self.0[..n]);
-            self.0 = &self.0[n..];
-            Ok(n)
-        }
     }
 }
