@@ -715,7 +715,25 @@ fn documents_into_columns(
     table: &TableInfo,
     format: &FormatOptions,
 ) -> Result<Option<documents::DocumentColumns>, Error> {
-    // The first input that holds anything (the last if none does).
+    // Read only when the choice needs the keys (not for `--columns doc`).
+    let first = std::cell::OnceCell::new();
+    let head = || first.get_or_init(|| first_head(sources));
+    if plan::whole_documents(table, req.columns.as_deref(), || &head().1) {
+        return Ok(None);
+    }
+    let (name, head) = head();
+    if format.header {
+        return Err(Error::Usage(
+            "--header: JSON lines have no header line; the columns come from the documents' keys, or from --columns"
+                .into(),
+        ));
+    }
+    plan::document_columns(table, req.columns.as_deref(), (name, head)).map(Some)
+}
+
+/// The start of the first input that holds anything (the last if none
+/// does), and its name.
+fn first_head(sources: &[Source]) -> (Arc<str>, Vec<u8>) {
     let mut first = None;
     for source in sources {
         let head = start_of(source, STREAM_HEAD as u64);
@@ -725,17 +743,7 @@ fn documents_into_columns(
             break;
         }
     }
-    let (name, head) = first.unwrap_or_default();
-    if plan::whole_documents(table, req.columns.as_deref(), &head) {
-        return Ok(None);
-    }
-    if format.header {
-        return Err(Error::Usage(
-            "--header: JSON lines have no header line; the columns come from the documents' keys, or from --columns"
-                .into(),
-        ));
-    }
-    plan::document_columns(table, req.columns.as_deref(), (&name, &head)).map(Some)
+    first.unwrap_or_default()
 }
 
 /// The most workers `--workers auto` may use: `--max-workers`, else the

@@ -67,7 +67,7 @@ pub fn choose_columns(
 /// whole whenever there is one json column: documents whose keys name the
 /// table's columns, but one, would load whole into it, every other column
 /// NULL, without a reject to show it; they are refused for that key.
-pub fn whole_documents(table: &TableInfo, given: Option<&[String]>, head: &[u8]) -> bool {
+pub fn whole_documents<'h>(table: &TableInfo, given: Option<&[String]>, head: impl FnOnce() -> &'h [u8]) -> bool {
     if let Some(names) = given {
         return names.len() == 1;
     }
@@ -76,7 +76,7 @@ pub fn whole_documents(table: &TableInfo, given: Option<&[String]>, head: &[u8])
     }
     let json: Vec<&String> = table.columns.iter().filter(|(_, ty)| is_json(ty)).map(|(name, _)| name).collect();
     let names_another = |key: &str| find_column(table, key).is_ok_and(|column| !json.contains(&&column));
-    json.len() == 1 && !documents::keys_in(head).iter().any(|(key, _)| names_another(key))
+    json.len() == 1 && !documents::keys_in(head()).iter().any(|(key, _)| names_another(key))
 }
 
 fn is_json(ty: &str) -> bool {
