@@ -9,7 +9,7 @@ use crate::util::{fuzz_seed, Rng, Run, Spoiled, TestDb};
 const COLUMNS: &str = "i2 smallint, i4 integer, i8 bigint, f4 real, f8 double precision, n numeric, \
      n3 numeric(12,3), d date, ts timestamp, ts3 timestamp(3), b boolean, t text, v varchar(20), c char(5), \
      j json, jb jsonb, u uuid, tz timestamptz, tm time, tm3 time(3), bt bit(3), vb varbit, by bytea, ip inet, \
-     ai integer[], an numeric(6,2)[], av varchar(8)[], atz timestamptz[], dr daterange, tr tstzrange";
+     ai integer[], an numeric(6,2)[], av varchar(8)[], atz timestamptz[], dr daterange, tr tstzrange, aj jsonb[]";
 
 /// One row's values as text (`None` = NULL). Every `unsure_every`th row
 /// holds a value the text input accepts but the encoder does not read.
@@ -76,14 +76,24 @@ fn row(rng: &mut Rng, i: u64, unsure_every: u64) -> Vec<Option<String>> {
         }),
         Some(bytea(rng)),
         Some(inet(rng)),
-        Some(array(rng, |rng| ((rng.next() as i32) >> rng.below(31)).to_string())),
+        Some(match rng.below(4) {
+            0 => grid(rng, |rng| ((rng.next() as i32) >> rng.below(31)).to_string()),
+            _ => array(rng, |rng| ((rng.next() as i32) >> rng.below(31)).to_string()),
+        }),
         Some(array(rng, |rng| format!("{}{}.{:03}", rng.pick(&["", "-"]), rng.below(1000), rng.below(1000)))),
         Some(array(rng, |rng| {
-            rng.pick(&["a", "\"b c\"", "\"x,y\"", "\"\"", "ünï", "\"NULL\"", "\"{}\"", "12345678"]).to_string()
+            let escaped = [r#""\"q\"""#, r#""a\\b""#, r#""\{\,\}""#];
+            rng.pick(
+                &[&["a", "\"b c\"", "\"x,y\"", "\"\"", "ünï", "\"NULL\"", "\"{}\"", "12345678"], &escaped[..]].concat(),
+            )
+            .to_string()
         })),
         Some(array(rng, |rng| format!("\"{}{}\"", time(rng), offset(rng)))),
         Some(date_range(rng, date)),
         Some(time_range(rng, time, offset)),
+        Some(array(rng, |rng| {
+            rng.pick(&[r#""{\"k\": [1, \"x\\\\y\"]}""#, r#""\"s\"""#, "3", "[]", r#""null""#, "true"]).to_string()
+        })),
     ];
     for v in values.iter_mut().skip(1) {
         if rng.below(13) == 0 {
@@ -103,7 +113,7 @@ fn row(rng: &mut Rng, i: u64, unsure_every: u64) -> Vec<Option<String>> {
             8 => (22, r"\x48 65"),
             9 => (23, "10.1/16"),
             10 => (24, "{ 1, 2 }"),
-            11 => (24, "{{1,2},{3,4}}"),
+            11 => (24, "{ {1,2},{3,4}}"),
             12 => (25, "[0:1]={1.5,2}"),
             13 => (26, r#"{"q\"uote",b\\s}"#),
             14 => (28, "[2020-01-01, 2020-02-01)"),
@@ -147,6 +157,20 @@ fn array(rng: &mut Rng, element: impl Fn(&mut Rng) -> String) -> String {
         .map(|_| if rng.below(6) == 0 { rng.pick(&["NULL", "null"]).to_string() } else { element(rng) })
         .collect();
     format!("{{{}}}", items.join(","))
+}
+
+/// A two-dimensional array literal of one to three sub-arrays of one
+/// to three elements each.
+fn grid(rng: &mut Rng, element: impl Fn(&mut Rng) -> String) -> String {
+    let width = 1 + rng.below(3);
+    let rows: Vec<String> = (0..1 + rng.below(3))
+        .map(|_| {
+            let items: Vec<String> =
+                (0..width).map(|_| if rng.below(6) == 0 { "NULL".into() } else { element(rng) }).collect();
+            format!("{{{}}}", items.join(","))
+        })
+        .collect();
+    format!("{{{}}}", rows.join(","))
 }
 
 /// bytea in its two text forms: hex (either case) and escaped.
@@ -308,7 +332,7 @@ fn chunks_with_values_the_encoder_does_not_read_go_as_text() {
     assert!(binary > 0 && text > 0, "{binary} binary, {text} text chunks");
     let case = |n: usize| (0..4000).filter(|i| i % 150 == 149 && (i / 150) % 15 == n).count().to_string();
     assert_eq!(db.scalar("SELECT count(*) FROM got WHERE d = '2020-03-03'"), case(2));
-    assert_eq!(db.scalar("SELECT count(*) FROM got WHERE ai = '{{1,2},{3,4}}'"), case(11), "2-D arrays as text");
+    assert_eq!(db.scalar("SELECT count(*) FROM got WHERE ai = '{{1,2},{3,4}}'"), case(11), "spaced 2-D arrays as text");
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(file.with_extension("report.json")).unwrap()).unwrap();
     let why = report["summary"]["copy"]["first_fallback"].as_str().unwrap();
@@ -379,7 +403,7 @@ fn arrays_of_every_encoded_element_type_load_as_text_loads() {
         "CREATE TABLE got (i2 smallint[], i4 int[], i8 bigint[], f4 real[], f8 float8[], n numeric(8,3)[], \
          d date[], ts timestamp(3)[], tz timestamptz[], tm time[], b bool[], t text[], v varchar(3)[], \
          c char(2)[], u uuid[], ip inet[], tt timetz[], iv interval[], net cidr[], mac macaddr[], \
-         mac8 macaddr8[]); CREATE TABLE want (LIKE got)",
+         mac8 macaddr8[], jb jsonb[], js json[], by bytea[], grid int[]); CREATE TABLE want (LIKE got)",
     );
     let row = [
         "{1,-2}",
@@ -403,9 +427,13 @@ fn arrays_of_every_encoded_element_type_load_as_text_loads() {
         "{10.0.0.0/8,2001:db8::/32}",
         "{08:00:2b:01:02:03,NULL}",
         "{08-00-2B-01-02-03-04-05,08:00:2b:01:02:03}",
+        r#"{"{\"k\": [1, \"a\\\\b\"]}",NULL,"\"s\"",3}"#,
+        r#"{"{\"k\":  1}",null}"#,
+        r#"{"\\x00ff","plain \\\\ text",NULL}"#,
+        "{{{1,2},{3,NULL}},{{5,6},{7,8}}}",
     ];
     let line = row.iter().map(|v| format!("\"{}\"", v.replace('"', "\"\""))).collect::<Vec<_>>().join(",");
-    let file = db.file("arrays.csv", format!("{line}\n{}\n", ["{}"; 21].join(",")).as_bytes());
+    let file = db.file("arrays.csv", format!("{line}\n{}\n", ["{}"; 25].join(",")).as_bytes());
     set_time_zone(&db, "UTC");
     let report = file.with_extension("report.json");
     let args =
@@ -1244,7 +1272,56 @@ const FUZZED: &[(&str, Generator)] = &[
     ("daterange", |rng| fuzzed_range(rng, fuzzed_date)),
     ("tsrange", |rng| fuzzed_range(rng, |rng| fuzzed_timestamp(rng, false))),
     ("tstzrange", |rng| fuzzed_range(rng, |rng| fuzzed_timestamp(rng, true))),
+    ("integer[]", |rng| fuzzed_array(rng, |rng| fuzzed_integer(rng, 11))),
+    ("numeric(6,2)[]", |rng| fuzzed_array(rng, |rng| shortened(rng, true, 8))),
+    ("text[]", |rng| fuzzed_array(rng, fuzzed_text)),
+    ("jsonb[]", |rng| fuzzed_array(rng, |rng| fuzzed_json(rng, 0))),
+    ("bytea[]", |rng| fuzzed_array(rng, fuzzed_bytea)),
 ];
+
+/// An array literal of fuzzed elements: one to three dimensions of one to
+/// three elements each, now and then a sub-array longer than its
+/// neighbours, a space after a comma, explicit bounds or none at all.
+fn fuzzed_array(rng: &mut Rng, element: Generator) -> String {
+    let sizes: Vec<u64> = (0..1 + rng.below(3)).map(|_| 1 + rng.below(3)).collect();
+    let literal = nested_items(rng, element, &sizes);
+    match rng.below(25) {
+        0 => "{}".to_string(),
+        1 => format!("[1:{}]={literal}", sizes[0]),
+        2 => literal.replacen('{', "{{}", 1),
+        _ => literal,
+    }
+}
+
+fn nested_items(rng: &mut Rng, element: Generator, sizes: &[u64]) -> String {
+    let Some((&size, inner)) = sizes.split_first() else { return array_item(rng, element) };
+    let size = size + u64::from(rng.below(30) == 0);
+    let items: Vec<String> = (0..size).map(|_| nested_items(rng, element, inner)).collect();
+    format!("{{{}}}", items.join(rng.pick(&[",", ",", ",", ",", ",", ",", ",", ", "])))
+}
+
+/// One element: plain where it may be, else quoted with its quotes and
+/// backslashes escaped; now and then quoted or escaped where it need not
+/// be, or NULL in some spelling.
+fn array_item(rng: &mut Rng, element: Generator) -> String {
+    if rng.below(12) == 0 {
+        return rng.pick(&["NULL", "null", "\"NULL\"", "Null"]).to_string();
+    }
+    let value = element(rng);
+    let special = |b: u8| b" \t\n\r\x0b\x0c{}\",\\".contains(&b);
+    let plain = !value.is_empty() && !value.eq_ignore_ascii_case("null") && !value.bytes().any(special);
+    if plain && rng.below(4) != 0 {
+        return value;
+    }
+    let mut quoted = String::from('"');
+    for c in value.chars() {
+        if c == '"' || c == '\\' || rng.below(20) == 0 {
+            quoted.push('\\');
+        }
+        quoted.push(c);
+    }
+    quoted + "\""
+}
 
 /// A range literal of fuzzed bounds: brackets of either kind, each bound
 /// unbounded, plain, quoted or after a space (or both the same), and now

@@ -259,6 +259,138 @@ fn jsonl_keys_load_into_the_columns_of_their_names() {
     }
 }
 
+/// JSON arrays load into array columns as their elements: strings that
+/// look like NULL, or hold quotes, backslashes, commas, braces, tabs or
+/// newlines, stay those strings; nested arrays are dimensions; a jsonb[]
+/// column takes each element as JSON. The oracle is the server: the same
+/// documents loaded whole into jsonb and taken apart with
+/// `jsonb_array_elements`. Ragged dimensions and a string that is no array
+/// literal are rejected by the server, `\u0000` by sluice.
+#[test]
+fn jsonl_arrays_load_into_array_columns() {
+    use serde_json::{json, Value};
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE got (id int, nums bigint[], words text[], grid numeric[], docs jsonb[]); \
+         CREATE TABLE staged (doc jsonb); CREATE TABLE want (LIKE got)",
+    );
+    let mut rng = crate::util::Rng(crate::util::fuzz_seed() ^ 0xA77A);
+    let pieces = ["a", "NULL", "", " ", "\"", "\\", ",", "{", "}", "é", "\t", "\n", "x y", "null", "\\N"];
+    let mut lines = Vec::new();
+    let mut bad = std::collections::BTreeMap::new();
+    for id in 0..6_000u64 {
+        let mut doc = serde_json::Map::new();
+        doc.insert("id".into(), json!(id));
+        let n = rng.below(5) as usize;
+        let nums =
+            (0..n).map(|_| if rng.below(6) == 0 { Value::Null } else { json!(rng.next() as i64 >> 2) }).collect();
+        put(&mut doc, &mut rng, "nums", Value::Array(nums));
+        let words = (0..rng.below(5))
+            .map(|_| match rng.below(7) {
+                0 => Value::Null,
+                _ => json!((0..rng.below(4)).map(|_| rng.pick(&pieces)).collect::<String>()),
+            })
+            .collect();
+        put(&mut doc, &mut rng, "words", Value::Array(words));
+        let (rows, cols) = (rng.below(3), 1 + rng.below(3));
+        let grid = (0..rows)
+            .map(|_| {
+                (0..cols)
+                    .map(|_| json!(format!("{}.{}", rng.below(1000), rng.below(100)).parse::<f64>().unwrap()))
+                    .collect()
+            })
+            .collect();
+        put(&mut doc, &mut rng, "grid", Value::Array(grid));
+        let docs = (0..rng.below(4))
+            .map(|_| match rng.below(5) {
+                0 => Value::Null,
+                1 => json!(rng.pick(&pieces)),
+                2 => json!([rng.below(9), {"k": rng.pick(&pieces)}]),
+                3 => json!(rng.below(1000)),
+                _ => json!({"k": rng.pick(&pieces), "n": null}),
+            })
+            .collect();
+        put(&mut doc, &mut rng, "docs", Value::Array(docs));
+        let line = match id {
+            100 => r#"{"id":100,"grid":[[1,2],[3]]}"#.to_string(),
+            200 => r#"{"id":200,"nums":"not an array"}"#.to_string(),
+            300 => r#"{"id":300,"words":["ok","nul \u0000 here"]}"#.to_string(),
+            _ => Value::Object(doc).to_string(),
+        };
+        if [100, 200, 300].contains(&id) {
+            bad.insert(id as usize + 1, line.clone());
+        }
+        lines.push(line);
+    }
+    let file = db.file("docs.jsonl", (lines.join("\n") + "\n").as_bytes());
+    let good: Vec<&str> =
+        lines.iter().enumerate().filter(|(n, _)| !bad.contains_key(&(n + 1))).map(|(_, l)| l.as_str()).collect();
+    let staged = db.file("good.jsonl", (good.join("\n") + "\n").as_bytes());
+    db.load(&[staged.to_str().unwrap(), "--table", "staged"]).assert_ok();
+    let elements = |key: &str, ty: &str| {
+        format!(
+            "CASE WHEN jsonb_typeof(doc->'{key}') = 'array' THEN ARRAY(SELECT e::{ty} FROM \
+             jsonb_array_elements_text(doc->'{key}') WITH ORDINALITY AS x(e, n) ORDER BY n) END"
+        )
+    };
+    db.execute(&format!(
+        "INSERT INTO want SELECT (doc->>'id')::int, {}, {}, \
+         CASE WHEN jsonb_typeof(doc->'grid') = 'array' THEN ARRAY(SELECT ARRAY(SELECT v::numeric FROM \
+           jsonb_array_elements_text(r) WITH ORDINALITY AS y(v, m) ORDER BY m) \
+           FROM jsonb_array_elements(doc->'grid') WITH ORDINALITY AS x(r, n) ORDER BY n) END, \
+         CASE WHEN jsonb_typeof(doc->'docs') = 'array' THEN ARRAY(SELECT CASE WHEN e = 'null' THEN NULL ELSE e END \
+           FROM jsonb_array_elements(doc->'docs') WITH ORDINALITY AS x(e, n) ORDER BY n) END \
+         FROM staged",
+        elements("nums", "bigint"),
+        elements("words", "text")
+    ));
+    let count = |sql: &str| db.scalar(&format!("SELECT count(*) FROM want WHERE {sql}")).parse::<u64>().unwrap();
+    assert!(count("array_ndims(grid) = 2") > 100 && count("'NULL' = ANY(words)") > 100, "the cases occur");
+    let path = file.to_str().unwrap();
+    for copy_format in ["binary", "text"] {
+        let rejects = db.dir.path().join(format!("{copy_format}.rejects.jsonl"));
+        let report = db.dir.path().join(format!("{copy_format}.report.json"));
+        let args = ["--table", "got", "--chunk-size", "16KiB", "--workers", "3", "--copy-format", copy_format];
+        let outputs = ["--rejects", rejects.to_str().unwrap(), "--report", report.to_str().unwrap()];
+        let run = db.load(&[&[path, "--truncate", "--restart"], &outputs[..], &args[..]].concat());
+        assert_eq!(run.code, 1, "{}", run.output());
+        db.assert_same_rows("got", "want");
+        let report: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        let chunks = |kind: &str| report["summary"]["copy"][kind].as_u64().unwrap_or(0);
+        if copy_format == "binary" {
+            // Only the chunks of the ragged grid and the string go as text.
+            assert!(chunks("binary_chunks") > 20 && chunks("text_chunks") <= 2, "{}", report["summary"]["copy"]);
+        }
+        let rejected: Vec<Value> =
+            std::fs::read_to_string(&rejects).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let got: Vec<(usize, String)> = rejected
+            .iter()
+            .map(|r| (r["line"].as_u64().unwrap() as usize, r["raw"].as_str().unwrap().to_string()))
+            .collect();
+        let want: Vec<(usize, String)> = bad.iter().map(|(n, l)| (*n, format!("{l}\n"))).collect();
+        assert_eq!(got, want, "{copy_format}");
+        let reasons: Vec<&str> = rejected.iter().map(|r| r["reason"].as_str().unwrap()).collect();
+        assert!(reasons[0].contains("sub-arrays with matching dimensions"), "{reasons:?}");
+        assert!(reasons[1].contains("malformed array literal"), "{reasons:?}");
+        assert!(reasons[2].contains("key \"words\" holds \\u0000"), "{reasons:?}");
+    }
+}
+
+/// Puts `key` into `doc` mostly with `value`, now and then as `null` or
+/// not at all.
+fn put(
+    doc: &mut serde_json::Map<String, serde_json::Value>,
+    rng: &mut crate::util::Rng,
+    key: &str,
+    value: serde_json::Value,
+) {
+    match rng.below(8) {
+        0 => {}
+        1 => drop(doc.insert(key.into(), serde_json::Value::Null)),
+        _ => drop(doc.insert(key.into(), value)),
+    }
+}
+
 /// `--columns` picks keys (the others are left out) and is checked against
 /// the first documents; keys that are not columns, and `--header`, stop the
 /// load before anything loads, saying what to do.

@@ -26,7 +26,7 @@
 
 mod clean;
 
-use memchr::{memchr, memchr3};
+use memchr::{memchr, memchr2, memchr3};
 
 use super::{FormatKind, FormatOptions};
 
@@ -137,11 +137,10 @@ pub struct Element {
     codec: Codec,
 }
 
-/// The element types arrays are encoded for: those whose values need no
-/// quoting in an array literal, or only for spaces and commas (bytea,
-/// bit strings and JSON, whose array literals are mostly escaped, are left
-/// to the server). OIDs are PostgreSQL's fixed ones for built-in types.
-static ELEMENTS: [Element; 21] = [
+/// The element types arrays are encoded for (bit strings, whose length
+/// the column's modifier checks, are left to the server). OIDs are
+/// PostgreSQL's fixed ones for built-in types.
+static ELEMENTS: [Element; 24] = [
     Element { name: "smallint", oid: 21, codec: Codec::Int2 },
     Element { name: "integer", oid: 23, codec: Codec::Int4 },
     Element { name: "bigint", oid: 20, codec: Codec::Int8 },
@@ -163,6 +162,9 @@ static ELEMENTS: [Element; 21] = [
     Element { name: "cidr", oid: 650, codec: Codec::Cidr },
     Element { name: "macaddr", oid: 829, codec: Codec::MacAddr },
     Element { name: "macaddr8", oid: 774, codec: Codec::MacAddr8 },
+    Element { name: "json", oid: 114, codec: Codec::Json },
+    Element { name: "jsonb", oid: 3802, codec: Codec::Jsonb },
+    Element { name: "bytea", oid: 17, codec: Codec::Bytea },
 ];
 
 /// timestamptz elements in a session whose time zone is UTC (see
@@ -1879,59 +1881,162 @@ fn escaped_bytes(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
     Some(())
 }
 
-/// A one-dimensional array literal whose elements are unquoted, or quoted
-/// without escapes (`{1,2,NULL}`, `{"a b",c}`), in the array's binary form:
-/// dimensions, null flag, element type, size and lower bound 1, then each
-/// element as a field. Anything else the server's `array_in` reads is left
-/// to it: spaces outside quotes (which it trims), backslashes, nested
-/// arrays, explicit bounds (`[0:1]={...}`), an empty element.
+/// The most dimensions an array has (the server's `MAXDIM`).
+const MAX_DIMENSIONS: usize = 6;
+
+/// An array literal whose elements are unquoted, or quoted with
+/// backslash escapes (`{1,2,NULL}`, `{"a b","say \"hi\""}`), one array or
+/// sub-arrays of equal lengths to six dimensions (`{{1,2},{3,4}}`), in the
+/// array's binary form: dimensions, null flag, element type, each
+/// dimension's size and lower bound 1, then each element as a field in
+/// order. Anything else the server's `array_in` reads is left to it:
+/// spaces outside quotes (which it trims), backslashes outside quotes,
+/// explicit bounds (`[0:1]={...}`), empty sub-arrays, an empty element;
+/// so are sub-arrays of unequal lengths, which it refuses with its own
+/// reason. Why escapes and dimensions: JSON arrays loaded into array
+/// columns (`format::documents`) are written so, and every such chunk
+/// went as text.
 fn array(element: &Element, text: &[u8], out: &mut Vec<u8>) -> Option<()> {
-    let inner = text.strip_prefix(b"{")?.strip_suffix(b"}")?;
     let start = out.len();
-    // The field's length and the header, written once the elements are.
+    // The field's length and the header for one dimension, written once
+    // the elements are.
     out.extend_from_slice(&[0; 24]);
-    let (mut size, mut nulls) = (0i32, false);
-    let mut rest = inner;
-    while !inner.is_empty() {
-        let (item, quoted, after) = match rest.strip_prefix(b"\"") {
-            Some(quoted) => {
-                let close = memchr(b'"', quoted)?;
-                (&quoted[..close], true, &quoted[close + 1..])
-            }
-            None => {
-                let end = memchr(b',', rest).unwrap_or(rest.len());
-                (&rest[..end], false, &rest[end..])
-            }
-        };
-        let plain = |b: &u8| !b"{}\"\\ \t\n\r\x0b\x0c".contains(b);
-        if (quoted && item.contains(&b'\\')) || (!quoted && (item.is_empty() || !item.iter().all(plain))) {
-            return None;
-        }
-        if !quoted && item.eq_ignore_ascii_case(b"NULL") {
-            out.extend_from_slice(&(-1i32).to_be_bytes());
-            nulls = true;
-        } else {
-            encode_value(element.codec, item, out).ok()?;
-        }
-        size += 1;
-        match after {
-            [] => break,
-            [b',', next @ ..] => rest = next,
-            _ => return None,
-        }
+    let mut shape = Shape::default();
+    if !sub_array(element, text, 0, &mut shape, out)?.is_empty() {
+        return None;
     }
-    let dimensions = i32::from(size > 0);
-    let header = [dimensions, i32::from(nulls), element.oid as i32, size, 1];
-    for (at, word) in header.iter().enumerate() {
-        out[start + 4 + 4 * at..][..4].copy_from_slice(&word.to_be_bytes());
-    }
-    if size == 0 {
+    let dimensions = shape.dimensions;
+    match dimensions {
         // No dimensions: no size and lower bound either.
-        out.truncate(start + 16);
+        0 => out.truncate(start + 16),
+        1 => {}
+        _ => drop(out.splice(start + 24..start + 24, std::iter::repeat(0).take(8 * (dimensions - 1)))),
+    }
+    let header = [dimensions as i32, i32::from(shape.nulls), element.oid as i32];
+    let bounds = shape.sizes[..dimensions].iter().flat_map(|&size| [size, 1]);
+    for (at, word) in header.into_iter().chain(bounds).enumerate() {
+        out[start + 4 + 4 * at..][..4].copy_from_slice(&word.to_be_bytes());
     }
     let len = (out.len() - start - 4) as i32;
     out[start..start + 4].copy_from_slice(&len.to_be_bytes());
     Some(())
+}
+
+/// What an array literal's braces said so far.
+#[derive(Default)]
+struct Shape {
+    /// Known once the first element is reached (the depth of its braces).
+    dimensions: usize,
+    /// Each dimension's size, 0 until a sub-array at that depth has ended.
+    sizes: [i32; MAX_DIMENSIONS],
+    nulls: bool,
+}
+
+/// Reads the braces at the front of `text` at `depth` (0 for the whole
+/// array), appending their elements; returns what follows the closing
+/// brace, or `None` for what [`array`] leaves to the server.
+fn sub_array<'t>(
+    element: &Element,
+    text: &'t [u8],
+    depth: usize,
+    shape: &mut Shape,
+    out: &mut Vec<u8>,
+) -> Option<&'t [u8]> {
+    let mut rest = text.strip_prefix(b"{")?;
+    if let Some(after) = rest.strip_prefix(b"}") {
+        // Only the whole array may be empty.
+        return (depth == 0).then_some(after);
+    }
+    let mut count = 0;
+    loop {
+        if rest.first() == Some(&b'{') {
+            if depth + 1 == MAX_DIMENSIONS || (shape.dimensions != 0 && depth + 1 >= shape.dimensions) {
+                return None;
+            }
+            rest = sub_array(element, rest, depth + 1, shape, out)?;
+        } else {
+            if shape.dimensions == 0 {
+                shape.dimensions = depth + 1;
+            } else if shape.dimensions != depth + 1 {
+                return None;
+            }
+            rest = array_element(element, rest, &mut shape.nulls, out)?;
+        }
+        count += 1;
+        match rest {
+            [b',', next @ ..] => rest = next,
+            [b'}', next @ ..] => {
+                rest = next;
+                break;
+            }
+            _ => return None,
+        }
+    }
+    match &mut shape.sizes[depth] {
+        size @ 0 => *size = count,
+        size => (*size == count).then_some(())?,
+    }
+    Some(rest)
+}
+
+/// Appends the element at the front of `text` (quoted, or unquoted up to a
+/// comma or closing brace); returns what follows it.
+fn array_element<'t>(element: &Element, text: &'t [u8], nulls: &mut bool, out: &mut Vec<u8>) -> Option<&'t [u8]> {
+    if let Some(quoted) = text.strip_prefix(b"\"") {
+        let close = closing_quote(quoted)?;
+        let inner = &quoted[..close];
+        if memchr(b'\\', inner).is_none() {
+            encode_value(element.codec, inner, out).ok()?;
+        } else {
+            encode_value(element.codec, &unescape_quoted(inner), out).ok()?;
+        }
+        return Some(&quoted[close + 1..]);
+    }
+    let end = memchr2(b',', b'}', text).unwrap_or(text.len());
+    let item = &text[..end];
+    let plain = |b: &u8| !b"{}\"\\ \t\n\r\x0b\x0c".contains(b);
+    if item.is_empty() || !item.iter().all(plain) {
+        return None;
+    }
+    if item.eq_ignore_ascii_case(b"NULL") {
+        out.extend_from_slice(&(-1i32).to_be_bytes());
+        *nulls = true;
+    } else {
+        encode_value(element.codec, item, out).ok()?;
+    }
+    Some(&text[end..])
+}
+
+/// Where the quote that ends a quoted array element is in `quoted` (the
+/// text after the opening quote): the first not escaped by a backslash.
+fn closing_quote(quoted: &[u8]) -> Option<usize> {
+    let mut from = 0;
+    loop {
+        let at = from + memchr2(b'"', b'\\', &quoted[from..])?;
+        if quoted[at] == b'"' {
+            return Some(at);
+        }
+        from = at + 2;
+        if from > quoted.len() {
+            return None;
+        }
+    }
+}
+
+/// A quoted array element's text with each backslash taken as making the
+/// next byte itself, as `array_in` reads it.
+fn unescape_quoted(inner: &[u8]) -> Vec<u8> {
+    let mut text = Vec::with_capacity(inner.len());
+    let mut escaped = false;
+    for &b in inner {
+        if b == b'\\' && !escaped {
+            escaped = true;
+            continue;
+        }
+        escaped = false;
+        text.push(b);
+    }
+    text
 }
 
 /// A range as `range_send` writes it: a flags byte, then each finite
@@ -2888,7 +2993,8 @@ mod tests {
         assert_eq!(Codec::for_type("integer[]"), Some(Codec::Array(&ELEMENTS[1])));
         assert_eq!(Codec::for_type("character(3)[]").map(|c| c.sql_name()), Some("array"));
         assert_eq!(Codec::for_type("numeric(5,2)[]"), Some(Codec::Array(&ELEMENTS[5])));
-        assert_eq!(Codec::for_type("json[]"), None);
+        assert_eq!(Codec::for_type("jsonb[]").map(|c| c.sql_name()), Some("array"));
+        assert_eq!(Codec::for_type("bit(2)[]"), None);
         assert_eq!(Codec::for_type("mydomain[]"), None);
         assert_eq!(Codec::for_type("[]"), None);
         assert_eq!(Codec::for_type("bytea"), Some(Codec::Bytea));
@@ -3020,15 +3126,46 @@ mod tests {
         );
         assert_eq!(value("character varying(3)[]", "{é}").unwrap()[12..16], int(1043)[..]);
         assert_eq!(value("character(2)[]", "{x}").unwrap()[12..16], int(1042)[..]);
-        // What array_in reads otherwise (trimming, escapes, dimensions) or
-        // refuses, and elements the element's codec is unsure of.
+        assert_eq!(
+            value("text[]", r#"{"say \"hi\"","a\\b\c",""}"#),
+            Some(expect(&[header(1, 0, 25), int(3), int(1), text(r#"say "hi""#), text(r"a\bc"), text("")])),
+            "a backslash makes the next byte itself"
+        );
+        let int4 = |v: i32| [int(4), int(v)].concat();
+        assert_eq!(
+            value("integer[]", "{{1,2,3},{4,NULL,6}}"),
+            Some(expect(&[
+                header(2, 1, 23),
+                [int(2), int(1), int(3), int(1)].concat(),
+                [int4(1), int4(2), int4(3), int4(4), int(-1), int4(6)].concat(),
+            ])),
+            "dimensions: sizes and lower bounds, then the elements in order"
+        );
+        let jsonb = |s: &str| [int(s.len() as i32 + 1), vec![1], s.as_bytes().to_vec()].concat();
+        assert_eq!(
+            value("jsonb[]", r#"{"{\"k\":[1]}",NULL,"\"s\""}"#),
+            Some(expect(&[header(1, 1, 3802), int(3), int(1), jsonb(r#"{"k":[1]}"#), int(-1), jsonb(r#""s""#)]))
+        );
+        assert_eq!(value("integer[]", "{{{{{{1}}}}}}").unwrap()[4..8], int(6)[..], "six dimensions");
+        // What array_in reads otherwise (trimming, escapes outside quotes,
+        // bounds, empty sub-arrays) or refuses, and elements the element's
+        // codec is unsure of.
         for unsure in [
             "{1, 2}",
             " {1}",
             "{1} ",
             r"{a\,b}",
             r#"{"a\"b"}"#,
-            "{{1,2},{3,4}}",
+            r#"{"1\"}"#,
+            "{{1,2},{3}}",
+            "{{1,2},3}",
+            "{1,{2}}",
+            "{{1},{{2}}}",
+            "{{}}",
+            "{{1},{}}",
+            "{{{{{{{1}}}}}}}",
+            "{{1}}}",
+            "{{1}",
             "[0:1]={1,2}",
             "{1,}",
             "{,1}",

@@ -8,7 +8,8 @@
 //! numbers stay those of the input. A string value goes as its text, a
 //! number or `true`/`false` as written, an object or array as its JSON, a
 //! `null` or a missing key as NULL; a json or jsonb column gets every
-//! value as JSON (a string with its quotes). A line that is not a JSON
+//! value as JSON (a string with its quotes), and an array column a JSON
+//! array as an array literal (see [`array_literal`]). A line that is not a JSON
 //! object, has a key twice, a key no loaded column has (unless the columns
 //! were named with `--columns`, which leaves other keys out), or a value
 //! with `\u0000` (text cannot hold it) is passed on as a marked line
@@ -47,21 +48,21 @@ pub struct DocumentColumns {
     pub columns: Vec<String>,
     /// Each column's key in the documents.
     pub keys: Vec<String>,
-    /// The column is json or jsonb: its value goes as JSON.
-    pub as_json: Vec<bool>,
+    /// How each column takes its key's values.
+    pub kinds: Vec<ColumnKind>,
     /// Keys no loaded column has are left out (the columns were named),
     /// instead of rejecting the document.
     pub other_keys_left_out: bool,
 }
 
 impl DocumentColumns {
-    /// `(column, key, is json)` for each loaded column.
-    pub fn new(pairs: Vec<(String, String, bool)>, other_keys_left_out: bool) -> DocumentColumns {
+    /// `(column, key, kind)` for each loaded column.
+    pub fn new(pairs: Vec<(String, String, ColumnKind)>, other_keys_left_out: bool) -> DocumentColumns {
         let mut columns = DocumentColumns { other_keys_left_out, ..DocumentColumns::default() };
-        for (column, key, as_json) in pairs {
+        for (column, key, kind) in pairs {
             columns.columns.push(column);
             columns.keys.push(key);
-            columns.as_json.push(as_json);
+            columns.kinds.push(kind);
         }
         columns
     }
@@ -77,12 +78,45 @@ impl DocumentColumns {
     }
 }
 
+/// How a column takes its key's values, from the column's type.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ColumnKind {
+    /// A string as its text, anything else as written.
+    #[default]
+    Plain,
+    /// json or jsonb: every value as JSON.
+    Json,
+    /// An array: a JSON array as an array literal, nested arrays as its
+    /// dimensions.
+    Array,
+    /// An array of json or jsonb: a JSON array as an array literal whose
+    /// elements are each one JSON value (nested arrays included: a column
+    /// of JSON arrays is likelier than a two-dimensional array of JSON).
+    JsonArray,
+}
+
+impl ColumnKind {
+    /// The kind of a column of SQL type `ty` (as `format_type` writes it:
+    /// `integer[]`, `jsonb[]`).
+    pub fn of_type(ty: &str) -> ColumnKind {
+        let json = |t: &str| t == "json" || t == "jsonb";
+        match ty.strip_suffix("[]") {
+            Some(element) if json(element) => ColumnKind::JsonArray,
+            Some(_) => ColumnKind::Array,
+            None if json(ty) => ColumnKind::Json,
+            None => ColumnKind::Plain,
+        }
+    }
+}
+
 /// Where a document's values are while it is read: for each loaded
 /// column, its value's byte range in the line. Kept by the reader so that
 /// nothing is allocated per line.
 #[derive(Debug, Default)]
 pub struct Workspace {
     values: Vec<Option<(usize, usize)>>,
+    /// An array literal, before it is escaped for the text format.
+    literal: Vec<u8>,
 }
 
 /// Appends `line` (without its line end) as a text-format record with its
@@ -119,18 +153,27 @@ pub fn convert_line(
         if i > 0 {
             out.push(b'\t');
         }
+        let kind = columns.kinds[i];
         let written = match value.map(|(from, to)| &line[from..to]) {
             None | Some("null") => {
                 out.extend_from_slice(b"\\N");
                 Ok(())
             }
+            Some(raw) if raw.starts_with('[') && matches!(kind, ColumnKind::Array | ColumnKind::JsonArray) => {
+                work.literal.clear();
+                let read = array_literal(raw, kind == ColumnKind::JsonArray, &columns.keys[i], &mut work.literal);
+                read.map(|()| escape_text(&work.literal, out))
+            }
             // JSON as written: inside strings, escapes stay escapes, and
             // between values there may be tabs.
-            Some(raw) if columns.as_json[i] || raw.starts_with(['{', '[']) => {
+            Some(raw) if kind == ColumnKind::Json || raw.starts_with(['{', '[']) => {
                 escape_text(raw.as_bytes(), out);
                 Ok(())
             }
-            Some(raw) if raw.starts_with('"') => string_value(raw, &columns.keys[i], out),
+            Some(raw) if raw.starts_with('"') => string_text(raw, &columns.keys[i]).map(|text| match text {
+                Cow::Borrowed(text) => out.extend_from_slice(text.as_bytes()),
+                Cow::Owned(text) => escape_text(text.as_bytes(), out),
+            }),
             // A number, true or false: nothing to escape.
             Some(raw) => {
                 out.extend_from_slice(raw.as_bytes());
@@ -146,21 +189,58 @@ pub fn convert_line(
     Ok(())
 }
 
-/// A JSON string's text, escaped for the text format. Without a backslash
-/// it is its text as written, which JSON keeps free of control characters,
-/// so there is nothing to escape.
-fn string_value(raw: &str, key: &str, out: &mut Vec<u8>) -> Result<(), String> {
+/// A JSON string's text. Without a backslash it is its text as written,
+/// which JSON keeps free of control characters, so nothing is decoded (nor,
+/// for the text format, escaped).
+fn string_text<'r>(raw: &'r str, key: &str) -> Result<Cow<'r, str>, String> {
     let inner = &raw[1..raw.len() - 1];
     if memchr::memchr(b'\\', inner.as_bytes()).is_none() {
-        out.extend_from_slice(inner.as_bytes());
-        return Ok(());
+        return Ok(Cow::Borrowed(inner));
     }
     let text = serde_json::from_str::<String>(raw).map_err(|e| not_a_document(&e))?;
     if text.contains('\0') {
         return Err(format!("the value of key \"{key}\" holds \\u0000, which PostgreSQL cannot store in text"));
     }
-    escape_text(text.as_bytes(), out);
+    Ok(Cow::Owned(text))
+}
+
+/// A JSON array (`raw`) as a PostgreSQL array literal, into `out`:
+/// `[1,null,"a \"b\"",[2]]` is `{1,NULL,"a \"b\"",{2}}`. Strings are
+/// quoted, so `"NULL"` and `"a,b"` stay strings; a nested array is a
+/// dimension (the server refuses sub-arrays of unequal lengths); an object
+/// is its JSON, quoted. With `json_elements` each element but `null` is
+/// its JSON, quoted. Why not leave the array as JSON: `[1,2]` is no array
+/// literal, so every row with an array was rejected.
+fn array_literal(raw: &str, json_elements: bool, key: &str, out: &mut Vec<u8>) -> Result<(), String> {
+    let elements: Vec<&RawValue> = serde_json::from_str(raw).map_err(|e| not_a_document(&e))?;
+    out.push(b'{');
+    for (n, element) in elements.iter().map(|e| e.get()).enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        match element.as_bytes()[0] {
+            _ if element == "null" => out.extend_from_slice(b"NULL"),
+            _ if json_elements => quoted_element(element, out),
+            b'[' => array_literal(element, false, key, out)?,
+            b'"' => quoted_element(&string_text(element, key)?, out),
+            b'{' => quoted_element(element, out),
+            _ => out.extend_from_slice(element.as_bytes()),
+        }
+    }
+    out.push(b'}');
     Ok(())
+}
+
+/// An array element in double quotes, its quotes and backslashes escaped.
+fn quoted_element(text: &str, out: &mut Vec<u8>) {
+    out.push(b'"');
+    for &b in text.as_bytes() {
+        if b == b'"' || b == b'\\' {
+            out.push(b'\\');
+        }
+        out.push(b);
+    }
+    out.push(b'"');
 }
 
 /// serde_json's reason, with the column in the line (a document is one
@@ -518,14 +598,42 @@ mod tests {
     use crate::test_support::Trickle;
 
     fn columns(left_out: bool) -> DocumentColumns {
-        let pair = |c: &str, json| (c.to_string(), c.to_string(), json);
-        DocumentColumns::new(vec![pair("id", false), pair("name", false), pair("doc", true)], left_out)
+        let pair = |c: &str, kind| (c.to_string(), c.to_string(), kind);
+        let pairs = vec![pair("id", ColumnKind::Plain), pair("name", ColumnKind::Plain), pair("doc", ColumnKind::Json)];
+        DocumentColumns::new(pairs, left_out)
     }
 
     fn converted(line: &str, left_out: bool) -> Result<String, String> {
+        converted_into(line, &columns(left_out))
+    }
+
+    fn converted_into(line: &str, columns: &DocumentColumns) -> Result<String, String> {
         let mut out = Vec::new();
         let mut work = Workspace::default();
-        convert_line(line.as_bytes(), &columns(left_out), &mut work, &mut out).map(|()| String::from_utf8(out).unwrap())
+        convert_line(line.as_bytes(), columns, &mut work, &mut out).map(|()| String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn arrays_go_to_array_columns_as_array_literals() {
+        let kinds = [("a", "integer[]"), ("j", "jsonb[]"), ("t", "text")];
+        let pairs = kinds.iter().map(|(c, ty)| (c.to_string(), c.to_string(), ColumnKind::of_type(ty))).collect();
+        let columns = DocumentColumns::new(pairs, false);
+        let convert = |line: &str| converted_into(line, &columns);
+        let fields = [
+            r#"{1,NULL,"NULL","a,\\"b\\\\c\td","{\\"k\\":1}",{}}"#,
+            r#"{"{\\"k\\":\\"v\\"}","\\"s\\"","[1]",NULL,"2"}"#,
+            "[1]",
+        ];
+        assert_eq!(
+            convert(
+                r#"{"a":[1, null, "NULL", "a,\"b\\c\td", {"k":1}, []],"j":[{"k":"v"}, "s", [1], null, 2],"t":[1]}"#
+            ),
+            Ok(fields.join("\t") + "\n")
+        );
+        assert_eq!(convert(r#"{"a":[[1,2],[3,4]]}"#).unwrap(), "{{1,2},{3,4}}\t\\N\t\\N\n", "dimensions");
+        assert_eq!(convert(r#"{"a":"{5,6}"}"#).unwrap(), "{5,6}\t\\N\t\\N\n", "a string as its text");
+        let reason = convert(r#"{"a":[["x\u0000"]]}"#).unwrap_err();
+        assert!(reason.contains("key \"a\" holds \\u0000"), "{reason}");
     }
 
     #[test]

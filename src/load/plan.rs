@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use crate::error::Error;
 use crate::format::binary::{unescape_text, BinaryEncoder, DateOrder};
-use crate::format::documents::{self, DocumentColumns};
+use crate::format::documents::{self, ColumnKind, DocumentColumns};
 use crate::format::{FormatKind, FormatOptions, COMMON_DELIMITERS};
 use crate::sink::postgres::TableInfo;
 use crate::source::Source;
@@ -80,7 +80,7 @@ pub fn whole_documents<'h>(table: &TableInfo, given: Option<&[String]>, head: im
 }
 
 fn is_json(ty: &str) -> bool {
-    ty == "json" || ty == "jsonb"
+    ColumnKind::of_type(ty) == ColumnKind::Json
 }
 
 /// Which key of the documents goes to which column: those `--columns`
@@ -98,7 +98,7 @@ pub fn document_columns(
     let keys = documents::keys_in(head);
     let head_size = crate::report::human_bytes(head.len() as u64);
     let column_type = |name: &str| table.columns.iter().find(|(n, _)| n == name).map_or("", |(_, ty)| ty.as_str());
-    let mut pairs: Vec<(String, String, bool)> = Vec::new();
+    let mut pairs: Vec<(String, String, ColumnKind)> = Vec::new();
     let wanted: Vec<(String, u64)> = match given {
         Some(names) => names.iter().map(|n| (n.trim().to_string(), 0)).collect(),
         None if keys.is_empty() => {
@@ -133,8 +133,8 @@ pub fn document_columns(
                 table.display()
             )));
         }
-        let json = is_json(column_type(&column));
-        pairs.push((column, key, json));
+        let kind = ColumnKind::of_type(column_type(&column));
+        pairs.push((column, key, kind));
     }
     Ok(DocumentColumns::new(pairs, given.is_some()))
 }
