@@ -26,6 +26,38 @@ fn transactions_with_bad(rows: u64) -> (Vec<u8>, u64, u64) {
     (data, good, sum)
 }
 
+/// The same rows as [`transactions_with_bad`] as JSON lines for the
+/// table's columns, keys in turns of order, with a string in a number's
+/// place (rejected by the server) or a document cut short (rejected by
+/// sluice) in turn on every 997th line.
+fn transactions_documents_with_bad(rows: u64) -> (Vec<u8>, u64, u64) {
+    let mut data = Vec::new();
+    let (mut good, mut sum) = (0, 0);
+    for i in 1..=rows {
+        let line = match (i % 997, i / 997 % 2, i % 3) {
+            (0, 0, _) => format!(r#"{{"tid":"x{i}","mssinceunixepoch":1,"amount":2,"description":"bad"}}"#),
+            (0, _, _) => format!(r#"{{"tid":{i},"mssinceunixepoch":1,"descr"#),
+            (_, _, 0) => format!(
+                r#"{{"description":"d\t{i}","amount":{},"tid":{i},"mssinceunixepoch":{}}}"#,
+                i % 500,
+                10_000 + i
+            ),
+            _ => format!(
+                r#"{{"tid":{i},"mssinceunixepoch":{},"amount":{},"description":"description-{i}"}}"#,
+                10_000 + i,
+                i % 500
+            ),
+        };
+        if i % 997 != 0 {
+            good += 1;
+            sum += i;
+        }
+        data.extend_from_slice(line.as_bytes());
+        data.push(b'\n');
+    }
+    (data, good, sum)
+}
+
 struct Fixture {
     db: TestDb,
     args: Vec<String>,
@@ -38,12 +70,14 @@ fn fixture(rows: u64, extra: &[&str]) -> Fixture {
     fixture_in_files(rows, 1, extra)
 }
 
-/// [`fixture`] with the rows split among `files` files, loaded by a glob.
+/// [`fixture`] with the rows split among `files` files, loaded by a glob;
+/// with 0, in one file as JSON lines ([`transactions_documents_with_bad`]).
 fn fixture_in_files(rows: u64, files: usize, extra: &[&str]) -> Fixture {
     let db = TestDb::new();
     db.execute(&sluice::gen::Dataset::Transactions.ddl("t"));
     let (data, good, sum) = transactions_with_bad(rows);
     let input = match files {
+        0 => db.file("t.jsonl", &transactions_documents_with_bad(rows).0),
         1 => db.file("t.tsv", &data),
         _ => {
             let lines: Vec<&[u8]> = data.split_inclusive(|&b| b == b'\n').collect();
@@ -130,6 +164,27 @@ fn kill_at_random_moments_then_resume_loads_exactly_once() {
     assert_eq!(again.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&again.stderr).contains("already finished"));
     f.assert_exact();
+}
+
+/// The same for JSON lines into typed columns, whose lines are converted
+/// as they are read and whose rejects are taken from the lines as they
+/// were: each document is loaded or rejected once however the runs were
+/// cut short.
+#[test]
+fn kill_at_random_moments_of_a_documents_load_then_resume_loads_exactly_once() {
+    let f = fixture_in_files(if cfg!(debug_assertions) { 1_000_000 } else { 2_000_000 }, 0, &[]);
+    let killed = f.kill_after_each(moments(12, 11));
+    assert!(killed >= 6, "only {killed} of 12 runs were killed mid-load: the test lost its teeth");
+    let out = f.spawn().wait_with_output().unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+    f.assert_exact();
+    let text = "SELECT count(*) FROM t WHERE tid % 3 = 0 AND description = E'd\\t' || tid";
+    let reordered = (1..=f.good + f.bad).filter(|i| i % 3 == 0 && i % 997 != 0).count();
+    assert_eq!(f.db.scalar(text), reordered.to_string(), "escapes in documents whose keys came in another order");
+    let file = std::fs::read_to_string(f.db.dir.path().join("t.rejects.jsonl")).unwrap();
+    let cut = file.lines().filter(|l| l.contains("not a JSON document: EOF while parsing")).count() as u64;
+    let cut_short = (1..=f.bad).filter(|k| k % 2 == 1).count() as u64;
+    assert_eq!(cut, cut_short, "the documents cut short (every other 997th line), rejected by sluice");
 }
 
 /// The same across thousands of small files, which share batches (one COPY

@@ -84,6 +84,12 @@ pub enum ColumnKind {
     /// A string as its text, anything else as written.
     #[default]
     Plain,
+    /// smallint, integer or bigint: as [`ColumnKind::Plain`], but a number
+    /// written with a fraction of zeros (`3.0`) as the integer it is.
+    /// Why: JSON has one number type, and writers such as pandas write an
+    /// integer column that has a missing value as floats, which the
+    /// server's integer input refuses.
+    Integer,
     /// json or jsonb: every value as JSON.
     Json,
     /// An array: a JSON array as an array literal, nested arrays as its
@@ -104,6 +110,7 @@ impl ColumnKind {
             Some(element) if json(element) => ColumnKind::JsonArray,
             Some(_) => ColumnKind::Array,
             None if json(ty) => ColumnKind::Json,
+            None if matches!(ty, "smallint" | "integer" | "bigint") => ColumnKind::Integer,
             None => ColumnKind::Plain,
         }
     }
@@ -176,6 +183,7 @@ pub fn convert_line(
             }),
             // A number, true or false: nothing to escape.
             Some(raw) => {
+                let raw = if kind == ColumnKind::Integer { whole_number(raw) } else { raw };
                 out.extend_from_slice(raw.as_bytes());
                 Ok(())
             }
@@ -202,6 +210,15 @@ fn string_text<'r>(raw: &'r str, key: &str) -> Result<Cow<'r, str>, String> {
         return Err(format!("the value of key \"{key}\" holds \\u0000, which PostgreSQL cannot store in text"));
     }
     Ok(Cow::Owned(text))
+}
+
+/// A JSON number whose fraction is all zeros without it (`-3.00` is
+/// `-3`); any other value as it is.
+fn whole_number(raw: &str) -> &str {
+    match raw.split_once('.') {
+        Some((whole, fraction)) if !fraction.is_empty() && fraction.bytes().all(|b| b == b'0') => whole,
+        _ => raw,
+    }
 }
 
 /// A JSON array (`raw`) as a PostgreSQL array literal, into `out`:
@@ -634,6 +651,16 @@ mod tests {
         assert_eq!(convert(r#"{"a":"{5,6}"}"#).unwrap(), "{5,6}\t\\N\t\\N\n", "a string as its text");
         let reason = convert(r#"{"a":[["x\u0000"]]}"#).unwrap_err();
         assert!(reason.contains("key \"a\" holds \\u0000"), "{reason}");
+    }
+
+    #[test]
+    fn whole_numbers_written_as_decimals_go_to_integer_columns_as_integers() {
+        let whole = DocumentColumns::new(vec![("n".into(), "n".into(), ColumnKind::of_type("bigint"))], false);
+        let convert = |line: &str| converted_into(line, &whole);
+        assert_eq!(convert(r#"{"n":-3.00}"#), Ok("-3\n".into()), "a whole number written as a decimal");
+        for kept in ["3.5", "3.0e2", "1e3", "true", "30"] {
+            assert_eq!(convert(&format!(r#"{{"n":{kept}}}"#)), Ok(format!("{kept}\n")), "as written");
+        }
     }
 
     #[test]
