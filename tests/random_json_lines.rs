@@ -3,7 +3,9 @@
 //! quote and delimiter no valid document holds raw (the field reports'
 //! trick): every document arrives byte for byte (json) or as the server
 //! reads it (jsonb), whatever escapes it holds, and exactly the bad lines
-//! are rejected, among them lines holding those two raw bytes.
+//! are rejected, among them lines holding those two raw bytes. Documents
+//! whose keys name typed columns load as the server takes the good ones
+//! apart.
 
 use std::collections::BTreeSet;
 
@@ -225,4 +227,143 @@ fn check_case(db: &TestDb, rng: &mut Rng, case: usize, options: &Options) {
     assert_eq!(differ, "0", "{context}: sluice's documents differ from psql's load of the good lines");
     assert_eq!(db.count("got") + bad_lines.len() as u64, lines as u64, "{context}");
     assert_eq!(rejected, bad_lines, "{context}: the rejects are not the bad lines");
+}
+
+/// The typed columns' table, and the same values as the server takes
+/// them apart from the good documents loaded whole as json (which keeps
+/// each value's text as written).
+const TYPED_TABLE: &str = "a text, b jsonb, c bigint, d text[]";
+const TYPED_ORACLE: &str = "SELECT \
+    CASE json_typeof(doc->'a') WHEN 'string' THEN doc->>'a' WHEN 'null' THEN NULL ELSE (doc->'a')::text END, \
+    CASE WHEN json_typeof(doc->'b') <> 'null' THEN (doc->'b')::jsonb END, \
+    (doc->>'c')::numeric::bigint, \
+    CASE WHEN json_typeof(doc->'d') = 'array' THEN ARRAY(SELECT e FROM json_array_elements_text(doc->'d') \
+      WITH ORDINALITY AS x(e, n) ORDER BY n) END \
+    FROM staged";
+
+/// Random documents whose keys name typed columns (any JSON into text and
+/// jsonb, whole numbers into bigint, flat arrays into text[]), keys in any
+/// order or missing, with random options, and bad lines sluice or the
+/// server refuses: each loads as the server takes the good documents apart.
+#[test]
+fn random_json_lines_load_into_typed_columns_as_the_server_takes_them_apart() {
+    let mut rng = Rng(fuzz_seed() ^ 0x7E9ED);
+    let db = TestDb::new();
+    for case in 0..CASES {
+        let options = Options::random(&mut rng);
+        let named = rng.below(2) == 0;
+        let context = format!("typed case {case} (FUZZ_SEED={}), --columns {named}: {options:?}", fuzz_seed());
+        db.execute(&format!(
+            "DROP TABLE IF EXISTS got, want, staged; CREATE TABLE got ({TYPED_TABLE}); CREATE TABLE want (LIKE got); \
+             CREATE TABLE staged (doc json)"
+        ));
+        let end: &[u8] = if options.crlf { b"\r\n" } else { b"\n" };
+        let (mut inputs, mut good, mut bad_lines) = (CaseInputs::default(), Vec::new(), BTreeSet::new());
+        let mut lines = 0;
+        for file in 0..options.files {
+            let name = match options.stdin && file == 0 {
+                true => "-".to_string(),
+                false => format!("typed{case}-{file}.jsonl"),
+            };
+            let mut bytes = if options.bom { "\u{feff}".as_bytes().to_vec() } else { Vec::new() };
+            for number in 1..=100 + rng.below(600) as usize {
+                lines += 1;
+                let (line, bad) = typed_line(&mut rng, named);
+                if bad {
+                    bad_lines.insert((name.clone(), number));
+                } else {
+                    good.extend(&line);
+                    good.extend(end);
+                }
+                bytes.extend(line);
+                bytes.extend(end);
+            }
+            inputs.add(&db, &mut rng, &name, bytes);
+        }
+        let mut flags: Vec<String> = ["--format", "jsonl", "--chunk-size", options.chunk_size, "--workers"]
+            .iter()
+            .chain(&[options.workers, "--copy-format", options.copy_format])
+            .map(|s| s.to_string())
+            .collect();
+        if named {
+            flags.extend(["--columns".to_string(), "d,c,b,a".to_string()]);
+        }
+        let rejected = inputs.load(&db, &format!("typed{case}.rejects.jsonl"), &flags, !bad_lines.is_empty(), &context);
+        db.psql_copy("staged", &db.file(&format!("typed{case}-good"), &good), PSQL_OPTIONS);
+        db.execute(&format!("INSERT INTO want {TYPED_ORACLE}"));
+        let differ = db.scalar(
+            "SELECT count(*) FROM ((TABLE got EXCEPT ALL TABLE want) UNION ALL (TABLE want EXCEPT ALL TABLE got)) d",
+        );
+        assert_eq!(differ, "0", "{context}: sluice's rows differ from the server's reading of the good documents");
+        assert_eq!(db.count("got") + bad_lines.len() as u64, lines as u64, "{context}");
+        assert_eq!(rejected, bad_lines, "{context}: the rejects are not the bad lines");
+    }
+}
+
+/// One document for the typed columns, keys in random order, each now
+/// and then missing or `null` (and, when the columns are named, a key no
+/// column has, which is left out); or now and then a bad line.
+fn typed_line(rng: &mut Rng, named: bool) -> (Vec<u8>, bool) {
+    let whole = |rng: &mut Rng| {
+        let n = (rng.next() as i64 >> rng.below(63)).to_string();
+        match rng.below(4) {
+            0 => format!("{n}.0"),
+            1 => format!("{n}.000"),
+            _ => n,
+        }
+    };
+    let flat = |rng: &mut Rng| {
+        let items: Vec<Vec<u8>> = (0..rng.below(4))
+            .map(|_| match rng.below(5) {
+                0 => rng.pick(&["null", "12", "-0", "1e10", "true"]).as_bytes().to_vec(),
+                1 => object(rng, 1),
+                _ => string(rng),
+            })
+            .collect();
+        [b"[".as_slice(), &items.join(rng.pick(&[",", ", "]).as_bytes()), b"]"].concat()
+    };
+    let mut fields: Vec<(&str, Vec<u8>)> =
+        vec![("a", value(rng, 2)), ("b", value(rng, 2)), ("c", whole(rng).into_bytes()), ("d", flat(rng))];
+    if named && rng.below(3) == 0 {
+        fields.push(("left out", value(rng, 1)));
+    }
+    let bad = rng.below(25) == 0;
+    let kind = rng.below(11);
+    if bad {
+        match kind {
+            0 => fields[2].1 = b"\"seven\"".to_vec(),
+            1 => fields[3].1 = b"[[\"x\"],[\"y\",\"z\"]]".to_vec(),
+            2 => fields[0].1 = b"\"nul \\u0000 here\"".to_vec(),
+            3 => fields[0].1 = b"\"raw \x01 control\"".to_vec(),
+            4 => fields[0].1 = b"\"not \xff UTF-8\"".to_vec(),
+            5 => fields.push(("b", b"2".to_vec())),
+            _ => {}
+        }
+    }
+    for i in (1..fields.len()).rev() {
+        fields.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let mut kept = Vec::new();
+    for (key, value) in fields {
+        let value = match rng.below(10) {
+            _ if bad || key == "left out" => value,
+            0 => continue,
+            1 => b"null".to_vec(),
+            _ => value,
+        };
+        kept.push([format!("\"{key}\"{}", rng.pick(&[":", " : "])).into_bytes(), value].concat());
+    }
+    let doc = [b"{".as_slice(), &kept.join(rng.pick(&[",", " , "]).as_bytes()), b"}"].concat();
+    if !bad {
+        return (doc, false);
+    }
+    let line = match kind {
+        6 => doc[..doc.len() - 1].to_vec(),
+        7 => Vec::new(),
+        8 => b" \t ".to_vec(),
+        9 => b"\\.".to_vec(),
+        10 => b"[1, 2]".to_vec(),
+        _ => doc,
+    };
+    (line, true)
 }
