@@ -84,6 +84,10 @@ fn not_text(head: &[u8], name: &str) -> Option<String> {
     Some(advice)
 }
 
+/// The largest zstd block and its frame's header: what is read of a zstd
+/// file to decompress its start.
+const ZSTD_FIRST_BLOCK: usize = (128 << 10) + 32;
+
 /// The first kilobyte of the data in `head`, decompressed as far as those
 /// bytes go (a `.tar.gz` is a tar archive), to see what it is.
 fn decompressed_head(compression: Compression, head: &[u8]) -> Vec<u8> {
@@ -490,7 +494,19 @@ fn file_source_with(path: &Path, meta: std::fs::Metadata, canonical: Arc<str>) -
     let n =
         read_up_to(&mut file, &mut head).map_err(|e| Error::Input { file: name.clone(), message: io_reason(&e) })?;
     let compression = Compression::detect(&head[..n]);
-    if let Some(advice) = not_text(&decompressed_head(compression, &head[..n]), &name) {
+    let sniffed = match compression {
+        // zstd gives nothing of a block before all of it is read, and a
+        // first block (up to 128 KiB) of a tar archive holding binary data
+        // is much larger than a kilobyte: more is read to see the archive.
+        Compression::Zstd if n == head.len() => {
+            let mut more = head.to_vec();
+            let read = (&mut file).take(ZSTD_FIRST_BLOCK as u64).read_to_end(&mut more);
+            read.map_err(|e| Error::Input { file: name.clone(), message: io_reason(&e) })?;
+            decompressed_head(compression, &more)
+        }
+        _ => decompressed_head(compression, &head[..n]),
+    };
+    if let Some(advice) = not_text(&sniffed, &name) {
         return Err(Error::Input { file: name, message: advice });
     }
     Ok(Source {
