@@ -263,7 +263,8 @@ fn jsonl_keys_load_into_the_columns_of_their_names() {
 
 /// JSON arrays load into array columns as their elements: strings that
 /// look like NULL, or hold quotes, backslashes, commas, braces, tabs or
-/// newlines, stay those strings; nested arrays are dimensions; a jsonb[]
+/// newlines, stay those strings; nested arrays are dimensions; whole
+/// numbers written as decimals go to integers as integers; a jsonb[]
 /// column takes each element as JSON. The oracle is the server: the same
 /// documents loaded whole into jsonb and taken apart with
 /// `jsonb_array_elements`. Ragged dimensions and a string that is no array
@@ -284,8 +285,14 @@ fn jsonl_arrays_load_into_array_columns() {
         let mut doc = serde_json::Map::new();
         doc.insert("id".into(), json!(id));
         let n = rng.below(5) as usize;
-        let nums =
-            (0..n).map(|_| if rng.below(6) == 0 { Value::Null } else { json!(rng.next() as i64 >> 2) }).collect();
+        let nums = (0..n)
+            .map(|_| match rng.below(6) {
+                0 => Value::Null,
+                // A whole number written as a decimal: `412.0`.
+                1 => json!((rng.next() % 1000) as f64),
+                _ => json!(rng.next() as i64 >> 2),
+            })
+            .collect();
         put(&mut doc, &mut rng, "nums", Value::Array(nums));
         let words = (0..rng.below(5))
             .map(|_| match rng.below(7) {
@@ -343,7 +350,7 @@ fn jsonl_arrays_load_into_array_columns() {
          CASE WHEN jsonb_typeof(doc->'docs') = 'array' THEN ARRAY(SELECT CASE WHEN e = 'null' THEN NULL ELSE e END \
            FROM jsonb_array_elements(doc->'docs') WITH ORDINALITY AS x(e, n) ORDER BY n) END \
          FROM staged",
-        elements("nums", "bigint"),
+        elements("nums", "numeric::bigint"),
         elements("words", "text")
     ));
     let count = |sql: &str| db.scalar(&format!("SELECT count(*) FROM want WHERE {sql}")).parse::<u64>().unwrap();

@@ -95,6 +95,9 @@ pub enum ColumnKind {
     /// An array: a JSON array as an array literal, nested arrays as its
     /// dimensions.
     Array,
+    /// An array of smallint, integer or bigint: as [`ColumnKind::Array`],
+    /// each whole number as in [`ColumnKind::Integer`].
+    IntegerArray,
     /// An array of json or jsonb: a JSON array as an array literal whose
     /// elements are each one JSON value (nested arrays included: a column
     /// of JSON arrays is likelier than a two-dimensional array of JSON).
@@ -102,15 +105,21 @@ pub enum ColumnKind {
 }
 
 impl ColumnKind {
+    fn is_array(self) -> bool {
+        matches!(self, ColumnKind::Array | ColumnKind::IntegerArray | ColumnKind::JsonArray)
+    }
+
     /// The kind of a column of SQL type `ty` (as `format_type` writes it:
     /// `integer[]`, `jsonb[]`).
     pub fn of_type(ty: &str) -> ColumnKind {
         let json = |t: &str| t == "json" || t == "jsonb";
+        let integer = |t: &str| matches!(t, "smallint" | "integer" | "bigint");
         match ty.strip_suffix("[]") {
             Some(element) if json(element) => ColumnKind::JsonArray,
+            Some(element) if integer(element) => ColumnKind::IntegerArray,
             Some(_) => ColumnKind::Array,
             None if json(ty) => ColumnKind::Json,
-            None if matches!(ty, "smallint" | "integer" | "bigint") => ColumnKind::Integer,
+            None if integer(ty) => ColumnKind::Integer,
             None => ColumnKind::Plain,
         }
     }
@@ -166,9 +175,9 @@ pub fn convert_line(
                 out.extend_from_slice(b"\\N");
                 Ok(())
             }
-            Some(raw) if raw.starts_with('[') && matches!(kind, ColumnKind::Array | ColumnKind::JsonArray) => {
+            Some(raw) if raw.starts_with('[') && kind.is_array() => {
                 work.literal.clear();
-                let read = array_literal(raw, kind == ColumnKind::JsonArray, &columns.keys[i], &mut work.literal);
+                let read = array_literal(raw, kind, &columns.keys[i], &mut work.literal);
                 read.map(|()| escape_text(&work.literal, out))
             }
             // JSON as written: inside strings, escapes stay escapes, and
@@ -225,10 +234,11 @@ fn whole_number(raw: &str) -> &str {
 /// `[1,null,"a \"b\"",[2]]` is `{1,NULL,"a \"b\"",{2}}`. Strings are
 /// quoted, so `"NULL"` and `"a,b"` stay strings; a nested array is a
 /// dimension (the server refuses sub-arrays of unequal lengths); an object
-/// is its JSON, quoted. With `json_elements` each element but `null` is
-/// its JSON, quoted. Why not leave the array as JSON: `[1,2]` is no array
-/// literal, so every row with an array was rejected.
-fn array_literal(raw: &str, json_elements: bool, key: &str, out: &mut Vec<u8>) -> Result<(), String> {
+/// is its JSON, quoted; a whole number into integers as in
+/// [`ColumnKind::Integer`]. Into json or jsonb elements each element but
+/// `null` is its JSON, quoted. Why not leave the array as JSON: `[1,2]` is
+/// no array literal, so every row with an array was rejected.
+fn array_literal(raw: &str, kind: ColumnKind, key: &str, out: &mut Vec<u8>) -> Result<(), String> {
     let elements: Vec<&RawValue> = serde_json::from_str(raw).map_err(|e| not_a_document(&e))?;
     out.push(b'{');
     for (n, element) in elements.iter().map(|e| e.get()).enumerate() {
@@ -237,10 +247,11 @@ fn array_literal(raw: &str, json_elements: bool, key: &str, out: &mut Vec<u8>) -
         }
         match element.as_bytes()[0] {
             _ if element == "null" => out.extend_from_slice(b"NULL"),
-            _ if json_elements => quoted_element(element, out),
-            b'[' => array_literal(element, false, key, out)?,
+            _ if kind == ColumnKind::JsonArray => quoted_element(element, out),
+            b'[' => array_literal(element, kind, key, out)?,
             b'"' => quoted_element(&string_text(element, key)?, out),
             b'{' => quoted_element(element, out),
+            _ if kind == ColumnKind::IntegerArray => out.extend_from_slice(whole_number(element).as_bytes()),
             _ => out.extend_from_slice(element.as_bytes()),
         }
     }
@@ -661,6 +672,8 @@ mod tests {
         for kept in ["3.5", "3.0e2", "1e3", "true", "30"] {
             assert_eq!(convert(&format!(r#"{{"n":{kept}}}"#)), Ok(format!("{kept}\n")), "as written");
         }
+        let whole = DocumentColumns::new(vec![("n".into(), "n".into(), ColumnKind::of_type("smallint[]"))], false);
+        assert_eq!(converted_into(r#"{"n":[[1.0,-2.00],[3.5,4]]}"#, &whole), Ok("{{1,-2},{3.5,4}}\n".into()));
     }
 
     #[test]
