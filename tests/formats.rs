@@ -243,15 +243,7 @@ fn jsonl_keys_load_into_the_columns_of_their_names() {
         assert_eq!(run.code, 1, "{}", run.output());
         assert!(run.output().contains("keys into the columns of the same names, as the first documents have them: id, name, price, ok, d, tags, note"), "{}", run.output());
         db.assert_same_rows("got", "want");
-        let rejected: Vec<serde_json::Value> =
-            std::fs::read_to_string(&rejects).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-        let got: Vec<(usize, String)> = rejected
-            .iter()
-            .map(|r| (r["line"].as_u64().unwrap() as usize, r["raw"].as_str().unwrap().to_string()))
-            .collect();
-        let want: Vec<(usize, String)> = bad.iter().map(|(n, l)| (*n, format!("{l}\n"))).collect();
-        assert_eq!(got, want, "each bad document, as it was in the file");
-        let reasons: Vec<&str> = rejected.iter().map(|r| r["reason"].as_str().unwrap()).collect();
+        let (rejected, reasons) = rejected_documents(&rejects, &bad, "each bad document, as it was in the file");
         assert!(reasons[0].starts_with("not a JSON document: EOF while parsing a string"), "{reasons:?}");
         assert!(reasons[1].contains("bigint"), "{reasons:?}");
         assert!(reasons[2].contains("the key \"surprise\", which is not one of the loaded columns"), "{reasons:?}");
@@ -259,6 +251,26 @@ fn jsonl_keys_load_into_the_columns_of_their_names() {
         assert!(byte > 1 << 20, "past the first MiB, whose keys choose the columns");
         assert_eq!(rejected[2]["byte"].as_u64(), Some(byte), "the offset in the file");
     }
+}
+
+/// The rejects file's records and their reasons, once it is asserted that
+/// they are the `bad` documents (line number and line), each as it was in
+/// the file.
+fn rejected_documents(
+    rejects: &std::path::Path,
+    bad: &std::collections::BTreeMap<usize, String>,
+    context: &str,
+) -> (Vec<serde_json::Value>, Vec<String>) {
+    let rejected: Vec<serde_json::Value> =
+        std::fs::read_to_string(rejects).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let got: Vec<(usize, String)> = rejected
+        .iter()
+        .map(|r| (r["line"].as_u64().unwrap() as usize, r["raw"].as_str().unwrap().to_string()))
+        .collect();
+    let want: Vec<(usize, String)> = bad.iter().map(|(n, l)| (*n, format!("{l}\n"))).collect();
+    assert_eq!(got, want, "{context}");
+    let reasons = rejected.iter().map(|r| r["reason"].as_str().unwrap().to_string()).collect();
+    (rejected, reasons)
 }
 
 /// JSON arrays load into array columns as their elements: strings that
@@ -370,15 +382,7 @@ fn jsonl_arrays_load_into_array_columns() {
             // Only the chunks of the ragged grid and the string go as text.
             assert!(chunks("binary_chunks") > 20 && chunks("text_chunks") <= 2, "{}", report["summary"]["copy"]);
         }
-        let rejected: Vec<Value> =
-            std::fs::read_to_string(&rejects).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-        let got: Vec<(usize, String)> = rejected
-            .iter()
-            .map(|r| (r["line"].as_u64().unwrap() as usize, r["raw"].as_str().unwrap().to_string()))
-            .collect();
-        let want: Vec<(usize, String)> = bad.iter().map(|(n, l)| (*n, format!("{l}\n"))).collect();
-        assert_eq!(got, want, "{copy_format}");
-        let reasons: Vec<&str> = rejected.iter().map(|r| r["reason"].as_str().unwrap()).collect();
+        let (_, reasons) = rejected_documents(&rejects, &bad, copy_format);
         assert!(reasons[0].contains("sub-arrays with matching dimensions"), "{reasons:?}");
         assert!(reasons[1].contains("malformed array literal"), "{reasons:?}");
         assert!(reasons[2].contains("key \"words\" holds \\u0000"), "{reasons:?}");

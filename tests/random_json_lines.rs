@@ -186,36 +186,58 @@ fn line(rng: &mut Rng, options: &Options) -> (Vec<u8>, bool) {
     (bad, true)
 }
 
+/// A case's inputs: the good lines (each with its line end), the bad
+/// lines' (file, number) and how many lines there are in all.
+struct CaseFiles {
+    inputs: CaseInputs,
+    good: Vec<u8>,
+    bad_lines: BTreeSet<(String, usize)>,
+    lines: usize,
+}
+
+/// Writes the case's files (`{prefix}-N.jsonl`, the first through stdin
+/// when the options say so), each of 100 to 699 lines made by `line`,
+/// which says whether its line is bad.
+fn case_files(
+    db: &TestDb,
+    rng: &mut Rng,
+    options: &Options,
+    prefix: &str,
+    mut line: impl FnMut(&mut Rng) -> (Vec<u8>, bool),
+) -> CaseFiles {
+    let end: &[u8] = if options.crlf { b"\r\n" } else { b"\n" };
+    let mut case = CaseFiles { inputs: CaseInputs::default(), good: Vec::new(), bad_lines: BTreeSet::new(), lines: 0 };
+    for file in 0..options.files {
+        let name = match options.stdin && file == 0 {
+            true => "-".to_string(),
+            false => format!("{prefix}-{file}.jsonl"),
+        };
+        let mut bytes = if options.bom { "\u{feff}".as_bytes().to_vec() } else { Vec::new() };
+        for number in 1..=100 + rng.below(600) as usize {
+            case.lines += 1;
+            let (line, bad) = line(rng);
+            if bad {
+                case.bad_lines.insert((name.clone(), number));
+            } else {
+                case.good.extend(&line);
+                case.good.extend(end);
+            }
+            bytes.extend(line);
+            bytes.extend(end);
+        }
+        case.inputs.add(db, rng, &name, bytes);
+    }
+    case
+}
+
 /// Writes the case's files, loads them with sluice, loads their good lines
 /// with psql, and compares the documents, the rejects and the counts.
 fn check_case(db: &TestDb, rng: &mut Rng, case: usize, options: &Options) {
     let context = format!("case {case} (FUZZ_SEED={}): {options:?}", fuzz_seed());
     let table = options.table();
     db.execute(&format!("DROP TABLE IF EXISTS got, want; CREATE TABLE got ({table}); CREATE TABLE want ({table})"));
-    let end: &[u8] = if options.crlf { b"\r\n" } else { b"\n" };
-    let (mut inputs, mut good, mut bad_lines) = (CaseInputs::default(), Vec::new(), BTreeSet::new());
-    let mut lines = 0;
-    for file in 0..options.files {
-        let through_stdin = options.stdin && file == 0;
-        let name = match through_stdin {
-            true => "-".to_string(),
-            false => format!("docs{case}-{file}.jsonl"),
-        };
-        let mut bytes = if options.bom { "\u{feff}".as_bytes().to_vec() } else { Vec::new() };
-        for number in 1..=100 + rng.below(600) as usize {
-            lines += 1;
-            let (line, bad) = line(rng, options);
-            if bad {
-                bad_lines.insert((name.clone(), number));
-            } else {
-                good.extend(&line);
-                good.extend(end);
-            }
-            bytes.extend(line);
-            bytes.extend(end);
-        }
-        inputs.add(db, rng, &name, bytes);
-    }
+    let CaseFiles { inputs, good, bad_lines, lines } =
+        case_files(db, rng, options, &format!("docs{case}"), |rng| line(rng, options));
     let flags: Vec<String> = options.flags().into_iter().map(String::from).collect();
     let rejected = inputs.load(db, &format!("docs{case}.rejects.jsonl"), &flags, !bad_lines.is_empty(), &context);
     let good_file = db.file(&format!("docs{case}-good"), &good);
@@ -257,29 +279,9 @@ fn random_json_lines_load_into_typed_columns_as_the_server_takes_them_apart() {
             "DROP TABLE IF EXISTS got, want, staged; CREATE TABLE got ({TYPED_TABLE}); CREATE TABLE want (LIKE got); \
              CREATE TABLE staged (doc json)"
         ));
-        let end: &[u8] = if options.crlf { b"\r\n" } else { b"\n" };
-        let (mut inputs, mut good, mut bad_lines) = (CaseInputs::default(), Vec::new(), BTreeSet::new());
-        let mut lines = 0;
-        for file in 0..options.files {
-            let name = match options.stdin && file == 0 {
-                true => "-".to_string(),
-                false => format!("typed{case}-{file}.jsonl"),
-            };
-            let mut bytes = if options.bom { "\u{feff}".as_bytes().to_vec() } else { Vec::new() };
-            for number in 1..=100 + rng.below(600) as usize {
-                lines += 1;
-                let (line, bad) = typed_line(&mut rng, named);
-                if bad {
-                    bad_lines.insert((name.clone(), number));
-                } else {
-                    good.extend(&line);
-                    good.extend(end);
-                }
-                bytes.extend(line);
-                bytes.extend(end);
-            }
-            inputs.add(&db, &mut rng, &name, bytes);
-        }
+        let prefix = format!("typed{case}");
+        let CaseFiles { inputs, good, bad_lines, lines } =
+            case_files(&db, &mut rng, &options, &prefix, |rng| typed_line(rng, named));
         let mut flags: Vec<String> = ["--format", "jsonl", "--chunk-size", options.chunk_size, "--workers"]
             .iter()
             .chain(&[options.workers, "--copy-format", options.copy_format])
