@@ -88,10 +88,12 @@ fn not_text(head: &[u8], name: &str) -> Option<String> {
 /// file to decompress its start.
 const ZSTD_FIRST_BLOCK: usize = (128 << 10) + 32;
 
-/// The first kilobyte of the data in `head`, decompressed as far as those
-/// bytes go (a `.tar.gz` is a tar archive), to see what it is.
+/// How much of an input's data is looked at to see what it is.
+const LOOK: usize = 1024;
+
+/// The first [`LOOK`] bytes of the data in `head`, decompressed as far as
+/// those bytes go (a `.tar.gz` is a tar archive), to see what it is.
 fn decompressed_head(compression: Compression, head: &[u8]) -> Vec<u8> {
-    const LOOK: usize = 1024;
     let mut reader: Box<dyn Read + '_> = match compression {
         Compression::None => return head[..head.len().min(LOOK)].to_vec(),
         Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(head)),
@@ -489,23 +491,21 @@ fn file_source(path: &Path) -> Result<Source, Error> {
 /// A regular file, its metadata and resolved path already read.
 fn file_source_with(path: &Path, meta: std::fs::Metadata, canonical: Arc<str>) -> Result<Source, Error> {
     let name = path.display().to_string();
-    let mut head = [0u8; 1024];
+    let mut head = [0u8; LOOK];
     let mut file = open_file(path)?;
     let n =
         read_up_to(&mut file, &mut head).map_err(|e| Error::Input { file: name.clone(), message: io_reason(&e) })?;
     let compression = Compression::detect(&head[..n]);
-    let sniffed = match compression {
-        // zstd gives nothing of a block before all of it is read, and a
-        // first block (up to 128 KiB) of a tar archive holding binary data
-        // is much larger than a kilobyte: more is read to see the archive.
-        Compression::Zstd if n == head.len() => {
-            let mut more = head.to_vec();
-            let read = (&mut file).take(ZSTD_FIRST_BLOCK as u64).read_to_end(&mut more);
-            read.map_err(|e| Error::Input { file: name.clone(), message: io_reason(&e) })?;
-            decompressed_head(compression, &more)
-        }
-        _ => decompressed_head(compression, &head[..n]),
-    };
+    let mut sniffed = decompressed_head(compression, &head[..n]);
+    // zstd gives nothing of a block before all of it is read, and the first
+    // block (up to 128 KiB) of an archive of a large CSV is compressed to far
+    // more than a kilobyte: only then is more of the file read.
+    if compression == Compression::Zstd && n == head.len() && sniffed.len() < LOOK {
+        let mut more = head.to_vec();
+        let read = (&mut file).take(ZSTD_FIRST_BLOCK as u64).read_to_end(&mut more);
+        read.map_err(|e| Error::Input { file: name.clone(), message: io_reason(&e) })?;
+        sniffed = decompressed_head(compression, &more);
+    }
     if let Some(advice) = not_text(&sniffed, &name) {
         return Err(Error::Input { file: name, message: advice });
     }
