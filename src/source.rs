@@ -499,8 +499,11 @@ fn file_source_with(path: &Path, meta: std::fs::Metadata, canonical: Arc<str>) -
     let mut sniffed = decompressed_head(compression, &head[..n]);
     // zstd gives nothing of a block before all of it is read, and the first
     // block (up to 128 KiB) of an archive of a large CSV is compressed to far
-    // more than a kilobyte: only then is more of the file read.
-    if compression == Compression::Zstd && n == head.len() && sniffed.len() < LOOK {
+    // more than a kilobyte, so more is read; only for a name that says tar,
+    // since decoding a whole block cost 0.19 ms a file (a glob of 800 zstd
+    // files: 0.26 s of CPU before, 0.41 s with it for every file).
+    let named_tar = [".tar.zst", ".tar.zstd", ".tzst"].iter().any(|e| name.to_lowercase().ends_with(e));
+    if compression == Compression::Zstd && named_tar && n == head.len() && sniffed.len() < LOOK {
         let mut more = head.to_vec();
         let read = (&mut file).take(ZSTD_FIRST_BLOCK as u64).read_to_end(&mut more);
         read.map_err(|e| Error::Input { file: name.clone(), message: io_reason(&e) })?;
