@@ -7,7 +7,8 @@
 //! ordinary text-format records, one per input line: line and record
 //! numbers stay those of the input. A string value goes as its text, a
 //! number or `true`/`false` as written, an object or array as its JSON, a
-//! `null` or a missing key as NULL; a json or jsonb column gets every
+//! `null` as NULL, a missing key as its column's constant default
+//! ([`DocumentColumns::missing`]) or else NULL; a json or jsonb column gets every
 //! value as JSON (a string with its quotes), and an array column a JSON
 //! array as an array literal (see [`array_literal`]). A line that is not a JSON
 //! object, has a key twice, a key no loaded column has (unless the columns
@@ -38,6 +39,12 @@ pub const DOC_MARK: u8 = 0xFD;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
+/// The field that asks the server for its column's default (COPY's
+/// `DEFAULT` option, PostgreSQL 16 on), written for a missing key whose
+/// column's default is computed row by row (`now()`, a sequence). No value
+/// is ever written so: the conversion writes a value's backslash as `\\`.
+pub const DEFAULT_MARK: &str = "\\D";
+
 /// How much input the reader takes at a time.
 const READ_SIZE: usize = 1 << 20;
 
@@ -53,6 +60,12 @@ pub struct DocumentColumns {
     /// Keys no loaded column has are left out (the columns were named),
     /// instead of rejecting the document.
     pub other_keys_left_out: bool,
+    /// What each column gets from a document without its key, as a field
+    /// of the text format: `\N`, or the column's default when it is a
+    /// constant (see `load::defaults`). Why not always NULL: documents
+    /// written before a field existed leave it out, and the table's
+    /// `NOT NULL DEFAULT 'new'` would otherwise reject each of them.
+    pub missing: Vec<Vec<u8>>,
 }
 
 impl DocumentColumns {
@@ -63,8 +76,28 @@ impl DocumentColumns {
             columns.columns.push(column);
             columns.keys.push(key);
             columns.kinds.push(kind);
+            columns.missing.push(b"\\N".to_vec());
         }
         columns
+    }
+
+    /// Makes a document without the key of column `index` ask the server
+    /// for the column's default ([`DEFAULT_MARK`]).
+    pub fn ask_for_default(&mut self, index: usize) {
+        self.missing[index] = DEFAULT_MARK.as_bytes().to_vec();
+    }
+
+    /// Whether some column takes [`DEFAULT_MARK`] for a missing key.
+    pub fn asks_for_defaults(&self) -> bool {
+        self.missing.iter().any(|m| m == DEFAULT_MARK.as_bytes())
+    }
+
+    /// Makes a document without the key of column `index` load `text`
+    /// into it (as the column's input reads it), not NULL.
+    pub fn set_missing(&mut self, index: usize, text: &str) {
+        let mut field = Vec::with_capacity(text.len());
+        escape_text(text.as_bytes(), &mut field);
+        self.missing[index] = field;
     }
 
     /// The column of `key`, looked for first at `likely` (documents
@@ -171,7 +204,11 @@ pub fn convert_line(
         }
         let kind = columns.kinds[i];
         let written = match value.map(|(from, to)| &line[from..to]) {
-            None | Some("null") => {
+            None => {
+                out.extend_from_slice(&columns.missing[i]);
+                Ok(())
+            }
+            Some("null") => {
                 out.extend_from_slice(b"\\N");
                 Ok(())
             }
@@ -690,6 +727,16 @@ mod tests {
         assert_eq!(converted(r#"{"id":1.5e3,"name":true}"#, false).unwrap(), "1.5e3\ttrue\t\\N\n");
         assert_eq!(converted(r#"{"name":"\u00e9\\N"}"#, false).unwrap(), "\\N\té\\\\N\t\\N\n", "not the NULL string");
         assert_eq!(converted(r#"{"doc":"a\tb"}"#, false).unwrap(), "\\N\t\\N\t\"a\\\\tb\"\n", "JSON as written");
+    }
+
+    #[test]
+    fn a_missing_key_loads_its_columns_default_and_null_loads_null() {
+        let mut with_default = columns(false);
+        with_default.set_missing(1, "new\tone\\");
+        let convert = |line: &str| converted_into(line, &with_default);
+        assert_eq!(convert(r#"{"id":1}"#).unwrap(), "1\tnew\\tone\\\\\t\\N\n", "missing: the default, escaped");
+        assert_eq!(convert(r#"{"id":1,"name":null}"#).unwrap(), "1\t\\N\t\\N\n", "null: NULL");
+        assert_eq!(convert(r#"{"name":"x"}"#).unwrap(), "\\N\tx\t\\N\n", "no default: NULL");
     }
 
     #[test]

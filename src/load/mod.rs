@@ -10,6 +10,7 @@
 
 mod batch;
 mod blockers;
+mod defaults;
 mod defer;
 pub mod foreign;
 mod hints;
@@ -623,8 +624,15 @@ fn prepare(
     refuse_row_level_security(control, &table)?;
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
     crate::report::ensure_writable_or_stream(&rejects_path, "rejects", "--rejects")?;
+    let mut per_row_defaults = Vec::new();
     let documents = match format.kind {
-        FormatKind::Jsonl => documents_into_columns(req, sources, &table, format)?.map(|d| format.reading_documents(d)),
+        FormatKind::Jsonl => match documents_into_columns(req, sources, &table, format)? {
+            Some(mut columns) => {
+                per_row_defaults = defaults::apply(control, &table, &mut columns)?;
+                Some(format.reading_documents(columns))
+            }
+            None => None,
+        },
         _ => None,
     };
     let format = documents.as_ref().unwrap_or(format);
@@ -662,6 +670,7 @@ fn prepare(
             documents.columns.join(", ")
         ));
     }
+    early_warnings.extend(per_row_defaults);
     if let Some((source, names)) = &header_columns {
         early_warnings
             .push(format!("loading the columns the header of {source} names, in its order: {}", names.join(", ")));
