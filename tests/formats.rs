@@ -532,6 +532,38 @@ fn put(
     }
 }
 
+/// JSON written over several lines (an array of documents, or documents
+/// pretty-printed) is refused before anything loads, saying how to make
+/// JSON lines of it, where each of its lines would have been a reject (or
+/// the keys found nowhere); an array on one line is a document of its own
+/// for a jsonb column, and refused for typed columns.
+#[test]
+fn json_written_over_several_lines_is_refused_with_what_to_do() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE docs (doc jsonb); CREATE TABLE typed (id int, name text)");
+    let docs: Vec<serde_json::Value> = (0..3_000).map(|i| serde_json::json!({"id": i, "name": "n"})).collect();
+    let array = db.file("array.json", serde_json::to_string_pretty(&docs).unwrap().as_bytes());
+    let pretty: String = docs.iter().map(|d| serde_json::to_string_pretty(d).unwrap() + "\n").collect();
+    let pretty = db.file("pretty.jsonl", pretty.as_bytes());
+    for (file, what, jq) in [
+        (&array, "one JSON array written over several lines", "`jq -c '.[]'`"),
+        (&pretty, "JSON documents written over several lines (pretty-printed)", "`jq -c .`"),
+    ] {
+        for table in ["docs", "typed"] {
+            let run = db.load(&[file.to_str().unwrap(), "--table", table]);
+            assert_eq!(run.code, 2, "{}", run.output());
+            assert!(run.stderr.contains(what) && run.stderr.contains(jq), "{}", run.stderr);
+            assert_eq!(db.count(table), 0);
+        }
+    }
+    let one_line = db.file("one_line.json", (serde_json::to_string(&docs).unwrap() + "\n").as_bytes());
+    let run = db.load(&[one_line.to_str().unwrap(), "--table", "typed"]);
+    assert_eq!(run.code, 2, "{}", run.output());
+    assert!(run.stderr.contains("hold JSON arrays, not objects"), "{}", run.stderr);
+    db.load(&[one_line.to_str().unwrap(), "--table", "docs"]).assert_ok();
+    assert_eq!(db.scalar("SELECT jsonb_array_length(doc) FROM docs"), "3000");
+}
+
 /// `--columns` picks keys (the others are left out) and is checked against
 /// the first documents; keys that are not columns, and `--header`, stop the
 /// load before anything loads, saying what to do.

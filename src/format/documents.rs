@@ -412,6 +412,41 @@ impl<'de> de::Deserialize<'de> for Key<'de> {
     }
 }
 
+/// What JSON written over several lines holds (see [`json_over_lines`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OverLines {
+    /// An array (of documents, most likely).
+    Array,
+    /// Documents, pretty-printed.
+    Documents,
+}
+
+/// Whether `head`, the start of an input, is JSON written over several
+/// lines (pretty-printed documents, or one array of them) rather than one
+/// document per line: no line of it could load. Told by its first value,
+/// which ends past its first line, or which the head ends inside of while
+/// its first line holds nothing but the opening `[` or `{`. A first line
+/// cut short (`{"a":1` and then the next document) is a bad line, not this.
+pub fn json_over_lines(head: &[u8]) -> Option<OverLines> {
+    let head = head.strip_prefix(BOM).unwrap_or(head);
+    let body = &head[head.iter().position(|b| !b.is_ascii_whitespace())?..];
+    let first_line = body.iter().position(|&b| b == b'\n')?;
+    let kind = match body[0] {
+        b'[' => OverLines::Array,
+        b'{' => OverLines::Documents,
+        _ => return None,
+    };
+    let mut values = serde_json::Deserializer::from_slice(body).into_iter::<IgnoredAny>();
+    match values.next()? {
+        Ok(_) => (values.byte_offset() > first_line).then_some(kind),
+        Err(e) if e.is_eof() => {
+            let opening = body[..first_line].iter().all(|b| b"[{".contains(b) || b.is_ascii_whitespace());
+            opening.then_some(kind)
+        }
+        Err(_) => None,
+    }
+}
+
 /// The keys of the documents in `head` (whole lines only), in the order
 /// they first appear, each with the 1-based line it first appears on.
 /// Lines that are not JSON objects are passed over: they will be rejected.
@@ -427,6 +462,14 @@ pub fn keys_in(head: &[u8]) -> Vec<(String, u64)> {
         }
     }
     keys
+}
+
+/// Whether the first line of `head` that holds anything is a JSON array:
+/// an array of documents on one line, perhaps.
+pub fn arrays_in(head: &[u8]) -> bool {
+    let head = head.strip_prefix(BOM).unwrap_or(head);
+    let mut lines = head.split(|&b| b == b'\n').map(<[u8]>::trim_ascii).filter(|l| !l.is_empty());
+    lines.next().is_some_and(|line| line.starts_with(b"[") && serde_json::from_slice::<IgnoredAny>(line).is_ok())
 }
 
 /// An object's keys in their order, its values skipped.
@@ -786,6 +829,21 @@ mod tests {
             DocumentReader::new(Trickle { data: long.as_bytes(), piece: 100 }, Arc::new(columns(false)), 1000, None);
         let err = reader.read_to_end(&mut Vec::new()).unwrap_err();
         assert!(err.to_string().contains("line 1 runs past --max-record-size (1000 bytes)"), "{err}");
+    }
+
+    #[test]
+    fn json_written_over_several_lines_is_told_from_json_lines() {
+        let over = |text: &str| json_over_lines(text.as_bytes());
+        assert_eq!(over("[\n  {\"a\": 1},\n  {\"a\": 2}\n]\n"), Some(OverLines::Array));
+        assert_eq!(over("\u{feff}\n{\n  \"a\": 1\n}\n{\n"), Some(OverLines::Documents));
+        assert_eq!(over("[\r\n  {\"a\": 1},\r\n  {\"a\": "), Some(OverLines::Array), "the head ends inside it");
+        assert_eq!(over("[{\"a\": 1},\n{\"a\": "), None, "not only an opening bracket on the first line");
+        assert_eq!(over("[1,2]\n[3]\n"), None, "an array per line");
+        assert_eq!(over("{\"a\":1}\r\n{\"a\":2}\r\n"), None);
+        assert_eq!(over("{\"a\":1\n{\"a\":2}\n"), None, "a line cut short");
+        assert_eq!(over("{\"a\":1}"), None, "one line");
+        assert_eq!(over("a,b\n1,2\n"), None);
+        assert!(arrays_in(b"\n[{\"a\":1},{\"a\":2}]\n[]\n") && !arrays_in(b"{\"a\":[1]}\n") && !arrays_in(b"[1,\n"));
     }
 
     #[test]

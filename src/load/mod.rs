@@ -626,7 +626,7 @@ fn prepare(
     crate::report::ensure_writable_or_stream(&rejects_path, "rejects", "--rejects")?;
     let mut per_row_defaults = Vec::new();
     let documents = match format.kind {
-        FormatKind::Jsonl => match documents_into_columns(req, sources, &table, format)? {
+        FormatKind::Jsonl => match documents_into_columns(req, &refuse_json_over_lines(sources)?, &table, format)? {
             Some(mut columns) => {
                 per_row_defaults = defaults::apply(control, &table, &mut columns)?;
                 Some(format.reading_documents(columns))
@@ -720,17 +720,13 @@ fn prepare(
 /// `None` for documents loaded whole into one column.
 fn documents_into_columns(
     req: &LoadRequest,
-    sources: &[Source],
+    (name, head): &(Arc<str>, Vec<u8>),
     table: &TableInfo,
     format: &FormatOptions,
 ) -> Result<Option<documents::DocumentColumns>, Error> {
-    // Read only when the choice needs the keys (not for `--columns doc`).
-    let first = std::cell::OnceCell::new();
-    let head = || first.get_or_init(|| first_head(sources));
-    if plan::whole_documents(table, req.columns.as_deref(), || &head().1) {
+    if plan::whole_documents(table, req.columns.as_deref(), || head) {
         return Ok(None);
     }
-    let (name, head) = head();
     if format.header {
         return Err(Error::Usage(
             "--header: JSON lines have no header line; the columns come from the documents' keys, or from --columns"
@@ -738,6 +734,28 @@ fn documents_into_columns(
         ));
     }
     plan::document_columns(table, req.columns.as_deref(), (name, head)).map(Some)
+}
+
+/// The start of the first input that holds anything, and its name;
+/// refused when it is JSON written over several lines, which no line of
+/// could load (the load would reject every line, or take nothing from a
+/// document's keys).
+fn refuse_json_over_lines(sources: &[Source]) -> Result<(Arc<str>, Vec<u8>), Error> {
+    let (name, head) = first_head(sources);
+    let (what, jq) = match documents::json_over_lines(&head) {
+        None => return Ok((name, head)),
+        Some(documents::OverLines::Array) => ("one JSON array written over several lines", "jq -c '.[]'"),
+        Some(documents::OverLines::Documents) => {
+            ("JSON documents written over several lines (pretty-printed)", "jq -c .")
+        }
+    };
+    Err(Error::Input {
+        file: name.to_string(),
+        message: format!(
+            "it holds {what}, not JSON lines (one document per line, as COPY and sluice read them); put each \
+             document on a line of its own first, as `{jq}` does"
+        ),
+    })
 }
 
 /// The start of the first input that holds anything (the last if none

@@ -101,6 +101,12 @@ pub fn document_columns(
     let mut pairs: Vec<(String, String, ColumnKind)> = Vec::new();
     let wanted: Vec<(String, u64)> = match given {
         Some(names) => names.iter().map(|n| (n.trim().to_string(), 0)).collect(),
+        None if keys.is_empty() && documents::arrays_in(head) => {
+            return Err(Error::Usage(format!(
+                "the lines of {input} hold JSON arrays, not objects whose keys name the columns; to load each \
+                 element of an array as a row, put each on a line of its own first, as `jq -c '.[]'` does"
+            )))
+        }
         None if keys.is_empty() => {
             return Err(Error::Usage(format!(
                 "found no JSON object in the first {head_size} of {input} to take the columns from; name the \
