@@ -1406,6 +1406,41 @@ fn numbers_with_a_decimal_comma_are_named_as_such() {
     assert!(!run.stderr.contains("decimal comma"), "{}", run.stderr);
 }
 
+/// JSON documents into typed columns give the same warnings for the values
+/// in them: dates written day first and numbers with a decimal comma (the
+/// rejects hold the documents, so their values are read from the records
+/// made of them); the text format's signs (an empty string, a word for
+/// NULL) name options documents do not take, so they are not given.
+#[test]
+fn json_documents_dates_day_first_and_decimal_commas_are_named() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, d date, price numeric, n int)");
+    let data: String = (0..400)
+        .map(|i| {
+            let price = if i % 100 == 7 { format!("\"{i},50\"") } else { format!("{i}.5") };
+            let n = if i == 3 {
+                "\"\""
+            } else if i == 5 {
+                "\"NULL\""
+            } else {
+                "1"
+            };
+            format!("{{\"id\":{i},\"d\":\"{:02}/{:02}/2024\",\"price\":{price},\"n\":{n}}}\n", i % 28 + 1, i % 12 + 1)
+        })
+        .collect();
+    let file = db.file("dmy.jsonl", data.as_bytes());
+    let Loaded { run, report: r, .. } = load_with_rejects(&db, &file, "t", &[]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let day_after_12th = (0..400).filter(|i| i % 28 + 1 > 12).count();
+    let dates = format!("{day_after_12th} dates were rejected that exist only when read day first");
+    assert!(run.stderr.contains(&dates), "{}", run.stderr);
+    assert!(run.stderr.contains("dmy.jsonl line 13, column d): the input's dates look day first"), "{}", run.stderr);
+    let commas = "numbers were rejected for a decimal comma (the first: \"7,50\", ";
+    assert!(run.stderr.contains(commas) && run.stderr.contains("dmy.jsonl line 8, column price)"), "{}", run.stderr);
+    assert_reported(&r, &dates);
+    assert!(!run.stderr.contains("--null"), "{}", run.stderr);
+}
+
 /// Records that end with the delimiter (TPC-H's dbgen writes them so) have
 /// one field more than the table's columns, an empty one: every record is
 /// rejected, and the stop says so and how to remove it, not to check the

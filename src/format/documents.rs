@@ -243,6 +243,16 @@ pub fn convert_line(
     Ok(())
 }
 
+/// The text-format record a document (`line`, its line end included or
+/// not) becomes, or `None` when it cannot be loaded.
+pub fn text_record(line: &[u8], columns: &DocumentColumns) -> Option<Vec<u8>> {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut record = Vec::with_capacity(line.len() + 1);
+    convert_line(line, columns, &mut Workspace::default(), &mut record).ok()?;
+    Some(record)
+}
+
 /// A JSON string's text. Without a backslash it is its text as written,
 /// which JSON keeps free of control characters, so nothing is decoded (nor,
 /// for the text format, escaped).

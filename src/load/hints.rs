@@ -127,18 +127,30 @@ enum Sign {
 
 /// The sign `reject` gives, with its column: only for a value its column's
 /// type refused (a data exception, SQLSTATE class 22, the column named).
+/// For JSON documents, their values as the records that were loaded hold
+/// them, and only the signs of a value (a date's order, a decimal comma):
+/// the others are of the text format's options, which documents do not
+/// take.
 fn sign<'a>(shared: &Shared, reject: &'a Reject) -> Option<(Sign, &'a str)> {
-    let rules = shared.rules.as_ref().filter(|_| !reads_documents(shared))?;
+    let rules = shared.rules.as_ref()?;
     if !reject.sqlstate.as_deref()?.starts_with("22") {
         return None;
     }
-    let (column, record, format) = (reject.column.as_deref()?, reject.raw.as_deref()?.as_bytes(), shared.format);
+    let (column, raw, format) = (reject.column.as_deref()?, reject.raw.as_deref()?.as_bytes(), shared.format);
+    let converted = match &format.documents {
+        Some(columns) => Some(crate::format::documents::text_record(raw, columns)?),
+        None => None,
+    };
+    let record = converted.as_deref().unwrap_or(raw);
     let (rule, field) = suspect::column_field(record, rules, format, column)?;
     if let Some(value) = suspect::date_in_the_other_order(rule, field) {
         return Some((Sign::OtherDateOrder(value), column));
     }
     if let Some(value) = suspect::decimal_comma(rule, field) {
         return Some((Sign::DecimalComma(value), column));
+    }
+    if reads_documents(shared) {
+        return None;
     }
     let value = String::from_utf8_lossy(field);
     // The text format's NULL is `\N` unless --null says otherwise; CSV's
