@@ -1441,6 +1441,44 @@ fn json_documents_dates_day_first_and_decimal_commas_are_named() {
     assert!(!run.stderr.contains("--null"), "{}", run.stderr);
 }
 
+/// Numbers where a date or time goes, which read as Unix times (pandas'
+/// `to_json` writes times as milliseconds since 1970): the summary counts
+/// them with the unit and the time of the first, and says how to load them;
+/// a load where every record has one stops with that advice. Numbers that
+/// are no Unix time in a likely range are no such sign.
+#[test]
+fn unix_times_where_dates_go_are_named_with_their_unit() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, at timestamptz, day date)");
+    let data: String = (0..100)
+        .map(|i| match i % 10 {
+            3 => format!("{i},{},2024-01-01\n", 1_704_067_200 + i),
+            7 => format!("{i},2024-01-01 10:00:00+00,45321\n"),
+            _ => format!("{i},2024-01-01 10:00:00+00,2024-01-0{}\n", 1 + i % 9),
+        })
+        .collect();
+    let file = db.file("times.csv", data.as_bytes());
+    let Loaded { run, rejects: found, report: r, .. } = load_with_rejects(&db, &file, "t", &[]);
+    assert_eq!((run.code, found.len()), (1, 20), "{}", run.stderr);
+    let warning = "10 values were rejected that look like Unix times in seconds (the first: \"1704067203\" = \
+                   2024-01-01T00:00:03Z, ";
+    assert!(run.stderr.contains(warning), "{}", run.stderr);
+    assert!(run.stderr.contains("times.csv line 4, column at): PostgreSQL does not read a number"), "{}", run.stderr);
+    assert!(run.stderr.contains("(to_timestamp(value))"), "{}", run.stderr);
+    assert_reported(&r, warning);
+    assert!(!run.stderr.contains("\"45321\""), "a serial day is no Unix time: {}", run.stderr);
+    let docs: String =
+        (0..1_200).map(|i| format!("{{\"id\":{i},\"at\":{}}}\n", 1_704_067_200_000u64 + i * 1_000)).collect();
+    let docs = db.file("pandas.jsonl", docs.as_bytes());
+    let Loaded { run, .. } = load_with_rejects(&db, &docs, "t", &["--truncate"]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    let advice = "\"1704067200000\" looks like a Unix time in milliseconds (2024-01-01T00:00:00Z), which PostgreSQL \
+                  does not read as a date or time: write them as dates (ISO 8601, 2024-01-31T12:00:00Z; pandas: \
+                  to_json(date_format='iso')), or load them into a number column and convert it in SQL \
+                  (to_timestamp(value / 1000.0))";
+    assert!(run.stderr.contains(advice), "{}", run.stderr);
+}
+
 /// Records that end with the delimiter (TPC-H's dbgen writes them so) have
 /// one field more than the table's columns, an empty one: every record is
 /// rejected, and the stop says so and how to remove it, not to check the

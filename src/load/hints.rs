@@ -35,6 +35,10 @@ pub(super) struct RejectNotes {
     quoted_empties: Tally,
     /// Numbers rejected for a decimal comma (see [`decimal_comma_warning`]).
     decimal_commas: Tally,
+    /// Numbers where a date or time goes that read as Unix times, with
+    /// the unit of the first (see [`unix_time_warning`]).
+    unix_times: Tally,
+    unix_time_unit: Mutex<Option<(&'static str, u64)>>,
     /// Words for NULL a typed column refused (see [`null_word_warning`]).
     null_words: Tally,
     /// Which of [`ALERTS`] were shown while the load runs.
@@ -46,8 +50,9 @@ pub(super) struct RejectNotes {
 /// option, so the rows being committed may hold wrong values (a swapped
 /// day and month, a word for NULL or an empty string in a text column) and
 /// the file will be loaded again anyway.
-const ALERTS: [fn(&Shared) -> Option<String>; 6] = [
+const ALERTS: [fn(&Shared) -> Option<String>; 7] = [
     date_order_warning,
+    unix_time_warning,
     encoding_warning,
     empty_field_warning,
     quoted_empty_warning,
@@ -100,6 +105,11 @@ pub(super) fn note(shared: &Shared, rejects: &[Reject]) {
         match sign {
             Sign::OtherDateOrder(value) => notes.dates_the_other_way.add(|| format!("\"{value}\" ({})", place())),
             Sign::DecimalComma(value) => notes.decimal_commas.add(|| format!("\"{value}\", {}", place())),
+            Sign::UnixTime(time) => notes.unix_times.add(|| {
+                let mut unit = notes.unix_time_unit.lock().unwrap_or_else(|e| e.into_inner());
+                *unit = Some((time.unit, time.per_second));
+                format!("\"{}\" = {}, {}", time.value, utc(time.seconds), place())
+            }),
             Sign::EmptyField => notes.empty_fields.add(place),
             Sign::QuotedEmpty => notes.quoted_empties.add(place),
             Sign::NullWord(word) => notes.null_words.add(|| format!("\"{word}\", {}", place())),
@@ -117,6 +127,9 @@ enum Sign {
     OtherDateOrder(String),
     /// A number written with a decimal comma (see [`decimal_comma_warning`]).
     DecimalComma(String),
+    /// A number where a date or time goes that reads as a Unix time (see
+    /// [`unix_time_warning`]).
+    UnixTime(suspect::UnixTime),
     /// An empty field in the text format (see [`empty_field_warning`]).
     EmptyField,
     /// A quoted empty string in CSV (see [`quoted_empty_warning`]).
@@ -148,6 +161,9 @@ fn sign<'a>(shared: &Shared, reject: &'a Reject) -> Option<(Sign, &'a str)> {
     }
     if let Some(value) = suspect::decimal_comma(rule, field) {
         return Some((Sign::DecimalComma(value), column));
+    }
+    if let Some(time) = suspect::unix_time(rule, field) {
+        return Some((Sign::UnixTime(time), column));
     }
     if reads_documents(shared) {
         return None;
@@ -184,6 +200,13 @@ pub(super) fn first_reject_advice(shared: &Shared, first: &Reject) -> Option<Str
         Sign::DecimalComma(value) => {
             format!("\"{value}\" has a decimal comma, which PostgreSQL does not read: {DECIMAL_COMMA_FIX}")
         }
+        Sign::UnixTime(time) => format!(
+            "\"{}\" looks like a Unix time in {} ({}), which PostgreSQL does not read as a date or time: {}",
+            time.value,
+            time.unit,
+            utc(time.seconds),
+            unix_time_fix(time.per_second)
+        ),
         Sign::EmptyField => EMPTY_FIELD_FIX.to_string(),
         Sign::QuotedEmpty => QUOTED_EMPTY_FIX.to_string(),
         Sign::NullWord(word) => format!("If \"{word}\" means NULL, pass --null '{word}'"),
@@ -242,6 +265,39 @@ fn decimal_comma_warning(shared: &Shared) -> Option<String> {
          {DECIMAL_COMMA_FIX}",
         how_many_were(count, "number"),
     ))
+}
+
+/// Numbers where a date or time goes that read as Unix times. Why: pandas'
+/// `to_json` writes times as milliseconds since 1970 unless told
+/// otherwise, and many logs write seconds; the server's reason (`invalid
+/// input syntax for type timestamp`) does not say what the number is.
+fn unix_time_warning(shared: &Shared) -> Option<String> {
+    let (count, first) = shared.notes.unix_times.seen()?;
+    let (unit, per_second) = (*shared.notes.unix_time_unit.lock().unwrap_or_else(|e| e.into_inner()))?;
+    Some(format!(
+        "{} rejected that look like Unix times in {unit} (the first: {first}): PostgreSQL does not read a number \
+         as a date or time; {}",
+        how_many_were(count, "value"),
+        unix_time_fix(per_second)
+    ))
+}
+
+/// How to load Unix times with `per_second` units to the second.
+fn unix_time_fix(per_second: u64) -> String {
+    let value = match per_second {
+        1 => "value".to_string(),
+        n => format!("value / {n}.0"),
+    };
+    format!(
+        "write them as dates (ISO 8601, 2024-01-31T12:00:00Z; pandas: to_json(date_format='iso')), or load them \
+         into a number column and convert it in SQL (to_timestamp({value}))"
+    )
+}
+
+/// Whole seconds since 1970 as a UTC time.
+fn utc(seconds: u64) -> String {
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds);
+    humantime::format_rfc3339_seconds(time).to_string()
 }
 
 /// Empty fields a typed column refused in the text format. Why: there NULL

@@ -545,6 +545,50 @@ pub fn decimal_comma(rule: &ColumnRule, value: &[u8]) -> Option<String> {
     (grouped && digits(&fraction[1..])).then(|| String::from_utf8_lossy(value).into_owned())
 }
 
+/// A number read as a Unix time (see [`unix_time`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnixTime {
+    /// The value as written.
+    pub value: String,
+    /// Its unit: `seconds`, `milliseconds`, `microseconds` or `nanoseconds`.
+    pub unit: &'static str,
+    /// How many of the unit make a second.
+    pub per_second: u64,
+    /// The whole seconds since 1970 it stands for.
+    pub seconds: u64,
+}
+
+/// `value` (of a date or timestamp column) when it is a number that reads
+/// as a Unix time between 1990 and 2100, its unit told by its count of
+/// whole digits: 9-10 seconds (`time.time()`), 12-13 milliseconds (what
+/// pandas' `to_json` writes for times unless told otherwise, and
+/// JavaScript's `Date.now()`), 15-16 microseconds, 18-19 nanoseconds.
+pub fn unix_time(rule: &ColumnRule, value: &[u8]) -> Option<UnixTime> {
+    let ValueRule::Date { .. } = rule.kind else { return None };
+    let value = value.trim_ascii();
+    let whole = value.split(|&b| b == b'.').next()?;
+    let fraction = &value[whole.len()..];
+    let digits = |part: &[u8]| part.iter().all(u8::is_ascii_digit);
+    if !digits(whole) || !(fraction.is_empty() || fraction.len() > 1 && digits(&fraction[1..])) {
+        return None;
+    }
+    let (unit, per_second) = match whole.len() {
+        9 | 10 => ("seconds", 1),
+        12 | 13 => ("milliseconds", 1_000),
+        15 | 16 => ("microseconds", 1_000_000),
+        18 | 19 => ("nanoseconds", 1_000_000_000),
+        _ => return None,
+    };
+    let seconds = std::str::from_utf8(whole).ok()?.parse::<u64>().ok()? / per_second;
+    // 1990-01-01 to 2100-01-01.
+    (631_152_000..4_102_444_800).contains(&seconds).then(|| UnixTime {
+        value: String::from_utf8_lossy(value).into_owned(),
+        unit,
+        per_second,
+        seconds,
+    })
+}
+
 /// `record`'s field for `column`, as far as the guess goes, with that
 /// column's rule: split once for every check of the value. `None` for a
 /// column COPY does not fill, a field the record lacks or the NULL string.
@@ -959,6 +1003,22 @@ mod tests {
         assert_eq!(other("date", month_first, "1,05/01/2024\n"), None, "in both");
         assert_eq!(other("date", None, "1,13/01/2024\n"), None, "year first: the server's reading");
         assert_eq!(other("text", month_first, "1,13/01/2024\n"), None, "no date column");
+    }
+
+    #[test]
+    fn numbers_that_read_as_unix_times_are_told_with_their_unit() {
+        let date = rule("timestamp with time zone", None);
+        let unit = |v: &str| unix_time(&date, v.as_bytes()).map(|t| (t.unit, t.seconds));
+        assert_eq!(unit("1704067200"), Some(("seconds", 1_704_067_200)));
+        assert_eq!(unit(" 1704067200.25 "), Some(("seconds", 1_704_067_200)));
+        assert_eq!(unit("1704067200000"), Some(("milliseconds", 1_704_067_200)));
+        assert_eq!(unit("1704067200000000"), Some(("microseconds", 1_704_067_200)));
+        assert_eq!(unit("1704067200000000000"), Some(("nanoseconds", 1_704_067_200)));
+        for no in ["45321", "2024", "20240101", "99999999999", "-1704067200", "1704067200.", "17040672OO", "5000000000"]
+        {
+            assert_eq!(unit(no), None, "{no}");
+        }
+        assert_eq!(unix_time(&rule("bigint", None), b"1704067200"), None, "not a date column");
     }
 
     /// Whether `value` is plausible in a column of `sql_type`, dates read
