@@ -7,8 +7,8 @@
 //! ordinary text-format records, one per input line: line and record
 //! numbers stay those of the input. A string value goes as its text, a
 //! number or `true`/`false` as written, an object or array as its JSON, a
-//! `null` as NULL, a missing key as its column's constant default
-//! ([`DocumentColumns::missing`]) or else NULL; a json or jsonb column gets every
+//! `null` as NULL, a missing key as its column's default where the load
+//! can give it ([`DocumentColumns::missing`]) or else NULL; a json or jsonb column gets every
 //! value as JSON (a string with its quotes), and an array column a JSON
 //! array as an array literal (see [`array_literal`]). A line that is not a JSON
 //! object, has a key twice, a key no loaded column has (unless the columns
@@ -61,8 +61,8 @@ pub struct DocumentColumns {
     /// instead of rejecting the document.
     pub other_keys_left_out: bool,
     /// What each column gets from a document without its key, as a field
-    /// of the text format: `\N`, or the column's default when it is a
-    /// constant (see `load::defaults`). Why not always NULL: documents
+    /// of the text format: `\N`, the column's default when it is a
+    /// constant, or [`DEFAULT_MARK`] (see `load::defaults`). Why not always NULL: documents
     /// written before a field existed leave it out, and the table's
     /// `NOT NULL DEFAULT 'new'` would otherwise reject each of them.
     pub missing: Vec<Vec<u8>>,

@@ -25,9 +25,9 @@ use crate::format::documents::DocumentColumns;
 use crate::sink::postgres::{PgSession, TableInfo};
 
 /// Node kinds of a stored expression that are constant when their
-/// functions are immutable. Anything else (a sequence's `nextval` aside,
-/// `CURRENT_DATE`, a subquery, a cast through text I/O) is taken as
-/// computed per row.
+/// functions are immutable. Anything else (`CURRENT_DATE`, a subquery, a
+/// cast through text I/O) is taken as computed per row, as is a call of a
+/// function that is not immutable (`now()`, a sequence's `nextval`).
 const CONSTANT_NODES: [&str; 7] =
     ["CONST", "FUNCEXPR", "OPEXPR", "RELABELTYPE", "ARRAYEXPR", "BOOLEXPR", "COLLATEEXPR"];
 
@@ -99,8 +99,8 @@ fn constant_value(control: &PgSession, expression: &str, tree: &str) -> Result<O
             return Ok(None);
         }
     }
-    // One that fails (`1 / 0`) is left to the server, which fails only the
-    // rows that need it.
+    // One the server cannot compute (`1 / 0`) is left to it, to refuse as
+    // COPY refuses it.
     let Ok(value) = control.query(&format!("SELECT ({expression})::text"), &[]) else {
         return Ok(None);
     };
