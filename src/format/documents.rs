@@ -246,8 +246,7 @@ pub fn convert_line(
 /// The text-format record a document (`line`, its line end included or
 /// not) becomes, or `None` when it cannot be loaded.
 pub fn text_record(line: &[u8], columns: &DocumentColumns) -> Option<Vec<u8>> {
-    let line = line.strip_suffix(b"\n").unwrap_or(line);
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = super::without_line_end(line);
     let mut record = Vec::with_capacity(line.len() + 1);
     convert_line(line, columns, &mut Workspace::default(), &mut record).ok()?;
     Some(record)

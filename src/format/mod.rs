@@ -57,6 +57,12 @@ impl FormatKind {
 /// [`FormatOptions::at_delimiter`]).
 pub const COMMON_DELIMITERS: [u8; 4] = [b',', b';', b'\t', b'|'];
 
+/// A record without its line end (LF or CRLF).
+pub fn without_line_end(record: &[u8]) -> &[u8] {
+    let line = record.strip_suffix(b"\n").unwrap_or(record);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
 /// A delimiter as `--delimiter` (and `sed`) take it: a tab as `\t`.
 pub fn delimiter_text(delimiter: u8) -> String {
     match delimiter {

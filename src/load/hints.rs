@@ -450,8 +450,7 @@ pub(super) fn field_count_advice(shared: &Shared, first: &Reject) -> Option<Stri
     let record = first.raw.as_deref()?.as_bytes();
     let fields = suspect::field_count(record, shared.format);
     let names: Vec<&str> = rules.iter().map(|r| r.name.as_str()).collect();
-    let line = record.strip_suffix(b"\n").unwrap_or(record);
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = crate::format::without_line_end(record);
     let delimiter = shared.format.delimiter.unwrap_or(match shared.format.kind {
         FormatKind::Csv => b',',
         _ => b'\t',

@@ -107,8 +107,7 @@ enum FloatRange {
 /// server's json/jsonb input would refuse it). Parses without building
 /// values, and only in the isolation path.
 pub fn suspect_json(record: &[u8]) -> bool {
-    let line = record.strip_suffix(b"\n").unwrap_or(record);
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = crate::format::without_line_end(record);
     serde_json::from_slice::<serde::de::IgnoredAny>(line).is_err()
 }
 
@@ -619,8 +618,7 @@ pub fn delimiter_that_fits(record: &[u8], format: &FormatOptions, columns: usize
 }
 
 fn fields<'a>(record: &'a [u8], format: &'a FormatOptions) -> Fields<'a> {
-    let line = record.strip_suffix(b"\n").unwrap_or(record);
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = crate::format::without_line_end(record);
     match format.kind {
         FormatKind::Csv => {
             let quote = format.quote.unwrap_or(b'"');
