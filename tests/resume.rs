@@ -129,6 +129,26 @@ impl Fixture {
         killed
     }
 
+    /// Kills the load `runs` times at the moments of `seed`, asserting that
+    /// at least half the kills landed mid-load, then runs it to its end: the
+    /// table and rejects are then exact.
+    fn kill_then_resume(&self, runs: usize, seed: u64) {
+        let killed = self.kill_after_each(moments(runs, seed));
+        assert!(
+            killed as usize >= runs / 2,
+            "only {killed} of {runs} runs were killed mid-load: the test lost its teeth"
+        );
+        self.resume();
+    }
+
+    /// Runs the load to its end (exit 0, or 1 for rejects): the table and
+    /// rejects are then exact.
+    fn resume(&self) {
+        let out = self.spawn().wait_with_output().unwrap();
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+        self.assert_exact();
+    }
+
     /// The table holds every good row exactly once, and every bad record is
     /// rejected exactly once, in the database and in the file.
     fn assert_exact(&self) {
@@ -155,11 +175,7 @@ fn moments(n: usize, seed: u64) -> Vec<Duration> {
 #[test]
 fn kill_at_random_moments_then_resume_loads_exactly_once() {
     let f = fixture(if cfg!(debug_assertions) { 2_000_000 } else { 4_000_000 }, &[]);
-    let killed = f.kill_after_each(moments(20, 7));
-    assert!(killed >= 10, "only {killed} of 20 runs were killed mid-load: the test lost its teeth");
-    let out = f.spawn().wait_with_output().unwrap();
-    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
-    f.assert_exact();
+    f.kill_then_resume(20, 7);
     let again = f.spawn().wait_with_output().unwrap();
     assert_eq!(again.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&again.stderr).contains("already finished"));
@@ -173,11 +189,7 @@ fn kill_at_random_moments_then_resume_loads_exactly_once() {
 #[test]
 fn kill_at_random_moments_of_a_documents_load_then_resume_loads_exactly_once() {
     let f = fixture_in_files(if cfg!(debug_assertions) { 1_000_000 } else { 2_000_000 }, 0, &[]);
-    let killed = f.kill_after_each(moments(12, 11));
-    assert!(killed >= 6, "only {killed} of 12 runs were killed mid-load: the test lost its teeth");
-    let out = f.spawn().wait_with_output().unwrap();
-    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
-    f.assert_exact();
+    f.kill_then_resume(12, 11);
     let text = "SELECT count(*) FROM t WHERE tid % 3 = 0 AND description = E'd\\t' || tid";
     let reordered = (1..=f.good + f.bad).filter(|i| i % 3 == 0 && i % 997 != 0).count();
     assert_eq!(f.db.scalar(text), reordered.to_string(), "escapes in documents whose keys came in another order");
@@ -193,11 +205,7 @@ fn kill_at_random_moments_of_a_documents_load_then_resume_loads_exactly_once() {
 #[test]
 fn kill_at_random_moments_across_small_files_then_resume_loads_exactly_once() {
     let f = fixture_in_files(1_000_000, 10_000, &[]);
-    let killed = f.kill_after_each(moments(10, 13));
-    assert!(killed >= 5, "only {killed} of 10 runs were killed mid-load: the test lost its teeth");
-    let out = f.spawn().wait_with_output().unwrap();
-    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
-    f.assert_exact();
+    f.kill_then_resume(10, 13);
     let per_file = "SELECT count(*) FROM (SELECT file FROM sluice.chunks GROUP BY file HAVING count(*) <> 1) f";
     assert_eq!(f.db.scalar(per_file), "0", "one ledger row per file");
 }
@@ -221,9 +229,7 @@ fn ctrl_c_or_term_stops_cleanly_and_the_same_command_resumes() {
             assert!(stderr.contains("run the same command again to resume"), "{stderr}");
             assert!(f.db.count("t") < f.good, "it stopped before the end");
         }
-        let out = f.spawn().wait_with_output().unwrap();
-        assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
-        f.assert_exact();
+        f.resume();
     }
 }
 
@@ -263,9 +269,7 @@ fn after_each_interrupted_run_the_rejects_file_holds_the_jobs_rejects() {
         }
     }
     assert!(interrupted >= 2, "only {interrupted} runs were interrupted mid-load: the test lost its teeth");
-    let out = f.spawn().wait_with_output().unwrap();
-    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
-    f.assert_exact();
+    f.resume();
 }
 
 /// The rejects the job's committed chunks hold (none before the ledger is).
@@ -537,9 +541,7 @@ fn resume_once_the_disk_has_room(f: &Fixture) {
     assert!(loaded > 0 && loaded < 60_000, "{loaded} rows: the chunks before the full disk");
     assert_eq!(f.db.scalar("SELECT count(DISTINCT tid) FROM t"), loaded.to_string());
     f.db.execute("DROP TRIGGER full_disk ON t");
-    let out = f.spawn().wait_with_output().unwrap();
-    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
-    f.assert_exact();
+    f.resume();
 }
 
 /// A Ctrl-C while workers wait for the server (here a full disk) stops the
