@@ -117,7 +117,7 @@ fn decompressed_head(compression: Compression, head: &[u8]) -> Vec<u8> {
 
 /// `word` as a POSIX shell reads it back: as is when it holds nothing the
 /// shell treats specially, else in single quotes.
-fn shell_word(word: &str) -> String {
+pub(crate) fn shell_word(word: &str) -> String {
     let plain = !word.is_empty() && word.bytes().all(|b| b.is_ascii_alphanumeric() || b"_./-+,:@%=".contains(&b));
     if plain {
         word.to_string()

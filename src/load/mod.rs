@@ -1433,8 +1433,8 @@ type HeaderNames = (std::sync::Arc<str>, Vec<String>);
 /// every other input's header is found to name the same: COPY reads fields by position, so an input whose header lists
 /// the columns in another order would load into the wrong ones. A header
 /// that names a column where position would put another (`Misplaced`), or
-/// that follows one of labels but names the columns in another order, is
-/// refused. All are read before anything loads (a block of each input), so
+/// fields no column takes (`Unloadable`), or that follows one of labels but
+/// names the columns in another order, is refused. All are read before anything loads (a block of each input), so
 /// a refused input leaves the table as it was.
 fn names_in_headers(
     sources: &[Source],
@@ -1453,6 +1453,9 @@ fn names_in_headers(
         let columns = plan::header_columns(table, &header, format);
         if let HeaderColumns::Misplaced { field, column, instead } = &columns {
             return Err(misplaced_header(source, &header, *field, column, instead.as_deref()));
+        }
+        if let HeaderColumns::Unloadable { kept, others, generated } = &columns {
+            return Err(unloadable_header(source, format, table, kept, others, generated));
         }
         if let Some(delimiter) = plan::header_delimiter(table, &header, format) {
             return Err(header_at_another_delimiter(source, &header, format, delimiter));
@@ -1529,6 +1532,94 @@ fn refuse_columns_a_header_reorders(
         )));
     }
     Ok(())
+}
+
+/// A header some of whose fields no column takes (see
+/// [`HeaderColumns::Unloadable`]), with the command that cuts them out.
+fn unloadable_header(
+    source: &Source,
+    format: &FormatOptions,
+    table: &TableInfo,
+    kept: &[usize],
+    others: &[(usize, String)],
+    generated: &[(usize, String)],
+) -> Error {
+    // "field 3 (x) names" or "fields 3 (x), 6 (y) name".
+    let listed = |fields: &[(usize, String)], name: &dyn Fn(&str) -> String| {
+        let each: Vec<String> = fields.iter().map(|(i, f)| format!("{} ({})", i + 1, name(f))).collect();
+        match each.len() {
+            1 => format!("field {} names", each[0]),
+            _ => format!("fields {} name", each.join(", ")),
+        }
+    };
+    let mut why = Vec::new();
+    if !generated.is_empty() {
+        let kind = if generated.len() == 1 { "a generated column" } else { "generated columns" };
+        why.push(format!("{} {kind}, which the server computes", listed(generated, &|name| quote_ident(name))));
+    }
+    if !others.is_empty() {
+        why.push(format!("{} no column of {}", listed(others, &|name| name.to_string()), table.display()));
+    }
+    let all: Vec<usize> = others.iter().chain(generated).map(|(i, _)| i + 1).collect();
+    let (those, them) = if all.len() == 1 { ("that field", "it") } else { ("those fields", "them") };
+    let mut advice = format!("cut {them} out first ({}", cut_command(source, format, kept));
+    if format.kind == FormatKind::Csv {
+        let delimiter = format.delimiter.filter(|&d| d != b',').map(|d| format!("-d {} ", shell_byte(d)));
+        advice.push_str(&format!(
+            ", or, where values hold the delimiter inside quotes, a CSV tool: csvcut {}-C {}",
+            delimiter.unwrap_or_default(),
+            field_list(&all)
+        ));
+    }
+    advice.push(')');
+    if !others.is_empty() {
+        advice.push_str(", or add columns for them to the table");
+    }
+    source.input_error(&format!(
+        "its header names columns of the table, but {}; COPY can neither load {those} nor leave {them} out, so \
+         {advice}",
+        why.join(", and ")
+    ))
+}
+
+/// The shell command that writes `source`'s text with only the fields
+/// `kept` (from 0).
+fn cut_command(source: &Source, format: &FormatOptions, kept: &[usize]) -> String {
+    let delimiter = match format.delimiter.unwrap_or(if format.kind == FormatKind::Csv { b',' } else { b'\t' }) {
+        b'\t' => String::new(),
+        other => format!("-d {} ", shell_byte(other)),
+    };
+    let fields: Vec<usize> = kept.iter().map(|i| i + 1).collect();
+    let cut = format!("cut {delimiter}-f {}", field_list(&fields));
+    let file = crate::source::shell_word(&source.name);
+    match (source.name.as_ref(), source.compression) {
+        ("-", _) => format!("... | {cut}"),
+        (_, crate::source::Compression::Gzip) => format!("zcat {file} | {cut}"),
+        (_, crate::source::Compression::Zstd) => format!("zstdcat {file} | {cut}"),
+        _ => format!("{cut} {file}"),
+    }
+}
+
+/// A byte as a shell word: `,` as is, `;` quoted.
+fn shell_byte(byte: u8) -> String {
+    crate::source::shell_word(&char::from(byte).to_string())
+}
+
+/// Field numbers as cut takes them, runs as ranges: `1-2,4,6-9`.
+fn field_list(fields: &[usize]) -> String {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for &field in fields {
+        match runs.last_mut() {
+            Some((_, last)) if *last + 1 == field => *last = field,
+            _ => runs.push((field, field)),
+        }
+    }
+    let run = |&(first, last): &(usize, usize)| match last - first {
+        0 => first.to_string(),
+        1 => format!("{first},{last}"),
+        _ => format!("{first}-{last}"),
+    };
+    runs.iter().map(run).collect::<Vec<_>>().join(",")
 }
 
 fn misplaced_header(source: &Source, header: &[u8], field: usize, column: &str, instead: Option<&str>) -> Error {
@@ -1855,6 +1946,13 @@ mod tests {
             transcoding: None,
             documents: None,
         }
+    }
+
+    #[test]
+    fn field_numbers_as_cut_takes_them() {
+        assert_eq!(field_list(&[1, 2, 4, 6, 7, 8, 9]), "1,2,4,6-9");
+        assert_eq!(field_list(&[3]), "3");
+        assert_eq!(field_list(&[1, 2, 3, 5, 6]), "1-3,5,6");
     }
 
     #[test]

@@ -119,8 +119,12 @@ pub fn document_columns(
         let column = find_column(table, &key).map_err(|e| match given {
             Some(_) => e,
             None => Error::Target(format!(
-                "the documents' key \"{key}\" ({input} line {line}) is not a column of table {}; its columns are: \
-                 {}. Name the columns to load with --columns (other keys are then left out)",
+                "the documents' key \"{key}\" ({input} line {line}) {} of table {}; its columns COPY can fill \
+                 are: {}. Name the columns to load with --columns (other keys are then left out)",
+                match named_in(&table.generated, &key) {
+                    Some(_) => "names a generated column, which the server computes,",
+                    None => "is not a column",
+                },
                 table.display(),
                 column_list(table)
             )),
@@ -165,6 +169,13 @@ pub enum HeaderColumns {
     /// one name misspelt would otherwise load by position, each value into
     /// its neighbour's column, and columns of one type take that silently.
     Misplaced { field: usize, column: String, instead: Option<String> },
+    /// The header names columns, but some fields name none COPY can fill:
+    /// `others` name no column (and there are more fields than the table
+    /// has columns), `generated` name generated columns; each with its
+    /// index (from 0). `kept`: the fields that name columns. Why refused:
+    /// COPY cannot leave a field out, so by position every record would be
+    /// rejected, or (a generated column's field) load into the next column.
+    Unloadable { kept: Vec<usize>, others: Vec<(usize, String)>, generated: Vec<(usize, String)> },
 }
 
 /// Reads a header record against the table's columns (see [`HeaderColumns`]).
@@ -172,12 +183,24 @@ pub fn header_columns(table: &TableInfo, header: &[u8], format: &FormatOptions) 
     let Some(fields) = header_fields(header, format) else {
         return HeaderColumns::Positional;
     };
-    let named: Vec<Option<String>> = fields.iter().map(|f| find_column(table, f.trim()).ok()).collect();
-    if let Some(names) = named.iter().cloned().collect::<Option<Vec<String>>>() {
-        let distinct: std::collections::HashSet<&String> = names.iter().collect();
-        if distinct.len() == names.len() {
-            return HeaderColumns::Named(names);
-        }
+    let columns: Vec<String> = table.columns.iter().map(|(name, _)| name.clone()).collect();
+    let named: Vec<Option<String>> = fields.iter().map(|f| spelt_in(&columns, f.trim())).collect();
+    let found: Vec<&String> = named.iter().flatten().collect();
+    let distinct = found.iter().collect::<std::collections::HashSet<_>>().len() == found.len();
+    if distinct && found.len() == fields.len() {
+        return HeaderColumns::Named(found.into_iter().cloned().collect());
+    }
+    let generated: Vec<(usize, String)> = (fields.iter().enumerate())
+        .filter_map(|(field, f)| Some((field, spelt_in(&table.generated, f.trim())?)))
+        .collect();
+    if distinct && !found.is_empty() && (!generated.is_empty() || fields.len() > table.columns.len()) {
+        let (kept, unnamed): (Vec<usize>, Vec<usize>) = (0..fields.len()).partition(|&i| named[i].is_some());
+        let others = unnamed
+            .into_iter()
+            .filter(|i| !generated.iter().any(|(g, _)| g == i))
+            .map(|i| (i, fields[i].trim().to_string()))
+            .collect();
+        return HeaderColumns::Unloadable { kept, others, generated };
     }
     let by_position = |field: usize| table.columns.get(field).map(|(name, _)| name);
     named
@@ -305,21 +328,54 @@ pub fn resolve_forced(
 /// The table's column that `given` names: as written, or else as psql
 /// reads it in SQL (`"Total"` keeps its case, bare `Total` is `total`).
 fn find_column(table: &TableInfo, given: &str) -> Result<String, Error> {
+    let names: Vec<String> = table.columns.iter().map(|(name, _)| name.clone()).collect();
+    if let Some(name) = named_in(&names, given) {
+        return Ok(name);
+    }
+    if let Some(name) = named_in(&table.generated, given) {
+        return Err(Error::Target(format!(
+            "column {} of table {} is a generated column: the server computes it, and COPY cannot load it; \
+             leave it out (the columns COPY can fill: {})",
+            quote_ident(&name),
+            table.display(),
+            column_list(table)
+        )));
+    }
+    Err(Error::Target(format!(
+        "column \"{given}\" does not exist in table {}; its columns are: {}",
+        table.display(),
+        column_list(table)
+    )))
+}
+
+/// The name among `names` that a header's field names: as `--columns`
+/// would (see [`named_in`]), or else as a label that spells one name and no
+/// other when case and everything but letters and digits are left out:
+/// `Order ID`, `order-id` and `OrderId` name `order_id`. Why: exports from
+/// spreadsheets and reporting tools label columns so, and such a header in
+/// another order than the table's loaded by position, each value into
+/// another's column (all text: nothing refused it).
+fn spelt_in(names: &[String], field: &str) -> Option<String> {
+    if let Some(name) = named_in(names, field) {
+        return Some(name);
+    }
+    let folded = |name: &str| name.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect();
+    let wanted: String = folded(field);
+    let mut spelt = names.iter().filter(|name| !wanted.is_empty() && folded(name) == wanted);
+    match (spelt.next(), spelt.next()) {
+        (Some(name), None) => Some(name.clone()),
+        _ => None,
+    }
+}
+
+/// The name among `names` that `given` names: as written, or else as psql
+/// reads it in SQL.
+fn named_in(names: &[String], given: &str) -> Option<String> {
     let as_sql = match parse_qualified_name(given) {
         Some(mut parts) if parts.len() == 1 => parts.pop(),
         _ => None,
     };
-    [Some(given.to_string()), as_sql]
-        .into_iter()
-        .flatten()
-        .find(|wanted| table.columns.iter().any(|(name, _)| name == wanted))
-        .ok_or_else(|| {
-            Error::Target(format!(
-                "column \"{given}\" does not exist in table {}; its columns are: {}",
-                table.display(),
-                column_list(table)
-            ))
-        })
+    [Some(given.to_string()), as_sql].into_iter().flatten().find(|wanted| names.contains(wanted))
 }
 
 fn column_list(table: &TableInfo) -> String {
@@ -451,6 +507,7 @@ mod tests {
             name: "T x".into(),
             columns: cols.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
             not_null: Vec::new(),
+            generated: Vec::new(),
             enums: Vec::new(),
             text_like: Vec::new(),
             is_view: false,
@@ -476,6 +533,9 @@ mod tests {
         assert!(!in_table_order(&t, &names("id,Name").unwrap()), "one left out");
         assert!(in_table_order(&t, &names("id,\"Name\",AMOUNT\r\n").unwrap()), "the table's order: nothing to change");
         assert_eq!(names("id,name,total"), None, "a label that is no column");
+        assert_eq!(names("AMOUNT,name"), list(&["amount", "Name"]), "as SQL, or spelt so");
+        assert_eq!(names("Amount ($),N-A-M-E,ID"), list(&["amount", "Name", "id"]), "labels spelling the names");
+        assert_eq!(names("amount,"), None, "an empty label names nothing");
         assert_eq!(names(r#""amount,Name"#), None, "an open quote");
         let mut tsv = FormatOptions::new(FormatKind::Tsv);
         assert_eq!(header_columns(&t, b"amount\tid", &tsv), HeaderColumns::Named(list(&["amount", "id"]).unwrap()));
@@ -484,7 +544,8 @@ mod tests {
         let escaped = FormatOptions { escape: Some(b'\\'), ..FormatOptions::new(FormatKind::Csv) };
         let named = HeaderColumns::Named(list(&["amount", "Name", "id"]).unwrap());
         assert_eq!(header_columns(&t, br#""amount","Name",id"#, &escaped), named, "--escape '\\'");
-        assert_ne!(header_columns(&t, br#""amount","Na\\me",id"#, &escaped), named, "Na\\me is no column");
+        let kept = Some(vec!["amount".to_string(), "Na\\me".into(), "id".into()]);
+        assert_eq!(header_fields(br#""amount","Na\\me",id"#, &escaped), kept, "a backslash before m stays");
         tsv.delimiter = Some(b'|');
         assert_eq!(header_columns(&t, b"Name|amount", &tsv), HeaderColumns::Named(list(&["Name", "amount"]).unwrap()));
     }
@@ -516,6 +577,28 @@ mod tests {
         assert_eq!(read("Name,id,total"), misplaced(0, "Name", Some("id")), "a misspelt name among swapped ones");
         assert_eq!(read("id,id"), misplaced(1, "id", Some("Name")), "a name twice");
         assert_eq!(read("id,Name,amount,x,amount"), misplaced(4, "amount", None), "past the last column");
+    }
+
+    #[test]
+    fn a_header_with_fields_no_column_takes_says_which() {
+        let mut t = table(&[("id", "integer"), ("Name", "text"), ("n", "integer")]);
+        t.generated = vec!["twice".into()];
+        let csv = FormatOptions::new(FormatKind::Csv);
+        let read = |header: &str| header_columns(&t, header.as_bytes(), &csv);
+        let unloadable = |kept: &[usize], others: &[(usize, &str)], generated: &[(usize, &str)]| {
+            let owned = |l: &[(usize, &str)]| l.iter().map(|&(i, n)| (i, n.to_string())).collect();
+            HeaderColumns::Unloadable { kept: kept.to_vec(), others: owned(others), generated: owned(generated) }
+        };
+        assert_eq!(read("id,notes,Name,n,region"), unloadable(&[0, 2, 3], &[(1, "notes"), (4, "region")], &[]));
+        assert_eq!(read("id, Twice "), unloadable(&[0], &[], &[(1, "twice")]), "fewer fields than columns");
+        assert_eq!(read("id,Name,twice,x"), unloadable(&[0, 1], &[(3, "x")], &[(2, "twice")]));
+        assert_eq!(read("id,Name,x"), HeaderColumns::Positional, "a label where a column goes");
+        assert_eq!(read("ID,Name,Twice,x"), unloadable(&[0, 1], &[(3, "x")], &[(2, "twice")]), "spelt so");
+        assert_eq!(read("a,b,c,d"), HeaderColumns::Positional, "labels only: COPY's own error");
+        assert_eq!(
+            read("n,id,n,x"),
+            HeaderColumns::Misplaced { field: 0, column: "n".into(), instead: Some("id".into()) }
+        );
     }
 
     #[test]

@@ -900,6 +900,7 @@ mod tests {
             name: "t".into(),
             columns: vec![("id".into(), "integer".into()), ("name".into(), "character varying(5)".into())],
             not_null: vec!["id".into()],
+            generated: Vec::new(),
             enums: Vec::new(),
             text_like: Vec::new(),
             is_view: false,

@@ -374,6 +374,11 @@ pub struct TableInfo {
     pub columns: Vec<(String, String)>,
     /// The columns declared NOT NULL.
     pub not_null: Vec<String>,
+    /// The generated columns (`GENERATED ALWAYS AS (...) STORED`), which
+    /// are not among `columns`: the server computes them and COPY cannot
+    /// fill them, so a header or `--columns` naming one is refused by name
+    /// instead of loading its field into another column.
+    pub generated: Vec<String>,
     /// The columns whose type (or domain's base type) is an enum, with its
     /// labels: binary COPY takes an enum's label as its text, as text COPY
     /// does, and isolation suspects a value that is none of them.
@@ -651,6 +656,12 @@ impl PgSession {
             .map(|r| (text(r, 0), serde_json::from_str(&text(r, 4)).unwrap_or_default()))
             .collect();
         let text_like = rows.iter().filter(|r| text(r, 5) == "t").map(|r| text(r, 0)).collect();
+        let generated = self.query(
+            "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = $1::int8::oid AND attnum > 0 \
+             AND NOT attisdropped AND attgenerated <> '' ORDER BY attnum",
+            &[Some(&oid)],
+        )?;
+        let generated = generated.into_iter().filter_map(|r| r.into_iter().next().flatten()).collect();
         let settings =
             self.query("SELECT pg_catalog.current_setting('TimeZone'), pg_catalog.current_setting('DateStyle')", &[])?;
         let setting = |i: usize| settings.first().and_then(|r| r[i].clone()).unwrap_or_default();
@@ -666,6 +677,7 @@ impl PgSession {
             name: table,
             columns,
             not_null,
+            generated,
             enums,
             text_like,
             is_view,
