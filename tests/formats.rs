@@ -592,6 +592,25 @@ fn jsonl_keys_that_name_no_column_are_refused_up_front() {
     assert_eq!(db.scalar("SELECT string_agg(id || name || coalesce(extra, '-'), ' ' ORDER BY id) FROM got"), "1a- 2b-");
 }
 
+/// JSON from an API names its keys in camelCase (`orderId`), tables name
+/// columns in snake_case (`order_id`): such a key used to stop the load as
+/// "not a column". A key that spells one column's name and no other's, case
+/// and everything but letters and digits left out, names that column, and
+/// the load says so before it starts.
+#[test]
+fn jsonl_keys_spelt_another_way_name_their_columns() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE orders (order_id bigint, customer_name text, \"Total\" numeric)");
+    let file = db.file("orders.jsonl", b"{\"orderId\":7,\"Customer-Name\":\"Ann\",\"total\":1.5}\n{\"orderId\":8}\n");
+    let run = db.load(&[file.to_str().unwrap(), "--table", "orders"]);
+    run.assert_ok();
+    let says = "as the first documents have them: orderId as order_id, Customer-Name as customer_name, total as Total";
+    assert!(run.output().contains(says), "{}", run.output());
+    let loaded =
+        "SELECT string_agg(concat_ws(' ', order_id, customer_name, \"Total\"), ', ' ORDER BY order_id) FROM orders";
+    assert_eq!(db.scalar(loaded), "7 Ann 1.5, 8");
+}
+
 /// The generated store_sales CSV (quoted fields, rare quoted newlines).
 #[test]
 fn generated_store_sales_matches_psql_copy() {

@@ -664,10 +664,13 @@ fn prepare(
     // Documents become text-format lines on the client, escaped as needed.
     early_warnings.extend(odd_escapes_warning(sources, format).filter(|_| format.documents.is_none()));
     if let Some(documents) = format.documents.as_ref().filter(|_| req.columns.is_none()) {
+        let each = documents.columns.iter().zip(&documents.keys);
+        let pairs: Vec<String> =
+            each.map(|(column, key)| if column == key { key.clone() } else { format!("{key} as {column}") }).collect();
         early_warnings.push(format!(
             "loading each JSON document's keys into the columns of the same names, as the first documents have \
              them: {}",
-            documents.columns.join(", ")
+            pairs.join(", ")
         ));
     }
     early_warnings.extend(per_row_defaults);

@@ -86,7 +86,8 @@ fn is_json(ty: &str) -> bool {
 /// Which key of the documents goes to which column: those `--columns`
 /// names (each the key of the same name; other keys are left out), or else
 /// every key in the documents at the start of the input (`head`, read from
-/// `input`), each of which must name a column.
+/// `input`), each of which must name a column (as a header's field does:
+/// see [`spelt_in`]).
 ///
 /// Why check the named keys against the head: a misspelt one would load
 /// NULL into its column in every row, without a reject to show it.
@@ -115,8 +116,12 @@ pub fn document_columns(
         }
         None => keys.clone(),
     };
+    let loadable: Vec<String> = table.columns.iter().map(|(name, _)| name.clone()).collect();
     for (key, line) in wanted {
-        let column = find_column(table, &key).map_err(|e| match given {
+        // A key names its column as a header's field does (`orderId` names
+        // order_id); a name given with --columns is a column's, as SQL reads it.
+        let spelt = given.is_none().then(|| spelt_in(&loadable, &key)).flatten();
+        let column = spelt.map_or_else(|| find_column(table, &key), Ok).map_err(|e| match given {
             Some(_) => e,
             None => Error::Target(format!(
                 "the documents' key \"{key}\" ({input} line {line}) {} of table {}; its columns COPY can fill \
