@@ -116,7 +116,7 @@ pub fn document_columns(
         }
         None => keys.clone(),
     };
-    let loadable: Vec<String> = table.columns.iter().map(|(name, _)| name.clone()).collect();
+    let loadable = column_names(table);
     for (key, line) in wanted {
         // A key names its column as a header's field does (`orderId` names
         // order_id); a name given with --columns is a column's, as SQL reads it.
@@ -188,7 +188,7 @@ pub fn header_columns(table: &TableInfo, header: &[u8], format: &FormatOptions) 
     let Some(fields) = header_fields(header, format) else {
         return HeaderColumns::Positional;
     };
-    let columns: Vec<String> = table.columns.iter().map(|(name, _)| name.clone()).collect();
+    let columns = column_names(table);
     let named: Vec<Option<String>> = fields.iter().map(|f| spelt_in(&columns, f.trim())).collect();
     let found: Vec<&String> = named.iter().flatten().collect();
     let distinct = found.iter().collect::<std::collections::HashSet<_>>().len() == found.len();
@@ -333,8 +333,7 @@ pub fn resolve_forced(
 /// The table's column that `given` names: as written, or else as psql
 /// reads it in SQL (`"Total"` keeps its case, bare `Total` is `total`).
 fn find_column(table: &TableInfo, given: &str) -> Result<String, Error> {
-    let names: Vec<String> = table.columns.iter().map(|(name, _)| name.clone()).collect();
-    if let Some(name) = named_in(&names, given) {
+    if let Some(name) = named_in(&column_names(table), given) {
         return Ok(name);
     }
     if let Some(name) = named_in(&table.generated, given) {
@@ -381,6 +380,11 @@ fn named_in(names: &[String], given: &str) -> Option<String> {
         _ => None,
     };
     [Some(given.to_string()), as_sql].into_iter().flatten().find(|wanted| names.contains(wanted))
+}
+
+/// The names of the columns COPY can fill.
+fn column_names(table: &TableInfo) -> Vec<String> {
+    table.columns.iter().map(|(name, _)| name.clone()).collect()
 }
 
 fn column_list(table: &TableInfo) -> String {
