@@ -106,6 +106,12 @@ const JSONL_QUOTE: u8 = 0x01;
 const JSONL_DELIMITER: u8 = 0x02;
 
 impl FormatOptions {
+    /// The field delimiter the file is read at: `--delimiter`, or the
+    /// format's own (a comma for csv, a tab for the text format).
+    pub fn field_delimiter(&self) -> u8 {
+        self.delimiter.unwrap_or(if self.kind == FormatKind::Csv { b',' } else { b'\t' })
+    }
+
     /// These options with another delimiter, to see whether records fit
     /// the columns at it. Commas in a text-format load mean a CSV file
     /// named `.txt` or `.tsv`: read as CSV, whose quotes matter (a text

@@ -1567,10 +1567,12 @@ fn unloadable_header(
     let (those, them) = if all.len() == 1 { ("that field", "it") } else { ("those fields", "them") };
     let mut advice = format!("cut {them} out first ({}", cut_command(source, format, kept));
     if format.kind == FormatKind::Csv {
-        let delimiter = format.delimiter.filter(|&d| d != b',').map(|d| format!("-d {} ", shell_byte(d)));
+        let delimiter = match format.field_delimiter() {
+            b',' => String::new(),
+            other => format!("-d {} ", shell_byte(other)),
+        };
         advice.push_str(&format!(
-            ", or, where values hold the delimiter inside quotes, a CSV tool: csvcut {}-C {}",
-            delimiter.unwrap_or_default(),
+            ", or, where values hold the delimiter inside quotes, a CSV tool: csvcut {delimiter}-C {}",
             field_list(&all)
         ));
     }
@@ -1588,7 +1590,7 @@ fn unloadable_header(
 /// The shell command that writes `source`'s text with only the fields
 /// `kept` (from 0).
 fn cut_command(source: &Source, format: &FormatOptions, kept: &[usize]) -> String {
-    let delimiter = match format.delimiter.unwrap_or(if format.kind == FormatKind::Csv { b',' } else { b'\t' }) {
+    let delimiter = match format.field_delimiter() {
         b'\t' => String::new(),
         other => format!("-d {} ", shell_byte(other)),
     };
@@ -1608,7 +1610,8 @@ fn shell_byte(byte: u8) -> String {
     crate::source::shell_word(&char::from(byte).to_string())
 }
 
-/// Field numbers as cut takes them, runs as ranges: `1-2,4,6-9`.
+/// Field numbers as cut takes them, runs of three or more as ranges:
+/// `1,2,4,6-9`.
 fn field_list(fields: &[usize]) -> String {
     let mut runs: Vec<(usize, usize)> = Vec::new();
     for &field in fields {
