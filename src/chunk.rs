@@ -139,7 +139,17 @@ pub enum RunawayKind {
 impl Chunk {
     /// Bytes of the chunk that go to COPY: all but a runaway record.
     pub fn copy_len(&self) -> u64 {
-        self.runaway.map_or(self.loc.byte_len, |r| r.offset)
+        self.runaway.map_or(self.data_len(), |r| r.offset)
+    }
+
+    /// Bytes of the chunk as the workers have them: the input's, or its
+    /// records rewritten (documents read into columns, fields left out),
+    /// whose length is not the input's.
+    pub fn data_len(&self) -> u64 {
+        match (&self.data, &self.original) {
+            (Some(data), Some(_)) => data.len() as u64,
+            _ => self.loc.byte_len,
+        }
     }
 
     /// Records that go to COPY: all but a runaway record.

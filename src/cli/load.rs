@@ -89,10 +89,18 @@ pub struct LoadArgs {
     header: bool,
 
     /// Target columns, comma-separated, in file order (as written, else as
-    /// in SQL: `"Total"` or `total`). For jsonl: the json/jsonb column that
-    /// receives the documents.
+    /// in SQL: `"Total"` or `total`); a - leaves the field at its place out
+    /// (`id,-,name`). For jsonl: the json/jsonb column that receives the
+    /// documents, or the columns each loaded from the key of its name.
     #[arg(long, value_delimiter = ',', value_name = "A,B,C")]
     columns: Option<Vec<String>>,
+
+    /// With --header: load only the fields whose header names a column of
+    /// the table, by name, and leave the others out (an export of a wider
+    /// table). With --columns, a - leaves out the field at its place
+    /// instead: --columns id,-,name.
+    #[arg(long, requires = "header")]
+    skip_other_fields: bool,
 
     /// Encoding of the input, transcoded to UTF-8 by sluice: latin1
     /// (strict ISO-8859-1), windows-1252, utf-16 (byte-order mark),
@@ -295,6 +303,7 @@ impl LoadArgs {
             inputs: self.files.clone(),
             table: self.table.clone(),
             columns: self.columns.clone(),
+            skip_other_fields: self.skip_other_fields,
             format: self.format.map(Into::into),
             options,
             db: self.db.clone(),

@@ -518,13 +518,18 @@ struct Pending {
     offset: u64,
 }
 
-/// A chunk's lines as they were in the input, and where they start in it.
+/// A chunk's records as they were in the input, and where they start in it:
+/// its lines, for documents read into columns; its records, for records
+/// rewritten with some of their fields (see [`super::pick`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OriginalText {
     pub offset: u64,
-    /// Each line with a line feed at its end (the input's last line gets
-    /// one if it had none).
+    /// Documents: each line with a line feed at its end (the input's last
+    /// line gets one if it had none). Rewritten records: the chunk's bytes.
     pub bytes: Vec<u8>,
+    /// Rewritten records: where each starts in `bytes` and the line ends
+    /// before it, then the end. Empty for documents, one to a line.
+    pub records: Vec<(usize, u64)>,
 }
 
 impl OriginalLines {
@@ -547,11 +552,18 @@ impl OriginalLines {
         };
         let offset = pending.offset;
         pending.offset += end as u64;
-        OriginalText { offset, bytes: pending.bytes.drain(..end).collect() }
+        OriginalText { offset, bytes: pending.bytes.drain(..end).collect(), records: Vec::new() }
     }
 }
 
 impl OriginalText {
+    /// Rewritten record `index` (from 0) as it was in the input, its offset
+    /// there and the line ends in the chunk before it; `None` for documents.
+    pub fn record(&self, index: usize) -> Option<(&[u8], u64, u64)> {
+        let (&(start, lines), &(end, _)) = (self.records.get(index)?, self.records.get(index + 1)?);
+        Some((&self.bytes[start..end], self.offset + start as u64, lines))
+    }
+
     /// Line `index` (from 0) and its offset in the input.
     pub fn line(&self, starts: &[usize], index: usize) -> Option<(&[u8], u64)> {
         let (start, end) = (*starts.get(index)?, *starts.get(index + 1)?);

@@ -9,6 +9,7 @@
 pub mod binary;
 pub mod documents;
 pub mod escapes;
+pub mod pick;
 pub mod scan;
 
 use std::path::Path;
@@ -96,6 +97,9 @@ pub struct FormatOptions {
     /// jsonl into typed columns: the records are the documents turned into
     /// text-format lines (see [`documents`]), and these the columns.
     pub documents: Option<std::sync::Arc<documents::DocumentColumns>>,
+    /// csv and tsv: the fields each record keeps, where some are left out
+    /// (see [`pick`]); the records' field count is then the input's.
+    pub picks: Option<std::sync::Arc<pick::FieldPicks>>,
 }
 
 /// Quote and delimiter bytes that valid JSON can never contain raw (control
@@ -145,6 +149,7 @@ impl FormatOptions {
             force_null: Vec::new(),
             force_not_null: Vec::new(),
             documents: None,
+            picks: None,
         }
     }
 

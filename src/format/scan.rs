@@ -105,9 +105,9 @@ pub struct Step {
 
 /// PostgreSQL's quote and escape state inside a CSV record.
 #[derive(Clone, Copy, Debug, Default)]
-struct QuoteState {
+pub(crate) struct QuoteState {
     /// Inside a quoted field.
-    in_quote: bool,
+    pub(crate) in_quote: bool,
     /// The previous byte was an escape inside quotes.
     last_was_esc: bool,
 }
@@ -116,7 +116,7 @@ impl QuoteState {
     /// The step for one byte (copied from `CopyReadLineText`; see the
     /// module docs); any byte but the escape clears "last was escape".
     #[inline]
-    fn step(&mut self, c: u8, quote: u8, escape: u8) {
+    pub(crate) fn step(&mut self, c: u8, quote: u8, escape: u8) {
         if self.in_quote && c == escape {
             self.last_was_esc = !self.last_was_esc;
         }

@@ -7,6 +7,7 @@
 //! the stop's advice, each naming the option that fixes it; most are also
 //! shown once while the load runs, as soon as a chunk gives them.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -149,13 +150,9 @@ fn sign<'a>(shared: &Shared, reject: &'a Reject) -> Option<(Sign, &'a str)> {
     if !reject.sqlstate.as_deref()?.starts_with("22") {
         return None;
     }
-    let (column, raw, format) = (reject.column.as_deref()?, reject.raw.as_deref()?.as_bytes(), shared.format);
-    let converted = match &format.documents {
-        Some(columns) => Some(crate::format::documents::text_record(raw, columns)?),
-        None => None,
-    };
-    let record = converted.as_deref().unwrap_or(raw);
-    let (rule, field) = suspect::column_field(record, rules, format, column)?;
+    let (column, format) = (reject.column.as_deref()?, shared.format);
+    let record = as_loaded(shared, reject)?;
+    let (rule, field) = suspect::column_field(&record, rules, format, column)?;
     if let Some(value) = suspect::date_in_the_other_order(rule, field) {
         return Some((Sign::OtherDateOrder(value), column));
     }
@@ -351,8 +348,8 @@ fn note_headers(shared: &Shared, rejects: &[Reject]) {
         return;
     }
     for reject in rejects.iter().filter(|r| r.line == 1) {
-        let raw = reject.raw.as_deref().unwrap_or_default().as_bytes();
-        if suspect::names_columns(raw, &shared.table.columns, shared.format) {
+        let Some(raw) = as_loaded(shared, reject) else { continue };
+        if suspect::names_columns(&raw, &shared.table.columns, shared.format) {
             shared.notes.header_like.lock().unwrap_or_else(|e| e.into_inner()).push(reject.file.clone());
         }
     }
@@ -447,7 +444,7 @@ fn header_warning(files: &[String]) -> Option<String> {
 /// a file that holds only some of the table's columns).
 pub(super) fn field_count_advice(shared: &Shared, first: &Reject) -> Option<String> {
     let rules = shared.rules.as_ref().filter(|_| !reads_documents(shared))?;
-    let record = first.raw.as_deref()?.as_bytes();
+    let record = &*as_loaded(shared, first)?;
     let fields = suspect::field_count(record, shared.format);
     let names: Vec<&str> = rules.iter().map(|r| r.name.as_str()).collect();
     let line = crate::format::without_line_end(record);
@@ -486,6 +483,20 @@ pub(super) fn field_count_advice(shared: &Shared, first: &Reject) -> Option<Stri
 /// A delimiter in a message: quoted, a tab as `\t`.
 pub(super) fn delimiter_shown(delimiter: u8) -> String {
     format!("'{}'", delimiter_text(delimiter))
+}
+
+/// A rejected record as the load sent it: the rejects file holds it as it
+/// was in the input, a document read into columns or a record with fields
+/// left out (see [`crate::format::pick`]). `None` for one that was not sent
+/// (it could not be rewritten), or has no text.
+fn as_loaded<'r>(shared: &Shared, reject: &'r Reject) -> Option<Cow<'r, [u8]>> {
+    let raw = reject.raw.as_deref()?.as_bytes();
+    let format = shared.format;
+    Some(match (&format.documents, &format.picks) {
+        (Some(columns), _) => Cow::Owned(crate::format::documents::text_record(raw, columns)?),
+        (None, Some(picks)) => Cow::Owned(crate::format::pick::picked_record(raw, format, picks)?),
+        (None, None) => Cow::Borrowed(raw),
+    })
 }
 
 /// Whether the rejects hold JSON documents while the records are the

@@ -181,15 +181,17 @@ struct Marks {
     /// The input's encoding, when it is not UTF-8: its records hold marks
     /// where it could not be read (see [`encoding::unmark`]).
     transcoding: Option<Transcoding>,
-    /// JSON lines read into columns: a document that could not be read is
-    /// a marked line (see [`documents::DOC_MARK`]).
+    /// JSON lines read into columns, or records with fields left out: a
+    /// document or record that could not be rewritten is a marked line (see
+    /// [`documents::DOC_MARK`]).
     documents: bool,
 }
 
 impl Marks {
     fn of(shared: &Shared, chunk: &Chunk) -> Marks {
         let source = &shared.sources[chunk.loc.source];
-        Marks { transcoding: source.transcoding, documents: source.documents.is_some() }
+        let rewritten = source.documents.is_some() || shared.format.picks.is_some();
+        Marks { transcoding: source.transcoding, documents: rewritten }
     }
 }
 
@@ -870,22 +872,38 @@ impl<'a> Isolator<'a> {
             reason.push_str(&format!(" ({detail})"));
         }
         reason.push_str(advice);
-        let (raw, byte) = self.as_in_input(i);
-        let mut reject = Reject::new(Position { byte: byte.unwrap_or(position.byte), ..position }, reason, &raw);
+        let (first_line, lines_before) = (loc.first_line, self.index.lines_before[i]);
+        let (raw, at) = self.as_in_input(i);
+        let position = match at {
+            Some((byte, lines)) => Position { byte, line: first_line + lines.unwrap_or(lines_before), ..position },
+            None => position,
+        };
+        let mut reject = Reject::new(position, reason, &raw);
         reject.sqlstate = r.sqlstate;
         reject.column = r.column;
         self.rejects.push(reject);
     }
 }
 
+/// Where a rewritten record was in the input: its offset, and the line
+/// ends before it in the chunk (`None`: one record to a line, as in the
+/// chunk).
+type InInput = (u64, Option<u64>);
+
 impl Isolator<'_> {
-    /// Record `i` as the rejects file shows it, and its offset in the input
-    /// when that is not the chunk's (documents read into columns).
-    fn as_in_input(&mut self, i: usize) -> (Cow<'_, [u8]>, Option<u64>) {
+    /// Record `i` as the rejects file shows it, and, where the chunk's
+    /// records were rewritten, its offset in the input and the line ends
+    /// before it in the chunk (`None`: one record to a line, as in the
+    /// chunk: documents read into columns).
+    fn as_in_input(&mut self, i: usize) -> (Cow<'_, [u8]>, Option<InInput>) {
         if let Some(original) = &self.chunk.original {
+            if let Some((record, byte, lines_before)) = original.record(i) {
+                let record = self.shared.sources[self.chunk.loc.source].as_in_input(record);
+                return (record, Some((byte, Some(lines_before))));
+            }
             let starts = self.original_starts.get_or_insert_with(|| original.line_starts());
             if let Some((line, byte)) = original.line(starts, i) {
-                return (Cow::Borrowed(line), Some(byte));
+                return (Cow::Borrowed(line), Some((byte, None)));
             }
         }
         (self.shared.sources[self.chunk.loc.source].as_in_input(self.record(i)), None)

@@ -57,6 +57,9 @@ fn chunk_identity(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, 
     if !format.force_null.is_empty() || !format.force_not_null.is_empty() {
         parts.push(format!("force null {:?} not null {:?}", format.force_null, format.force_not_null));
     }
+    if let Some(picks) = &format.picks {
+        parts.push(format!("fields left out {:?}", picks.left_out()));
+    }
     if let Some(documents) = &format.documents {
         parts.push(format!("documents {:?} {:?} {}", documents.columns, documents.keys, documents.other_keys_left_out));
     }

@@ -18,7 +18,7 @@ mod isolate;
 mod job;
 mod key_check;
 mod pace;
-mod plan;
+pub(crate) mod plan;
 mod retry;
 mod suspect;
 mod value_check;
@@ -38,6 +38,7 @@ use crate::chunk::{Chunk, Chunker, ChunkerConfig, Preamble};
 use crate::encoding::InputEncoding;
 use crate::error::Error;
 use crate::format::documents::{self, OriginalLines};
+use crate::format::pick::{self, FieldPicks};
 use crate::format::scan::RecordShape;
 use crate::format::{FormatKind, FormatOptions};
 use crate::ledger::{self, Done, Opened};
@@ -108,6 +109,8 @@ pub struct LoadRequest {
     pub inputs: Vec<String>,
     pub table: String,
     pub columns: Option<Vec<String>>,
+    /// With `header`: load only the fields whose header names a column.
+    pub skip_other_fields: bool,
     /// `None`: guessed from the file names.
     pub format: Option<FormatKind>,
     /// Options for the format; its `kind` is replaced by the resolved one.
@@ -166,6 +169,7 @@ impl LoadRequest {
             inputs,
             table: table.to_string(),
             columns: None,
+            skip_other_fields: false,
             format: None,
             options: FormatOptions::new(FormatKind::Csv),
             db: None,
@@ -625,6 +629,7 @@ fn prepare(
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
     crate::report::ensure_writable_or_stream(&rejects_path, "rejects", "--rejects")?;
     let mut per_row_defaults = Vec::new();
+    let (given, mut picks) = plan::fields_left_out(req.columns.as_deref(), format.kind, req.skip_other_fields)?;
     let documents = match format.kind {
         FormatKind::Jsonl => match documents_into_columns(req, &refuse_json_over_lines(sources)?, &table, format)? {
             Some(mut columns) => {
@@ -636,22 +641,29 @@ fn prepare(
         _ => None,
     };
     let format = documents.as_ref().unwrap_or(format);
-    let header_columns = match req.columns {
+    let header_columns = match given {
         Some(_) => None,
+        None if req.skip_other_fields => {
+            let (names, kept) = fields_the_headers_name(sources, format, req, &table)?;
+            picks = Some(kept);
+            Some(names)
+        }
         None => names_in_headers(sources, format, req, &table)?,
     }
     .filter(|(_, names)| !plan::in_table_order(&table, names));
     let columns = match (&header_columns, &format.documents) {
         (Some((_, names)), _) => Some(names.clone()),
         (None, Some(documents)) => Some(documents.columns.clone()),
-        (None, None) => choose_columns(&table, req.columns.as_deref(), format.kind)?,
+        (None, None) => choose_columns(&table, given.as_deref(), format.kind)?,
     };
-    if let Some(given) = columns.as_deref().filter(|_| req.columns.is_some()) {
+    if let Some(given) = columns.as_deref().filter(|_| given.is_some()) {
         refuse_columns_a_header_reorders(sources, format, req, &table, given)?;
     }
-    let format = &plan::resolve_forced(&table, columns.as_deref(), format)?;
+    let format =
+        &FormatOptions { picks: picks.map(Arc::new), ..plan::resolve_forced(&table, columns.as_deref(), format)? };
     let copy_plan = plan::choose_copy_format(req.copy_format, &table, columns.as_deref(), format)?;
-    let shape = format.record_shape(table.copy_columns(columns.as_deref()).len());
+    let fields = format.picks.as_ref().map_or_else(|| table.copy_columns(columns.as_deref()).len(), |p| p.fields());
+    let shape = format.record_shape(fields);
     let wanted = defer::TablePlan {
         defer: req.defer_indexes,
         truncate: req.truncate,
@@ -674,6 +686,11 @@ fn prepare(
         ));
     }
     early_warnings.extend(per_row_defaults);
+    if let Some(picks) = &format.picks {
+        let left_out = picks.left_out();
+        let fields = if left_out.len() == 1 { "field" } else { "fields" };
+        early_warnings.push(format!("leaving out {fields} {} of each record, as asked", field_list(&left_out)));
+    }
     if let Some((source, names)) = &header_columns {
         early_warnings
             .push(format!("loading the columns the header of {source} names, in its order: {}", names.join(", ")));
@@ -1369,7 +1386,10 @@ struct Handout {
 
 impl Handout {
     /// False once the load stops or the workers are gone.
-    fn give(&mut self, shared: &Shared, chunk: Chunk) -> bool {
+    fn give(&mut self, shared: &Shared, mut chunk: Chunk) -> bool {
+        if let Some(picks) = &shared.format.picks {
+            pick::pick_fields(&mut chunk, shared.format.dialect(), shared.format.field_delimiter(), picks);
+        }
         self.batcher.push(chunk).into_iter().all(|batch| !shared.stopping() && self.queue.send(batch).is_ok())
     }
 }
@@ -1383,8 +1403,9 @@ fn feed_one(
     seq: &mut u64,
 ) -> Result<InputScan, Error> {
     let block = std::mem::take(&mut out.block);
-    let (mut chunker, raw, originals) =
-        chunker_for(shared, req, (index, source), *seq, carries_its_bytes(source), block)?;
+    // Records rewritten with some of their fields go from memory.
+    let keep_bytes = carries_its_bytes(source) || shared.format.picks.is_some();
+    let (mut chunker, raw, originals) = chunker_for(shared, req, (index, source), *seq, keep_bytes, block)?;
     let mut scan = InputScan::default();
     loop {
         let mut chunk = match chunker.next_chunk() {
@@ -1430,6 +1451,8 @@ fn feed_one(
 
 /// The name of the input whose header names the columns, and the columns.
 type HeaderNames = (std::sync::Arc<str>, Vec<String>);
+/// The columns a header names and which of its fields load.
+type HeaderPicks = (Vec<String>, FieldPicks);
 
 /// The columns the first header names (see [`HeaderColumns`]) and the name
 /// of its input (an empty input has none), when `--header` is given, once
@@ -1486,6 +1509,48 @@ fn names_in_headers(
         HeaderColumns::Named(names) => Some((source.name.clone(), names)),
         _ => None,
     }))
+}
+
+/// `--skip-other-fields`: the columns the first header names and which of
+/// its fields load, once every other input's header is found to name the
+/// same at the same places (a later file whose fields stand elsewhere would
+/// load the wrong ones). A header naming no column is refused: it is likely
+/// not a header, or of another table.
+fn fields_the_headers_name(
+    sources: &[Source],
+    format: &FormatOptions,
+    req: &LoadRequest,
+    table: &TableInfo,
+) -> Result<(HeaderNames, FieldPicks), Error> {
+    let mut first: Option<(&Source, Vec<u8>, HeaderPicks)> = None;
+    for source in sources {
+        let Some(header) = header_of(source, format, req)? else { continue };
+        let Some(named) = plan::fields_a_header_names(table, &header, format) else {
+            return Err(source.input_error(&format!(
+                "its header ({}) names no column of {} (or one twice), so --skip-other-fields cannot tell which \
+                 fields to load; check --delimiter, or name the columns with --columns, a - for each field to leave out",
+                String::from_utf8_lossy(&header).trim_end(),
+                table.display()
+            )));
+        };
+        match &first {
+            None => first = Some((source, header, named)),
+            Some((_, _, same)) if *same == named => {}
+            Some((first_source, first_header, _)) => {
+                return Err(source.input_error(&format!(
+                    "its header ({}) names other columns, or at other places, than the header of {} ({}); load it on \
+                     its own",
+                    String::from_utf8_lossy(&header).trim_end(),
+                    first_source.name,
+                    String::from_utf8_lossy(first_header).trim_end()
+                )))
+            }
+        }
+    }
+    let Some((source, _, (names, picks))) = first else {
+        return Err(Error::Usage("--skip-other-fields: no input has a header to read the columns from".into()));
+    };
+    Ok(((source.name.clone(), names), picks))
 }
 
 /// A header that names the table's columns when split at `delimiter`, not
@@ -1582,7 +1647,7 @@ fn unloadable_header(
     }
     source.input_error(&format!(
         "its header names columns of the table, but {}; COPY can neither load {those} nor leave {them} out, so \
-         {advice}",
+         pass --skip-other-fields, which leaves {them} out on the way, or {advice}",
         why.join(", and ")
     ))
 }

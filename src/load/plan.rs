@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use crate::error::Error;
 use crate::format::binary::{unescape_text, BinaryEncoder, DateOrder};
 use crate::format::documents::{self, ColumnKind, DocumentColumns};
+use crate::format::pick::FieldPicks;
 use crate::format::{FormatKind, FormatOptions, COMMON_DELIMITERS};
 use crate::sink::postgres::TableInfo;
 use crate::source::Source;
@@ -57,6 +58,41 @@ pub fn choose_columns(
             table.display()
         ))),
     }
+}
+
+/// `--columns` as the columns it names and, when it marks fields to leave
+/// out with `-` (`id,-,name`), which fields load (see
+/// [`crate::format::pick`]).
+pub fn fields_left_out(
+    given: Option<&[String]>,
+    kind: FormatKind,
+    skip_other_fields: bool,
+) -> Result<(Option<Vec<String>>, Option<FieldPicks>), Error> {
+    if skip_other_fields && (given.is_some() || kind == FormatKind::Jsonl) {
+        return Err(Error::Usage(
+            "--skip-other-fields reads the fields to load from a CSV or TSV header; with --columns, mark each field \
+             to leave out with a - instead (--columns id,-,name), and a JSON document's keys no column takes are \
+             left out already"
+                .into(),
+        ));
+    }
+    let Some(given) = given else { return Ok((None, None)) };
+    let kept: Vec<bool> = given.iter().map(|name| name.trim() != "-").collect();
+    if kept.iter().all(|&k| k) {
+        return Ok((Some(given.to_vec()), None));
+    }
+    if kind == FormatKind::Jsonl {
+        return Err(Error::Usage(
+            "--columns: a `-` leaves out a field of CSV or TSV records; a JSON document's keys are named, and those \
+             --columns does not name are left out already"
+                .into(),
+        ));
+    }
+    let names: Vec<String> = given.iter().filter(|name| name.trim() != "-").cloned().collect();
+    if names.is_empty() {
+        return Err(Error::Usage("--columns names no column, only fields to leave out (-)".into()));
+    }
+    Ok((Some(names), Some(FieldPicks::new(kept))))
 }
 
 /// For jsonl: whether each document goes whole into one column (the
@@ -219,6 +255,21 @@ pub fn header_columns(table: &TableInfo, header: &[u8], format: &FormatOptions) 
         .unwrap_or(HeaderColumns::Positional)
 }
 
+/// `--skip-other-fields`: the columns `header`'s fields name, in its order,
+/// and which of its fields load (those naming a column COPY fills, read as
+/// [`header_columns`] reads them); `None` when it names none, or one twice.
+pub fn fields_a_header_names(
+    table: &TableInfo,
+    header: &[u8],
+    format: &FormatOptions,
+) -> Option<(Vec<String>, FieldPicks)> {
+    let fields = header_fields(header, format)?;
+    let named: Vec<Option<String>> = fields.iter().map(|f| spelt_in(&column_names(table), f.trim())).collect();
+    let names: Vec<String> = named.iter().flatten().cloned().collect();
+    let distinct = names.iter().collect::<std::collections::HashSet<_>>().len() == names.len();
+    (distinct && !names.is_empty()).then(|| (names, FieldPicks::new(named.iter().map(Option::is_some).collect())))
+}
+
 /// Another common delimiter at which `header`, which names no column at
 /// the load's own, names two or more of the table's columns: the file's
 /// delimiter, most likely (a semicolon-separated export named `.csv`).
@@ -245,7 +296,7 @@ pub fn in_table_order(table: &TableInfo, names: &[String]) -> bool {
 /// could not read was loaded by position: with `--escape '\'` a header
 /// naming the columns in another order loaded each field into another's
 /// column (found by a random test of whole loads).
-fn header_fields(header: &[u8], format: &FormatOptions) -> Option<Vec<String>> {
+pub(crate) fn header_fields(header: &[u8], format: &FormatOptions) -> Option<Vec<String>> {
     let mut fields = Vec::new();
     match format.kind {
         FormatKind::Jsonl => return None,

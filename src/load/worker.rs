@@ -756,10 +756,12 @@ impl RangeReader {
     /// The reject for a record the chunker cut off: one that outgrew
     /// `--max-record-size`, or a line with a quote left open.
     fn runaway_reject(&mut self, shared: &Shared, chunk: &Chunk, runaway: Runaway) -> Result<Reject, Error> {
-        let raw = self.range(shared, chunk, runaway.offset, chunk.loc.byte_len)?;
+        let raw = self.range(shared, chunk, runaway.offset, chunk.data_len())?;
         let file = &shared.sources[chunk.loc.source].name;
-        // The runaway is the chunk's last record.
-        let position = chunk.loc.position(file, chunk.records - 1, runaway.lines_before, runaway.offset);
+        // The runaway is the chunk's last record, after the rewritten ones
+        // where fields are left out (see `format::pick`).
+        let offset = chunk.original.as_ref().and_then(|o| o.records.last()).map_or(runaway.offset, |r| r.0 as u64);
+        let position = chunk.loc.position(file, chunk.records - 1, runaway.lines_before, offset);
         let reason = match runaway.kind {
             RunawayKind::TooLong => format!(
                 "the record runs past --max-record-size ({} bytes) without ending; is a quote left open? \

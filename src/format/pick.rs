@@ -1,0 +1,284 @@
+//! Fields left out: `--columns id,-,name` (a `-` for each field to leave
+//! out) and `--skip-other-fields` (with `--header`: the fields whose name
+//! is no column's) load only some of each record's fields.
+//!
+//! COPY takes every field of a record into a column and cannot leave one
+//! out, so the peers' users cut their files first (`cut`, which splits a
+//! quoted CSV value at its commas, or `csvcut`), reading every byte once
+//! more. Here each chunk's records are rewritten on the client after the
+//! chunker has cut them ([`pick_fields`]), before anything else sees them:
+//! a record keeps its kept fields byte for byte (quotes, escapes, the
+//! delimiter and its line end as written), so the server reads each kept
+//! value exactly as it would have read it in the whole record. Everything
+//! after (isolation, suspects, the binary encoder, the key checks) works on
+//! the rewritten records, one per input record, and the chunk keeps its
+//! input bytes ([`OriginalText`]) for the rejects file and for the line each
+//! record starts on: a record whose left-out field held line breaks spans
+//! fewer lines once rewritten.
+//!
+//! A record with another number of fields cannot be rewritten (which of its
+//! fields is which?): it becomes a marked line ([`DOC_MARK`] and the
+//! reason), which isolation rejects on the client, as it does a document
+//! it could not read.
+//!
+//! Why our own: the split must be the server's (`CopyReadAttributesText`,
+//! `CopyReadAttributesCSV`) and keep each field's bytes as written, with
+//! the record scanner's quote rules; a CSV crate unquotes values and knows
+//! neither the text format nor COPY's escape.
+
+use crate::chunk::Chunk;
+use crate::format::documents::{OriginalText, DOC_MARK};
+use crate::format::scan::{Dialect, LineEnd, QuoteState, RecordScanner};
+use crate::format::FormatOptions;
+
+/// Which of a record's fields load.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldPicks {
+    /// One per field of the input's records, in order: whether it loads.
+    kept: Vec<bool>,
+}
+
+impl FieldPicks {
+    pub fn new(kept: Vec<bool>) -> FieldPicks {
+        FieldPicks { kept }
+    }
+
+    /// The fields each record has.
+    pub fn fields(&self) -> usize {
+        self.kept.len()
+    }
+
+    /// The fields left out, numbered from 1 as `cut` numbers them.
+    pub fn left_out(&self) -> Vec<usize> {
+        (self.kept.iter().enumerate()).filter(|(_, &kept)| !kept).map(|(i, _)| i + 1).collect()
+    }
+}
+
+/// How a record's fields are told apart.
+#[derive(Clone, Copy, Debug)]
+struct Splitter {
+    dialect: Dialect,
+    delimiter: u8,
+}
+
+impl Splitter {
+    /// Appends the offsets of `body`'s field delimiters (outside quotes in
+    /// CSV, not escaped in the text format) to `at`.
+    fn delimiters(self, body: &[u8], at: &mut Vec<usize>) {
+        match self.dialect {
+            Dialect::Csv { quote, escape } => {
+                // As the scanner reads quotes: an escape that is the quote is none.
+                let escape = if escape == quote { 0 } else { escape };
+                let mut quotes = QuoteState::default();
+                for (i, &c) in body.iter().enumerate() {
+                    quotes.step(c, quote, escape);
+                    if c == self.delimiter && !quotes.in_quote {
+                        at.push(i);
+                    }
+                }
+            }
+            Dialect::Text | Dialect::Lines => {
+                let mut escaped = false;
+                for (i, &c) in body.iter().enumerate() {
+                    if escaped {
+                        escaped = false;
+                    } else if c == b'\\' {
+                        escaped = true;
+                    } else if c == self.delimiter {
+                        at.push(i);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether `byte` would change how the marked line's reason is read
+    /// (a quote would open a field running past the line).
+    fn disturbs(self, byte: u8) -> bool {
+        match self.dialect {
+            Dialect::Csv { quote, escape } => byte == quote || byte == escape,
+            Dialect::Text | Dialect::Lines => byte == b'\\',
+        }
+    }
+}
+
+/// Rewrites `chunk`'s records (its bytes, which it carries) with only
+/// their kept fields, and keeps its input bytes as its original text. A
+/// runaway record (see [`crate::chunk::Runaway`]) is not copied: it stays
+/// as it was, after the rewritten records, its offset moved with it.
+pub fn pick_fields(chunk: &mut Chunk, dialect: Dialect, delimiter: u8, picks: &FieldPicks) {
+    let input = chunk.data.take().expect("chunks whose fields are picked carry their bytes");
+    let copied = chunk.runaway.map_or(input.len(), |r| r.offset as usize);
+    let splitter = Splitter { dialect, delimiter };
+    let (mut data, records) = pick_records(&input[..copied], splitter, chunk.line_end, picks);
+    if let Some(runaway) = &mut chunk.runaway {
+        runaway.offset = data.len() as u64;
+        data.extend_from_slice(&input[copied..]);
+    }
+    chunk.data = Some(data);
+    chunk.original = Some(OriginalText { offset: chunk.loc.byte_offset, bytes: input, records });
+}
+
+/// `record` (one record as it was in the input) with its kept fields, as
+/// the load sent it; `None` when it has another number of fields.
+pub fn picked_record(record: &[u8], format: &FormatOptions, picks: &FieldPicks) -> Option<Vec<u8>> {
+    let splitter = Splitter { dialect: format.dialect(), delimiter: format.field_delimiter() };
+    let mut out = Vec::with_capacity(record.len());
+    pick_record(record, splitter, LineEnd::Lf, picks, &mut Vec::new(), &mut out);
+    (out.first() != Some(&DOC_MARK)).then_some(out)
+}
+
+/// `chunk`'s records with their kept fields, and where each record starts
+/// in `chunk` with the line ends before it (and the end, last).
+fn pick_records(
+    chunk: &[u8],
+    splitter: Splitter,
+    line_end: LineEnd,
+    picks: &FieldPicks,
+) -> (Vec<u8>, Vec<(usize, u64)>) {
+    let mut scanner = RecordScanner::new(splitter.dialect, line_end);
+    let mut out = Vec::with_capacity(chunk.len());
+    let mut records = vec![(0, 0)];
+    let mut delimiters = Vec::with_capacity(picks.fields());
+    let (mut pos, mut lines) = (0, 0);
+    while pos < chunk.len() {
+        let step = scanner.scan(&chunk[pos..], true);
+        pick_record(&chunk[pos..pos + step.consumed], splitter, line_end, picks, &mut delimiters, &mut out);
+        pos += step.consumed;
+        lines += step.newlines;
+        records.push((pos, lines));
+    }
+    (out, records)
+}
+
+/// Appends `record` with its kept fields, or a marked line saying why it
+/// cannot be rewritten.
+fn pick_record(
+    record: &[u8],
+    splitter: Splitter,
+    line_end: LineEnd,
+    picks: &FieldPicks,
+    delimiters: &mut Vec<usize>,
+    out: &mut Vec<u8>,
+) {
+    let (body, ending) = record.split_at(body_length(record, line_end));
+    delimiters.clear();
+    splitter.delimiters(body, delimiters);
+    let fields = delimiters.len() + 1;
+    if fields != picks.fields() {
+        let left_out: Vec<String> = picks.left_out().iter().map(usize::to_string).collect();
+        let (which, are) = if left_out.len() == 1 { ("field", "is") } else { ("fields", "are") };
+        let reason = format!(
+            "the record has {fields} fields, not {}, so sluice cannot tell which to leave out ({which} {} {are} \
+             left out); is a delimiter in a value that is not quoted, or a field missing?",
+            picks.fields(),
+            left_out.join(", "),
+        );
+        out.push(DOC_MARK);
+        out.extend(reason.bytes().map(|b| if splitter.disturbs(b) { b' ' } else { b }));
+        match ending {
+            [] => out.push(line_end.byte()),
+            ending => out.extend_from_slice(ending),
+        }
+        return;
+    }
+    let mut from = 0;
+    let mut first = true;
+    for (i, &kept) in picks.kept.iter().enumerate() {
+        let to = delimiters.get(i).copied().unwrap_or(body.len());
+        if kept {
+            if !first {
+                out.push(splitter.delimiter);
+            }
+            out.extend_from_slice(&body[from..to]);
+            first = false;
+        }
+        from = to + 1;
+    }
+    out.extend_from_slice(ending);
+}
+
+/// The bytes of `record` before its line end (`\n` or `\r\n`, or `\r` in
+/// an input whose lines end so; none for an input's last record without
+/// one).
+fn body_length(record: &[u8], line_end: LineEnd) -> usize {
+    let eol = line_end.byte();
+    match record {
+        [.., b'\r', b'\n'] if eol == b'\n' => record.len() - 2,
+        [.., last] if *last == eol => record.len() - 1,
+        _ => record.len(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::FormatKind;
+
+    const CSV: Dialect = Dialect::Csv { quote: b'"', escape: b'"' };
+
+    fn picked(input: &str, dialect: Dialect, delimiter: u8, kept: &[bool]) -> (Vec<u8>, Vec<(usize, u64)>) {
+        let picks = FieldPicks::new(kept.to_vec());
+        pick_records(input.as_bytes(), Splitter { dialect, delimiter }, LineEnd::Lf, &picks)
+    }
+
+    #[test]
+    fn kept_fields_stay_as_written_and_records_keep_their_input_lines() {
+        let input = "1,\"a,\nb\",x,\"\"\"q\"\"\"\r\n2,,\"\",\n3,n,\"two\nlines\nhere\",z";
+        let (out, records) = picked(input, CSV, b',', &[true, false, true, true]);
+        assert_eq!(out, b"1,x,\"\"\"q\"\"\"\r\n2,\"\",\n3,\"two\nlines\nhere\",z");
+        // Records start at input bytes 0, 20 and 27, on lines 1, 3 and 4.
+        assert_eq!(records, [(0, 0), (20, 2), (27, 3), (input.len(), 5)]);
+    }
+
+    #[test]
+    fn a_record_with_another_field_count_becomes_a_marked_line() {
+        let (out, records) = picked("1,a,b\n2,\"a,b\"\n3,c,d", CSV, b',', &[true, false, true]);
+        let lines: Vec<&[u8]> = out.split_inclusive(|&b| b == b'\n').collect();
+        assert_eq!(lines[0], b"1,b\n");
+        let reason = crate::format::documents::marked_reason(lines[1]).expect("a marked line");
+        assert!(reason.starts_with("the record has 2 fields, not 3, "), "{reason}");
+        assert!(reason.contains("(field 2 is left out)"), "{reason}");
+        assert!(!reason.contains('"'), "no quote that would open a field: {reason}");
+        assert_eq!(lines[2], b"3,d");
+        assert_eq!(records.len(), 4);
+    }
+
+    #[test]
+    fn text_format_escapes_keep_a_delimiter_in_its_field() {
+        let (out, _) = picked("1\ta\\\tb\tc\n2\t\\N\td\\\\\n", Dialect::Text, b'\t', &[false, true, true]);
+        assert_eq!(out, b"a\\\tb\tc\n\\N\td\\\\\n");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 3000, max_global_rejects: 20_000, ..Default::default() })]
+        /// Keeping every field gives the record back; the split finds the
+        /// fields the server reads in the record (a quote in the middle of
+        /// a CSV field opens quotes again, as in `CopyReadAttributesCSV`),
+        /// in both formats.
+        #[test]
+        fn the_split_finds_the_fields_the_server_reads(
+            body in proptest::collection::vec(proptest::sample::select(b"ab,|\t\"\\".to_vec()), 0..40),
+            csv in proptest::bool::ANY,
+            escape in proptest::bool::ANY,
+        ) {
+            let mut format = FormatOptions::new(if csv { FormatKind::Csv } else { FormatKind::Tsv });
+            if csv && escape {
+                format.escape = Some(b'\\');
+            }
+            let splitter = Splitter { dialect: format.dialect(), delimiter: format.field_delimiter() };
+            let mut at = Vec::new();
+            splitter.delimiters(&body, &mut at);
+            // None: a quote left open, or an escape the server refuses.
+            let server = crate::load::plan::header_fields(&body, &format);
+            proptest::prop_assume!(server.is_some());
+            proptest::prop_assert_eq!(at.len() + 1, server.unwrap().len());
+            let picks = FieldPicks::new(vec![true; at.len() + 1]);
+            let mut out = Vec::new();
+            let mut record = body.clone();
+            record.push(b'\n');
+            pick_record(&record, splitter, LineEnd::Lf, &picks, &mut Vec::new(), &mut out);
+            proptest::prop_assert_eq!(out, record);
+        }
+    }
+}
