@@ -38,7 +38,7 @@ use crate::chunk::{Chunk, Chunker, ChunkerConfig, Preamble};
 use crate::encoding::InputEncoding;
 use crate::error::Error;
 use crate::format::documents::{self, OriginalLines};
-use crate::format::pick::{self, FieldPicks};
+use crate::format::pick::FieldPicks;
 use crate::format::scan::RecordShape;
 use crate::format::{FormatKind, FormatOptions};
 use crate::ledger::{self, Done, Opened};
@@ -1386,10 +1386,7 @@ struct Handout {
 
 impl Handout {
     /// False once the load stops or the workers are gone.
-    fn give(&mut self, shared: &Shared, mut chunk: Chunk) -> bool {
-        if let Some(picks) = &shared.format.picks {
-            pick::pick_fields(&mut chunk, shared.format.dialect(), shared.format.field_delimiter(), picks);
-        }
+    fn give(&mut self, shared: &Shared, chunk: Chunk) -> bool {
         self.batcher.push(chunk).into_iter().all(|batch| !shared.stopping() && self.queue.send(batch).is_ok())
     }
 }

@@ -77,10 +77,11 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, event
         wait_for_turn(id, shared, &queue);
         // Taken before the batch, so that batches go in input order.
         let turn = shared.take_turn();
-        let Some((batch, wait)) = next_work(&mut work, &mut deferred) else { break };
+        let Some((mut batch, wait)) = next_work(&mut work, &mut deferred) else { break };
         if shared.stopping() {
             break;
         }
+        leave_fields_out(shared, &mut batch);
         let start_s = shared.clock.elapsed().as_secs_f64();
         let batch_id = batch[0].seq;
         let outcomes = match worker.load_with_retries(&batch, wait) {
@@ -145,6 +146,17 @@ const ROLLBACK_TO_SAVEPOINT: &str = "ROLLBACK TO SAVEPOINT sluice_chunk";
 
 /// Batches to load, each with whether to wait for another process's claim.
 type Work<'a> = Box<dyn Iterator<Item = (Vec<Chunk>, bool)> + 'a>;
+
+/// Rewrites the batch's records with only the fields that load (see
+/// [`crate::format::pick`]), once a chunk. Here, not where the chunks are
+/// cut: the feeder is one thread for the whole load, and the rewrite costs
+/// about as much as cutting.
+fn leave_fields_out(shared: &Shared, batch: &mut [Chunk]) {
+    let Some(picks) = &shared.format.picks else { return };
+    for chunk in batch.iter_mut().filter(|chunk| chunk.original.is_none()) {
+        crate::format::pick::pick_fields(chunk, shared.format.dialect(), shared.format.field_delimiter(), picks);
+    }
+}
 
 /// The next batch: from the queue, then the deferred batches (waiting for
 /// the lock of the same first chunk that was held).
