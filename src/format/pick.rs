@@ -161,7 +161,7 @@ fn pick_record(
     delimiters: &mut Vec<usize>,
     out: &mut Vec<u8>,
 ) {
-    let (body, ending) = record.split_at(body_length(record, line_end));
+    let (body, ending) = record.split_at(crate::format::without_line_end(record).len());
     delimiters.clear();
     splitter.delimiters(body, delimiters);
     let fields = delimiters.len() + 1;
@@ -196,18 +196,6 @@ fn pick_record(
         from = to + 1;
     }
     out.extend_from_slice(ending);
-}
-
-/// The bytes of `record` before its line end (`\n` or `\r\n`, or `\r` in
-/// an input whose lines end so; none for an input's last record without
-/// one).
-fn body_length(record: &[u8], line_end: LineEnd) -> usize {
-    let eol = line_end.byte();
-    match record {
-        [.., b'\r', b'\n'] if eol == b'\n' => record.len() - 2,
-        [.., last] if *last == eol => record.len() - 1,
-        _ => record.len(),
-    }
 }
 
 #[cfg(test)]

@@ -224,10 +224,8 @@ pub fn header_columns(table: &TableInfo, header: &[u8], format: &FormatOptions) 
     let Some(fields) = header_fields(header, format) else {
         return HeaderColumns::Positional;
     };
-    let columns = column_names(table);
-    let named: Vec<Option<String>> = fields.iter().map(|f| spelt_in(&columns, f.trim())).collect();
+    let (named, distinct) = columns_named(table, &fields);
     let found: Vec<&String> = named.iter().flatten().collect();
-    let distinct = found.iter().collect::<std::collections::HashSet<_>>().len() == found.len();
     if distinct && found.len() == fields.len() {
         return HeaderColumns::Named(found.into_iter().cloned().collect());
     }
@@ -263,11 +261,19 @@ pub fn fields_a_header_names(
     header: &[u8],
     format: &FormatOptions,
 ) -> Option<(Vec<String>, FieldPicks)> {
-    let fields = header_fields(header, format)?;
-    let named: Vec<Option<String>> = fields.iter().map(|f| spelt_in(&column_names(table), f.trim())).collect();
+    let (named, distinct) = columns_named(table, &header_fields(header, format)?);
     let names: Vec<String> = named.iter().flatten().cloned().collect();
-    let distinct = names.iter().collect::<std::collections::HashSet<_>>().len() == names.len();
     (distinct && !names.is_empty()).then(|| (names, FieldPicks::new(named.iter().map(Option::is_some).collect())))
+}
+
+/// The column each header field names (see [`spelt_in`]), and whether no
+/// column is named twice.
+fn columns_named(table: &TableInfo, fields: &[String]) -> (Vec<Option<String>>, bool) {
+    let columns = column_names(table);
+    let named: Vec<Option<String>> = fields.iter().map(|f| spelt_in(&columns, f.trim())).collect();
+    let found: Vec<&String> = named.iter().flatten().collect();
+    let distinct = found.iter().collect::<std::collections::HashSet<_>>().len() == found.len();
+    (named, distinct)
 }
 
 /// Another common delimiter at which `header`, which names no column at
