@@ -689,25 +689,31 @@ impl RangeReader {
         let mut out = std::mem::take(&mut self.out);
         out.clear();
         out.extend_from_slice(binary::HEADER);
+        // `pending[..have]` holds the bytes read and not yet encoded (a
+        // record cut by the piece's end). The buffer only grows, so it is
+        // zeroed once, not before every read (zeroing 64 KiB a piece was
+        // 0.5 % of sluice's CPU on a binary lineitem load, perf).
         let mut pending = std::mem::take(&mut self.buf);
         let mut result = Ok(());
         'chunks: for (index, chunk) in chunks.iter().enumerate() {
             encoder.begin_chunk();
-            pending.clear();
-            let (mut read, end) = (0, chunk.copy_len());
+            let (mut read, end, mut have) = (0, chunk.copy_len(), 0);
             let mut records = 0;
             loop {
-                let want = (end - read).min(COPY_PIECE as u64);
-                let have = pending.len();
-                pending.resize(have + want as usize, 0);
-                if let Err(e) = self.read_into(shared, chunk, read, &mut pending[have..]) {
+                let want = (end - read).min(COPY_PIECE as u64) as usize;
+                if pending.len() < have + want {
+                    pending.resize(have + want, 0);
+                }
+                if let Err(e) = self.read_into(shared, chunk, read, &mut pending[have..have + want]) {
                     result = Err(e);
                     break 'chunks;
                 }
-                read += want;
-                match encoder.encode(&pending, read == end, &mut out) {
+                read += want as u64;
+                have += want;
+                match encoder.encode(&pending[..have], read == end, &mut out) {
                     Ok(done) => {
-                        pending.drain(..done.consumed);
+                        pending.copy_within(done.consumed..have, 0);
+                        have -= done.consumed;
                         records += done.records;
                     }
                     Err(u) => {
