@@ -746,8 +746,15 @@ impl<'a> Iterator for TextFields<'a> {
     }
 }
 
-/// PostgreSQL CSV: quoted fields may hold delimiters; an unquoted field
-/// equal to the NULL string (default empty) is NULL.
+/// PostgreSQL CSV, as `CopyReadAttributesCSV` reads it: a quote opens
+/// quoting anywhere in a field, not only at its start (`a"b,c"d` is one
+/// field), and inside quotes the escape makes a quote or escape after it a
+/// byte of the value; a field with no quote equal to the NULL string
+/// (default empty) is NULL. The value is the field's bytes, without the
+/// quotes that enclose the whole field; the quotes and escapes inside are
+/// left. A quote left open runs to the line's end. (Reading quotes only at
+/// a field's start split `""",""""` with `--escape '\'` into 2 fields
+/// where the server reads 1, found by the property test of `format::pick`.)
 struct CsvFields<'a> {
     line: &'a [u8],
     at: usize,
@@ -766,35 +773,46 @@ impl<'a> Iterator for CsvFields<'a> {
             return None;
         }
         let (line, start, quote, escape) = (self.line, self.at, self.quote, self.escape);
-        let mut i = start;
-        let quoted = line.get(i) == Some(&quote);
-        if quoted {
+        let (mut i, mut saw_quote) = (start, false);
+        let end = loop {
+            // Outside quotes: the field ends at a delimiter; a quote opens quoting.
+            let Some(o) = memchr::memchr2(self.delimiter, quote, &line[i..]) else { break line.len() };
+            i += o;
+            if line[i] == self.delimiter {
+                break i;
+            }
+            saw_quote = true;
             i += 1;
+            // Inside quotes, to the quote that closes them.
             loop {
                 let Some(o) = memchr::memchr2(quote, escape, &line[i..]) else {
-                    // A quote left open: the field runs to the line's end.
                     i = line.len();
                     break;
                 };
                 i += o;
-                if line[i] == escape && escape != quote && i + 1 < line.len() {
-                    i += 2;
-                } else if line[i] != quote {
-                    i += 1;
-                } else if escape == quote && line.get(i + 1) == Some(&quote) {
-                    i += 2;
-                } else {
-                    i += 1;
+                let escaped = line[i] == escape && line.get(i + 1).is_some_and(|&n| n == quote || n == escape);
+                i += if escaped { 2 } else { 1 };
+                if !escaped && line[i - 1] == quote {
                     break;
                 }
             }
-        }
-        let end = memchr::memchr(self.delimiter, &line[i..]).map_or(line.len(), |o| i + o);
+            if i >= line.len() {
+                break line.len();
+            }
+        };
         self.done = end >= line.len();
         self.at = end + 1;
         let raw = &line[start..end];
-        let value = if quoted { raw.get(1..raw.len().saturating_sub(1)).unwrap_or_default() } else { raw };
-        Some((quoted || raw != self.null).then_some(value))
+        Some((saw_quote || raw != self.null).then(|| enclosed_value(raw, quote)))
+    }
+}
+
+/// A CSV field's bytes without the quotes around them when the field is
+/// one quoted value (starts with a quote and ends with one, not the same).
+fn enclosed_value(raw: &[u8], quote: u8) -> &[u8] {
+    match raw {
+        [first, inner @ .., last] if *first == quote && *last == quote => inner,
+        _ => raw,
     }
 }
 
@@ -824,52 +842,36 @@ mod tests {
         fields
     }
 
-    /// PostgreSQL CSV: quoted fields may hold delimiters; an unquoted field
-    /// equal to the NULL string (default empty) is NULL.
+    /// PostgreSQL CSV, byte by byte as `CopyReadAttributesCSV` reads it:
+    /// quotes open anywhere in a field.
     fn reference_csv_fields<'a>(line: &'a [u8], format: &FormatOptions) -> Vec<Field<'a>> {
         let delimiter = format.delimiter.unwrap_or(b',');
         let quote = format.quote.unwrap_or(b'"');
         let escape = format.escape.unwrap_or(quote);
         let null = format.null.as_deref().unwrap_or("").as_bytes();
         let mut fields = Vec::new();
-        let mut i = 0;
+        let (mut start, mut i, mut quoted, mut saw_quote) = (0, 0, false, false);
         loop {
-            let start = i;
-            let quoted = line.get(i) == Some(&quote);
-            if quoted {
-                i += 1;
-                while i < line.len() {
-                    if line[i] == escape && escape != quote && i + 1 < line.len() {
-                        i += 2;
-                    } else if line[i] == quote {
-                        if escape == quote && line.get(i + 1) == Some(&quote) {
-                            i += 2;
-                        } else {
-                            i += 1;
-                            break;
-                        }
-                    } else {
-                        i += 1;
-                    }
+            if i >= line.len() || (!quoted && line[i] == delimiter) {
+                let raw = &line[start..i.min(line.len())];
+                fields.push((saw_quote || raw != null).then(|| enclosed_value(raw, quote)));
+                if i >= line.len() {
+                    return fields;
                 }
-            }
-            while i < line.len() && line[i] != delimiter {
+                (start, saw_quote) = (i + 1, false);
+            } else if quoted && line[i] == escape && line.get(i + 1).is_some_and(|&n| n == quote || n == escape) {
                 i += 1;
-            }
-            let raw = &line[start..i];
-            let value = if quoted { raw.get(1..raw.len().saturating_sub(1)).unwrap_or_default() } else { raw };
-            fields.push((quoted || raw != null).then_some(value));
-            if i >= line.len() {
-                break;
+            } else if line[i] == quote {
+                quoted = !quoted;
+                saw_quote = true;
             }
             i += 1;
         }
-        fields
     }
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
-        /// The field iterators split as the collecting splitters did, in
+        /// The field iterators split as the byte-by-byte references do, in
         /// both formats, with their quotes, escapes and NULL strings.
         #[test]
         fn fields_split_as_the_reference_does(
@@ -891,6 +893,33 @@ mod tests {
             let want = if csv { reference_csv_fields(record, &format) } else { reference_text_fields(record, &format) };
             proptest::prop_assert_eq!(got, want);
         }
+
+        /// CSV fields end where the header reader, which follows the
+        /// server's rules, ends them (quotes reopened mid-field, escapes).
+        #[test]
+        fn csv_fields_end_where_the_server_ends_them(
+            line in proptest::collection::vec(proptest::sample::select(b"a,\"\\".to_vec()), 0..24),
+            backslash_escape in proptest::bool::ANY,
+        ) {
+            let mut format = FormatOptions::new(FormatKind::Csv);
+            if backslash_escape {
+                format.escape = Some(b'\\');
+            }
+            if let Some(server) = crate::load::plan::header_fields(&line, &format) {
+                proptest::prop_assert_eq!(fields(&line, &format).count(), server.len());
+            }
+        }
+    }
+
+    #[test]
+    fn a_quote_in_the_middle_of_a_csv_field_opens_quoting_as_on_the_server() {
+        let csv = FormatOptions::new(FormatKind::Csv);
+        let got: Vec<Field> = fields(b"1,ab\"c,d\"e,\"x\"\"y\",\n", &csv).collect();
+        let want: [Field; 4] = [Some(b"1"), Some(b"ab\"c,d\"e"), Some(b"x\"\"y"), None];
+        assert_eq!(got, want);
+        let backslash = FormatOptions { escape: Some(b'\\'), ..csv };
+        assert_eq!(fields(br#"""",""""#, &backslash).count(), 1, "reopened quotes hold the comma");
+        assert_eq!(fields(br#""a\",b",c"#, &backslash).count(), 2, "an escaped quote does not close");
     }
 
     fn table() -> TableInfo {
