@@ -309,7 +309,7 @@ struct Rules {
     default: Option<&'static [u8]>,
     /// Bytes that stop the skip over ordinary bytes.
     special: [bool; 256],
-    /// Whether [`clean::record`] may take lines of this format (JSON lines
+    /// Whether [`clean::records`] may take lines of this format (JSON lines
     /// have a single field and no delimiter).
     clean_lines: bool,
     /// Whether a clean line can hold the NULL string (else it is not
@@ -512,20 +512,23 @@ impl BinaryEncoder {
     pub fn encode(&mut self, input: &[u8], at_end: bool, out: &mut Vec<u8>) -> Result<Encoded, Unsure> {
         let mut done = Encoded::default();
         while done.consumed < input.len() {
+            // The chunk's first record goes through the exact splitter, which
+            // learns its line end; after it, the clean records up to the
+            // first that is not, which the exact splitter takes.
+            if self.rules.clean_lines && self.split.eol != Eol::Unknown {
+                let rest = &input[done.consumed..];
+                let crlf = self.split.eol == Eol::CrLf;
+                let columns = clean::Columns { codecs: &self.split.codecs, date_order: self.split.date_order };
+                let (len, records) = clean::records(columns, &self.rules, rest, crlf, &mut self.work, out);
+                done.consumed += len;
+                done.records += records;
+                if done.consumed == input.len() {
+                    break;
+                }
+            }
             let rest = &input[done.consumed..];
             let unsure = |reason| Unsure { record: done.records, reason };
             let tuple = out.len();
-            // The chunk's first record goes through the exact splitter, which
-            // learns its line end.
-            if self.rules.clean_lines && self.split.eol != Eol::Unknown {
-                let crlf = self.split.eol == Eol::CrLf;
-                let columns = clean::Columns { codecs: &self.split.codecs, date_order: self.split.date_order };
-                if let Some(len) = clean::record(columns, &self.rules, rest, crlf, &mut self.work, out) {
-                    done.consumed += len;
-                    done.records += 1;
-                    continue;
-                }
-            }
             let len = match self.split.record(&self.rules, rest, at_end, out) {
                 Ok(len) => len,
                 Err(stop) => {

@@ -75,25 +75,49 @@ pub(super) struct Columns<'a> {
     pub date_order: Option<DateOrder>,
 }
 
-/// Encodes the record at the front of `input` if it is clean and every
-/// field reads on the first try, appending its tuple to `out`; returns its
-/// length with the newline.
-pub(super) fn record(
-    Columns { codecs, date_order }: Columns,
+/// Encodes the records at the front of `input` while they are clean and
+/// every field reads on the first try, appending their tuples to `out`;
+/// returns the bytes and records taken. What depends only on the chunk is
+/// set up once per call, not per record (`cargo bench --bench encoding`,
+/// the two builds alternated 4 times: lineitem 141-144 ns a record against
+/// 147-155, transactions 32.1-32.4 against 37.0-38.6).
+pub(super) fn records(
+    columns: Columns,
     rules: &Rules,
     input: &[u8],
     crlf: bool,
     work: &mut Workspace,
     out: &mut Vec<u8>,
-) -> Option<usize> {
+) -> (usize, u64) {
     let special = if rules.kind == Layout::Csv { rules.quote } else { b'\\' };
-    work.ends.resize(codecs.len() + wide::ROOM_AFTER_ENDS, 0);
+    work.ends.resize(columns.codecs.len() + wide::ROOM_AFTER_ENDS, 0);
     // A CRLF line is split at its carriage return, and a line feed before it
     // makes the line unclean, as a carriage return does in an LF line.
     let (newline, stray) = if crlf { (b'\r', b'\n') } else { (b'\n', b'\r') };
     let counted_specials = rules.escaped_null || rules.quoted_in_clean_lines;
     let quoted_fields = rules.quoted_in_clean_lines;
     let stops = Stops { delimiter: rules.delimiter, special, counted_specials, quoted_fields, newline, stray };
+    let (mut taken, mut count) = (0, 0);
+    while let Some(len) = record(columns, rules, &input[taken..], stops, work, out) {
+        taken += len;
+        count += 1;
+    }
+    (taken, count)
+}
+
+/// Encodes the record at the front of `input` if it is clean and every
+/// field reads on the first try, appending its tuple to `out`; returns its
+/// length with the newline.
+#[inline(always)]
+fn record(
+    Columns { codecs, date_order }: Columns,
+    rules: &Rules,
+    input: &[u8],
+    stops: Stops,
+    work: &mut Workspace,
+    out: &mut Vec<u8>,
+) -> Option<usize> {
+    let crlf = stops.newline == b'\r';
     let (end, specials) = split_line(input, stops, work.wide, &mut work.ends, codecs.len())?;
     let line = &input[..end];
     let len = match crlf {
