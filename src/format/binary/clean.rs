@@ -97,8 +97,46 @@ pub(super) fn records(
     let counted_specials = rules.escaped_null || rules.quoted_in_clean_lines;
     let quoted_fields = rules.quoted_in_clean_lines;
     let stops = Stops { delimiter: rules.delimiter, special, counted_specials, quoted_fields, newline, stray };
+    #[cfg(target_arch = "x86_64")]
+    if work.wide {
+        // SAFETY: `wide` is true only where `wide::available` found AVX2.
+        return unsafe { records_avx2(columns, rules, input, stops, work, out) };
+    }
+    records_in_loop::<false>(columns, rules, input, stops, work, out)
+}
+
+/// [`records_in_loop`] compiled for AVX2, POPCNT and BMI1, with the wide
+/// line split inlined into it (see [`wide::split_line`]); the rest of the
+/// loop gains from the wider instructions too.
+///
+/// # Safety
+/// The CPU must have them ([`wide::available`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,popcnt,bmi1")]
+unsafe fn records_avx2(
+    columns: Columns,
+    rules: &Rules,
+    input: &[u8],
+    stops: Stops,
+    work: &mut Workspace,
+    out: &mut Vec<u8>,
+) -> (usize, u64) {
+    records_in_loop::<true>(columns, rules, input, stops, work, out)
+}
+
+/// The loop of [`records`]; `WIDE`: the lines are split by the AVX2 pass,
+/// which only [`records_avx2`] may ask for.
+#[inline(always)]
+fn records_in_loop<const WIDE: bool>(
+    columns: Columns,
+    rules: &Rules,
+    input: &[u8],
+    stops: Stops,
+    work: &mut Workspace,
+    out: &mut Vec<u8>,
+) -> (usize, u64) {
     let (mut taken, mut count) = (0, 0);
-    while let Some(len) = record(columns, rules, &input[taken..], stops, work, out) {
+    while let Some(len) = record::<WIDE>(columns, rules, &input[taken..], stops, work, out) {
         taken += len;
         count += 1;
     }
@@ -109,7 +147,7 @@ pub(super) fn records(
 /// field reads on the first try, appending its tuple to `out`; returns its
 /// length with the newline.
 #[inline(always)]
-fn record(
+fn record<const WIDE: bool>(
     Columns { codecs, date_order }: Columns,
     rules: &Rules,
     input: &[u8],
@@ -118,7 +156,7 @@ fn record(
     out: &mut Vec<u8>,
 ) -> Option<usize> {
     let crlf = stops.newline == b'\r';
-    let (end, specials) = split_line(input, stops, work.wide, &mut work.ends, codecs.len())?;
+    let (end, specials) = split_line::<WIDE>(input, stops, &mut work.ends, codecs.len())?;
     let line = &input[..end];
     let len = match crlf {
         false => end + 1,
@@ -292,9 +330,11 @@ struct Stops {
 /// `None` otherwise, or without a newline. `ends`
 /// has room for [`wide::ROOM_AFTER_ENDS`] more, which the wide pass may
 /// overwrite.
-fn split_line(input: &[u8], stops: Stops, wide: bool, ends: &mut [u32], fields: usize) -> Option<(usize, u32)> {
-    if wide {
-        // SAFETY: `wide` is true only where `wide::available` found AVX2.
+#[inline(always)]
+fn split_line<const WIDE: bool>(input: &[u8], stops: Stops, ends: &mut [u32], fields: usize) -> Option<(usize, u32)> {
+    if WIDE {
+        // SAFETY: `WIDE` is true only in `records_avx2`, called only where
+        // `wide::available` found AVX2.
         match unsafe { wide::split_line(input, stops, ends, fields) } {
             wide::Split::Line(newline, specials) => return Some((newline, specials)),
             wide::Split::NotClean => return None,
@@ -417,20 +457,28 @@ mod wide {
         NearTheEnd,
     }
 
-    /// See [`super::split_line`].
+    /// See [`super::split_line`]. Not compiled for AVX2 itself but inlined
+    /// into [`super::records_avx2`], which is, so that the line split and
+    /// its intrinsics become part of the record loop: a function with
+    /// target features of its own cannot be forced inline, and as a call per
+    /// line it cost lineitem 138-141 ns a record against 130-137 now,
+    /// transactions 31.5-32.0 against 26.9-27.6 (`cargo bench --bench
+    /// encoding`, alternated 4 times). Called elsewhere (the tests), the
+    /// intrinsics are calls, which is slower but reads the same.
     ///
     /// # Safety
     /// The CPU must have AVX2, POPCNT and BMI1 ([`available`]).
+    #[inline(always)]
     pub unsafe fn split_line(input: &[u8], stops: Stops, ends: &mut [u32], fields: usize) -> Split {
         // SAFETY: the caller checked that the CPU has AVX2, POPCNT and BMI1.
         unsafe { split_line_avx2(input, stops, ends, fields) }
     }
 
     /// `ends` holds `fields` ends and [`ROOM_AFTER_ENDS`] more.
-    /// With POPCNT and BMI1 too: with AVX2 alone, each `count_ones` was
+    /// Its caller enables POPCNT and BMI1 too: with AVX2 alone, each `count_ones` was
     /// a dozen instructions (lineitem: 166.2 ns a record against 170.0,
     /// `cargo bench --bench encoding`, 5 runs alternated, medians).
-    #[target_feature(enable = "avx2,popcnt,bmi1")]
+    #[inline(always)]
     unsafe fn split_line_avx2(input: &[u8], stops: Stops, ends: &mut [u32], fields: usize) -> Split {
         let Some(last) = fields.checked_sub(1) else { return Split::NotClean };
         let [delimiter, special, newline, stray, nul] =
@@ -1060,7 +1108,7 @@ mod tests {
             let fields = (delimiters + 1 + fields_off).max(1) as usize;
             let room = fields + wide::ROOM_AFTER_ENDS;
             let (mut wide_ends, mut portable_ends) = (vec![0; room], vec![0; room]);
-            let portable = split_line(&input, stops, false, &mut portable_ends, fields);
+            let portable = split_line::<false>(&input, stops, &mut portable_ends, fields);
             // SAFETY: checked just above.
             match unsafe { wide::split_line(&input, stops, &mut wide_ends, fields) } {
                 wide::Split::Line(newline, specials) => {
