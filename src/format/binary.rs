@@ -1222,21 +1222,33 @@ fn checked_days_since_2000(year: u32, month: u32, day: u32) -> Option<i64> {
     const EPOCH: i64 = 730_119;
     // Non-short-circuit `&` and `|`: years and months are random in real
     // data, and a branch on them is mispredicted half the time.
-    let leap = (year % 4 == 0) & ((year % 100 != 0) | (year % 400 == 0));
+    let year_start = *YEAR_STARTS.get(year as usize)?;
+    let leap = year_start & 1 == 1;
     let index = month.wrapping_sub(1) as usize;
     let month_days = *MONTH_DAYS.get(index)? + u32::from(leap & (month == 2));
     if (year == 0) | (day == 0) | (day > month_days) {
         return None;
     }
-    let before = year - 1;
-    let days = 365 * before + before / 4 - before / 100
-        + before / 400
-        + DAYS_BEFORE_MONTH[index]
-        + u32::from(leap & (month > 2))
-        + day
-        - 1;
+    let days = (year_start >> 1) + DAYS_BEFORE_MONTH[index] + u32::from(leap & (month > 2)) + day - 1;
     Some(i64::from(days) - EPOCH)
 }
+
+/// For each year 0 to 9999, the days from 0001-01-01 to its first day
+/// (shifted left by one) and whether it is a leap year (the low bit): one
+/// load instead of five divisions by constants per date (lineitem, three
+/// dates a record: 125.6-128.4 ns a record against 133.4-137.3, `cargo
+/// bench --bench encoding`, alternated 4 times).
+static YEAR_STARTS: [u32; 10_000] = {
+    let mut starts = [0u32; 10_000];
+    let mut year = 1;
+    while year < 10_000 {
+        let before = year - 1;
+        let leap = (year % 4 == 0) && (year % 100 != 0 || year % 400 == 0);
+        starts[year as usize] = (365 * before + before / 4 - before / 100 + before / 400) << 1 | leap as u32;
+        year += 1;
+    }
+    starts
+};
 
 /// A date with its day and month first in `order`, then the year:
 /// `12/31/2024` or `31/12/2024`, with `/`, `-` or `.` between (the same
