@@ -901,9 +901,39 @@ fn short_decimal(text: &[u8], tuple: &mut Cursor) -> Option<()> {
         }
         false => 0,
     };
-    let frac = digits_value(word.checked_shr(8 * (point as u32 + 1)).unwrap_or(0), frac_digits);
-    short_numeric(false, digits_value(word, point), (frac, frac_digits), tuple);
+    let fraction = word.checked_shr(8 * (point as u32 + 1)).unwrap_or(0) & low_bytes(frac_digits);
+    let lanes = integer_groups(word, point) | fraction_group(fraction) << 16;
+    numeric_of_lanes(false, lanes, frac_digits, tuple);
     Some(())
+}
+
+/// The integer of up to 8 digits in the low `count` bytes of `word` as
+/// its two base-10000 groups, in the 16-bit lanes at bits 48 (ten
+/// thousands) and 32 (units) of a numeric's [lanes](numeric_of_lanes).
+/// [`digits_value`]'s first two steps leave these groups in its 32-bit
+/// lanes, so no third multiplication and no division by 10000 are needed:
+/// a shorter chain of dependent multiplications for each decimal
+/// (lineitem, four decimals a record: 115.8-125.1 ns a record against
+/// 126.5-134.5, `cargo bench --bench encoding`, alternated 6 times).
+#[inline(always)]
+fn integer_groups(word: u64, count: usize) -> u64 {
+    if count == 0 {
+        return 0;
+    }
+    let v = (word & 0x0F0F_0F0F_0F0F_0F0F) << (8 * (8 - count));
+    let v = (v.wrapping_mul(10 << 8 | 1)) >> 8 & 0x00FF_00FF_00FF_00FF;
+    let v = (v.wrapping_mul(100 << 16 | 1)) >> 16 & 0x0000_FFFF_0000_FFFF;
+    // The first four digits are in the low lane, the last four in the high.
+    v << 48 | v & 0xFFFF_0000_0000
+}
+
+/// A fraction's up to 4 digits (the first in the lowest byte, zero bytes
+/// after the last) as its base-10000 group: `.5` is 5000, `.25` 2500.
+#[inline(always)]
+fn fraction_group(digits: u64) -> u64 {
+    let v = digits & 0x0F0F_0F0F;
+    let v = (v.wrapping_mul(10 << 8 | 1)) >> 8 & 0x00FF_00FF;
+    (v.wrapping_mul(100 << 16 | 1)) >> 16 & 0xFFFF
 }
 
 /// `[-+]digits[.digits]` at the front of `text` as a binary numeric, for up
@@ -985,6 +1015,14 @@ fn longer_numeric(text: &[u8], tuple: &mut Cursor) -> Option<usize> {
 fn short_numeric(negative: bool, int: u64, (frac, frac_digits): (u64, usize), tuple: &mut Cursor) {
     let frac_group = frac * GROUP_PADDING[frac_digits % 4];
     let lanes = (int / 10_000) << 48 | (int % 10_000) << 32 | frac_group << 16;
+    numeric_of_lanes(negative, lanes, frac_digits, tuple);
+}
+
+/// Writes the numeric whose base-10000 groups are the 16-bit lanes of
+/// `lanes` (ten thousands, units, the fraction, zero), with `frac_digits`
+/// digits after the point.
+#[inline(always)]
+fn numeric_of_lanes(negative: bool, lanes: u64, frac_digits: usize, tuple: &mut Cursor) {
     // The zero lanes in front and behind are the groups left out. Without
     // a branch for zero (4 leading and 4 trailing lanes: no group, weight
     // 0, no sign), which a tenth of lineitem's decimals are, at random.
