@@ -67,6 +67,15 @@ impl Default for Workspace {
     }
 }
 
+impl Workspace {
+    /// A workspace that splits lines without AVX2 even where the CPU has
+    /// it, so that tests also run the portable record loop.
+    #[cfg(test)]
+    pub(super) fn portable() -> Workspace {
+        Workspace { wide: false, ..Workspace::default() }
+    }
+}
+
 /// How the record's fields are read: each column's codec, and the order of
 /// day and month in the session's dates (see [`reread`]).
 #[derive(Clone, Copy, Debug)]
