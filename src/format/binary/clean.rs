@@ -106,12 +106,22 @@ pub(super) fn records(
     let counted_specials = rules.escaped_null || rules.quoted_in_clean_lines;
     let quoted_fields = rules.quoted_in_clean_lines;
     let stops = Stops { delimiter: rules.delimiter, special, counted_specials, quoted_fields, newline, stray };
+    let reading = Reading { columns, rules, stops };
     #[cfg(target_arch = "x86_64")]
     if work.wide {
         // SAFETY: `wide` is true only where `wide::available` found AVX2.
-        return unsafe { records_avx2(columns, rules, input, stops, work, out) };
+        return unsafe { records_avx2(reading, input, work, out) };
     }
-    records_in_loop::<false>(columns, rules, input, stops, work, out)
+    records_in_loop::<false>(reading, input, work, out)
+}
+
+/// What reads the records of a call to [`records`]: the columns, the
+/// format's rules and the bytes that split a line.
+#[derive(Clone, Copy)]
+struct Reading<'a> {
+    columns: Columns<'a>,
+    rules: &'a Rules,
+    stops: Stops,
 }
 
 /// [`records_in_loop`] compiled for AVX2, POPCNT and BMI1, with the wide
@@ -122,30 +132,21 @@ pub(super) fn records(
 /// The CPU must have them ([`wide::available`]).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,popcnt,bmi1")]
-unsafe fn records_avx2(
-    columns: Columns,
-    rules: &Rules,
-    input: &[u8],
-    stops: Stops,
-    work: &mut Workspace,
-    out: &mut Vec<u8>,
-) -> (usize, u64) {
-    records_in_loop::<true>(columns, rules, input, stops, work, out)
+unsafe fn records_avx2(reading: Reading, input: &[u8], work: &mut Workspace, out: &mut Vec<u8>) -> (usize, u64) {
+    records_in_loop::<true>(reading, input, work, out)
 }
 
 /// The loop of [`records`]; `WIDE`: the lines are split by the AVX2 pass,
 /// which only [`records_avx2`] may ask for.
 #[inline(always)]
 fn records_in_loop<const WIDE: bool>(
-    columns: Columns,
-    rules: &Rules,
+    reading: Reading,
     input: &[u8],
-    stops: Stops,
     work: &mut Workspace,
     out: &mut Vec<u8>,
 ) -> (usize, u64) {
     let (mut taken, mut count) = (0, 0);
-    while let Some(len) = record::<WIDE>(columns, rules, &input[taken..], stops, work, out) {
+    while let Some(len) = record::<WIDE>(reading, &input[taken..], work, out) {
         taken += len;
         count += 1;
     }
@@ -157,10 +158,8 @@ fn records_in_loop<const WIDE: bool>(
 /// length with the newline.
 #[inline(always)]
 fn record<const WIDE: bool>(
-    Columns { codecs, date_order }: Columns,
-    rules: &Rules,
+    Reading { columns: Columns { codecs, date_order }, rules, stops }: Reading,
     input: &[u8],
-    stops: Stops,
     work: &mut Workspace,
     out: &mut Vec<u8>,
 ) -> Option<usize> {
@@ -863,14 +862,21 @@ fn non_digits(word: u64) -> u64 {
 /// whose exit, at a different length each field, is a mispredicted branch.
 #[inline(always)]
 fn digits_value(word: u64, count: usize) -> u64 {
+    quads(word, count).wrapping_mul(10_000 << 32 | 1) >> 32
+}
+
+/// The digits in the low `count` bytes of `word` (0 to 8) as the two
+/// 4-digit numbers they make when padded to 8 digits with leading zeros:
+/// the first in the low 32-bit lane, the last four in the high one.
+#[inline(always)]
+fn quads(word: u64, count: usize) -> u64 {
     if count == 0 {
         return 0;
     }
     // The digits at the top, zeros (leading zeros of the number) below.
     let v = (word & 0x0F0F_0F0F_0F0F_0F0F) << (8 * (8 - count));
     let v = (v.wrapping_mul(10 << 8 | 1)) >> 8 & 0x00FF_00FF_00FF_00FF;
-    let v = (v.wrapping_mul(100 << 16 | 1)) >> 16 & 0x0000_FFFF_0000_FFFF;
-    v.wrapping_mul(10_000 << 32 | 1) >> 32
+    (v.wrapping_mul(100 << 16 | 1)) >> 16 & 0x0000_FFFF_0000_FFFF
 }
 
 /// A mask of the low `count` bytes of a word (0 to 8).
@@ -919,20 +925,15 @@ fn short_decimal(text: &[u8], tuple: &mut Cursor) -> Option<()> {
 /// The integer of up to 8 digits in the low `count` bytes of `word` as
 /// its two base-10000 groups, in the 16-bit lanes at bits 48 (ten
 /// thousands) and 32 (units) of a numeric's [lanes](numeric_of_lanes).
-/// [`digits_value`]'s first two steps leave these groups in its 32-bit
-/// lanes, so no third multiplication and no division by 10000 are needed:
+/// [`quads`], [`digits_value`]'s first two steps, leaves these groups in
+/// its 32-bit lanes, so no third multiplication and no division by 10000
+/// are needed:
 /// a shorter chain of dependent multiplications for each decimal
 /// (lineitem, four decimals a record: 115.8-125.1 ns a record against
 /// 126.5-134.5, `cargo bench --bench encoding`, alternated 6 times).
 #[inline(always)]
 fn integer_groups(word: u64, count: usize) -> u64 {
-    if count == 0 {
-        return 0;
-    }
-    let v = (word & 0x0F0F_0F0F_0F0F_0F0F) << (8 * (8 - count));
-    let v = (v.wrapping_mul(10 << 8 | 1)) >> 8 & 0x00FF_00FF_00FF_00FF;
-    let v = (v.wrapping_mul(100 << 16 | 1)) >> 16 & 0x0000_FFFF_0000_FFFF;
-    // The first four digits are in the low lane, the last four in the high.
+    let v = quads(word, count);
     v << 48 | v & 0xFFFF_0000_0000
 }
 
