@@ -1220,10 +1220,10 @@ fn checked_days_since_2000(year: u32, month: u32, day: u32) -> Option<i64> {
     const MONTH_DAYS: [u32; 12] = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
     /// Days from 0001-01-01 to 2000-01-01.
     const EPOCH: i64 = 730_119;
-    // Non-short-circuit `&` and `|`: years and months are random in real
-    // data, and a branch on them is mispredicted half the time.
     let year_start = *YEAR_STARTS.get(year as usize)?;
     let leap = year_start & 1 == 1;
+    // Non-short-circuit `&` and `|`: years and months are random in real
+    // data, and a branch on them is mispredicted half the time.
     let index = month.wrapping_sub(1) as usize;
     let month_days = *MONTH_DAYS.get(index)? + u32::from(leap & (month == 2));
     if (year == 0) | (day == 0) | (day > month_days) {
