@@ -504,6 +504,7 @@ fn run_connected(
     (mut sources, format): (Vec<Source>, FormatOptions),
     Connected { target, connection, control, blockers, started: (clock, started_unix_ms) }: Connected,
 ) -> Result<LoadReport, Failed> {
+    let mut control = Some(control);
     let reconnecting = reconnecting(target, req, progress);
     let Prepared {
         table,
@@ -517,7 +518,14 @@ fn run_connected(
         auto_ceiling,
         mut rejects,
         unique_keys,
-    } = reconnecting.run(Some(control), |control| prepare(req, control, &sources, &format))?;
+    } = reconnecting.run(&mut control, |control| prepare(req, control, &sources, &format))?;
+    // The job's closing, after the copy, reuses this session when the
+    // server is on this machine. Across a network it is not kept: a
+    // firewall may drop a session idle for the whole copy without a word,
+    // and a statement on it would hang instead of failing.
+    if !control.as_ref().is_some_and(|c| c.server_is_local().unwrap_or(false)) {
+        control = None;
+    }
     for source in &mut sources {
         source.documents = format.documents.clone().map(|columns| (columns, req.max_record_size));
     }
@@ -583,8 +591,8 @@ fn run_connected(
         ));
     }
     let mut outcome = run_pipeline(&shared, req, &mut rejects);
-    outcome = complete_job(&mut shared, req, &mut rejects, outcome, &mut deferral, !steps.is_empty());
-    conclude(&shared, req, outcome, &mut rejects, started_unix_ms, deferral)
+    outcome = complete_job(&mut shared, req, &mut rejects, outcome, &mut deferral, (!steps.is_empty(), &mut control));
+    conclude(&shared, req, outcome, &mut rejects, started_unix_ms, deferral, &mut control)
 }
 
 /// Waits out a server that went away for `--retry-timeout` (see [`retry`]).
@@ -822,7 +830,7 @@ fn complete_job(
     rejects: &mut RejectsFile,
     mut outcome: PipelineResult,
     deferral: &mut Deferral,
-    deferred: bool,
+    (deferred, control): (bool, &mut Option<PgSession>),
 ) -> PipelineResult {
     let mut rebuilt = defer::Rebuilt::default();
     let rebuild_waits = waits::WaitSampler::default();
@@ -830,7 +838,7 @@ fn complete_job(
     while outcome.2.is_none() && !shared.interrupted() {
         let total: u64 = outcome.1.iter().map(|s| s.chunks).sum();
         let relation = shared.table.quoted();
-        let completion = reconnecting(shared.target, req, shared.progress).run(None, |control| {
+        let completion = reconnecting(shared.target, req, shared.progress).run(control, |control| {
             let missing = ledger::missing_chunks(control, &shared.job, total)?;
             if !missing.is_empty() || !deferred {
                 return Ok(match missing.is_empty() {
@@ -1039,6 +1047,7 @@ fn conclude(
     rejects: &mut RejectsFile,
     started_unix_ms: u128,
     deferral: Deferral,
+    control: &mut Option<PgSession>,
 ) -> Result<LoadReport, Failed> {
     let mut warnings = shared.early_warnings.clone();
     if !shared.done.is_empty() {
@@ -1070,7 +1079,7 @@ fn conclude(
         let rewrite = !shared.done.is_empty() || shared.redone > 0 || elsewhere > 0;
         let total = scans.iter().map(|s| s.chunks).sum();
         let finish = |control: &PgSession| finish_job(control, shared, rejects, (rewrite, total));
-        if let Err(e) = reconnecting(shared.target, req, shared.progress).run(None, finish) {
+        if let Err(e) = reconnecting(shared.target, req, shared.progress).run(control, finish) {
             failure = Some(e);
         }
     }
@@ -1789,7 +1798,7 @@ fn chunker_for(
     // The input lines are kept only for chunks that carry their bytes to
     // the workers (and so to the rejects file): checking chunks drops them.
     let (stream, raw, originals) = source.open_chunked(keep_bytes)?;
-    let chunker = Chunker::on_block(stream, cfg, index, first_seq, block);
+    let chunker = Chunker::on_block(stream, cfg, index, first_seq, block).opening_the_load(index == 0);
     let chunker = if source.is_positioned() {
         chunker.with_total_size(source.size).tapered(shared.to_load_end[index])
     } else {

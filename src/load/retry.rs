@@ -85,26 +85,32 @@ pub(super) struct Reconnecting<'a> {
 }
 
 impl Reconnecting<'_> {
-    /// Runs `step` on `session` (a new connection when `None`); when it
-    /// fails in a way that may pass, connects again, pausing, and runs it
-    /// again from its start, until the timeout or a Ctrl-C, saying why on
-    /// the progress line meanwhile. The step's last failure is returned
-    /// when it gives up.
+    /// Runs `step` on the session `kept` holds (a new connection when it
+    /// holds none); when it fails in a way that may pass, connects again,
+    /// pausing, and runs it again from its start, until the timeout or a
+    /// Ctrl-C, saying why on the progress line meanwhile. The step's last
+    /// failure is returned when it gives up. After a step that succeeded,
+    /// `kept` holds its session, for the next step: the job's closing reuses
+    /// the session that opened it instead of connecting again after the copy
+    /// (two connections cost a load 15-25 ms at its end).
     pub fn run<T, F: StepFailure>(
         &self,
-        session: Option<PgSession>,
+        kept: &mut Option<PgSession>,
         mut step: impl FnMut(&PgSession) -> Result<T, F>,
     ) -> Result<T, F> {
-        let mut session = session;
         let mut retry = None;
         loop {
-            let outcome = match session.take() {
-                Some(s) => step(&s),
-                None => self.target.connect().map_err(F::from).and_then(|s| step(&s)),
+            let outcome = match kept.take() {
+                Some(s) => step(&s).map(|done| (done, s)),
+                None => self.target.connect().map_err(F::from).and_then(|s| step(&s).map(|done| (done, s))),
             };
             let failure = match outcome {
+                Ok((done, session)) => {
+                    *kept = Some(session);
+                    return Ok(done);
+                }
                 Err(failure) if failure.may_pass() => failure,
-                other => return other,
+                Err(failure) => return Err(failure),
             };
             let (backoff, waiting) = retry.get_or_insert_with(|| {
                 let backoff = Backoff::new(self.timeout);
