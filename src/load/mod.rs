@@ -591,7 +591,7 @@ fn run_connected(
         ));
     }
     let mut outcome = run_pipeline(&shared, req, &mut rejects);
-    outcome = complete_job(&mut shared, req, &mut rejects, outcome, &mut deferral, (!steps.is_empty(), &mut control));
+    outcome = complete_job(&mut shared, req, &mut rejects, outcome, &mut deferral, !steps.is_empty(), &mut control);
     conclude(&shared, req, outcome, &mut rejects, started_unix_ms, deferral, &mut control)
 }
 
@@ -830,7 +830,8 @@ fn complete_job(
     rejects: &mut RejectsFile,
     mut outcome: PipelineResult,
     deferral: &mut Deferral,
-    (deferred, control): (bool, &mut Option<PgSession>),
+    deferred: bool,
+    control: &mut Option<PgSession>,
 ) -> PipelineResult {
     let mut rebuilt = defer::Rebuilt::default();
     let rebuild_waits = waits::WaitSampler::default();
