@@ -516,6 +516,7 @@ fn run_connected(
         early_warnings,
         mut deferral,
         auto_ceiling,
+        server_is_local,
         mut rejects,
         unique_keys,
     } = reconnecting.run(&mut control, |control| prepare(req, control, &sources, &format))?;
@@ -523,7 +524,7 @@ fn run_connected(
     // server is on this machine. Across a network it is not kept: a
     // firewall may drop a session idle for the whole copy without a word,
     // and a statement on it would hang instead of failing.
-    if !control.as_ref().is_some_and(|c| c.server_is_local().unwrap_or(false)) {
+    if !server_is_local {
         control = None;
     }
     for source in &mut sources {
@@ -612,6 +613,8 @@ struct Prepared {
     early_warnings: Vec<String>,
     deferral: Deferral,
     auto_ceiling: usize,
+    /// Whether the server runs on this machine.
+    server_is_local: bool,
     /// Holding the job's rejects so far, earlier runs' included.
     rejects: RejectsFile,
     /// The table's unique keys, read before any was deferred.
@@ -721,7 +724,8 @@ fn prepare(
         ));
         job.done.clear();
     }
-    let auto_ceiling = auto_ceiling(control, req).map_err(before_copy)?;
+    let server_is_local = control.server_is_local().map_err(before_copy)?;
+    let auto_ceiling = auto_ceiling(server_is_local, req);
     // The file holds the job's rejects so far at every moment, earlier runs'
     // included (it is rewritten in input order when the job finishes).
     let mut rejects = RejectsFile::new(&rejects_path);
@@ -738,6 +742,7 @@ fn prepare(
         early_warnings,
         deferral,
         auto_ceiling,
+        server_is_local,
         rejects,
         unique_keys,
     })
@@ -804,12 +809,12 @@ fn first_head(sources: &[Source]) -> (Arc<str>, Vec<u8>) {
 /// The most workers `--workers auto` may use: `--max-workers`, else the
 /// CPU count for a server on this machine (see `pace`), else
 /// [`MAX_AUTO_WORKERS`].
-fn auto_ceiling(control: &PgSession, req: &LoadRequest) -> Result<usize, Error> {
-    Ok(match (req.max_workers, control.server_is_local()?) {
+fn auto_ceiling(server_is_local: bool, req: &LoadRequest) -> usize {
+    match (req.max_workers, server_is_local) {
         (Some(max), _) => max.max(1),
         (None, true) => default_workers().min(MAX_AUTO_WORKERS),
         (None, false) => MAX_AUTO_WORKERS,
-    })
+    }
 }
 
 /// Whether every column of `table` has a binary encoder (`--copy-format
