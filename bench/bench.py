@@ -18,6 +18,7 @@ look fast, and reports medians and ratios to psql \\copy from the same run.
     python3 bench/bench.py --socket              # every loader over the Unix socket, not 127.0.0.1
     python3 bench/bench.py --summarize bench/results/raw-2026-11-22-0110.csv
                                                  # an earlier run's summary, with today's columns
+    python3 bench/bench.py --history 2026-11-24  # how often issue 5's targets held in the runs since
 
 Not a test: nothing here runs in CI. Results go to bench/results/.
 """
@@ -653,6 +654,42 @@ def wal_files_bench(name, rounds):
         print(f"| {regime} | {label} | {med((regime, label), 0):.2f} | {ratio:.2f}x | {med((regime, label), 1):.1f} |")
 
 
+# Issue 5's targets for sluice's defaults, x psql \\copy in the same run.
+TARGETS = {"transactions": 1.6, "lineitem": 2.4, "cname": 1.9, "transactions-indexed": 2.5}
+
+
+def history(since):
+    """Every saved run's ratios for the targets' datasets, by PostgreSQL major version: one run is a
+    poor judge of a target within 10 % of it on a noisy 2-core host, so this says how often it holds."""
+    runs = {}
+    for path in sorted(RESULTS.glob("summary-*.md")):
+        if path.stem.removeprefix("summary-") < since:
+            continue
+        lines = path.read_text().splitlines()
+        first = lines[0] if lines else ""
+        version = first.split("PostgreSQL ", 1)[1].split(".", 1)[0] if "PostgreSQL " in first else "not noted"
+        ratios = {}
+        for line in lines:
+            cells = [c.strip() for c in line.split("|")]
+            if len(cells) > 6 and cells[1] in TARGETS and cells[6].endswith("x"):
+                ratios[(cells[1], cells[2])] = float(cells[6][:-1])
+        for name in TARGETS:
+            if (name, "sluice") in ratios:
+                split = ratios.get((name, "split 2 x psql"))
+                runs.setdefault((version, name), []).append((ratios[(name, "sluice")], split))
+    out = [f"Runs saved in {RESULTS.name}/ since {since or 'the first'}, sluice's defaults x psql \\copy in the same run:", "",
+           "| PostgreSQL | dataset | target | runs | median | target met | lowest - highest | at least the hand split |",
+           "|---|---|---|---|---|---|---|---|"]
+    for (version, name), found in sorted(runs.items()):
+        ratios = [r for r, _ in found]
+        beat = sum(1 for r, split in found if split is not None and r >= split)
+        split_runs = sum(1 for _, split in found if split is not None)
+        out.append(f"| {version} | {name} | {TARGETS[name]}x | {len(ratios)} | {statistics.median(ratios):.2f}x | "
+                   f"{sum(r >= TARGETS[name] for r in ratios)} | {min(ratios):.2f}-{max(ratios):.2f}x | "
+                   f"{beat} of {split_runs} |")
+    return "\n".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--datasets", default="transactions,lineitem,cname,transactions-indexed,transactions-1m,lineitem-1m")
@@ -671,7 +708,11 @@ def main():
     ap.add_argument("--wal-files", metavar="DATASET",
                     help="psql and sluice into new WAL files, then into reused ones (min_wal_size)")
     ap.add_argument("--summarize", metavar="RAW_CSV", help="only print the summary of an earlier run's raw CSV")
+    ap.add_argument("--history", metavar="SINCE", nargs="?", const="",
+                    help="only how often each of issue 5's targets held in the saved runs (since a stamp: 2026-11-24)")
     args = ap.parse_args()
+    if args.history is not None:
+        return print(history(args.history))
     if args.summarize:
         return print(summarize(read_raw(args.summarize)))
     global SYNC_ON, PG_BINDIR, WAL_LEVEL, WRITE_MBPS, SOCKET
