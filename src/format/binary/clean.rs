@@ -939,6 +939,10 @@ fn integer_groups(word: u64, count: usize) -> u64 {
 
 /// A fraction's up to 4 digits (the first in the lowest byte, zero bytes
 /// after the last) as its base-10000 group: `.5` is 5000, `.25` 2500.
+/// The same steps as [`quads`] on 4 digits (`quads(digits, 4) >> 32` is the
+/// same value), kept on the low 32 bits: written through `quads`, lineitem
+/// took 118.9-119.4 ns a record against 114.7-115.5 (`cargo bench --bench
+/// encoding`, alternated 3 times).
 #[inline(always)]
 fn fraction_group(digits: u64) -> u64 {
     let v = digits & 0x0F0F_0F0F;
