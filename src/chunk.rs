@@ -159,6 +159,29 @@ impl Chunk {
         }
     }
 
+    /// This chunk with `records` in place of its copied records (rewritten:
+    /// see `load::defaults`), its runaway record after them as it was.
+    /// Only for chunks that keep their input's text apart ([`Chunk::original`]).
+    pub fn with_records(&self, mut records: Vec<u8>) -> Chunk {
+        debug_assert!(self.original.is_some(), "a rewritten chunk keeps its input's text");
+        let runaway = self.runaway.map(|r| Runaway { offset: records.len() as u64, ..r });
+        if let Some(data) = &self.data {
+            records.extend_from_slice(&data[self.copy_len() as usize..]);
+        }
+        Chunk {
+            seq: self.seq,
+            loc: self.loc.clone(),
+            records: self.records,
+            source_span: self.source_span,
+            data: Some(records),
+            original: self.original.clone(),
+            content_hash: self.content_hash,
+            runaway,
+            line_end: self.line_end,
+            unterminated: self.unterminated,
+        }
+    }
+
     /// Records that go to COPY: all but a runaway record.
     pub fn copied_records(&self) -> u64 {
         self.records - u64::from(self.runaway.is_some())

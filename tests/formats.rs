@@ -389,16 +389,15 @@ fn jsonl_arrays_load_into_array_columns() {
     }
 }
 
-/// A document without a key loads its column's default, not NULL: a
-/// constant one on every server and in binary; one computed per row (`now()`,
-/// an identity) from PostgreSQL 16, in chunks that go as text, and before
-/// 16 NULL, with a warning that says so. A `null` stays NULL, and a value
-/// `\D` (the field that asks for a default) stays a value.
+/// A document without a key loads its column's default, not NULL, on every
+/// server and in binary too: a constant one, and one computed per row
+/// (`now()`, an identity, `current_user`), each document its own value. A
+/// `null` stays NULL, and a value `\D` (the mark of a default to compute)
+/// stays a value.
 #[test]
 fn jsonl_documents_without_a_key_load_the_columns_default() {
     use serde_json::{json, Value};
     let db = TestDb::new();
-    let per_row = db.scalar("SHOW server_version_num").parse::<u32>().unwrap() >= 160000;
     db.execute(
         "CREATE TABLE got (id bigint, status text NOT NULL DEFAULT 'new', qty bigint DEFAULT 0, \
            price numeric(6,2) DEFAULT 2, tags text[] DEFAULT '{}', meta jsonb DEFAULT '{\"v\": 1}', \
@@ -468,22 +467,16 @@ fn jsonl_documents_without_a_key_load_the_columns_default() {
         let rejects = db.dir.path().join(format!("{copy_format}.rejects.jsonl"));
         let outputs = [path, "--report", report.to_str().unwrap(), "--rejects", rejects.to_str().unwrap()];
         let run = db.load(&[&outputs[..], &args[..]].concat());
-        // Before 16, a document without "n" loads NULL into it, which its
-        // NOT NULL refuses.
-        let rejected: u64 = if per_row { 0 } else { missing("n").parse().unwrap() };
         assert_eq!(run.code, 1, "{}", run.output());
-        assert_eq!(db.count("got"), 4_000 - rejected);
+        assert_eq!(db.count("got"), 4_000);
         let reasons = std::fs::read_to_string(&rejects).unwrap();
         let refused =
             reasons.lines().filter(|r| r.contains("invalid input syntax for type bigint: \\\"nope\\\"")).count();
-        assert_eq!((refused, reasons.lines().count() as u64), (bad.len(), bad.len() as u64 + rejected), "{reasons}");
+        assert_eq!((refused, reasons.lines().count()), (bad.len(), bad.len()), "{reasons}");
         db.execute(
             "DROP TABLE IF EXISTS got_values; CREATE TABLE got_values AS \
              SELECT id, status, qty, price, tags, meta, code, note FROM got",
         );
-        if !per_row {
-            db.execute("DELETE FROM want WHERE id IN (SELECT (doc->>'id')::bigint FROM staged WHERE NOT doc ? 'n')");
-        }
         db.assert_same_rows("got_values", "want");
         let wrong = |column: &str, default: &str, given: &str| {
             db.scalar(&format!(
@@ -491,32 +484,86 @@ fn jsonl_documents_without_a_key_load_the_columns_default() {
                  WHERE CASE WHEN doc ? '{column}' THEN {column} IS DISTINCT FROM {given} ELSE NOT ({default}) END"
             ))
         };
-        let (made, n, who) = match per_row {
-            true => {
-                ("made BETWEEN now() - interval '1 hour' AND clock_timestamp()", "n >= 1000000", "who = current_user")
-            }
-            false => ("made IS NULL", "n IS NULL", "who IS NULL"),
-        };
+        let (made, n, who) =
+            ("made BETWEEN now() - interval '1 hour' AND clock_timestamp()", "n >= 1000000", "who = current_user");
         assert_eq!(wrong("who", who, "doc->>'who'"), "0", "who, {copy_format}");
         assert_eq!(wrong("made", made, "(doc->>'made')::timestamptz"), "0", "made, {copy_format}");
         assert_eq!(wrong("n", n, "(doc->>'n')::bigint"), "0", "n, {copy_format}");
         assert_eq!(db.scalar("SELECT count(DISTINCT n) = count(n) FROM got"), "t");
-        let warned = run
-            .stderr
-            .contains("without the key \"made\" loads NULL into column \"made\", not its default, now()")
-            && run.stderr.contains("without the key \"n\" loads NULL into column \"n\", not the next identity value");
-        assert_eq!(warned, !per_row, "{}", run.stderr);
-        assert!(!run.stderr.contains("key \"qty\" loads NULL"), "{}", run.stderr);
+        // `now()` is the chunk transaction's, as COPY's own defaults get it:
+        // one value in a chunk, and the chunks' differ.
+        let made_missing = "FROM got JOIN staged ON id = (doc->>'id')::bigint WHERE NOT doc ? 'made'";
+        let times = db.scalar(&format!("SELECT count(DISTINCT made) {made_missing}"));
+        let times: u64 = times.parse().unwrap();
+        assert!(times > 3 && times < missing("made").parse::<u64>().unwrap() / 4, "{times} times");
+        assert!(!run.stderr.contains("loads NULL"), "{}", run.stderr);
         let report: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
         let chunks = |kind: &str| report["summary"]["copy"][kind].as_u64().unwrap_or(0);
         if copy_format == "binary" {
-            // Chunks asking for a default go as text, the first of them
-            // for that (on 15, none asks); the others binary.
-            let first = report["summary"]["copy"]["first_fallback"].as_str().unwrap_or_default();
-            let asked = first.contains("a column's default") && chunks("text_chunks") > 3;
-            assert!(chunks("binary_chunks") > 3 && asked == per_row, "{}", report["summary"]["copy"]);
+            // Defaults are values by the time a chunk is encoded: the chunks
+            // go binary, those that hold the refused documents as well.
+            assert!(chunks("binary_chunks") > 20 && chunks("text_chunks") == 0, "{}", report["summary"]["copy"]);
         }
     }
+}
+
+/// The values of a per-row default are the server's, computed in the
+/// chunk's transaction: a sequence that runs out stops the load with a
+/// message naming the column, what was committed stays, and once the
+/// sequence has room the same command loads the rest, each document once.
+/// A document the server refuses among documents with computed defaults is
+/// rejected alone, the others of its chunk keeping their values.
+#[test]
+fn a_per_row_default_the_server_cannot_compute_stops_the_load_and_it_resumes() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE numbered (id int, n int GENERATED BY DEFAULT AS IDENTITY (MAXVALUE 300), \
+         made timestamptz DEFAULT clock_timestamp())",
+    );
+    let mut lines: Vec<String> = (0..1_000)
+        .map(|id| match id % 4 {
+            0 => format!(r#"{{"id":{id},"n":{},"made":null}}"#, 100_000 + id),
+            _ => format!(r#"{{"id":{id}}}"#),
+        })
+        .collect();
+    lines.insert(40, r#"{"id":-1,"n":"99999999999999999999"}"#.to_string());
+    let file = db.file("numbered.jsonl", (lines.join("\n") + "\n").as_bytes());
+    let rejects = db.dir.path().join("numbered.rejects.jsonl");
+    let args = [
+        file.to_str().unwrap(),
+        "--table",
+        "numbered",
+        "--chunk-size",
+        "1KiB",
+        // One session: which chunk runs the sequence out is then known.
+        "--workers",
+        "1",
+        "--rejects",
+        rejects.to_str().unwrap(),
+    ];
+    let run = db.load(&args);
+    assert_ne!(run.code, 0, "{}", run.output());
+    let said = run.stderr.lines().find(|l| l.contains("reached maximum value")).unwrap_or_default();
+    assert!(said.contains("column \"n\"'s default") && said.contains("run the same command again"), "{}", run.stderr);
+    let first = db.count("numbered");
+    assert!(first > 0 && first < 1_000, "{first} rows before the sequence ran out");
+    db.execute("ALTER TABLE numbered ALTER COLUMN n SET MAXVALUE 100000");
+    let run = db.load(&args);
+    assert_eq!(run.code, 1, "one reject: {}", run.output());
+    assert_eq!(db.count("numbered"), 1_000);
+    assert_eq!(db.scalar("SELECT count(DISTINCT id) FROM numbered"), "1000");
+    let given = "id % 4 = 0 AND n = 100000 + id AND made IS NULL";
+    let computed = "id % 4 <> 0 AND n BETWEEN 1 AND 100000 AND made IS NOT NULL";
+    assert_eq!(db.scalar(&format!("SELECT count(*) FROM numbered WHERE ({given}) OR ({computed})")), "1000");
+    assert_eq!(db.scalar("SELECT count(DISTINCT n) FROM numbered"), "1000");
+    // clock_timestamp(), computed for each document: many more times than
+    // the chunks, several documents within a microsecond.
+    let chunks = db.scalar("SELECT count(*) FROM sluice.chunks").parse::<u64>().unwrap();
+    let times = db.scalar("SELECT count(DISTINCT made) FROM numbered").parse::<u64>().unwrap();
+    assert!(times > 2 * chunks, "{times} times in {chunks} chunks");
+    let reasons = std::fs::read_to_string(&rejects).unwrap();
+    assert_eq!(reasons.lines().count(), 1, "{reasons}");
+    assert!(reasons.contains("out of range for type integer") && reasons.contains(r#"\"id\":-1"#), "{reasons}");
 }
 
 /// Puts `key` into `doc` mostly with `value`, now and then as `null` or

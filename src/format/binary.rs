@@ -305,9 +305,6 @@ struct Rules {
     quote: u8,
     escape: u8,
     null: Vec<u8>,
-    /// The raw field that asks for the column's default, which only the
-    /// server computes: a record with it goes as text.
-    default: Option<&'static [u8]>,
     /// Bytes that stop the skip over ordinary bytes.
     special: [bool; 256],
     /// Whether [`clean::records`] may take lines of this format (JSON lines
@@ -397,7 +394,6 @@ impl Rules {
             quote,
             escape,
             null,
-            default: format.default_marker().map(str::as_bytes),
             special,
             clean_lines,
             null_in_clean_lines,
@@ -653,8 +649,6 @@ impl Split {
     fn text_field(&mut self, rules: &Rules, raw: &[u8], escaped: bool, out: &mut Vec<u8>) -> Result<(), Stop> {
         if raw == rules.null.as_slice() {
             self.emit(None, out)
-        } else if escaped && rules.default == Some(raw) {
-            Err("a column's default (the server computes it)".into())
         } else if escaped {
             self.scratch.clear();
             unescape_text(raw, &mut self.scratch).map_err(Stop::Unsure)?;

@@ -7,8 +7,8 @@
 //! ordinary text-format records, one per input line: line and record
 //! numbers stay those of the input. A string value goes as its text, a
 //! number or `true`/`false` as written, an object or array as its JSON, a
-//! `null` as NULL, a missing key as its column's default where the load
-//! can give it ([`DocumentColumns::missing`]) or else NULL; a json or jsonb column gets every
+//! `null` as NULL, a missing key as its column's default
+//! ([`DocumentColumns::missing`]); a json or jsonb column gets every
 //! value as JSON (a string with its quotes), and an array column a JSON
 //! array as an array literal (see [`array_literal`]). A line that is not a JSON
 //! object, has a key twice, a key no loaded column has (unless the columns
@@ -39,11 +39,12 @@ pub const DOC_MARK: u8 = 0xFD;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
-/// The field that asks the server for its column's default (COPY's
-/// `DEFAULT` option, PostgreSQL 16 on), written for a missing key whose
-/// column's default is computed row by row (`now()`, a sequence). No value
-/// is ever written so: the conversion writes a value's backslash as `\\`.
-pub const DEFAULT_MARK: &str = "\\D";
+/// The field written for a missing key whose column's default changes
+/// (`now()`, a sequence): the worker replaces each with a value
+/// the server computes for it, in the chunk's transaction, before anything
+/// else reads the chunk (see `load::defaults`). No value is ever written
+/// so: the conversion writes a value's backslash as `\\`.
+pub const DEFAULT_MARK: &[u8] = b"\\D";
 
 /// How much input the reader takes at a time.
 const READ_SIZE: usize = 1 << 20;
@@ -66,6 +67,23 @@ pub struct DocumentColumns {
     /// written before a field existed leave it out, and the table's
     /// `NOT NULL DEFAULT 'new'` would otherwise reject each of them.
     pub missing: Vec<Vec<u8>>,
+    /// The columns whose missing keys are [`DEFAULT_MARK`]s, with the SQL
+    /// that computes one of their values.
+    pub computed: Vec<ComputedDefault>,
+}
+
+/// A column whose default the server computes in each chunk's
+/// transaction, for documents without its key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ComputedDefault {
+    /// The column's index in [`DocumentColumns::columns`].
+    pub column: usize,
+    /// An expression giving one value of the default (`now()`,
+    /// `nextval('t_id_seq'::regclass)`).
+    pub expression: String,
+    /// Whether its value changes from row to row (a sequence), not only
+    /// from transaction to transaction (`now()`), which is computed once.
+    pub per_row: bool,
 }
 
 impl DocumentColumns {
@@ -81,15 +99,12 @@ impl DocumentColumns {
         columns
     }
 
-    /// Makes a document without the key of column `index` ask the server
-    /// for the column's default ([`DEFAULT_MARK`]).
-    pub fn ask_for_default(&mut self, index: usize) {
-        self.missing[index] = DEFAULT_MARK.as_bytes().to_vec();
-    }
-
-    /// Whether some column takes [`DEFAULT_MARK`] for a missing key.
-    pub fn asks_for_defaults(&self) -> bool {
-        self.missing.iter().any(|m| m == DEFAULT_MARK.as_bytes())
+    /// Makes a document without the key of column `index` load a value of
+    /// `expression`, computed by the server in the chunk's transaction, for
+    /// that document when `per_row` ([`DEFAULT_MARK`] until then).
+    pub fn compute(&mut self, index: usize, expression: String, per_row: bool) {
+        self.missing[index] = DEFAULT_MARK.to_vec();
+        self.computed.push(ComputedDefault { column: index, expression, per_row });
     }
 
     /// Makes a document without the key of column `index` load `text`
@@ -327,7 +342,7 @@ fn not_a_document(e: &serde_json::Error) -> String {
 
 /// `bytes` as a text-format field: backslash, tab, newline and carriage
 /// return escaped.
-fn escape_text(bytes: &[u8], out: &mut Vec<u8>) {
+pub fn escape_text(bytes: &[u8], out: &mut Vec<u8>) {
     let mut rest = bytes;
     while let Some(at) = rest.iter().position(|b| matches!(b, b'\\' | b'\t' | b'\n' | b'\r')) {
         out.extend_from_slice(&rest[..at]);

@@ -163,13 +163,6 @@ impl FormatOptions {
         }
     }
 
-    /// The raw field that stands for a column's default (COPY's `DEFAULT`),
-    /// when the records have one: documents without a key whose column's
-    /// default the server computes per row.
-    pub fn default_marker(&self) -> Option<&'static str> {
-        self.documents.as_ref().filter(|d| d.asks_for_defaults()).map(|_| documents::DEFAULT_MARK)
-    }
-
     /// The format as the user knows it: jsonl for documents read into columns.
     pub fn shown_kind(&self) -> FormatKind {
         match self.documents {
@@ -258,9 +251,6 @@ impl FormatOptions {
         let list = |names: &[String]| {
             format!("({})", names.iter().map(|n| crate::sql::quote_ident(n)).collect::<Vec<_>>().join(", "))
         };
-        if let Some(marker) = self.default_marker() {
-            opts.push(("DEFAULT", crate::sql::quote_literal(marker)));
-        }
         if !self.force_not_null.is_empty() {
             opts.push(("FORCE_NOT_NULL", list(&self.force_not_null)));
         }

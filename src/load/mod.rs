@@ -639,12 +639,11 @@ fn prepare(
     refuse_row_level_security(control, &table)?;
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
     crate::report::ensure_writable_or_stream(&rejects_path, "rejects", "--rejects")?;
-    let mut per_row_defaults = Vec::new();
     let (given, mut picks) = plan::fields_left_out(req.columns.as_deref(), format.kind, req.skip_other_fields)?;
     let documents = match format.kind {
         FormatKind::Jsonl => match documents_into_columns(req, &refuse_json_over_lines(sources)?, &table, format)? {
             Some(mut columns) => {
-                per_row_defaults = defaults::apply(control, &table, &mut columns)?;
+                defaults::apply(control, &table, &mut columns)?;
                 Some(format.reading_documents(columns))
             }
             None => None,
@@ -696,7 +695,6 @@ fn prepare(
             pairs.join(", ")
         ));
     }
-    early_warnings.extend(per_row_defaults);
     if let Some(picks) = &format.picks {
         let left_out = picks.left_out();
         let fields = if left_out.len() == 1 { "field" } else { "fields" };

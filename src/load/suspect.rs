@@ -482,10 +482,8 @@ fn boolean(value: &[u8]) -> bool {
 /// when each record's fields were first collected).
 pub fn suspect(record: &[u8], rules: &[ColumnRule], format: &FormatOptions) -> bool {
     let mut fields = fields(record, format);
-    // A column's default, which the server computes, is plausible.
-    let default = format.default_marker().map(str::as_bytes);
-    let plausible = |field: Field<'_>, rule| (default.is_some() && field == default) || plausible(&field, rule, format);
-    rules.iter().any(|rule| !fields.next().is_some_and(|field| plausible(field, rule))) || fields.next().is_some()
+    rules.iter().any(|rule| !fields.next().is_some_and(|field| plausible(&field, rule, format)))
+        || fields.next().is_some()
 }
 
 /// True when COPY refuses `record` (terminator included) whatever its

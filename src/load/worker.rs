@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 
+use super::defaults;
 use super::isolate::{holds_unreadable, isolate, looks_clean, may_hold_end_of_data_line, BinaryRuns, Isolated};
 use super::retry::Backoff;
 use super::{Event, Shared};
@@ -289,7 +290,9 @@ impl Worker<'_> {
             .unzip();
         let (mut dones, mut binary): (Vec<Isolated>, Vec<bool>) = (Vec::new(), Vec::new());
         if !mine.is_empty() {
-            (dones, binary) = self.copy_all(&mine)?.into_iter().unzip();
+            let filled = self.fill_defaults(&mine)?;
+            let copied: Vec<&Chunk> = mine.iter().zip(&filled).map(|(c, f)| f.as_ref().unwrap_or(c)).collect();
+            (dones, binary) = self.copy_all(&copied)?.into_iter().unzip();
             self.expect_rejects = dones.iter().any(|d| !d.rejects.is_empty());
             for (chunk, done) in mine.iter().zip(&mut dones) {
                 if let Some(runaway) = chunk.runaway {
@@ -318,6 +321,21 @@ impl Worker<'_> {
                 Claim::Busy => Outcome::Busy,
             })
             .collect())
+    }
+
+    /// Each claimed chunk with the defaults its documents lack computed by
+    /// the server in the chunk's transaction (see [`defaults::fill`]);
+    /// `None` for a chunk without any.
+    fn fill_defaults(&mut self, mine: &[&Chunk]) -> Result<Vec<Option<Chunk>>, Error> {
+        let shared = self.shared;
+        let Some(columns) = shared.format.documents.as_deref().filter(|d| !d.computed.is_empty()) else {
+            return Ok(mine.iter().map(|_| None).collect());
+        };
+        let fill = |chunk: &&Chunk| {
+            let records = self.reader.bytes_of(shared, chunk)?;
+            defaults::fill(&self.session, columns, chunk, &records)
+        };
+        mine.iter().map(fill).collect()
     }
 
     /// Loads claimed chunks: several in one COPY when they can, else each as
