@@ -254,13 +254,19 @@ fn check_case(db: &TestDb, rng: &mut Rng, case: usize, options: &Options) {
 /// The typed columns' table, and the same values as the server takes
 /// them apart from the good documents loaded whole as json (which keeps
 /// each value's text as written).
-const TYPED_TABLE: &str = "a text, b jsonb, c bigint, d text[]";
+/// `e` and `f` have defaults that change, which documents without their
+/// keys get: per row (`random()`, though its value here is always the
+/// same) and per transaction (`current_user`).
+const TYPED_TABLE: &str =
+    "a text, b jsonb, c bigint, d text[], e text DEFAULT 'x' || (random() >= 0)::text, f text DEFAULT current_user";
 const TYPED_ORACLE: &str = "SELECT \
     CASE json_typeof(doc->'a') WHEN 'string' THEN doc->>'a' WHEN 'null' THEN NULL ELSE (doc->'a')::text END, \
     CASE WHEN json_typeof(doc->'b') <> 'null' THEN (doc->'b')::jsonb END, \
     (doc->>'c')::numeric::bigint, \
     CASE WHEN json_typeof(doc->'d') = 'array' THEN ARRAY(SELECT e FROM json_array_elements_text(doc->'d') \
-      WITH ORDINALITY AS x(e, n) ORDER BY n) END \
+      WITH ORDINALITY AS x(e, n) ORDER BY n) END, \
+    CASE WHEN doc->'e' IS NULL THEN 'xtrue' ELSE doc->>'e' END, \
+    CASE WHEN doc->'f' IS NULL THEN current_user ELSE doc->>'f' END \
     FROM staged";
 
 /// Random documents whose keys name typed columns (any JSON into text and
@@ -288,7 +294,7 @@ fn random_json_lines_load_into_typed_columns_as_the_server_takes_them_apart() {
             .map(|s| s.to_string())
             .collect();
         if named {
-            flags.extend(["--columns".to_string(), "d,c,b,a".to_string()]);
+            flags.extend(["--columns".to_string(), "d,c,b,a,f,e".to_string()]);
         }
         let rejected = inputs.load(&db, &format!("typed{case}.rejects.jsonl"), &flags, !bad_lines.is_empty(), &context);
         db.psql_copy("staged", &db.file(&format!("typed{case}-good"), &good), PSQL_OPTIONS);
@@ -326,6 +332,7 @@ fn typed_line(rng: &mut Rng, named: bool) -> (Vec<u8>, bool) {
     };
     let mut fields: Vec<(&str, Vec<u8>)> =
         vec![("a", value(rng, 2)), ("b", value(rng, 2)), ("c", whole(rng).into_bytes()), ("d", flat(rng))];
+    fields.extend([("e", string(rng)), ("f", string(rng))]);
     if named && rng.below(3) == 0 {
         fields.push(("left out", value(rng, 1)));
     }
