@@ -97,22 +97,7 @@ pub fn fill(
     if marks.is_empty() {
         return Ok(None);
     }
-    let mut values = Vec::with_capacity(columns.computed.len());
-    for (which, default) in columns.computed.iter().enumerate() {
-        let wanted = marks.iter().filter(|m| m.1 == which).count().min(if default.per_row { usize::MAX } else { 1 });
-        let fields: Vec<Vec<u8>> = computed(session, &columns.columns[default.column], default, wanted)?
-            .into_iter()
-            .map(|value| match value {
-                Some(value) => {
-                    let mut field = Vec::with_capacity(value.len());
-                    escape_text(value.as_bytes(), &mut field);
-                    field
-                }
-                None => b"\\N".to_vec(),
-            })
-            .collect();
-        values.push(fields);
-    }
+    let values = values_for(session, columns, &marks)?;
     let mut out = Vec::with_capacity(records.len() + marks.len() * 16);
     let mut from = 0;
     let mut taken = vec![0; values.len()];
@@ -126,6 +111,31 @@ pub fn fill(
     }
     out.extend_from_slice(&records[from..]);
     Ok(Some(chunk.with_records(out)))
+}
+
+/// For each of `columns.computed`, the fields its `marks` get, escaped
+/// for the text format: one for a default that stays the same in a
+/// transaction, else one a mark.
+fn values_for(
+    session: &PgSession,
+    columns: &DocumentColumns,
+    marks: &[(usize, usize)],
+) -> Result<Vec<Vec<Vec<u8>>>, Error> {
+    let mut values = Vec::with_capacity(columns.computed.len());
+    for (which, default) in columns.computed.iter().enumerate() {
+        let marked = marks.iter().filter(|m| m.1 == which).count();
+        let wanted = if default.per_row { marked } else { marked.min(1) };
+        let fields = computed(session, &columns.columns[default.column], default, wanted)?.into_iter().map(|value| {
+            let mut field = Vec::new();
+            match value {
+                Some(value) => escape_text(value.as_bytes(), &mut field),
+                None => field.extend_from_slice(b"\\N"),
+            }
+            field
+        });
+        values.push(fields.collect());
+    }
+    Ok(values)
 }
 
 /// Where each mark is in `records` (text-format lines, from the
