@@ -102,8 +102,9 @@ pub struct Chunk {
     pub data: Option<Vec<u8>>,
     /// For JSON lines read into columns, the chunk's lines as they were in
     /// the input, for the rejects file (`data` holds them as text-format
-    /// lines); set by the load's feeder.
-    pub original: Option<crate::format::documents::OriginalText>,
+    /// lines); set by the load's feeder. Shared with the copy whose
+    /// defaults are filled in ([`Chunk::with_records`]), which loads instead.
+    pub original: Option<std::sync::Arc<crate::format::documents::OriginalText>>,
     /// A hash of the chunk's bytes (xxh3, hashed as they are scanned),
     /// which the ledger keeps so that a resumed load can tell the same input
     /// from other data of the same record lengths: stdin, or a file copied or

@@ -116,7 +116,7 @@ pub fn pick_fields(chunk: &mut Chunk, dialect: Dialect, delimiter: u8, picks: &F
         data.extend_from_slice(&input[copied..]);
     }
     chunk.data = Some(data);
-    chunk.original = Some(OriginalText { offset: chunk.loc.byte_offset, bytes: input, records });
+    chunk.original = Some(std::sync::Arc::new(OriginalText { offset: chunk.loc.byte_offset, bytes: input, records }));
 }
 
 /// `record` (one record as it was in the input) with its kept fields, as

@@ -1424,7 +1424,7 @@ fn feed_one(
             Err(err) => return Err(source.read_error(&err, raw.get())),
         };
         if let Some(originals) = &originals {
-            chunk.original = Some(originals.take(chunk.records));
+            chunk.original = Some(Arc::new(originals.take(chunk.records)));
         }
         scan.chunks += 1;
         scan.bytes = chunk.loc.byte_offset + chunk.loc.byte_len;
