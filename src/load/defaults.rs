@@ -212,6 +212,26 @@ fn how_computed(control: &PgSession, expression: &str, tree: &str) -> Result<Com
     let Some((functions, transaction_value)) = functions_of(tree) else {
         return Ok(Computed::PerRow);
     };
+    let counts = match functions.is_empty() {
+        true => Some((0, 0, 0)),
+        false => volatilities(control, &functions)?,
+    };
+    let Some((_, immutable, stable)) = counts.filter(|&(found, _, _)| found == functions.len()) else {
+        return Ok(Computed::PerRow);
+    };
+    if !transaction_value && immutable == functions.len() {
+        // One the server cannot compute (`1 / 0`) is left to the chunks,
+        // whose load then stops with the server's reason.
+        if let Ok(value) = control.query(&format!("SELECT ({expression})::text"), &[]) {
+            return Ok(Computed::Once(value.into_iter().next().and_then(|r| r.into_iter().next().flatten())));
+        }
+    }
+    Ok(if immutable + stable == functions.len() { Computed::PerTransaction } else { Computed::PerRow })
+}
+
+/// How many of `functions` the catalog has, and how many of those are
+/// immutable and how many stable.
+fn volatilities(control: &PgSession, functions: &BTreeSet<u32>) -> Result<Option<(usize, usize, usize)>, Error> {
     let list = format!("{{{}}}", functions.iter().map(u32::to_string).collect::<Vec<_>>().join(","));
     let counts = control.query(
         "SELECT count(*), count(*) FILTER (WHERE provolatile = 'i'), count(*) FILTER (WHERE provolatile = 's') \
@@ -219,19 +239,7 @@ fn how_computed(control: &PgSession, expression: &str, tree: &str) -> Result<Com
         &[Some(&list)],
     )?;
     let count = |i: usize| counts.first().and_then(|r| r.get(i)?.as_deref()?.parse::<usize>().ok());
-    let (found, immutable, stable) = (count(0), count(1), count(2));
-    if found != Some(functions.len()) {
-        return Ok(Computed::PerRow);
-    }
-    if !transaction_value && immutable == found {
-        // One the server cannot compute (`1 / 0`) is left to the chunks,
-        // whose load then stops with the server's reason.
-        if let Ok(value) = control.query(&format!("SELECT ({expression})::text"), &[]) {
-            return Ok(Computed::Once(value.into_iter().next().and_then(|r| r.into_iter().next().flatten())));
-        }
-    }
-    let steady = immutable.zip(stable).map(|(i, s)| i + s) == found;
-    Ok(if steady { Computed::PerTransaction } else { Computed::PerRow })
+    Ok(count(0).zip(count(1)).zip(count(2)).map(|((found, immutable), stable)| (found, immutable, stable)))
 }
 
 /// The functions a stored expression (`tree`, a `pg_node_tree` as text)
