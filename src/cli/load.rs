@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 use sluice::error::exit;
+use sluice::format::convert::TimeUnit;
 use sluice::format::{parse_char_option, FormatKind, FormatOptions};
 use sluice::load::{self, CopyFormat, DeferIndexes, Failed, LoadRequest};
 use sluice::progress::Progress;
@@ -101,6 +102,20 @@ pub struct LoadArgs {
     /// instead: --columns id,-,name.
     #[arg(long, requires = "header")]
     skip_other_fields: bool,
+
+    /// Number columns' values are written with a decimal comma and dots or
+    /// spaces between thousands (1.234,5), as spreadsheets in much of
+    /// Europe export them: sluice converts them. A value with a dot
+    /// elsewhere (2.5) is rejected.
+    #[arg(long)]
+    decimal_comma: bool,
+
+    /// Numbers in date and timestamp columns are Unix times in this unit
+    /// (s, ms, us, ns), as time.time(), Date.now() and pandas' to_json
+    /// write them: sluice converts them to UTC dates and times. Values
+    /// written as dates load as they are.
+    #[arg(long, value_parser = TimeUnit::parse, value_name = "UNIT")]
+    unix_times: Option<TimeUnit>,
 
     /// Encoding of the input, transcoded to UTF-8 by sluice: latin1
     /// (strict ISO-8859-1), windows-1252, utf-16 (byte-order mark),
@@ -299,6 +314,8 @@ impl LoadArgs {
         options.encoding = self.encoding.clone();
         options.force_null = self.force_null.clone();
         options.force_not_null = self.force_not_null.clone();
+        options.decimal_comma = self.decimal_comma;
+        options.unix_times = self.unix_times;
         LoadRequest {
             inputs: self.files.clone(),
             table: self.table.clone(),

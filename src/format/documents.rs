@@ -32,6 +32,8 @@ use std::sync::{Arc, Mutex};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
+use super::convert::Conversion;
+
 /// The first byte of a line that stands for a document that could not be
 /// read, followed by the reason. UTF-8 never has it, so no converted
 /// record can start with it.
@@ -70,6 +72,10 @@ pub struct DocumentColumns {
     /// The columns whose missing keys are [`DEFAULT_MARK`]s, with the SQL
     /// that computes one of their values.
     pub computed: Vec<ComputedDefault>,
+    /// How each column's values are converted (see
+    /// [`super::convert`]), or none: strings by any conversion, numbers
+    /// as Unix times only (a JSON number's point is a decimal point).
+    pub conversions: Vec<Option<Conversion>>,
 }
 
 /// A column whose default the server computes in each chunk's
@@ -238,15 +244,34 @@ pub fn convert_line(
                 escape_text(raw.as_bytes(), out);
                 Ok(())
             }
-            Some(raw) if raw.starts_with('"') => string_text(raw, &columns.keys[i]).map(|text| match text {
-                Cow::Borrowed(text) => out.extend_from_slice(text.as_bytes()),
-                Cow::Owned(text) => escape_text(text.as_bytes(), out),
+            Some(raw) if raw.starts_with('"') => string_text(raw, &columns.keys[i]).and_then(|text| {
+                let converted = match columns.conversions.get(i).copied().flatten() {
+                    Some(conversion) => converted(conversion, text.as_bytes(), &columns.keys[i], &mut work.literal)?,
+                    None => false,
+                };
+                match (converted, text) {
+                    (true, _) => out.extend_from_slice(&work.literal),
+                    (false, Cow::Borrowed(text)) => out.extend_from_slice(text.as_bytes()),
+                    (false, Cow::Owned(text)) => escape_text(text.as_bytes(), out),
+                }
+                Ok(())
             }),
             // A number, true or false: nothing to escape.
             Some(raw) => {
                 let raw = if kind == ColumnKind::Integer { whole_number(raw) } else { raw };
-                out.extend_from_slice(raw.as_bytes());
-                Ok(())
+                let time = columns.conversions.get(i).copied().flatten().filter(|c| c.converts_numbers());
+                let converted = time.map(|time| converted(time, raw.as_bytes(), &columns.keys[i], &mut work.literal));
+                match converted {
+                    Some(Err(why)) => Err(why),
+                    Some(Ok(true)) => {
+                        out.extend_from_slice(&work.literal);
+                        Ok(())
+                    }
+                    _ => {
+                        out.extend_from_slice(raw.as_bytes());
+                        Ok(())
+                    }
+                }
             }
         };
         if let Err(reason) = written {
@@ -256,6 +281,13 @@ pub fn convert_line(
     }
     out.push(b'\n');
     Ok(())
+}
+
+/// Whether `conversion` rewrote `value` (into `into`, emptied first, as
+/// the text format writes it), or why the value of `key` fits it not.
+fn converted(conversion: Conversion, value: &[u8], key: &str, into: &mut Vec<u8>) -> Result<bool, String> {
+    into.clear();
+    conversion.apply(value, into).map_err(|why| format!("key \"{key}\": {why}"))
 }
 
 /// The text-format record a document (`line`, its line end included or
@@ -778,6 +810,26 @@ mod tests {
         assert_eq!(convert(r#"{"a":"{5,6}"}"#).unwrap(), "{5,6}\t\\N\t\\N\n", "a string as its text");
         let reason = convert(r#"{"a":[["x\u0000"]]}"#).unwrap_err();
         assert!(reason.contains("key \"a\" holds \\u0000"), "{reason}");
+    }
+
+    #[test]
+    fn converted_columns_take_strings_by_any_conversion_and_numbers_as_unix_times_only() {
+        use crate::format::convert::{TimeColumn, TimeUnit};
+        let pair = |c: &str| (c.to_string(), c.to_string(), ColumnKind::Plain);
+        let mut columns = DocumentColumns::new(vec![pair("price"), pair("at")], false);
+        let time = Conversion::UnixTime { unit: TimeUnit::Milliseconds, into: TimeColumn::TimestampTz };
+        columns.conversions = vec![Some(Conversion::DecimalComma), Some(time)];
+        let line = r#"{"price":"1.234,5","at":1706702400123}"#;
+        assert_eq!(converted_into(line, &columns).unwrap(), "1234.5\t2024-01-31 12:00:00.123+00\n");
+        // A JSON number's point is a decimal point; a date stays a date.
+        let line = r#"{"price":2.5,"at":"2024-01-31"}"#;
+        assert_eq!(converted_into(line, &columns).unwrap(), "2.5\t2024-01-31\n");
+        assert_eq!(
+            converted_into(r#"{"price":null,"at":"17067024001\u0032\u0033"}"#, &columns).unwrap(),
+            "\\N\t2024-01-31 12:00:00.123+00\n"
+        );
+        let refused = converted_into(r#"{"price":"2.5","at":1}"#, &columns).unwrap_err();
+        assert!(refused.starts_with("key \"price\": \"2.5\" is no number as --decimal-comma reads them"), "{refused}");
     }
 
     #[test]

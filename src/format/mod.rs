@@ -7,6 +7,7 @@
 //! less work than text.
 
 pub mod binary;
+pub mod convert;
 pub mod documents;
 pub mod escapes;
 pub mod pick;
@@ -100,6 +101,12 @@ pub struct FormatOptions {
     /// csv and tsv: the fields each record keeps, where some are left out
     /// (see [`pick`]); the records' field count is then the input's.
     pub picks: Option<std::sync::Arc<pick::FieldPicks>>,
+    /// `--decimal-comma`: number columns' values are written with a
+    /// decimal comma (see [`convert`]).
+    pub decimal_comma: bool,
+    /// `--unix-times UNIT`: numbers in date and timestamp columns count
+    /// this unit since 1970 (see [`convert`]).
+    pub unix_times: Option<convert::TimeUnit>,
 }
 
 /// Quote and delimiter bytes that valid JSON can never contain raw (control
@@ -150,6 +157,8 @@ impl FormatOptions {
             force_not_null: Vec::new(),
             documents: None,
             picks: None,
+            decimal_comma: false,
+            unix_times: None,
         }
     }
 
@@ -158,6 +167,8 @@ impl FormatOptions {
     pub fn reading_documents(&self, columns: documents::DocumentColumns) -> FormatOptions {
         FormatOptions {
             encoding: self.encoding.clone(),
+            decimal_comma: self.decimal_comma,
+            unix_times: self.unix_times,
             documents: Some(std::sync::Arc::new(columns)),
             ..FormatOptions::new(FormatKind::Tsv)
         }

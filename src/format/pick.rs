@@ -1,6 +1,8 @@
 //! Fields left out: `--columns id,-,name` (a `-` for each field to leave
 //! out) and `--skip-other-fields` (with `--header`: the fields whose name
-//! is no column's) load only some of each record's fields.
+//! is no column's) load only some of each record's fields. The same
+//! rewriting converts the values of some columns (`--decimal-comma`,
+//! `--unix-times`: see [`crate::format::convert`]).
 //!
 //! COPY takes every field of a record into a column and cannot leave one
 //! out, so the peers' users cut their files first (`cut`, which splits a
@@ -19,7 +21,8 @@
 //! A record with another number of fields cannot be rewritten (which of its
 //! fields is which?): it becomes a marked line ([`DOC_MARK`] and the
 //! reason), which isolation rejects on the client, as it does a document
-//! it could not read.
+//! it could not read; so does a record with a value its column's
+//! conversion refuses.
 //!
 //! Why our own: the split must be the server's (`CopyReadAttributesText`,
 //! `CopyReadAttributesCSV`) and keep each field's bytes as written, with
@@ -27,20 +30,47 @@
 //! neither the text format nor COPY's escape.
 
 use crate::chunk::Chunk;
+use crate::format::convert::Conversion;
 use crate::format::documents::{OriginalText, DOC_MARK};
 use crate::format::scan::{Dialect, LineEnd, QuoteState, RecordScanner};
 use crate::format::FormatOptions;
 
-/// Which of a record's fields load.
+/// Which of a record's fields load, and how some are converted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FieldPicks {
     /// One per field of the input's records, in order: whether it loads.
     kept: Vec<bool>,
+    /// One per field of the input's records, or none: how its values are
+    /// converted, with its column's name for the reasons of rejects.
+    conversions: Vec<Option<(Conversion, String)>>,
 }
 
 impl FieldPicks {
     pub fn new(kept: Vec<bool>) -> FieldPicks {
-        FieldPicks { kept }
+        FieldPicks { kept, conversions: Vec::new() }
+    }
+
+    /// Every one of `fields` fields kept.
+    pub fn all(fields: usize) -> FieldPicks {
+        FieldPicks::new(vec![true; fields])
+    }
+
+    /// These picks with the kept fields' conversions: one per kept field,
+    /// in order, with the column it loads into.
+    pub fn converting(mut self, kept_fields: Vec<Option<(Conversion, String)>>) -> FieldPicks {
+        let mut each = kept_fields.into_iter();
+        self.conversions = self.kept.iter().map(|&kept| if kept { each.next().flatten() } else { None }).collect();
+        self
+    }
+
+    /// Whether any field is left out.
+    pub fn leave_some_out(&self) -> bool {
+        self.kept.contains(&false)
+    }
+
+    /// The columns whose values are converted, with how, in field order.
+    pub fn conversions(&self) -> impl Iterator<Item = &(Conversion, String)> {
+        self.conversions.iter().flatten()
     }
 
     /// The fields each record has.
@@ -56,21 +86,37 @@ impl FieldPicks {
 
 /// How a record's fields are told apart.
 #[derive(Clone, Copy, Debug)]
-struct Splitter {
+struct Splitter<'a> {
     dialect: Dialect,
     delimiter: u8,
+    /// The NULL string, which no conversion touches.
+    null: &'a [u8],
 }
 
-impl Splitter {
+/// The NULL string of `format`'s records.
+fn null_string(format: &FormatOptions) -> &[u8] {
+    let default = if format.dialect() == Dialect::Text { "\\N" } else { "" };
+    format.null.as_deref().unwrap_or(default).as_bytes()
+}
+
+impl Splitter<'_> {
     /// Appends the offsets of `body`'s field delimiters (outside quotes in
-    /// CSV, not escaped in the text format) to `at`.
+    /// CSV, not escaped in the text format) to `at`. Only the bytes that
+    /// can change the state are looked at (found with `memchr`): a byte by
+    /// byte loop was most of a converting load's rewrite.
     fn delimiters(self, body: &[u8], at: &mut Vec<usize>) {
         match self.dialect {
             Dialect::Csv { quote, escape } => {
                 // As the scanner reads quotes: an escape that is the quote is none.
                 let escape = if escape == quote { 0 } else { escape };
                 let mut quotes = QuoteState::default();
-                for (i, &c) in body.iter().enumerate() {
+                let mut next = 0;
+                for i in memchr::memchr3_iter(self.delimiter, quote, escape, body) {
+                    if i > next {
+                        quotes.other_bytes();
+                    }
+                    next = i + 1;
+                    let c = body[i];
                     quotes.step(c, quote, escape);
                     if c == self.delimiter && !quotes.in_quote {
                         at.push(i);
@@ -78,13 +124,13 @@ impl Splitter {
                 }
             }
             Dialect::Text | Dialect::Lines => {
-                let mut escaped = false;
-                for (i, &c) in body.iter().enumerate() {
-                    if escaped {
-                        escaped = false;
-                    } else if c == b'\\' {
-                        escaped = true;
-                    } else if c == self.delimiter {
+                let mut escaped_byte = None;
+                for i in memchr::memchr2_iter(b'\\', self.delimiter, body) {
+                    if escaped_byte == Some(i) {
+                        escaped_byte = None;
+                    } else if body[i] == b'\\' {
+                        escaped_byte = Some(i + 1);
+                    } else {
                         at.push(i);
                     }
                 }
@@ -106,10 +152,11 @@ impl Splitter {
 /// their kept fields, and keeps its input bytes as its original text. A
 /// runaway record (see [`crate::chunk::Runaway`]) is not copied: it stays
 /// as it was, after the rewritten records, its offset moved with it.
-pub fn pick_fields(chunk: &mut Chunk, dialect: Dialect, delimiter: u8, picks: &FieldPicks) {
+pub fn pick_fields(chunk: &mut Chunk, format: &FormatOptions, picks: &FieldPicks) {
+    let (dialect, delimiter, null) = (format.dialect(), format.field_delimiter(), null_string(format));
     let input = chunk.data.take().expect("chunks whose fields are picked carry their bytes");
     let copied = chunk.runaway.map_or(input.len(), |r| r.offset as usize);
-    let splitter = Splitter { dialect, delimiter };
+    let splitter = Splitter { dialect, delimiter, null };
     let (mut data, records) = pick_records(&input[..copied], splitter, chunk.line_end, picks);
     if let Some(runaway) = &mut chunk.runaway {
         runaway.offset = data.len() as u64;
@@ -122,7 +169,8 @@ pub fn pick_fields(chunk: &mut Chunk, dialect: Dialect, delimiter: u8, picks: &F
 /// `record` (one record as it was in the input) with its kept fields, as
 /// the load sent it; `None` when it has another number of fields.
 pub fn picked_record(record: &[u8], format: &FormatOptions, picks: &FieldPicks) -> Option<Vec<u8>> {
-    let splitter = Splitter { dialect: format.dialect(), delimiter: format.field_delimiter() };
+    let splitter =
+        Splitter { dialect: format.dialect(), delimiter: format.field_delimiter(), null: null_string(format) };
     let mut out = Vec::with_capacity(record.len());
     pick_record(record, splitter, LineEnd::Lf, picks, &mut Vec::new(), &mut out);
     (out.first() != Some(&DOC_MARK)).then_some(out)
@@ -151,8 +199,8 @@ fn pick_records(
     (out, records)
 }
 
-/// Appends `record` with its kept fields, or a marked line saying why it
-/// cannot be rewritten.
+/// Appends `record` with its kept fields, converted where asked, or a
+/// marked line saying why it cannot be rewritten.
 fn pick_record(
     record: &[u8],
     splitter: Splitter,
@@ -167,21 +215,19 @@ fn pick_record(
     let fields = delimiters.len() + 1;
     if fields != picks.fields() {
         let left_out: Vec<String> = picks.left_out().iter().map(usize::to_string).collect();
-        let (which, are) = if left_out.len() == 1 { ("field", "is") } else { ("fields", "are") };
+        let why = match left_out.len() {
+            0 => "so sluice cannot tell which field is which column's to convert its values".to_string(),
+            1 => format!("so sluice cannot tell which to leave out (field {} is left out)", left_out[0]),
+            _ => format!("so sluice cannot tell which to leave out (fields {} are left out)", left_out.join(", ")),
+        };
         let reason = format!(
-            "the record has {fields} fields, not {}, so sluice cannot tell which to leave out ({which} {} {are} \
-             left out); is a delimiter in a value that is not quoted, or a field missing?",
+            "the record has {fields} fields, not {}, {why}; is a delimiter in a value that is not quoted, or a \
+             field missing?",
             picks.fields(),
-            left_out.join(", "),
         );
-        out.push(DOC_MARK);
-        out.extend(reason.bytes().map(|b| if splitter.disturbs(b) { b' ' } else { b }));
-        match ending {
-            [] => out.push(line_end.byte()),
-            ending => out.extend_from_slice(ending),
-        }
-        return;
+        return mark(&reason, splitter, line_end, ending, out);
     }
+    let start = out.len();
     let mut from = 0;
     let mut first = true;
     for (i, &kept) in picks.kept.iter().enumerate() {
@@ -190,12 +236,75 @@ fn pick_record(
             if !first {
                 out.push(splitter.delimiter);
             }
-            out.extend_from_slice(&body[from..to]);
+            let field = &body[from..to];
+            match picks.conversions.get(i).and_then(Option::as_ref) {
+                None => out.extend_from_slice(field),
+                Some((conversion, column)) => {
+                    if let Err(why) = convert_field(field, *conversion, splitter, out) {
+                        out.truncate(start);
+                        return mark(&format!("column \"{column}\": {why}"), splitter, line_end, ending, out);
+                    }
+                }
+            }
             first = false;
         }
         from = to + 1;
     }
     out.extend_from_slice(ending);
+}
+
+/// Appends a marked line with `reason`, which isolation rejects. A byte
+/// that would change how the line is read is replaced: a quote by an
+/// apostrophe (or a space, when the apostrophe is the quote), others by a
+/// space.
+fn mark(reason: &str, splitter: Splitter, line_end: LineEnd, ending: &[u8], out: &mut Vec<u8>) {
+    let stand_in = if splitter.disturbs(b'\'') { b' ' } else { b'\'' };
+    out.push(DOC_MARK);
+    out.extend(reason.bytes().map(|b| match b {
+        b'"' if splitter.disturbs(b) => stand_in,
+        b'\n' | b'\r' => b' ',
+        b if splitter.disturbs(b) => b' ',
+        b => b,
+    }));
+    match ending {
+        [] => out.push(line_end.byte()),
+        ending => out.extend_from_slice(ending),
+    }
+}
+
+/// Appends `field` with its value converted. A CSV value keeps its quotes
+/// (a quoted value is never NULL unless FORCE_NULL says so); a value with
+/// escapes or inner quotes, or the NULL string, is no number and goes as
+/// written, for the server to judge as without the conversion.
+fn convert_field(field: &[u8], conversion: Conversion, splitter: Splitter, out: &mut Vec<u8>) -> Result<(), String> {
+    let quoted = match splitter.dialect {
+        Dialect::Csv { quote, escape } => {
+            let inner = field.strip_prefix(&[quote]).and_then(|f| f.strip_suffix(&[quote]));
+            match inner {
+                Some(inner) if !inner.contains(&quote) && !inner.contains(&escape) => Some((inner, quote)),
+                _ if field.contains(&quote) => None,
+                _ => Some((field, 0)),
+            }
+        }
+        Dialect::Text | Dialect::Lines => (!field.contains(&b'\\')).then_some((field, 0)),
+    };
+    let Some((value, quote)) = quoted.filter(|(value, _)| *value != splitter.null) else {
+        out.extend_from_slice(field);
+        return Ok(());
+    };
+    let start = out.len();
+    if quote != 0 {
+        out.push(quote);
+    }
+    if conversion.apply(value, out)? {
+        if quote != 0 {
+            out.push(quote);
+        }
+    } else {
+        out.truncate(start);
+        out.extend_from_slice(field);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -207,7 +316,7 @@ mod tests {
 
     fn picked(input: &str, dialect: Dialect, delimiter: u8, kept: &[bool]) -> (Vec<u8>, Vec<(usize, u64)>) {
         let picks = FieldPicks::new(kept.to_vec());
-        pick_records(input.as_bytes(), Splitter { dialect, delimiter }, LineEnd::Lf, &picks)
+        pick_records(input.as_bytes(), Splitter { dialect, delimiter, null: b"" }, LineEnd::Lf, &picks)
     }
 
     #[test]
@@ -233,6 +342,34 @@ mod tests {
     }
 
     #[test]
+    fn converted_fields_keep_their_quotes_and_leave_null_and_escapes_as_written() {
+        use crate::format::convert::{TimeColumn, TimeUnit};
+        let time = Conversion::UnixTime { unit: TimeUnit::Milliseconds, into: TimeColumn::TimestampTz };
+        let picks = FieldPicks::new(vec![true, false, true, true]).converting(vec![
+            None,
+            Some((Conversion::DecimalComma, "price".into())),
+            Some((time, "at".into())),
+        ]);
+        let csv = Splitter { dialect: CSV, delimiter: b',', null: b"" };
+        let input = b"1,x,\"1.234,5\",1706702400123\n2,y,,\"\"\n3,z,2.5,0\n";
+        let (out, _) = pick_records(input, csv, LineEnd::Lf, &picks);
+        let lines: Vec<&[u8]> = out.split_inclusive(|&b| b == b'\n').collect();
+        assert_eq!(lines[0], b"1,\"1234.5\",2024-01-31 12:00:00.123+00\n");
+        assert_eq!(lines[1], b"2,,\"\"\n");
+        let reason = crate::format::documents::marked_reason(lines[2]).expect("a marked line");
+        assert!(reason.starts_with("column 'price': '2.5' is no number"), "{reason}");
+        // The text format: the NULL string and escaped values go as written.
+        let text = Splitter { dialect: Dialect::Text, delimiter: b'\t', null: b"0" };
+        let (out, _) = pick_records(b"1\tx\t2,5\t0\n2\ty\t2\\,5\t\\N\n", text, LineEnd::Lf, &picks);
+        assert_eq!(out, b"1\t2.5\t0\n2\t2\\,5\t\\N\n");
+        // Another count of fields: nothing is left out, but which is which?
+        let all = FieldPicks::all(2).converting(vec![None, Some((Conversion::DecimalComma, "price".into()))]);
+        let (out, _) = pick_records(b"1,2,5\n", csv, LineEnd::Lf, &all);
+        let reason = crate::format::documents::marked_reason(&out).expect("a marked line");
+        assert!(reason.contains("so sluice cannot tell which field is which column's to convert"), "{reason}");
+    }
+
+    #[test]
     fn text_format_escapes_keep_a_delimiter_in_its_field() {
         let (out, _) = picked("1\ta\\\tb\tc\n2\t\\N\td\\\\\n", Dialect::Text, b'\t', &[false, true, true]);
         assert_eq!(out, b"a\\\tb\tc\n\\N\td\\\\\n");
@@ -254,7 +391,7 @@ mod tests {
             if csv && escape {
                 format.escape = Some(b'\\');
             }
-            let splitter = Splitter { dialect: format.dialect(), delimiter: format.field_delimiter() };
+            let splitter = Splitter { dialect: format.dialect(), delimiter: format.field_delimiter(), null: null_string(&format) };
             let mut at = Vec::new();
             splitter.delimiters(&body, &mut at);
             // None: a quote left open, or an escape the server refuses.

@@ -113,6 +113,12 @@ pub(crate) struct QuoteState {
 }
 
 impl QuoteState {
+    /// The step for bytes that are neither the quote nor the escape.
+    #[inline]
+    pub(crate) fn other_bytes(&mut self) {
+        self.last_was_esc = false;
+    }
+
     /// The step for one byte (copied from `CopyReadLineText`; see the
     /// module docs); any byte but the escape clears "last was escape".
     #[inline]

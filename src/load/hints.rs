@@ -211,8 +211,8 @@ pub(super) fn first_reject_advice(shared: &Shared, first: &Reject) -> Option<Str
 }
 
 /// How to load numbers written with a decimal comma.
-const DECIMAL_COMMA_FIX: &str = "convert them before loading, or load them into a text column and convert it in \
-                                 SQL (replace(replace(value, '.', ''), ',', '.')::numeric)";
+const DECIMAL_COMMA_FIX: &str = "pass --decimal-comma, which reads a comma before the fraction and dots or \
+                                 spaces between thousands (1.234,5) in number columns";
 
 /// Why CSV's `""` is no NULL, and the option that makes it one.
 const QUOTED_EMPTY_FIX: &str = "In CSV \"\" is an empty string and only an unquoted empty field is NULL. If \"\" \
@@ -281,13 +281,15 @@ fn unix_time_warning(shared: &Shared) -> Option<String> {
 
 /// How to load Unix times with `per_second` units to the second.
 fn unix_time_fix(per_second: u64) -> String {
-    let value = match per_second {
-        1 => "value".to_string(),
-        n => format!("value / {n}.0"),
+    let unit = match per_second {
+        1 => "s",
+        1_000 => "ms",
+        1_000_000 => "us",
+        _ => "ns",
     };
     format!(
-        "write them as dates (ISO 8601, 2024-01-31T12:00:00Z; pandas: to_json(date_format='iso')), or load them \
-         into a number column and convert it in SQL (to_timestamp({value}))"
+        "pass --unix-times {unit}, which reads numbers in date and timestamp columns as Unix times in UTC (or write \
+         them as dates: pandas' to_json(date_format='iso'))"
     )
 }
 

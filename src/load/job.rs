@@ -57,8 +57,11 @@ fn chunk_identity(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, 
     if !format.force_null.is_empty() || !format.force_not_null.is_empty() {
         parts.push(format!("force null {:?} not null {:?}", format.force_null, format.force_not_null));
     }
-    if let Some(picks) = &format.picks {
+    if let Some(picks) = format.picks.as_ref().filter(|picks| picks.leave_some_out()) {
         parts.push(format!("fields left out {:?}", picks.left_out()));
+    }
+    if format.decimal_comma || format.unix_times.is_some() {
+        parts.push(format!("decimal comma {} unix times {:?}", format.decimal_comma, format.unix_times));
     }
     if let Some(documents) = &format.documents {
         parts.push(format!("documents {:?} {:?} {}", documents.columns, documents.keys, documents.other_keys_left_out));

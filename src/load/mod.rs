@@ -37,6 +37,7 @@ use crossbeam_channel::{bounded, unbounded, Sender};
 use crate::chunk::{Chunk, Chunker, ChunkerConfig, Preamble};
 use crate::encoding::InputEncoding;
 use crate::error::Error;
+use crate::format::convert::Conversion;
 use crate::format::documents::{self, OriginalLines};
 use crate::format::pick::FieldPicks;
 use crate::format::scan::RecordShape;
@@ -644,6 +645,8 @@ fn prepare(
         FormatKind::Jsonl => match documents_into_columns(req, &refuse_json_over_lines(sources)?, &table, format)? {
             Some(mut columns) => {
                 defaults::apply(control, &table, &mut columns)?;
+                let conversions = plan::conversions(&table.copy_columns(Some(&columns.columns)), format);
+                columns.conversions = conversions.into_iter().map(|c| c.map(|(conversion, _)| conversion)).collect();
                 Some(format.reading_documents(columns))
             }
             None => None,
@@ -668,6 +671,13 @@ fn prepare(
     };
     if let Some(given) = columns.as_deref().filter(|_| given.is_some()) {
         refuse_columns_a_header_reorders(sources, format, req, &table, given)?;
+    }
+    let conversions = match format.documents {
+        None => plan::conversions(&table.copy_columns(columns.as_deref()), format),
+        Some(_) => Vec::new(),
+    };
+    if !conversions.is_empty() {
+        picks = Some(picks.unwrap_or_else(|| FieldPicks::all(conversions.len())).converting(conversions));
     }
     let format =
         &FormatOptions { picks: picks.map(Arc::new), ..plan::resolve_forced(&table, columns.as_deref(), format)? };
@@ -695,7 +705,15 @@ fn prepare(
             pairs.join(", ")
         ));
     }
-    if let Some(picks) = &format.picks {
+    let converted: Vec<(Conversion, String)> = match (&format.picks, &format.documents) {
+        (Some(picks), _) => picks.conversions().cloned().collect(),
+        (None, Some(documents)) => (documents.conversions.iter().zip(&documents.columns))
+            .filter_map(|(c, name)| c.map(|c| (c, name.clone())))
+            .collect(),
+        (None, None) => Vec::new(),
+    };
+    early_warnings.extend(plan::conversions_said(&converted, format));
+    if let Some(picks) = format.picks.as_ref().filter(|picks| picks.leave_some_out()) {
         let left_out = picks.left_out();
         let fields = if left_out.len() == 1 { "field" } else { "fields" };
         early_warnings.push(format!("leaving out {fields} {} of each record, as asked", field_list(&left_out)));

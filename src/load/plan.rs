@@ -6,6 +6,7 @@ use std::sync::Mutex;
 
 use crate::error::Error;
 use crate::format::binary::{unescape_text, BinaryEncoder, DateOrder};
+use crate::format::convert::Conversion;
 use crate::format::documents::{self, ColumnKind, DocumentColumns};
 use crate::format::pick::FieldPicks;
 use crate::format::{FormatKind, FormatOptions, COMMON_DELIMITERS};
@@ -28,6 +29,49 @@ pub fn resolve_kind(given: Option<FormatKind>, sources: &[Source]) -> Result<For
             sources[0].name
         ))),
     }
+}
+
+/// Each of `columns`' conversion under `format`'s `--decimal-comma` and
+/// `--unix-times`, with the column's name, in order: empty when no column
+/// has one.
+pub fn conversions(columns: &[(String, String)], format: &FormatOptions) -> Vec<Option<(Conversion, String)>> {
+    let each = columns.iter().map(|(name, ty)| {
+        Conversion::for_column(ty, format.decimal_comma, format.unix_times).map(|c| (c, name.clone()))
+    });
+    let each: Vec<_> = each.collect();
+    match each.iter().any(Option::is_some) {
+        true => each,
+        false => Vec::new(),
+    }
+}
+
+/// What `--decimal-comma` and `--unix-times` do in this load, for the
+/// start of its summary: the columns they convert, or that they convert
+/// none.
+pub fn conversions_said(converted: &[(Conversion, String)], format: &FormatOptions) -> Vec<String> {
+    let named = |decimal: bool| -> Vec<&str> {
+        let matching = converted.iter().filter(|(c, _)| (*c == Conversion::DecimalComma) == decimal);
+        matching.map(|(_, name)| name.as_str()).collect()
+    };
+    let mut said = Vec::new();
+    if format.decimal_comma {
+        said.push(match named(true).as_slice() {
+            [] => "--decimal-comma: no loaded column is a number, so nothing is converted".to_string(),
+            names => format!("reading the numbers of {} with a decimal comma, as asked", names.join(", ")),
+        });
+    }
+    if let Some(unit) = format.unix_times {
+        said.push(match named(false).as_slice() {
+            [] => format!(
+                "--unix-times {}: no loaded column is a date or timestamp, so nothing is converted",
+                unit.flag()
+            ),
+            names => {
+                format!("reading numbers in {} as Unix times in {} (UTC), as asked", names.join(", "), unit.words())
+            }
+        });
+    }
+    said
 }
 
 /// The columns COPY names: `--columns` (checked against the table), for

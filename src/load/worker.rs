@@ -148,14 +148,14 @@ const ROLLBACK_TO_SAVEPOINT: &str = "ROLLBACK TO SAVEPOINT sluice_chunk";
 /// Batches to load, each with whether to wait for another process's claim.
 type Work<'a> = Box<dyn Iterator<Item = (Vec<Chunk>, bool)> + 'a>;
 
-/// Rewrites the batch's records with only the fields that load (see
-/// [`crate::format::pick`]), once a chunk. Here, not where the chunks are
+/// Rewrites the batch's records with only the fields that load, their
+/// values converted where asked (see [`crate::format::pick`]), once a chunk. Here, not where the chunks are
 /// cut: the feeder is one thread for the whole load, and the rewrite costs
 /// about as much as cutting.
 fn leave_fields_out(shared: &Shared, batch: &mut [Chunk]) {
     let Some(picks) = &shared.format.picks else { return };
     for chunk in batch.iter_mut().filter(|chunk| chunk.original.is_none()) {
-        crate::format::pick::pick_fields(chunk, shared.format.dialect(), shared.format.field_delimiter(), picks);
+        crate::format::pick::pick_fields(chunk, shared.format, picks);
     }
 }
 
