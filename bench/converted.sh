@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Decimal commas and Unix times (--decimal-comma, --unix-times ms) against
+# the hand workflow (psql \copy into an UNLOGGED text staging table, then
+# INSERT ... SELECT with replace() and epoch arithmetic), and against the
+# same rows already written as the server reads them (ISO times, decimal
+# points) loaded by psql \copy and by sluice, in interleaved rounds; prints
+# each round's seconds and the medians' ratios. Checks that every path
+# loaded the same sum. Not a test.
+#
+#   PGHOST=... PGPORT=... PGUSER=... bash bench/converted.sh [ROWS] [ROUNDS] [SLUICE]
+set -euo pipefail
+rows=${1:-2000000}
+rounds=${2:-5}
+sluice=${3:-sluice}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+python3 - "$rows" "$dir" <<'EOF'
+import datetime, random, sys
+rows, out = int(sys.argv[1]), sys.argv[2]
+random.seed(7)
+epoch = datetime.datetime(1970, 1, 1)
+with open(f"{out}/converted.csv", "w") as converted, open(f"{out}/plain.csv", "w") as plain:
+    for i in range(rows):
+        whole, cents = random.randrange(1, 10**7), random.randrange(100)
+        ms = random.randrange(1_500_000_000_000, 1_800_000_000_000)
+        grouped = f"{whole:,}".replace(",", ".")
+        converted.write(f"{i};{grouped},{cents:02d};{ms};{ms}\n")
+        iso = (epoch + datetime.timedelta(milliseconds=ms)).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+        plain.write(f"{i};{whole}.{cents:02d};{iso}+00;{iso}\n")
+EOF
+sql() { psql -X -q -v ON_ERROR_STOP=1 -c "$1"; }
+sql 'SET client_min_messages = warning; DROP TABLE IF EXISTS converted, converted_stage'
+sql 'CREATE TABLE converted (id int, price numeric(12,2), at timestamptz, ts timestamp)'
+sql 'CREATE UNLOGGED TABLE converted_stage (id text, price text, at text, ts text)'
+now() { date +%s.%N; }
+declare -A times
+paths=(sluice_converting hand_sql sluice_plain psql_plain)
+run() {
+  local path=$1 start
+  sql 'TRUNCATE converted, converted_stage'; sql 'CHECKPOINT'
+  start=$(now)
+  case $path in
+    sluice_converting) "$sluice" load "$dir/converted.csv" --table converted --delimiter ';' --decimal-comma \
+                         --unix-times ms --quiet --restart ;;
+    hand_sql) sql "\\copy converted_stage FROM '$dir/converted.csv' WITH (format csv, delimiter ';')"
+              sql "INSERT INTO converted SELECT id::int, replace(replace(price, '.', ''), ',', '.')::numeric,
+                     'epoch'::timestamptz + at::int8 * interval '1 millisecond',
+                     ('epoch'::timestamptz + ts::int8 * interval '1 millisecond') AT TIME ZONE 'UTC'
+                   FROM converted_stage" ;;
+    sluice_plain) "$sluice" load "$dir/plain.csv" --table converted --delimiter ';' --quiet --restart ;;
+    psql_plain) sql "\\copy converted FROM '$dir/plain.csv' WITH (format csv, delimiter ';')" ;;
+  esac
+  times[$path]+="$(echo "$(now) - $start" | bc) "
+  loaded=$(psql -X -Atc "SELECT count(*) || ' ' || sum(price) || ' ' || sum(extract(epoch FROM at)) || ' ' || sum(extract(epoch FROM ts)) FROM converted")
+}
+for round in $(seq "$rounds"); do
+  sums=()
+  for path in "${paths[@]}"; do run "$path"; sums+=("$loaded"); done
+  for sum in "${sums[@]}"; do
+    [ "$sum" = "${sums[0]}" ] || { echo "the paths loaded different rows: ${sums[*]}" >&2; exit 1; }
+  done
+  echo "round $round: $(for p in "${paths[@]}"; do printf '%s %s s  ' "$p" "$(echo "${times[$p]}" | awk '{print $NF}')"; done)"
+done
+median() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+base=$(median "${times[sluice_converting]}")
+for path in "${paths[@]}"; do
+  m=$(median "${times[$path]}")
+  echo "median $path: $m s; sluice --decimal-comma --unix-times ms runs at $(echo "scale=2; $m / $base" | bc)x its speed"
+done
+sql 'DROP TABLE converted, converted_stage'
