@@ -1476,6 +1476,13 @@ fn unix_times_where_dates_go_are_named_with_their_unit() {
                   does not read as a date or time: pass --unix-times ms, which reads numbers in date and timestamp \
                   columns as Unix times in UTC";
     assert!(run.stderr.contains(advice), "{}", run.stderr);
+    // Another unit, which the numbers contradict, is refused before anything loads.
+    let Loaded { run, .. } = load_with_rejects(&db, &docs, "t", &["--truncate", "--unix-times", "s"]);
+    let refused = "pandas.jsonl: --unix-times s: the first records' numbers in column \"at\" read as Unix times in \
+                   milliseconds, not seconds (1704067200000 is 2024-01-01 00:00:00 UTC in milliseconds but past the \
+                   year 9999 in seconds); pass --unix-times ms";
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains(refused), "{}", run.stderr);
     // As the advice says: every document loads.
     let Loaded { run, rejects: found, .. } = load_with_rejects(&db, &docs, "t", &["--truncate", "--unix-times", "ms"]);
     assert_eq!((run.code, found.len(), db.count("t")), (0, 0, 1_200), "{}", run.stderr);
@@ -1571,6 +1578,11 @@ fn decimal_commas_and_unix_times_load_as_the_servers_conversions_of_them() {
         assert!(run.stderr.contains("reading the numbers of id, price, qty, f with a decimal comma"), "{context}");
         assert!(run.stderr.contains("reading numbers in at, ts, day as Unix times in milliseconds"), "{context}");
     };
+    let seconds = db.file("seconds.csv", b"id,at\n1,1706702400\n2,1706702401\n3,2024-01-31\n4,\"1706702402\"\n");
+    let run =
+        db.load(&[seconds.to_str().unwrap(), "--table", "t", "--columns", "id,at", "--header", "--unix-times", "ms"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("column \"at\" read as Unix times in seconds, not milliseconds (1706702400 is"));
     check("plain.csv", ";", false, "binary");
     check("quoted.csv", ",", true, "text");
     check("quoted-binary.csv", ",", true, "binary");

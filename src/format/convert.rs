@@ -78,6 +78,11 @@ impl TimeUnit {
         }
     }
 
+    /// How many of it make a second.
+    pub fn per_second(self) -> u64 {
+        10u64.pow(self.digits_per_second())
+    }
+
     /// How many digits of a count of it make a second.
     fn digits_per_second(self) -> u32 {
         match self {
@@ -87,6 +92,65 @@ impl TimeUnit {
             TimeUnit::Nanoseconds => 9,
         }
     }
+}
+
+/// The unit a number is likely a Unix time in, told by its count of whole
+/// digits, with the whole seconds since 1970 it then stands for: 9-10
+/// seconds (`time.time()`), 12-13 milliseconds (what pandas' `to_json`
+/// writes for times unless told otherwise, and JavaScript's `Date.now()`),
+/// 15-16 microseconds, 18-19 nanoseconds; `None` for a value that is no
+/// such number or whose time is not between 1990 and 2100.
+pub fn likely_unit(value: &[u8]) -> Option<(TimeUnit, u64)> {
+    let value = value.trim_ascii();
+    let whole = value.split(|&b| b == b'.').next()?;
+    let fraction = &value[whole.len()..];
+    let digits = |part: &[u8]| part.iter().all(u8::is_ascii_digit);
+    if !digits(whole) || !(fraction.is_empty() || fraction.len() > 1 && digits(&fraction[1..])) {
+        return None;
+    }
+    let unit = match whole.len() {
+        9 | 10 => TimeUnit::Seconds,
+        12 | 13 => TimeUnit::Milliseconds,
+        15 | 16 => TimeUnit::Microseconds,
+        18 | 19 => TimeUnit::Nanoseconds,
+        _ => return None,
+    };
+    let seconds = std::str::from_utf8(whole).ok()?.parse::<u64>().ok()? / unit.per_second();
+    // 1990-01-01 to 2100-01-01.
+    (631_152_000..4_102_444_800).contains(&seconds).then_some((unit, seconds))
+}
+
+/// Why `unit` is likely wrong for `values` of column `column` (the first
+/// records' values, as written): every one of them that is a likely Unix
+/// time (see [`likely_unit`]) is one in the same other unit. Loaded in
+/// `unit`, milliseconds taken for seconds are in January 1970, and a
+/// day's worth of the load would go in before anyone looked.
+pub fn wrong_unit<'v>(column: &str, unit: TimeUnit, values: impl IntoIterator<Item = &'v [u8]>) -> Option<String> {
+    let mut likely = values.into_iter().filter_map(|v| likely_unit(v).map(|(u, _)| (u, v)));
+    let (other, first) = likely.next()?;
+    if other == unit || likely.any(|(u, _)| u != other) {
+        return None;
+    }
+    let as_time = |unit| {
+        let mut time = Vec::new();
+        match unix_time(first, unit, TimeColumn::Timestamp, &mut time) {
+            Ok(true) => format!("{} UTC", String::from_utf8_lossy(&time)),
+            _ => "past the year 9999".into(),
+        }
+    };
+    Some(format!(
+        "--unix-times {}: the first records' numbers in column \"{column}\" read as Unix times in {}, not {} ({} is \
+         {} in {} but {} in {}); pass --unix-times {}",
+        unit.flag(),
+        other.words(),
+        unit.words(),
+        String::from_utf8_lossy(first.trim_ascii()),
+        as_time(other),
+        other.words(),
+        as_time(unit),
+        unit.words(),
+        other.flag(),
+    ))
 }
 
 /// The kind of column a Unix time goes into, which decides how it is
@@ -399,6 +463,24 @@ mod tests {
         assert_eq!(long, Ok(Some("2024-01-31 12:00:00.0000000075".into())));
         let long = "1".repeat(40);
         assert!(time(TimeUnit::Seconds, TimeColumn::Date, &long).unwrap_err().contains("too many digits"));
+    }
+
+    #[test]
+    fn a_unit_every_likely_unix_time_of_the_head_contradicts_is_named() {
+        let values = |v: &'static [&'static str]| v.iter().map(|v| v.as_bytes());
+        let wrong = wrong_unit("at", TimeUnit::Milliseconds, values(&["x", "1706702400", "1706702460.5", "12"]));
+        let wrong = wrong.expect("seconds taken for milliseconds");
+        assert_eq!(
+            wrong,
+            "--unix-times ms: the first records' numbers in column \"at\" read as Unix times in seconds, not \
+             milliseconds (1706702400 is 2024-01-31 12:00:00 UTC in seconds but 1970-01-20 18:05:02.4 UTC in \
+             milliseconds); pass --unix-times s"
+        );
+        assert_eq!(wrong_unit("at", TimeUnit::Seconds, values(&["1706702400", "2024-01-31"])), None);
+        assert_eq!(wrong_unit("at", TimeUnit::Seconds, values(&["1706702400", "1706702400000"])), None, "mixed");
+        assert_eq!(wrong_unit("at", TimeUnit::Seconds, values(&["2024-01-31", "45321"])), None, "no Unix time");
+        let micro = wrong_unit("at", TimeUnit::Nanoseconds, values(&["1706702400000000"])).unwrap();
+        assert!(micro.ends_with("pass --unix-times us"), "{micro}");
     }
 
     #[test]

@@ -290,6 +290,25 @@ fn converted(conversion: Conversion, value: &[u8], key: &str, into: &mut Vec<u8>
     conversion.apply(value, into).map_err(|why| format!("key \"{key}\": {why}"))
 }
 
+/// The values of `keys` in the documents `head` holds whole, each with its
+/// key's index, as written (a string without its quotes): for the checks
+/// before the load (see [`super::convert::wrong_unit`]).
+pub fn values_in(head: &[u8], keys: &[&str]) -> Vec<(usize, Vec<u8>)> {
+    let documents = head
+        .split(|&b| b == b'\n')
+        .filter_map(|line| serde_json::from_slice::<std::collections::HashMap<String, Box<RawValue>>>(line).ok());
+    let mut values = Vec::new();
+    for mut document in documents {
+        for (i, key) in keys.iter().enumerate() {
+            let Some(raw) = document.remove(*key) else { continue };
+            let raw = raw.get();
+            values
+                .push((i, raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')).unwrap_or(raw).as_bytes().to_vec()));
+        }
+    }
+    values
+}
+
 /// The text-format record a document (`line`, its line end included or
 /// not) becomes, or `None` when it cannot be loaded.
 pub fn text_record(line: &[u8], columns: &DocumentColumns) -> Option<Vec<u8>> {

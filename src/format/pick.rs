@@ -277,18 +277,7 @@ fn mark(reason: &str, splitter: Splitter, line_end: LineEnd, ending: &[u8], out:
 /// escapes or inner quotes, or the NULL string, is no number and goes as
 /// written, for the server to judge as without the conversion.
 fn convert_field(field: &[u8], conversion: Conversion, splitter: Splitter, out: &mut Vec<u8>) -> Result<(), String> {
-    let quoted = match splitter.dialect {
-        Dialect::Csv { quote, escape } => {
-            let inner = field.strip_prefix(&[quote]).and_then(|f| f.strip_suffix(&[quote]));
-            match inner {
-                Some(inner) if !inner.contains(&quote) && !inner.contains(&escape) => Some((inner, quote)),
-                _ if field.contains(&quote) => None,
-                _ => Some((field, 0)),
-            }
-        }
-        Dialect::Text | Dialect::Lines => (!field.contains(&b'\\')).then_some((field, 0)),
-    };
-    let Some((value, quote)) = quoted.filter(|(value, _)| *value != splitter.null) else {
+    let Some((value, quote)) = convertible_value(field, splitter) else {
         out.extend_from_slice(field);
         return Ok(());
     };
@@ -305,6 +294,63 @@ fn convert_field(field: &[u8], conversion: Conversion, splitter: Splitter, out: 
         out.extend_from_slice(field);
     }
     Ok(())
+}
+
+/// A field's value without its CSV quotes (and the quote, or 0 when it
+/// had none), when a conversion may read it: not the NULL string, nor a
+/// value with escapes or inner quotes, which no number has.
+fn convertible_value<'f>(field: &'f [u8], splitter: Splitter) -> Option<(&'f [u8], u8)> {
+    let value = match splitter.dialect {
+        Dialect::Csv { quote, escape } => {
+            let inner = field.strip_prefix(&[quote]).and_then(|f| f.strip_suffix(&[quote]));
+            match inner {
+                Some(inner) if !inner.contains(&quote) && !inner.contains(&escape) => Some((inner, quote)),
+                _ if field.contains(&quote) => None,
+                _ => Some((field, 0)),
+            }
+        }
+        Dialect::Text | Dialect::Lines => (!field.contains(&b'\\')).then_some((field, 0)),
+    };
+    value.filter(|(value, _)| *value != splitter.null)
+}
+
+/// The values of the converted fields in the records `head` holds whole
+/// (after the header, with `--header`), each with its conversion and
+/// column, as written: for the checks before the load (see
+/// [`crate::format::convert::wrong_unit`]).
+pub fn converted_values<'h>(
+    head: &'h [u8],
+    format: &FormatOptions,
+    picks: &'h FieldPicks,
+) -> Vec<(&'h (Conversion, String), &'h [u8])> {
+    let splitter =
+        Splitter { dialect: format.dialect(), delimiter: format.field_delimiter(), null: null_string(format) };
+    let mut scanner = RecordScanner::new(splitter.dialect, LineEnd::Lf);
+    let (mut values, mut delimiters, mut pos) = (Vec::new(), Vec::new(), 0);
+    let mut header = format.header;
+    while pos < head.len() {
+        let step = scanner.scan(&head[pos..], true);
+        if step.records == 0 {
+            break;
+        }
+        let body = crate::format::without_line_end(&head[pos..pos + step.consumed]);
+        pos += step.consumed;
+        if std::mem::take(&mut header) {
+            continue;
+        }
+        delimiters.clear();
+        splitter.delimiters(body, &mut delimiters);
+        if delimiters.len() + 1 != picks.fields() {
+            continue;
+        }
+        for (i, conversion) in picks.conversions.iter().enumerate() {
+            let Some(conversion) = conversion else { continue };
+            let from = if i == 0 { 0 } else { delimiters[i - 1] + 1 };
+            let field = &body[from..delimiters.get(i).copied().unwrap_or(body.len())];
+            values.extend(convertible_value(field, splitter).map(|(value, _)| (conversion, value)));
+        }
+    }
+    values
 }
 
 #[cfg(test)]

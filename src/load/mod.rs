@@ -681,6 +681,7 @@ fn prepare(
     }
     let format =
         &FormatOptions { picks: picks.map(Arc::new), ..plan::resolve_forced(&table, columns.as_deref(), format)? };
+    refuse_a_wrong_time_unit(sources, format)?;
     let copy_plan = plan::choose_copy_format(req.copy_format, &table, columns.as_deref(), format)?;
     let fields = format.picks.as_ref().map_or_else(|| table.copy_columns(columns.as_deref()).len(), |p| p.fields());
     let shape = format.record_shape(fields);
@@ -805,6 +806,43 @@ fn refuse_json_over_lines(sources: &[Source]) -> Result<(Arc<str>, Vec<u8>), Err
              document on a line of its own first, as `{jq}` does"
         ),
     })
+}
+
+/// A `--unix-times` unit the first records' numbers contradict (see
+/// [`crate::format::convert::wrong_unit`]), refused before anything loads:
+/// seconds loaded as milliseconds are all in January 1970.
+fn refuse_a_wrong_time_unit(sources: &[Source], format: &FormatOptions) -> Result<(), Error> {
+    let Some(unit) = format.unix_times else { return Ok(()) };
+    let (name, head) = first_head(sources);
+    let is_time = |c: &Conversion| matches!(c, Conversion::UnixTime { .. });
+    let columns: Vec<(String, Vec<Vec<u8>>)> = match (&format.picks, &format.documents) {
+        (Some(picks), _) => {
+            let values = crate::format::pick::converted_values(&head, format, picks);
+            let columns = picks.conversions().filter(|(c, _)| is_time(c)).map(|(_, column)| column);
+            columns
+                .map(|column| {
+                    let of_column = values.iter().filter(|((_, c), _)| c == column).map(|(_, v)| v.to_vec());
+                    (column.clone(), of_column.collect())
+                })
+                .collect()
+        }
+        (None, Some(documents)) => {
+            let timed: Vec<usize> = (0..documents.columns.len())
+                .filter(|&i| documents.conversions.get(i).copied().flatten().is_some_and(|c| is_time(&c)))
+                .collect();
+            let keys: Vec<&str> = timed.iter().map(|&i| documents.keys[i].as_str()).collect();
+            let values = documents::values_in(&head, &keys);
+            let of_key = |k: usize| values.iter().filter(|(i, _)| *i == k).map(|(_, v)| v.clone()).collect();
+            timed.iter().enumerate().map(|(k, &i)| (documents.columns[i].clone(), of_key(k))).collect()
+        }
+        (None, None) => Vec::new(),
+    };
+    for (column, values) in columns {
+        if let Some(why) = crate::format::convert::wrong_unit(&column, unit, values.iter().map(Vec::as_slice)) {
+            return Err(Error::Input { file: name.to_string(), message: why });
+        }
+    }
+    Ok(())
 }
 
 /// The start of the first input that holds anything (the last if none

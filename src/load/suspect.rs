@@ -556,32 +556,15 @@ pub struct UnixTime {
 }
 
 /// `value` (of a date or timestamp column) when it is a number that reads
-/// as a Unix time between 1990 and 2100, its unit told by its count of
-/// whole digits: 9-10 seconds (`time.time()`), 12-13 milliseconds (what
-/// pandas' `to_json` writes for times unless told otherwise, and
-/// JavaScript's `Date.now()`), 15-16 microseconds, 18-19 nanoseconds.
+/// as a Unix time between 1990 and 2100 (see
+/// [`crate::format::convert::likely_unit`]).
 pub fn unix_time(rule: &ColumnRule, value: &[u8]) -> Option<UnixTime> {
     let ValueRule::Date { .. } = rule.kind else { return None };
-    let value = value.trim_ascii();
-    let whole = value.split(|&b| b == b'.').next()?;
-    let fraction = &value[whole.len()..];
-    let digits = |part: &[u8]| part.iter().all(u8::is_ascii_digit);
-    if !digits(whole) || !(fraction.is_empty() || fraction.len() > 1 && digits(&fraction[1..])) {
-        return None;
-    }
-    let (unit, per_second) = match whole.len() {
-        9 | 10 => ("seconds", 1),
-        12 | 13 => ("milliseconds", 1_000),
-        15 | 16 => ("microseconds", 1_000_000),
-        18 | 19 => ("nanoseconds", 1_000_000_000),
-        _ => return None,
-    };
-    let seconds = std::str::from_utf8(whole).ok()?.parse::<u64>().ok()? / per_second;
-    // 1990-01-01 to 2100-01-01.
-    (631_152_000..4_102_444_800).contains(&seconds).then(|| UnixTime {
-        value: String::from_utf8_lossy(value).into_owned(),
-        unit,
-        per_second,
+    let (unit, seconds) = crate::format::convert::likely_unit(value)?;
+    Some(UnixTime {
+        value: String::from_utf8_lossy(value.trim_ascii()).into_owned(),
+        unit: unit.words(),
+        per_second: unit.per_second(),
         seconds,
     })
 }
