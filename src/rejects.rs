@@ -30,20 +30,20 @@ use crate::error::Position;
 use crate::sql::copy_text_value;
 
 /// One rejected record.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Reject {
     pub file: String,
     pub line: u64,
     pub byte: u64,
     pub record: u64,
     pub reason: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub sqlstate: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub column: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub raw: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub raw_base64: Option<String>,
 }
 
@@ -74,6 +74,58 @@ impl Reject {
             (None, None) => Vec::new(),
         }
     }
+}
+
+/// Which rejects [`write_records`] writes: those whose reason holds
+/// `reason` and whose column is `column`, when given.
+#[derive(Clone, Debug, Default)]
+pub struct RecordFilter {
+    pub reason: Option<String>,
+    pub column: Option<String>,
+}
+
+impl RecordFilter {
+    fn takes(&self, reject: &Reject) -> bool {
+        self.reason.as_ref().map_or(true, |text| reject.reason.contains(text.as_str()))
+            && self.column.as_ref().map_or(true, |column| reject.column.as_ref() == Some(column))
+    }
+}
+
+/// Writes the records of a rejects file (`name`, read from `input`) to
+/// `out` as they were in the input, one after another, in the file's
+/// order: fixed, or loaded with the option they wanted (`--decimal-comma`,
+/// `--encoding`), they go back to `sluice load -` with the first load's
+/// format flags. A record without its line end (a file's last) gets one.
+/// Returns how many were written. Streams: memory stays that of one line.
+pub fn write_records(
+    name: &str,
+    input: impl std::io::BufRead,
+    filter: &RecordFilter,
+    out: &mut impl Write,
+) -> Result<u64, crate::Error> {
+    let mut written = 0;
+    for (index, line) in input.lines().enumerate() {
+        let not_read = |e: String| crate::Error::Input {
+            file: name.to_string(),
+            message: format!("line {}: {e}; is it a rejects file sluice wrote?", index + 1),
+        };
+        let line = line.map_err(|e| not_read(e.to_string()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let reject: Reject = serde_json::from_str(&line).map_err(|e| not_read(e.to_string()))?;
+        if !filter.takes(&reject) {
+            continue;
+        }
+        let record = reject.raw_bytes();
+        let wrote = out.write_all(&record).and_then(|()| match record.last() {
+            Some(b'\n' | b'\r') | None => Ok(()),
+            Some(_) => out.write_all(b"\n"),
+        });
+        wrote.map_err(|e| crate::Error::Input { file: "standard output".into(), message: e.to_string() })?;
+        written += 1;
+    }
+    Ok(written)
 }
 
 impl std::fmt::Display for Reject {
@@ -376,6 +428,29 @@ impl RejectsFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn records_come_back_as_they_were_with_a_line_end_each() {
+        let at = |line| Position { file: "a.csv".into(), line, byte: 0, record: line };
+        let mut latin = Reject::new(at(2), "bad byte".into(), b"2,caf\xe9\r\n");
+        latin.column = Some("name".into());
+        let rejects =
+            [Reject::new(at(1), "x".into(), b"1,\"a\nb\"\n"), latin, Reject::new(at(3), "x".into(), b"3,last")];
+        let mut file = Vec::new();
+        for reject in &rejects {
+            file.extend(serde_json::to_vec(reject).unwrap());
+            file.push(b'\n');
+        }
+        let mut out = Vec::new();
+        assert_eq!(write_records("r", &file[..], &RecordFilter::default(), &mut out).unwrap(), 3);
+        assert_eq!(out, b"1,\"a\nb\"\n2,caf\xe9\r\n3,last\n");
+        let name = RecordFilter { column: Some("name".into()), ..RecordFilter::default() };
+        out.clear();
+        assert_eq!(write_records("r", &file[..], &name, &mut out).unwrap(), 1);
+        assert_eq!(out, b"2,caf\xe9\r\n");
+        let refused = write_records("r", &b"{\"file\":1}\n"[..], &RecordFilter::default(), &mut out).unwrap_err();
+        assert!(refused.to_string().contains("line 1: invalid type"), "{refused}");
+    }
 
     #[test]
     fn copy_text_escapes_values_and_hex_encodes_raw() {

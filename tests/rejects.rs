@@ -1387,13 +1387,26 @@ fn numbers_with_a_decimal_comma_are_named_as_such() {
     let db = TestDb::new();
     db.execute("CREATE TABLE t (id int, name text, price numeric(10,2))");
     let file = db.file("euro.csv", b"id;name;price\r\n1;apple;2,50\r\n2;pear;1.234,00\r\n3;plum;3\r\n4;fig;n/a\r\n");
-    let Loaded { run, rejects: found, report: r, .. } =
+    let Loaded { run, rejects: found, report: r, rejects_path } =
         load_with_rejects(&db, &file, "t", &["--header", "--delimiter", ";"]);
     assert_eq!((run.code, found.len(), db.count("t")), (1, 3, 1), "{}", run.stderr);
     let warning = "2 numbers were rejected for a decimal comma (the first: \"2,50\", ";
     assert!(run.stderr.contains(warning), "{}", run.stderr);
     assert!(run.stderr.contains("euro.csv line 2, column price): PostgreSQL reads numbers with a decimal point only"));
+    assert!(run.stderr.contains("to load only the rejected records, pipe `sluice rejects` of the rejects file"));
     assert_reported(&r, warning);
+    // As the warning says: the rejected records alone, with the flag. The
+    // value that is no number at all is rejected again.
+    let records = sluice(&["rejects", rejects_path.to_str().unwrap(), "--column", "price"]);
+    assert_eq!(records.stdout, "1;apple;2,50\r\n2;pear;1.234,00\r\n4;fig;n/a\r\n", "{}", records.stderr);
+    assert!(records.stderr.contains("wrote 3 rejected records"), "{}", records.stderr);
+    let only = sluice(&["rejects", rejects_path.to_str().unwrap(), "--reason", "\"1.234,00\""]);
+    assert_eq!(only.stdout, "2;pear;1.234,00\r\n", "{}", only.stderr);
+    let db_arg = db.conninfo();
+    let args = ["load", "--db", &db_arg, "-", "--table", "t", "--format", "csv", "--delimiter", ";", "--decimal-comma"];
+    let again = crate::util::sluice_with_stdin(&args[..], records.stdout.as_bytes());
+    assert_eq!(again.code, 1, "{}", again.stderr);
+    assert_eq!(db.scalar("SELECT string_agg(price::text, ' ' ORDER BY id) FROM t"), "2.50 1234.00 3.00");
     // Every record with one: the stop says it, before any summary would.
     let all: String = (0..1_200).map(|i| format!("{i};n{i};{i},50\n")).collect();
     let all = db.file("all.csv", all.as_bytes());

@@ -6,6 +6,7 @@ mod doctor;
 mod gen;
 mod load;
 mod progress_view;
+mod rejects;
 mod status;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,6 +39,7 @@ enum Command {
     Gen(gen::GenArgs),
     Demo(demo::DemoArgs),
     Status(status::StatusArgs),
+    Rejects(rejects::RejectsArgs),
     Doctor(doctor::DoctorArgs),
     Bench(bench::BenchArgs),
 }
@@ -49,6 +51,7 @@ pub fn run(cli: Cli, redactor: &mut Redactor) -> Result<i32, Error> {
         Command::Gen(args) => gen::run(args),
         Command::Demo(args) => demo::run(args, redactor),
         Command::Status(args) => status::run(args, redactor),
+        Command::Rejects(args) => rejects::run(args),
         Command::Doctor(args) => doctor::run(args, redactor),
         Command::Bench(args) => bench::run(args, redactor),
     }

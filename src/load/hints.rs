@@ -214,6 +214,11 @@ pub(super) fn first_reject_advice(shared: &Shared, first: &Reject) -> Option<Str
 const DECIMAL_COMMA_FIX: &str = "pass --decimal-comma, which reads a comma before the fraction and dots or \
                                  spaces between thousands (1.234,5) in number columns";
 
+/// How to load only the records a wrong option rejected, when the rows
+/// that loaded are right.
+const RELOAD_REJECTS: &str = "The other rows loaded as they should: to load only the rejected records, pipe `sluice \
+                              rejects` of the rejects file to `sluice load -` with it";
+
 /// Why CSV's `""` is no NULL, and the option that makes it one.
 const QUOTED_EMPTY_FIX: &str = "In CSV \"\" is an empty string and only an unquoted empty field is NULL. If \"\" \
                                 means NULL, pass --force-null '*' (or name its columns)";
@@ -259,7 +264,7 @@ fn decimal_comma_warning(shared: &Shared) -> Option<String> {
     let (count, first) = shared.notes.decimal_commas.seen()?;
     Some(format!(
         "{} rejected for a decimal comma (the first: {first}): PostgreSQL reads numbers with a decimal point only; \
-         {DECIMAL_COMMA_FIX}",
+         {DECIMAL_COMMA_FIX}. {RELOAD_REJECTS}",
         how_many_were(count, "number"),
     ))
 }
@@ -273,7 +278,7 @@ fn unix_time_warning(shared: &Shared) -> Option<String> {
     let (unit, per_second) = (*shared.notes.unix_time_unit.lock().unwrap_or_else(|e| e.into_inner()))?;
     Some(format!(
         "{} rejected that look like Unix times in {unit} (the first: {first}): PostgreSQL does not read a number \
-         as a date or time; {}",
+         as a date or time; {}. {RELOAD_REJECTS}",
         how_many_were(count, "value"),
         unix_time_fix(per_second)
     ))

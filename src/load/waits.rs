@@ -188,7 +188,7 @@ fn hint(event: &str, server_version_num: i32) -> Option<String> {
         ),
         "Lock:extend" => "Lock:extend: the sessions queued to grow the table; fewer workers may load as fast".into(),
         "Client:ClientRead" => "Client:ClientRead: the server waited for sluice to send; the client's side \
-             (reading, decompressing, binary encoding) is the limit, or the network"
+             (reading, decompressing, converting values, binary encoding) is the limit, or the network"
             .into(),
         // PostgreSQL 17 renamed WALSync to WalSync and WALWrite to WalWrite.
         "IO:WALSync" | "IO:WalSync" | "IO:WALWrite" | "IO:WalWrite" | "LWLock:WALWrite" => format!(
