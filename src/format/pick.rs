@@ -282,16 +282,28 @@ fn convert_field(field: &[u8], conversion: Conversion, splitter: Splitter, out: 
         return Ok(());
     };
     let start = out.len();
-    if quote != 0 {
-        out.push(quote);
-    }
-    if conversion.apply(value, out)? {
-        if quote != 0 {
-            out.push(quote);
-        }
-    } else {
-        out.truncate(start);
+    if !conversion.apply(value, out)? {
         out.extend_from_slice(field);
+        return Ok(());
+    }
+    // A converted time holds ` `, `:`, `-`, `+` and `.`: any of them may
+    // be the delimiter, which must then be quoted (CSV) or escaped.
+    let holds_delimiter = out[start..].contains(&splitter.delimiter);
+    match splitter.dialect {
+        Dialect::Csv { quote: csv_quote, .. } if quote != 0 || holds_delimiter => {
+            out.insert(start, csv_quote);
+            out.push(csv_quote);
+        }
+        Dialect::Text | Dialect::Lines if holds_delimiter => {
+            let converted = out.split_off(start);
+            for byte in converted {
+                if byte == splitter.delimiter {
+                    out.push(b'\\');
+                }
+                out.push(byte);
+            }
+        }
+        _ => {}
     }
     Ok(())
 }
@@ -408,6 +420,13 @@ mod tests {
         let text = Splitter { dialect: Dialect::Text, delimiter: b'\t', null: b"0" };
         let (out, _) = pick_records(b"1\tx\t2,5\t0\n2\ty\t2\\,5\t\\N\n", text, LineEnd::Lf, &picks);
         assert_eq!(out, b"1\t2.5\t0\n2\t2\\,5\t\\N\n");
+        // A delimiter the converted value holds is quoted, or escaped.
+        let spaced = Splitter { dialect: CSV, delimiter: b' ', null: b"" };
+        let (out, _) = pick_records(b"1 x 2 1706702400123\n", spaced, LineEnd::Lf, &picks);
+        assert_eq!(out, b"1 2 \"2024-01-31 12:00:00.123+00\"\n");
+        let coloned = Splitter { dialect: Dialect::Text, delimiter: b':', null: b"" };
+        let (out, _) = pick_records(b"1:x:2:1706702400123\n", coloned, LineEnd::Lf, &picks);
+        assert_eq!(out, b"1:2:2024-01-31 12\\:00\\:00.123+00\n");
         // Another count of fields: nothing is left out, but which is which?
         let all = FieldPicks::all(2).converting(vec![None, Some((Conversion::DecimalComma, "price".into()))]);
         let (out, _) = pick_records(b"1,2,5\n", csv, LineEnd::Lf, &all);
