@@ -1187,6 +1187,35 @@ fn a_chunk_full_of_repeated_keys_is_looked_up_not_copied_line_by_line() {
     assert!(copies <= 20, "{copies} COPY statements for {duplicates} duplicates in one chunk");
 }
 
+/// A file whose first records already repeat keys densely loads as one
+/// does once a chunk showed it: workers take turns from the first chunk
+/// and isolation looks the keys up first, so the first chunk costs a few
+/// COPY statements, not one per duplicate it meets before it knows, and
+/// the first line of every key is kept, whichever worker is faster.
+#[test]
+fn duplicates_dense_in_the_first_records_are_looked_up_from_the_first_chunk() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE f (id int PRIMARY KEY, note text); INSERT INTO f VALUES (0, 'old')");
+    let mut data = String::new();
+    let mut duplicates = 0u64;
+    for line in 1..=30_000u64 {
+        let id = if line > 20 && line % 10 == 0 { line - 7 } else { line };
+        duplicates += u64::from(id != line);
+        data.push_str(&format!("{id}\tline {line}\n"));
+    }
+    let file = db.file("f.tsv", data.as_bytes());
+    let loaded = load_with_rejects(&db, &file, "f", &["--workers", "2", "--chunk-size", "64KiB"]);
+    assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
+    assert_accounts(&loaded.report);
+    assert_eq!(loaded.rejects.len() as u64, duplicates, "each duplicate rejected once");
+    assert!(loaded.run.output().contains("workers took turns"), "{}", loaded.run.output());
+    let kept = db.scalar("SELECT count(*) FROM f WHERE note = 'line ' || id OR (id = 0 AND note = 'old')");
+    assert_eq!(kept.parse::<u64>().unwrap(), 30_001 - duplicates, "every key from its first line");
+    let first = &loaded.report["chunks"][0];
+    let copies = first["isolation_copies"].as_u64().unwrap();
+    assert!(copies <= 4, "{copies} COPY statements for the first chunk's {} duplicates", first["rejected"]);
+}
+
 /// The rows whose key the key check found are locked until the chunk
 /// commits, also after a later COPY of the chunk is refused and rolled back
 /// to its savepoint: another session cannot delete them meanwhile, which

@@ -65,6 +65,26 @@ pub fn without_line_end(record: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
+/// The records `head` (an input's first bytes) holds whole, line ends
+/// included, after its header with `--header`: for the checks made before
+/// a load from its first records.
+pub fn head_records<'h>(head: &'h [u8], format: &FormatOptions) -> Vec<&'h [u8]> {
+    let mut scanner = RecordScanner::new(format.dialect(), scan::LineEnd::Lf);
+    let (mut records, mut pos) = (Vec::new(), 0);
+    while pos < head.len() {
+        let step = scanner.scan(&head[pos..], true);
+        if step.records == 0 {
+            break;
+        }
+        records.push(&head[pos..pos + step.consumed]);
+        pos += step.consumed;
+    }
+    if format.header && !records.is_empty() {
+        records.remove(0);
+    }
+    records
+}
+
 /// A delimiter as `--delimiter` (and `sed`) take it: a tab as `\t`.
 pub fn delimiter_text(delimiter: u8) -> String {
     match delimiter {

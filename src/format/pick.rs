@@ -337,19 +337,9 @@ pub fn converted_values<'h>(
 ) -> Vec<(&'h (Conversion, String), &'h [u8])> {
     let splitter =
         Splitter { dialect: format.dialect(), delimiter: format.field_delimiter(), null: null_string(format) };
-    let mut scanner = RecordScanner::new(splitter.dialect, LineEnd::Lf);
-    let (mut values, mut delimiters, mut pos) = (Vec::new(), Vec::new(), 0);
-    let mut header = format.header;
-    while pos < head.len() {
-        let step = scanner.scan(&head[pos..], true);
-        if step.records == 0 {
-            break;
-        }
-        let body = crate::format::without_line_end(&head[pos..pos + step.consumed]);
-        pos += step.consumed;
-        if std::mem::take(&mut header) {
-            continue;
-        }
+    let (mut values, mut delimiters) = (Vec::new(), Vec::new());
+    for record in crate::format::head_records(head, format) {
+        let body = crate::format::without_line_end(record);
         delimiters.clear();
         splitter.delimiters(body, &mut delimiters);
         if delimiters.len() + 1 != picks.fields() {

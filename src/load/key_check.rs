@@ -108,6 +108,26 @@ impl KeyCheck {
         })
     }
 
+    /// How many of `records` (each whole, line end included, as COPY gets
+    /// them) repeat a key of an earlier one, comparing the keys' text: to
+    /// tell from a load's first records how dense its duplicates are.
+    pub fn repeats_within(&self, records: &[&[u8]]) -> usize {
+        let mut splitter = self.splitter.clone();
+        let mut seen: Vec<std::collections::HashSet<Vec<String>>> = vec![Default::default(); self.keys.len()];
+        let mut repeats = 0;
+        for record in records {
+            let Some(fields) = split(&mut splitter, record) else { continue };
+            let mut repeated = false;
+            for ((_, key), seen) in self.keys.iter().zip(&mut seen) {
+                let values: Option<Vec<String>> = key.iter().map(|&k| fields[self.used[k].0].clone()).collect();
+                // A key with a NULL repeats nothing.
+                repeated |= values.is_some_and(|values| !seen.insert(values));
+            }
+            repeats += usize::from(repeated);
+        }
+        repeats
+    }
+
     /// The records among `records` (each whole, line end included) whose
     /// key the table or an earlier record holds; `None` when the server
     /// refused the query, which left the transaction to roll back.
@@ -227,6 +247,14 @@ mod tests {
         let columns = vec![("id".to_string(), "integer".to_string()), ("note".to_string(), "text".to_string())];
         let unique = UniqueKeys { keys: vec![("orders_pkey".into(), vec!["id".into()])], decide: true };
         KeyCheck::new("public.orders", &columns, &unique, &FormatOptions::new(FormatKind::Tsv)).unwrap()
+    }
+
+    #[test]
+    fn repeats_within_records_count_records_whose_key_came_before() {
+        let check = orders_check();
+        let records: [&[u8]; 6] = [b"1\ta\n", b"2\tb\n", b"1\tc\n", b"\\N\td\n", b"\\N\te\n", b"1\tf\n"];
+        // NULL keys repeat nothing; the third 1 counts once more.
+        assert_eq!(check.repeats_within(&records), 2);
     }
 
     #[test]
