@@ -1216,6 +1216,63 @@ fn duplicates_dense_in_the_first_records_are_looked_up_from_the_first_chunk() {
     assert!(copies <= 4, "{copies} COPY statements for the first chunk's {} duplicates", first["rejected"]);
 }
 
+/// The key check probes only keys between the table's least and greatest
+/// first key column (new keys past them cannot be held): with a composite
+/// key led by a date and a uuid key, keys the table held before the load
+/// and keys the file repeats are each rejected once, at their lines, and
+/// every other record loads.
+#[test]
+fn keys_held_before_the_load_and_repeated_in_the_file_are_found_by_range() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE k (d date, n int, u uuid UNIQUE, note text, PRIMARY KEY (d, n)); \
+         INSERT INTO k SELECT date '2024-01-01' + i % 50, i, \
+           ('00000000-0000-0000-0000-' || lpad(to_hex(i), 12, '0'))::uuid, 'old' FROM generate_series(1, 500) i",
+    );
+    let uuid = |x: u64| format!("00000000-0000-0000-0000-{x:012x}");
+    let mut data = String::new();
+    let mut bad_lines = Vec::new();
+    for line in 1..=6_000u64 {
+        let (d, n, u) = match line {
+            // The primary key of a row the table held.
+            _ if line % 10 == 0 => (format!("2024-01-{:02}", (line / 10) % 50 % 31 + 1), 0, uuid(1_000_000 + line)),
+            // The uuid of a row the table held, or of an earlier line.
+            _ if line % 13 == 0 => (format!("2024-06-{:02}", line % 28 + 1), 10_000 + line, uuid(line % 500 + 1)),
+            _ if line % 17 == 0 && line > 100 => {
+                (format!("2024-07-{:02}", line % 28 + 1), 10_000 + line, uuid(100_000 + line - 50))
+            }
+            _ => (format!("2024-05-{:02}", line % 28 + 1), 10_000 + line, uuid(100_000 + line)),
+        };
+        let n = if n == 0 {
+            // A (d, n) the table holds: n = i with d = 2024-01-01 + i % 50.
+            let day: u64 = d[8..].parse().unwrap();
+            (day - 1) + 50 * (line % 9 + 1)
+        } else {
+            n
+        };
+        data.push_str(&format!("{d}\t{n}\t{u}\tline {line}\n"));
+        // Lines that took none of the branches above have their own uuid.
+        let plain = |l: u64| l % 10 != 0 && l % 13 != 0 && !(l % 17 == 0 && l > 100);
+        let repeats_earlier = line % 17 == 0 && line > 100 && line % 10 != 0 && line % 13 != 0 && plain(line - 50);
+        if line % 10 == 0 || line % 13 == 0 || repeats_earlier {
+            bad_lines.push(line);
+        }
+    }
+    let file = db.file("k.tsv", data.as_bytes());
+    let loaded = load_with_rejects(&db, &file, "k", &["--workers", "2", "--chunk-size", "32KiB"]);
+    assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
+    assert_accounts(&loaded.report);
+    let mut rejected: Vec<u64> = loaded.rejects.iter().map(|r| r["line"].as_u64().unwrap()).collect();
+    rejected.sort();
+    assert_eq!(rejected, bad_lines, "exactly the duplicates, each once");
+    assert!(loaded.rejects.iter().all(|r| r["sqlstate"] == "23505"), "only duplicate keys");
+    assert_eq!(db.count("k"), 500 + 6_000 - bad_lines.len() as u64);
+    // Found by the key check, not by a COPY each.
+    let copies: u64 =
+        loaded.report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+    assert!(copies * 4 < bad_lines.len() as u64, "{copies} COPY statements for {} duplicates", bad_lines.len());
+}
+
 /// The rows whose key the key check found are locked until the chunk
 /// commits, also after a later COPY of the chunk is refused and rolled back
 /// to its savepoint: another session cannot delete them meanwhile, which
