@@ -1144,6 +1144,27 @@ fn many_duplicate_keys_make_the_workers_take_turns() {
     }
 }
 
+/// `lines` records `{id}\tline {line}` with the id `id_of` gives each
+/// line, and how many repeat an id (line `id`, or 0: the table's own row).
+fn keyed_lines(lines: u64, id_of: impl Fn(u64) -> u64) -> (String, u64) {
+    let mut data = String::new();
+    let mut duplicates = 0;
+    for line in 1..=lines {
+        let id = id_of(line);
+        duplicates += u64::from(id != line);
+        data.push_str(&format!("{id}\tline {line}\n"));
+    }
+    (data, duplicates)
+}
+
+/// The rows of `table` (made by [`keyed_lines`] over its row `(0, 'old')`)
+/// that came from their key's first line.
+fn first_lines_kept(db: &TestDb, table: &str) -> u64 {
+    let kept =
+        db.scalar(&format!("SELECT count(*) FROM {table} WHERE note = 'line ' || id OR (id = 0 AND note = 'old')"));
+    kept.parse().unwrap()
+}
+
 /// A chunk that first meets dense duplicate keys looks the rest of its
 /// records up in one query once it has met a few, and the records that
 /// repeat an earlier one of the chunk are looked up again once that one is
@@ -1154,19 +1175,13 @@ fn many_duplicate_keys_make_the_workers_take_turns() {
 fn a_chunk_full_of_repeated_keys_is_looked_up_not_copied_line_by_line() {
     let db = TestDb::new();
     db.execute("CREATE TABLE r (id int PRIMARY KEY, note text); INSERT INTO r VALUES (0, 'old')");
-    let mut data = String::new();
-    let mut duplicates = 0u64;
-    for line in 1..=20_000u64 {
-        // Every 20th line after the 100th repeats the key of a line 61 back,
-        // every 1,000th the table's own row.
-        let id = match line {
-            _ if line % 1000 == 0 => 0,
-            _ if line > 100 && line % 20 == 0 => line - 61,
-            _ => line,
-        };
-        duplicates += u64::from(id != line);
-        data.push_str(&format!("{id}\tline {line}\n"));
-    }
+    // Every 20th line after the 100th repeats the key of a line 61 back,
+    // every 1,000th the table's own row.
+    let (data, duplicates) = keyed_lines(20_000, |line| match line {
+        _ if line % 1000 == 0 => 0,
+        _ if line > 100 && line % 20 == 0 => line - 61,
+        _ => line,
+    });
     let file = db.file("r.tsv", data.as_bytes());
     let loaded = load_with_rejects(&db, &file, "r", &["--workers", "1", "--chunk-size", "64MiB"]);
     assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
@@ -1181,8 +1196,7 @@ fn a_chunk_full_of_repeated_keys_is_looked_up_not_copied_line_by_line() {
             format!("duplicate key value violates unique constraint \"r_pkey\" (Key (id)=({id}) already exists.)");
         assert_eq!(reject["reason"], reason.as_str(), "the server's words");
     }
-    let kept = db.scalar("SELECT count(*) FROM r WHERE note = 'line ' || id OR (id = 0 AND note = 'old')");
-    assert_eq!(kept.parse::<u64>().unwrap(), 20_001 - duplicates, "every key from its first line");
+    assert_eq!(first_lines_kept(&db, "r"), 20_001 - duplicates, "every key from its first line");
     let copies = loaded.report["chunks"][0]["isolation_copies"].as_u64().unwrap();
     assert!(copies <= 20, "{copies} COPY statements for {duplicates} duplicates in one chunk");
 }
@@ -1196,21 +1210,14 @@ fn a_chunk_full_of_repeated_keys_is_looked_up_not_copied_line_by_line() {
 fn duplicates_dense_in_the_first_records_are_looked_up_from_the_first_chunk() {
     let db = TestDb::new();
     db.execute("CREATE TABLE f (id int PRIMARY KEY, note text); INSERT INTO f VALUES (0, 'old')");
-    let mut data = String::new();
-    let mut duplicates = 0u64;
-    for line in 1..=30_000u64 {
-        let id = if line > 20 && line % 10 == 0 { line - 7 } else { line };
-        duplicates += u64::from(id != line);
-        data.push_str(&format!("{id}\tline {line}\n"));
-    }
+    let (data, duplicates) = keyed_lines(30_000, |line| if line > 20 && line % 10 == 0 { line - 7 } else { line });
     let file = db.file("f.tsv", data.as_bytes());
     let loaded = load_with_rejects(&db, &file, "f", &["--workers", "2", "--chunk-size", "64KiB"]);
     assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
     assert_accounts(&loaded.report);
     assert_eq!(loaded.rejects.len() as u64, duplicates, "each duplicate rejected once");
     assert!(loaded.run.output().contains("workers took turns"), "{}", loaded.run.output());
-    let kept = db.scalar("SELECT count(*) FROM f WHERE note = 'line ' || id OR (id = 0 AND note = 'old')");
-    assert_eq!(kept.parse::<u64>().unwrap(), 30_001 - duplicates, "every key from its first line");
+    assert_eq!(first_lines_kept(&db, "f"), 30_001 - duplicates, "every key from its first line");
     let first = &loaded.report["chunks"][0];
     let copies = first["isolation_copies"].as_u64().unwrap();
     assert!(copies <= 4, "{copies} COPY statements for the first chunk's {} duplicates", first["rejected"]);
