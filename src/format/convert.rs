@@ -208,6 +208,7 @@ impl Conversion {
 /// as `1.5e3`. Values with neither a comma, a dot nor an inner space (`12`,
 /// `NaN`, `\N`) stay as they are.
 fn decimal_comma(value: &[u8], out: &mut Vec<u8>) -> Result<bool, String> {
+    let value = with_plain_spaces(value);
     let value = value.trim_ascii();
     if !value.iter().any(|&b| matches!(b, b',' | b'.' | b' ')) {
         return Ok(false);
@@ -253,10 +254,35 @@ fn decimal_comma(value: &[u8], out: &mut Vec<u8>) -> Result<bool, String> {
     Ok(true)
 }
 
+/// `value` with its no-break spaces (U+00A0, and U+202F, the narrow one)
+/// as plain spaces: French and other locales' spreadsheets put them
+/// between thousands (`1 234,56`).
+pub fn with_plain_spaces(value: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    const NO_BREAK: [&[u8]; 2] = ["\u{a0}".as_bytes(), "\u{202f}".as_bytes()];
+    if !value.iter().any(|&b| b >= 0x80) {
+        return std::borrow::Cow::Borrowed(value);
+    }
+    let mut plain = Vec::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(&byte) = rest.first() {
+        match NO_BREAK.iter().find(|space| rest.starts_with(space)) {
+            Some(space) => {
+                plain.push(b' ');
+                rest = &rest[space.len()..];
+            }
+            None => {
+                plain.push(byte);
+                rest = &rest[1..];
+            }
+        }
+    }
+    std::borrow::Cow::Owned(plain)
+}
+
 /// Whether a whole part is digits, with or without dots or spaces between
 /// its thousands (`1.234.567`, `1 234`, `1234`); not when a separator
 /// stands elsewhere (`1.23`, `12.3456`) or two kinds are mixed.
-fn in_thousands(whole: &[u8]) -> bool {
+pub fn in_thousands(whole: &[u8]) -> bool {
     let separator = whole.iter().copied().find(|&b| b == b'.' || b == b' ');
     let digits = |g: &[u8]| g.iter().all(u8::is_ascii_digit);
     let Some(separator) = separator else { return digits(whole) };
@@ -411,6 +437,9 @@ mod tests {
         assert_eq!(comma(",5"), Ok(Some(".5".into())));
         assert_eq!(comma("1,5e-3"), Ok(Some("1.5e-3".into())));
         assert_eq!(comma("1,5E3"), Ok(Some("1.5E3".into())));
+        // No-break spaces between thousands, as French exports write them.
+        assert_eq!(comma("1\u{a0}234\u{a0}567,5"), Ok(Some("1234567.5".into())));
+        assert_eq!(comma("-12\u{202f}345,06"), Ok(Some("-12345.06".into())));
         for plain in ["12", "-7", "NaN", "Infinity", "\\N", "", "1e5"] {
             assert_eq!(comma(plain), Ok(None), "{plain}");
         }

@@ -527,19 +527,14 @@ pub fn date_in_the_other_order(rule: &ColumnRule, value: &[u8]) -> Option<String
 /// `-1.234,5`, `1 234,5`), as spreadsheets in much of Europe export them.
 pub fn decimal_comma(rule: &ColumnRule, value: &[u8]) -> Option<String> {
     let ValueRule::Number { .. } = rule.kind else { return None };
-    let value = value.trim_ascii();
-    let unsigned = value.strip_prefix(b"-").or_else(|| value.strip_prefix(b"+")).unwrap_or(value);
+    let written = value.trim_ascii();
+    let plain = crate::format::convert::with_plain_spaces(written);
+    let unsigned = plain.strip_prefix(b"-").or_else(|| plain.strip_prefix(b"+")).unwrap_or(&plain);
     let (whole, fraction) = unsigned.split_at(unsigned.iter().position(|&b| b == b',')?);
     let digits = |part: &[u8]| !part.is_empty() && part.iter().all(u8::is_ascii_digit);
-    // Thousands grouped by dots or spaces: a first group of 1 to 3 digits,
-    // then groups of 3.
-    let groups: Vec<&[u8]> = whole.split(|&b| b == b'.' || b == b' ').collect();
-    let grouped = match groups.as_slice() {
-        [only] => digits(only),
-        [first, rest @ ..] => digits(first) && first.len() <= 3 && rest.iter().all(|g| digits(g) && g.len() == 3),
-        [] => false,
-    };
-    (grouped && digits(&fraction[1..])).then(|| String::from_utf8_lossy(value).into_owned())
+    // Thousands grouped by dots or spaces, as `--decimal-comma` reads them.
+    let grouped = !whole.is_empty() && crate::format::convert::in_thousands(whole);
+    (grouped && digits(&fraction[1..])).then(|| String::from_utf8_lossy(written).into_owned())
 }
 
 /// A number read as a Unix time (see [`unix_time`]).
@@ -983,7 +978,7 @@ mod tests {
             let (rule, value) = column_field(record.as_bytes(), &rules, &csv, "c")?;
             decimal_comma(rule, value)
         };
-        for value in ["2,50", "-0,5", "+12,0", "1.234,56", "1 234 567,8", "1234,5", " 3,25 "] {
+        for value in ["2,50", "-0,5", "+12,0", "1.234,56", "1 234 567,8", "1234,5", " 3,25 ", "1\u{a0}234,5"] {
             assert_eq!(comma("numeric(10,2)", value).as_deref(), Some(value.trim()), "{value}");
         }
         assert!(comma("double precision", "2,5").is_some());
