@@ -42,7 +42,7 @@ use crate::sink::postgres::{PgSession, UniqueKeys};
 use crate::sink::CopyRefusal;
 use crate::sql::{quote_ident, quote_literal};
 
-use super::value_check::{split, text_array_literal, text_splitter};
+use super::value_check::{split_columns, text_array_literal, text_splitter};
 
 /// The check for one load's unique keys among its COPY columns.
 pub(super) struct KeyCheck {
@@ -108,18 +108,24 @@ impl KeyCheck {
         })
     }
 
+    /// The COPY columns the keys use, in the order of `used`.
+    fn used_columns(&self) -> Vec<usize> {
+        self.used.iter().map(|(at, _)| *at).collect()
+    }
+
     /// How many of `records` (each whole, line end included, as COPY gets
     /// them) repeat a key of an earlier one, comparing the keys' text: to
     /// tell from a load's first records how dense its duplicates are.
     pub fn repeats_within(&self, records: &[&[u8]]) -> usize {
         let mut splitter = self.splitter.clone();
+        let (wanted, mut tuple) = (self.used_columns(), Vec::new());
         let mut seen: Vec<std::collections::HashSet<Vec<String>>> = vec![Default::default(); self.keys.len()];
         let mut repeats = 0;
         for record in records {
-            let Some(fields) = split(&mut splitter, record) else { continue };
+            let Some(fields) = split_columns(&mut splitter, record, &mut tuple, &wanted) else { continue };
             let mut repeated = false;
             for ((_, key), seen) in self.keys.iter().zip(&mut seen) {
-                let values: Option<Vec<String>> = key.iter().map(|&k| fields[self.used[k].0].clone()).collect();
+                let values: Option<Vec<String>> = key.iter().map(|&k| fields[k].clone()).collect();
                 // A key with a NULL repeats nothing.
                 repeated |= values.is_some_and(|values| !seen.insert(values));
             }
@@ -133,11 +139,12 @@ impl KeyCheck {
     /// refused the query, which left the transaction to roll back.
     pub fn repeated(&self, session: &PgSession, records: &[&[u8]]) -> Result<Option<Vec<Repeated>>, Error> {
         let mut splitter = self.splitter.clone();
+        let (wanted, mut tuple) = (self.used_columns(), Vec::new());
         let mut values: Vec<Vec<Option<String>>> = vec![Vec::with_capacity(records.len()); self.used.len()];
         for record in records {
-            let mut fields = split(&mut splitter, record);
-            for (column, (at, _)) in values.iter_mut().zip(&self.used) {
-                column.push(fields.as_mut().and_then(|f| f[*at].take()));
+            let mut fields = split_columns(&mut splitter, record, &mut tuple, &wanted);
+            for (k, column) in values.iter_mut().enumerate() {
+                column.push(fields.as_mut().and_then(|f| f[k].take()));
             }
         }
         let rows = match session.query_statements(&self.query(&values, session.server_version()))? {

@@ -191,11 +191,42 @@ pub(super) fn text_array_literal(values: &[Option<String>]) -> String {
 /// NULL), or `None` when the splitter is unsure of it.
 pub(super) fn split(splitter: &mut BinaryEncoder, record: &[u8]) -> Option<Vec<Option<String>>> {
     let mut tuple = Vec::new();
+    let fields = fields_of(splitter, record, &mut tuple)?;
+    fields.into_iter().map(text).collect()
+}
+
+/// As [`split`], the columns at `wanted` only, in its order, with `tuple`
+/// as the encoder's buffer: the key check reads a column or two of every
+/// record of a chunk, and a string for each of the others, and a buffer
+/// grown anew for each record, were much of its client's time.
+pub(super) fn split_columns(
+    splitter: &mut BinaryEncoder,
+    record: &[u8],
+    tuple: &mut Vec<u8>,
+    wanted: &[usize],
+) -> Option<Vec<Option<String>>> {
+    let fields = fields_of(splitter, record, tuple)?;
+    wanted.iter().map(|&at| text(*fields.get(at)?)).collect()
+}
+
+/// A field's text (`None` within: NULL); `None` when it is not UTF-8.
+fn text(field: Option<&[u8]>) -> Option<Option<String>> {
+    match field {
+        None => Some(None),
+        Some(bytes) => String::from_utf8(bytes.to_vec()).ok().map(Some),
+    }
+}
+
+/// `record`'s fields as the splitter writes them into `tuple` (emptied
+/// first), each a slice of it (`None`: NULL).
+fn fields_of<'t>(splitter: &mut BinaryEncoder, record: &[u8], tuple: &'t mut Vec<u8>) -> Option<Vec<Option<&'t [u8]>>> {
+    tuple.clear();
     splitter.begin_chunk();
-    let done = splitter.encode(record, true, &mut tuple).ok()?;
+    let done = splitter.encode(record, true, tuple).ok()?;
     if done.records != 1 || done.consumed != record.len() {
         return None;
     }
+    let tuple: &'t [u8] = tuple;
     let count = i16::from_be_bytes(tuple.get(..2)?.try_into().ok()?);
     let mut at = 2;
     let mut fields = Vec::with_capacity(count as usize);
@@ -206,9 +237,8 @@ pub(super) fn split(splitter: &mut BinaryEncoder, record: &[u8]) -> Option<Vec<O
             fields.push(None);
             continue;
         }
-        let value = tuple.get(at..at + len as usize)?;
+        fields.push(Some(tuple.get(at..at + len as usize)?));
         at += len as usize;
-        fields.push(Some(String::from_utf8(value.to_vec()).ok()?));
     }
     Some(fields)
 }
