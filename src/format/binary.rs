@@ -361,15 +361,10 @@ enum Layout {
 impl Rules {
     fn new(format: &FormatOptions) -> Rules {
         let (kind, delimiter, quote, null) = match format.kind {
-            FormatKind::Tsv => {
-                (Layout::Text, format.delimiter.unwrap_or(b'\t'), 0, format.null.as_deref().unwrap_or("\\N"))
+            FormatKind::Tsv => (Layout::Text, format.delimiter.unwrap_or(b'\t'), 0, format.null_string()),
+            FormatKind::Csv => {
+                (Layout::Csv, format.delimiter.unwrap_or(b','), format.quote.unwrap_or(b'"'), format.null_string())
             }
-            FormatKind::Csv => (
-                Layout::Csv,
-                format.delimiter.unwrap_or(b','),
-                format.quote.unwrap_or(b'"'),
-                format.null.as_deref().unwrap_or(""),
-            ),
             FormatKind::Jsonl => (Layout::Line, 0, 0, ""),
         };
         let stops = match kind {

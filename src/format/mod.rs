@@ -164,6 +164,13 @@ impl FormatOptions {
         }
     }
 
+    /// The NULL string as COPY reads it: `--null`, else the format's
+    /// own (`\N` in the text format, nothing in CSV and for documents).
+    pub fn null_string(&self) -> &str {
+        let default = if self.kind == FormatKind::Tsv { "\\N" } else { "" };
+        self.null.as_deref().unwrap_or(default)
+    }
+
     pub fn new(kind: FormatKind) -> Self {
         FormatOptions {
             kind,

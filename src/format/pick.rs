@@ -93,12 +93,6 @@ struct Splitter<'a> {
     null: &'a [u8],
 }
 
-/// The NULL string of `format`'s records.
-fn null_string(format: &FormatOptions) -> &[u8] {
-    let default = if format.dialect() == Dialect::Text { "\\N" } else { "" };
-    format.null.as_deref().unwrap_or(default).as_bytes()
-}
-
 impl Splitter<'_> {
     /// Appends the offsets of `body`'s field delimiters (outside quotes in
     /// CSV, not escaped in the text format) to `at`. Only the bytes that
@@ -153,7 +147,7 @@ impl Splitter<'_> {
 /// runaway record (see [`crate::chunk::Runaway`]) is not copied: it stays
 /// as it was, after the rewritten records, its offset moved with it.
 pub fn pick_fields(chunk: &mut Chunk, format: &FormatOptions, picks: &FieldPicks) {
-    let (dialect, delimiter, null) = (format.dialect(), format.field_delimiter(), null_string(format));
+    let (dialect, delimiter, null) = (format.dialect(), format.field_delimiter(), format.null_string().as_bytes());
     let input = chunk.data.take().expect("chunks whose fields are picked carry their bytes");
     let copied = chunk.runaway.map_or(input.len(), |r| r.offset as usize);
     let splitter = Splitter { dialect, delimiter, null };
@@ -169,8 +163,11 @@ pub fn pick_fields(chunk: &mut Chunk, format: &FormatOptions, picks: &FieldPicks
 /// `record` (one record as it was in the input) with its kept fields, as
 /// the load sent it; `None` when it has another number of fields.
 pub fn picked_record(record: &[u8], format: &FormatOptions, picks: &FieldPicks) -> Option<Vec<u8>> {
-    let splitter =
-        Splitter { dialect: format.dialect(), delimiter: format.field_delimiter(), null: null_string(format) };
+    let splitter = Splitter {
+        dialect: format.dialect(),
+        delimiter: format.field_delimiter(),
+        null: format.null_string().as_bytes(),
+    };
     let mut out = Vec::with_capacity(record.len());
     pick_record(record, splitter, LineEnd::Lf, picks, &mut Vec::new(), &mut out);
     (out.first() != Some(&DOC_MARK)).then_some(out)
@@ -335,8 +332,11 @@ pub fn converted_values<'h>(
     format: &FormatOptions,
     picks: &'h FieldPicks,
 ) -> Vec<(&'h (Conversion, String), &'h [u8])> {
-    let splitter =
-        Splitter { dialect: format.dialect(), delimiter: format.field_delimiter(), null: null_string(format) };
+    let splitter = Splitter {
+        dialect: format.dialect(),
+        delimiter: format.field_delimiter(),
+        null: format.null_string().as_bytes(),
+    };
     let (mut values, mut delimiters) = (Vec::new(), Vec::new());
     for record in crate::format::head_records(head, format) {
         let body = crate::format::without_line_end(record);
@@ -446,7 +446,7 @@ mod tests {
             if csv && escape {
                 format.escape = Some(b'\\');
             }
-            let splitter = Splitter { dialect: format.dialect(), delimiter: format.field_delimiter(), null: null_string(&format) };
+            let splitter = Splitter { dialect: format.dialect(), delimiter: format.field_delimiter(), null: format.null_string().as_bytes() };
             let mut at = Vec::new();
             splitter.delimiters(&body, &mut at);
             // None: a quote left open, or an escape the server refuses.

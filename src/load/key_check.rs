@@ -117,27 +117,17 @@ impl KeyCheck {
     /// them) repeat a key of an earlier one, comparing the keys' text: to
     /// tell from a load's first records how dense its duplicates are.
     pub fn repeats_within(&self, records: &[&[u8]]) -> usize {
-        let mut splitter = self.splitter.clone();
-        let (wanted, mut tuple) = (self.used_columns(), Vec::new());
-        let mut seen: Vec<std::collections::HashSet<Vec<String>>> = vec![Default::default(); self.keys.len()];
-        let mut repeats = 0;
-        for record in records {
-            let Some(fields) = split_columns(&mut splitter, record, &mut tuple, &wanted) else { continue };
-            let mut repeated = false;
-            for ((_, key), seen) in self.keys.iter().zip(&mut seen) {
-                let values: Option<Vec<String>> = key.iter().map(|&k| fields[k].clone()).collect();
-                // A key with a NULL repeats nothing.
-                repeated |= values.is_some_and(|values| !seen.insert(values));
-            }
-            repeats += usize::from(repeated);
-        }
-        repeats
+        let values = self.key_values(records);
+        let mut later: Vec<usize> = self.keys.iter().flat_map(|(_, key)| later_by_key(&values, key)).collect();
+        later.sort_unstable();
+        later.dedup();
+        later.len()
     }
 
-    /// The records among `records` (each whole, line end included) whose
-    /// key the table or an earlier record holds; `None` when the server
-    /// refused the query, which left the transaction to roll back.
-    pub fn repeated(&self, session: &PgSession, records: &[&[u8]]) -> Result<Option<Vec<Repeated>>, Error> {
+    /// The key columns' values of `records` as COPY splits them, one
+    /// vector per column of `used` (`None`: NULL, or a record the splitter
+    /// is unsure of).
+    fn key_values(&self, records: &[&[u8]]) -> Vec<Vec<Option<String>>> {
         let mut splitter = self.splitter.clone();
         let (wanted, mut tuple) = (self.used_columns(), Vec::new());
         let mut values: Vec<Vec<Option<String>>> = vec![Vec::with_capacity(records.len()); self.used.len()];
@@ -147,6 +137,14 @@ impl KeyCheck {
                 column.push(fields.as_mut().and_then(|f| f[k].take()));
             }
         }
+        values
+    }
+
+    /// The records among `records` (each whole, line end included) whose
+    /// key the table or an earlier record holds; `None` when the server
+    /// refused the query, which left the transaction to roll back.
+    pub fn repeated(&self, session: &PgSession, records: &[&[u8]]) -> Result<Option<Vec<Repeated>>, Error> {
+        let values = self.key_values(records);
         let repeats = self.integer_repeats(&values);
         let query = self.query(&values, session.server_version(), repeats.is_none());
         let rows = match session.query_statements(&query)? {
@@ -198,20 +196,9 @@ impl KeyCheck {
         };
         let numbers: Vec<Vec<Option<i64>>> =
             values.iter().map(|column| column.iter().map(read).collect()).collect::<Option<_>>()?;
-        let records = numbers.first().map_or(0, Vec::len);
         let mut repeats = Vec::new();
         for (place, (_, key)) in self.keys.iter().enumerate() {
-            // A key with a NULL (`None` here) repeats nothing.
-            let later = match key.as_slice() {
-                // One column, the usual key: no allocation per record.
-                &[k] => later_records((0..records).filter_map(|n| Some((numbers[k][n]?, n))).collect()),
-                _ => later_records(
-                    (0..records)
-                        .filter_map(|n| Some((key.iter().map(|&k| numbers[k][n]).collect::<Option<Vec<i64>>>()?, n)))
-                        .collect(),
-                ),
-            };
-            repeats.extend(later.into_iter().map(|n| (n + 1, place)));
+            repeats.extend(later_by_key(&numbers, key).into_iter().map(|n| (n + 1, place)));
         }
         repeats.sort_unstable();
         Some(repeats)
@@ -298,6 +285,22 @@ impl KeyCheck {
             ctes.join(", "),
             selects.join(" UNION ALL ")
         )
+    }
+}
+
+/// The records (by index) whose `key` (its columns' places in
+/// `columns`, one vector of values per column) an earlier record has. A
+/// key with a NULL (`None`) repeats nothing.
+fn later_by_key<T: Ord + Clone>(columns: &[Vec<Option<T>>], key: &[usize]) -> Vec<usize> {
+    let records = columns.first().map_or(0, Vec::len);
+    match key {
+        // One column, the usual key: no allocation per record for integers.
+        &[k] => later_records((0..records).filter_map(|n| Some((columns[k][n].clone()?, n))).collect()),
+        _ => later_records(
+            (0..records)
+                .filter_map(|n| Some((key.iter().map(|&k| columns[k][n].clone()).collect::<Option<Vec<T>>>()?, n)))
+                .collect(),
+        ),
     }
 }
 

@@ -605,7 +605,7 @@ fn fields<'a>(record: &'a [u8], format: &'a FormatOptions) -> Fields<'a> {
                 delimiter: format.delimiter.unwrap_or(b','),
                 quote,
                 escape: format.escape.unwrap_or(quote),
-                null: format.null.as_deref().unwrap_or("").as_bytes(),
+                null: format.null_string().as_bytes(),
             })
         }
         _ => Fields::Text(TextFields {

@@ -82,7 +82,7 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, event
         if shared.stopping() {
             break;
         }
-        leave_fields_out(shared, &mut batch);
+        rewrite_records(shared, &mut batch);
         let start_s = shared.clock.elapsed().as_secs_f64();
         let batch_id = batch[0].seq;
         let outcomes = match worker.load_with_retries(&batch, wait) {
@@ -149,10 +149,10 @@ const ROLLBACK_TO_SAVEPOINT: &str = "ROLLBACK TO SAVEPOINT sluice_chunk";
 type Work<'a> = Box<dyn Iterator<Item = (Vec<Chunk>, bool)> + 'a>;
 
 /// Rewrites the batch's records with only the fields that load, their
-/// values converted where asked (see [`crate::format::pick`]), once a chunk. Here, not where the chunks are
-/// cut: the feeder is one thread for the whole load, and the rewrite costs
-/// about as much as cutting.
-fn leave_fields_out(shared: &Shared, batch: &mut [Chunk]) {
+/// values converted where asked (see [`crate::format::pick`]), once a
+/// chunk. Here, not where the chunks are cut: the feeder is one thread for
+/// the whole load, and the rewrite costs about as much as cutting.
+fn rewrite_records(shared: &Shared, batch: &mut [Chunk]) {
     let Some(picks) = &shared.format.picks else { return };
     for chunk in batch.iter_mut().filter(|chunk| chunk.original.is_none()) {
         crate::format::pick::pick_fields(chunk, shared.format, picks);
