@@ -1695,6 +1695,100 @@ fn decimal_commas_and_unix_times_load_as_the_servers_conversions_of_them() {
     check("plain.tsv", "\t", false, "text");
 }
 
+/// `--unix-times auto`: each time column's unit is the one its first
+/// records' numbers read in (seconds in one, milliseconds in another), and
+/// the values load exactly as the server's own conversion of them; a
+/// column whose numbers tell none takes the unit the others agree on; a
+/// column with no number in the first records loads as written, its later
+/// numbers rejected with their likely unit; numbers that tell two units,
+/// or none where the columns disagree, stop the load before anything loads.
+#[test]
+fn unix_times_auto_tells_each_columns_unit_by_its_first_records() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, at timestamptz, day date, gone timestamptz, at_text text, day_text text)");
+    let mut rng = Rng(fuzz_seed() ^ 0xa070);
+    let (mut data, mut numbers_in_gone) = (String::from("id,at,day,gone,at_text,day_text\n"), Vec::new());
+    for id in 0..40_000u64 {
+        let at = (631_152_000_000 + rng.below(3_400_000_000_000)).to_string();
+        let day = match id % 7 {
+            3 => "2024-02-29".to_string(),
+            _ => (631_152_000 + rng.below(3_400_000_000)).to_string(),
+        };
+        // Past the first MiB (about 15,700 records), some gone-times are numbers.
+        let gone = match id {
+            30_000.. if id % 1_000 == 0 => {
+                numbers_in_gone.push(id as usize + 2);
+                "1706702400".to_string()
+            }
+            _ if id % 2 == 0 => "2024-01-31 12:00:00+00".to_string(),
+            _ => String::new(),
+        };
+        data.push_str(&format!("{id},{at},{day},{gone},{at},{day}\n"));
+    }
+    let file = db.file("auto.csv", data.as_bytes());
+    let Loaded { run, rejects: found, .. } =
+        load_with_rejects(&db, &file, "t", &["--header", "--unix-times", "auto", "--truncate"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    for said in [
+        "reading numbers in at as Unix times in milliseconds (UTC), as their first records' numbers read",
+        "reading numbers in day as Unix times in seconds (UTC), as their first records' numbers read",
+        "the first records of column \"gone\" hold no number to tell its unit by, so its values load as written",
+        "look like Unix times in seconds",
+    ] {
+        assert!(run.stderr.contains(said), "{said}: {}", run.stderr);
+    }
+    let rejected: Vec<usize> = found.iter().map(|r| r["line"].as_u64().unwrap() as usize).collect();
+    assert_eq!(rejected, numbers_in_gone);
+    assert_eq!(db.count("t"), 40_000 - numbers_in_gone.len() as u64);
+    let wrong = db.scalar(
+        "SELECT count(*) FROM t WHERE at IS DISTINCT FROM 'epoch'::timestamptz + at_text::int8 * interval '1 ms' \
+         OR day IS DISTINCT FROM CASE WHEN day_text LIKE '%-%' THEN day_text::date \
+            ELSE ('epoch'::timestamptz + day_text::int8 * interval '1 s') AT TIME ZONE 'UTC' END::date",
+    );
+    assert_eq!(wrong, "0");
+
+    // Birthdays before 1990 tell no unit; the other column's milliseconds do.
+    let docs = db.file(
+        "born.jsonl",
+        b"{\"id\":1,\"at\":1706702400123,\"gone\":-152582400000}\n{\"id\":2,\"at\":\"1706702400124\",\"gone\":315532800000}\n",
+    );
+    let Loaded { run, .. } = load_with_rejects(&db, &docs, "t", &["--unix-times", "auto", "--truncate"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("reading numbers in at, gone as Unix times in milliseconds"), "{}", run.stderr);
+    let gone = db.scalar("SELECT string_agg((gone AT TIME ZONE 'UTC')::text, ' ' ORDER BY id) FROM t");
+    assert_eq!(gone, "1965-03-02 00:00:00 1980-01-01 00:00:00");
+
+    // Two units in one column, and numbers that tell none where the others disagree.
+    for (name, data, refused) in [
+        (
+            "two.csv",
+            "id,at\n1,1706702400123\n2,1706702400\n",
+            "column \"at\" read as Unix times in two units (1706702400123 in milliseconds, 1706702400 in seconds); \
+             say which with --unix-times ms or s",
+        ),
+        (
+            "none.csv",
+            "id,at,day,gone\n1,1706702400123,1706702400,86400\n",
+            "no number in the first records of column \"gone\" reads as a Unix time from 1990 to 2100 (10 digits \
+             in seconds, 13 in milliseconds, 16 in microseconds, 19 in nanoseconds), and the other columns' are in \
+             different units; say which unit with --unix-times s, ms, us or ns",
+        ),
+    ] {
+        let file = db.file(name, data.as_bytes());
+        let columns = data.lines().next().unwrap();
+        let Loaded { run, .. } = load_with_rejects(
+            &db,
+            &file,
+            "t",
+            &["--header", "--columns", columns, "--unix-times", "auto", "--truncate"],
+        );
+        assert_eq!(run.code, 2, "{}", run.stderr);
+        assert!(run.stderr.contains(&format!("{name}: --unix-times auto: ")), "{}", run.stderr);
+        assert!(run.stderr.contains(refused), "{}", run.stderr);
+    }
+    assert_eq!(db.count("t"), 2, "nothing loaded by the refused loads");
+}
+
 /// Records that end with the delimiter (TPC-H's dbgen writes them so) have
 /// one field more than the table's columns, an empty one: every record is
 /// rejected, and the stop says so and how to remove it, not to check the

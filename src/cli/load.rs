@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 use sluice::error::exit;
-use sluice::format::convert::TimeUnit;
+use sluice::format::convert::UnixTimes;
 use sluice::format::{parse_char_option, FormatKind, FormatOptions};
 use sluice::load::{self, CopyFormat, DeferIndexes, Failed, LoadRequest};
 use sluice::progress::Progress;
@@ -113,9 +113,11 @@ pub struct LoadArgs {
     /// Numbers in date and timestamp columns are Unix times in this unit
     /// (s, ms, us, ns), as time.time(), Date.now() and pandas' to_json
     /// write them: sluice converts them to UTC dates and times. Values
-    /// written as dates load as they are.
-    #[arg(long, value_parser = TimeUnit::parse, value_name = "UNIT")]
-    unix_times: Option<TimeUnit>,
+    /// written as dates load as they are. auto: each column's unit is the
+    /// one its first records' numbers read in by their digit counts (10
+    /// digits for seconds, 13 for milliseconds, ...).
+    #[arg(long, value_parser = UnixTimes::parse, value_name = "UNIT|auto")]
+    unix_times: Option<UnixTimes>,
 
     /// Encoding of the input, transcoded to UTF-8 by sluice: latin1
     /// (strict ISO-8859-1), windows-1252, utf-16 (byte-order mark),

@@ -37,7 +37,7 @@ pub enum Conversion {
 }
 
 /// What a Unix time counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum TimeUnit {
     Seconds,
     Milliseconds,
@@ -153,6 +153,86 @@ pub fn wrong_unit<'v>(column: &str, unit: TimeUnit, values: impl IntoIterator<It
     ))
 }
 
+/// How `--unix-times` was given: a unit, or `auto`, where each time
+/// column's unit is the one its first records' numbers read in by their
+/// digit counts (see [`unit_told_by`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnixTimes {
+    Unit(TimeUnit),
+    Auto,
+}
+
+impl UnixTimes {
+    /// `--unix-times`' value: a unit as [`TimeUnit::parse`] takes it, or
+    /// `auto`.
+    pub fn parse(name: &str) -> Result<UnixTimes, String> {
+        match name.eq_ignore_ascii_case("auto") {
+            true => Ok(UnixTimes::Auto),
+            false => TimeUnit::parse(name).map(UnixTimes::Unit).map_err(|_| {
+                format!("\"{name}\" is no unit of time; use s, ms, us, ns, or auto to tell it from the numbers")
+            }),
+        }
+    }
+
+    /// The unit conversions are built with. For `auto` it is a first
+    /// guess, which the load replaces with each column's own before it
+    /// reads any record but the first ones (`load::settle_time_units`).
+    pub fn unit_to_begin_with(self) -> TimeUnit {
+        match self {
+            UnixTimes::Unit(unit) => unit,
+            UnixTimes::Auto => TimeUnit::Milliseconds,
+        }
+    }
+}
+
+/// The unit column `column`'s `values` (its first records' values, as
+/// written) are Unix times in, for `--unix-times auto`: the one every
+/// likely Unix time among them (see [`likely_unit`]) is in; `Ok(None)`
+/// when none is one; `Err` with why when two are in different units
+/// (`1706702400` and `1706702400123`: guessing would put one of them in
+/// 1970 or past 9999).
+pub fn unit_told_by<'v>(column: &str, values: impl IntoIterator<Item = &'v [u8]>) -> Result<Option<TimeUnit>, String> {
+    let mut likely = values.into_iter().filter_map(|v| likely_unit(v).map(|(u, _)| (u, v)));
+    let Some((unit, first)) = likely.next() else { return Ok(None) };
+    match likely.find(|(other, _)| *other != unit) {
+        None => Ok(Some(unit)),
+        Some((other, value)) => Err(format!(
+            "--unix-times auto: the first records' numbers in column \"{column}\" read as Unix times in two units \
+             ({} in {}, {} in {}); say which with --unix-times {} or {}",
+            String::from_utf8_lossy(first.trim_ascii()),
+            unit.words(),
+            String::from_utf8_lossy(value.trim_ascii()),
+            other.words(),
+            unit.flag(),
+            other.flag(),
+        )),
+    }
+}
+
+/// Whether `value` is a number `--unix-times` converts (digits, with a
+/// sign or a fraction or neither), of any size.
+pub fn is_count(value: &[u8]) -> bool {
+    count_parts(value.trim_ascii()).is_some()
+}
+
+/// A number's sign (whether negative), whole digits and fraction's
+/// digits; `None` for anything else (a date written as a date).
+fn count_parts(value: &[u8]) -> Option<(bool, &[u8], &[u8])> {
+    let (negative, rest) = match value.first() {
+        Some(b'-') => (true, &value[1..]),
+        Some(b'+') => (false, &value[1..]),
+        _ => (false, value),
+    };
+    let (whole, fraction) = match rest.iter().position(|&b| b == b'.') {
+        Some(point) => (&rest[..point], &rest[point + 1..]),
+        None => (rest, &rest[rest.len()..]),
+    };
+    let digits = |part: &[u8]| part.iter().all(u8::is_ascii_digit);
+    let read =
+        !whole.is_empty() && digits(whole) && digits(fraction) && !(fraction.is_empty() && whole.len() < rest.len());
+    read.then_some((negative, whole, fraction))
+}
+
 /// The kind of column a Unix time goes into, which decides how it is
 /// written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -184,6 +264,15 @@ impl Conversion {
             _ => return None,
         };
         Some(Conversion::UnixTime { unit: unix_times?, into })
+    }
+
+    /// This conversion with Unix times in `unit` (from
+    /// `--unix-times auto`'s first guess to the column's own).
+    pub fn in_unit(self, unit: TimeUnit) -> Conversion {
+        match self {
+            Conversion::UnixTime { into, .. } => Conversion::UnixTime { unit, into },
+            Conversion::DecimalComma => self,
+        }
     }
 
     /// Whether it applies to a JSON number, whose point is a decimal point
@@ -300,19 +389,7 @@ const MOST_TIME_DIGITS: usize = 30;
 /// (`2024-01-31`) stay as they are.
 fn unix_time(value: &[u8], unit: TimeUnit, into: TimeColumn, out: &mut Vec<u8>) -> Result<bool, String> {
     let value = value.trim_ascii();
-    let (negative, rest) = match value.first() {
-        Some(b'-') => (true, &value[1..]),
-        Some(b'+') => (false, &value[1..]),
-        _ => (false, value),
-    };
-    let (whole, fraction) = match rest.iter().position(|&b| b == b'.') {
-        Some(point) => (&rest[..point], &rest[point + 1..]),
-        None => (rest, &rest[rest.len()..]),
-    };
-    let digits = |part: &[u8]| part.iter().all(u8::is_ascii_digit);
-    if whole.is_empty() || !digits(whole) || !digits(fraction) || (fraction.is_empty() && whole.len() < rest.len()) {
-        return Ok(false);
-    }
+    let Some((negative, whole, fraction)) = count_parts(value) else { return Ok(false) };
     let text = || String::from_utf8_lossy(value);
     if whole.len() + fraction.len() > MOST_TIME_DIGITS {
         return Err(format!("\"{}\" has too many digits for a Unix time", text()));
@@ -510,6 +587,46 @@ mod tests {
         assert_eq!(wrong_unit("at", TimeUnit::Seconds, values(&["2024-01-31", "45321"])), None, "no Unix time");
         let micro = wrong_unit("at", TimeUnit::Nanoseconds, values(&["1706702400000000"])).unwrap();
         assert!(micro.ends_with("pass --unix-times us"), "{micro}");
+    }
+
+    #[test]
+    fn auto_takes_the_unit_every_likely_unix_time_of_the_head_is_in() {
+        let values = |v: &'static [&'static str]| v.iter().map(|v| v.as_bytes());
+        let told = |v| unit_told_by("at", values(v));
+        assert_eq!(
+            told(&["", "2024-01-31", "1706702400123", "315532800000", "1706702400124.5"]),
+            Ok(Some(TimeUnit::Milliseconds))
+        );
+        assert_eq!(told(&[" 1706702400 "]), Ok(Some(TimeUnit::Seconds)));
+        assert_eq!(told(&["1706702400123456789"]), Ok(Some(TimeUnit::Nanoseconds)));
+        assert_eq!(told(&["2024-01-31", "86400", "-152582400000"]), Ok(None), "no likely Unix time");
+        assert_eq!(told(&[]), Ok(None));
+        let two = told(&["1706702400123", "1706702400", "1706702400000000"]).unwrap_err();
+        assert!(
+            two.contains("(1706702400123 in milliseconds, 1706702400 in seconds); say which with --unix-times ms or s"),
+            "{two}"
+        );
+        assert_eq!(UnixTimes::parse("AUTO"), Ok(UnixTimes::Auto));
+        assert_eq!(UnixTimes::parse("ms"), Ok(UnixTimes::Unit(TimeUnit::Milliseconds)));
+        assert!(UnixTimes::parse("days").unwrap_err().contains("use s, ms, us, ns, or auto"));
+        let guess = Conversion::UnixTime { unit: UnixTimes::Auto.unit_to_begin_with(), into: TimeColumn::Date };
+        assert_eq!(
+            guess.in_unit(TimeUnit::Seconds),
+            Conversion::UnixTime { unit: TimeUnit::Seconds, into: TimeColumn::Date }
+        );
+        assert_eq!(Conversion::DecimalComma.in_unit(TimeUnit::Seconds), Conversion::DecimalComma);
+        for (value, count) in [
+            ("12", true),
+            ("-1.5", true),
+            ("+7", true),
+            (" 3 ", true),
+            ("1.", false),
+            ("-", false),
+            ("2024-01-31", false),
+            ("", false),
+        ] {
+            assert_eq!(is_count(value.as_bytes()), count, "{value}");
+        }
     }
 
     #[test]

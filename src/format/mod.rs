@@ -124,9 +124,9 @@ pub struct FormatOptions {
     /// `--decimal-comma`: number columns' values are written with a
     /// decimal comma (see [`convert`]).
     pub decimal_comma: bool,
-    /// `--unix-times UNIT`: numbers in date and timestamp columns count
-    /// this unit since 1970 (see [`convert`]).
-    pub unix_times: Option<convert::TimeUnit>,
+    /// `--unix-times UNIT|auto`: numbers in date and timestamp columns
+    /// count this unit since 1970 (see [`convert`]).
+    pub unix_times: Option<convert::UnixTimes>,
 }
 
 /// Quote and delimiter bytes that valid JSON can never contain raw (control

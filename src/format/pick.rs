@@ -63,6 +63,17 @@ impl FieldPicks {
         self
     }
 
+    /// These picks with each converted column's conversion as `settled`
+    /// makes it from it and the column's name (none: the column's values
+    /// go as written).
+    pub fn with_conversions(&self, settled: impl Fn(Conversion, &str) -> Option<Conversion>) -> FieldPicks {
+        let conversions = self.conversions.iter().map(|c| {
+            let (conversion, name) = c.as_ref()?;
+            Some((settled(*conversion, name)?, name.clone()))
+        });
+        FieldPicks { kept: self.kept.clone(), conversions: conversions.collect() }
+    }
+
     /// Whether any field is left out.
     pub fn leave_some_out(&self) -> bool {
         self.kept.contains(&false)

@@ -22,6 +22,7 @@
 
 use super::LoadRequest;
 use crate::error::Error;
+use crate::format::convert::UnixTimes;
 use crate::format::FormatOptions;
 use crate::ledger::{stable_hash, Opened};
 use crate::report::count_of;
@@ -61,7 +62,13 @@ fn chunk_identity(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, 
         parts.push(format!("fields left out {:?}", picks.left_out()));
     }
     if format.decimal_comma || format.unix_times.is_some() {
-        parts.push(format!("decimal comma {} unix times {:?}", format.decimal_comma, format.unix_times));
+        // A unit as `Some(Milliseconds)`, as jobs begun before `auto` have it.
+        let unix_times = match format.unix_times {
+            Some(UnixTimes::Unit(unit)) => format!("{:?}", Some(unit)),
+            Some(UnixTimes::Auto) => "Some(Auto)".into(),
+            None => "None".into(),
+        };
+        parts.push(format!("decimal comma {} unix times {unix_times}", format.decimal_comma));
     }
     if let Some(documents) = &format.documents {
         parts.push(format!("documents {:?} {:?} {}", documents.columns, documents.keys, documents.other_keys_left_out));

@@ -37,8 +37,8 @@ use crossbeam_channel::{bounded, unbounded, Sender};
 use crate::chunk::{Chunk, Chunker, ChunkerConfig, Preamble};
 use crate::encoding::InputEncoding;
 use crate::error::Error;
-use crate::format::convert::Conversion;
-use crate::format::documents::{self, OriginalLines};
+use crate::format::convert::{self, Conversion, TimeUnit, UnixTimes};
+use crate::format::documents::{self, DocumentColumns, OriginalLines};
 use crate::format::pick::FieldPicks;
 use crate::format::scan::RecordShape;
 use crate::format::{FormatKind, FormatOptions};
@@ -704,7 +704,8 @@ fn prepare(
     }
     let format =
         &FormatOptions { picks: picks.map(Arc::new), ..plan::resolve_forced(&table, columns.as_deref(), format)? };
-    refuse_a_wrong_time_unit(sources, format)?;
+    let (format, unconverted) = settle_time_units(sources, format)?;
+    let format = &format;
     let copy_plan = plan::choose_copy_format(req.copy_format, &table, columns.as_deref(), format)?;
     let fields = format.picks.as_ref().map_or_else(|| table.copy_columns(columns.as_deref()).len(), |p| p.fields());
     let shape = format.record_shape(fields);
@@ -736,7 +737,7 @@ fn prepare(
             .collect(),
         (None, None) => Vec::new(),
     };
-    early_warnings.extend(plan::conversions_said(&converted, format));
+    early_warnings.extend(plan::conversions_said(&converted, &unconverted, format));
     if let Some(picks) = format.picks.as_ref().filter(|picks| picks.leave_some_out()) {
         let left_out = picks.left_out();
         let fields = if left_out.len() == 1 { "field" } else { "fields" };
@@ -831,16 +832,89 @@ fn refuse_json_over_lines(sources: &[Source]) -> Result<(Arc<str>, Vec<u8>), Err
     })
 }
 
-/// A `--unix-times` unit the first records' numbers contradict (see
-/// [`crate::format::convert::wrong_unit`]), refused before anything loads:
-/// seconds loaded as milliseconds are all in January 1970.
-fn refuse_a_wrong_time_unit(sources: &[Source], format: &FormatOptions) -> Result<(), Error> {
-    let Some(unit) = format.unix_times else { return Ok(()) };
+/// `format` with each time column's `--unix-times` unit settled by the
+/// first records of the first input, and the columns left unconverted. A unit given that their numbers contradict (see
+/// [`convert::wrong_unit`]) is refused before anything loads, since
+/// seconds loaded as milliseconds are all in January 1970. With `auto`,
+/// each column gets the unit its numbers read in (see
+/// [`convert::unit_told_by`]); a column whose numbers tell none, the one
+/// unit the others' agree on (pandas writes every column in one unit,
+/// birthdays before 1990 too). Without that, a column whose first records
+/// hold numbers is refused, asking for the unit (a guess is wrong by a
+/// factor of a thousand), and one whose first records hold no number is
+/// not converted: a number in it later is rejected, with the unit it
+/// likely is in (see [`hints`]).
+fn settle_time_units(sources: &[Source], format: &FormatOptions) -> Result<(FormatOptions, Vec<String>), Error> {
+    let Some(unix_times) = format.unix_times else { return Ok((format.clone(), Vec::new())) };
     let (name, head) = first_head(sources);
+    let refused = |message: String| Error::Input { file: name.to_string(), message };
+    let columns = time_columns_in_head(&head, format);
+    let UnixTimes::Auto = unix_times else {
+        let unit = unix_times.unit_to_begin_with();
+        for (column, values) in columns {
+            if let Some(why) = convert::wrong_unit(&column, unit, values.iter().map(Vec::as_slice)) {
+                return Err(refused(why));
+            }
+        }
+        return Ok((format.clone(), Vec::new()));
+    };
+    let mut told = HashMap::new();
+    for (column, values) in &columns {
+        if let Some(unit) = convert::unit_told_by(column, values.iter().map(Vec::as_slice)).map_err(&refused)? {
+            told.insert(column.clone(), unit);
+        }
+    }
+    let mut agreed: Vec<TimeUnit> = told.values().copied().collect();
+    agreed.sort_unstable();
+    agreed.dedup();
+    let untold = columns.iter().filter(|(column, _)| !told.contains_key(column));
+    let (mut counted, mut empty) = (Vec::new(), Vec::new());
+    for (column, values) in untold.filter(|_| agreed.len() != 1) {
+        let with_numbers = values.iter().any(|v| convert::is_count(v));
+        (if with_numbers { &mut counted } else { &mut empty }).push(column.clone());
+    }
+    if !counted.is_empty() {
+        let others = if agreed.is_empty() { "" } else { ", and the other columns' are in different units" };
+        return Err(refused(format!(
+            "--unix-times auto: no number in the first records of {} reads as a Unix time from 1990 to 2100 \
+             (10 digits in seconds, 13 in milliseconds, 16 in microseconds, 19 in nanoseconds){others}; say which \
+             unit with --unix-times s, ms, us or ns",
+            match counted.len() {
+                1 => format!("column {}", plan::quoted_list(&counted)),
+                _ => format!("columns {}", plan::quoted_list(&counted)),
+            }
+        )));
+    }
+    let settled = |conversion: Conversion, column: &str| match conversion {
+        Conversion::UnixTime { .. } => {
+            let unit = told.get(column).or(agreed.first().filter(|_| agreed.len() == 1))?;
+            Some(conversion.in_unit(*unit))
+        }
+        Conversion::DecimalComma => Some(conversion),
+    };
+    let mut format = format.clone();
+    if let Some(picks) = &format.picks {
+        let picks = picks.with_conversions(settled);
+        let needed = picks.leave_some_out() || picks.conversions().next().is_some();
+        format.picks = needed.then(|| Arc::new(picks));
+    }
+    if let Some(documents) = &format.documents {
+        let mut documents = DocumentColumns::clone(documents);
+        for (conversion, column) in documents.conversions.iter_mut().zip(&documents.columns) {
+            *conversion = conversion.and_then(|c| settled(c, column));
+        }
+        format.documents = Some(Arc::new(documents));
+    }
+    Ok((format, empty))
+}
+
+/// Each column whose numbers are read as Unix times, with its values in
+/// the records `head` holds whole, as written.
+fn time_columns_in_head(head: &[u8], format: &FormatOptions) -> Vec<(String, Vec<Vec<u8>>)> {
     let is_time = |c: &Conversion| matches!(c, Conversion::UnixTime { .. });
-    let columns: Vec<(String, Vec<Vec<u8>>)> = match (&format.picks, &format.documents) {
+    match (&format.picks, &format.documents) {
         (Some(picks), _) => {
-            let values = crate::format::pick::converted_values(&head, format, picks);
+            let values = crate::format::pick::converted_values(head, format, picks);
             let columns = picks.conversions().filter(|(c, _)| is_time(c)).map(|(_, column)| column);
             columns
                 .map(|column| {
@@ -854,18 +928,12 @@ fn refuse_a_wrong_time_unit(sources: &[Source], format: &FormatOptions) -> Resul
                 .filter(|&i| documents.conversions.get(i).copied().flatten().is_some_and(|c| is_time(&c)))
                 .collect();
             let keys: Vec<&str> = timed.iter().map(|&i| documents.keys[i].as_str()).collect();
-            let values = documents::values_in(&head, &keys);
+            let values = documents::values_in(head, &keys);
             let of_key = |k: usize| values.iter().filter(|(i, _)| *i == k).map(|(_, v)| v.clone()).collect();
             timed.iter().enumerate().map(|(k, &i)| (documents.columns[i].clone(), of_key(k))).collect()
         }
         (None, None) => Vec::new(),
-    };
-    for (column, values) in columns {
-        if let Some(why) = crate::format::convert::wrong_unit(&column, unit, values.iter().map(Vec::as_slice)) {
-            return Err(Error::Input { file: name.to_string(), message: why });
-        }
     }
-    Ok(())
 }
 
 /// The start of the first input that holds anything (the last if none

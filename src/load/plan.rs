@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use crate::error::Error;
 use crate::format::binary::{unescape_text, BinaryEncoder, DateOrder};
-use crate::format::convert::Conversion;
+use crate::format::convert::{Conversion, TimeUnit, UnixTimes};
 use crate::format::documents::{self, ColumnKind, DocumentColumns};
 use crate::format::pick::FieldPicks;
 use crate::format::{FormatKind, FormatOptions, COMMON_DELIMITERS};
@@ -36,7 +36,8 @@ pub fn resolve_kind(given: Option<FormatKind>, sources: &[Source]) -> Result<For
 /// has one.
 pub fn conversions(columns: &[(String, String)], format: &FormatOptions) -> Vec<Option<(Conversion, String)>> {
     let each = columns.iter().map(|(name, ty)| {
-        Conversion::for_column(ty, format.decimal_comma, format.unix_times).map(|c| (c, name.clone()))
+        let unit = format.unix_times.map(UnixTimes::unit_to_begin_with);
+        Conversion::for_column(ty, format.decimal_comma, unit).map(|c| (c, name.clone()))
     });
     let each: Vec<_> = each.collect();
     match each.iter().any(Option::is_some) {
@@ -47,8 +48,13 @@ pub fn conversions(columns: &[(String, String)], format: &FormatOptions) -> Vec<
 
 /// What `--decimal-comma` and `--unix-times` do in this load, for the
 /// start of its summary: the columns they convert, or that they convert
-/// none.
-pub fn conversions_said(converted: &[(Conversion, String)], format: &FormatOptions) -> Vec<String> {
+/// none; `unconverted`, the time columns `--unix-times auto` could not
+/// tell a unit for.
+pub fn conversions_said(
+    converted: &[(Conversion, String)],
+    unconverted: &[String],
+    format: &FormatOptions,
+) -> Vec<String> {
     let named = |decimal: bool| -> Vec<&str> {
         let matching = converted.iter().filter(|(c, _)| (*c == Conversion::DecimalComma) == decimal);
         matching.map(|(_, name)| name.as_str()).collect()
@@ -60,16 +66,43 @@ pub fn conversions_said(converted: &[(Conversion, String)], format: &FormatOptio
             names => format!("reading the numbers of {} with a decimal comma, as asked", names.join(", ")),
         });
     }
-    if let Some(unit) = format.unix_times {
-        said.push(match named(false).as_slice() {
-            [] => format!(
-                "--unix-times {}: no loaded column is a date or timestamp, so nothing is converted",
-                unit.flag()
-            ),
-            names => {
-                format!("reading numbers in {} as Unix times in {} (UTC), as asked", names.join(", "), unit.words())
-            }
-        });
+    let Some(unix_times) = format.unix_times else { return said };
+    let timed: Vec<(TimeUnit, &str)> = converted
+        .iter()
+        .filter_map(|(c, name)| match c {
+            Conversion::UnixTime { unit, .. } => Some((*unit, name.as_str())),
+            Conversion::DecimalComma => None,
+        })
+        .collect();
+    if !unconverted.is_empty() {
+        let (column, its, it) =
+            if unconverted.len() == 1 { ("column", "its", "it") } else { ("columns", "their", "them") };
+        said.push(format!(
+            "--unix-times auto: the first records of {column} {} hold no number to tell {its} unit by, so {its} \
+             values load as written (a number in {it} is rejected, naming the unit it likely is in)",
+            quoted_list(unconverted)
+        ));
+    }
+    if timed.is_empty() && unconverted.is_empty() {
+        let flag = match unix_times {
+            UnixTimes::Unit(unit) => unit.flag(),
+            UnixTimes::Auto => "auto",
+        };
+        said.push(format!("--unix-times {flag}: no loaded column is a date or timestamp, so nothing is converted"));
+    }
+    let why = match unix_times {
+        UnixTimes::Unit(_) => "as asked",
+        UnixTimes::Auto => "as their first records' numbers read (--unix-times auto)",
+    };
+    let mut units: Vec<TimeUnit> = Vec::new();
+    for (unit, _) in &timed {
+        if !units.contains(unit) {
+            units.push(*unit);
+        }
+    }
+    for unit in units {
+        let names: Vec<&str> = timed.iter().filter(|(u, _)| *u == unit).map(|(_, name)| *name).collect();
+        said.push(format!("reading numbers in {} as Unix times in {} (UTC), {why}", names.join(", "), unit.words()));
     }
     said
 }
@@ -604,6 +637,11 @@ fn is_utc(time_zone: &str) -> bool {
     const ALIASES: [&str; 9] = ["utc", "uct", "gmt", "gmt0", "gmt+0", "gmt-0", "greenwich", "universal", "zulu"];
     let zone = time_zone.to_ascii_lowercase();
     ALIASES.contains(&zone.strip_prefix("etc/").unwrap_or(&zone))
+}
+
+/// `names`, each in double quotes, joined by commas.
+pub fn quoted_list(names: &[String]) -> String {
+    names.iter().map(|name| format!("\"{name}\"")).collect::<Vec<_>>().join(", ")
 }
 
 #[cfg(test)]
