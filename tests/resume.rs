@@ -107,6 +107,13 @@ fn fixture_in_files(rows: u64, files: usize, extra: &[&str]) -> Fixture {
             db.dir.path().join("parts/t-*.tsv")
         }
     };
+    let args = load_args(&db, &input, extra);
+    Fixture { db, args, good, sum, bad: rows - good }
+}
+
+/// The arguments that load `input` into `t` in chunks of 256 KiB by two
+/// workers, with the rejects in `t.rejects.jsonl`, plus `extra`.
+fn load_args(db: &TestDb, input: &std::path::Path, extra: &[&str]) -> Vec<String> {
     let rejects = db.dir.path().join("t.rejects.jsonl");
     let mut args: Vec<String> = ["load", input.to_str().unwrap(), "--db", &db.conninfo(), "--table", "t"]
         .iter()
@@ -115,6 +122,39 @@ fn fixture_in_files(rows: u64, files: usize, extra: &[&str]) -> Fixture {
     args.extend(["--chunk-size", "256KiB", "--workers", "2", "--quiet", "--rejects"].map(String::from));
     args.push(rejects.display().to_string());
     args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+/// [`transactions_with_bad`]'s rows into a table keyed by `tid`, where
+/// one line in a hundred repeats the id of an earlier line (a near one
+/// or a far one, in turn): duplicates dense enough that the workers take
+/// turns and look the keys up before each COPY. Each line's description
+/// names its line, so the row a key kept shows which line won.
+fn fixture_with_repeated_keys(rows: u64) -> Fixture {
+    let db = TestDb::new();
+    db.execute(&sluice::gen::Dataset::Transactions.ddl("t"));
+    db.execute("ALTER TABLE t ADD PRIMARY KEY (tid)");
+    let mut rng = sluice::gen::Rng::new(17);
+    let (mut data, mut good, mut sum) = (Vec::new(), 0, 0);
+    let repeats = |i: u64| i % 100 == 37 && i > 1_000;
+    for i in 1..=rows {
+        let tid = match i {
+            _ if repeats(i) => {
+                let back = if i % 200 == 37 { 1 + rng.below(500) } else { 1 + rng.below(i - 1) };
+                let original = (1..=i - back).rev().find(|&j| j % 997 != 0 && !repeats(j));
+                original.unwrap().to_string()
+            }
+            _ if i % 997 == 0 => format!("x{i}"),
+            _ => {
+                good += 1;
+                sum += i;
+                i.to_string()
+            }
+        };
+        data.extend_from_slice(format!("{tid}\t{}\t{}\tdescription-{i}\n", 10_000 + i, i % 500).as_bytes());
+    }
+    let input = db.file("t.tsv", &data);
+    let args = load_args(&db, &input, &[]);
     Fixture { db, args, good, sum, bad: rows - good }
 }
 
@@ -187,6 +227,26 @@ impl Fixture {
 fn moments(n: usize, seed: u64) -> Vec<Duration> {
     let mut rng = sluice::gen::Rng::new(seed);
     (0..n).map(|_| Duration::from_millis(20 + rng.below(300))).collect()
+}
+
+/// Kills a load of keys one line in a hundred repeats 10 times, then
+/// resumes it: every key is loaded once, from its first line, and every
+/// later line with it is rejected once.
+#[test]
+fn kill_at_random_moments_of_a_load_with_repeated_keys_then_resume_keeps_each_keys_first_line() {
+    let f = fixture_with_repeated_keys(if cfg!(debug_assertions) { 500_000 } else { 1_000_000 });
+    f.kill_then_resume(10, 19);
+    let later = "SELECT count(*) FROM t WHERE description <> 'description-' || tid";
+    assert_eq!(f.db.scalar(later), "0", "rows from a key's later line");
+    let reasons =
+        "SELECT count(*) FILTER (WHERE reason LIKE '%already exists%') || ' ' || count(*) FROM sluice.rejects";
+    let repeated = (1_001..=f.good + f.bad).filter(|i| i % 100 == 37).count();
+    assert_eq!(
+        f.db.scalar(reasons),
+        format!("{repeated} {}", f.bad),
+        "{}",
+        f.db.scalar("SELECT reason FROM sluice.rejects LIMIT 1")
+    );
 }
 
 /// Kills a load 20 times at pseudo-random moments, then resumes it: every
