@@ -1695,6 +1695,35 @@ fn decimal_commas_and_unix_times_load_as_the_servers_conversions_of_them() {
     check("plain.tsv", "\t", false, "text");
 }
 
+/// Empty lines between records and at the end (hand-edited files, files
+/// put together with `cat`) are rejected as COPY rejects them, each at its
+/// line, and the summary says that they are empty lines, holding no
+/// values; into a table of one column they are rows, as COPY loads them.
+#[test]
+fn empty_lines_are_rejected_at_their_lines_and_named_as_such() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text, v numeric); CREATE TABLE one (v text)");
+    let file = db.file("blank.csv", b"id,name,v\n1,a,1.5\n\n2,b,2\n\n3,\"\n\n\",3\n\n");
+    let Loaded { run, rejects: found, report: r, .. } = load_with_rejects(&db, &file, "t", &["--header"]);
+    assert_eq!((run.code, db.count("t")), (1, 3), "{}", run.stderr);
+    let lines: Vec<u64> = found.iter().map(|r| r["line"].as_u64().unwrap()).collect();
+    assert_eq!(lines, [3, 5, 9], "the quoted field's empty lines are a value");
+    let warning = "blank.csv line 3): they hold no values, so no data is missing from the table for them";
+    assert!(run.stderr.contains("3 records were rejected that are empty lines (the first: "), "{}", run.stderr);
+    assert!(run.stderr.contains(warning), "{}", run.stderr);
+    assert_reported(&r, warning);
+    assert_eq!(db.scalar("SELECT name FROM t WHERE id = 3"), "\n\n");
+    let Loaded { run, rejects: found, .. } = load_with_rejects(&db, &file, "one", &["--header", "--delimiter", "|"]);
+    assert_eq!((run.code, found.len(), db.count("one")), (0, 0, 6), "{}", run.stderr);
+    assert_eq!(db.scalar("SELECT count(*) FROM one WHERE v IS NULL"), "3", "an empty line is a NULL, as COPY reads it");
+    assert!(!run.stderr.contains("empty lines"), "{}", run.stderr);
+    let crlf = db.file("crlf.csv", b"id,name,v\r\n1,a,1.5\r\n\r\n");
+    let Loaded { run, rejects: found, .. } = load_with_rejects(&db, &crlf, "t", &["--header", "--truncate"]);
+    assert_eq!((run.code, found.len(), db.count("t")), (1, 1, 1), "{}", run.stderr);
+    assert!(run.stderr.contains("1 record was rejected that is an empty line (the first: "), "{}", run.stderr);
+    assert!(run.stderr.contains("crlf.csv line 3): it holds no values"), "{}", run.stderr);
+}
+
 /// `--unix-times auto`: each time column's unit is the one its first
 /// records' numbers read in (seconds in one, milliseconds in another), and
 /// the values load exactly as the server's own conversion of them; a

@@ -42,6 +42,8 @@ pub(super) struct RejectNotes {
     unix_time_unit: Mutex<Option<(&'static str, u64)>>,
     /// Words for NULL a typed column refused (see [`null_word_warning`]).
     null_words: Tally,
+    /// Records that are empty lines (see [`empty_line_warning`]).
+    empty_lines: Tally,
     /// Which of [`ALERTS`] were shown while the load runs.
     alerted: [AtomicBool; ALERTS.len()],
 }
@@ -100,6 +102,11 @@ pub(super) fn note(shared: &Shared, rejects: &[Reject]) {
     note_headers(shared, rejects);
     note_not_utf8(shared, rejects);
     let notes = &shared.notes;
+    for reject in
+        rejects.iter().filter(|r| r.raw.as_deref().is_some_and(|raw| raw.trim_end_matches(['\r', '\n']).is_empty()))
+    {
+        notes.empty_lines.add(|| format!("{} line {}", reject.file, reject.line));
+    }
     for reject in rejects {
         let Some((sign, column)) = sign(shared, reject) else { continue };
         let place = || format!("{} line {}, column {column}", reject.file, reject.line);
@@ -242,10 +249,26 @@ fn date_style_fix(other: &str) -> String {
 }
 
 /// The warnings the notes give, for the summary and the report: the
-/// header's, then [`ALERTS`] in their order.
+/// header's, then [`ALERTS`] in their order, then the empty lines'.
 pub(super) fn warnings(shared: &Shared) -> Vec<String> {
     let headers = header_warning(&shared.notes.header_like.lock().unwrap_or_else(|e| e.into_inner()));
-    headers.into_iter().chain(ALERTS.iter().filter_map(|warning| warning(shared))).collect()
+    let alerts = ALERTS.iter().filter_map(|warning| warning(shared));
+    headers.into_iter().chain(alerts).chain(empty_line_warning(shared)).collect()
+}
+
+/// Records that are empty lines, which the server rejects for a missing
+/// column (`missing data for column "name"`) where a table has two or more.
+/// Why: a blank line between records or at the end (hand-edited files,
+/// files put together with `cat`) is no data, but its reason reads as if
+/// values were lost; the count tells the user at once that none were.
+fn empty_line_warning(shared: &Shared) -> Option<String> {
+    let (count, first) = shared.notes.empty_lines.seen()?;
+    let (are, they) = if count == 1 { ("is an empty line", "it holds") } else { ("are empty lines", "they hold") };
+    Some(format!(
+        "{} rejected that {are} (the first: {first}): {they} no values, so no data is missing from the table for \
+         them",
+        how_many_were(count, "record"),
+    ))
 }
 
 /// `1 record was` / `2 records were`, and the same for other nouns.
