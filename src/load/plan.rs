@@ -12,7 +12,7 @@ use crate::format::pick::FieldPicks;
 use crate::format::{FormatKind, FormatOptions, COMMON_DELIMITERS};
 use crate::sink::postgres::TableInfo;
 use crate::source::Source;
-use crate::sql::{parse_qualified_name, quote_ident};
+use crate::sql::{display_ident, parse_qualified_name, quote_ident};
 
 /// The format from `--format`, or guessed from the first named file.
 pub fn resolve_kind(given: Option<FormatKind>, sources: &[Source]) -> Result<FormatKind, Error> {
@@ -55,9 +55,9 @@ pub fn conversions_said(
     unconverted: &[String],
     format: &FormatOptions,
 ) -> Vec<String> {
-    let named = |decimal: bool| -> Vec<&str> {
+    let named = |decimal: bool| -> Vec<String> {
         let matching = converted.iter().filter(|(c, _)| (*c == Conversion::DecimalComma) == decimal);
-        matching.map(|(_, name)| name.as_str()).collect()
+        matching.map(|(_, name)| display_ident(name)).collect()
     };
     let mut said = Vec::new();
     if format.decimal_comma {
@@ -67,10 +67,10 @@ pub fn conversions_said(
         });
     }
     let Some(unix_times) = format.unix_times else { return said };
-    let timed: Vec<(TimeUnit, &str)> = converted
+    let timed: Vec<(TimeUnit, String)> = converted
         .iter()
         .filter_map(|(c, name)| match c {
-            Conversion::UnixTime { unit, .. } => Some((*unit, name.as_str())),
+            Conversion::UnixTime { unit, .. } => Some((*unit, display_ident(name))),
             Conversion::DecimalComma => None,
         })
         .collect();
@@ -101,7 +101,7 @@ pub fn conversions_said(
         }
     }
     for unit in units {
-        let names: Vec<&str> = timed.iter().filter(|(u, _)| *u == unit).map(|(_, name)| *name).collect();
+        let names: Vec<&str> = timed.iter().filter(|(u, _)| *u == unit).map(|(_, name)| name.as_str()).collect();
         said.push(format!("reading numbers in {} as Unix times in {} (UTC), {why}", names.join(", "), unit.words()));
     }
     said
