@@ -48,6 +48,7 @@
 use std::borrow::Cow;
 use std::sync::atomic::Ordering::SeqCst;
 
+use super::in_flight::{ChunkKeys, Flight};
 use super::key_check::Repeated;
 use super::plan::BinaryPlan;
 use super::suspect::{misshapen, suspect, suspect_json};
@@ -295,6 +296,12 @@ struct Isolator<'a> {
     /// Where the chunk's input lines start, for documents read into
     /// columns (found at the first reject).
     original_starts: Option<Vec<usize>>,
+    /// The chunk in flight, when it loads alongside others (see
+    /// [`in_flight`](super::in_flight)), and the earlier chunks whose keys
+    /// some of its records may share: those wait among the repeats until
+    /// these have ended.
+    flight: Option<&'a Flight<'a>>,
+    waits_for: Vec<u64>,
 }
 
 /// Records to copy in one COPY, in input order; not always contiguous.
@@ -331,6 +338,7 @@ pub(super) fn isolate(
     bytes: &[u8],
     refusal: Option<CopyRefusal>,
     mut binary: Option<BinaryRuns<'_>>,
+    flight: Option<&Flight<'_>>,
 ) -> Result<Isolated, Error> {
     let index = RecordIndex::build(shared, chunk.line_end, bytes);
     let mut iso = Isolator {
@@ -350,6 +358,8 @@ pub(super) fn isolate(
         repeats: Vec::new(),
         repeats_checked: false,
         original_starts: None,
+        flight,
+        waits_for: Vec::new(),
     };
     iso.note_refusal(refusal.as_ref());
     let (mut clean, mut suspects) = iso.sort_records();
@@ -360,6 +370,7 @@ pub(super) fn isolate(
     let after_loaded = shared.savepoint("RELEASE SAVEPOINT sluice_run; SAVEPOINT sluice_run", &[chunk]);
     let savepoints = Savepoints { after_refusal: &after_refusal, after_loaded: &after_loaded };
     let mut prelude = iso.check_suspects(session, &mut clean, &mut suspects, &first_run, &after_refusal)?;
+    iso.set_aside_keys_in_flight(session, &mut clean, &mut suspects)?;
     if shared.keys_dense.load(SeqCst) {
         prelude = iso.check_keys(session, &mut clean, &mut suspects, prelude, savepoints)?;
     }
@@ -661,6 +672,7 @@ impl<'a> Isolator<'a> {
             return Ok(prelude);
         }
         self.repeats_checked = true;
+        let prelude = self.wait_for_earlier_chunks(session, prelude)?;
         // In the order they go (runs are taken from the end).
         let mut candidates: Run =
             runs.iter().rev().filter(|run| is_repeat(run, &self.repeats)).map(|run| run[0]).collect();
@@ -673,6 +685,63 @@ impl<'a> Isolator<'a> {
         let rejected: Vec<usize> = before.into_iter().filter(|i| candidates.binary_search(i).is_err()).collect();
         runs.retain(|run| !(run.len() == 1 && rejected.binary_search(&run[0]).is_ok()));
         Ok(prelude)
+    }
+
+    /// For a chunk loading alongside others (see
+    /// [`in_flight`](super::in_flight)): publishes the keys of its records
+    /// still to copy (`clean` and `suspects`), and sets aside, among the
+    /// repeats, those whose keys an earlier chunk in flight may have, to be
+    /// looked up once it has ended. Stops when the load does.
+    fn set_aside_keys_in_flight(
+        &mut self,
+        session: &PgSession,
+        clean: &mut Run,
+        suspects: &mut Run,
+    ) -> Result<(), Error> {
+        let (Some(flight), Some(check)) = (self.flight, self.shared.key_check.as_ref()) else { return Ok(()) };
+        let mut all: Run = clean.iter().chain(suspects.iter()).copied().collect();
+        all.sort_unstable();
+        let records: Vec<&[u8]> = all.iter().map(|&i| self.record(i)).collect();
+        let values = check.key_values_read(&records);
+        flight.publish(ChunkKeys::of(&values), session);
+        let shared = self.shared;
+        let Some(earlier) = flight.earlier(&|| shared.stopping()) else {
+            return Err(Error::Transient("the load is stopping".into()));
+        };
+        let mut aside = Vec::new();
+        for (n, &i) in all.iter().enumerate() {
+            let record = || values.iter().map(|key| key[n]);
+            let sharing: Vec<u64> =
+                earlier.iter().filter(|(_, keys)| keys.may_share(record())).map(|(seq, _)| *seq).collect();
+            if !sharing.is_empty() {
+                aside.push(i);
+                self.waits_for.extend(sharing);
+            }
+        }
+        self.waits_for.sort_unstable();
+        self.waits_for.dedup();
+        clean.retain(|i| aside.binary_search(i).is_err());
+        suspects.retain(|i| aside.binary_search(i).is_err());
+        suspects.extend(&aside);
+        suspects.sort_unstable();
+        self.repeats.extend(aside);
+        self.repeats.sort_unstable();
+        Ok(())
+    }
+
+    /// Before the repeats are looked up again: waits for the earlier chunks
+    /// in flight whose keys some of them may share (see
+    /// [`Isolator::set_aside_keys_in_flight`]) to end, so that the key
+    /// query sees the keys they took. Runs `prelude` first (the wait looks
+    /// at the server's locks in this session), and returns the next one.
+    fn wait_for_earlier_chunks<'p>(&mut self, session: &PgSession, prelude: &'p str) -> Result<&'p str, Error> {
+        let Some(flight) = self.flight.filter(|_| !self.waits_for.is_empty()) else { return Ok(prelude) };
+        if !prelude.is_empty() {
+            session.execute(prelude)?;
+        }
+        let shared = self.shared;
+        flight.wait_for(&std::mem::take(&mut self.waits_for), session, &|| shared.stopping())?;
+        Ok("")
     }
 
     /// Counts a refusal for a duplicate key.

@@ -29,7 +29,9 @@
 //! costs the server some 2.5 µs a record). It sees the rows other workers
 //! committed and this chunk's own; a key another worker's open transaction
 //! holds is still met by COPY (which waits for that transaction), and that
-//! stops once the workers take turns. The records that repeat an earlier
+//! stops once the workers take turns, or load side by side setting aside
+//! the records whose keys an earlier chunk still loading has (see
+//! [`super::in_flight`]). The records that repeat an earlier
 //! one are asked about again once that one is copied (see
 //! `Isolator::check_repeats`): most are then held by the table. A value
 //! the cast refuses fails the query; the chunk is then isolated without
@@ -42,7 +44,7 @@ use crate::sink::postgres::{PgSession, UniqueKeys};
 use crate::sink::CopyRefusal;
 use crate::sql::{quote_ident, quote_literal};
 
-use super::value_check::{split_columns, text_array_literal, text_splitter};
+use super::value_check::{fields_of, split_columns, text_array_literal, text_splitter};
 
 /// The check for one load's unique keys among its COPY columns.
 pub(super) struct KeyCheck {
@@ -58,6 +60,23 @@ pub(super) struct KeyCheck {
     /// The table, quoted, and the COPY columns' names.
     relation: String,
     names: Vec<String>,
+    /// Whether chunks may load at once while keys repeat densely (see
+    /// [`super::in_flight`]): every key is of COPY's integer columns, and
+    /// the only constraint that makes one insert wait for another.
+    in_parallel: bool,
+}
+
+/// A record's value of one key, as the client reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum KeyValue {
+    /// A NULL in it: it repeats no other.
+    Null,
+    /// Its integers, as one number: exact for a key of one column, a hash
+    /// of them for several (two keys of one hash are taken for one: a
+    /// record set aside that need not be, never one copied that must not).
+    Read(u64),
+    /// A value the client does not read as the server does.
+    Unread,
 }
 
 /// What the check found for one record, by its index among those given.
@@ -98,7 +117,11 @@ impl KeyCheck {
         if keys.is_empty() {
             return None;
         }
+        let integer = |(_, ty): &(usize, String)| matches!(ty.as_str(), "smallint" | "integer" | "bigint");
+        let in_parallel =
+            unique.decide && unique.only_these && keys.len() == unique.keys.len() && used.iter().all(integer);
         Some(KeyCheck {
+            in_parallel,
             splitter: text_splitter(columns, format)?,
             used,
             keys,
@@ -106,6 +129,30 @@ impl KeyCheck {
             relation: relation.to_string(),
             names: columns.iter().map(|(name, _)| name.clone()).collect(),
         })
+    }
+
+    /// Whether chunks may load at once while keys repeat densely (see
+    /// [`super::in_flight`]).
+    pub fn in_parallel(&self) -> bool {
+        self.in_parallel
+    }
+
+    /// Each key's value in each of `records` (each whole, line end
+    /// included), one vector per key, in the server's order of keys.
+    pub fn key_values_read(&self, records: &[&[u8]]) -> Vec<Vec<KeyValue>> {
+        let mut splitter = self.splitter.clone();
+        let (wanted, mut tuple) = (self.used_columns(), Vec::new());
+        let mut values: Vec<Vec<KeyValue>> = vec![Vec::with_capacity(records.len()); self.keys.len()];
+        for record in records {
+            let fields = fields_of(&mut splitter, record, &mut tuple);
+            for (place, (_, key)) in self.keys.iter().enumerate() {
+                values[place].push(match &fields {
+                    Some(fields) => read_key(key.iter().map(|&k| fields.get(wanted[k]).copied())),
+                    None => KeyValue::Unread,
+                });
+            }
+        }
+        values
     }
 
     /// The COPY columns the keys use, in the order of `used`.
@@ -288,6 +335,32 @@ impl KeyCheck {
     }
 }
 
+/// A key's value from its columns' fields (`Some(None)`: NULL; `None`: no
+/// such field) as the client reads it: the server reads `007`, `+7` and
+/// ` 7` as 7, as Rust's parse (after trimming) does; anything else
+/// (PostgreSQL 16's `1_000`, a value the server will refuse) is unread.
+fn read_key<'f>(fields: impl Iterator<Item = Option<Option<&'f [u8]>>>) -> KeyValue {
+    let mut numbers: Vec<i64> = Vec::with_capacity(1);
+    for field in fields {
+        let Some(field) = field else { return KeyValue::Unread };
+        let Some(bytes) = field else { return KeyValue::Null };
+        let number = std::str::from_utf8(bytes.trim_ascii()).ok().and_then(|text| text.parse::<i64>().ok());
+        match number {
+            Some(number) => numbers.push(number),
+            None => return KeyValue::Unread,
+        }
+    }
+    match numbers.as_slice() {
+        [number] => KeyValue::Read(*number as u64),
+        _ => {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            numbers.hash(&mut hasher);
+            KeyValue::Read(hasher.finish())
+        }
+    }
+}
+
 /// The records (by index) whose `key` (its columns' places in
 /// `columns`, one vector of values per column) an earlier record has. A
 /// key with a NULL (`None`) repeats nothing.
@@ -348,7 +421,8 @@ mod tests {
 
     fn orders_check() -> KeyCheck {
         let columns = vec![("id".to_string(), "integer".to_string()), ("note".to_string(), "text".to_string())];
-        let unique = UniqueKeys { keys: vec![("orders_pkey".into(), vec!["id".into()])], decide: true };
+        let unique =
+            UniqueKeys { keys: vec![("orders_pkey".into(), vec!["id".into()])], decide: true, only_these: true };
         KeyCheck::new("public.orders", &columns, &unique, &FormatOptions::new(FormatKind::Tsv)).unwrap()
     }
 
@@ -359,7 +433,8 @@ mod tests {
         let range = r#"WHERE d.k0 BETWEEN (SELECT min(t."id") FROM public.orders t) AND (SELECT max(t."id") FROM public.orders t)"#;
         assert!(query.contains(range), "{query}");
         let columns = vec![("code".to_string(), "text".to_string())];
-        let unique = UniqueKeys { keys: vec![("codes_pkey".into(), vec!["code".into()])], decide: true };
+        let unique =
+            UniqueKeys { keys: vec![("codes_pkey".into(), vec!["code".into()])], decide: true, only_these: true };
         let text = KeyCheck::new("public.codes", &columns, &unique, &FormatOptions::new(FormatKind::Tsv)).unwrap();
         assert!(!text.query(&values, 150_000, true).contains("BETWEEN"), "a text key's order is its collation's");
     }
@@ -374,9 +449,42 @@ mod tests {
         // A value the client does not read as the server would: the query finds them.
         assert_eq!(check.integer_repeats(&column(&[Some("1"), Some("1_000")])), None);
         let columns = vec![("code".to_string(), "text".to_string())];
-        let unique = UniqueKeys { keys: vec![("codes_pkey".into(), vec!["code".into()])], decide: true };
+        let unique =
+            UniqueKeys { keys: vec![("codes_pkey".into(), vec!["code".into()])], decide: true, only_these: true };
         let text = KeyCheck::new("public.codes", &columns, &unique, &FormatOptions::new(FormatKind::Tsv)).unwrap();
         assert_eq!(text.integer_repeats(&column(&[Some("a"), Some("a")])), None);
+    }
+
+    #[test]
+    fn keys_are_read_as_the_server_reads_them_or_left_unread() {
+        let check = orders_check();
+        assert!(check.in_parallel(), "an integer key, the table's only constraint");
+        let records: [&[u8]; 6] = [b"7\ta\n", b" 007\tb\n", b"+7\tc\n", b"\\N\td\n", b"1_000\te\n", b"7\n"];
+        let read = check.key_values_read(&records);
+        use KeyValue::*;
+        assert_eq!(read, vec![vec![Read(7), Read(7), Read(7), Null, Unread, Unread]]);
+        let columns = vec![("a".to_string(), "bigint".to_string()), ("b".to_string(), "integer".to_string())];
+        let unique =
+            UniqueKeys { keys: vec![("ab".into(), vec!["a".into(), "b".into()])], decide: true, only_these: true };
+        let pair = KeyCheck::new("public.p", &columns, &unique, &FormatOptions::new(FormatKind::Tsv)).unwrap();
+        let read = pair.key_values_read(&[b"1\t2\n", b"01\t2\n", b"2\t1\n", b"1\t\\N\n"]);
+        assert_eq!(read[0][0], read[0][1], "one key, written two ways");
+        assert_ne!(read[0][0], read[0][2]);
+        assert_eq!(read[0][3], Null);
+        let not_parallel = |unique: UniqueKeys, columns: &[(String, String)]| {
+            !KeyCheck::new("public.p", columns, &unique, &FormatOptions::new(FormatKind::Tsv)).unwrap().in_parallel()
+        };
+        let key = || vec![("ab".to_string(), vec!["a".to_string(), "b".to_string()])];
+        assert!(not_parallel(UniqueKeys { keys: key(), decide: false, only_these: true }, &columns), "a trigger");
+        assert!(not_parallel(UniqueKeys { keys: key(), decide: true, only_these: false }, &columns), "an expression");
+        let mut other = key();
+        other.push(("c".into(), vec!["c".into()]));
+        assert!(
+            not_parallel(UniqueKeys { keys: other, decide: true, only_these: true }, &columns),
+            "a key COPY does not fill"
+        );
+        let text = vec![("a".to_string(), "text".to_string()), ("b".to_string(), "integer".to_string())];
+        assert!(not_parallel(UniqueKeys { keys: key(), decide: true, only_these: true }, &text), "a text column");
     }
 
     #[test]

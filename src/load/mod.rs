@@ -14,6 +14,7 @@ mod defaults;
 mod defer;
 pub mod foreign;
 mod hints;
+mod in_flight;
 mod isolate;
 mod job;
 mod key_check;
@@ -266,7 +267,9 @@ struct Shared<'a> {
     /// whether they loaded a chunk once connected later.
     refused: std::sync::Mutex<Vec<(String, bool)>>,
     /// Set once a chunk rejected [`KEY_COLLISIONS`] duplicate keys: from
-    /// then on workers take turns, one batch at a time (see [`Shared::turn`]).
+    /// then on workers take turns, one batch at a time (see [`Shared::turn`]),
+    /// or, once they are dense too, load side by side where the key check
+    /// allows it (see [`Shared::keys_in_parallel`]).
     keys_collide: AtomicBool,
     /// Held by the worker whose turn it is while keys collide, from taking
     /// a batch to committing it, so batches also go in input order. Two sessions
@@ -281,6 +284,9 @@ struct Shared<'a> {
     /// (see [`key_check`]), which costs the server some 2.5 µs a record and
     /// saves some 1.7 ms a duplicate.
     keys_dense: AtomicBool,
+    /// The chunks loading at once while keys collide densely, where the
+    /// key check allows it: then instead of taking turns (see [`in_flight`]).
+    in_flight: in_flight::InFlight,
 }
 
 /// Duplicate-key rejects in one chunk that make workers take turns: a
@@ -327,6 +333,17 @@ impl Shared<'_> {
             true => Some(self.turn.lock().unwrap_or_else(std::sync::PoisonError::into_inner)),
             false => None,
         }
+    }
+
+    /// Whether a chunk taken now loads alongside the chunks in flight,
+    /// instead of in its turn: keys collide densely, and the key check
+    /// sees every constraint that makes one insert wait for another (see
+    /// [`in_flight`]).
+    fn keys_in_parallel(&self) -> bool {
+        self.keys_collide.load(Ordering::SeqCst)
+            && self.keys_dense.load(Ordering::SeqCst)
+            && !self.one_at_a_time
+            && self.key_check.as_ref().is_some_and(key_check::KeyCheck::in_parallel)
     }
 
     /// A worker's first connection was refused (`reason`); `loaded`: it
@@ -582,6 +599,7 @@ fn run_connected(
         keys_collide: AtomicBool::new(false),
         keys_dense: AtomicBool::new(false),
         turn: std::sync::Mutex::default(),
+        in_flight: in_flight::InFlight::default(),
     };
     if inputs_changed && !shared.done.is_empty() {
         check_committed_chunks(&shared, req).map_err(before_copy)?;
@@ -1212,10 +1230,16 @@ fn conclude(
     warnings.extend(hints::warnings(shared));
     warnings.extend(shared.blockers.warnings());
     if shared.keys_collide.load(Ordering::SeqCst) && shared.workers(req) > 1 {
+        let how = match shared.keys_in_parallel() {
+            true => {
+                "workers loaded side by side, each chunk copying last the records whose keys an earlier chunk \
+                 still loading had (sessions inserting the same key wait for each other's transactions)"
+            }
+            false => "workers took turns (sessions inserting the same key wait for each other's transactions)",
+        };
         warnings.push(format!(
-            "many records repeat a key: once a chunk (or the first records) had {KEY_COLLISIONS} duplicates, \
-             workers took turns (sessions inserting the same key wait for each other's transactions); removing the \
-             duplicates before the load, or loading into an empty table (keys deferred), is faster"
+            "many records repeat a key: once a chunk (or the first records) had {KEY_COLLISIONS} duplicates, {how}; \
+             removing the duplicates before the load, or loading into an empty table (keys deferred), is faster"
         ));
     }
     let interrupted_here = match &failure {

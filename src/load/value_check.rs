@@ -219,7 +219,11 @@ fn text(field: Option<&[u8]>) -> Option<Option<String>> {
 
 /// `record`'s fields as the splitter writes them into `tuple` (emptied
 /// first), each a slice of it (`None`: NULL).
-fn fields_of<'t>(splitter: &mut BinaryEncoder, record: &[u8], tuple: &'t mut Vec<u8>) -> Option<Vec<Option<&'t [u8]>>> {
+pub(super) fn fields_of<'t>(
+    splitter: &mut BinaryEncoder,
+    record: &[u8],
+    tuple: &'t mut Vec<u8>,
+) -> Option<Vec<Option<&'t [u8]>>> {
     tuple.clear();
     splitter.begin_chunk();
     let done = splitter.encode(record, true, tuple).ok()?;

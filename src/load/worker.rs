@@ -18,6 +18,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender};
 
 use super::defaults;
+use super::in_flight::Flight;
 use super::isolate::{holds_unreadable, isolate, looks_clean, may_hold_end_of_data_line, BinaryRuns, Isolated};
 use super::retry::Backoff;
 use super::{Event, Shared};
@@ -69,6 +70,7 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, event
         expect_rejects: false,
         encoder: shared.binary.as_ref().map(|plan| plan.encoder.clone()),
         last_binary: false,
+        flight: None,
     };
     let mut deferred = Vec::new();
     // The queue first; then the batches another process held, waiting for
@@ -77,11 +79,20 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, event
     'work: loop {
         wait_for_turn(id, shared, &queue);
         // Taken before the batch, so that batches go in input order.
-        let turn = shared.take_turn();
+        let mut turn = shared.take_turn();
         let Some((mut batch, wait)) = next_work(&mut work, &mut deferred) else { break };
         if shared.stopping() {
             break;
         }
+        // Boarded in input order too, and then loaded alongside the chunks
+        // in flight (see `in_flight`) instead of in this worker's turn.
+        worker.flight = match batch.as_slice() {
+            [chunk] if turn.is_some() && !wait && shared.keys_in_parallel() => {
+                turn = None;
+                Some(shared.in_flight.board(chunk.seq))
+            }
+            _ => None,
+        };
         rewrite_records(shared, &mut batch);
         let start_s = shared.clock.elapsed().as_secs_f64();
         let batch_id = batch[0].seq;
@@ -94,6 +105,9 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, event
             }
         };
         drop(turn);
+        if let Some(flight) = worker.flight.take() {
+            flight.landed();
+        }
         let mut busy = Vec::new();
         for (chunk, outcome) in batch.into_iter().zip(outcomes) {
             let event = match outcome {
@@ -217,6 +231,9 @@ struct Worker<'s> {
     encoder: Option<BinaryEncoder>,
     /// The last chunk committed went as binary.
     last_binary: bool,
+    /// The chunk loading, when it loads alongside others (see
+    /// [`super::in_flight`]).
+    flight: Option<Flight<'s>>,
 }
 
 impl Worker<'_> {
@@ -437,10 +454,12 @@ impl Worker<'_> {
         if chunk.copy_len() == 0 {
             return Ok(Isolated::all(0, 0));
         }
-        if self.expect_rejects || holds_unreadable(self.shared, chunk) {
+        if self.expect_rejects || holds_unreadable(self.shared, chunk) || self.flight.is_some() {
             // The previous chunk had bad records, or this one has bytes its
             // encoding cannot read: skip the fast paths, which would most
-            // likely fail part way after sending the whole chunk.
+            // likely fail part way after sending the whole chunk. A chunk
+            // loading alongside others copies none of its records before
+            // it has looked at the keys of those before it.
             return self.isolate(chunk, None);
         }
         match self.copy_binary(&[chunk])? {
@@ -487,7 +506,7 @@ impl Worker<'_> {
     /// whether most of its rows went as binary.
     fn isolate_bytes(&mut self, chunk: &Chunk, bytes: &[u8], refusal: Option<CopyRefusal>) -> Result<Isolated, Error> {
         let runs = binary_runs(self.shared, self.encoder.as_mut());
-        let done = isolate(&mut self.session, self.shared, chunk, bytes, refusal, runs)?;
+        let done = isolate(&mut self.session, self.shared, chunk, bytes, refusal, runs, self.flight.as_ref())?;
         self.last_binary = done.mostly_binary();
         Ok(done)
     }

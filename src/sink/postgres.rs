@@ -361,6 +361,12 @@ pub struct UniqueKeys {
     pub keys: Vec<(String, Vec<String>)>,
     /// Whether a key's conflict is surely the server's reason to refuse.
     pub decide: bool,
+    /// Whether `keys` are every constraint that can make one session's
+    /// insert wait for another's: the table is a plain one (not
+    /// partitioned, whose partitions may have unique indexes of their
+    /// own), and has no unique index on an expression, partial or
+    /// deferred, and no exclusion constraint.
+    pub only_these: bool,
 }
 
 /// A resolved target table.
@@ -726,9 +732,14 @@ impl PgSession {
             .iter()
             .filter_map(|r| Some((r.first()?.clone()?, serde_json::from_str(r.get(1)?.as_deref()?).ok()?)))
             .collect();
-        let first = self.query(FIRST, &[Some(&oid)])?;
-        let decide = first.first().and_then(|r| r.first()?.as_deref()) == Some("t");
-        Ok(UniqueKeys { keys, decide })
+        const ONLY_THESE: &str = "SELECT c.relkind = 'r' AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_index i \
+            WHERE i.indrelid = c.oid AND (i.indisexclusion OR (i.indisunique AND (i.indexprs IS NOT NULL \
+            OR i.indpred IS NOT NULL OR NOT i.indimmediate OR NOT i.indisvalid)))) \
+            FROM pg_catalog.pg_class c WHERE c.oid = $1::int8::oid";
+        let is_true = |rows: Vec<Vec<Option<String>>>| rows.first().and_then(|r| r.first()?.as_deref()) == Some("t");
+        let decide = is_true(self.query(FIRST, &[Some(&oid)])?);
+        let only_these = is_true(self.query(ONLY_THESE, &[Some(&oid)])?);
+        Ok(UniqueKeys { keys, decide, only_these })
     }
 
     /// Prepares this session to copy with `sql` (a `COPY ... FROM STDIN`)
