@@ -14,9 +14,10 @@
 //! the key query then finds the keys they took, and rejects the later
 //! lines at once.
 //!
-//! Only where every unique index of the table is a key of COPY's integer
-//! columns (read on the client as the server reads them), with no trigger
-//! or CHECK constraint ([`super::key_check::KeyCheck::in_parallel`]): the
+//! Only where every unique index of the table is a key of COPY's columns
+//! that the client compares as the server does (integers, read as the
+//! server reads them; text with a deterministic collation, byte for
+//! byte), with no trigger or CHECK constraint ([`super::key_check::KeyCheck::in_parallel`]): the
 //! server then has no other reason to make an earlier chunk wait for a
 //! later one, which waits for it here. Should it do so anyway, the later
 //! chunk sees it (`pg_blocking_pids`) and is loaded again from its start.

@@ -60,10 +60,24 @@ pub(super) struct KeyCheck {
     /// The table, quoted, and the COPY columns' names.
     relation: String,
     names: Vec<String>,
+    /// How the client compares each used column's values, as `used`.
+    compared: Vec<Compared>,
     /// Whether chunks may load at once while keys repeat densely (see
-    /// [`super::in_flight`]): every key is of COPY's integer columns, and
-    /// the only constraint that makes one insert wait for another.
+    /// [`super::in_flight`]): every key is of columns the client compares
+    /// as the server does, and the only constraint that makes one insert
+    /// wait for another.
     in_parallel: bool,
+}
+
+/// How the client compares a key column's values as the server does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Compared {
+    /// As the integers they read as.
+    Integer,
+    /// Byte for byte (text with a deterministic collation).
+    Bytes,
+    /// Not at all.
+    Not,
 }
 
 /// A record's value of one key, as the client reads it.
@@ -117,10 +131,18 @@ impl KeyCheck {
         if keys.is_empty() {
             return None;
         }
-        let integer = |(_, ty): &(usize, String)| matches!(ty.as_str(), "smallint" | "integer" | "bigint");
+        let compared: Vec<Compared> = used
+            .iter()
+            .map(|(at, ty)| match ty.as_str() {
+                "smallint" | "integer" | "bigint" => Compared::Integer,
+                _ if unique.byte_equal.contains(&columns[*at].0) => Compared::Bytes,
+                _ => Compared::Not,
+            })
+            .collect();
         let in_parallel =
-            unique.decide && unique.only_these && keys.len() == unique.keys.len() && used.iter().all(integer);
+            unique.decide && unique.only_these && keys.len() == unique.keys.len() && !compared.contains(&Compared::Not);
         Some(KeyCheck {
+            compared,
             in_parallel,
             splitter: text_splitter(columns, format)?,
             used,
@@ -147,7 +169,7 @@ impl KeyCheck {
             let fields = fields_of(&mut splitter, record, &mut tuple);
             for (place, (_, key)) in self.keys.iter().enumerate() {
                 values[place].push(match &fields {
-                    Some(fields) => read_key(key.iter().map(|&k| fields.get(wanted[k]).copied())),
+                    Some(fields) => read_key(key.iter().map(|&k| (self.compared[k], fields.get(wanted[k]).copied()))),
                     None => KeyValue::Unread,
                 });
             }
@@ -335,29 +357,36 @@ impl KeyCheck {
     }
 }
 
-/// A key's value from its columns' fields (`Some(None)`: NULL; `None`: no
-/// such field) as the client reads it: the server reads `007`, `+7` and
-/// ` 7` as 7, as Rust's parse (after trimming) does; anything else
-/// (PostgreSQL 16's `1_000`, a value the server will refuse) is unread.
-fn read_key<'f>(fields: impl Iterator<Item = Option<Option<&'f [u8]>>>) -> KeyValue {
-    let mut numbers: Vec<i64> = Vec::with_capacity(1);
-    for field in fields {
+/// A key's value from its columns' fields, each with how it compares
+/// (`Some(None)`: NULL; `None`: no such field), as the client reads it: the
+/// server reads `007`, `+7` and ` 7` as the integer 7, as Rust's parse
+/// (after trimming) does; anything else (PostgreSQL 16's `1_000`, a value
+/// the server will refuse) is unread. One integer is itself; anything
+/// else a hash of its parts.
+fn read_key<'f>(parts: impl Iterator<Item = (Compared, Option<Option<&'f [u8]>>)>) -> KeyValue {
+    let (mut parts_read, mut integer, mut hashed) = (0, None, Vec::new());
+    for (compared, field) in parts {
         let Some(field) = field else { return KeyValue::Unread };
         let Some(bytes) = field else { return KeyValue::Null };
-        let number = std::str::from_utf8(bytes.trim_ascii()).ok().and_then(|text| text.parse::<i64>().ok());
-        match number {
-            Some(number) => numbers.push(number),
-            None => return KeyValue::Unread,
+        parts_read += 1;
+        match compared {
+            Compared::Integer => {
+                let text = std::str::from_utf8(bytes.trim_ascii()).ok();
+                let Some(number) = text.and_then(|text| text.parse::<i64>().ok()) else { return KeyValue::Unread };
+                integer = Some(number);
+                hashed.extend(number.to_le_bytes());
+            }
+            Compared::Bytes => {
+                integer = None;
+                hashed.extend((bytes.len() as u64).to_le_bytes());
+                hashed.extend(bytes);
+            }
+            Compared::Not => return KeyValue::Unread,
         }
     }
-    match numbers.as_slice() {
-        [number] => KeyValue::Read(*number as u64),
-        _ => {
-            use std::hash::{Hash, Hasher};
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            numbers.hash(&mut hasher);
-            KeyValue::Read(hasher.finish())
-        }
+    match (parts_read, integer) {
+        (1, Some(number)) => KeyValue::Read(number as u64),
+        _ => KeyValue::Read(xxhash_rust::xxh3::xxh3_64(&hashed)),
     }
 }
 
@@ -421,8 +450,12 @@ mod tests {
 
     fn orders_check() -> KeyCheck {
         let columns = vec![("id".to_string(), "integer".to_string()), ("note".to_string(), "text".to_string())];
-        let unique =
-            UniqueKeys { keys: vec![("orders_pkey".into(), vec!["id".into()])], decide: true, only_these: true };
+        let unique = UniqueKeys {
+            keys: vec![("orders_pkey".into(), vec!["id".into()])],
+            decide: true,
+            only_these: true,
+            byte_equal: Vec::new(),
+        };
         KeyCheck::new("public.orders", &columns, &unique, &FormatOptions::new(FormatKind::Tsv)).unwrap()
     }
 
@@ -433,8 +466,12 @@ mod tests {
         let range = r#"WHERE d.k0 BETWEEN (SELECT min(t."id") FROM public.orders t) AND (SELECT max(t."id") FROM public.orders t)"#;
         assert!(query.contains(range), "{query}");
         let columns = vec![("code".to_string(), "text".to_string())];
-        let unique =
-            UniqueKeys { keys: vec![("codes_pkey".into(), vec!["code".into()])], decide: true, only_these: true };
+        let unique = UniqueKeys {
+            keys: vec![("codes_pkey".into(), vec!["code".into()])],
+            decide: true,
+            only_these: true,
+            byte_equal: Vec::new(),
+        };
         let text = KeyCheck::new("public.codes", &columns, &unique, &FormatOptions::new(FormatKind::Tsv)).unwrap();
         assert!(!text.query(&values, 150_000, true).contains("BETWEEN"), "a text key's order is its collation's");
     }
@@ -449,8 +486,12 @@ mod tests {
         // A value the client does not read as the server would: the query finds them.
         assert_eq!(check.integer_repeats(&column(&[Some("1"), Some("1_000")])), None);
         let columns = vec![("code".to_string(), "text".to_string())];
-        let unique =
-            UniqueKeys { keys: vec![("codes_pkey".into(), vec!["code".into()])], decide: true, only_these: true };
+        let unique = UniqueKeys {
+            keys: vec![("codes_pkey".into(), vec!["code".into()])],
+            decide: true,
+            only_these: true,
+            byte_equal: Vec::new(),
+        };
         let text = KeyCheck::new("public.codes", &columns, &unique, &FormatOptions::new(FormatKind::Tsv)).unwrap();
         assert_eq!(text.integer_repeats(&column(&[Some("a"), Some("a")])), None);
     }
@@ -464,8 +505,12 @@ mod tests {
         use KeyValue::*;
         assert_eq!(read, vec![vec![Read(7), Read(7), Read(7), Null, Unread, Unread]]);
         let columns = vec![("a".to_string(), "bigint".to_string()), ("b".to_string(), "integer".to_string())];
-        let unique =
-            UniqueKeys { keys: vec![("ab".into(), vec!["a".into(), "b".into()])], decide: true, only_these: true };
+        let unique = UniqueKeys {
+            keys: vec![("ab".into(), vec!["a".into(), "b".into()])],
+            decide: true,
+            only_these: true,
+            byte_equal: Vec::new(),
+        };
         let pair = KeyCheck::new("public.p", &columns, &unique, &FormatOptions::new(FormatKind::Tsv)).unwrap();
         let read = pair.key_values_read(&[b"1\t2\n", b"01\t2\n", b"2\t1\n", b"1\t\\N\n"]);
         assert_eq!(read[0][0], read[0][1], "one key, written two ways");
@@ -475,16 +520,31 @@ mod tests {
             !KeyCheck::new("public.p", columns, &unique, &FormatOptions::new(FormatKind::Tsv)).unwrap().in_parallel()
         };
         let key = || vec![("ab".to_string(), vec!["a".to_string(), "b".to_string()])];
-        assert!(not_parallel(UniqueKeys { keys: key(), decide: false, only_these: true }, &columns), "a trigger");
-        assert!(not_parallel(UniqueKeys { keys: key(), decide: true, only_these: false }, &columns), "an expression");
+        assert!(
+            not_parallel(UniqueKeys { keys: key(), decide: false, only_these: true, byte_equal: Vec::new() }, &columns),
+            "a trigger"
+        );
+        assert!(
+            not_parallel(UniqueKeys { keys: key(), decide: true, only_these: false, byte_equal: Vec::new() }, &columns),
+            "an expression"
+        );
         let mut other = key();
         other.push(("c".into(), vec!["c".into()]));
         assert!(
-            not_parallel(UniqueKeys { keys: other, decide: true, only_these: true }, &columns),
+            not_parallel(UniqueKeys { keys: other, decide: true, only_these: true, byte_equal: Vec::new() }, &columns),
             "a key COPY does not fill"
         );
         let text = vec![("a".to_string(), "text".to_string()), ("b".to_string(), "integer".to_string())];
-        assert!(not_parallel(UniqueKeys { keys: key(), decide: true, only_these: true }, &text), "a text column");
+        let unique = |byte_equal: Vec<String>| UniqueKeys { keys: key(), decide: true, only_these: true, byte_equal };
+        assert!(not_parallel(unique(Vec::new()), &text), "a text column of a nondeterministic collation");
+        let check = KeyCheck::new("public.p", &text, &unique(vec!["a".into()]), &FormatOptions::new(FormatKind::Tsv));
+        let check = check.unwrap();
+        assert!(check.in_parallel(), "text compared byte for byte");
+        let read = check.key_values_read(&[b"x\t1\n", b"x\t01\n", b"x \t1\n", b"X\t1\n", b"x\t2\n"]);
+        assert_eq!(read[0][0], read[0][1]);
+        for other in 2..5 {
+            assert_ne!(read[0][0], read[0][other], "record {other}");
+        }
     }
 
     #[test]

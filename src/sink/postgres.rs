@@ -367,6 +367,10 @@ pub struct UniqueKeys {
     /// own), and has no unique index on an expression, partial or
     /// deferred, and no exclusion constraint.
     pub only_these: bool,
+    /// The table's columns whose values are equal only when their bytes
+    /// are: text and varchar with a deterministic collation (not char(n),
+    /// which ignores trailing spaces, nor citext).
+    pub byte_equal: Vec<String>,
 }
 
 /// A resolved target table.
@@ -739,7 +743,16 @@ impl PgSession {
         let is_true = |rows: Vec<Vec<Option<String>>>| rows.first().and_then(|r| r.first()?.as_deref()) == Some("t");
         let decide = is_true(self.query(FIRST, &[Some(&oid)])?);
         let only_these = is_true(self.query(ONLY_THESE, &[Some(&oid)])?);
-        Ok(UniqueKeys { keys, decide, only_these })
+        // Every collation was deterministic before PostgreSQL 12.
+        let deterministic = if self.server_version() >= 120_000 { " AND c.collisdeterministic" } else { "" };
+        let byte_equal = format!(
+            "SELECT a.attname FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_collation c ON c.oid = a.attcollation \
+             WHERE a.attrelid = $1::int8::oid AND a.attnum > 0 AND NOT a.attisdropped \
+             AND a.atttypid IN ('pg_catalog.text'::pg_catalog.regtype, 'pg_catalog.varchar'::pg_catalog.regtype){deterministic}"
+        );
+        let byte_equal =
+            self.query(&byte_equal, &[Some(&oid)])?.into_iter().filter_map(|r| r.first()?.clone()).collect();
+        Ok(UniqueKeys { keys, decide, only_these, byte_equal })
     }
 
     /// Prepares this session to copy with `sql` (a `COPY ... FROM STDIN`)
