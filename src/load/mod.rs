@@ -851,17 +851,10 @@ fn refuse_json_over_lines(sources: &[Source]) -> Result<(Arc<str>, Vec<u8>), Err
 }
 
 /// `format` with each time column's `--unix-times` unit settled by the
-/// first records of the first input, and the columns left unconverted. A unit given that their numbers contradict (see
-/// [`convert::wrong_unit`]) is refused before anything loads, since
-/// seconds loaded as milliseconds are all in January 1970. With `auto`,
-/// each column gets the unit its numbers read in (see
-/// [`convert::unit_told_by`]); a column whose numbers tell none, the one
-/// unit the others' agree on (pandas writes every column in one unit,
-/// birthdays before 1990 too). Without that, a column whose first records
-/// hold numbers is refused, asking for the unit (a guess is wrong by a
-/// factor of a thousand), and one whose first records hold no number is
-/// not converted: a number in it later is rejected, with the unit it
-/// likely is in (see [`hints`]).
+/// first records of the first input, and the columns left unconverted. A
+/// unit given that their numbers contradict (see [`convert::wrong_unit`])
+/// is refused before anything loads, since seconds loaded as milliseconds
+/// are all in January 1970; `auto` is settled by [`units_told`].
 fn settle_time_units(sources: &[Source], format: &FormatOptions) -> Result<(FormatOptions, Vec<String>), Error> {
     let Some(unix_times) = format.unix_times else { return Ok((format.clone(), Vec::new())) };
     let (name, head) = first_head(sources);
@@ -876,38 +869,60 @@ fn settle_time_units(sources: &[Source], format: &FormatOptions) -> Result<(Form
         }
         return Ok((format.clone(), Vec::new()));
     };
-    let mut told = HashMap::new();
-    for (column, values) in &columns {
-        if let Some(unit) = convert::unit_told_by(column, values.iter().map(Vec::as_slice)).map_err(&refused)? {
-            told.insert(column.clone(), unit);
+    let (units, unconverted) = units_told(&columns).map_err(refused)?;
+    Ok((with_time_units(format, &units), unconverted))
+}
+
+/// For `--unix-times auto`: each time column's unit, told by its values in
+/// the first records (`columns`), and the columns left unconverted. A
+/// column gets the unit its numbers read in (see
+/// [`convert::unit_told_by`]); one whose numbers tell none, the one unit
+/// the others' agree on (pandas writes every column in one unit, birthdays
+/// before 1990 too). Without that, a column whose first records hold
+/// numbers is refused, asking for the unit (a guess is wrong by a factor
+/// of a thousand), and one whose first records hold no number is not
+/// converted: a number in it later is rejected, with the unit it likely
+/// is in (see [`hints`]).
+fn units_told(columns: &[(String, Vec<Vec<u8>>)]) -> Result<(HashMap<String, TimeUnit>, Vec<String>), String> {
+    let mut units = HashMap::new();
+    for (column, values) in columns {
+        if let Some(unit) = convert::unit_told_by(column, values.iter().map(Vec::as_slice))? {
+            units.insert(column.clone(), unit);
         }
     }
-    let mut agreed: Vec<TimeUnit> = told.values().copied().collect();
+    let mut agreed: Vec<TimeUnit> = units.values().copied().collect();
     agreed.sort_unstable();
     agreed.dedup();
-    let untold = columns.iter().filter(|(column, _)| !told.contains_key(column));
     let (mut counted, mut empty) = (Vec::new(), Vec::new());
-    for (column, values) in untold.filter(|_| agreed.len() != 1) {
-        let with_numbers = values.iter().any(|v| convert::is_count(v));
-        (if with_numbers { &mut counted } else { &mut empty }).push(column.clone());
-    }
-    if !counted.is_empty() {
-        let others = if agreed.is_empty() { "" } else { ", and the other columns' are in different units" };
-        return Err(refused(format!(
-            "--unix-times auto: no number in the first records of {} reads as a Unix time from 1990 to 2100 \
-             (10 digits in seconds, 13 in milliseconds, 16 in microseconds, 19 in nanoseconds){others}; say which \
-             unit with --unix-times s, ms, us or ns",
-            match counted.len() {
-                1 => format!("column {}", plan::quoted_list(&counted)),
-                _ => format!("columns {}", plan::quoted_list(&counted)),
+    let untold: Vec<&(String, Vec<Vec<u8>>)> =
+        columns.iter().filter(|(column, _)| !units.contains_key(column)).collect();
+    for (column, values) in untold {
+        match agreed.as_slice() {
+            [unit] => {
+                units.insert(column.clone(), *unit);
             }
-        )));
-    }
-    let settled = |conversion: Conversion, column: &str| match conversion {
-        Conversion::UnixTime { .. } => {
-            let unit = told.get(column).or(agreed.first().filter(|_| agreed.len() == 1))?;
-            Some(conversion.in_unit(*unit))
+            _ if values.iter().any(|v| convert::is_count(v)) => counted.push(column.clone()),
+            _ => empty.push(column.clone()),
         }
+    }
+    if counted.is_empty() {
+        return Ok((units, empty));
+    }
+    let others = if agreed.is_empty() { "" } else { ", and the other columns' are in different units" };
+    let which = if counted.len() == 1 { "column" } else { "columns" };
+    Err(format!(
+        "--unix-times auto: no number in the first records of {which} {} reads as a Unix time from 1990 to 2100 \
+         (10 digits in seconds, 13 in milliseconds, 16 in microseconds, 19 in nanoseconds){others}; say which unit \
+         with --unix-times s, ms, us or ns",
+        plan::quoted_list(&counted)
+    ))
+}
+
+/// `format` with each time column's Unix times in its unit of `units`, and
+/// a column without one not converted.
+fn with_time_units(format: &FormatOptions, units: &HashMap<String, TimeUnit>) -> FormatOptions {
+    let settled = |conversion: Conversion, column: &str| match conversion {
+        Conversion::UnixTime { .. } => Some(conversion.in_unit(*units.get(column)?)),
         Conversion::DecimalComma => Some(conversion),
     };
     let mut format = format.clone();
@@ -923,7 +938,7 @@ fn settle_time_units(sources: &[Source], format: &FormatOptions) -> Result<(Form
         }
         format.documents = Some(Arc::new(documents));
     }
-    Ok((format, empty))
+    format
 }
 
 /// Each column whose numbers are read as Unix times, with its values in

@@ -66,7 +66,15 @@ pub fn conversions_said(
             names => format!("reading the numbers of {} with a decimal comma, as asked", names.join(", ")),
         });
     }
-    let Some(unix_times) = format.unix_times else { return said };
+    if let Some(unix_times) = format.unix_times {
+        said.extend(unix_times_said(converted, unconverted, unix_times));
+    }
+    said
+}
+
+/// What `--unix-times` does in this load (see [`conversions_said`]).
+fn unix_times_said(converted: &[(Conversion, String)], unconverted: &[String], unix_times: UnixTimes) -> Vec<String> {
+    let mut said = Vec::new();
     let timed: Vec<(TimeUnit, String)> = converted
         .iter()
         .filter_map(|(c, name)| match c {
