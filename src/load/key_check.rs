@@ -448,15 +448,22 @@ mod tests {
     use super::*;
     use crate::format::FormatKind;
 
+    /// One key `index` of `columns`, the table's only constraint, with no
+    /// trigger or CHECK.
+    fn only_key(index: &str, columns: &[&str]) -> UniqueKeys {
+        let columns = columns.iter().map(|c| c.to_string()).collect();
+        UniqueKeys { keys: vec![(index.into(), columns)], decide: true, only_these: true, byte_equal: Vec::new() }
+    }
+
+    /// The check of `unique` among COPY's `columns` (name, type) of
+    /// `public.orders`.
+    fn check_of(columns: &[(&str, &str)], unique: &UniqueKeys) -> KeyCheck {
+        let columns: Vec<(String, String)> = columns.iter().map(|(c, t)| (c.to_string(), t.to_string())).collect();
+        KeyCheck::new("public.orders", &columns, unique, &FormatOptions::new(FormatKind::Tsv)).unwrap()
+    }
+
     fn orders_check() -> KeyCheck {
-        let columns = vec![("id".to_string(), "integer".to_string()), ("note".to_string(), "text".to_string())];
-        let unique = UniqueKeys {
-            keys: vec![("orders_pkey".into(), vec!["id".into()])],
-            decide: true,
-            only_these: true,
-            byte_equal: Vec::new(),
-        };
-        KeyCheck::new("public.orders", &columns, &unique, &FormatOptions::new(FormatKind::Tsv)).unwrap()
+        check_of(&[("id", "integer"), ("note", "text")], &only_key("orders_pkey", &["id"]))
     }
 
     #[test]
@@ -465,14 +472,7 @@ mod tests {
         let query = orders_check().query(&values, 150_000, true);
         let range = r#"WHERE d.k0 BETWEEN (SELECT min(t."id") FROM public.orders t) AND (SELECT max(t."id") FROM public.orders t)"#;
         assert!(query.contains(range), "{query}");
-        let columns = vec![("code".to_string(), "text".to_string())];
-        let unique = UniqueKeys {
-            keys: vec![("codes_pkey".into(), vec!["code".into()])],
-            decide: true,
-            only_these: true,
-            byte_equal: Vec::new(),
-        };
-        let text = KeyCheck::new("public.codes", &columns, &unique, &FormatOptions::new(FormatKind::Tsv)).unwrap();
+        let text = check_of(&[("code", "text")], &only_key("codes_pkey", &["code"]));
         assert!(!text.query(&values, 150_000, true).contains("BETWEEN"), "a text key's order is its collation's");
     }
 
@@ -485,14 +485,7 @@ mod tests {
         assert!(!check.query(&values, 150_000, false).contains("HAVING"), "no grouping on the server");
         // A value the client does not read as the server would: the query finds them.
         assert_eq!(check.integer_repeats(&column(&[Some("1"), Some("1_000")])), None);
-        let columns = vec![("code".to_string(), "text".to_string())];
-        let unique = UniqueKeys {
-            keys: vec![("codes_pkey".into(), vec!["code".into()])],
-            decide: true,
-            only_these: true,
-            byte_equal: Vec::new(),
-        };
-        let text = KeyCheck::new("public.codes", &columns, &unique, &FormatOptions::new(FormatKind::Tsv)).unwrap();
+        let text = check_of(&[("code", "text")], &only_key("codes_pkey", &["code"]));
         assert_eq!(text.integer_repeats(&column(&[Some("a"), Some("a")])), None);
     }
 
@@ -504,41 +497,22 @@ mod tests {
         let read = check.key_values_read(&records);
         use KeyValue::*;
         assert_eq!(read, vec![vec![Read(7), Read(7), Read(7), Null, Unread, Unread]]);
-        let columns = vec![("a".to_string(), "bigint".to_string()), ("b".to_string(), "integer".to_string())];
-        let unique = UniqueKeys {
-            keys: vec![("ab".into(), vec!["a".into(), "b".into()])],
-            decide: true,
-            only_these: true,
-            byte_equal: Vec::new(),
-        };
-        let pair = KeyCheck::new("public.p", &columns, &unique, &FormatOptions::new(FormatKind::Tsv)).unwrap();
+        let columns = [("a", "bigint"), ("b", "integer")];
+        let pair = check_of(&columns, &only_key("ab", &["a", "b"]));
         let read = pair.key_values_read(&[b"1\t2\n", b"01\t2\n", b"2\t1\n", b"1\t\\N\n"]);
         assert_eq!(read[0][0], read[0][1], "one key, written two ways");
         assert_ne!(read[0][0], read[0][2]);
         assert_eq!(read[0][3], Null);
-        let not_parallel = |unique: UniqueKeys, columns: &[(String, String)]| {
-            !KeyCheck::new("public.p", columns, &unique, &FormatOptions::new(FormatKind::Tsv)).unwrap().in_parallel()
-        };
-        let key = || vec![("ab".to_string(), vec!["a".to_string(), "b".to_string()])];
-        assert!(
-            not_parallel(UniqueKeys { keys: key(), decide: false, only_these: true, byte_equal: Vec::new() }, &columns),
-            "a trigger"
-        );
-        assert!(
-            not_parallel(UniqueKeys { keys: key(), decide: true, only_these: false, byte_equal: Vec::new() }, &columns),
-            "an expression"
-        );
+        let not_parallel = |unique: UniqueKeys, columns: &[(&str, &str)]| !check_of(columns, &unique).in_parallel();
+        let key = || only_key("ab", &["a", "b"]);
+        assert!(not_parallel(UniqueKeys { decide: false, ..key() }, &columns), "a trigger");
+        assert!(not_parallel(UniqueKeys { only_these: false, ..key() }, &columns), "an expression");
         let mut other = key();
-        other.push(("c".into(), vec!["c".into()]));
-        assert!(
-            not_parallel(UniqueKeys { keys: other, decide: true, only_these: true, byte_equal: Vec::new() }, &columns),
-            "a key COPY does not fill"
-        );
-        let text = vec![("a".to_string(), "text".to_string()), ("b".to_string(), "integer".to_string())];
-        let unique = |byte_equal: Vec<String>| UniqueKeys { keys: key(), decide: true, only_these: true, byte_equal };
-        assert!(not_parallel(unique(Vec::new()), &text), "a text column of a nondeterministic collation");
-        let check = KeyCheck::new("public.p", &text, &unique(vec!["a".into()]), &FormatOptions::new(FormatKind::Tsv));
-        let check = check.unwrap();
+        other.keys.push(("c".into(), vec!["c".into()]));
+        assert!(not_parallel(other, &columns), "a key COPY does not fill");
+        let text = [("a", "text"), ("b", "integer")];
+        assert!(not_parallel(key(), &text), "a text column of a nondeterministic collation");
+        let check = check_of(&text, &UniqueKeys { byte_equal: vec!["a".into()], ..key() });
         assert!(check.in_parallel(), "text compared byte for byte");
         let read = check.key_values_read(&[b"x\t1\n", b"x\t01\n", b"x \t1\n", b"X\t1\n", b"x\t2\n"]);
         assert_eq!(read[0][0], read[0][1]);
