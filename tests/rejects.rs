@@ -1099,9 +1099,10 @@ fn suspects_checked_together_are_rejected_as_copying_each_alone_rejects_them() {
 /// Many duplicate keys in a table that already holds rows (so its key is
 /// not deferred), loaded by two workers: once a chunk rejected 16 of them
 /// the workers load side by side, each chunk copying last the records
-/// whose keys an earlier chunk still loading has (with an integer key, or
-/// a text one, equal when their bytes are), or take turns (a char(n) key,
-/// whose equality ignores trailing spaces), and the summary says which; isolation rejects those the table holds in
+/// whose keys an earlier chunk still loading has (with an integer key, a
+/// uuid, or a text one, equal when their bytes are), or take turns (a
+/// char(n) key, whose equality ignores trailing spaces), and the summary
+/// says which; isolation rejects those the table holds in
 /// the server's words without copying them; every key is loaded once, from
 /// its first line, and every other record with it rejected once. A few
 /// duplicates leave the workers as they were (in parallel, where either
@@ -1111,17 +1112,28 @@ fn many_duplicate_keys_make_the_workers_load_side_by_side_or_take_turns() {
     let db = TestDb::new();
     // Each duplicate repeats the key of a line about a chunk back: often
     // one still loading.
-    let tables = [("many", 7u64, "int"), ("few", 2000, "int"), ("texts", 7, "varchar"), ("codes", 7, "char(12)")];
+    let tables = [
+        ("many", 7u64, "int"),
+        ("few", 2000, "int"),
+        ("texts", 7, "varchar"),
+        ("uuids", 7, "uuid"),
+        ("codes", 7, "char(12)"),
+    ];
     for (table, every, key) in tables {
+        let key_of = |n: u64| match key {
+            "uuid" => format!("00000000-0000-0000-0000-{n:012x}"),
+            _ => n.to_string(),
+        };
         db.execute(&format!(
-            "CREATE TABLE {table} (id {key} PRIMARY KEY, note text); INSERT INTO {table} VALUES ('0', 'old')"
+            "CREATE TABLE {table} (id {key} PRIMARY KEY, note text); INSERT INTO {table} VALUES ('{}', 'old')",
+            key_of(0)
         ));
         let mut data = String::new();
         let mut duplicates = 0;
         for line in 1..=20_000u64 {
             let repeated = line % every == 0 && line > 500;
             duplicates += u64::from(repeated);
-            data.push_str(&format!("{}\tline {line}\n", if repeated { line - 500 } else { line }));
+            data.push_str(&format!("{}\tline {line}\n", key_of(if repeated { line - 500 } else { line })));
         }
         let file = db.file(&format!("{table}.tsv"), data.as_bytes());
         let loaded = load_with_rejects(&db, &file, table, &["--workers", "2", "--chunk-size", "8KiB"]);
@@ -1134,13 +1146,17 @@ fn many_duplicate_keys_make_the_workers_load_side_by_side_or_take_turns() {
         // A few duplicates leave the workers in parallel, where either line
         // of a key two chunks loading at once share may win.
         if table != "few" {
-            let later = format!("SELECT count(*) FROM {table} WHERE note <> 'line ' || id AND note <> 'old'");
+            let number = match key {
+                "uuid" => "('x' || right(id::text, 12))::bit(48)::bigint",
+                _ => "id",
+            };
+            let later = format!("SELECT count(*) FROM {table} WHERE note <> 'line ' || {number} AND note <> 'old'");
             assert_eq!(db.scalar(&later), "0", "{table}: rows from a key's later line");
         }
         let output = loaded.run.output();
         let (side_by_side, took_turns) =
             (output.contains("workers loaded side by side"), output.contains("workers took turns"));
-        let expected = (table == "many" || table == "texts", table == "codes");
+        let expected = (["many", "texts", "uuids"].contains(&table), table == "codes");
         assert_eq!((side_by_side, took_turns), expected, "{table}: {output}");
         for reject in &loaded.rejects {
             let id = reject["raw"].as_str().unwrap().split('\t').next().unwrap();

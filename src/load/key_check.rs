@@ -76,6 +76,8 @@ enum Compared {
     Integer,
     /// Byte for byte (text with a deterministic collation).
     Bytes,
+    /// As the 128-bit numbers they write (uuid).
+    Uuid,
     /// Not at all.
     Not,
 }
@@ -135,6 +137,7 @@ impl KeyCheck {
             .iter()
             .map(|(at, ty)| match ty.as_str() {
                 "smallint" | "integer" | "bigint" => Compared::Integer,
+                "uuid" => Compared::Uuid,
                 _ if unique.byte_equal.contains(&columns[*at].0) => Compared::Bytes,
                 _ => Compared::Not,
             })
@@ -381,6 +384,11 @@ fn read_key<'f>(parts: impl Iterator<Item = (Compared, Option<Option<&'f [u8]>>)
                 hashed.extend((bytes.len() as u64).to_le_bytes());
                 hashed.extend(bytes);
             }
+            Compared::Uuid => {
+                let Some(uuid) = read_uuid(bytes) else { return KeyValue::Unread };
+                integer = None;
+                hashed.extend(uuid.to_le_bytes());
+            }
             Compared::Not => return KeyValue::Unread,
         }
     }
@@ -388,6 +396,24 @@ fn read_key<'f>(parts: impl Iterator<Item = (Compared, Option<Option<&'f [u8]>>)
         (1, Some(number)) => KeyValue::Read(number as u64),
         _ => KeyValue::Read(xxhash_rust::xxh3::xxh3_64(&hashed)),
     }
+}
+
+/// A uuid's 128 bits: 32 hex digits in either case, hyphens anywhere
+/// between them, in braces or not. The server takes hyphens only between
+/// groups of four digits; a value it refuses takes no key, so reading more
+/// here can set a record aside that need not be, never copy one that must
+/// not.
+fn read_uuid(text: &[u8]) -> Option<u128> {
+    let text = match text {
+        [b'{', inner @ .., b'}'] => inner,
+        _ => text,
+    };
+    let (mut value, mut digits) = (0u128, 0);
+    for &b in text.iter().filter(|&&b| b != b'-') {
+        value = value << 4 | u128::from((b as char).to_digit(16)?);
+        digits += 1;
+    }
+    (digits == 32).then_some(value)
 }
 
 /// The records (by index) whose `key` (its columns' places in
@@ -512,6 +538,19 @@ mod tests {
         assert!(not_parallel(other, &columns), "a key COPY does not fill");
         let text = [("a", "text"), ("b", "integer")];
         assert!(not_parallel(key(), &text), "a text column of a nondeterministic collation");
+        let uuid = check_of(&[("u", "uuid")], &only_key("u_key", &["u"]));
+        assert!(uuid.in_parallel());
+        let read = uuid.key_values_read(&[
+            b"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11\n",
+            b"{A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11}\n",
+            b"a0eebc999c0b4ef8bb6d6bb9bd380a11\n",
+            b"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a12\n",
+            b"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1\n",
+            b"not a uuid\n",
+        ]);
+        assert_eq!((read[0][0], read[0][1]), (read[0][2], read[0][0]), "one uuid, written three ways");
+        assert_ne!(read[0][0], read[0][3]);
+        assert_eq!((read[0][4], read[0][5]), (Unread, Unread));
         let check = check_of(&text, &UniqueKeys { byte_equal: vec!["a".into()], ..key() });
         assert!(check.in_parallel(), "text compared byte for byte");
         let read = check.key_values_read(&[b"x\t1\n", b"x\t01\n", b"x \t1\n", b"X\t1\n", b"x\t2\n"]);
