@@ -16,8 +16,10 @@
 //!
 //! Only where every unique index of the table is a key of COPY's columns
 //! that the client compares as the server does (integers, read as the
-//! server reads them; uuids, as their 128 bits; text with a deterministic
-//! collation, byte for byte), with no trigger or CHECK constraint ([`super::key_check::KeyCheck::in_parallel`]): the
+//! server reads them; uuids, as their 128 bits; dates written
+//! `YYYY-MM-DD`; text with a deterministic collation, byte for byte; a
+//! value written otherwise counts as any key), with no trigger or CHECK
+//! constraint ([`super::key_check::KeyCheck::in_parallel`]): the
 //! server then has no other reason to make an earlier chunk wait for a
 //! later one, which waits for it here. Should it do so anyway, the later
 //! chunk sees it (`pg_blocking_pids`) and is loaded again from its start.

@@ -78,6 +78,8 @@ enum Compared {
     Bytes,
     /// As the 128-bit numbers they write (uuid).
     Uuid,
+    /// As the days they name, written `YYYY-MM-DD` (date).
+    Date,
     /// Not at all.
     Not,
 }
@@ -138,6 +140,7 @@ impl KeyCheck {
             .map(|(at, ty)| match ty.as_str() {
                 "smallint" | "integer" | "bigint" => Compared::Integer,
                 "uuid" => Compared::Uuid,
+                "date" => Compared::Date,
                 _ if unique.byte_equal.contains(&columns[*at].0) => Compared::Bytes,
                 _ => Compared::Not,
             })
@@ -389,6 +392,11 @@ fn read_key<'f>(parts: impl Iterator<Item = (Compared, Option<Option<&'f [u8]>>)
                 integer = None;
                 hashed.extend(uuid.to_le_bytes());
             }
+            Compared::Date => {
+                let Some(day) = read_iso_date(bytes.trim_ascii()) else { return KeyValue::Unread };
+                integer = None;
+                hashed.extend(day.to_le_bytes());
+            }
             Compared::Not => return KeyValue::Unread,
         }
     }
@@ -414,6 +422,17 @@ fn read_uuid(text: &[u8]) -> Option<u128> {
         digits += 1;
     }
     (digits == 32).then_some(value)
+}
+
+/// A date written `YYYY-MM-DD`, as one number (`20240131`), which the
+/// server reads year first whatever its `DateStyle`. Any other way of
+/// writing one (`2024-1-31`, `31/01/2024`, `today`) is unread here; a
+/// day that does not exist takes no key (the server refuses it).
+fn read_iso_date(text: &[u8]) -> Option<u32> {
+    let [y1, y2, y3, y4, b'-', m1, m2, b'-', d1, d2] = *text else { return None };
+    [y1, y2, y3, y4, m1, m2, d1, d2]
+        .iter()
+        .try_fold(0u32, |number, &digit| digit.is_ascii_digit().then(|| number * 10 + u32::from(digit - b'0')))
 }
 
 /// The records (by index) whose `key` (its columns' places in
@@ -551,6 +570,13 @@ mod tests {
         assert_eq!((read[0][0], read[0][1]), (read[0][2], read[0][0]), "one uuid, written three ways");
         assert_ne!(read[0][0], read[0][3]);
         assert_eq!((read[0][4], read[0][5]), (Unread, Unread));
+        let dated = check_of(&[("d", "date"), ("n", "integer")], &only_key("d_n", &["d", "n"]));
+        assert!(dated.in_parallel());
+        let read =
+            dated.key_values_read(&[b"2024-01-31\t1\n", b" 2024-01-31\t01\n", b"2024-01-30\t1\n", b"2024-1-31\t1\n"]);
+        assert_eq!(read[0][0], read[0][1]);
+        assert_ne!(read[0][0], read[0][2]);
+        assert_eq!(read[0][3], Unread, "not written YYYY-MM-DD");
         let check = check_of(&text, &UniqueKeys { byte_equal: vec!["a".into()], ..key() });
         assert!(check.in_parallel(), "text compared byte for byte");
         let read = check.key_values_read(&[b"x\t1\n", b"x\t01\n", b"x \t1\n", b"X\t1\n", b"x\t2\n"]);
