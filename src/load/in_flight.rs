@@ -134,18 +134,16 @@ impl InFlight {
         self.chunks.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Waits until `ready` holds of the chunks in flight, or `stop` does
-    /// (checked every `every`): `Some` with the chunks then, `None` for a
-    /// timeout only to be tried again.
-    fn wait_until(
-        &self,
-        every: Duration,
-        ready: impl Fn(&BTreeMap<u64, Published>) -> bool,
-    ) -> Option<BTreeMap<u64, Published>> {
+    /// What `look` finds in the chunks in flight, once it finds something,
+    /// waiting at most `every`: `None` after that, for the caller to look
+    /// at the load's stop and try again.
+    fn wait_until<R>(&self, every: Duration, look: impl Fn(&BTreeMap<u64, Published>) -> Option<R>) -> Option<R> {
         let chunks = self.lock();
-        let (chunks, _) =
-            self.changed.wait_timeout_while(chunks, every, |c| !ready(c)).unwrap_or_else(PoisonError::into_inner);
-        ready(&chunks).then(|| chunks.clone())
+        let (chunks, _) = self
+            .changed
+            .wait_timeout_while(chunks, every, |c| look(c).is_none())
+            .unwrap_or_else(PoisonError::into_inner);
+        look(&chunks)
     }
 }
 
@@ -174,15 +172,21 @@ impl Flight<'_> {
     /// place, once each has published them: `None` when `stop` came first,
     /// or one was abandoned.
     pub fn earlier(&self, stop: &dyn Fn() -> bool) -> Option<Vec<(u64, Arc<ChunkKeys>)>> {
-        let published =
-            |chunks: &BTreeMap<u64, Published>| chunks.range(..self.seq).all(|(_, p)| p.keys.is_some() || p.abandoned);
-        loop {
-            if let Some(chunks) = self.board.wait_until(LOOK_EVERY, published) {
-                if chunks.range(..self.seq).any(|(_, p)| p.abandoned) {
-                    return None;
+        // Outer `None`: not all published yet; inner: one was abandoned.
+        let published = |chunks: &BTreeMap<u64, Published>| {
+            let mut earlier = Vec::new();
+            for (seq, published) in chunks.range(..self.seq) {
+                match (&published.keys, published.abandoned) {
+                    (_, true) => return Some(None),
+                    (Some(keys), false) => earlier.push((*seq, keys.clone())),
+                    (None, false) => return None,
                 }
-                let keys = chunks.range(..self.seq).filter_map(|(seq, p)| Some((*seq, p.keys.clone()?)));
-                return Some(keys.collect());
+            }
+            Some(Some(earlier))
+        };
+        loop {
+            if let Some(earlier) = self.board.wait_until(LOOK_EVERY, published) {
+                return earlier;
             }
             if stop() {
                 return None;
@@ -197,14 +201,18 @@ impl Flight<'_> {
     /// constraint the key check does not see), was abandoned, or the load
     /// stops.
     pub fn wait_for(&self, seqs: &[u64], session: &PgSession, stop: &dyn Fn() -> bool) -> Result<(), Error> {
-        let ended =
-            |chunks: &BTreeMap<u64, Published>| seqs.iter().all(|seq| chunks.get(seq).map_or(true, |p| p.abandoned));
+        // Whether one of them was abandoned, once none is still loading.
+        let ended = |chunks: &BTreeMap<u64, Published>| {
+            let each = seqs.iter().map(|seq| chunks.get(seq).map_or(Some(false), |p| p.abandoned.then_some(true)));
+            each.collect::<Option<Vec<bool>>>().map(|abandoned| abandoned.contains(&true))
+        };
         loop {
-            if let Some(chunks) = self.board.wait_until(LOOK_EVERY, ended) {
-                return match seqs.iter().any(|seq| chunks.contains_key(seq)) {
-                    false => Ok(()),
-                    true => Err(Error::Transient("an earlier chunk sharing keys with this one did not commit".into())),
-                };
+            match self.board.wait_until(LOOK_EVERY, ended) {
+                Some(false) => return Ok(()),
+                Some(true) => {
+                    return Err(Error::Transient("an earlier chunk sharing keys with this one did not commit".into()))
+                }
+                None => {}
             }
             if stop() {
                 return Err(Error::Transient("the load is stopping".into()));
@@ -286,7 +294,7 @@ mod tests {
             assert_eq!(seen[0].0, 3);
         });
         assert_eq!(first.earlier(&never).unwrap().len(), 0, "nothing before the first");
-        let ended = |chunks: &BTreeMap<u64, Published>| !chunks.contains_key(&3);
+        let ended = |chunks: &BTreeMap<u64, Published>| (!chunks.contains_key(&3)).then_some(());
         assert!(board.wait_until(Duration::from_millis(10), ended).is_none());
         first.landed();
         assert!(board.wait_until(Duration::from_millis(10), ended).is_some());
