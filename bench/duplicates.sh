@@ -9,6 +9,9 @@
 #
 #   bash bench/duplicates.sh [ROWS] [ROUNDS] [SLUICE...]
 #
+# KEY=timestamptz keys the rows by a time (`2023-11-14 22:13:21+00`, a
+# second per line) instead of an integer.
+#
 # Against any server the PG* variables name (a throwaway one: the table
 # `od` is dropped).
 set -euo pipefail
@@ -16,13 +19,24 @@ rows=${1:-2000000}
 rounds=${2:-5}
 shift $(($# < 2 ? $# : 2))
 binaries=("$@")
+key=${KEY:-int}
+case $key in
+    int) id_type=int; first_line="(id - 1)"; lowest=-1 ;;
+    timestamptz) id_type=timestamptz; first_line="(extract(epoch FROM id)::bigint - 1700000000 - 1)"; lowest="'2023-11-14 22:13:19+00'" ;;
+    *) echo "KEY: int or timestamptz" >&2; exit 2 ;;
+esac
 [ ${#binaries[@]} -gt 0 ] || binaries=(target/release/sluice)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
-python3 - "$rows" "$dir" <<'EOF'
-import random, sys
-rows, dir = int(sys.argv[1]), sys.argv[2]
+python3 - "$rows" "$dir" "$key" <<'EOF'
+import datetime, random, sys
+rows, dir, key_type = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+epoch = datetime.datetime(1970, 1, 1)
+def written(key):
+    if key_type == "int":
+        return str(key)
+    return (epoch + datetime.timedelta(seconds=1700000000 + key)).strftime("%Y-%m-%d %H:%M:%S+00")
 rng = random.Random(5)
 originals = []
 with open(f"{dir}/dups.tsv", "w") as dups, open(f"{dir}/clean.tsv", "w") as clean:
@@ -32,24 +46,24 @@ with open(f"{dir}/dups.tsv", "w") as dups, open(f"{dir}/clean.tsv", "w") as clea
         if not repeated:
             originals.append(line)
         row = f"{1700000000000 + line}\t{rng.randint(0, 99999) / 100:.2f}\t2024-{rng.randint(1, 12):02}-{rng.randint(1, 28):02}\tnote {line - 1}\n"
-        dups.write(f"{key}\t{row}")
+        dups.write(f"{written(key)}\t{row}")
         if not repeated:
-            clean.write(f"{key}\t{row}")
+            clean.write(f"{written(key)}\t{row}")
 EOF
 
 load() { # binary file
-    psql -qX -c "TRUNCATE od; INSERT INTO od VALUES (-1, 0, 0, '2024-01-01', 'x'); CHECKPOINT"
+    psql -qX -c "TRUNCATE od; INSERT INTO od VALUES ($lowest, 0, 0, '2024-01-01', 'x'); CHECKPOINT"
     local start end
     start=$(date +%s.%N)
     "$1" load "$2" --table od --workers 2 --restart --quiet --rejects "$dir/od.rejects.jsonl" >/dev/null 2>&1 || [ $? -eq 1 ]
     end=$(date +%s.%N)
     local later
-    later=$(psql -qAtX -c "SELECT count(*) FROM od WHERE note <> 'note ' || (id - 1) AND id <> -1")
+    later=$(psql -qAtX -c "SELECT count(*) FROM od WHERE note <> 'note ' || $first_line AND note <> 'x'")
     [ "$later" = 0 ] || { echo "$1: $later rows from a key's later line" >&2; kill -TERM $$; }
     echo "$(echo "$end - $start" | bc)"
 }
 
-psql -qX -c "DROP TABLE IF EXISTS od; CREATE TABLE od (id int PRIMARY KEY, ms bigint, amount numeric(12,2), day date, note text)"
+psql -qX -c "DROP TABLE IF EXISTS od; CREATE TABLE od (id $id_type PRIMARY KEY, ms bigint, amount numeric(12,2), day date, note text)"
 for round in $(seq "$rounds"); do
     for binary in "${binaries[@]}"; do
         echo "round $round $binary duplicates $(load "$binary" "$dir/dups.tsv") s"

@@ -126,6 +126,15 @@ impl DateOrder {
     }
 }
 
+/// How a session reads the dates and times that leave something unsaid:
+/// which of day and month comes first (`1/2/2024`), and whether a
+/// timestamptz without an offset is UTC (its TimeZone is).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SessionDates {
+    pub order: Option<DateOrder>,
+    pub bare_is_utc: bool,
+}
+
 /// An array's element type. The binary array names it by OID, which the
 /// server checks against the column's: a wrong one is an error, never a
 /// value read differently.
@@ -475,6 +484,19 @@ impl BinaryEncoder {
             }
         }
         self
+    }
+
+    /// For a session that reads dates and times as `dates` says (see
+    /// [`Self::dates_in_order`] and [`Self::bare_timestamps_are_utc`]).
+    pub fn reading(self, dates: SessionDates) -> BinaryEncoder {
+        let encoder = match dates.bare_is_utc {
+            true => self.bare_timestamps_are_utc(),
+            false => self,
+        };
+        match dates.order {
+            Some(order) => encoder.dates_in_order(order),
+            None => encoder,
+        }
     }
 
     /// Whether binary pays for these columns: when at least a quarter of
@@ -862,6 +884,23 @@ fn encode_or_reread(codec: Codec, v: &[u8], date_order: Option<DateOrder>, out: 
         value.write(|bytes| put(out, bytes));
         Ok(())
     })
+}
+
+/// The value a date, timestamp or timestamptz column takes from `text`
+/// (days, or microseconds, from 2000-01-01; UTC for timestamptz), as the
+/// encoder reads it for the server: to compare two records' keys on the
+/// client (`load::key_check`). `None` where the encoder leaves the value
+/// to the server, and for any other codec.
+pub(crate) fn time_value(codec: Codec, text: &[u8], order: Option<DateOrder>) -> Option<i64> {
+    if !matches!(codec, Codec::Date | Codec::Timestamp | Codec::TimestampTz | Codec::TimestampTzUtc) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(12);
+    encode_or_reread(codec, text, order, &mut out).ok()?;
+    match out.get(4..)? {
+        &[a, b, c, d] => Some(i32::from_be_bytes([a, b, c, d]).into()),
+        value => Some(i64::from_be_bytes(value.try_into().ok()?)),
+    }
 }
 
 /// The value without the white space at either end (`" 10.50"`, as

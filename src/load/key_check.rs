@@ -38,7 +38,7 @@
 //! it.
 
 use crate::error::Error;
-use crate::format::binary::BinaryEncoder;
+use crate::format::binary::{time_value, without_modifier, BinaryEncoder, Codec, DateOrder, SessionDates};
 use crate::format::FormatOptions;
 use crate::sink::postgres::{PgSession, UniqueKeys};
 use crate::sink::CopyRefusal;
@@ -62,6 +62,8 @@ pub(super) struct KeyCheck {
     names: Vec<String>,
     /// How the client compares each used column's values, as `used`.
     compared: Vec<Compared>,
+    /// Which of day and month the sessions read first (see [`Compared::Time`]).
+    date_order: Option<DateOrder>,
     /// Whether chunks may load at once while keys repeat densely (see
     /// [`super::in_flight`]): every key is of columns the client compares
     /// as the server does, and the only constraint that makes one insert
@@ -74,14 +76,62 @@ pub(super) struct KeyCheck {
 enum Compared {
     /// As the integers they read as.
     Integer,
-    /// Byte for byte (text with a deterministic collation).
-    Bytes,
+    /// Byte for byte (text and varchar with a deterministic collation),
+    /// cut to the column's length in characters where it has one: the
+    /// server cuts the spaces past it (`'ab  '` is `'ab'` in varchar(2)).
+    Bytes { chars: Option<usize> },
+    /// Byte for byte without the spaces at the end, which char(n) ignores
+    /// (with a deterministic collation).
+    Padded,
     /// As the 128-bit numbers they write (uuid).
     Uuid,
-    /// As the days they name, written `YYYY-MM-DD` (date).
-    Date,
+    /// As the decimal numbers they write (`1.50` is `01.5`), where none
+    /// has more fraction digits than the column keeps (`scale`), which
+    /// the server would round away.
+    Decimal { scale: Option<usize> },
+    /// As the day or instant the binary encoder reads them as (`codec`:
+    /// date, timestamp or timestamptz), rounded to the `digits` of a
+    /// second the column keeps, as the server rounds them.
+    Time { codec: Codec, digits: u32 },
     /// Not at all.
     Not,
+}
+
+impl Compared {
+    /// How values of type `ty` (as `format_type` writes it) compare:
+    /// `byte_equal` for a text type whose collation is deterministic, and
+    /// `bare_is_utc` for a session that reads a timestamptz without an
+    /// offset as UTC (another zone's summer hour makes two writings one).
+    fn of_type(ty: &str, byte_equal: bool, bare_is_utc: bool) -> Compared {
+        let modifier: Vec<i64> = match (ty.find('('), ty.find(')')) {
+            (Some(open), Some(close)) if open < close => {
+                ty[open + 1..close].split(',').filter_map(|n| n.trim().parse().ok()).collect()
+            }
+            _ => Vec::new(),
+        };
+        let first = modifier.first().and_then(|&n| usize::try_from(n).ok());
+        let digits = first.map_or(6, |d| d.min(6) as u32);
+        match without_modifier(ty).as_str() {
+            "smallint" | "integer" | "bigint" => Compared::Integer,
+            "uuid" => Compared::Uuid,
+            "numeric" => match modifier[..] {
+                [] => Compared::Decimal { scale: None },
+                [_] => Compared::Decimal { scale: Some(0) },
+                [_, scale] => usize::try_from(scale).map_or(Compared::Not, |s| Compared::Decimal { scale: Some(s) }),
+                _ => Compared::Not,
+            },
+            "date" => Compared::Time { codec: Codec::Date, digits },
+            "timestamp without time zone" => Compared::Time { codec: Codec::Timestamp, digits },
+            "timestamp with time zone" => {
+                let codec = if bare_is_utc { Codec::TimestampTzUtc } else { Codec::TimestampTz };
+                Compared::Time { codec, digits }
+            }
+            "text" if byte_equal => Compared::Bytes { chars: None },
+            "character varying" if byte_equal => Compared::Bytes { chars: first },
+            "character" if byte_equal => Compared::Padded,
+            _ => Compared::Not,
+        }
+    }
 }
 
 /// A record's value of one key, as the client reads it.
@@ -113,6 +163,7 @@ impl KeyCheck {
         columns: &[(String, String)],
         unique: &UniqueKeys,
         format: &FormatOptions,
+        dates: SessionDates,
     ) -> Option<KeyCheck> {
         let mut used: Vec<(usize, String)> = Vec::new();
         let mut keys = Vec::new();
@@ -137,18 +188,13 @@ impl KeyCheck {
         }
         let compared: Vec<Compared> = used
             .iter()
-            .map(|(at, ty)| match ty.as_str() {
-                "smallint" | "integer" | "bigint" => Compared::Integer,
-                "uuid" => Compared::Uuid,
-                "date" => Compared::Date,
-                _ if unique.byte_equal.contains(&columns[*at].0) => Compared::Bytes,
-                _ => Compared::Not,
-            })
+            .map(|(at, ty)| Compared::of_type(ty, unique.byte_equal.contains(&columns[*at].0), dates.bare_is_utc))
             .collect();
         let in_parallel =
             unique.decide && unique.only_these && keys.len() == unique.keys.len() && !compared.contains(&Compared::Not);
         Some(KeyCheck {
             compared,
+            date_order: dates.order,
             in_parallel,
             splitter: text_splitter(columns, format)?,
             used,
@@ -175,7 +221,10 @@ impl KeyCheck {
             let fields = fields_of(&mut splitter, record, &mut tuple);
             for (place, (_, key)) in self.keys.iter().enumerate() {
                 values[place].push(match &fields {
-                    Some(fields) => read_key(key.iter().map(|&k| (self.compared[k], fields.get(wanted[k]).copied()))),
+                    Some(fields) => read_key(
+                        key.iter().map(|&k| (self.compared[k], fields.get(wanted[k]).copied())),
+                        self.date_order,
+                    ),
                     None => KeyValue::Unread,
                 });
             }
@@ -189,11 +238,20 @@ impl KeyCheck {
     }
 
     /// How many of `records` (each whole, line end included, as COPY gets
-    /// them) repeat a key of an earlier one, comparing the keys' text: to
-    /// tell from a load's first records how dense its duplicates are.
+    /// them) repeat a key of an earlier one, comparing the keys' text or,
+    /// where the client reads them, their values (`7` and `7   ` in
+    /// char(n)): to tell from a load's first records how dense its
+    /// duplicates are.
     pub fn repeats_within(&self, records: &[&[u8]]) -> usize {
         let values = self.key_values(records);
         let mut later: Vec<usize> = self.keys.iter().flat_map(|(_, key)| later_by_key(&values, key)).collect();
+        for read in self.key_values_read(records) {
+            let keyed = read.iter().enumerate().filter_map(|(n, key)| match key {
+                KeyValue::Read(value) => Some((*value, n)),
+                _ => None,
+            });
+            later.extend(later_records(keyed.collect()));
+        }
         later.sort_unstable();
         later.dedup();
         later.len()
@@ -304,7 +362,10 @@ impl KeyCheck {
             // Named as the server names them: quoted only where needed.
             let columns: Vec<String> =
                 key.iter().map(|&k| format!("quote_ident({})", quote_literal(name(k)))).collect();
-            let described: Vec<String> = parts.iter().map(|p| format!("d.{p}::text")).collect();
+            // Each value by its type's output, as the server's message
+            // writes it (`::text` gives an inet its mask and takes char(n)'s
+            // padding away).
+            let described: Vec<String> = parts.iter().map(|p| format!("d.{p}")).collect();
             // A probe of the key's index per record, whatever the planner
             // would make of a join with the whole table (a hash of it);
             // only for keys between the table's least and greatest first
@@ -368,41 +429,123 @@ impl KeyCheck {
 /// server reads `007`, `+7` and ` 7` as the integer 7, as Rust's parse
 /// (after trimming) does; anything else (PostgreSQL 16's `1_000`, a value
 /// the server will refuse) is unread. One integer is itself; anything
-/// else a hash of its parts.
-fn read_key<'f>(parts: impl Iterator<Item = (Compared, Option<Option<&'f [u8]>>)>) -> KeyValue {
+/// else a hash of its parts. `order`: the sessions' order of day and month.
+fn read_key<'f>(
+    parts: impl Iterator<Item = (Compared, Option<Option<&'f [u8]>>)>,
+    order: Option<DateOrder>,
+) -> KeyValue {
     let (mut parts_read, mut integer, mut hashed) = (0, None, Vec::new());
     for (compared, field) in parts {
         let Some(field) = field else { return KeyValue::Unread };
         let Some(bytes) = field else { return KeyValue::Null };
         parts_read += 1;
-        match compared {
+        integer = None;
+        let read = match compared {
             Compared::Integer => {
                 let text = std::str::from_utf8(bytes.trim_ascii()).ok();
-                let Some(number) = text.and_then(|text| text.parse::<i64>().ok()) else { return KeyValue::Unread };
-                integer = Some(number);
-                hashed.extend(number.to_le_bytes());
+                text.and_then(|text| text.parse::<i64>().ok()).map(|number| {
+                    integer = Some(number);
+                    hashed.extend(number.to_le_bytes());
+                })
             }
-            Compared::Bytes => {
-                integer = None;
-                hashed.extend((bytes.len() as u64).to_le_bytes());
-                hashed.extend(bytes);
+            Compared::Bytes { chars } => {
+                hash_text(&mut hashed, within_chars(bytes, chars));
+                Some(())
             }
-            Compared::Uuid => {
-                let Some(uuid) = read_uuid(bytes) else { return KeyValue::Unread };
-                integer = None;
-                hashed.extend(uuid.to_le_bytes());
+            Compared::Padded => {
+                hash_text(&mut hashed, without_trailing_spaces(bytes));
+                Some(())
             }
-            Compared::Date => {
-                let Some(day) = read_iso_date(bytes.trim_ascii()) else { return KeyValue::Unread };
-                integer = None;
-                hashed.extend(day.to_le_bytes());
+            Compared::Uuid => read_uuid(bytes).map(|uuid| hashed.extend(uuid.to_le_bytes())),
+            Compared::Decimal { scale } => read_decimal(bytes.trim_ascii(), scale, &mut hashed),
+            Compared::Time { codec, digits } => {
+                time_value(codec, bytes, order).map(|value| hashed.extend(rounded(value, codec, digits).to_le_bytes()))
             }
-            Compared::Not => return KeyValue::Unread,
+            Compared::Not => None,
+        };
+        if read.is_none() {
+            return KeyValue::Unread;
         }
     }
     match (parts_read, integer) {
         (1, Some(number)) => KeyValue::Read(number as u64),
         _ => KeyValue::Read(xxhash_rust::xxh3::xxh3_64(&hashed)),
+    }
+}
+
+/// Adds a text value to a key's hash, after its length (so that two parts
+/// cannot run into each other).
+fn hash_text(hashed: &mut Vec<u8>, text: &[u8]) {
+    hashed.extend((text.len() as u64).to_le_bytes());
+    hashed.extend(text);
+}
+
+/// `text` cut to its first `chars` characters (UTF-8), as varchar(n)
+/// cuts a value whose characters past n are spaces (it refuses any other).
+fn within_chars(text: &[u8], chars: Option<usize>) -> &[u8] {
+    let Some(chars) = chars.filter(|&n| text.len() > n) else { return text };
+    let starts = text.iter().enumerate().filter(|(_, &b)| b & 0xc0 != 0x80).map(|(at, _)| at);
+    match starts.clone().nth(chars) {
+        Some(end) => &text[..end],
+        None => text,
+    }
+}
+
+/// `text` without the spaces at its end, which char(n) ignores.
+fn without_trailing_spaces(text: &[u8]) -> &[u8] {
+    let end = text.iter().rposition(|&b| b != b' ').map_or(0, |at| at + 1);
+    &text[..end]
+}
+
+/// Adds a decimal number's value to a key's hash: its sign, then its
+/// digits without the zeros before or after them that do not change it
+/// (`-01.50` is `-1.5`; `-0` is `0`), or `NaN` (equal to itself in an
+/// index). `None` for anything else the server reads (an exponent,
+/// `Infinity`, PostgreSQL 16's `1_000` and `0x1F`) and for a value with
+/// more fraction digits than the column's `scale`, which the server
+/// rounds.
+fn read_decimal(text: &[u8], scale: Option<usize>, hashed: &mut Vec<u8>) -> Option<()> {
+    if text.eq_ignore_ascii_case(b"NaN") {
+        hashed.extend(b"NaN\0");
+        return Some(());
+    }
+    let (negative, unsigned) = match text {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        _ => (false, text),
+    };
+    let (whole, fraction) = match unsigned.iter().position(|&b| b == b'.') {
+        Some(point) => (&unsigned[..point], &unsigned[point + 1..]),
+        None => (unsigned, &b""[..]),
+    };
+    let digits = |part: &[u8]| part.iter().all(u8::is_ascii_digit);
+    if whole.len() + fraction.len() == 0 || !digits(whole) || !digits(fraction) {
+        return None;
+    }
+    let whole = &whole[whole.iter().position(|&b| b != b'0').unwrap_or(whole.len())..];
+    let fraction = &fraction[..fraction.iter().rposition(|&b| b != b'0').map_or(0, |at| at + 1)];
+    if scale.is_some_and(|scale| fraction.len() > scale) {
+        return None;
+    }
+    let zero = whole.is_empty() && fraction.is_empty();
+    hashed.push(if negative && !zero { b'-' } else { b'+' });
+    hash_text(hashed, whole);
+    hash_text(hashed, fraction);
+    Some(())
+}
+
+/// A timestamp's microseconds from 2000-01-01 rounded to `digits` of a
+/// second, as the server rounds a value for timestamp(0) to (5): halves
+/// away from 2000-01-01 (`AdjustTimestampForTypmod`). Dates are days, and
+/// stay as they are.
+fn rounded(value: i64, codec: Codec, digits: u32) -> i64 {
+    if codec == Codec::Date || digits >= 6 || value == i64::MIN || value == i64::MAX {
+        return value;
+    }
+    let scale = 10i64.pow(6 - digits);
+    match value >= 0 {
+        true => (value + scale / 2) / scale * scale,
+        false => -((-value + scale / 2) / scale * scale),
     }
 }
 
@@ -422,17 +565,6 @@ fn read_uuid(text: &[u8]) -> Option<u128> {
         digits += 1;
     }
     (digits == 32).then_some(value)
-}
-
-/// A date written `YYYY-MM-DD`, as one number (`20240131`), which the
-/// server reads year first whatever its `DateStyle`. Any other way of
-/// writing one (`2024-1-31`, `31/01/2024`, `today`) is unread here; a
-/// day that does not exist takes no key (the server refuses it).
-fn read_iso_date(text: &[u8]) -> Option<u32> {
-    let [y1, y2, y3, y4, b'-', m1, m2, b'-', d1, d2] = *text else { return None };
-    [y1, y2, y3, y4, m1, m2, d1, d2]
-        .iter()
-        .try_fold(0u32, |number, &digit| digit.is_ascii_digit().then(|| number * 10 + u32::from(digit - b'0')))
 }
 
 /// The records (by index) whose `key` (its columns' places in
@@ -503,8 +635,46 @@ mod tests {
     /// The check of `unique` among COPY's `columns` (name, type) of
     /// `public.orders`.
     fn check_of(columns: &[(&str, &str)], unique: &UniqueKeys) -> KeyCheck {
+        check_reading(columns, unique, SessionDates::default())
+    }
+
+    /// [`check_of`] in sessions that read dates and times as `dates` says.
+    fn check_reading(columns: &[(&str, &str)], unique: &UniqueKeys, dates: SessionDates) -> KeyCheck {
         let columns: Vec<(String, String)> = columns.iter().map(|(c, t)| (c.to_string(), t.to_string())).collect();
-        KeyCheck::new("public.orders", &columns, unique, &FormatOptions::new(FormatKind::Tsv)).unwrap()
+        KeyCheck::new("public.orders", &columns, unique, &FormatOptions::new(FormatKind::Tsv), dates).unwrap()
+    }
+
+    /// Each of `values`' key in a table keyed by one column of type `ty`
+    /// (of a deterministic collation), read in sessions as `dates` says.
+    fn keys_read(ty: &str, dates: SessionDates, values: &[&str]) -> Vec<KeyValue> {
+        let unique = UniqueKeys { byte_equal: vec!["k".into()], ..only_key("k_key", &["k"]) };
+        let check = check_reading(&[("k", ty)], &unique, dates);
+        assert!(check.in_parallel(), "{ty}");
+        let records: Vec<String> = values.iter().map(|v| format!("{v}\n")).collect();
+        let records: Vec<&[u8]> = records.iter().map(|r| r.as_bytes()).collect();
+        check.key_values_read(&records).remove(0)
+    }
+
+    /// Asserts that `values` read as one key in a column of type `ty`, and
+    /// `others` as other keys, each its own.
+    fn assert_one_key(ty: &str, dates: SessionDates, values: &[&str], others: &[&str]) {
+        let all: Vec<&str> = values.iter().chain(others).copied().collect();
+        let read = keys_read(ty, dates, &all);
+        assert!(matches!(read[0], KeyValue::Read(_)), "{ty} {}: {:?}", all[0], read[0]);
+        for (value, key) in all.iter().zip(&read).skip(1) {
+            let one = values.contains(value);
+            assert_eq!(
+                *key == read[0],
+                one,
+                "{ty}: {value} and {} are {}one key",
+                all[0],
+                if one { "" } else { "not " }
+            );
+        }
+        let mut keys: Vec<String> = read[values.len()..].iter().map(|k| format!("{k:?}")).collect();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), others.len(), "{ty}: each of {others:?} its own key");
     }
 
     fn orders_check() -> KeyCheck {
@@ -573,10 +743,10 @@ mod tests {
         let dated = check_of(&[("d", "date"), ("n", "integer")], &only_key("d_n", &["d", "n"]));
         assert!(dated.in_parallel());
         let read =
-            dated.key_values_read(&[b"2024-01-31\t1\n", b" 2024-01-31\t01\n", b"2024-01-30\t1\n", b"2024-1-31\t1\n"]);
+            dated.key_values_read(&[b"2024-01-31\t1\n", b" 2024-01-31\t01\n", b"2024-01-30\t1\n", b"today\t1\n"]);
         assert_eq!(read[0][0], read[0][1]);
         assert_ne!(read[0][0], read[0][2]);
-        assert_eq!(read[0][3], Unread, "not written YYYY-MM-DD");
+        assert_eq!(read[0][3], Unread, "a day the session's date tells");
         let check = check_of(&text, &UniqueKeys { byte_equal: vec!["a".into()], ..key() });
         assert!(check.in_parallel(), "text compared byte for byte");
         let read = check.key_values_read(&[b"x\t1\n", b"x\t01\n", b"x \t1\n", b"X\t1\n", b"x\t2\n"]);
@@ -587,11 +757,59 @@ mod tests {
     }
 
     #[test]
+    fn numbers_times_and_padded_text_are_read_as_the_server_reads_them() {
+        let utc = SessionDates { order: None, bare_is_utc: true };
+        let elsewhere = SessionDates { order: Some(DateOrder::DayFirst), bare_is_utc: false };
+        let numeric = ["1.50", "01.5", " 1.5", "+1.500"];
+        assert_one_key("numeric", utc, &numeric, &["15", "-1.5", "0.15", "1.51", "NaN"]);
+        assert_one_key("numeric(12,2)", utc, &["-0", "0.00", "0", ".0", "-0."], &["0.01", "-0.01", "10"]);
+        assert_one_key("numeric", utc, &["NaN", "nan"], &["0"]);
+        let stamps =
+            ["2024-01-31 12:00:00", "2024-01-31T12:00:00.000", "2024-01-31 12:00", "2024-01-31 12:00:00.000000"];
+        assert_one_key(
+            "timestamp without time zone",
+            utc,
+            &stamps,
+            &["2024-01-31 12:00:00.000001", "2024-01-30 12:00"],
+        );
+        // Rounded as the server rounds: halves away from 2000-01-01.
+        let second = ["2024-01-31 12:00:00", "2024-01-31 11:59:59.5", "2024-01-31 12:00:00.4"];
+        assert_one_key("timestamp(0) without time zone", utc, &second, &["2024-01-31 12:00:00.5"]);
+        assert_one_key("timestamp(0) without time zone", utc, &["1999-12-31 23:59:59.5", "1999-12-31 23:59:59"], &[]);
+        assert_one_key(
+            "timestamp(3) without time zone",
+            utc,
+            &["2024-01-31 12:00:00.1234", "2024-01-31 12:00:00.123"],
+            &[],
+        );
+        let instant =
+            ["2024-01-31 12:00:00+00", "2024-01-31 13:00:00+01", "2024-01-31T12:00:00Z", "2024-01-31 12:00:00"];
+        assert_one_key("timestamp with time zone", utc, &instant, &["2024-01-31 12:00:00+01"]);
+        assert_one_key("timestamp with time zone", elsewhere, &instant[..3], &["2024-01-31 12:00:00+01"]);
+        let bare = keys_read("timestamp with time zone", elsewhere, &["2024-01-31 12:00:00"]);
+        assert_eq!(bare, [KeyValue::Unread], "a time without an offset is the session zone's, in summer or not");
+        assert_one_key("date", elsewhere, &["2024-01-31", "31/01/2024", "2024-1-31", "20240131"], &["01/31/2024x"]);
+        assert_one_key("character varying(3)", utc, &["abc", "abc  "], &["ab", "ab ", "abd"]);
+        assert_one_key("character varying(2)", utc, &["\u{e9}a", "\u{e9}a   "], &["\u{e9}"]);
+        assert_one_key("character(4)", utc, &["ab", "ab  ", "ab      "], &[" ab", "abc"]);
+        let values = ["1e3", "Infinity", "1.505", "1_000"];
+        let unread = keys_read("numeric(12,2)", utc, &values);
+        assert_eq!(unread, [KeyValue::Unread; 4], "an exponent, infinity, a value rounded, {values:?}");
+        for ty in ["inet", "numeric(2,-3)", "time without time zone"] {
+            let check = check_reading(&[("k", ty)], &only_key("k_key", &["k"]), utc);
+            assert!(!check.in_parallel(), "{ty} takes turns");
+        }
+    }
+
+    #[test]
     fn repeats_within_records_count_records_whose_key_came_before() {
         let check = orders_check();
         let records: [&[u8]; 6] = [b"1\ta\n", b"2\tb\n", b"1\tc\n", b"\\N\td\n", b"\\N\te\n", b"1\tf\n"];
         // NULL keys repeat nothing; the third 1 counts once more.
         assert_eq!(check.repeats_within(&records), 2);
+        let padded = UniqueKeys { byte_equal: vec!["code".into()], ..only_key("codes_pkey", &["code"]) };
+        let codes = check_of(&[("code", "character(4)")], &padded);
+        assert_eq!(codes.repeats_within(&[b"ab\n", b"ab  \n", b"ab\n", b" ab\n"]), 2, "as char(4) reads them");
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::error::Error;
-use crate::format::binary::{unescape_text, BinaryEncoder, DateOrder};
+use crate::format::binary::{unescape_text, BinaryEncoder};
 use crate::format::convert::{Conversion, TimeUnit, UnixTimes};
 use crate::format::documents::{self, ColumnKind, DocumentColumns};
 use crate::format::pick::FieldPicks;
@@ -612,15 +612,7 @@ pub fn choose_copy_format(
     if wanted == CopyFormat::Text {
         return Ok(Err("--copy-format text".into()));
     }
-    let encoder = BinaryEncoder::new(&table.encoded_columns(columns), format);
-    let encoder = encoder.map(|e| match is_utc(&table.session_time_zone) {
-        true => e.bare_timestamps_are_utc(),
-        false => e,
-    });
-    let encoder = encoder.map(|e| match DateOrder::of_date_style(&table.session_date_style) {
-        Some(order) => e.dates_in_order(order),
-        None => e,
-    });
+    let encoder = BinaryEncoder::new(&table.encoded_columns(columns), format).map(|e| e.reading(table.session_dates()));
     match encoder {
         Ok(encoder) if wanted == CopyFormat::Auto && !encoder.pays() => Ok(Err(
             "mostly integer, text and similar columns: the server reads their text about as fast as sluice encodes them"
@@ -636,15 +628,6 @@ pub fn choose_copy_format(
         Err(why) if wanted == CopyFormat::Binary => Err(Error::Usage(format!("--copy-format binary: {why}"))),
         Err(why) => Ok(Err(why)),
     }
-}
-
-/// Whether a TimeZone setting names UTC (or one of tzdata's aliases of
-/// it, which never had another offset). Other zones, even those at +00:00
-/// today, had other offsets once or in summer.
-fn is_utc(time_zone: &str) -> bool {
-    const ALIASES: [&str; 9] = ["utc", "uct", "gmt", "gmt0", "gmt+0", "gmt-0", "greenwich", "universal", "zulu"];
-    let zone = time_zone.to_ascii_lowercase();
-    ALIASES.contains(&zone.strip_prefix("etc/").unwrap_or(&zone))
 }
 
 /// `names`, each in double quotes, joined by commas.
@@ -755,16 +738,6 @@ mod tests {
             read("n,id,n,x"),
             HeaderColumns::Misplaced { field: 0, column: "n".into(), instead: Some("id".into()) }
         );
-    }
-
-    #[test]
-    fn utc_and_its_aliases_only() {
-        for zone in ["UTC", "Etc/UTC", "utc", "GMT", "Etc/GMT-0", "Zulu", "Etc/Universal"] {
-            assert!(is_utc(zone), "{zone}");
-        }
-        for zone in ["Europe/London", "Africa/Abidjan", "Etc/GMT+1", "America/New_York", ""] {
-            assert!(!is_utc(zone), "{zone}");
-        }
     }
 
     #[test]

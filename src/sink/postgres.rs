@@ -15,6 +15,7 @@ use libpq::{Connection, Status};
 
 use super::{CopyOutcome, CopyRefusal, Feed};
 use crate::error::Error;
+use crate::format::binary::{DateOrder, SessionDates};
 use crate::redact::display_conninfo;
 use crate::sql::{display_ident, parse_qualified_name, quote_ident};
 
@@ -368,8 +369,8 @@ pub struct UniqueKeys {
     /// deferred, and no exclusion constraint.
     pub only_these: bool,
     /// The table's columns whose values are equal only when their bytes
-    /// are: text and varchar with a deterministic collation (not char(n),
-    /// which ignores trailing spaces, nor citext).
+    /// are: text, varchar and char(n) with a deterministic collation
+    /// (char(n) once the spaces at its end are left out; not citext).
     pub byte_equal: Vec<String>,
 }
 
@@ -421,6 +422,16 @@ impl TableInfo {
         match named {
             Some(names) => names.iter().filter_map(|n| self.columns.iter().find(|(c, _)| c == n).cloned()).collect(),
             None => self.columns.clone(),
+        }
+    }
+
+    /// How the load's sessions read dates and times that leave something
+    /// unsaid: their DateStyle's order of day and month, and whether their
+    /// TimeZone is UTC.
+    pub fn session_dates(&self) -> SessionDates {
+        SessionDates {
+            order: DateOrder::of_date_style(&self.session_date_style),
+            bare_is_utc: is_utc(&self.session_time_zone),
         }
     }
 
@@ -748,7 +759,8 @@ impl PgSession {
         let byte_equal = format!(
             "SELECT a.attname FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_collation c ON c.oid = a.attcollation \
              WHERE a.attrelid = $1::int8::oid AND a.attnum > 0 AND NOT a.attisdropped \
-             AND a.atttypid IN ('pg_catalog.text'::pg_catalog.regtype, 'pg_catalog.varchar'::pg_catalog.regtype){deterministic}"
+             AND a.atttypid IN ('pg_catalog.text'::pg_catalog.regtype, 'pg_catalog.varchar'::pg_catalog.regtype, \
+             'pg_catalog.bpchar'::pg_catalog.regtype){deterministic}"
         );
         let byte_equal =
             self.query(&byte_equal, &[Some(&oid)])?.into_iter().filter_map(|r| r.first()?.clone()).collect();
@@ -1008,9 +1020,28 @@ fn server_message(result: &libpq::PQResult) -> String {
     }
 }
 
+/// Whether a TimeZone setting names UTC (or one of tzdata's aliases of
+/// it, which never had another offset). Other zones, even those at +00:00
+/// today, had other offsets once or in summer.
+fn is_utc(time_zone: &str) -> bool {
+    const ALIASES: [&str; 9] = ["utc", "uct", "gmt", "gmt0", "gmt+0", "gmt-0", "greenwich", "universal", "zulu"];
+    let zone = time_zone.to_ascii_lowercase();
+    ALIASES.contains(&zone.strip_prefix("etc/").unwrap_or(&zone))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn utc_and_its_aliases_only() {
+        for zone in ["UTC", "Etc/UTC", "utc", "GMT", "Etc/GMT-0", "Zulu", "Etc/Universal"] {
+            assert!(is_utc(zone), "{zone}");
+        }
+        for zone in ["Europe/London", "Africa/Abidjan", "Etc/GMT+1", "America/New_York", ""] {
+            assert!(!is_utc(zone), "{zone}");
+        }
+    }
 
     #[test]
     fn a_socket_connection_keeps_every_setting_but_the_address() {
