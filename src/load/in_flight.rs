@@ -16,8 +16,9 @@
 //!
 //! Only where every unique index of the table is a key of COPY's columns
 //! that the client compares as the server does (integers, read as the
-//! server reads them; uuids, as their 128 bits; dates written
-//! `YYYY-MM-DD`; text with a deterministic collation, byte for byte; a
+//! server reads them; uuids, as their 128 bits; numeric, as the decimal it
+//! writes; dates and timestamps, as the binary encoder reads them; text,
+//! varchar and char(n) with a deterministic collation, byte for byte; a
 //! value written otherwise counts as any key), with no trigger or CHECK
 //! constraint ([`super::key_check::KeyCheck::in_parallel`]): the
 //! server then has no other reason to make an earlier chunk wait for a
