@@ -55,6 +55,9 @@ pub(super) struct KeyCheck {
     /// Each key, in the order the server checks them: its index's name and
     /// its columns, as indexes into `used`.
     keys: Vec<(String, Vec<usize>)>,
+    /// For each of `keys`, each column's ` COLLATE ...` where its index
+    /// compares it by a collation other than the column's own, or "".
+    collate: Vec<Vec<String>>,
     /// Whether a conflict with a row of the table is the server's reason.
     decide: bool,
     /// The table, quoted, and the COPY columns' names.
@@ -166,8 +169,8 @@ impl KeyCheck {
         dates: SessionDates,
     ) -> Option<KeyCheck> {
         let mut used: Vec<(usize, String)> = Vec::new();
-        let mut keys = Vec::new();
-        for (index, key) in &unique.keys {
+        let (mut keys, mut collate) = (Vec::new(), Vec::new());
+        for (place, (index, key)) in unique.keys.iter().enumerate() {
             let positions: Option<Vec<usize>> =
                 key.iter().map(|name| columns.iter().position(|(column, _)| column == name)).collect();
             // A key with a column the file does not fill holds its default,
@@ -181,6 +184,9 @@ impl KeyCheck {
                 });
                 at_used.push(at);
             }
+            let collated = unique.collations.get(place);
+            let by = |part: usize| collated.and_then(|c| c.get(part)?.as_ref()).map(|c| format!(" COLLATE {c}"));
+            collate.push((0..at_used.len()).map(|part| by(part).unwrap_or_default()).collect());
             keys.push((index.clone(), at_used));
         }
         if keys.is_empty() {
@@ -199,6 +205,7 @@ impl KeyCheck {
             splitter: text_splitter(columns, format)?,
             used,
             keys,
+            collate,
             decide: unique.decide,
             relation: relation.to_string(),
             names: columns.iter().map(|(name, _)| name.clone()).collect(),
@@ -356,9 +363,13 @@ impl KeyCheck {
         let mut selects = Vec::new();
         for (place, (index, key)) in self.keys.iter().enumerate() {
             let parts: Vec<String> = key.iter().map(|k| format!("k{k}")).collect();
+            // Compared as the key's index compares them.
+            let collate = &self.collate[place];
+            let compared: Vec<String> = parts.iter().zip(collate).map(|(p, c)| format!("{p}{c}")).collect();
             let not_null: Vec<String> = parts.iter().map(|p| format!("{p} IS NOT NULL")).collect();
             let name = |k: usize| &self.names[self.used[k].0];
-            let matches: Vec<String> = key.iter().map(|&k| format!("t.{} = d.k{k}", quote_ident(name(k)))).collect();
+            let matches: Vec<String> =
+                key.iter().zip(collate).map(|(&k, c)| format!("t.{} = d.k{k}{c}", quote_ident(name(k)))).collect();
             // Named as the server names them: quoted only where needed.
             let columns: Vec<String> =
                 key.iter().map(|&k| format!("quote_ident({})", quote_literal(name(k)))).collect();
@@ -399,11 +410,13 @@ impl KeyCheck {
             if !with_repeats {
                 continue;
             }
-            let joined: Vec<String> = parts.iter().map(|p| format!("d.{p} = f.{p}")).collect();
+            let joined: Vec<String> = compared.iter().zip(&parts).map(|(c, p)| format!("d.{c} = f.{p}")).collect();
+            let grouped: Vec<String> = compared.iter().zip(&parts).map(|(c, p)| format!("{c} AS {p}")).collect();
             selects.push(format!(
-                "SELECT d.n, {place}, NULL, NULL FROM r d JOIN (SELECT {parts}, min(n) AS first FROM r \
-                 WHERE {not_null} GROUP BY {parts} HAVING count(*) > 1) f ON {joined} WHERE d.n > f.first",
-                parts = parts.join(", "),
+                "SELECT d.n, {place}, NULL, NULL FROM r d JOIN (SELECT {grouped}, min(n) AS first FROM r \
+                 WHERE {not_null} GROUP BY {compared} HAVING count(*) > 1) f ON {joined} WHERE d.n > f.first",
+                grouped = grouped.join(", "),
+                compared = compared.join(", "),
                 not_null = not_null.join(" AND "),
                 joined = joined.join(" AND "),
             ));
@@ -629,7 +642,7 @@ mod tests {
     /// trigger or CHECK.
     fn only_key(index: &str, columns: &[&str]) -> UniqueKeys {
         let columns = columns.iter().map(|c| c.to_string()).collect();
-        UniqueKeys { keys: vec![(index.into(), columns)], decide: true, only_these: true, byte_equal: Vec::new() }
+        UniqueKeys { keys: vec![(index.into(), columns)], decide: true, only_these: true, ..UniqueKeys::default() }
     }
 
     /// The check of `unique` among COPY's `columns` (name, type) of

@@ -360,13 +360,18 @@ const COLUMNS_AS_BASE_TYPES: &str = "SELECT a.attname, pg_catalog.format_type(ba
 pub struct UniqueKeys {
     /// Each key's index name and columns.
     pub keys: Vec<(String, Vec<String>)>,
+    /// For each of `keys`, the collation its index compares each column
+    /// by (quoted, with its schema) where it is not the column's own
+    /// (`CREATE UNIQUE INDEX ON t (email COLLATE case_insensitive)`).
+    pub collations: Vec<Vec<Option<String>>>,
     /// Whether a key's conflict is surely the server's reason to refuse.
     pub decide: bool,
     /// Whether `keys` are every constraint that can make one session's
-    /// insert wait for another's: the table is a plain one (not
-    /// partitioned, whose partitions may have unique indexes of their
-    /// own), and has no unique index on an expression, partial or
-    /// deferred, and no exclusion constraint.
+    /// insert wait for another's, comparing values as their columns do:
+    /// the table is a plain one (not partitioned, whose partitions may
+    /// have unique indexes of their own), and has no unique index on an
+    /// expression, partial or deferred, or of a collation or operator
+    /// class other than its columns' own, and no exclusion constraint.
     pub only_these: bool,
     /// The table's columns whose values are equal only when their bytes
     /// are: text, varchar and char(n) with a deterministic collation
@@ -734,6 +739,13 @@ impl PgSession {
     pub fn unique_keys(&self, oid: u32) -> Result<UniqueKeys, Error> {
         const KEYS: &str = "SELECT c.relname, array_to_json(ARRAY(SELECT a.attname FROM unnest(i.indkey::int2[]) \
             WITH ORDINALITY k(num, o) JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.num \
+            WHERE k.o <= i.indnkeyatts ORDER BY k.o))::text, \
+            array_to_json(ARRAY(SELECT CASE WHEN k.coll <> a.attcollation \
+            THEN quote_ident(n.nspname) || '.' || quote_ident(co.collname) END \
+            FROM unnest(i.indkey::int2[], i.indcollation::oid[]) WITH ORDINALITY k(num, coll, o) \
+            JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.num \
+            LEFT JOIN pg_catalog.pg_collation co ON co.oid = k.coll \
+            LEFT JOIN pg_catalog.pg_namespace n ON n.oid = co.collnamespace \
             WHERE k.o <= i.indnkeyatts ORDER BY k.o))::text FROM pg_catalog.pg_index i \
             JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid \
             WHERE i.indrelid = $1::int8::oid AND i.indisunique AND i.indisvalid AND i.indexprs IS NULL \
@@ -742,14 +754,30 @@ impl PgSession {
             AND NOT tgisinternal) AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint \
             WHERE conrelid = $1::int8::oid AND contype = 'c')";
         let oid = oid.to_string();
-        let keys = self.query(KEYS, &[Some(&oid)])?;
-        let keys = keys
-            .iter()
-            .filter_map(|r| Some((r.first()?.clone()?, serde_json::from_str(r.get(1)?.as_deref()?).ok()?)))
-            .collect();
+        let rows = self.query(KEYS, &[Some(&oid)])?;
+        let json = |r: &Vec<Option<String>>, i: usize| r.get(i)?.as_deref().map(str::to_string);
+        let (mut keys, mut collations) = (Vec::new(), Vec::new());
+        for row in &rows {
+            let (Some(index), Some(columns), Some(collated)) = (json(row, 0), json(row, 1), json(row, 2)) else {
+                continue;
+            };
+            let (Ok(columns), Ok(collated)) = (serde_json::from_str(&columns), serde_json::from_str(&collated)) else {
+                continue;
+            };
+            keys.push((index, columns));
+            collations.push(collated);
+        }
+        // A key's index compares its columns as the columns do: with their
+        // own collation (not `COLLATE` one of its own, case-insensitive
+        // say) and their type's default operator class.
         const ONLY_THESE: &str = "SELECT c.relkind = 'r' AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_index i \
             WHERE i.indrelid = c.oid AND (i.indisexclusion OR (i.indisunique AND (i.indexprs IS NOT NULL \
             OR i.indpred IS NOT NULL OR NOT i.indimmediate OR NOT i.indisvalid)))) \
+            AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_index i, \
+            unnest(i.indkey::int2[], i.indcollation::oid[], i.indclass::oid[]) AS k(num, coll, opclass) \
+            JOIN pg_catalog.pg_attribute a ON a.attnum = k.num JOIN pg_catalog.pg_opclass o ON o.oid = k.opclass \
+            WHERE i.indrelid = c.oid AND a.attrelid = c.oid AND i.indisunique \
+            AND (k.coll <> a.attcollation OR NOT o.opcdefault)) \
             FROM pg_catalog.pg_class c WHERE c.oid = $1::int8::oid";
         let is_true = |rows: Vec<Vec<Option<String>>>| rows.first().and_then(|r| r.first()?.as_deref()) == Some("t");
         let decide = is_true(self.query(FIRST, &[Some(&oid)])?);
@@ -764,7 +792,7 @@ impl PgSession {
         );
         let byte_equal =
             self.query(&byte_equal, &[Some(&oid)])?.into_iter().filter_map(|r| r.first()?.clone()).collect();
-        Ok(UniqueKeys { keys, decide, only_these, byte_equal })
+        Ok(UniqueKeys { keys, collations, decide, only_these, byte_equal })
     }
 
     /// Prepares this session to copy with `sql` (a `COPY ... FROM STDIN`)
