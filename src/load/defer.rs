@@ -444,7 +444,13 @@ fn index_steps(
           WHERE k.o > i.indnkeyatts ORDER BY k.o), ', '), \
         array_to_string(ARRAY(SELECT quote_ident(split_part(o, '=', 1)) || '=' || \
           quote_literal(substr(o, strpos(o, '=') + 1)) FROM unnest(c.reloptions) o), ', '), \
-        quote_ident(n.nspname) || '.' || quote_ident(coalesce(con.conname, c.relname)), quote_ident(c.relname) \
+        quote_ident(n.nspname) || '.' || quote_ident(coalesce(con.conname, c.relname)), quote_ident(c.relname), \
+        array_to_string(ARRAY(SELECT quote_ident(a.attname) || CASE WHEN k.coll <> a.attcollation \
+          THEN ' COLLATE ' || quote_ident(cn.nspname) || '.' || quote_ident(co.collname) ELSE '' END \
+          FROM unnest(i.indkey::int2[], i.indcollation::oid[]) WITH ORDINALITY k(num, coll, o) \
+          JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.num \
+          LEFT JOIN pg_collation co ON co.oid = k.coll LEFT JOIN pg_namespace cn ON cn.oid = co.collnamespace \
+          WHERE k.o <= i.indnkeyatts ORDER BY k.o), ', ') \
         FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
         LEFT JOIN pg_constraint con ON con.conindid = i.indexrelid AND con.conrelid = i.indrelid \
           AND con.contype IN ('p', 'u', 'x') \
@@ -453,8 +459,8 @@ fn index_steps(
     for row in session.query(INDEXES, &[Some(relation)])? {
         let [qualified, name, indexdef, contype, conname, unique, plain, why_kept, columns, deferrable, deferred, space] =
             [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11].map(|i| row[i].clone().unwrap_or_default());
-        let [index_comment, key_comment, included, options, built_as, quoted_name] =
-            [12, 13, 14, 15, 16, 17].map(|i| row[i].clone().unwrap_or_default());
+        let [index_comment, key_comment, included, options, built_as, quoted_name, compared] =
+            [12, 13, 14, 15, 16, 17, 18].map(|i| row[i].clone().unwrap_or_default());
         let (unique, plain) = (unique == "t", plain == "t");
         let mut keep = |why: &str| kept.push(kept_object(&contype, &conname, &name, why));
         if !why_kept.is_empty() {
@@ -491,7 +497,7 @@ fn index_steps(
             }
             false => indexdef,
         };
-        let violations = unique.then(|| duplicates_sql(relation, &columns, contype == "p"));
+        let violations = unique.then(|| duplicates_sql(relation, &compared, contype == "p"));
         // The catalog's definition leaves the tablespace out (as pg_dump's
         // does: it sets default_tablespace). Set for every build, '' meaning
         // the database's default: a role's own default must not move it.
@@ -716,7 +722,9 @@ fn comment_sql(object: &str, literal: &str) -> String {
 }
 
 /// The `xmin` of rows sharing a key with another row (and, for a primary
-/// key, of rows with a NULL in it). `columns` are quoted, comma-separated.
+/// key, of rows with a NULL in it). `columns` are quoted, comma-separated,
+/// each with the `COLLATE` its index compares it by where that is not the
+/// column's own (a case-insensitive one: `Ann` and `ann` are one key).
 fn duplicates_sql(relation: &str, columns: &str, primary: bool) -> String {
     let cols: Vec<&str> = columns.split(", ").collect();
     let not_null = cols.iter().map(|c| format!("{c} IS NOT NULL")).collect::<Vec<_>>().join(" AND ");
