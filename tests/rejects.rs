@@ -1257,6 +1257,47 @@ fn a_key_of_its_own_collation_is_looked_up_by_it_whether_in_place_or_deferred() 
     }
 }
 
+/// A unique key of `NULLS NOT DISTINCT` (PostgreSQL 15+), where a NULL
+/// repeats a NULL: the client takes a NULL for no key, so the workers take
+/// turns instead of loading side by side, and the NULLs after the first
+/// are rejected like any duplicate.
+#[test]
+fn a_key_whose_nulls_repeat_each_other_makes_the_workers_take_turns() {
+    let db = TestDb::new();
+    if db.scalar("SELECT current_setting('server_version_num')::int >= 150000") != "t" {
+        return;
+    }
+    db.execute(
+        "CREATE TABLE public.n (id int, note text, UNIQUE NULLS NOT DISTINCT (id)); INSERT INTO public.n VALUES (0, 'old')",
+    );
+    // Every 7th line after the 500th repeats an id, every 50th is NULL.
+    let (data, repeats) = keyed_lines(20_000, |line| if line > 500 && line % 7 == 0 { line - 500 } else { line });
+    let data: String = data
+        .lines()
+        .enumerate()
+        .map(
+            |(n, l)| {
+                if (n + 1) % 50 == 0 {
+                    format!("\\N\t{}\n", l.split('\t').nth(1).unwrap())
+                } else {
+                    format!("{l}\n")
+                }
+            },
+        )
+        .collect();
+    let nulls = 20_000 / 50;
+    let file = db.file("n.tsv", data.as_bytes());
+    let loaded = load_with_rejects(&db, &file, "public.n", &["--workers", "2", "--chunk-size", "8KiB"]);
+    assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
+    assert_accounts(&loaded.report);
+    assert_eq!(db.scalar("SELECT count(*) FROM public.n WHERE id IS NULL"), "1", "one NULL");
+    let output = loaded.run.output();
+    assert!(output.contains("workers took turns") && !output.contains("side by side"), "{output}");
+    // Lines that are multiples of both 7 and 50 were NULL, not a repeat.
+    let both = (501..=20_000u64).filter(|l| l % 7 == 0 && l % 50 == 0).count() as u64;
+    assert_eq!(loaded.rejects.len() as u64, repeats - both + nulls - 1, "each repeat and every NULL but one");
+}
+
 /// `lines` records `{id}\tline {line}` with the id `id_of` gives each
 /// line, and how many repeat an id (line `id`, or 0: the table's own row).
 fn keyed_lines(lines: u64, id_of: impl Fn(u64) -> u64) -> (String, u64) {

@@ -370,8 +370,9 @@ pub struct UniqueKeys {
     /// insert wait for another's, comparing values as their columns do:
     /// the table is a plain one (not partitioned, whose partitions may
     /// have unique indexes of their own), and has no unique index on an
-    /// expression, partial or deferred, or of a collation or operator
-    /// class other than its columns' own, and no exclusion constraint.
+    /// expression, partial, deferred, `NULLS NOT DISTINCT` (the client
+    /// takes a NULL for no key), or of a collation or operator class other
+    /// than its columns' own, and no exclusion constraint.
     pub only_these: bool,
     /// The table's columns whose values are equal only when their bytes
     /// are: text, varchar and char(n) with a deterministic collation
@@ -772,7 +773,8 @@ impl PgSession {
         // say) and their type's default operator class.
         const ONLY_THESE: &str = "SELECT c.relkind = 'r' AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_index i \
             WHERE i.indrelid = c.oid AND (i.indisexclusion OR (i.indisunique AND (i.indexprs IS NOT NULL \
-            OR i.indpred IS NOT NULL OR NOT i.indimmediate OR NOT i.indisvalid)))) \
+            OR i.indpred IS NOT NULL OR NOT i.indimmediate OR NOT i.indisvalid \
+            OR pg_catalog.pg_get_indexdef(i.indexrelid) LIKE '%NULLS NOT DISTINCT%')))) \
             AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_index i, \
             unnest(i.indkey::int2[], i.indcollation::oid[], i.indclass::oid[]) AS k(num, coll, opclass) \
             JOIN pg_catalog.pg_attribute a ON a.attnum = k.num JOIN pg_catalog.pg_opclass o ON o.oid = k.opclass \
