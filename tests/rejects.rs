@@ -1298,6 +1298,74 @@ fn a_key_whose_nulls_repeat_each_other_makes_the_workers_take_turns() {
     assert_eq!(loaded.rejects.len() as u64, repeats - both + nulls - 1, "each repeat and every NULL but one");
 }
 
+/// Many duplicate keys in a partitioned table: each is rejected in the
+/// server's words, which name the index of the row's partition (at any
+/// depth), not the table's, whether the key query or COPY found it; and a
+/// CHECK of one partition's own, which the server checks before the keys,
+/// is the reason for the records that break it and repeat a key.
+#[test]
+fn duplicate_keys_in_a_partitioned_table_are_named_by_their_partitions_index() {
+    let db = TestDb::new();
+    for table in ["parts", "checked"] {
+        db.execute(&format!(
+            "CREATE TABLE public.{table} (id int PRIMARY KEY, note text) PARTITION BY RANGE (id); \
+             CREATE TABLE public.{table}_low PARTITION OF public.{table} FOR VALUES FROM (MINVALUE) TO (10000) \
+               PARTITION BY RANGE (id); \
+             CREATE TABLE public.{table}_low_a PARTITION OF public.{table}_low FOR VALUES FROM (MINVALUE) TO (5000); \
+             CREATE TABLE public.{table}_low_b PARTITION OF public.{table}_low FOR VALUES FROM (5000) TO (10000); \
+             CREATE TABLE public.{table}_high PARTITION OF public.{table} FOR VALUES FROM (10000) TO (MAXVALUE); \
+             INSERT INTO public.{table} VALUES (0, 'old')"
+        ));
+    }
+    db.execute("ALTER TABLE public.checked_low_a ADD CONSTRAINT not_bad CHECK (note <> 'bad')");
+    let mut data = String::new();
+    for line in 1..=20_000u64 {
+        let repeated = line % 7 == 0 && line > 500;
+        let id = if repeated { line - 500 } else { line };
+        let note = if repeated && line % 11 == 0 { "bad".to_string() } else { format!("line {line}") };
+        data.push_str(&format!("{id}\t{note}\n"));
+    }
+    let file = db.file("parts.tsv", data.as_bytes());
+    for table in ["parts", "checked"] {
+        let loaded =
+            load_with_rejects(&db, &file, &format!("public.{table}"), &["--workers", "2", "--chunk-size", "8KiB"]);
+        assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
+        assert_accounts(&loaded.report);
+        let mut checks = 0;
+        for reject in &loaded.rejects {
+            let raw = reject["raw"].as_str().unwrap().trim_end();
+            let (id, note) = raw.split_once('\t').unwrap();
+            let number: u64 = id.parse().unwrap();
+            let partition = match number {
+                0..5000 => "low_a",
+                5000..10000 => "low_b",
+                _ => "high",
+            };
+            let reason = match (table, partition, note) {
+                ("checked", "low_a", "bad") => {
+                    checks += 1;
+                    format!(
+                        "new row for relation \"checked_low_a\" violates check constraint \"not_bad\" \
+                         (Failing row contains ({id}, bad).)"
+                    )
+                }
+                _ => format!(
+                    "duplicate key value violates unique constraint \"{table}_{partition}_pkey\" \
+                     (Key (id)=({id}) already exists.)"
+                ),
+            };
+            assert_eq!(reject["reason"], reason.as_str(), "{table}: the server's words for {raw}");
+        }
+        assert_eq!(checks > 0, table == "checked", "{table}: {checks} records break the partition's CHECK");
+        // The key query found most of them, where it decides.
+        let copies: u64 =
+            loaded.report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+        if table == "parts" {
+            assert!(copies * 2 < loaded.rejects.len() as u64, "{copies} COPY statements");
+        }
+    }
+}
+
 /// `lines` records `{id}\tline {line}` with the id `id_of` gives each
 /// line, and how many repeat an id (line `id`, or 0: the table's own row).
 fn keyed_lines(lines: u64, id_of: impl Fn(u64) -> u64) -> (String, u64) {

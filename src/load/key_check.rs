@@ -60,6 +60,8 @@ pub(super) struct KeyCheck {
     collate: Vec<Vec<String>>,
     /// Whether a conflict with a row of the table is the server's reason.
     decide: bool,
+    /// Whether the table is partitioned (see [`KeyCheck::index_named`]).
+    partitioned: bool,
     /// The table, quoted, and the COPY columns' names.
     relation: String,
     names: Vec<String>,
@@ -207,6 +209,7 @@ impl KeyCheck {
             keys,
             collate,
             decide: unique.decide,
+            partitioned: unique.partitioned,
             relation: relation.to_string(),
             names: columns.iter().map(|(name, _)| name.clone()).collect(),
         })
@@ -344,6 +347,27 @@ impl KeyCheck {
         Some(repeats)
     }
 
+    /// The name of the key `index` (at `place`) for a record the row
+    /// `h.part` holds, as the server's message names it: in a partitioned
+    /// table, that of the row's partition's index that is part of it,
+    /// found once per partition met (in a CTE added to `ctes`). Before
+    /// PostgreSQL 12 (no `pg_partition_ancestors`), the table's.
+    fn index_named(&self, index: &str, place: usize, server_version: i32, ctes: &mut Vec<String>) -> String {
+        let index = quote_literal(index);
+        if !self.partitioned || server_version < 120_000 {
+            return index;
+        }
+        ctes.push(format!(
+            "p{place} AS (SELECT q.part, c.relname FROM (SELECT DISTINCT part FROM h{place}) q \
+             JOIN pg_catalog.pg_index i ON i.indrelid = q.part JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid \
+             WHERE (SELECT x.oid FROM pg_catalog.pg_class x WHERE x.relname = {index} AND x.relnamespace = \
+             (SELECT relnamespace FROM pg_catalog.pg_class WHERE oid = {relation}::regclass)) \
+             IN (SELECT relid FROM pg_catalog.pg_partition_ancestors(i.indexrelid)))",
+            relation = quote_literal(&self.relation),
+        ));
+        format!("coalesce((SELECT p.relname FROM p{place} p WHERE p.part = h.part), {index})")
+    }
+
     /// The query over `values` (one array per used column): for each record
     /// some key repeats, its number (from 1), the key's place in `keys` and,
     /// when the table holds the key, its index's name and the key as the
@@ -395,15 +419,15 @@ impl KeyCheck {
                 false => String::new(),
             };
             ctes.push(format!(
-                "h{place} AS (SELECT d.n FROM r d, LATERAL (SELECT 1 FROM {relation} t WHERE {matches} \
-                 FOR KEY SHARE) l{in_range})",
+                "h{place} AS (SELECT d.n, l.part FROM r d, LATERAL (SELECT t.tableoid AS part FROM {relation} t \
+                 WHERE {matches} FOR KEY SHARE) l{in_range})",
                 relation = self.relation,
                 matches = matches.join(" AND "),
             ));
+            let named = self.index_named(index, place, server_version, &mut ctes);
             selects.push(format!(
-                "SELECT n, {place} AS place, {index}, format('Key (%s)=(%s) already exists.', \
-                 concat_ws(', ', {columns}), concat_ws(', ', {described})) FROM r d WHERE n IN (SELECT n FROM h{place})",
-                index = quote_literal(index),
+                "SELECT d.n, {place} AS place, {named}, format('Key (%s)=(%s) already exists.', \
+                 concat_ws(', ', {columns}), concat_ws(', ', {described})) FROM r d JOIN h{place} h ON h.n = d.n",
                 columns = columns.join(", "),
                 described = described.join(", "),
             ));

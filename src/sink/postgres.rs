@@ -378,6 +378,9 @@ pub struct UniqueKeys {
     /// are: text, varchar and char(n) with a deterministic collation
     /// (char(n) once the spaces at its end are left out; not citext).
     pub byte_equal: Vec<String>,
+    /// Whether the table is partitioned: the server names a partition's
+    /// index in its message, not the table's.
+    pub partitioned: bool,
 }
 
 /// A resolved target table.
@@ -736,7 +739,7 @@ impl PgSession {
     /// (its index list is sorted by OID), and whether a key's conflict is
     /// surely the first thing the server refuses a row for: no trigger the
     /// user made (which may change the row) and no CHECK constraint (checked
-    /// before the keys).
+    /// before the keys), on the table or any of its partitions.
     pub fn unique_keys(&self, oid: u32) -> Result<UniqueKeys, Error> {
         const KEYS: &str = "SELECT c.relname, array_to_json(ARRAY(SELECT a.attname FROM unnest(i.indkey::int2[]) \
             WITH ORDINALITY k(num, o) JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.num \
@@ -751,9 +754,12 @@ impl PgSession {
             JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid \
             WHERE i.indrelid = $1::int8::oid AND i.indisunique AND i.indisvalid AND i.indexprs IS NULL \
             AND i.indpred IS NULL ORDER BY i.indexrelid";
-        const FIRST: &str = "SELECT NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger WHERE tgrelid = $1::int8::oid \
-            AND NOT tgisinternal) AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint \
-            WHERE conrelid = $1::int8::oid AND contype = 'c')";
+        // The table's partitions too: a trigger or CHECK of a partition's
+        // own comes before the keys for its rows.
+        const FIRST: &str =
+            "SELECT NOT EXISTS (SELECT 1 FROM tree JOIN pg_catalog.pg_trigger t ON t.tgrelid = tree.oid \
+            WHERE NOT t.tgisinternal) AND NOT EXISTS (SELECT 1 FROM tree JOIN pg_catalog.pg_constraint c \
+            ON c.conrelid = tree.oid WHERE c.contype = 'c')";
         let oid = oid.to_string();
         let rows = self.query(KEYS, &[Some(&oid)])?;
         let json = |r: &Vec<Option<String>>, i: usize| r.get(i)?.as_deref().map(str::to_string);
@@ -780,10 +786,12 @@ impl PgSession {
             JOIN pg_catalog.pg_attribute a ON a.attnum = k.num JOIN pg_catalog.pg_opclass o ON o.oid = k.opclass \
             WHERE i.indrelid = c.oid AND a.attrelid = c.oid AND i.indisunique \
             AND (k.coll <> a.attcollation OR NOT o.opcdefault)) \
-            FROM pg_catalog.pg_class c WHERE c.oid = $1::int8::oid";
+            , c.relkind = 'p' FROM pg_catalog.pg_class c WHERE c.oid = $1::int8::oid";
         let is_true = |rows: Vec<Vec<Option<String>>>| rows.first().and_then(|r| r.first()?.as_deref()) == Some("t");
-        let decide = is_true(self.query(FIRST, &[Some(&oid)])?);
-        let only_these = is_true(self.query(ONLY_THESE, &[Some(&oid)])?);
+        let decide = is_true(self.query(&format!("{PARTITION_TREE}{FIRST}"), &[Some(&oid)])?);
+        let kind = self.query(ONLY_THESE, &[Some(&oid)])?;
+        let partitioned = kind.first().and_then(|r| r.get(1)?.as_deref()) == Some("t");
+        let only_these = is_true(kind);
         // Every collation was deterministic before PostgreSQL 12.
         let deterministic = if self.server_version() >= 120_000 { " AND c.collisdeterministic" } else { "" };
         let byte_equal = format!(
@@ -794,7 +802,7 @@ impl PgSession {
         );
         let byte_equal =
             self.query(&byte_equal, &[Some(&oid)])?.into_iter().filter_map(|r| r.first()?.clone()).collect();
-        Ok(UniqueKeys { keys, collations, decide, only_these, byte_equal })
+        Ok(UniqueKeys { keys, collations, decide, only_these, byte_equal, partitioned })
     }
 
     /// Prepares this session to copy with `sql` (a `COPY ... FROM STDIN`)
