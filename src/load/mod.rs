@@ -287,6 +287,12 @@ struct Shared<'a> {
     /// The chunks loading at once while keys collide densely, where the
     /// key check allows it: then instead of taking turns (see [`in_flight`]).
     in_flight: in_flight::InFlight,
+    /// Set, with the server's words, once a constraint checked at commit
+    /// (`DEFERRABLE INITIALLY DEFERRED`) refused a chunk: the server names
+    /// no line then, so from then on each chunk checks every constraint at
+    /// each row (`SET CONSTRAINTS ALL IMMEDIATE`), and its records that
+    /// break one are rejected at their lines like any other.
+    checked_at_each_row: std::sync::OnceLock<String>,
 }
 
 /// Duplicate-key rejects in one chunk that make workers take turns: a
@@ -604,6 +610,7 @@ fn run_connected(
         refused: std::sync::Mutex::default(),
         keys_collide: AtomicBool::new(false),
         keys_dense: AtomicBool::new(false),
+        checked_at_each_row: std::sync::OnceLock::new(),
         turn: std::sync::Mutex::default(),
         in_flight: in_flight::InFlight::default(),
     };
@@ -1261,6 +1268,14 @@ fn conclude(
         warnings.push(format!(
             "many records repeat a key: once a chunk (or the first records) had {KEY_COLLISIONS} duplicates, {how}; \
              removing the duplicates before the load, or loading into an empty table (keys deferred), is faster"
+        ));
+    }
+    if let Some(refusal) = shared.checked_at_each_row.get() {
+        warnings.push(format!(
+            "a constraint checked at commit (DEFERRABLE INITIALLY DEFERRED) refused a chunk, where the server names \
+             no line ({refusal}): from then on each chunk checked every constraint at each row (SET CONSTRAINTS ALL \
+             IMMEDIATE), so the records that break one were rejected at their lines (a row referring to one later \
+             in its chunk may have been too)"
         ));
     }
     let interrupted_here = match &failure {

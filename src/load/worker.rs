@@ -28,8 +28,8 @@ use crate::format::binary::{self, BinaryEncoder, Unsure};
 use crate::ledger::{self, ChunkRow, Claim, Claimed};
 use crate::rejects::Reject;
 use crate::report::ChunkRecord;
-use crate::sink::postgres::PgSession;
 use crate::sink::postgres::COPY_PIECE;
+use crate::sink::postgres::{describe_refusal, PgSession};
 use crate::sink::{CopyOutcome, CopyRefusal, CopyWriter};
 use crate::source::io_reason;
 
@@ -297,6 +297,10 @@ impl Worker<'_> {
     fn load_once(&mut self, batch: &[&Chunk], wait: bool) -> Result<Vec<Outcome>, Error> {
         let rows: Vec<ChunkRow> = batch.iter().map(|c| ledger_row(self.shared, c, None)).collect();
         let Claimed { claims, at } = ledger::claim(&self.session, &rows, wait)?;
+        let at_each_row = self.shared.checked_at_each_row.get().is_some();
+        if at_each_row {
+            self.session.execute("SET CONSTRAINTS ALL IMMEDIATE")?;
+        }
         let (mine, listed): (Vec<&Chunk>, Vec<bool>) = batch
             .iter()
             .zip(&claims)
@@ -316,14 +320,21 @@ impl Worker<'_> {
                     done.rejects.push(self.reader.runaway_reject(self.shared, chunk, runaway)?);
                 }
             }
-            if !self.commit_chunks(&mine, &listed, &dones, &at)? {
-                // Another process recorded one of them first: all roll back,
-                // and the claim taken again (waiting) finds them done.
-                self.session.execute("ROLLBACK")?;
-                return Ok(claims
-                    .iter()
-                    .map(|c| if *c == Claim::Done { Outcome::Elsewhere } else { Outcome::Busy })
-                    .collect());
+            match self.commit_chunks(&mine, &listed, &dones, &at, at_each_row)? {
+                Commit::Done => {}
+                Commit::Elsewhere => {
+                    // Another process recorded one of them first: all roll
+                    // back, and the claim taken again (waiting) finds them
+                    // done.
+                    self.session.execute("ROLLBACK")?;
+                    return Ok(claims
+                        .iter()
+                        .map(|c| if *c == Claim::Done { Outcome::Elsewhere } else { Outcome::Busy })
+                        .collect());
+                }
+                // Rolled back: loaded again, checking every constraint at
+                // each row.
+                Commit::Refused => return self.load_once(batch, wait),
             }
         }
         let mut sent = dones.into_iter().zip(binary);
@@ -539,15 +550,16 @@ impl Worker<'_> {
 
     /// Stores the chunks' rejects, records their ledger rows done (each
     /// `listed` or not, committed `at`) and commits: the good rows, the
-    /// rejected records and the ledger rows are durable together. False
-    /// (nothing committed) when another process recorded one first.
+    /// rejected records and the ledger rows are durable together.
+    /// `at_each_row`: the transaction checked every constraint at each row.
     fn commit_chunks(
         &mut self,
         chunks: &[&Chunk],
         listed: &[bool],
         dones: &[Isolated],
         at: &str,
-    ) -> Result<bool, Error> {
+        at_each_row: bool,
+    ) -> Result<Commit, Error> {
         let shared = self.shared;
         let table = shared.table.display();
         let rejects: Vec<u8> =
@@ -558,10 +570,18 @@ impl Worker<'_> {
         let rows: Vec<(ChunkRow, bool)> =
             chunks.iter().zip(dones).zip(listed).map(|((c, d), l)| (ledger_row(shared, c, Some(d)), *l)).collect();
         if !ledger::record_done(&mut self.session, &rows, at)? {
-            return Ok(false);
+            return Ok(Commit::Elsewhere);
         }
-        self.session.execute("COMMIT")?;
-        Ok(true)
+        match self.session.commit()? {
+            None => Ok(Commit::Done),
+            Some(refusal) if !at_each_row => {
+                let _ = shared.checked_at_each_row.set(describe_refusal(&refusal));
+                Ok(Commit::Refused)
+            }
+            // Every constraint was checked at each row: a refusal now is
+            // not one a record's line can be found for.
+            Some(refusal) => Err(Error::Server(format!("COMMIT refused: {}", describe_refusal(&refusal)))),
+        }
     }
 
     /// The chunk's counts and rejects when this process committed its ledger
@@ -581,6 +601,16 @@ impl Worker<'_> {
             .collect();
         Ok(Some(Isolated { rows, binary_rows: 0, suppressed, rejects, copies: 0 }))
     }
+}
+
+/// How a chunk transaction's commit ended.
+enum Commit {
+    Done,
+    /// Another process recorded one of the chunks first (nothing committed).
+    Elsewhere,
+    /// A constraint checked at commit refused a row (nothing committed):
+    /// see `Shared::checked_at_each_row`.
+    Refused,
 }
 
 /// How a batch's COPY ended.

@@ -556,6 +556,20 @@ impl PgSession {
         }
     }
 
+    /// Commits; a refusal for the rows (an integrity violation: a
+    /// constraint checked at commit) comes back as `Some`, anything else
+    /// as the error.
+    pub fn commit(&self) -> Result<Option<CopyRefusal>, Error> {
+        let result = self.conn.exec("COMMIT");
+        match result.status() {
+            Status::CommandOk => Ok(None),
+            _ => match self.refused(&result)? {
+                r if r.sqlstate.as_deref().is_some_and(|s| s.starts_with("23")) => Ok(Some(r)),
+                _ => Err(self.failure(&result)),
+            },
+        }
+    }
+
     /// Runs statements; a refusal comes back as `Some((sqlstate, message))`
     /// for the caller to judge by its SQLSTATE, a lost connection as an error.
     pub fn execute_for_state(&self, sql: &str) -> Result<Option<(String, String)>, Error> {
@@ -1036,7 +1050,7 @@ pub fn is_transient(sqlstate: &str) -> bool {
 }
 
 /// `permission denied for table t [42501]`, with DETAIL and HINT.
-fn describe_refusal(r: &CopyRefusal) -> String {
+pub fn describe_refusal(r: &CopyRefusal) -> String {
     let mut text = r.message.clone();
     if let Some(detail) = &r.detail {
         text.push_str(&format!(" ({detail})"));
