@@ -204,6 +204,40 @@ fn unlogged_is_refused_for_a_table_another_table_references() {
     assert_eq!(db.count("solo"), 2);
 }
 
+/// A published table: rows loaded while it is unlogged would never reach
+/// the subscribers (PostgreSQL refuses `SET UNLOGGED` for a table its
+/// publication names, with no advice, and allows it for one published
+/// with its schema or all tables). sluice refuses `--unlogged` before
+/// loading, naming the publications, and loads nothing.
+#[test]
+fn unlogged_is_refused_for_a_published_table() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE named (id int, note text); CREATE TABLE solo (id int, note text); \
+         CREATE SCHEMA feed; CREATE TABLE feed.events (id int, note text); \
+         CREATE PUBLICATION \"Named one\" FOR TABLE named",
+    );
+    let schemas = db.scalar("SELECT current_setting('server_version_num')::int >= 150000") == "t";
+    if schemas {
+        db.execute("CREATE PUBLICATION whole_feed FOR TABLES IN SCHEMA feed");
+    }
+    let file = db.file("p.tsv", b"1\ta\n2\tb\n");
+    let mut published = vec![("named", "public.named", "\"Named one\"")];
+    if schemas {
+        published.push(("feed.events", "feed.events", "whole_feed"));
+    }
+    for (table, shown, publication) in published {
+        let refused = db.load(&[file.to_str().unwrap(), "--table", table, "--unlogged"]);
+        assert_eq!(refused.code, 2, "{}", refused.output());
+        let said = format!("--unlogged: {shown} is published ({publication})");
+        assert!(refused.output().contains(&said), "{}", refused.output());
+        assert_eq!(db.count(table), 0);
+    }
+    let loaded = db.load(&[file.to_str().unwrap(), "--table", "solo", "--unlogged"]);
+    assert_eq!(loaded.code, 0, "{}", loaded.output());
+    assert_eq!(db.count("solo"), 2);
+}
+
 /// TRUNCATE refuses a table another table's foreign key references, with a
 /// hint at CASCADE (which would empty that table too): sluice refuses
 /// --truncate before taking any step, naming the referencing table and

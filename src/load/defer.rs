@@ -198,6 +198,14 @@ pub fn plan(session: &PgSession, table: &TableInfo, wanted: TablePlan) -> Result
                 table.display()
             )));
         }
+        if let Some(publications) = publications_of(session, table)? {
+            return Err(Error::Usage(format!(
+                "--unlogged: {} is published ({publications}), and the rows loaded while it is unlogged would never \
+                 reach the subscribers (logical replication sends no change of an unlogged table, nor its rewrite \
+                 when it is logged again); leave --unlogged out",
+                table.display()
+            )));
+        }
         plan.steps.push(unlogged_step(&relation));
     }
     let why_not = match (wanted.defer, empty, kind.as_str()) {
@@ -304,6 +312,18 @@ fn tables_referencing(session: &PgSession, relation: &str, logged: bool) -> Resu
          WHERE f.contype = 'f' AND f.confrelid = $1::regclass AND f.conrelid <> f.confrelid \
            AND f.conparentid = 0 AND (c.relpersistence = 'p' OR NOT $2::bool)",
         &[Some(relation), Some(if logged { "true" } else { "false" })],
+    )?;
+    Ok(rows.into_iter().next().and_then(|r| r[0].clone()))
+}
+
+/// The publications that publish `table`, when any does: by name, for
+/// all tables or for its schema (PostgreSQL itself refuses `SET UNLOGGED`
+/// only for the first).
+fn publications_of(session: &PgSession, table: &TableInfo) -> Result<Option<String>, Error> {
+    let rows = session.query(
+        "SELECT string_agg(DISTINCT quote_ident(pubname), ', ') FROM pg_catalog.pg_publication_tables \
+         WHERE schemaname = $1 AND tablename = $2",
+        &[Some(&table.schema), Some(&table.name)],
     )?;
     Ok(rows.into_iter().next().and_then(|r| r[0].clone()))
 }
