@@ -347,6 +347,77 @@ impl KeyCheck {
         Some(repeats)
     }
 
+    /// The key `index` (at `place`, of the used columns `key`): the records
+    /// whose key a row of the table holds, with the index's name and the
+    /// key as the server's message describes them, each row locked against
+    /// a change of key until the chunk commits (CTEs added to `ctes`).
+    fn held_sql(
+        &self,
+        place: usize,
+        index: &str,
+        key: &[usize],
+        server_version: i32,
+        ctes: &mut Vec<String>,
+    ) -> String {
+        let collate = &self.collate[place];
+        let name = |k: usize| &self.names[self.used[k].0];
+        // Compared as the key's index compares them.
+        let matches: Vec<String> =
+            key.iter().zip(collate).map(|(&k, c)| format!("t.{} = d.k{k}{c}", quote_ident(name(k)))).collect();
+        // Named as the server names them: quoted only where needed.
+        let columns: Vec<String> = key.iter().map(|&k| format!("quote_ident({})", quote_literal(name(k)))).collect();
+        // Each value by its type's output, as the server's message writes
+        // it (`::text` gives an inet its mask and takes char(n)'s padding
+        // away).
+        let described: Vec<String> = key.iter().map(|k| format!("d.k{k}")).collect();
+        // A probe of the key's index per record, whatever the planner would
+        // make of a join with the whole table (a hash of it); only for keys
+        // between the table's least and greatest first key column where
+        // that column's order needs no collation: new ids past the
+        // greatest, most of a chunk of a growing table, are not probed
+        // (2.5 µs a record; bench/README.md).
+        let in_range = match ordered_without_collation(&self.used[key[0]].1) {
+            true => format!(
+                " WHERE d.k{k} BETWEEN (SELECT min(t.{c}) FROM {relation} t) AND (SELECT max(t.{c}) FROM {relation} t)",
+                k = key[0],
+                c = quote_ident(name(key[0])),
+                relation = self.relation,
+            ),
+            false => String::new(),
+        };
+        ctes.push(format!(
+            "h{place} AS (SELECT d.n, l.part FROM r d, LATERAL (SELECT t.tableoid AS part FROM {relation} t \
+             WHERE {matches} FOR KEY SHARE) l{in_range})",
+            relation = self.relation,
+            matches = matches.join(" AND "),
+        ));
+        let named = self.index_named(index, place, server_version, ctes);
+        format!(
+            "SELECT d.n, {place} AS place, {named}, format('Key (%s)=(%s) already exists.', \
+             concat_ws(', ', {columns}), concat_ws(', ', {described})) FROM r d JOIN h{place} h ON h.n = d.n",
+            columns = columns.join(", "),
+            described = described.join(", "),
+        )
+    }
+
+    /// The key at `place` (of the used columns `key`): the records whose
+    /// key an earlier record has, compared as its index compares them.
+    fn repeats_sql(&self, place: usize, key: &[usize]) -> String {
+        let parts: Vec<String> = key.iter().map(|k| format!("k{k}")).collect();
+        let compared: Vec<String> = parts.iter().zip(&self.collate[place]).map(|(p, c)| format!("{p}{c}")).collect();
+        let not_null: Vec<String> = parts.iter().map(|p| format!("{p} IS NOT NULL")).collect();
+        let joined: Vec<String> = compared.iter().zip(&parts).map(|(c, p)| format!("d.{c} = f.{p}")).collect();
+        let grouped: Vec<String> = compared.iter().zip(&parts).map(|(c, p)| format!("{c} AS {p}")).collect();
+        format!(
+            "SELECT d.n, {place}, NULL, NULL FROM r d JOIN (SELECT {grouped}, min(n) AS first FROM r \
+             WHERE {not_null} GROUP BY {compared} HAVING count(*) > 1) f ON {joined} WHERE d.n > f.first",
+            grouped = grouped.join(", "),
+            compared = compared.join(", "),
+            not_null = not_null.join(" AND "),
+            joined = joined.join(" AND "),
+        )
+    }
+
     /// The name of the key `index` (at `place`) for a record the row
     /// `h.part` holds, as the server's message names it: in a partitioned
     /// table, that of the row's partition's index that is part of it,
@@ -386,64 +457,10 @@ impl KeyCheck {
         )];
         let mut selects = Vec::new();
         for (place, (index, key)) in self.keys.iter().enumerate() {
-            let parts: Vec<String> = key.iter().map(|k| format!("k{k}")).collect();
-            // Compared as the key's index compares them.
-            let collate = &self.collate[place];
-            let compared: Vec<String> = parts.iter().zip(collate).map(|(p, c)| format!("{p}{c}")).collect();
-            let not_null: Vec<String> = parts.iter().map(|p| format!("{p} IS NOT NULL")).collect();
-            let name = |k: usize| &self.names[self.used[k].0];
-            let matches: Vec<String> =
-                key.iter().zip(collate).map(|(&k, c)| format!("t.{} = d.k{k}{c}", quote_ident(name(k)))).collect();
-            // Named as the server names them: quoted only where needed.
-            let columns: Vec<String> =
-                key.iter().map(|&k| format!("quote_ident({})", quote_literal(name(k)))).collect();
-            // Each value by its type's output, as the server's message
-            // writes it (`::text` gives an inet its mask and takes char(n)'s
-            // padding away).
-            let described: Vec<String> = parts.iter().map(|p| format!("d.{p}")).collect();
-            // A probe of the key's index per record, whatever the planner
-            // would make of a join with the whole table (a hash of it);
-            // only for keys between the table's least and greatest first
-            // key column where that column's order needs no collation: new
-            // ids past the greatest, most of a chunk of a growing table,
-            // are not probed (2.5 µs a record; bench/README.md).
-            let first = name(key[0]);
-            let in_range = match ordered_without_collation(&self.used[key[0]].1) {
-                true => format!(
-                    " WHERE d.k{k} BETWEEN (SELECT min(t.{c}) FROM {relation} t) AND (SELECT max(t.{c}) FROM \
-                     {relation} t)",
-                    k = key[0],
-                    c = quote_ident(first),
-                    relation = self.relation,
-                ),
-                false => String::new(),
-            };
-            ctes.push(format!(
-                "h{place} AS (SELECT d.n, l.part FROM r d, LATERAL (SELECT t.tableoid AS part FROM {relation} t \
-                 WHERE {matches} FOR KEY SHARE) l{in_range})",
-                relation = self.relation,
-                matches = matches.join(" AND "),
-            ));
-            let named = self.index_named(index, place, server_version, &mut ctes);
-            selects.push(format!(
-                "SELECT d.n, {place} AS place, {named}, format('Key (%s)=(%s) already exists.', \
-                 concat_ws(', ', {columns}), concat_ws(', ', {described})) FROM r d JOIN h{place} h ON h.n = d.n",
-                columns = columns.join(", "),
-                described = described.join(", "),
-            ));
-            if !with_repeats {
-                continue;
+            selects.push(self.held_sql(place, index, key, server_version, &mut ctes));
+            if with_repeats {
+                selects.push(self.repeats_sql(place, key));
             }
-            let joined: Vec<String> = compared.iter().zip(&parts).map(|(c, p)| format!("d.{c} = f.{p}")).collect();
-            let grouped: Vec<String> = compared.iter().zip(&parts).map(|(c, p)| format!("{c} AS {p}")).collect();
-            selects.push(format!(
-                "SELECT d.n, {place}, NULL, NULL FROM r d JOIN (SELECT {grouped}, min(n) AS first FROM r \
-                 WHERE {not_null} GROUP BY {compared} HAVING count(*) > 1) f ON {joined} WHERE d.n > f.first",
-                grouped = grouped.join(", "),
-                compared = compared.join(", "),
-                not_null = not_null.join(" AND "),
-                joined = joined.join(" AND "),
-            ));
         }
         // A chunk's keys fit in memory: no sort or hash spilled to disk (the
         // settings end with the chunk's transaction). The planner's cost of
