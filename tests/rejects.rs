@@ -1302,11 +1302,15 @@ fn a_key_whose_nulls_repeat_each_other_makes_the_workers_take_turns() {
 /// server's words, which name the index of the row's partition (at any
 /// depth), not the table's, whether the key query or COPY found it; and a
 /// CHECK of one partition's own, which the server checks before the keys,
-/// is the reason for the records that break it and repeat a key.
+/// is the reason for the records that break it and repeat a key. The
+/// workers load side by side, keeping each key's first line, unless a
+/// partition has a CHECK or a unique index of its own: then they take
+/// turns.
 #[test]
 fn duplicate_keys_in_a_partitioned_table_are_named_by_their_partitions_index() {
     let db = TestDb::new();
-    for table in ["parts", "checked"] {
+    let tables = ["parts", "checked", "own"];
+    for table in tables {
         db.execute(&format!(
             "CREATE TABLE public.{table} (id int PRIMARY KEY, note text) PARTITION BY RANGE (id); \
              CREATE TABLE public.{table}_low PARTITION OF public.{table} FOR VALUES FROM (MINVALUE) TO (10000) \
@@ -1317,7 +1321,10 @@ fn duplicate_keys_in_a_partitioned_table_are_named_by_their_partitions_index() {
              INSERT INTO public.{table} VALUES (0, 'old')"
         ));
     }
-    db.execute("ALTER TABLE public.checked_low_a ADD CONSTRAINT not_bad CHECK (note <> 'bad')");
+    db.execute(
+        "ALTER TABLE public.checked_low_a ADD CONSTRAINT not_bad CHECK (note <> 'bad'); \
+         CREATE UNIQUE INDEX own_high_id_note ON public.own_high (id, note)",
+    );
     let mut data = String::new();
     for line in 1..=20_000u64 {
         let repeated = line % 7 == 0 && line > 500;
@@ -1326,7 +1333,7 @@ fn duplicate_keys_in_a_partitioned_table_are_named_by_their_partitions_index() {
         data.push_str(&format!("{id}\t{note}\n"));
     }
     let file = db.file("parts.tsv", data.as_bytes());
-    for table in ["parts", "checked"] {
+    for table in tables {
         let loaded =
             load_with_rejects(&db, &file, &format!("public.{table}"), &["--workers", "2", "--chunk-size", "8KiB"]);
         assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
@@ -1360,9 +1367,15 @@ fn duplicate_keys_in_a_partitioned_table_are_named_by_their_partitions_index() {
         // The key query found most of them, where it decides.
         let copies: u64 =
             loaded.report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
-        if table == "parts" {
-            assert!(copies * 2 < loaded.rejects.len() as u64, "{copies} COPY statements");
+        if table != "checked" {
+            assert!(copies * 2 < loaded.rejects.len() as u64, "{table}: {copies} COPY statements");
         }
+        let output = loaded.run.output();
+        let (side_by_side, took_turns) =
+            (output.contains("workers loaded side by side"), output.contains("workers took turns"));
+        assert_eq!((side_by_side, took_turns), (table == "parts", table != "parts"), "{table}: {output}");
+        let later = format!("SELECT count(*) FROM public.{table} WHERE note NOT IN ('line ' || id, 'old', 'bad')");
+        assert_eq!(db.scalar(&later), "0", "{table}: rows from a key's later line");
     }
 }
 

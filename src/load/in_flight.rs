@@ -20,7 +20,9 @@
 //! writes; dates and timestamps, as the binary encoder reads them; text,
 //! varchar and char(n) with a deterministic collation, byte for byte; a
 //! value written otherwise counts as any key), with no trigger or CHECK
-//! constraint ([`super::key_check::KeyCheck::in_parallel`]): the
+//! constraint, on the table or its partitions, and no unique index the
+//! client does not know or compares otherwise (see `UniqueKeys::only_these`
+//! and [`super::key_check::KeyCheck::in_parallel`]): the
 //! server then has no other reason to make an earlier chunk wait for a
 //! later one, which waits for it here. Should it do so anyway, the later
 //! chunk sees it (`pg_blocking_pids`) and is loaded again from its start.

@@ -368,11 +368,11 @@ pub struct UniqueKeys {
     pub decide: bool,
     /// Whether `keys` are every constraint that can make one session's
     /// insert wait for another's, comparing values as their columns do:
-    /// the table is a plain one (not partitioned, whose partitions may
-    /// have unique indexes of their own), and has no unique index on an
-    /// expression, partial, deferred, `NULLS NOT DISTINCT` (the client
-    /// takes a NULL for no key), or of a collation or operator class other
-    /// than its columns' own, and no exclusion constraint.
+    /// the table (a plain or partitioned one, without foreign partitions)
+    /// and its partitions have no unique index on an expression, partial,
+    /// deferred, `NULLS NOT DISTINCT` (the client takes a NULL for no key),
+    /// of a collation or operator class other than its columns' own, or a
+    /// partition's own, and no exclusion constraint.
     pub only_these: bool,
     /// The table's columns whose values are equal only when their bytes
     /// are: text, varchar and char(n) with a deterministic collation
@@ -788,22 +788,27 @@ impl PgSession {
             keys.push((index, columns));
             collations.push(collated);
         }
-        // A key's index compares its columns as the columns do: with their
-        // own collation (not `COLLATE` one of its own, case-insensitive
-        // say) and their type's default operator class.
-        const ONLY_THESE: &str = "SELECT c.relkind = 'r' AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_index i \
-            WHERE i.indrelid = c.oid AND (i.indisexclusion OR (i.indisunique AND (i.indexprs IS NOT NULL \
+        // Over the partitions too: a partition's unique index of its own
+        // (not part of one of the table's) is a key the client does not
+        // know. A key's index compares its columns as the columns do: with
+        // their own collation (not `COLLATE` one of its own,
+        // case-insensitive say) and their type's default operator class.
+        const ONLY_THESE: &str = "SELECT c.relkind IN ('r', 'p') AND NOT EXISTS (SELECT 1 FROM tree \
+            JOIN pg_catalog.pg_index i ON i.indrelid = tree.oid \
+            WHERE i.indisexclusion OR (i.indisunique AND (i.indexprs IS NOT NULL \
             OR i.indpred IS NOT NULL OR NOT i.indimmediate OR NOT i.indisvalid \
-            OR pg_catalog.pg_get_indexdef(i.indexrelid) LIKE '%NULLS NOT DISTINCT%')))) \
-            AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_index i, \
+            OR pg_catalog.pg_get_indexdef(i.indexrelid) LIKE '%NULLS NOT DISTINCT%' \
+            OR (tree.oid <> c.oid \
+              AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_inherits h WHERE h.inhrelid = i.indexrelid))))) \
+            AND NOT EXISTS (SELECT 1 FROM tree JOIN pg_catalog.pg_index i ON i.indrelid = tree.oid, \
             unnest(i.indkey::int2[], i.indcollation::oid[], i.indclass::oid[]) AS k(num, coll, opclass) \
             JOIN pg_catalog.pg_attribute a ON a.attnum = k.num JOIN pg_catalog.pg_opclass o ON o.oid = k.opclass \
-            WHERE i.indrelid = c.oid AND a.attrelid = c.oid AND i.indisunique \
-            AND (k.coll <> a.attcollation OR NOT o.opcdefault)) \
+            WHERE a.attrelid = i.indrelid AND i.indisunique AND (k.coll <> a.attcollation OR NOT o.opcdefault)) \
+            AND NOT EXISTS (SELECT 1 FROM tree JOIN pg_catalog.pg_class f ON f.oid = tree.oid WHERE f.relkind = 'f') \
             , c.relkind = 'p' FROM pg_catalog.pg_class c WHERE c.oid = $1::int8::oid";
         let is_true = |rows: Vec<Vec<Option<String>>>| rows.first().and_then(|r| r.first()?.as_deref()) == Some("t");
         let decide = is_true(self.query(&format!("{PARTITION_TREE}{FIRST}"), &[Some(&oid)])?);
-        let kind = self.query(ONLY_THESE, &[Some(&oid)])?;
+        let kind = self.query(&format!("{PARTITION_TREE}{ONLY_THESE}"), &[Some(&oid)])?;
         let partitioned = kind.first().and_then(|r| r.get(1)?.as_deref()) == Some("t");
         let only_these = is_true(kind);
         // Every collation was deterministic before PostgreSQL 12.
