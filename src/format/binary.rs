@@ -297,6 +297,18 @@ impl Codec {
     }
 }
 
+/// The numbers of a type's modifier as `format_type` writes it:
+/// `numeric(15,2)` → `[15, 2]`; `timestamp(3) without time zone` → `[3]`;
+/// `text` → `[]`.
+pub(crate) fn type_modifiers(sql_type: &str) -> Vec<i64> {
+    match (sql_type.find('('), sql_type.find(')')) {
+        (Some(open), Some(close)) if open < close => {
+            sql_type[open + 1..close].split(',').filter_map(|n| n.trim().parse().ok()).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// `numeric(15,2)` → `numeric`; `timestamp(3) without time zone` →
 /// `timestamp without time zone`.
 pub(crate) fn without_modifier(sql_type: &str) -> String {

@@ -38,7 +38,9 @@
 //! it.
 
 use crate::error::Error;
-use crate::format::binary::{time_value, without_modifier, BinaryEncoder, Codec, DateOrder, SessionDates};
+use crate::format::binary::{
+    time_value, type_modifiers, without_modifier, BinaryEncoder, Codec, DateOrder, SessionDates,
+};
 use crate::format::FormatOptions;
 use crate::sink::postgres::{PgSession, UniqueKeys};
 use crate::sink::CopyRefusal;
@@ -108,12 +110,7 @@ impl Compared {
     /// `bare_is_utc` for a session that reads a timestamptz without an
     /// offset as UTC (another zone's summer hour makes two writings one).
     fn of_type(ty: &str, byte_equal: bool, bare_is_utc: bool) -> Compared {
-        let modifier: Vec<i64> = match (ty.find('('), ty.find(')')) {
-            (Some(open), Some(close)) if open < close => {
-                ty[open + 1..close].split(',').filter_map(|n| n.trim().parse().ok()).collect()
-            }
-            _ => Vec::new(),
-        };
+        let modifier = type_modifiers(ty);
         let first = modifier.first().and_then(|&n| usize::try_from(n).ok());
         let digits = first.map_or(6, |d| d.min(6) as u32);
         match without_modifier(ty).as_str() {

@@ -29,7 +29,7 @@
 //! these rules may be stricter than the server; never looser, or a bad
 //! record costs a re-copy.
 
-use crate::format::binary::{iso_date, unescape_text, without_modifier, DateOrder};
+use crate::format::binary::{iso_date, type_modifiers, unescape_text, without_modifier, DateOrder};
 use crate::format::{FormatKind, FormatOptions, COMMON_DELIMITERS};
 use crate::sink::postgres::TableInfo;
 
@@ -137,10 +137,11 @@ pub fn rules(table: &TableInfo, columns: Option<&[String]>, format: &FormatOptio
 }
 
 fn value_rule(sql_type: &str, order: Option<DateOrder>) -> ValueRule {
-    let length = |prefix: &str| {
-        sql_type.strip_prefix(prefix).and_then(|r| r.strip_suffix(')')).and_then(|n| n.parse::<usize>().ok())
-    };
     let base = without_modifier(sql_type);
+    let length = match (base.as_str(), &type_modifiers(sql_type)[..]) {
+        ("character varying" | "character", &[n]) => usize::try_from(n).ok(),
+        _ => None,
+    };
     let number = |range| ValueRule::Number {
         integer_digits: numeric_modifier(sql_type).map(|(precision, scale)| precision.saturating_sub(scale)),
         range,
@@ -162,7 +163,7 @@ fn value_rule(sql_type: &str, order: Option<DateOrder>) -> ValueRule {
         _ if is_date_or_timestamp(&base) => ValueRule::Date { order },
         _ if base == "interval" || base.starts_with("interval ") => ValueRule::Digit,
         _ if base.ends_with("[]") => ValueRule::Array,
-        _ => match length("character varying(").or_else(|| length("character(")) {
+        _ => match length {
             Some(n) => ValueRule::MaxChars(n),
             None => ValueRule::Any,
         },
@@ -175,9 +176,15 @@ fn is_date_or_timestamp(base_type: &str) -> bool {
 
 /// `numeric(p,s)` → `(p, s)`; `numeric(p)` → `(p, 0)`.
 fn numeric_modifier(sql_type: &str) -> Option<(usize, usize)> {
-    let inside = sql_type.strip_prefix("numeric(")?.strip_suffix(')')?;
-    let (precision, scale) = inside.split_once(',').unwrap_or((inside, "0"));
-    Some((precision.trim().parse().ok()?, scale.trim().parse().ok()?))
+    if without_modifier(sql_type) != "numeric" {
+        return None;
+    }
+    let (precision, scale) = match type_modifiers(sql_type)[..] {
+        [precision] => (precision, 0),
+        [precision, scale] => (precision, scale),
+        _ => return None,
+    };
+    Some((usize::try_from(precision).ok()?, usize::try_from(scale).ok()?))
 }
 
 /// False for a date (alone, or before a time) of three numbers whose day
