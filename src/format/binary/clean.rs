@@ -219,7 +219,7 @@ fn plain_fields(Columns { codecs, date_order }: Columns, line: Line, tuple: &mut
     for (&codec, &end) in codecs.iter().zip(line.ends) {
         let (from, end) = (start, end as usize);
         start = end + 1;
-        if codec == Codec::Text {
+        if matches!(codec, Codec::Text) {
             tuple.text(&line.input[from..], end - from);
         } else {
             field_or_reread(codec, &line.text[from..end], date_order, tuple)?;
@@ -274,7 +274,7 @@ fn marked_fields(
             tuple.put(&(-1i32).to_be_bytes());
             continue;
         }
-        if codec == Codec::Text {
+        if matches!(codec, Codec::Text) {
             tuple.text(&input[from..], text.len());
         } else {
             field_or_reread(codec, text, date_order, tuple)?;
