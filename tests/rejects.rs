@@ -45,9 +45,11 @@ fn assert_reported(report: &Value, warning: &str) {
     assert!(warnings.iter().any(|w| w.as_str().unwrap().contains(warning)), "{warnings:?}");
 }
 
-/// Asserts the accounting equation in a JSON report, per file and in total.
+/// Asserts the accounting equation in a JSON report, per file and in total
+/// (with what earlier runs of the job committed, when it resumed).
 fn assert_accounts(report: &Value) {
-    let sum = |v: &Value| ["rows_loaded", "rejected", "suppressed"].iter().map(|k| v[k].as_u64().unwrap()).sum::<u64>();
+    let counts = ["rows_loaded", "rejected", "suppressed", "resumed_rows", "resumed_rejected", "resumed_suppressed"];
+    let sum = |v: &Value| counts.iter().map(|k| v[k].as_u64().unwrap()).sum::<u64>();
     let s = &report["summary"];
     assert_eq!(s["records_read"], sum(s), "{s}");
     for f in report["per_file"].as_array().unwrap() {
@@ -1436,6 +1438,44 @@ fn constraints_checked_at_commit_are_checked_at_each_row_once_one_refuses_a_chun
             "{output}"
         );
     }
+}
+
+/// A chunk that checked every constraint at each row and is still refused
+/// at commit (here a trigger defers them again) stops the load with the
+/// server's words and what to do, instead of loading the chunk again and
+/// again; the chunks committed before stay, and once the trigger is gone
+/// the same command resumes, every record loaded or rejected once.
+#[test]
+fn a_commit_refused_although_checked_at_each_row_stops_the_load_which_resumes_once_fixed() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE public.stubborn (id int, note text, \
+           CONSTRAINT stubborn_key UNIQUE (id) DEFERRABLE INITIALLY DEFERRED); \
+         INSERT INTO public.stubborn VALUES (0, 'old'); \
+         CREATE FUNCTION public.defer_again() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+           SET CONSTRAINTS ALL DEFERRED; RETURN NEW; END $$; \
+         CREATE TRIGGER defer_again BEFORE INSERT ON public.stubborn \
+           FOR EACH ROW EXECUTE FUNCTION public.defer_again()",
+    );
+    let (data, repeats) = keyed_lines(20_000, |line| if line % 1500 == 0 { line - 700 } else { line });
+    let file = db.file("stubborn.tsv", data.as_bytes());
+    let args = ["--workers", "2", "--chunk-size", "8KiB"];
+    let stopped = load_with_rejects(&db, &file, "public.stubborn", &args);
+    let output = stopped.run.output();
+    assert_eq!(stopped.run.code, 4, "{output}");
+    assert!(output.contains("sluice: COMMIT refused: duplicate key value violates unique constraint \"stubborn_key\""));
+    assert!(output.contains("something in it deferred them again"), "{output}");
+    let committed = db.count("public.stubborn") - 1;
+    assert!(committed < 20_000 - repeats, "the load stopped at the first repeat: {committed} rows");
+
+    db.execute("DROP TRIGGER defer_again ON public.stubborn");
+    let resumed = load_with_rejects(&db, &file, "public.stubborn", &args);
+    assert_eq!(resumed.run.code, 1, "{}", resumed.run.output());
+    assert_accounts(&resumed.report);
+    assert_eq!(resumed.report["summary"]["records_read"], 20_000);
+    assert_eq!(db.count("public.stubborn"), 20_001 - repeats, "each key once");
+    let rejects = db.scalar("SELECT count(*) FROM sluice.rejects WHERE target_table = 'public.stubborn'");
+    assert_eq!(rejects, repeats.to_string(), "each repeat rejected once, over both runs");
 }
 
 /// `lines` records `{id}\tline {line}` with the id `id_of` gives each

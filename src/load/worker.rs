@@ -578,9 +578,16 @@ impl Worker<'_> {
                 let _ = shared.checked_at_each_row.set(describe_refusal(&refusal));
                 Ok(Commit::Refused)
             }
-            // Every constraint was checked at each row: a refusal now is
-            // not one a record's line can be found for.
-            Some(refusal) => Err(Error::Server(format!("COMMIT refused: {}", describe_refusal(&refusal)))),
+            // Every constraint was checked at each row, and something
+            // deferred it again: a refusal now is not one a record's line
+            // can be found for, and loading again would be refused again.
+            Some(refusal) => Err(Error::Server(format!(
+                "COMMIT refused: {}, although the chunk's transaction checked every constraint at each row \
+                 (SET CONSTRAINTS ALL IMMEDIATE): something in it deferred them again (a trigger or function \
+                 running SET CONSTRAINTS ... DEFERRED?), so the server named no line. Remove what defers them, \
+                 or make the constraint NOT DEFERRABLE, then run the same command again to resume",
+                describe_refusal(&refusal)
+            ))),
         }
     }
 
