@@ -1417,15 +1417,9 @@ fn constraints_checked_at_commit_are_checked_at_each_row_once_one_refuses_a_chun
             load_with_rejects(&db, &file, &format!("public.{table}"), &["--workers", "2", "--chunk-size", "8KiB"]);
         assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
         assert_accounts(&loaded.report);
-        // Of a key's two lines, either may win: two chunks loading at once
-        // that share a key, where it is checked at commit, are refused in
-        // the order they commit.
-        let mut lines: Vec<u64> = loaded
-            .rejects
-            .iter()
-            .map(|r| r["line"].as_u64().unwrap())
-            .map(|l| if table == "once" && !bad.contains(&l) { l + 700 } else { l })
-            .collect();
+        // A key's later line: its chunk commits after the earlier one, the
+        // file's first records repeating keys (see `Shared::commit_in_order`).
+        let mut lines: Vec<u64> = loaded.rejects.iter().map(|r| r["line"].as_u64().unwrap()).collect();
         lines.sort_unstable();
         assert_eq!(lines, bad, "{table}: the records that break the constraint, at their lines");
         for reject in &loaded.rejects {
@@ -1476,6 +1470,54 @@ fn a_commit_refused_although_checked_at_each_row_stops_the_load_which_resumes_on
     assert_eq!(db.count("public.stubborn"), 20_001 - repeats, "each key once");
     let rejects = db.scalar("SELECT count(*) FROM sluice.rejects WHERE target_table = 'public.stubborn'");
     assert_eq!(rejects, repeats.to_string(), "each repeat rejected once, over both runs");
+}
+
+/// Of two chunks loading at once that share a key, the earlier one keeps
+/// it even where the later one copies it first: once the load has met a
+/// repeated key (here among its first records, or in a chunk's rejects
+/// after a clean first MiB), chunks commit in input order, and one that an
+/// earlier chunk waits for on the server rolls back and loads again after
+/// it. A trigger sleeps before the earlier chunk's line of the key, so the
+/// later chunk copies it first every time; before, the later line was kept.
+#[test]
+fn of_two_chunks_loading_at_once_the_earlier_keeps_a_key_they_share() {
+    let db = TestDb::new();
+    // Lines of 32 bytes: 256 to a chunk of 8 KiB (or 257 where a chunk
+    // ends past the record at its size), so each case's key and its repeat
+    // are in neighbouring chunks.
+    let line = |id: u64, line: u64| format!("{id:010}\tline {line:015}\n");
+    let note = |line: u64| format!("line {line:015}");
+    // (table, lines, the sleeping line, the key's first line, its repeat,
+    // a repeat within one chunk after the first MiB)
+    let cases =
+        [("head", 2_000u64, 100u64, 200u64, 300u64, None), ("later", 60_000, 51_260, 51_300, 51_520, Some(40_001))];
+    for (table, lines, sleeping, first, repeat, early) in cases {
+        db.execute(&format!(
+            "CREATE TABLE public.{table} (id int PRIMARY KEY, note text); INSERT INTO public.{table} VALUES (0, 'old'); \
+             CREATE FUNCTION public.{table}_slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+               IF NEW.note = '{}' THEN PERFORM pg_sleep(0.5); END IF; RETURN NEW; END $$; \
+             CREATE TRIGGER slow BEFORE INSERT ON public.{table} FOR EACH ROW EXECUTE FUNCTION public.{table}_slow()",
+            note(sleeping)
+        ));
+        let id_of = |l: u64| match l {
+            _ if l == repeat => first,
+            _ if Some(l) == early => l - 1,
+            _ => l,
+        };
+        let data: String = (1..=lines).map(|l| line(id_of(l), l)).collect();
+        let file = db.file(&format!("{table}.tsv"), data.as_bytes());
+        let loaded =
+            load_with_rejects(&db, &file, &format!("public.{table}"), &["--workers", "2", "--chunk-size", "8KiB"]);
+        assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
+        assert_accounts(&loaded.report);
+        let mut rejected: Vec<u64> = loaded.rejects.iter().map(|r| r["line"].as_u64().unwrap()).collect();
+        rejected.sort_unstable();
+        let expected: Vec<u64> = early.into_iter().chain([repeat]).collect();
+        assert_eq!(rejected, expected, "{table}: the key's later lines");
+        assert!(loaded.rejects.iter().all(|r| r["sqlstate"] == "23505"), "{:?}", loaded.rejects);
+        assert_eq!(db.scalar(&format!("SELECT note FROM public.{table} WHERE id = {first}")), note(first), "{table}");
+        assert_reported(&loaded.report, "1 chunk loading alongside an earlier one copied a key first");
+    }
 }
 
 /// `lines` records `{id}\tline {line}` with the id `id_of` gives each

@@ -1,5 +1,6 @@
 //! The chunks loading at once while keys repeat densely, with their keys:
-//! so that the workers load in parallel instead of taking turns.
+//! so that the workers load in parallel instead of taking turns; and the
+//! order in which chunks commit where keys repeat rarely.
 //!
 //! Why our own: taking turns (one chunk at a time, from its key query to
 //! its commit) keeps each key's first line, since two sessions inserting
@@ -25,7 +26,14 @@
 //! and [`super::key_check::KeyCheck::in_parallel`]): the
 //! server then has no other reason to make an earlier chunk wait for a
 //! later one, which waits for it here. Should it do so anyway, the later
-//! chunk sees it (`pg_blocking_pids`) and is loaded again from its start.
+//! chunk sees it (a transaction lock in `pg_locks`) and is loaded again
+//! from its start.
+//!
+//! Where keys repeat rarely (the workers neither take turns nor read keys)
+//! the same board puts chunks in input order at commit, once the load has
+//! met a repeated key (see `Shared::commit_in_order`): a chunk waits for
+//! the chunks before it to commit, and gives way when one of them waits on
+//! the server for its transaction, as [`Flight::wait_for_earlier`] says.
 
 use std::collections::{BTreeMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -112,6 +120,12 @@ impl ChunkKeys {
         ChunkKeys { read, some_unread }
     }
 
+    /// The keys of a chunk whose keys are not read (one loading in input
+    /// order, see [`InFlight::board_in_order`]): it may hold any key.
+    fn any() -> ChunkKeys {
+        ChunkKeys { read: Vec::new(), some_unread: true }
+    }
+
     /// Whether the record whose values of each key are `record` may share
     /// a key with this chunk.
     pub fn may_share(&self, record: impl Iterator<Item = KeyValue>) -> bool {
@@ -130,7 +144,19 @@ impl InFlight {
     /// those boarded before it.
     pub fn board(&self, seq: u64) -> Flight<'_> {
         self.lock().insert(seq, Published::default());
-        Flight { board: self, seq }
+        Flight { board: self, seq, in_order: false }
+    }
+
+    /// Puts the chunk (or batch) `seq` in flight to commit in input order
+    /// (see [`Flight::wait_for_earlier`]), until the returned guard is
+    /// dropped: where the table has a unique key in place and the workers
+    /// load without looking at each other's keys. Its keys are not read, so
+    /// a chunk loading alongside it by [`Flight::earlier`] takes it to hold
+    /// any.
+    pub fn board_in_order(&self, seq: u64) -> Flight<'_> {
+        let unread = Published { keys: Some(Arc::new(ChunkKeys::any())), ..Published::default() };
+        self.lock().insert(seq, unread);
+        Flight { board: self, seq, in_order: true }
     }
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<u64, Published>> {
@@ -154,18 +180,47 @@ impl InFlight {
 pub(super) struct Flight<'a> {
     board: &'a InFlight,
     seq: u64,
+    /// It commits after the chunks before it (see
+    /// [`InFlight::board_in_order`]).
+    pub in_order: bool,
+}
+
+/// What a chunk waiting to commit after the chunks before it found (see
+/// [`Flight::wait_for_earlier`]).
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Turn {
+    /// They have committed: this one may.
+    Commit,
+    /// One of them waits on the server for this chunk's transaction (or a
+    /// later chunk's): this one must roll back and load again, so that the
+    /// earlier one takes the key they share.
+    GiveWay,
 }
 
 /// How often a chunk waiting for earlier ones looks at the load's stop and
 /// at whether one of them waits for it.
 const LOOK_EVERY: Duration = Duration::from_millis(200);
 
+/// How often a chunk waiting to commit in input order looks: an earlier
+/// chunk that waits for it waits until it looks (a query of some 0.2 ms).
+const LOOK_IN_ORDER_EVERY: Duration = Duration::from_millis(10);
+
 impl Flight<'_> {
     /// Publishes this chunk's keys, read by the worker of `session`.
     pub fn publish(&self, keys: ChunkKeys, session: &PgSession) {
+        self.publish_as(Arc::new(keys), session);
+    }
+
+    /// Publishes the backend loading a chunk that commits in input order,
+    /// at each attempt (a lost connection's attempt has another).
+    pub fn publish_backend(&self, session: &PgSession) {
+        self.publish_as(Arc::new(ChunkKeys::any()), session);
+    }
+
+    fn publish_as(&self, keys: Arc<ChunkKeys>, session: &PgSession) {
         let mut chunks = self.board.lock();
         if let Some(published) = chunks.get_mut(&self.seq) {
-            *published = Published { keys: Some(Arc::new(keys)), backend: session.backend_pid(), abandoned: false };
+            *published = Published { keys: Some(keys), backend: session.backend_pid(), abandoned: false };
         }
         drop(chunks);
         self.board.changed.notify_all();
@@ -209,34 +264,99 @@ impl Flight<'_> {
             let each = seqs.iter().map(|seq| chunks.get(seq).map_or(Some(false), |p| p.abandoned.then_some(true)));
             each.collect::<Option<Vec<bool>>>().map(|abandoned| abandoned.contains(&true))
         };
+        let sessions = |chunks: &BTreeMap<u64, Published>| Sessions {
+            waiting: seqs.iter().filter_map(|seq| Some(chunks.get(seq)?.backend)).collect(),
+            holding: vec![session.backend_pid()],
+        };
+        match self.wait_while_loading(session, stop, LOOK_EVERY, ended, &sessions)? {
+            Turn::Commit => Ok(()),
+            Turn::GiveWay => Err(Error::Transient(
+                "an earlier chunk's session waits for this one's, which waited for it: loading it again".into(),
+            )),
+        }
+    }
+
+    /// Waits, before this chunk commits, until every chunk boarded before
+    /// it has committed, so that of two chunks loading at once that share
+    /// a key, the earlier keeps it whichever copied it first. Should one of
+    /// them wait on the server for this chunk's transaction or a later
+    /// one's (it copies a key they copied first), this one gives way
+    /// (rolls back, and loads again once that key is taken): taking turns
+    /// at the server's locks, not waiting for each other. Not ended by the
+    /// load's stop: the chunks in flight then commit, and a worker that
+    /// gives one up marks it abandoned, which ends the wait.
+    pub fn wait_for_earlier(&self, session: &PgSession) -> Result<Turn, Error> {
+        let seq = self.seq;
+        let ended = |chunks: &BTreeMap<u64, Published>| {
+            let mut earlier = chunks.range(..seq).map(|(_, p)| p.abandoned);
+            earlier.all(|abandoned| abandoned).then(|| chunks.range(..seq).next().is_some())
+        };
+        let backends = |chunks: std::collections::btree_map::Range<'_, u64, Published>| {
+            chunks.map(|(_, p)| p.backend).filter(|&b| b != 0).collect()
+        };
+        let sessions = |chunks: &BTreeMap<u64, Published>| Sessions {
+            waiting: backends(chunks.range(..seq)),
+            holding: backends(chunks.range(seq..)),
+        };
+        self.wait_while_loading(session, &|| false, LOOK_IN_ORDER_EVERY, ended, &sessions)
+    }
+
+    /// Waits until `ended` finds the chunks waited for ended (`Some(true)`:
+    /// one was abandoned, an error that may pass), looking every `every`
+    /// at the load's stop and at whether one of the sessions loading them
+    /// waits on the server for a transaction of the others (see
+    /// [`Sessions`]): [`Turn::GiveWay`] then.
+    fn wait_while_loading(
+        &self,
+        session: &PgSession,
+        stop: &dyn Fn() -> bool,
+        every: Duration,
+        ended: impl Fn(&BTreeMap<u64, Published>) -> Option<bool>,
+        sessions: &dyn Fn(&BTreeMap<u64, Published>) -> Sessions,
+    ) -> Result<Turn, Error> {
         loop {
-            match self.board.wait_until(LOOK_EVERY, ended) {
-                Some(false) => return Ok(()),
-                Some(true) => {
-                    return Err(Error::Transient("an earlier chunk sharing keys with this one did not commit".into()))
-                }
+            match self.board.wait_until(every, &ended) {
+                Some(false) => return Ok(Turn::Commit),
+                Some(true) => return Err(Error::Transient("an earlier chunk in flight did not commit".into())),
                 None => {}
             }
             if stop() {
                 return Err(Error::Transient("the load is stopping".into()));
             }
-            let backends: Vec<String> = {
-                let chunks = self.board.lock();
-                seqs.iter().filter_map(|seq| Some(chunks.get(seq)?.backend.to_string())).collect()
-            };
-            let waits = format!(
-                "SELECT count(*) FROM unnest(ARRAY[{}]::int[]) b WHERE {} = ANY(pg_catalog.pg_blocking_pids(b))",
-                backends.join(","),
-                session.backend_pid()
-            );
-            let rows = session.query(&waits, &[])?;
-            if rows.first().and_then(|r| r.first()?.as_deref()) != Some("0") {
-                return Err(Error::Transient(
-                    "an earlier chunk's session waits for this one's, which waited for it: loading it again".into(),
-                ));
+            let Sessions { waiting, holding } = sessions(&self.board.lock());
+            if !waiting.is_empty() && waits_for_transactions(session, &waiting, &holding)? {
+                return Ok(Turn::GiveWay);
             }
         }
     }
+}
+
+/// The backends of the chunks a chunk waits for (`waiting`), and of those
+/// whose transactions it gives way to when one of the first waits for one
+/// (`holding`: its own, and for [`Flight::wait_for_earlier`] the later
+/// chunks', one of which may wait for this one).
+struct Sessions {
+    waiting: Vec<u32>,
+    holding: Vec<u32>,
+}
+
+/// Whether one of the `waiting` sessions waits for a transaction (or
+/// subtransaction) of one of the `holding` ones: a key one of them copied
+/// first. Only transaction locks: a session queued to grow the table
+/// (PostgreSQL 15 and older do it under one lock) waits for the others
+/// too, for a moment, and `pg_blocking_pids` counted those.
+fn waits_for_transactions(session: &PgSession, waiting: &[u32], holding: &[u32]) -> Result<bool, Error> {
+    let list = |pids: &[u32]| pids.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+    let sql = format!(
+        "SELECT count(*) FROM pg_catalog.pg_locks w JOIN pg_catalog.pg_locks h \
+         ON h.locktype = 'transactionid' AND h.granted AND h.transactionid = w.transactionid \
+         WHERE w.locktype = 'transactionid' AND NOT w.granted \
+         AND w.pid = ANY(ARRAY[{}]::int[]) AND h.pid = ANY(ARRAY[{}]::int[])",
+        list(waiting),
+        list(holding)
+    );
+    let rows = session.query(&sql, &[])?;
+    Ok(rows.first().and_then(|r| r.first()?.as_deref()) != Some("0"))
 }
 
 impl Flight<'_> {

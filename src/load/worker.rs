@@ -13,12 +13,13 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 
 use std::sync::atomic::Ordering;
+use std::sync::PoisonError;
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 
 use super::defaults;
-use super::in_flight::Flight;
+use super::in_flight::{Flight, Turn};
 use super::isolate::{holds_unreadable, isolate, looks_clean, may_hold_end_of_data_line, BinaryRuns, Isolated};
 use super::retry::Backoff;
 use super::{Event, Shared};
@@ -80,19 +81,25 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, event
         wait_for_turn(id, shared, &queue);
         // Taken before the batch, so that batches go in input order.
         let mut turn = shared.take_turn();
+        let boarding = turn.is_none().then(|| shared.boarding.lock().unwrap_or_else(PoisonError::into_inner));
         let Some((mut batch, wait)) = next_work(&mut work, &mut deferred) else { break };
         if shared.stopping() {
             break;
         }
         // Boarded in input order too, and then loaded alongside the chunks
-        // in flight (see `in_flight`) instead of in this worker's turn.
+        // in flight (see `in_flight`) instead of in this worker's turn, or
+        // (keys in place, workers not taking turns) committed after them.
         worker.flight = match batch.as_slice() {
             [chunk] if turn.is_some() && !wait && shared.keys_in_parallel() => {
                 turn = None;
                 Some(shared.in_flight.board(chunk.seq))
             }
+            [first, ..] if turn.is_none() && !wait && shared.commit_in_order.load(Ordering::SeqCst) => {
+                Some(shared.in_flight.board_in_order(first.seq))
+            }
             _ => None,
         };
+        drop(boarding);
         rewrite_records(shared, &mut batch);
         let start_s = shared.clock.elapsed().as_secs_f64();
         let batch_id = batch[0].seq;
@@ -293,8 +300,23 @@ impl Worker<'_> {
     }
 
     /// Claims the chunks in the ledger, loads those it got, and commits them
-    /// with their rejects and their ledger rows, all in one transaction.
+    /// with their rejects and their ledger rows, all in one transaction;
+    /// again from the start while a commit is refused for a reason that
+    /// passes by loading again (see [`Commit`]).
     fn load_once(&mut self, batch: &[&Chunk], wait: bool) -> Result<Vec<Outcome>, Error> {
+        loop {
+            if let Some(outcomes) = self.load_attempt(batch, wait)? {
+                return Ok(outcomes);
+            }
+        }
+    }
+
+    /// One attempt of [`Worker::load_once`]: `None` when it rolled back, to
+    /// be loaded again.
+    fn load_attempt(&mut self, batch: &[&Chunk], wait: bool) -> Result<Option<Vec<Outcome>>, Error> {
+        if let Some(flight) = self.flight.as_ref().filter(|f| f.in_order) {
+            flight.publish_backend(&self.session);
+        }
         let rows: Vec<ChunkRow> = batch.iter().map(|c| ledger_row(self.shared, c, None)).collect();
         let Claimed { claims, at } = ledger::claim(&self.session, &rows, wait)?;
         let at_each_row = self.shared.checked_at_each_row.get().is_some();
@@ -327,28 +349,32 @@ impl Worker<'_> {
                     // back, and the claim taken again (waiting) finds them
                     // done.
                     self.session.execute("ROLLBACK")?;
-                    return Ok(claims
-                        .iter()
-                        .map(|c| if *c == Claim::Done { Outcome::Elsewhere } else { Outcome::Busy })
-                        .collect());
+                    return Ok(Some(
+                        claims
+                            .iter()
+                            .map(|c| if *c == Claim::Done { Outcome::Elsewhere } else { Outcome::Busy })
+                            .collect(),
+                    ));
                 }
                 // Rolled back: loaded again, checking every constraint at
-                // each row.
-                Commit::Refused => return self.load_once(batch, wait),
+                // each row, or once the earlier chunk has taken its keys.
+                Commit::Refused | Commit::GaveWay => return Ok(None),
             }
         }
         let mut sent = dones.into_iter().zip(binary);
-        Ok(claims
-            .iter()
-            .map(|claim| match claim {
-                Claim::Mine { .. } => {
-                    let (done, binary) = sent.next().expect("one per chunk claimed");
-                    Outcome::Committed(done, binary)
-                }
-                Claim::Done => Outcome::Elsewhere,
-                Claim::Busy => Outcome::Busy,
-            })
-            .collect())
+        Ok(Some(
+            claims
+                .iter()
+                .map(|claim| match claim {
+                    Claim::Mine { .. } => {
+                        let (done, binary) = sent.next().expect("one per chunk claimed");
+                        Outcome::Committed(done, binary)
+                    }
+                    Claim::Done => Outcome::Elsewhere,
+                    Claim::Busy => Outcome::Busy,
+                })
+                .collect(),
+        ))
     }
 
     /// Each claimed chunk with the defaults its documents lack computed by
@@ -465,7 +491,7 @@ impl Worker<'_> {
         if chunk.copy_len() == 0 {
             return Ok(Isolated::all(0, 0));
         }
-        if self.expect_rejects || holds_unreadable(self.shared, chunk) || self.flight.is_some() {
+        if self.expect_rejects || holds_unreadable(self.shared, chunk) || self.keys_flight().is_some() {
             // The previous chunk had bad records, or this one has bytes its
             // encoding cannot read: skip the fast paths, which would most
             // likely fail part way after sending the whole chunk. A chunk
@@ -517,7 +543,8 @@ impl Worker<'_> {
     /// whether most of its rows went as binary.
     fn isolate_bytes(&mut self, chunk: &Chunk, bytes: &[u8], refusal: Option<CopyRefusal>) -> Result<Isolated, Error> {
         let runs = binary_runs(self.shared, self.encoder.as_mut());
-        let done = isolate(&mut self.session, self.shared, chunk, bytes, refusal, runs, self.flight.as_ref())?;
+        let flight = self.flight.as_ref().filter(|f| !f.in_order);
+        let done = isolate(&mut self.session, self.shared, chunk, bytes, refusal, runs, flight)?;
         self.last_binary = done.mostly_binary();
         Ok(done)
     }
@@ -572,6 +599,11 @@ impl Worker<'_> {
         if !ledger::record_done(&mut self.session, &rows, at)? {
             return Ok(Commit::Elsewhere);
         }
+        if self.gives_way()? {
+            self.session.execute("ROLLBACK")?;
+            shared.gave_way.fetch_add(1, Ordering::SeqCst);
+            return Ok(Commit::GaveWay);
+        }
         match self.session.commit()? {
             None => Ok(Commit::Done),
             Some(refusal) if !at_each_row => {
@@ -589,6 +621,20 @@ impl Worker<'_> {
                 describe_refusal(&refusal)
             ))),
         }
+    }
+
+    /// The chunk's flight where it publishes its keys (see
+    /// [`super::in_flight`]), not where it only commits in input order.
+    fn keys_flight(&self) -> Option<&Flight<'_>> {
+        self.flight.as_ref().filter(|f| !f.in_order)
+    }
+
+    /// For a chunk committing in input order: waits until the chunks before
+    /// it have committed, and says whether it must give way to one of them
+    /// (see [`Flight::wait_for_earlier`]).
+    fn gives_way(&self) -> Result<bool, Error> {
+        let Some(flight) = self.flight.as_ref().filter(|f| f.in_order) else { return Ok(false) };
+        Ok(flight.wait_for_earlier(&self.session)? == Turn::GiveWay)
     }
 
     /// The chunk's counts and rejects when this process committed its ledger
@@ -618,6 +664,10 @@ enum Commit {
     /// A constraint checked at commit refused a row (nothing committed):
     /// see `Shared::checked_at_each_row`.
     Refused,
+    /// An earlier chunk in flight waited for this one's transaction, which
+    /// rolled back to let it take their shared key (see
+    /// [`Flight::wait_for_earlier`]).
+    GaveWay,
 }
 
 /// How a batch's COPY ended.

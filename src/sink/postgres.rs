@@ -824,6 +824,18 @@ impl PgSession {
         Ok(UniqueKeys { keys, collations, decide, only_these, byte_equal, partitioned })
     }
 
+    /// Whether the table `oid` or one of its partitions has a unique index
+    /// or an exclusion constraint, valid or being built: one session's
+    /// insert may then wait for another's transaction, and which of two
+    /// rows sharing a key is kept depends on which commits first. Asked
+    /// after the job deferred what it defers.
+    pub fn holds_unique_keys(&self, oid: u32) -> Result<bool, Error> {
+        const ANY_KEY: &str = "SELECT EXISTS (SELECT 1 FROM tree JOIN pg_catalog.pg_index i \
+            ON i.indrelid = tree.oid WHERE i.indisunique OR i.indisexclusion)";
+        let rows = self.query(&format!("{PARTITION_TREE}{ANY_KEY}"), &[Some(&oid.to_string())])?;
+        Ok(rows.first().and_then(|r| r.first()?.as_deref()) == Some("t"))
+    }
+
     /// Prepares this session to copy with `sql` (a `COPY ... FROM STDIN`)
     /// into `table`.
     pub fn set_copy_statement(&mut self, sql: &str, table: &TableInfo) {
