@@ -287,12 +287,12 @@ struct Shared<'a> {
     /// The chunks loading at once while keys collide densely, where the
     /// key check allows it: then instead of taking turns (see [`in_flight`]).
     in_flight: in_flight::InFlight,
-    /// Set, with the server's words, once a constraint checked at commit
-    /// (`DEFERRABLE INITIALLY DEFERRED`) refused a chunk: the server names
-    /// no line then, so from then on each chunk checks every constraint at
-    /// each row (`SET CONSTRAINTS ALL IMMEDIATE`), and its records that
-    /// break one are rejected at their lines like any other.
-    checked_at_each_row: std::sync::OnceLock<String>,
+    /// The constraints checked at commit (`DEFERRABLE INITIALLY DEFERRED`)
+    /// that refused a chunk, with the server's words: the server names no
+    /// line then, so from then on each chunk checks those at each row
+    /// (`SET CONSTRAINTS ... IMMEDIATE`), and its records that break one
+    /// are rejected at their lines like any other.
+    checked_at_each_row: worker::AtEachRow,
     /// The table has a unique key or exclusion constraint in place while the
     /// workers load (see [`PgSession::holds_unique_keys`]), and more than
     /// one may load.
@@ -636,7 +636,7 @@ fn run_connected(
         refused: std::sync::Mutex::default(),
         keys_collide: AtomicBool::new(false),
         keys_dense: AtomicBool::new(false),
-        checked_at_each_row: std::sync::OnceLock::new(),
+        checked_at_each_row: worker::AtEachRow::default(),
         keys_in_place: keys_in_place && req.workers != 1,
         commit_in_order: AtomicBool::new(false),
         boarding: std::sync::Mutex::default(),
@@ -1334,11 +1334,15 @@ fn conclude(
             if gave_way == 1 { "it rolled" } else { "each rolled" }
         ));
     }
-    if let Some(refusal) = shared.checked_at_each_row.get() {
+    for (constraint, refusal) in shared.checked_at_each_row.refused() {
+        let (which, it) = match &constraint {
+            Some(name) => (format!("constraint {name}"), "it"),
+            None => ("every constraint".to_string(), "one"),
+        };
         warnings.push(format!(
             "a constraint checked at commit (DEFERRABLE INITIALLY DEFERRED) refused a chunk, where the server names \
-             no line ({refusal}): from then on each chunk checked every constraint at each row (SET CONSTRAINTS ALL \
-             IMMEDIATE), so the records that break one were rejected at their lines (a row referring to one later \
+             no line ({refusal}): from then on each chunk checked {which} at each row (SET CONSTRAINTS ... \
+             IMMEDIATE), so the records that break {it} were rejected at their lines (a row referring to one later \
              in its chunk may have been too)"
         ));
     }

@@ -308,6 +308,10 @@ impl Worker<'_> {
             if let Some(outcomes) = self.load_attempt(batch, wait)? {
                 return Ok(outcomes);
             }
+            // Rolled back: after a Ctrl-C the batch is left for the next run.
+            if self.shared.interrupted() {
+                return Err(Error::Transient("the load is stopping".into()));
+            }
         }
     }
 
@@ -319,9 +323,9 @@ impl Worker<'_> {
         }
         let rows: Vec<ChunkRow> = batch.iter().map(|c| ledger_row(self.shared, c, None)).collect();
         let Claimed { claims, at } = ledger::claim(&self.session, &rows, wait)?;
-        let at_each_row = self.shared.checked_at_each_row.get().is_some();
-        if at_each_row {
-            self.session.execute("SET CONSTRAINTS ALL IMMEDIATE")?;
+        let at_each_row = self.shared.checked_at_each_row.now();
+        if let Some(sql) = AtEachRow::set_constraints(&at_each_row) {
+            self.session.execute(&sql)?;
         }
         let (mine, listed): (Vec<&Chunk>, Vec<bool>) = batch
             .iter()
@@ -342,7 +346,7 @@ impl Worker<'_> {
                     done.rejects.push(self.reader.runaway_reject(self.shared, chunk, runaway)?);
                 }
             }
-            match self.commit_chunks(&mine, &listed, &dones, &at, at_each_row)? {
+            match self.commit_chunks(&mine, &listed, &dones, &at, &at_each_row)? {
                 Commit::Done => {}
                 Commit::Elsewhere => {
                     // Another process recorded one of them first: all roll
@@ -578,14 +582,14 @@ impl Worker<'_> {
     /// Stores the chunks' rejects, records their ledger rows done (each
     /// `listed` or not, committed `at`) and commits: the good rows, the
     /// rejected records and the ledger rows are durable together.
-    /// `at_each_row`: the transaction checked every constraint at each row.
+    /// `at_each_row`: the constraints the transaction checked at each row.
     fn commit_chunks(
         &mut self,
         chunks: &[&Chunk],
         listed: &[bool],
         dones: &[Isolated],
         at: &str,
-        at_each_row: bool,
+        at_each_row: &[Option<String>],
     ) -> Result<Commit, Error> {
         let shared = self.shared;
         let table = shared.table.display();
@@ -606,17 +610,14 @@ impl Worker<'_> {
         }
         match self.session.commit()? {
             None => Ok(Commit::Done),
-            Some(refusal) if !at_each_row => {
-                let _ = shared.checked_at_each_row.set(describe_refusal(&refusal));
-                Ok(Commit::Refused)
-            }
-            // Every constraint was checked at each row, and something
-            // deferred it again: a refusal now is not one a record's line
-            // can be found for, and loading again would be refused again.
+            Some(refusal) if shared.checked_at_each_row.note(&refusal, at_each_row) => Ok(Commit::Refused),
+            // The constraint was checked at each row, and something deferred
+            // it again: a refusal now is not one a record's line can be
+            // found for, and loading again would be refused again.
             Some(refusal) => Err(Error::Server(format!(
-                "COMMIT refused: {}, although the chunk's transaction checked every constraint at each row \
-                 (SET CONSTRAINTS ALL IMMEDIATE): something in it deferred them again (a trigger or function \
-                 running SET CONSTRAINTS ... DEFERRED?), so the server named no line. Remove what defers them, \
+                "COMMIT refused: {}, although the chunk's transaction checked that constraint at each row \
+                 (SET CONSTRAINTS ... IMMEDIATE): something in it deferred it again (a trigger or function \
+                 running SET CONSTRAINTS ... DEFERRED?), so the server named no line. Remove what defers it, \
                  or make the constraint NOT DEFERRABLE, then run the same command again to resume",
                 describe_refusal(&refusal)
             ))),
@@ -653,6 +654,53 @@ impl Worker<'_> {
             .map(|r| Reject::from_row(r))
             .collect();
         Ok(Some(Isolated { rows, binary_rows: 0, suppressed, rejects, copies: 0 }))
+    }
+}
+
+/// The constraints checked at commit that refused a chunk, each with the
+/// server's words (see `Shared::checked_at_each_row`): only those are
+/// checked at each row from then on, so that another one deferred, such as
+/// a foreign key to rows later in the chunk, still is at commit. `None`
+/// where the server named no constraint: every one.
+#[derive(Default)]
+pub(super) struct AtEachRow(std::sync::Mutex<Vec<(Option<String>, String)>>);
+
+impl AtEachRow {
+    fn list(&self) -> std::sync::MutexGuard<'_, Vec<(Option<String>, String)>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The constraints a chunk's transaction checks at each row now.
+    fn now(&self) -> Vec<Option<String>> {
+        self.list().iter().map(|(constraint, _)| constraint.clone()).collect()
+    }
+
+    /// The statement that checks `constraints` at each row.
+    fn set_constraints(constraints: &[Option<String>]) -> Option<String> {
+        let names: Option<Vec<&str>> = constraints.iter().map(Option::as_deref).collect();
+        match names {
+            _ if constraints.is_empty() => None,
+            Some(names) => Some(format!("SET CONSTRAINTS {} IMMEDIATE", names.join(", "))),
+            None => Some("SET CONSTRAINTS ALL IMMEDIATE".into()),
+        }
+    }
+
+    /// Notes a refusal at commit of a transaction that checked `checked` at
+    /// each row; false when it checked the refusing constraint already.
+    fn note(&self, refusal: &CopyRefusal, checked: &[Option<String>]) -> bool {
+        if checked.contains(&None) || (refusal.constraint.is_some() && checked.contains(&refusal.constraint)) {
+            return false;
+        }
+        let mut list = self.list();
+        if !list.iter().any(|(constraint, _)| *constraint == refusal.constraint) {
+            list.push((refusal.constraint.clone(), describe_refusal(refusal)));
+        }
+        true
+    }
+
+    /// Each constraint that refused a chunk, with the server's words.
+    pub fn refused(&self) -> Vec<(Option<String>, String)> {
+        self.list().clone()
     }
 }
 
@@ -935,4 +983,27 @@ fn open_cached<'a>(cached: &'a mut Option<(usize, File)>, shared: &Shared, index
         *cached = Some((index, file));
     }
     Ok(&cached.as_ref().expect("opened above").1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_constraints_that_refused_are_checked_at_each_row_and_each_once() {
+        let named = |name: &str| CopyRefusal { constraint: Some(name.into()), ..CopyRefusal::default() };
+        let at_each_row = AtEachRow::default();
+        assert_eq!(AtEachRow::set_constraints(&at_each_row.now()), None, "none refused yet");
+        assert!(at_each_row.note(&named("\"s\".\"key\""), &[]), "loaded again");
+        assert!(at_each_row.note(&named("\"s\".\"fk\""), &[]), "another one");
+        assert!(at_each_row.note(&named("\"s\".\"key\""), &[]), "a transaction begun before the first note");
+        let now = at_each_row.now();
+        assert_eq!(AtEachRow::set_constraints(&now).unwrap(), "SET CONSTRAINTS \"s\".\"key\", \"s\".\"fk\" IMMEDIATE");
+        assert!(!at_each_row.note(&named("\"s\".\"fk\""), &now), "refused again though checked at each row");
+        assert!(at_each_row.note(&CopyRefusal::default(), &now), "a refusal that names no constraint");
+        let now = at_each_row.now();
+        assert_eq!(AtEachRow::set_constraints(&now).unwrap(), "SET CONSTRAINTS ALL IMMEDIATE");
+        assert!(!at_each_row.note(&named("\"s\".\"other\""), &now), "every constraint was checked at each row");
+        assert_eq!(at_each_row.refused().len(), 3);
+    }
 }

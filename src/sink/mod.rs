@@ -22,6 +22,9 @@ pub struct CopyRefusal {
     /// 1-based line of the chunk's stream the server names (`COPY t, line N`).
     pub server_line: Option<u64>,
     pub column: Option<String>,
+    /// The constraint a violation breaks, as the server names it (schema
+    /// and name, each quoted): what `SET CONSTRAINTS` takes.
+    pub constraint: Option<String>,
 }
 
 /// How a chunk's copy ended.

@@ -1038,6 +1038,10 @@ fn refusal(result: &libpq::PQResult, relname: &str) -> CopyRefusal {
         hint: field(ErrorField::MessageHint),
         server_line,
         column: field(ErrorField::ColumnName).or(context_column),
+        constraint: field(ErrorField::ConstraintName).map(|name| match field(ErrorField::SchemaName) {
+            Some(schema) => format!("{}.{}", quote_ident(&schema), quote_ident(&name)),
+            None => quote_ident(&name),
+        }),
     }
 }
 
