@@ -671,10 +671,10 @@ fn run_connected(
 /// densely as a chunk must to make the workers take turns and isolation ask
 /// for repeated keys first (see [`Shared::note_duplicates`]), the load then
 /// starts so; at all, its chunks commit in input order from the start (see
-/// [`Shared::commit_in_order`]). Why: until a chunk committed to show it, the first chunks
-/// loaded in parallel, waiting for each other's keys; 2 M rows with 1 %
-/// duplicate ids spent 3.8 of 10.4 s on their first three chunks
-/// (bench/README.md). Only where the keys are in place (not deferred) and
+/// [`Shared::commit_in_order`]). Why: until a chunk committed to show it,
+/// the first chunks loaded in parallel, waiting for each other's keys; 2 M
+/// rows with 1 % duplicate ids spent 3.8 of 10.4 s on their first three
+/// chunks (bench/README.md). Only where the keys are in place (not deferred) and
 /// the records are COPY's as written (not documents, no fields left out).
 fn repeats_in_the_head(shared: &Shared) -> Option<HeadRepeats> {
     let check = shared.key_check.as_ref()?;
