@@ -1527,7 +1527,7 @@ fn of_two_chunks_loading_at_once_the_earlier_keeps_a_key_they_share() {
         db.execute(&format!(
             "CREATE TABLE public.{table} (id int PRIMARY KEY, note text); INSERT INTO public.{table} VALUES (0, 'old'); \
              CREATE FUNCTION public.{table}_slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
-               IF NEW.note = '{}' THEN PERFORM pg_sleep(0.5); END IF; RETURN NEW; END $$; \
+               IF NEW.note = '{}' THEN PERFORM pg_sleep(1.5); END IF; RETURN NEW; END $$; \
              CREATE TRIGGER slow BEFORE INSERT ON public.{table} FOR EACH ROW EXECUTE FUNCTION public.{table}_slow()",
             note(sleeping)
         ));

@@ -308,7 +308,8 @@ struct Shared<'a> {
     /// 6 alternated runs: 2.03 s against 1.86).
     commit_in_order: AtomicBool,
     /// Held while a worker takes a batch and boards it (see
-    /// [`Shared::commit_in_order`]), so that batches board in input order.
+    /// [`Shared::commit_in_order`]), so that batches board in input order
+    /// (in their turn or not).
     boarding: std::sync::Mutex<()>,
     /// Batches that rolled back to let an earlier one take a key they
     /// shared, and loaded again.

@@ -81,20 +81,22 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, event
         wait_for_turn(id, shared, &queue);
         // Taken before the batch, so that batches go in input order.
         let mut turn = shared.take_turn();
-        let boarding = turn.is_none().then(|| shared.boarding.lock().unwrap_or_else(PoisonError::into_inner));
+        let boarding = shared.boarding.lock().unwrap_or_else(PoisonError::into_inner);
         let Some((mut batch, wait)) = next_work(&mut work, &mut deferred) else { break };
         if shared.stopping() {
             break;
         }
         // Boarded in input order too, and then loaded alongside the chunks
         // in flight (see `in_flight`) instead of in this worker's turn, or
-        // (keys in place, workers not taking turns) committed after them.
+        // (once a key repeated) committed after them: a batch in its turn
+        // too, since the batches taken before the turns began may still be
+        // loading.
         worker.flight = match batch.as_slice() {
             [chunk] if turn.is_some() && !wait && shared.keys_in_parallel() => {
                 turn = None;
                 Some(shared.in_flight.board(chunk.seq))
             }
-            [first, ..] if turn.is_none() && !wait && shared.commit_in_order.load(Ordering::SeqCst) => {
+            [first, ..] if !wait && shared.commit_in_order.load(Ordering::SeqCst) => {
                 Some(shared.in_flight.board_in_order(first.seq))
             }
             _ => None,
