@@ -26,6 +26,15 @@ struct Loaded {
 }
 
 /// Loads `file` into `table` with a rejects file and a report, plus `extra`.
+impl Loaded {
+    /// The rejected records' lines, in order.
+    fn sorted_lines(&self) -> Vec<u64> {
+        let mut lines: Vec<u64> = self.rejects.iter().map(|r| r["line"].as_u64().unwrap()).collect();
+        lines.sort_unstable();
+        lines
+    }
+}
+
 fn load_with_rejects(db: &TestDb, file: &Path, table: &str, extra: &[&str]) -> Loaded {
     let rejects_path = db.dir.path().join(format!("{table}.rejects.jsonl"));
     let report_path = db.dir.path().join(format!("{table}.report.json"));
@@ -86,8 +95,7 @@ fn records_a_trigger_returns_null_for_are_suppressed_not_rejected() {
         let loaded =
             load_with_rejects(&db, &file, "events", &["--chunk-size", "4KiB", "--copy-format", format, "--restart"]);
         assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
-        let mut lines: Vec<u64> = loaded.rejects.iter().map(|r| r["line"].as_u64().unwrap()).collect();
-        lines.sort_unstable();
+        let lines = loaded.sorted_lines();
         assert_eq!(lines, [778, 3001], "{format}: only the trigger's error and the bad number are rejects");
         assert_eq!(db.count("ONLY events"), 300, "{format}: every tenth row stays in the parent");
         assert_eq!(db.count("events_old") + db.count("events_new"), 2699, "{format}");
@@ -130,8 +138,7 @@ fn a_view_with_an_instead_of_trigger_is_loaded_through_it() {
         let args = ["--chunk-size", "4KiB", "--copy-format", format, "--restart", "--workers", "1"];
         let loaded = load_with_rejects(&db, &file, "people_v", &args);
         assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
-        let mut lines: Vec<u64> = loaded.rejects.iter().map(|r| r["line"].as_u64().unwrap()).collect();
-        lines.sort_unstable();
+        let lines = loaded.sorted_lines();
         assert_eq!(lines, [501, 2001], "{format}: the trigger's error and the duplicate key");
         assert_eq!(db.count("people"), 1999, "{format}");
         assert_eq!(db.scalar("SELECT name FROM people WHERE id = 7"), "NAME 7", "{format}: the trigger wrote it");
@@ -201,8 +208,7 @@ fn foreign_tables_are_loaded_only_with_at_least_once() {
         let args = ["--chunk-size", "4KiB", "--copy-format", format, "--restart", "--workers", "1", "--at-least-once"];
         let loaded = load_with_rejects(&db, &file, "people_f", &args);
         assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
-        let mut lines: Vec<u64> = loaded.rejects.iter().map(|r| r["line"].as_u64().unwrap()).collect();
-        lines.sort_unstable();
+        let lines = loaded.sorted_lines();
         assert_eq!(lines, [3001, 3002, 3003], "{format}: the other side's key and CHECK, and the bad number");
         assert_eq!(db.count("people"), 3000, "{format}");
         assert_eq!(db.scalar("SELECT name FROM people WHERE id = 7"), "name 7", "{format}");
@@ -241,8 +247,7 @@ fn foreign_tables_are_loaded_only_with_at_least_once() {
     // their chunk's rows to load it again left those in the foreign one.
     let loaded = load_with_rejects(&db, &days, "events", &["--at-least-once", "--chunk-size", "4KiB"]);
     assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
-    let mut lines: Vec<u64> = loaded.rejects.iter().map(|r| r["line"].as_u64().unwrap()).collect();
-    lines.sort_unstable();
+    let lines = loaded.sorted_lines();
     assert_eq!(lines, [1, 251, 501, 751]);
     assert_eq!((db.count("events_old"), db.count("events_new_there")), (496, 500));
     assert_eq!(db.scalar("SELECT count(DISTINCT id) FROM events_new_there"), "500", "no row twice");
@@ -1417,8 +1422,7 @@ fn constraints_checked_at_commit_are_checked_at_each_row_once_one_refuses_a_chun
         assert_accounts(&loaded.report);
         // A key's later line: its chunk commits after the earlier one, the
         // file's first records repeating keys (see `Shared::commit_in_order`).
-        let mut lines: Vec<u64> = loaded.rejects.iter().map(|r| r["line"].as_u64().unwrap()).collect();
-        lines.sort_unstable();
+        let lines = loaded.sorted_lines();
         assert_eq!(lines, bad, "{table}: the records that break the constraint, at their lines");
         for reject in &loaded.rejects {
             assert_eq!(reject["sqlstate"], state, "{reject}");
@@ -1458,8 +1462,7 @@ fn only_the_constraint_that_refused_a_commit_is_checked_at_each_row() {
     let loaded = load_with_rejects(&db, &file, "public.tree", &["--workers", "2", "--chunk-size", "8KiB"]);
     assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
     assert_accounts(&loaded.report);
-    let mut lines: Vec<u64> = loaded.rejects.iter().map(|r| r["line"].as_u64().unwrap()).collect();
-    lines.sort_unstable();
+    let lines = loaded.sorted_lines();
     assert_eq!(lines, (1..=20_000u64).filter(|&l| repeats(l)).collect::<Vec<_>>(), "only the repeated codes");
     assert!(loaded.rejects.iter().all(|r| r["sqlstate"] == "23505"), "{:?}", loaded.rejects);
     assert_eq!(db.count("public.tree"), 20_001 - lines.len() as u64);
@@ -1542,8 +1545,7 @@ fn of_two_chunks_loading_at_once_the_earlier_keeps_a_key_they_share() {
             load_with_rejects(&db, &file, &format!("public.{table}"), &["--workers", "2", "--chunk-size", "8KiB"]);
         assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
         assert_accounts(&loaded.report);
-        let mut rejected: Vec<u64> = loaded.rejects.iter().map(|r| r["line"].as_u64().unwrap()).collect();
-        rejected.sort_unstable();
+        let rejected = loaded.sorted_lines();
         let expected: Vec<u64> = early.into_iter().chain([repeat]).collect();
         assert_eq!(rejected, expected, "{table}: the key's later lines");
         assert!(loaded.rejects.iter().all(|r| r["sqlstate"] == "23505"), "{:?}", loaded.rejects);
