@@ -1,7 +1,7 @@
 //! sluice: the fastest safe way to move a big file into a database.
 //!
 //! The pipeline: inputs ([`source`]) are cut into record-aligned chunks
-//! ([`chunk`], using the [`format`] scanner), a pool of workers ([`load`]) copies
+//! ([`chunk`], using the [`mod@format`] scanner), a pool of workers ([`load`]) copies
 //! each chunk in its own transaction through a [`sink`], and the run ends in a
 //! [`report`]. [`local_pg`] starts a throwaway PostgreSQL for the demo and the
 //! tests; [`gen`] makes deterministic data shaped like the field reports.

@@ -101,7 +101,7 @@ pub enum Codec {
     MacAddr8,
     /// A one-dimensional array of one of [`ELEMENTS`].
     Array(&'static Element),
-    /// A built-in range of one of [`RANGES`]' subtypes (see [`range`]).
+    /// A built-in range of one of [`RANGES`]' subtypes (see [`range_value`]).
     Range(&'static Element),
 }
 
@@ -1996,7 +1996,7 @@ struct Shape {
 
 /// Reads the braces at the front of `text` at `depth` (0 for the whole
 /// array), appending their elements; returns what follows the closing
-/// brace, or `None` for what [`array`] leaves to the server.
+/// brace, or `None` for what [`array()`] leaves to the server.
 fn sub_array<'t>(
     element: &Element,
     text: &'t [u8],

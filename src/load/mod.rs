@@ -12,7 +12,9 @@ mod batch;
 mod blockers;
 mod defaults;
 mod defer;
+mod first_look;
 pub mod foreign;
+mod headers;
 mod hints;
 mod in_flight;
 mod isolate;
@@ -38,8 +40,8 @@ use crossbeam_channel::{bounded, unbounded, Sender};
 use crate::chunk::{Chunk, Chunker, ChunkerConfig, Preamble};
 use crate::encoding::InputEncoding;
 use crate::error::Error;
-use crate::format::convert::{self, Conversion, TimeUnit, UnixTimes};
-use crate::format::documents::{self, DocumentColumns, OriginalLines};
+use crate::format::convert::Conversion;
+use crate::format::documents::{self, OriginalLines};
 use crate::format::pick::FieldPicks;
 use crate::format::scan::RecordShape;
 use crate::format::{FormatKind, FormatOptions};
@@ -51,12 +53,11 @@ use crate::report::{
 };
 use crate::sink::postgres::{PgSession, PgTarget, TableInfo, READ_ONLY, READ_ONLY_ADVICE};
 use crate::sink::socket::ConnectionPath;
-use crate::source::{any_read_once, bytes_as_chunked, resolve_inputs, RawCounter, Source, STREAM_HEAD};
+use crate::source::{any_read_once, bytes_as_chunked, resolve_inputs, RawCounter, Source};
 use crate::sql::quote_ident;
 use batch::Batcher;
 
 pub use defer::DeferIndexes;
-use plan::HeaderColumns;
 pub use plan::{choose_columns, copy_statement, resolve_kind, CopyFormat};
 
 /// Largest automatic chunk size. Measured on `transactions` 10 M rows with
@@ -682,7 +683,7 @@ fn repeats_in_the_head(shared: &Shared) -> Option<HeadRepeats> {
     if shared.format.documents.is_some() || shared.format.picks.is_some() {
         return None;
     }
-    let (_, head) = first_head(shared.sources);
+    let (_, head) = first_look::first_head(shared.sources);
     let records = crate::format::head_records(&head, shared.format);
     Some(HeadRepeats { repeated: check.repeats_within(&records), records: records.len() })
 }
@@ -765,11 +766,11 @@ fn prepare(
     let header_columns = match given {
         Some(_) => None,
         None if req.skip_other_fields => {
-            let (names, kept) = fields_the_headers_name(sources, format, req, &table)?;
+            let (names, kept) = headers::fields_the_headers_name(sources, format, req, &table)?;
             picks = Some(kept);
             Some(names)
         }
-        None => names_in_headers(sources, format, req, &table)?,
+        None => headers::names_in_headers(sources, format, req, &table)?,
     }
     .filter(|(_, names)| !plan::in_table_order(&table, names));
     let columns = match (&header_columns, &format.documents) {
@@ -778,7 +779,7 @@ fn prepare(
         (None, None) => choose_columns(&table, given.as_deref(), format.kind)?,
     };
     if let Some(given) = columns.as_deref().filter(|_| given.is_some()) {
-        refuse_columns_a_header_reorders(sources, format, req, &table, given)?;
+        headers::refuse_columns_a_header_reorders(sources, format, req, &table, given)?;
     }
     let conversions = match format.documents {
         None => plan::conversions(&table.copy_columns(columns.as_deref()), format),
@@ -789,7 +790,7 @@ fn prepare(
     }
     let format =
         &FormatOptions { picks: picks.map(Arc::new), ..plan::resolve_forced(&table, columns.as_deref(), format)? };
-    let (format, unconverted) = settle_time_units(sources, format)?;
+    let (format, unconverted) = first_look::settle_time_units(sources, format)?;
     let format = &format;
     let copy_plan = plan::choose_copy_format(req.copy_format, &table, columns.as_deref(), format)?;
     let fields = format.picks.as_ref().map_or_else(|| table.copy_columns(columns.as_deref()).len(), |p| p.fields());
@@ -804,7 +805,7 @@ fn prepare(
     let mut early_warnings: Vec<String> = in_the_ledger_schema(&table).into_iter().collect();
     early_warnings.extend(foreign::batch_advice(&table, control.server_version()));
     // Documents become text-format lines on the client, escaped as needed.
-    early_warnings.extend(odd_escapes_warning(sources, format).filter(|_| format.documents.is_none()));
+    early_warnings.extend(first_look::odd_escapes_warning(sources, format).filter(|_| format.documents.is_none()));
     if let Some(documents) = format.documents.as_ref().filter(|_| req.columns.is_none()) {
         let each = documents.columns.iter().zip(&documents.keys);
         let pairs: Vec<String> =
@@ -826,7 +827,8 @@ fn prepare(
     if let Some(picks) = format.picks.as_ref().filter(|picks| picks.leave_some_out()) {
         let left_out = picks.left_out();
         let fields = if left_out.len() == 1 { "field" } else { "fields" };
-        early_warnings.push(format!("leaving out {fields} {} of each record, as asked", field_list(&left_out)));
+        early_warnings
+            .push(format!("leaving out {fields} {} of each record, as asked", headers::field_list(&left_out)));
     }
     if let Some((source, names)) = &header_columns {
         early_warnings
@@ -902,7 +904,7 @@ fn documents_into_columns(
 /// could load (the load would reject every line, or take nothing from a
 /// document's keys).
 fn refuse_json_over_lines(sources: &[Source]) -> Result<(Arc<str>, Vec<u8>), Error> {
-    let (name, head) = first_head(sources);
+    let (name, head) = first_look::first_head(sources);
     let (what, jq) = match documents::json_over_lines(&head) {
         None => return Ok((name, head)),
         Some(documents::OverLines::Array) => ("one JSON array written over several lines", "jq -c '.[]'"),
@@ -917,140 +919,6 @@ fn refuse_json_over_lines(sources: &[Source]) -> Result<(Arc<str>, Vec<u8>), Err
              document on a line of its own first, as `{jq}` does"
         ),
     })
-}
-
-/// `format` with each time column's `--unix-times` unit settled by the
-/// first records of the first input, and the columns left unconverted. A
-/// unit given that their numbers contradict (see [`convert::wrong_unit`])
-/// is refused before anything loads, since seconds loaded as milliseconds
-/// are all in January 1970; `auto` is settled by [`units_told`].
-fn settle_time_units(sources: &[Source], format: &FormatOptions) -> Result<(FormatOptions, Vec<String>), Error> {
-    let Some(unix_times) = format.unix_times else { return Ok((format.clone(), Vec::new())) };
-    let (name, head) = first_head(sources);
-    let refused = |message: String| Error::Input { file: name.to_string(), message };
-    let columns = time_columns_in_head(&head, format);
-    let UnixTimes::Auto = unix_times else {
-        let unit = unix_times.unit_to_begin_with();
-        for (column, values) in columns {
-            if let Some(why) = convert::wrong_unit(&column, unit, values.iter().map(Vec::as_slice)) {
-                return Err(refused(why));
-            }
-        }
-        return Ok((format.clone(), Vec::new()));
-    };
-    let (units, unconverted) = units_told(&columns).map_err(refused)?;
-    Ok((with_time_units(format, &units), unconverted))
-}
-
-/// For `--unix-times auto`: each time column's unit, told by its values in
-/// the first records (`columns`), and the columns left unconverted. A
-/// column gets the unit its numbers read in (see
-/// [`convert::unit_told_by`]); one whose numbers tell none, the one unit
-/// the others' agree on (pandas writes every column in one unit, birthdays
-/// before 1990 too). Without that, a column whose first records hold
-/// numbers is refused, asking for the unit (a guess is wrong by a factor
-/// of a thousand), and one whose first records hold no number is not
-/// converted: a number in it later is rejected, with the unit it likely
-/// is in (see [`hints`]).
-fn units_told(columns: &[(String, Vec<Vec<u8>>)]) -> Result<(HashMap<String, TimeUnit>, Vec<String>), String> {
-    let mut units = HashMap::new();
-    for (column, values) in columns {
-        if let Some(unit) = convert::unit_told_by(column, values.iter().map(Vec::as_slice))? {
-            units.insert(column.clone(), unit);
-        }
-    }
-    let mut agreed: Vec<TimeUnit> = units.values().copied().collect();
-    agreed.sort_unstable();
-    agreed.dedup();
-    let (mut counted, mut empty) = (Vec::new(), Vec::new());
-    let untold: Vec<&(String, Vec<Vec<u8>>)> =
-        columns.iter().filter(|(column, _)| !units.contains_key(column)).collect();
-    for (column, values) in untold {
-        match agreed.as_slice() {
-            [unit] => {
-                units.insert(column.clone(), *unit);
-            }
-            _ if values.iter().any(|v| convert::is_count(v)) => counted.push(column.clone()),
-            _ => empty.push(column.clone()),
-        }
-    }
-    if counted.is_empty() {
-        return Ok((units, empty));
-    }
-    let others = if agreed.is_empty() { "" } else { ", and the other columns' are in different units" };
-    let which = if counted.len() == 1 { "column" } else { "columns" };
-    Err(format!(
-        "--unix-times auto: no number in the first records of {which} {} reads as a Unix time from 1990 to 2100 \
-         (10 digits in seconds, 13 in milliseconds, 16 in microseconds, 19 in nanoseconds){others}; say which unit \
-         with --unix-times s, ms, us or ns",
-        plan::quoted_list(&counted)
-    ))
-}
-
-/// `format` with each time column's Unix times in its unit of `units`, and
-/// a column without one not converted.
-fn with_time_units(format: &FormatOptions, units: &HashMap<String, TimeUnit>) -> FormatOptions {
-    let settled = |conversion: Conversion, column: &str| match conversion {
-        Conversion::UnixTime { .. } => Some(conversion.in_unit(*units.get(column)?)),
-        Conversion::DecimalComma => Some(conversion),
-    };
-    let mut format = format.clone();
-    if let Some(picks) = &format.picks {
-        let picks = picks.with_conversions(settled);
-        let needed = picks.leave_some_out() || picks.conversions().next().is_some();
-        format.picks = needed.then(|| Arc::new(picks));
-    }
-    if let Some(documents) = &format.documents {
-        let mut documents = DocumentColumns::clone(documents);
-        for (conversion, column) in documents.conversions.iter_mut().zip(&documents.columns) {
-            *conversion = conversion.and_then(|c| settled(c, column));
-        }
-        format.documents = Some(Arc::new(documents));
-    }
-    format
-}
-
-/// Each column whose numbers are read as Unix times, with its values in
-/// the records `head` holds whole, as written.
-fn time_columns_in_head(head: &[u8], format: &FormatOptions) -> Vec<(String, Vec<Vec<u8>>)> {
-    let is_time = |c: &Conversion| matches!(c, Conversion::UnixTime { .. });
-    match (&format.picks, &format.documents) {
-        (Some(picks), _) => {
-            let values = crate::format::pick::converted_values(head, format, picks);
-            let columns = picks.conversions().filter(|(c, _)| is_time(c)).map(|(_, column)| column);
-            columns
-                .map(|column| {
-                    let of_column = values.iter().filter(|((_, c), _)| c == column).map(|(_, v)| v.to_vec());
-                    (column.clone(), of_column.collect())
-                })
-                .collect()
-        }
-        (None, Some(documents)) => {
-            let timed: Vec<usize> = (0..documents.columns.len())
-                .filter(|&i| documents.conversions.get(i).copied().flatten().is_some_and(|c| is_time(&c)))
-                .collect();
-            let keys: Vec<&str> = timed.iter().map(|&i| documents.keys[i].as_str()).collect();
-            let values = documents::values_in(head, &keys);
-            let of_key = |k: usize| values.iter().filter(|(i, _)| *i == k).map(|(_, v)| v.clone()).collect();
-            timed.iter().enumerate().map(|(k, &i)| (documents.columns[i].clone(), of_key(k))).collect()
-        }
-        (None, None) => Vec::new(),
-    }
-}
-
-/// The start of the first input that holds anything (the last if none
-/// does), and its name.
-fn first_head(sources: &[Source]) -> (Arc<str>, Vec<u8>) {
-    let mut first = None;
-    for source in sources {
-        let head = start_of(source, STREAM_HEAD as u64);
-        let found = !head.trim_ascii().is_empty();
-        first = Some((source.name.clone(), head));
-        if found {
-            break;
-        }
-    }
-    first.unwrap_or_default()
 }
 
 /// The most workers `--workers auto` may use: `--max-workers`, else the
@@ -1735,331 +1603,6 @@ fn feed_one(
     Ok(scan)
 }
 
-/// The name of the input whose header names the columns, and the columns.
-type HeaderNames = (std::sync::Arc<str>, Vec<String>);
-/// The columns a header names and which of its fields load.
-type HeaderPicks = (Vec<String>, FieldPicks);
-
-/// The columns the first header names (see [`HeaderColumns`]) and the name
-/// of its input (an empty input has none), when `--header` is given, once
-/// every other input's header is found to name the same: COPY reads fields by position, so an input whose header lists
-/// the columns in another order would load into the wrong ones. A header
-/// that names a column where position would put another (`Misplaced`), or
-/// fields no column takes (`Unloadable`), or that follows one of labels but
-/// names the columns in another order, is refused. All are read before anything loads (a block of each input), so
-/// a refused input leaves the table as it was.
-fn names_in_headers(
-    sources: &[Source],
-    format: &FormatOptions,
-    req: &LoadRequest,
-    table: &TableInfo,
-) -> Result<Option<HeaderNames>, Error> {
-    if !format.header {
-        return Ok(None);
-    }
-    let mut first: Option<(&Source, Vec<u8>, HeaderColumns)> = None;
-    for source in sources {
-        let Some(header) = header_of(source, format, req)? else {
-            continue;
-        };
-        let columns = plan::header_columns(table, &header, format);
-        if let HeaderColumns::Misplaced { field, column, instead } = &columns {
-            return Err(misplaced_header(source, &header, *field, column, instead.as_deref()));
-        }
-        if let HeaderColumns::Unloadable { kept, others, generated } = &columns {
-            return Err(unloadable_header(source, format, table, kept, others, generated));
-        }
-        if let Some(delimiter) = plan::header_delimiter(table, &header, format) {
-            return Err(header_at_another_delimiter(source, &header, format, delimiter));
-        }
-        let Some((first_source, first_header, first_columns)) = &first else {
-            first = Some((source, header, columns));
-            continue;
-        };
-        let agrees = match (first_columns, &columns) {
-            (HeaderColumns::Positional, HeaderColumns::Named(names)) => plan::in_table_order(table, names),
-            (HeaderColumns::Positional, _) => true,
-            (named, _) => *named == columns,
-        };
-        if !agrees {
-            return Err(source.input_error(&format!(
-                "its header ({}) is not the header of {} ({}), whose names sluice loads the columns by; load it \
-                 on its own, or name the columns with --columns",
-                String::from_utf8_lossy(&header).trim_end(),
-                first_source.name,
-                String::from_utf8_lossy(first_header).trim_end()
-            )));
-        }
-    }
-    Ok(first.and_then(|(source, _, columns)| match columns {
-        HeaderColumns::Named(names) => Some((source.name.clone(), names)),
-        _ => None,
-    }))
-}
-
-/// `--skip-other-fields`: the columns the first header names and which of
-/// its fields load, once every other input's header is found to name the
-/// same at the same places (a later file whose fields stand elsewhere would
-/// load the wrong ones). A header naming no column is refused: it is likely
-/// not a header, or of another table.
-fn fields_the_headers_name(
-    sources: &[Source],
-    format: &FormatOptions,
-    req: &LoadRequest,
-    table: &TableInfo,
-) -> Result<(HeaderNames, FieldPicks), Error> {
-    let mut first: Option<(&Source, Vec<u8>, HeaderPicks)> = None;
-    for source in sources {
-        let Some(header) = header_of(source, format, req)? else { continue };
-        let Some(named) = plan::fields_a_header_names(table, &header, format) else {
-            return Err(source.input_error(&format!(
-                "its header ({}) names no column of {} (or one twice), so --skip-other-fields cannot tell which \
-                 fields to load; check --delimiter, or name the columns with --columns, a - for each field to leave out",
-                String::from_utf8_lossy(&header).trim_end(),
-                table.display()
-            )));
-        };
-        match &first {
-            None => first = Some((source, header, named)),
-            Some((_, _, same)) if *same == named => {}
-            Some((first_source, first_header, _)) => {
-                return Err(source.input_error(&format!(
-                    "its header ({}) names other columns, or at other places, than the header of {} ({}); load it on \
-                     its own",
-                    String::from_utf8_lossy(&header).trim_end(),
-                    first_source.name,
-                    String::from_utf8_lossy(first_header).trim_end()
-                )))
-            }
-        }
-    }
-    let Some((source, _, (names, picks))) = first else {
-        return Err(Error::Usage("--skip-other-fields: no input has a header to read the columns from".into()));
-    };
-    Ok(((source.name.clone(), names), picks))
-}
-
-/// A header that names the table's columns when split at `delimiter`, not
-/// at the load's: see [`plan::header_delimiter`].
-fn header_at_another_delimiter(source: &Source, header: &[u8], format: &FormatOptions, delimiter: u8) -> Error {
-    source.input_error(&format!(
-        "its header ({}) names the table's columns when split at {}; pass {}",
-        String::from_utf8_lossy(header).trim_end(),
-        hints::delimiter_shown(delimiter),
-        format.flag_for_delimiter(delimiter)
-    ))
-}
-
-/// `--columns` naming the columns an input's header names, in another
-/// order: COPY would load each field into the column `--columns` puts at
-/// its place, which the header says is another's, and columns of one type
-/// take that silently. Every input's header is read (as when loading by the
-/// headers' names), so a later file of a glob cannot load swapped. A
-/// header of other labels is not checked.
-fn refuse_columns_a_header_reorders(
-    sources: &[Source],
-    format: &FormatOptions,
-    req: &LoadRequest,
-    table: &TableInfo,
-    given: &[String],
-) -> Result<(), Error> {
-    if !format.header {
-        return Ok(());
-    }
-    let sorted = |names: &[String]| {
-        let mut names = names.to_vec();
-        names.sort();
-        names
-    };
-    for source in sources {
-        let Some(header) = header_of(source, format, req)? else { continue };
-        let HeaderColumns::Named(named) = plan::header_columns(table, &header, format) else { continue };
-        if named.as_slice() == given || sorted(&named) != sorted(given) {
-            continue;
-        }
-        return Err(source.input_error(&format!(
-            "its header ({}) names the columns of --columns ({}) in another order, so its fields would load \
-             into each other's columns; leave out --columns to load by the header's names, or give them in the \
-             file's order",
-            String::from_utf8_lossy(&header).trim_end(),
-            given.join(",")
-        )));
-    }
-    Ok(())
-}
-
-/// A header some of whose fields no column takes (see
-/// [`HeaderColumns::Unloadable`]), with the command that cuts them out.
-fn unloadable_header(
-    source: &Source,
-    format: &FormatOptions,
-    table: &TableInfo,
-    kept: &[usize],
-    others: &[(usize, String)],
-    generated: &[(usize, String)],
-) -> Error {
-    // "field 3 (x) names" or "fields 3 (x), 6 (y) name".
-    let listed = |fields: &[(usize, String)], name: &dyn Fn(&str) -> String| {
-        let each: Vec<String> = fields.iter().map(|(i, f)| format!("{} ({})", i + 1, name(f))).collect();
-        match each.len() {
-            1 => format!("field {} names", each[0]),
-            _ => format!("fields {} name", each.join(", ")),
-        }
-    };
-    let mut why = Vec::new();
-    if !generated.is_empty() {
-        let kind = if generated.len() == 1 { "a generated column" } else { "generated columns" };
-        why.push(format!("{} {kind}, which the server computes", listed(generated, &|name| quote_ident(name))));
-    }
-    if !others.is_empty() {
-        why.push(format!("{} no column of {}", listed(others, &|name| name.to_string()), table.display()));
-    }
-    let all: Vec<usize> = others.iter().chain(generated).map(|(i, _)| i + 1).collect();
-    let (those, them) = if all.len() == 1 { ("that field", "it") } else { ("those fields", "them") };
-    let mut advice = format!("cut {them} out first ({}", cut_command(source, format, kept));
-    if format.kind == FormatKind::Csv {
-        let delimiter = match format.field_delimiter() {
-            b',' => String::new(),
-            other => format!("-d {} ", shell_byte(other)),
-        };
-        advice.push_str(&format!(
-            ", or, where values hold the delimiter inside quotes, a CSV tool: csvcut {delimiter}-C {}",
-            field_list(&all)
-        ));
-    }
-    advice.push(')');
-    if !others.is_empty() {
-        advice.push_str(", or add columns for them to the table");
-    }
-    source.input_error(&format!(
-        "its header names columns of the table, but {}; COPY can neither load {those} nor leave {them} out, so \
-         pass --skip-other-fields, which leaves {them} out on the way, or {advice}",
-        why.join(", and ")
-    ))
-}
-
-/// The shell command that writes `source`'s text with only the fields
-/// `kept` (from 0).
-fn cut_command(source: &Source, format: &FormatOptions, kept: &[usize]) -> String {
-    let delimiter = match format.field_delimiter() {
-        b'\t' => String::new(),
-        other => format!("-d {} ", shell_byte(other)),
-    };
-    let fields: Vec<usize> = kept.iter().map(|i| i + 1).collect();
-    let cut = format!("cut {delimiter}-f {}", field_list(&fields));
-    let file = crate::source::shell_word(&source.name);
-    match (source.name.as_ref(), source.compression) {
-        ("-", _) => format!("... | {cut}"),
-        (_, crate::source::Compression::Gzip) => format!("zcat {file} | {cut}"),
-        (_, crate::source::Compression::Zstd) => format!("zstdcat {file} | {cut}"),
-        _ => format!("{cut} {file}"),
-    }
-}
-
-/// A byte as a shell word: `,` as is, `;` quoted.
-fn shell_byte(byte: u8) -> String {
-    crate::source::shell_word(&char::from(byte).to_string())
-}
-
-/// Field numbers as cut takes them, runs of three or more as ranges:
-/// `1,2,4,6-9`.
-fn field_list(fields: &[usize]) -> String {
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    for &field in fields {
-        match runs.last_mut() {
-            Some((_, last)) if *last + 1 == field => *last = field,
-            _ => runs.push((field, field)),
-        }
-    }
-    let run = |&(first, last): &(usize, usize)| match last - first {
-        0 => first.to_string(),
-        1 => format!("{first},{last}"),
-        _ => format!("{first}-{last}"),
-    };
-    runs.iter().map(run).collect::<Vec<_>>().join(",")
-}
-
-fn misplaced_header(source: &Source, header: &[u8], field: usize, column: &str, instead: Option<&str>) -> Error {
-    let instead = match instead {
-        Some(other) => format!("into column {}", quote_ident(other)),
-        None => "past the table's last column".to_string(),
-    };
-    source.input_error(&format!(
-        "its header ({}) names column {} as field {}, but not every field is a column's name, so the fields \
-         would load by position, field {} {instead}; make every field of the header a column's name (to load \
-         by name), or give the file's columns in order with --columns",
-        String::from_utf8_lossy(header).trim_end(),
-        quote_ident(column),
-        field + 1,
-        field + 1,
-    ))
-}
-
-/// How much of the inputs is looked at for backslashes the text format
-/// would drop: the first input's first MiB (thousands of lines, read in
-/// milliseconds), and the first 64 KiB of each of the next 64, so that a glob
-/// whose later files hold Windows paths is not judged by its first file.
-const ESCAPES_SAMPLE: u64 = 1 << 20;
-const ESCAPES_SAMPLE_OF_OTHERS: u64 = 64 << 10;
-const ESCAPES_SAMPLED_INPUTS: usize = 65;
-
-/// The warning for backslashes the text format would drop without an error
-/// (see [`crate::format::escapes`]), from the start of the first inputs.
-fn odd_escapes_warning(sources: &[Source], format: &FormatOptions) -> Option<String> {
-    if format.kind != FormatKind::Tsv {
-        return None;
-    }
-    let delimiter = format.delimiter.unwrap_or(b'\t');
-    let csv_delimiter = match delimiter {
-        b'\t' => "tab".to_string(),
-        d => format!("'{}'", d as char),
-    };
-    sources.iter().take(ESCAPES_SAMPLED_INPUTS).enumerate().find_map(|(i, source)| {
-        let sample = start_of(source, if i == 0 { ESCAPES_SAMPLE } else { ESCAPES_SAMPLE_OF_OTHERS });
-        let odd = crate::format::escapes::odd_escapes(&sample, delimiter, u64::from(format.header))?;
-        let (escape, kept) = (String::from_utf8_lossy(&odd.first), String::from_utf8_lossy(&odd.first[1..]));
-        Some(format!(
-            "{}: line {} has `{escape}`, a backslash before a byte that PostgreSQL's text format (--format tsv) \
-             does not escape: the server drops such backslashes without an error (`{escape}` loads as `{kept}`; {} \
-             in its first {}). If the backslashes are data (Windows paths, regular expressions), load it with \
-             --format csv --delimiter {csv_delimiter} instead",
-            source.name,
-            odd.first_line,
-            odd.count,
-            crate::report::human_bytes(sample.len() as u64),
-        ))
-    })
-}
-
-/// Up to `limit` bytes from the start of `source`; what could not be read
-/// shows up in the load itself.
-fn start_of(source: &Source, limit: u64) -> Vec<u8> {
-    use std::io::Read;
-    let mut sample = Vec::new();
-    if let Ok((stream, _, _)) = source.open_start() {
-        let _ = stream.take(limit).read_to_end(&mut sample);
-    }
-    sample
-}
-
-/// An input's header record (`None`: the input is empty): from the file's
-/// start, or from the head of stdin or a pipe (read ahead when it was
-/// opened), so columns are matched by name whatever the input. A header
-/// that runs past that head is refused rather than taken in part.
-fn header_of(source: &Source, format: &FormatOptions, req: &LoadRequest) -> Result<Option<Vec<u8>>, Error> {
-    let (stream, raw, whole) = source.open_start()?;
-    let preamble = Chunker::new(stream, chunker_config(format, req, 1, false, None), 0, 0)
-        .read_preamble()
-        .map_err(|e| source.read_error(&e, raw.get()))?;
-    if !preamble.header_ended && !whole {
-        return Err(source.input_error(&format!(
-            "its header does not end within the first {} read ahead; name the columns with --columns",
-            crate::report::human_bytes(crate::source::STREAM_HEAD as u64)
-        )));
-    }
-    Ok((preamble.header_records > 0).then_some(preamble.header))
-}
-
 /// An input's chunker, the count of bytes it read from disk, and its input
 /// lines as read, for documents read into columns.
 type InputChunker = (Chunker<Box<dyn std::io::Read + Send>>, RawCounter, Option<OriginalLines>);
@@ -2303,13 +1846,6 @@ mod tests {
             transcoding: None,
             documents: None,
         }
-    }
-
-    #[test]
-    fn field_numbers_as_cut_takes_them() {
-        assert_eq!(field_list(&[1, 2, 4, 6, 7, 8, 9]), "1,2,4,6-9");
-        assert_eq!(field_list(&[3]), "3");
-        assert_eq!(field_list(&[1, 2, 3, 5, 6]), "1-3,5,6");
     }
 
     #[test]

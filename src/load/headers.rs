@@ -1,0 +1,309 @@
+//! Headers checked against the table before anything loads.
+//!
+//! COPY reads fields by position, so a header is only a promise about
+//! which column each field lands in. These checks read every input's header
+//! record (a block of each input) before the first COPY, and refuse an input
+//! whose header would put a field into the wrong column, with the command
+//! (`cut`, `--columns`) that fixes it: a refused input leaves the table as it
+//! was.
+
+use crate::chunk::Chunker;
+use crate::error::Error;
+use crate::format::pick::FieldPicks;
+use crate::format::{FormatKind, FormatOptions};
+use crate::sink::postgres::TableInfo;
+use crate::source::Source;
+use crate::sql::quote_ident;
+
+use super::plan::{self, HeaderColumns};
+use super::{chunker_config, hints, LoadRequest};
+
+/// The name of the input whose header names the columns, and the columns.
+pub(super) type HeaderNames = (std::sync::Arc<str>, Vec<String>);
+/// The columns a header names and which of its fields load.
+type HeaderPicks = (Vec<String>, FieldPicks);
+
+/// The columns the first header names (see [`HeaderColumns`]) and the name
+/// of its input (an empty input has none), when `--header` is given, once
+/// every other input's header is found to name the same: COPY reads fields by position, so an input whose header lists
+/// the columns in another order would load into the wrong ones. A header
+/// that names a column where position would put another (`Misplaced`), or
+/// fields no column takes (`Unloadable`), or that follows one of labels but
+/// names the columns in another order, is refused. All are read before anything loads (a block of each input), so
+/// a refused input leaves the table as it was.
+pub(super) fn names_in_headers(
+    sources: &[Source],
+    format: &FormatOptions,
+    req: &LoadRequest,
+    table: &TableInfo,
+) -> Result<Option<HeaderNames>, Error> {
+    if !format.header {
+        return Ok(None);
+    }
+    let mut first: Option<(&Source, Vec<u8>, HeaderColumns)> = None;
+    for source in sources {
+        let Some(header) = header_of(source, format, req)? else {
+            continue;
+        };
+        let columns = plan::header_columns(table, &header, format);
+        if let HeaderColumns::Misplaced { field, column, instead } = &columns {
+            return Err(misplaced_header(source, &header, *field, column, instead.as_deref()));
+        }
+        if let HeaderColumns::Unloadable { kept, others, generated } = &columns {
+            return Err(unloadable_header(source, format, table, kept, others, generated));
+        }
+        if let Some(delimiter) = plan::header_delimiter(table, &header, format) {
+            return Err(header_at_another_delimiter(source, &header, format, delimiter));
+        }
+        let Some((first_source, first_header, first_columns)) = &first else {
+            first = Some((source, header, columns));
+            continue;
+        };
+        let agrees = match (first_columns, &columns) {
+            (HeaderColumns::Positional, HeaderColumns::Named(names)) => plan::in_table_order(table, names),
+            (HeaderColumns::Positional, _) => true,
+            (named, _) => *named == columns,
+        };
+        if !agrees {
+            return Err(source.input_error(&format!(
+                "its header ({}) is not the header of {} ({}), whose names sluice loads the columns by; load it \
+                 on its own, or name the columns with --columns",
+                String::from_utf8_lossy(&header).trim_end(),
+                first_source.name,
+                String::from_utf8_lossy(first_header).trim_end()
+            )));
+        }
+    }
+    Ok(first.and_then(|(source, _, columns)| match columns {
+        HeaderColumns::Named(names) => Some((source.name.clone(), names)),
+        _ => None,
+    }))
+}
+
+/// `--skip-other-fields`: the columns the first header names and which of
+/// its fields load, once every other input's header is found to name the
+/// same at the same places (a later file whose fields stand elsewhere would
+/// load the wrong ones). A header naming no column is refused: it is likely
+/// not a header, or of another table.
+pub(super) fn fields_the_headers_name(
+    sources: &[Source],
+    format: &FormatOptions,
+    req: &LoadRequest,
+    table: &TableInfo,
+) -> Result<(HeaderNames, FieldPicks), Error> {
+    let mut first: Option<(&Source, Vec<u8>, HeaderPicks)> = None;
+    for source in sources {
+        let Some(header) = header_of(source, format, req)? else { continue };
+        let Some(named) = plan::fields_a_header_names(table, &header, format) else {
+            return Err(source.input_error(&format!(
+                "its header ({}) names no column of {} (or one twice), so --skip-other-fields cannot tell which \
+                 fields to load; check --delimiter, or name the columns with --columns, a - for each field to leave out",
+                String::from_utf8_lossy(&header).trim_end(),
+                table.display()
+            )));
+        };
+        match &first {
+            None => first = Some((source, header, named)),
+            Some((_, _, same)) if *same == named => {}
+            Some((first_source, first_header, _)) => {
+                return Err(source.input_error(&format!(
+                    "its header ({}) names other columns, or at other places, than the header of {} ({}); load it on \
+                     its own",
+                    String::from_utf8_lossy(&header).trim_end(),
+                    first_source.name,
+                    String::from_utf8_lossy(first_header).trim_end()
+                )))
+            }
+        }
+    }
+    let Some((source, _, (names, picks))) = first else {
+        return Err(Error::Usage("--skip-other-fields: no input has a header to read the columns from".into()));
+    };
+    Ok(((source.name.clone(), names), picks))
+}
+
+/// A header that names the table's columns when split at `delimiter`, not
+/// at the load's: see [`plan::header_delimiter`].
+fn header_at_another_delimiter(source: &Source, header: &[u8], format: &FormatOptions, delimiter: u8) -> Error {
+    source.input_error(&format!(
+        "its header ({}) names the table's columns when split at {}; pass {}",
+        String::from_utf8_lossy(header).trim_end(),
+        hints::delimiter_shown(delimiter),
+        format.flag_for_delimiter(delimiter)
+    ))
+}
+
+/// `--columns` naming the columns an input's header names, in another
+/// order: COPY would load each field into the column `--columns` puts at
+/// its place, which the header says is another's, and columns of one type
+/// take that silently. Every input's header is read (as when loading by the
+/// headers' names), so a later file of a glob cannot load swapped. A
+/// header of other labels is not checked.
+pub(super) fn refuse_columns_a_header_reorders(
+    sources: &[Source],
+    format: &FormatOptions,
+    req: &LoadRequest,
+    table: &TableInfo,
+    given: &[String],
+) -> Result<(), Error> {
+    if !format.header {
+        return Ok(());
+    }
+    let sorted = |names: &[String]| {
+        let mut names = names.to_vec();
+        names.sort();
+        names
+    };
+    for source in sources {
+        let Some(header) = header_of(source, format, req)? else { continue };
+        let HeaderColumns::Named(named) = plan::header_columns(table, &header, format) else { continue };
+        if named.as_slice() == given || sorted(&named) != sorted(given) {
+            continue;
+        }
+        return Err(source.input_error(&format!(
+            "its header ({}) names the columns of --columns ({}) in another order, so its fields would load \
+             into each other's columns; leave out --columns to load by the header's names, or give them in the \
+             file's order",
+            String::from_utf8_lossy(&header).trim_end(),
+            given.join(",")
+        )));
+    }
+    Ok(())
+}
+
+/// A header some of whose fields no column takes (see
+/// [`HeaderColumns::Unloadable`]), with the command that cuts them out.
+fn unloadable_header(
+    source: &Source,
+    format: &FormatOptions,
+    table: &TableInfo,
+    kept: &[usize],
+    others: &[(usize, String)],
+    generated: &[(usize, String)],
+) -> Error {
+    // "field 3 (x) names" or "fields 3 (x), 6 (y) name".
+    let listed = |fields: &[(usize, String)], name: &dyn Fn(&str) -> String| {
+        let each: Vec<String> = fields.iter().map(|(i, f)| format!("{} ({})", i + 1, name(f))).collect();
+        match each.len() {
+            1 => format!("field {} names", each[0]),
+            _ => format!("fields {} name", each.join(", ")),
+        }
+    };
+    let mut why = Vec::new();
+    if !generated.is_empty() {
+        let kind = if generated.len() == 1 { "a generated column" } else { "generated columns" };
+        why.push(format!("{} {kind}, which the server computes", listed(generated, &|name| quote_ident(name))));
+    }
+    if !others.is_empty() {
+        why.push(format!("{} no column of {}", listed(others, &|name| name.to_string()), table.display()));
+    }
+    let all: Vec<usize> = others.iter().chain(generated).map(|(i, _)| i + 1).collect();
+    let (those, them) = if all.len() == 1 { ("that field", "it") } else { ("those fields", "them") };
+    let mut advice = format!("cut {them} out first ({}", cut_command(source, format, kept));
+    if format.kind == FormatKind::Csv {
+        let delimiter = match format.field_delimiter() {
+            b',' => String::new(),
+            other => format!("-d {} ", shell_byte(other)),
+        };
+        advice.push_str(&format!(
+            ", or, where values hold the delimiter inside quotes, a CSV tool: csvcut {delimiter}-C {}",
+            field_list(&all)
+        ));
+    }
+    advice.push(')');
+    if !others.is_empty() {
+        advice.push_str(", or add columns for them to the table");
+    }
+    source.input_error(&format!(
+        "its header names columns of the table, but {}; COPY can neither load {those} nor leave {them} out, so \
+         pass --skip-other-fields, which leaves {them} out on the way, or {advice}",
+        why.join(", and ")
+    ))
+}
+
+/// The shell command that writes `source`'s text with only the fields
+/// `kept` (from 0).
+fn cut_command(source: &Source, format: &FormatOptions, kept: &[usize]) -> String {
+    let delimiter = match format.field_delimiter() {
+        b'\t' => String::new(),
+        other => format!("-d {} ", shell_byte(other)),
+    };
+    let fields: Vec<usize> = kept.iter().map(|i| i + 1).collect();
+    let cut = format!("cut {delimiter}-f {}", field_list(&fields));
+    let file = crate::source::shell_word(&source.name);
+    match (source.name.as_ref(), source.compression) {
+        ("-", _) => format!("... | {cut}"),
+        (_, crate::source::Compression::Gzip) => format!("zcat {file} | {cut}"),
+        (_, crate::source::Compression::Zstd) => format!("zstdcat {file} | {cut}"),
+        _ => format!("{cut} {file}"),
+    }
+}
+
+/// A byte as a shell word: `,` as is, `;` quoted.
+fn shell_byte(byte: u8) -> String {
+    crate::source::shell_word(&char::from(byte).to_string())
+}
+
+/// Field numbers as cut takes them, runs of three or more as ranges:
+/// `1,2,4,6-9`.
+pub(super) fn field_list(fields: &[usize]) -> String {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for &field in fields {
+        match runs.last_mut() {
+            Some((_, last)) if *last + 1 == field => *last = field,
+            _ => runs.push((field, field)),
+        }
+    }
+    let run = |&(first, last): &(usize, usize)| match last - first {
+        0 => first.to_string(),
+        1 => format!("{first},{last}"),
+        _ => format!("{first}-{last}"),
+    };
+    runs.iter().map(run).collect::<Vec<_>>().join(",")
+}
+
+fn misplaced_header(source: &Source, header: &[u8], field: usize, column: &str, instead: Option<&str>) -> Error {
+    let instead = match instead {
+        Some(other) => format!("into column {}", quote_ident(other)),
+        None => "past the table's last column".to_string(),
+    };
+    source.input_error(&format!(
+        "its header ({}) names column {} as field {}, but not every field is a column's name, so the fields \
+         would load by position, field {} {instead}; make every field of the header a column's name (to load \
+         by name), or give the file's columns in order with --columns",
+        String::from_utf8_lossy(header).trim_end(),
+        quote_ident(column),
+        field + 1,
+        field + 1,
+    ))
+}
+
+/// An input's header record (`None`: the input is empty): from the file's
+/// start, or from the head of stdin or a pipe (read ahead when it was
+/// opened), so columns are matched by name whatever the input. A header
+/// that runs past that head is refused rather than taken in part.
+fn header_of(source: &Source, format: &FormatOptions, req: &LoadRequest) -> Result<Option<Vec<u8>>, Error> {
+    let (stream, raw, whole) = source.open_start()?;
+    let preamble = Chunker::new(stream, chunker_config(format, req, 1, false, None), 0, 0)
+        .read_preamble()
+        .map_err(|e| source.read_error(&e, raw.get()))?;
+    if !preamble.header_ended && !whole {
+        return Err(source.input_error(&format!(
+            "its header does not end within the first {} read ahead; name the columns with --columns",
+            crate::report::human_bytes(crate::source::STREAM_HEAD as u64)
+        )));
+    }
+    Ok((preamble.header_records > 0).then_some(preamble.header))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_numbers_as_cut_takes_them() {
+        assert_eq!(field_list(&[1, 2, 4, 6, 7, 8, 9]), "1,2,4,6-9");
+        assert_eq!(field_list(&[3]), "3");
+        assert_eq!(field_list(&[1, 2, 3, 5, 6]), "1-3,5,6");
+    }
+}
