@@ -131,17 +131,40 @@ fn load_args(db: &TestDb, input: &std::path::Path, extra: &[&str]) -> Vec<String
 /// turns and look the keys up before each COPY. Each line's description
 /// names its line, so the row a key kept shows which line won.
 fn fixture_with_repeated_keys(rows: u64) -> Fixture {
+    fixture_with_keys_repeated(rows, Repeats { every: 100, near: 500, far_too: true, held_row: false })
+}
+
+/// Which lines of [`fixture_with_keys_repeated`] repeat an earlier key.
+struct Repeats {
+    /// One line in `every`, from the 1,000th on.
+    every: u64,
+    /// A near repeat is of a line at most this many lines back.
+    near: u64,
+    /// Every other repeat is of any earlier line instead.
+    far_too: bool,
+    /// The table holds a row before the load (tid 0), so its key stays in
+    /// place rather than being deferred.
+    held_row: bool,
+}
+
+fn fixture_with_keys_repeated(rows: u64, repeats: Repeats) -> Fixture {
     let db = TestDb::new();
     db.execute(&sluice::gen::Dataset::Transactions.ddl("t"));
     db.execute("ALTER TABLE t ADD PRIMARY KEY (tid)");
+    let (mut good, mut sum) = (0, 0);
+    if repeats.held_row {
+        db.execute("INSERT INTO t VALUES (0, 0, 0, 'description-0')");
+        good += 1;
+    }
     let mut rng = sluice::gen::Rng::new(17);
-    let (mut data, mut good, mut sum) = (Vec::new(), 0, 0);
-    let repeats = |i: u64| i % 100 == 37 && i > 1_000;
+    let mut data = Vec::new();
+    let repeated = |i: u64| i % repeats.every == 37 && i > 1_000;
     for i in 1..=rows {
         let tid = match i {
-            _ if repeats(i) => {
-                let back = if i % 200 == 37 { 1 + rng.below(500) } else { 1 + rng.below(i - 1) };
-                let original = (1..=i - back).rev().find(|&j| j % 997 != 0 && !repeats(j));
+            _ if repeated(i) => {
+                let far = repeats.far_too && i % (2 * repeats.every) != 37;
+                let back = 1 + rng.below(if far { i - 1 } else { repeats.near.min(i - 1) });
+                let original = (1..=i - back).rev().find(|&j| j % 997 != 0 && !repeated(j));
                 original.unwrap().to_string()
             }
             _ if i % 997 == 0 => format!("x{i}"),
@@ -155,7 +178,7 @@ fn fixture_with_repeated_keys(rows: u64) -> Fixture {
     }
     let input = db.file("t.tsv", &data);
     let args = load_args(&db, &input, &[]);
-    Fixture { db, args, good, sum, bad: rows - good }
+    Fixture { db, args, good, sum, bad: rows + u64::from(repeats.held_row) - good }
 }
 
 impl Fixture {
@@ -247,6 +270,24 @@ fn kill_at_random_moments_of_a_load_with_repeated_keys_then_resume_keeps_each_ke
         "{}",
         f.db.scalar("SELECT reason FROM sluice.rejects LIMIT 1")
     );
+}
+
+/// The same where keys repeat rarely (one line in 1,000, at most 10,000
+/// lines back: often in the chunk before) into a table that holds a row,
+/// so the key stays in place: the chunks then commit in the file's order
+/// (a repeat is among the first MiB), and a chunk that copied a key
+/// before an earlier chunk did gives way to it. Whichever runs were cut
+/// short, and wherever, each key keeps its first line.
+#[test]
+fn kill_at_random_moments_of_a_load_with_rare_repeats_then_resume_keeps_each_keys_first_line() {
+    let rows = if cfg!(debug_assertions) { 500_000 } else { 1_000_000 };
+    let f = fixture_with_keys_repeated(rows, Repeats { every: 1_000, near: 10_000, far_too: false, held_row: true });
+    f.kill_then_resume(10, 23);
+    let later = "SELECT count(*) FROM t WHERE description <> 'description-' || tid";
+    assert_eq!(f.db.scalar(later), "0", "rows from a key's later line");
+    let repeated = (1_001..=rows).filter(|i| i % 1_000 == 37).count();
+    let reasons = "SELECT count(*) FILTER (WHERE reason LIKE '%already exists%') FROM sluice.rejects";
+    assert_eq!(f.db.scalar(reasons), repeated.to_string());
 }
 
 /// Kills a load 20 times at pseudo-random moments, then resumes it: every

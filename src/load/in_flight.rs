@@ -301,6 +301,20 @@ impl Flight<'_> {
         self.wait_while_loading(session, &|| false, LOOK_IN_ORDER_EVERY, ended, &sessions)
     }
 
+    /// After this chunk gave way (see [`Flight::wait_for_earlier`]): waits
+    /// until every chunk boarded before it has committed or been abandoned,
+    /// or the load stops, so that the one it gave way to takes their shared
+    /// key before this one copies it again. Loaded again at once, it could
+    /// copy the key first once more while that chunk's session had yet to
+    /// run, and give way again (seen on a busy machine: two give-ways for
+    /// one key). This chunk holds no lock of the server meanwhile, and the
+    /// chunks before it wait for none of its, so they end.
+    pub fn wait_for_earlier_to_end(&self, stop: &dyn Fn() -> bool) {
+        let seq = self.seq;
+        let ended = |chunks: &BTreeMap<u64, Published>| chunks.range(..seq).all(|(_, p)| p.abandoned).then_some(());
+        while self.board.wait_until(LOOK_IN_ORDER_EVERY, ended).is_none() && !stop() {}
+    }
+
     /// Waits until `ended` finds the chunks waited for ended (`Some(true)`:
     /// one was abandoned, an error that may pass), looking every `every`
     /// at the load's stop and at whether one of the sessions loading them
@@ -426,5 +440,28 @@ mod tests {
         let third = board.board(5);
         drop(second);
         assert!(third.earlier(&never).is_none(), "an abandoned chunk before it");
+    }
+
+    #[test]
+    fn a_chunk_that_gave_way_loads_again_once_those_before_it_end_or_the_load_stops() {
+        let board = InFlight::default();
+        let (first, second) = (board.board_in_order(3), board.board_in_order(4));
+        let third = board.board_in_order(5);
+        std::thread::scope(|s| {
+            let again = s.spawn(|| third.wait_for_earlier_to_end(&|| false));
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(!again.is_finished(), "two chunks before it still loading");
+            first.landed();
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(!again.is_finished(), "one chunk before it still loading");
+            drop(second);
+            again.join().unwrap();
+        });
+        let fourth = board.board_in_order(6);
+        let stopping = std::time::Instant::now();
+        fourth.wait_for_earlier_to_end(&|| true);
+        assert!(stopping.elapsed() < Duration::from_secs(1), "the load's stop ends the wait");
+        let waits = fourth.board.lock().range(..6).filter(|(_, p)| !p.abandoned).count();
+        assert_eq!(waits, 1, "the third chunk is still in flight: the stop ended the wait");
     }
 }

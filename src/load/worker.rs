@@ -363,8 +363,14 @@ impl Worker<'_> {
                     ));
                 }
                 // Rolled back: loaded again, checking every constraint at
-                // each row, or once the earlier chunk has taken its keys.
-                Commit::Refused | Commit::GaveWay => return Ok(None),
+                // each row, or once the earlier chunks have taken their keys.
+                Commit::Refused => return Ok(None),
+                Commit::GaveWay => {
+                    if let Some(flight) = &self.flight {
+                        flight.wait_for_earlier_to_end(&|| self.shared.interrupted());
+                    }
+                    return Ok(None);
+                }
             }
         }
         let mut sent = dones.into_iter().zip(binary);
