@@ -163,7 +163,7 @@ fn wait_for_turn(id: usize, shared: &Shared, queue: &Receiver<Vec<Chunk>>) -> bo
     true
 }
 
-/// How long a batch committing in input order waits for another
+/// How long a batch on the board of chunks in flight waits for another
 /// session's claim on it to end (see [`Worker::claim`]), asking this often.
 const HELD_CLAIM_PATIENCE: Duration = Duration::from_secs(5);
 const HELD_CLAIM_RETRY: Duration = Duration::from_millis(20);
@@ -637,22 +637,23 @@ impl Worker<'_> {
         }
     }
 
-    /// Claims the batch (see [`ledger::claim`]). One that commits in input
-    /// order and finds the batch held by another session tries again for a
-    /// while before leaving it for the end, where the batches after it would
-    /// have committed first and kept the later lines of keys it holds. Why:
-    /// a run killed a moment ago leaves sessions that hold their claims until
-    /// they find their client gone (8-11 rows from a key's later line in a
-    /// test that kills and resumes a load with rare repeated keys, on a busy
-    /// machine); a live process's claim, held longer, is still left for the
-    /// end, as without the order.
+    /// Claims the batch (see [`ledger::claim`]). One on the board of chunks
+    /// in flight (committing in input order, or publishing its keys to the
+    /// chunks after it) that finds the batch held by another session tries
+    /// again for a while before leaving it for the end, where the batches
+    /// after it would have committed first and kept the later lines of keys
+    /// it holds. Why: a run killed a moment ago leaves sessions that hold
+    /// their claims until they find their client gone (8-11 rows from a
+    /// key's later line in a test that kills and resumes a load with rare
+    /// repeated keys, on a busy machine); a live process's claim, held
+    /// longer, is still left for the end, as before.
     fn claim(&self, rows: &[ChunkRow], wait: bool) -> Result<Claimed, Error> {
-        let in_order = !wait && self.flight.as_ref().is_some_and(|f| f.in_order);
+        let boarded = !wait && self.flight.is_some();
         let until = std::time::Instant::now() + HELD_CLAIM_PATIENCE;
         loop {
             let claimed = ledger::claim(&self.session, rows, wait)?;
             let held = claimed.claims.iter().all(|c| *c == Claim::Busy);
-            if !held || !in_order || std::time::Instant::now() >= until || self.shared.stopping() {
+            if !held || !boarded || std::time::Instant::now() >= until || self.shared.stopping() {
                 return Ok(claimed);
             }
             std::thread::sleep(HELD_CLAIM_RETRY);
