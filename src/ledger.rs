@@ -55,7 +55,8 @@
 //! job's row before its chunks' and deletes its chunks with it. Ledgers
 //! made before keep their key, which still holds.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
 
 use crate::error::Error;
 use crate::sink::postgres::PgSession;
@@ -736,6 +737,35 @@ pub fn done_copy_text(rows: &[ChunkRow<'_>], at: &str) -> Vec<u8> {
 /// application only makes a claim wait or defer; the ledger rows decide).
 pub fn lock_keys(job: &str, first_seq: u64) -> (i32, i32) {
     (fnv1a(&[job]) as i32, first_seq as i32)
+}
+
+/// Waits, for at most `patience`, until the claims of `job` that other
+/// sessions hold now are released. Why: a run killed a moment ago leaves
+/// sessions that hold their claims until they find their client gone, and
+/// a batch found held is left for the end of the load, so the batches after
+/// it commit first (where keys repeat, keeping their later lines: 8-11 rows
+/// in a test that kills and resumes such a load 10 times on a busy
+/// machine). A live process's claims are released as its batches commit;
+/// one still held after `patience` is left for the end as before.
+pub fn wait_for_claims_held_elsewhere(session: &PgSession, job: &str, patience: Duration) -> Result<(), Error> {
+    let (job_key, _) = lock_keys(job, 0);
+    let sql = format!(
+        "SELECT pid::text, objid::text FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND granted \
+         AND classid = {}::oid AND pid <> pg_backend_pid() \
+         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+        job_key as u32
+    );
+    let held =
+        || -> Result<HashSet<Vec<Option<String>>>, Error> { Ok(session.query(&sql, &[])?.into_iter().collect()) };
+    let at_start = held()?;
+    let until = Instant::now() + patience;
+    while !at_start.is_empty() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+        if held()?.is_disjoint(&at_start) {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// Takes the batch's advisory lock for this transaction, or says it is

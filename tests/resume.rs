@@ -290,6 +290,27 @@ fn kill_at_random_moments_of_a_load_with_rare_repeats_then_resume_keeps_each_key
     assert_eq!(f.db.scalar(reasons), repeated.to_string());
 }
 
+/// A load that finds its job's first batch claimed by another session (as
+/// a run killed a moment ago leaves it, until that session finds its client
+/// gone) waits for the claim before loading anything, rather than leaving
+/// the batch for the end while the batches after it commit first.
+#[test]
+fn a_load_waits_for_its_jobs_claims_held_elsewhere_before_loading() {
+    let f = fixture(30_000, &["--job", "held"]);
+    let holder = f.db.session();
+    let (job_key, seq_key) = sluice::ledger::lock_keys("held", 0);
+    holder.execute(&format!("BEGIN; SELECT pg_advisory_xact_lock({job_key}, {seq_key})")).unwrap();
+    let child = f.spawn();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(f.db.count("t"), 0, "nothing loads while the first batch's claim is held");
+    holder.execute("COMMIT").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+    f.assert_exact();
+    let first = "SELECT count(*) FROM sluice.chunks WHERE job = 'held' AND seq = 0 AND state = 'done'";
+    assert_eq!(f.db.scalar(first), "1");
+}
+
 /// Kills a load 20 times at pseudo-random moments, then resumes it: every
 /// row is there once. A release build loads about twice as fast, so
 /// it gets more rows, to keep most kills landing mid-load.

@@ -1065,6 +1065,10 @@ struct OpenedJob {
 
 /// Creates the ledger when missing and opens the job: its name and the
 /// chunks earlier runs committed. A finished job ends the load here.
+/// How long a load waits at its start for the claims of its job that other
+/// sessions hold (see [`ledger::wait_for_claims_held_elsewhere`]).
+const CLAIMS_HELD_PATIENCE: Duration = Duration::from_secs(5);
+
 fn open_job(
     control: &PgSession,
     req: &LoadRequest,
@@ -1076,6 +1080,7 @@ fn open_job(
 ) -> Result<OpenedJob, Failed> {
     ensure_tables(control)?;
     let job = job::name(req, table, format, sources);
+    ledger::wait_for_claims_held_elsewhere(control, &job, CLAIMS_HELD_PATIENCE)?;
     job::refuse_the_data_of_an_unfinished_job(control, req, &job, table, sources)?;
     // Planned by the process that runs the job's first steps, under its lock.
     let planned = std::cell::RefCell::new(None);

@@ -163,11 +163,6 @@ fn wait_for_turn(id: usize, shared: &Shared, queue: &Receiver<Vec<Chunk>>) -> bo
     true
 }
 
-/// How long a batch on the board of chunks in flight waits for another
-/// session's claim on it to end (see [`Worker::claim`]), asking this often.
-const HELD_CLAIM_PATIENCE: Duration = Duration::from_secs(5);
-const HELD_CLAIM_RETRY: Duration = Duration::from_millis(20);
-
 /// A fast path runs under this savepoint, so a refusal keeps the chunk's
 /// transaction and its ledger claim.
 const SAVEPOINT: &str = "SAVEPOINT sluice_chunk";
@@ -329,7 +324,7 @@ impl Worker<'_> {
             flight.publish_backend(&self.session);
         }
         let rows: Vec<ChunkRow> = batch.iter().map(|c| ledger_row(self.shared, c, None)).collect();
-        let Claimed { claims, at } = self.claim(&rows, wait)?;
+        let Claimed { claims, at } = ledger::claim(&self.session, &rows, wait)?;
         let at_each_row = self.shared.checked_at_each_row.now();
         if let Some(sql) = AtEachRow::set_constraints(&at_each_row) {
             self.session.execute(&sql)?;
@@ -634,29 +629,6 @@ impl Worker<'_> {
                  or make the constraint NOT DEFERRABLE, then run the same command again to resume",
                 describe_refusal(&refusal)
             ))),
-        }
-    }
-
-    /// Claims the batch (see [`ledger::claim`]). One on the board of chunks
-    /// in flight (committing in input order, or publishing its keys to the
-    /// chunks after it) that finds the batch held by another session tries
-    /// again for a while before leaving it for the end, where the batches
-    /// after it would have committed first and kept the later lines of keys
-    /// it holds. Why: a run killed a moment ago leaves sessions that hold
-    /// their claims until they find their client gone (8-11 rows from a
-    /// key's later line in a test that kills and resumes a load with rare
-    /// repeated keys, on a busy machine); a live process's claim, held
-    /// longer, is still left for the end, as before.
-    fn claim(&self, rows: &[ChunkRow], wait: bool) -> Result<Claimed, Error> {
-        let boarded = !wait && self.flight.is_some();
-        let until = std::time::Instant::now() + HELD_CLAIM_PATIENCE;
-        loop {
-            let claimed = ledger::claim(&self.session, rows, wait)?;
-            let held = claimed.claims.iter().all(|c| *c == Claim::Busy);
-            if !held || !boarded || std::time::Instant::now() >= until || self.shared.stopping() {
-                return Ok(claimed);
-            }
-            std::thread::sleep(HELD_CLAIM_RETRY);
         }
     }
 
