@@ -284,7 +284,21 @@ fn kill_at_random_moments_of_a_load_with_rare_repeats_then_resume_keeps_each_key
     let f = fixture_with_keys_repeated(rows, Repeats { every: 1_000, near: 10_000, far_too: false, held_row: true });
     f.kill_then_resume(10, 23);
     let later = "SELECT count(*) FROM t WHERE description <> 'description-' || tid";
-    assert_eq!(f.db.scalar(later), "0", "rows from a key's later line");
+    // On failure: each such key's two lines, with the chunks that hold them.
+    let chunk_of = |line: &str| {
+        format!(
+            "(SELECT 'chunk ' || seq || ' pid ' || pid || ' at ' || committed_at FROM sluice.chunks \
+             WHERE first_line <= {line} ORDER BY first_line DESC LIMIT 1)"
+        )
+    };
+    let (first, kept) = ("tid", "substr(description, 13)::bigint");
+    let which = format!(
+        "SELECT string_agg('line ' || {first} || ' (' || {} || ') lost to line ' || {kept} || ' (' || {} || ')', '; ') \
+         FROM t WHERE description <> 'description-' || tid",
+        chunk_of(first),
+        chunk_of(kept)
+    );
+    assert_eq!(f.db.scalar(later), "0", "rows from a key's later line: {}", f.db.scalar(&which));
     let repeated = (1_001..=rows).filter(|i| i % 1_000 == 37).count();
     let reasons = "SELECT count(*) FILTER (WHERE reason LIKE '%already exists%') FROM sluice.rejects";
     assert_eq!(f.db.scalar(reasons), repeated.to_string());

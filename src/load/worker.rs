@@ -163,6 +163,13 @@ fn wait_for_turn(id: usize, shared: &Shared, queue: &Receiver<Vec<Chunk>>) -> bo
     true
 }
 
+/// How long a batch on the board of chunks in flight waits for another
+/// session's claim on it to end (see [`Worker::claim`]), asking this often:
+/// a dropped session ends once the server notices, within
+/// [`CHECK_CLIENT_EVERY`] even while it waits for a lock.
+const HELD_CLAIM_PATIENCE: Duration = Duration::from_secs(1);
+const HELD_CLAIM_RETRY: Duration = Duration::from_millis(20);
+
 /// A fast path runs under this savepoint, so a refusal keeps the chunk's
 /// transaction and its ledger claim.
 const SAVEPOINT: &str = "SAVEPOINT sluice_chunk";
@@ -214,8 +221,19 @@ fn open_session(shared: &Shared) -> Result<PgSession, Error> {
     if let Some(setting) = shared.synchronous_commit {
         session.execute(&format!("SET synchronous_commit = {setting}"))?;
     }
+    if session.server_version() >= 140_000 {
+        session.execute(CHECK_CLIENT_EVERY)?;
+    }
     Ok(session)
 }
+
+/// A loading session whose sluice was killed notices it this soon even
+/// while it waits for a lock, and ends, letting go of its chunks' claims and
+/// keys (PostgreSQL 14+). Otherwise it notices only when it next reads from
+/// the client, which a lock wait can put off for as long as the lock is
+/// held, and the run started after the kill finds those chunks held and
+/// leaves them for its end (see [`ledger::wait_for_claims_held_elsewhere`]).
+const CHECK_CLIENT_EVERY: &str = "SET client_connection_check_interval = '250ms'";
 
 /// Connects again, pausing before each attempt, until the backoff expires.
 fn reconnect(shared: &Shared, backoff: &mut Backoff) -> Result<PgSession, Error> {
@@ -324,7 +342,7 @@ impl Worker<'_> {
             flight.publish_backend(&self.session);
         }
         let rows: Vec<ChunkRow> = batch.iter().map(|c| ledger_row(self.shared, c, None)).collect();
-        let Claimed { claims, at } = ledger::claim(&self.session, &rows, wait)?;
+        let Claimed { claims, at } = self.claim(&rows, wait)?;
         let at_each_row = self.shared.checked_at_each_row.now();
         if let Some(sql) = AtEachRow::set_constraints(&at_each_row) {
             self.session.execute(&sql)?;
@@ -629,6 +647,33 @@ impl Worker<'_> {
                  or make the constraint NOT DEFERRABLE, then run the same command again to resume",
                 describe_refusal(&refusal)
             ))),
+        }
+    }
+
+    /// Claims the batch (see [`ledger::claim`]). One on the board of chunks
+    /// in flight (committing in input order, or publishing its keys to the
+    /// chunks after it) that finds the batch held by another session tries
+    /// again for a moment before leaving it for the end of the load, where
+    /// the batches after it would have committed first and kept the later
+    /// lines of keys it holds. Why: this worker's own session, dropped after
+    /// an error to connect again, may still hold the claim until the server
+    /// notices, and so may a killed run's sessions (see
+    /// [`ledger::wait_for_claims_held_elsewhere`]): in a test that kills and
+    /// resumes a load with rare repeated keys on a busy machine, the keys
+    /// that kept their later line had their first in chunks that the last
+    /// run, not killed, had left for its end.
+    /// A live process's claim, held for its whole batch, is left for the
+    /// end, as before.
+    fn claim(&self, rows: &[ChunkRow], wait: bool) -> Result<Claimed, Error> {
+        let boarded = !wait && self.flight.is_some();
+        let until = std::time::Instant::now() + HELD_CLAIM_PATIENCE;
+        loop {
+            let claimed = ledger::claim(&self.session, rows, wait)?;
+            let held = claimed.claims.iter().all(|c| *c == Claim::Busy);
+            if !held || !boarded || std::time::Instant::now() >= until || self.shared.stopping() {
+                return Ok(claimed);
+            }
+            std::thread::sleep(HELD_CLAIM_RETRY);
         }
     }
 
