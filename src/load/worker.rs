@@ -661,9 +661,8 @@ impl Worker<'_> {
     /// [`ledger::wait_for_claims_held_elsewhere`]): in a test that kills and
     /// resumes a load with rare repeated keys on a busy machine, the keys
     /// that kept their later line had their first in chunks that the last
-    /// run, not killed, had left for its end.
-    /// A live process's claim, held for its whole batch, is left for the
-    /// end, as before.
+    /// run, not killed, had left for its end. A live process's claim, held
+    /// for its whole batch, is still left for the end, after that moment.
     fn claim(&self, rows: &[ChunkRow], wait: bool) -> Result<Claimed, Error> {
         let boarded = !wait && self.flight.is_some();
         let until = std::time::Instant::now() + HELD_CLAIM_PATIENCE;
