@@ -14,7 +14,7 @@ use std::os::unix::fs::FileExt;
 
 use std::sync::atomic::Ordering;
 use std::sync::PoisonError;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 
@@ -665,11 +665,11 @@ impl Worker<'_> {
     /// for its whole batch, is still left for the end, after that moment.
     fn claim(&self, rows: &[ChunkRow], wait: bool) -> Result<Claimed, Error> {
         let boarded = !wait && self.flight.is_some();
-        let until = std::time::Instant::now() + HELD_CLAIM_PATIENCE;
+        let until = Instant::now() + HELD_CLAIM_PATIENCE;
         loop {
             let claimed = ledger::claim(&self.session, rows, wait)?;
             let held = claimed.claims.iter().all(|c| *c == Claim::Busy);
-            if !held || !boarded || std::time::Instant::now() >= until || self.shared.stopping() {
+            if !held || !boarded || Instant::now() >= until || self.shared.stopping() {
                 return Ok(claimed);
             }
             std::thread::sleep(HELD_CLAIM_RETRY);
