@@ -9,6 +9,9 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
+    if args.prints_for_a_reader() {
+        cli::end_quietly_when_the_reader_stops();
+    }
     let mut redactor = sluice::redact::Redactor::default();
     let outcome = cli::run(args, &mut redactor);
     match outcome {

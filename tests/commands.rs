@@ -375,3 +375,46 @@ fn report_names_what_the_server_sessions_waited_on() {
     let page = std::fs::read_to_string(report.with_extension("html")).unwrap();
     assert!(page.contains("<p>server sessions ("), "the chart's page says it too");
 }
+
+/// Runs `sluice args` with standard output a pipe whose reader has already
+/// gone, as after `| head` has read its lines: every write fails.
+fn with_reader_gone(args: &[&str]) -> (std::process::ExitStatus, String) {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: a fresh pipe; its read end is closed at once and the write
+    // end handed to the child as its stdout (and owned by the Stdio).
+    let stdout = unsafe {
+        assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
+        libc::close(fds[0]);
+        Stdio::from_raw_fd(fds[1])
+    };
+    let out = sluice_command().args(args).stdout(stdout).stderr(Stdio::piped()).output().unwrap();
+    (out.status, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// A reader that stops early (`sluice rejects f | head`) ends the commands
+/// that print for it as it ends `cat`: by SIGPIPE, with nothing said.
+/// They panicked, backtrace and all, or said "Broken pipe" and exited 2.
+/// A load still exits with its own code: its rows are committed by then.
+#[test]
+fn a_reader_that_stops_early_ends_the_output_commands_quietly_and_a_load_as_it_ends() {
+    use std::os::unix::process::ExitStatusExt;
+    let db = TestDb::new();
+    let file = orders(&db, "", 1000);
+    let rejects =
+        db.file("t.rejects.jsonl", br#"{"file":"a.csv","line":1,"byte":0,"record":1,"reason":"r","raw":"x\n"}"#);
+    for args in [
+        vec!["status", "--db", &db.conninfo()],
+        vec!["rejects", rejects.to_str().unwrap()],
+        vec!["doctor", "--db", &db.conninfo()],
+    ] {
+        let (status, stderr) = with_reader_gone(&args);
+        assert_eq!(status.signal(), Some(libc::SIGPIPE), "{args:?}: {status}, {stderr}");
+        assert_eq!(stderr, "", "{args:?}");
+    }
+    let (status, stderr) =
+        with_reader_gone(&["load", file.to_str().unwrap(), "--table", "orders", "--db", &db.conninfo()]);
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(db.count("orders"), 1000);
+}

@@ -102,7 +102,7 @@ pub fn run(args: BenchArgs, redactor: &mut Redactor) -> Result<i32, Error> {
     print_results(&args, &runs, &settings, &inputs, source_table.as_deref());
     bench::write_csv(&args.csv, &runs)
         .map_err(|e| Error::Input { file: args.csv.display().to_string(), message: format!("cannot write: {e}") })?;
-    println!("every run: {}", args.csv.display());
+    super::print_out(format_args!("every run: {}", args.csv.display()));
     Ok(exit::OK)
 }
 
@@ -182,29 +182,29 @@ fn print_results(
 ) {
     let rows = bench::medians(runs, settings);
     let Some(base) = rows.first() else { return };
-    println!(
+    super::print_out(format_args!(
         "\n{:<28} {:>9} {:>11} {:>8} {:>10} {:>12} {:>12}",
         "setting", "wall s", "rows/s", "MB/s", "x 1 txn", "server CPU s", "sluice CPU s"
-    );
+    ));
     for r in &rows {
         let server = r.server_cpu_s.map_or("unknown".to_string(), |s| format!("{s:.1}"));
         let label = match r.label.as_str() {
             "workers auto" => format!("workers auto (chose {})", r.workers),
             other => other.to_string(),
         };
-        println!(
+        super::print_out(format_args!(
             "{label:<28} {:>9.2} {:>11} {:>8.1} {:>9.2}x {server:>12} {:>12.2}",
             r.wall_s,
             thousands(r.rows_per_s as u64),
             r.mb_per_s,
             base.wall_s / r.wall_s,
             r.client_cpu_s
-        );
+        ));
     }
-    println!("(medians of {} rounds)\n", args.rounds);
+    super::print_out(format_args!("(medians of {} rounds)\n", args.rounds));
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     for answer in bench::answers(&rows, cores) {
-        println!("{answer}");
+        super::print_out(format_args!("{answer}"));
     }
     if let Some(best) = rows.iter().min_by(|a, b| a.wall_s.total_cmp(&b.wall_s)) {
         let flags = bench::recommended_flags(best, settings);
@@ -214,6 +214,6 @@ fn print_results(
         };
         let table = table.unwrap_or("<table>");
         let flags = if flags.is_empty() { String::new() } else { format!(" {flags}") };
-        println!("\nUse: sluice load {input} --table {table}{flags}");
+        super::print_out(format_args!("\nUse: sluice load {input} --table {table}{flags}"));
     }
 }

@@ -44,6 +44,35 @@ enum Command {
     Bench(bench::BenchArgs),
 }
 
+impl Cli {
+    /// Whether the command's output is what the user came for, often piped
+    /// on (`sluice rejects f | head`, `sluice status | grep`): status,
+    /// rejects and doctor. They only read, so a reader that stops early
+    /// may end them at once. `gen` handles its closed output itself; load,
+    /// bench and demo have loads or a server to finish first.
+    pub fn prints_for_a_reader(&self) -> bool {
+        matches!(self.command, Command::Status(_) | Command::Rejects(_) | Command::Doctor(_))
+    }
+}
+
+/// A reader that stops early (`| head`) ends the command the way it ends
+/// `cat`: quietly, by SIGPIPE. Rust ignores SIGPIPE, so every print after
+/// the reader left failed, and `println!` panicked with a backtrace.
+/// libpq does not rely on it being ignored: it sends with MSG_NOSIGNAL.
+pub fn end_quietly_when_the_reader_stops() {
+    // SAFETY: sets a signal's disposition to the default before any thread starts.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+}
+
+/// A line of the final output of a command that loads (`load`, `bench`):
+/// printed if standard output still takes it. By then the load has
+/// committed and recorded everything, so a reader that left early must not
+/// turn its exit code into a panic's.
+pub fn print_out(line: impl std::fmt::Display) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout(), "{line}");
+}
+
 /// Runs the chosen command; returns the exit code on success.
 pub fn run(cli: Cli, redactor: &mut Redactor) -> Result<i32, Error> {
     match cli.command {
