@@ -51,7 +51,8 @@ pub struct ChunkRecord {
 pub struct FileSummary {
     pub file: String,
     pub compression: crate::source::Compression,
-    /// Bytes after decompression.
+    /// Bytes after decompression (before transcoding or turning documents
+    /// into lines), the header's included.
     pub bytes: u64,
     pub header_lines: u64,
     pub bom_stripped: bool,

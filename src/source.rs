@@ -155,9 +155,19 @@ pub struct Source {
     pub documents: Option<(Arc<DocumentColumns>, u64)>,
 }
 
-/// A source opened for the chunker: the bytes it cuts, the count of bytes
-/// read from disk, and the input lines as read (see [`Source::open_chunked`]).
-pub type ChunkedStream = (Box<dyn Read + Send>, RawCounter, Option<OriginalLines>);
+/// A source opened for the chunker (see [`Source::open_chunked`]).
+pub struct ChunkedStream {
+    /// The bytes the chunker cuts.
+    pub stream: Box<dyn Read + Send>,
+    /// Bytes read from disk (compressed ones, for a compressed input).
+    pub raw: RawCounter,
+    /// Bytes of the input decompressed, before any transcoding or turning
+    /// of documents into lines: its size for the summary, which the
+    /// chunker's offsets, counting the lines it cuts, are not for documents.
+    pub input: RawCounter,
+    /// The input lines as read, for documents read into columns.
+    pub originals: Option<OriginalLines>,
+}
 
 /// Stdin or a pipe named on the command line, opened when the inputs are
 /// resolved (a pipe closed early would cut its writer off). Its first bytes
@@ -240,8 +250,8 @@ impl Source {
 
     /// Opens the source for one front-to-back pass, decompressing if needed.
     pub fn open_stream(&self) -> Result<(Box<dyn Read + Send>, RawCounter), Error> {
-        let (stream, counter, _) = self.open_chunked(false)?;
-        Ok((stream, counter))
+        let opened = self.open_chunked(false)?;
+        Ok((opened.stream, opened.raw))
     }
 
     /// [`Self::open_stream`], and for documents read into columns, when
@@ -256,8 +266,9 @@ impl Source {
             }
         };
         let originals = (keep_lines && self.documents.is_some()).then(OriginalLines::default);
-        let (stream, counter) = self.decoded(raw, originals.clone())?;
-        Ok((stream, counter, originals))
+        let input = RawCounter::default();
+        let (stream, raw) = self.decoded(raw, originals.clone(), Some(input.clone()))?;
+        Ok(ChunkedStream { stream, raw, input, originals })
     }
 
     /// The start of the source, to read its header before the load: a file
@@ -269,16 +280,18 @@ impl Source {
             let (stream, counter) = self.open_stream()?;
             return Ok((stream, counter, true));
         };
-        let (stream, counter) = self.decoded(Box::new(io::Cursor::new(pipe.head.clone())), None)?;
+        let (stream, counter) = self.decoded(Box::new(io::Cursor::new(pipe.head.clone())), None, None)?;
         Ok((Box::new(EndsAtCut(stream)), counter, pipe.head.len() < STREAM_HEAD))
     }
 
     /// `raw` decompressed, transcoded and turned from documents into lines
-    /// as the source needs (keeping the input lines in `originals`).
+    /// as the source needs (keeping the input lines in `originals`, and
+    /// counting the decompressed bytes in `input`).
     fn decoded(
         &self,
         raw: Box<dyn Read + Send>,
         originals: Option<OriginalLines>,
+        input: Option<RawCounter>,
     ) -> Result<(Box<dyn Read + Send>, RawCounter), Error> {
         let counter = RawCounter::default();
         let counted = Counting { inner: raw, counter: counter.clone() };
@@ -292,6 +305,10 @@ impl Source {
                 zstd::stream::read::Decoder::with_buffer(buffered(counted))
                     .map_err(|e| self.input_error(&e.to_string()))?,
             ),
+        };
+        let stream: Box<dyn Read + Send> = match input {
+            Some(counter) => Box::new(Counting { inner: stream, counter }),
+            None => stream,
         };
         let stream = match self.transcoding {
             Some(t) => Box::new(TranscodingReader::new(stream, t)),

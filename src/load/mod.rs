@@ -53,7 +53,7 @@ use crate::report::{
 };
 use crate::sink::postgres::{PgSession, PgTarget, TableInfo, READ_ONLY, READ_ONLY_ADVICE};
 use crate::sink::socket::ConnectionPath;
-use crate::source::{any_read_once, bytes_as_chunked, resolve_inputs, RawCounter, Source};
+use crate::source::{any_read_once, bytes_as_chunked, resolve_inputs, ChunkedStream, RawCounter, Source};
 use crate::sql::quote_ident;
 use batch::Batcher;
 
@@ -1145,8 +1145,8 @@ fn compare_committed_chunks(shared: &Shared, req: &LoadRequest) -> Result<(), Er
     let Some(&last) = shared.done.keys().max() else { return Ok(()) };
     let (mut seq, mut block) = (0, Vec::new());
     for (index, source) in shared.sources.iter().enumerate() {
-        let (mut chunker, raw, _) = chunker_for(shared, req, (index, source), seq, false, block)?;
-        while let Some(chunk) = chunker.next_chunk().map_err(|e| source.read_error(&e, raw.get()))? {
+        let (mut chunker, opened) = chunker_for(shared, req, (index, source), seq, false, block)?;
+        while let Some(chunk) = chunker.next_chunk().map_err(|e| source.read_error(&e, opened.raw.get()))? {
             if let Some(done) = shared.done.get(&chunk.seq).filter(|done| !is_the_chunk_done(done, &chunk)) {
                 return Err(not_the_input_of(&shared.job, source, &chunk, done));
             }
@@ -1564,15 +1564,19 @@ fn feed_one(
     let block = std::mem::take(&mut out.block);
     // Records rewritten with some of their fields go from memory.
     let keep_bytes = carries_its_bytes(source) || shared.format.picks.is_some();
-    let (mut chunker, raw, originals) = chunker_for(shared, req, (index, source), *seq, keep_bytes, block)?;
+    let (mut chunker, opened) = chunker_for(shared, req, (index, source), *seq, keep_bytes, block)?;
     let mut scan = InputScan::default();
     loop {
         let mut chunk = match chunker.next_chunk() {
             Ok(Some(chunk)) => chunk,
-            Ok(None) => break,
-            Err(err) => return Err(source.read_error(&err, raw.get())),
+            Ok(None) => {
+                // Read to its end: all of it, header and all, as it was.
+                scan.bytes = opened.input.get();
+                break;
+            }
+            Err(err) => return Err(source.read_error(&err, opened.raw.get())),
         };
-        if let Some(originals) = &originals {
+        if let Some(originals) = &opened.originals {
             chunk.original = Some(Arc::new(originals.take(chunk.records)));
         }
         scan.chunks += 1;
@@ -1608,9 +1612,15 @@ fn feed_one(
     Ok(scan)
 }
 
-/// An input's chunker, the count of bytes it read from disk, and its input
-/// lines as read, for documents read into columns.
-type InputChunker = (Chunker<Box<dyn std::io::Read + Send>>, RawCounter, Option<OriginalLines>);
+/// An input's chunker, and the counts and lines of the stream it cuts.
+type InputChunker = (Chunker<Box<dyn std::io::Read + Send>>, ChunkedStreamRest);
+
+/// What [`chunker_for`] keeps of the opened input besides its stream.
+struct ChunkedStreamRest {
+    raw: RawCounter,
+    input: RawCounter,
+    originals: Option<OriginalLines>,
+}
 
 /// Cuts input `index` of the load from its start, numbering chunks from
 /// `first_seq`; `keep_bytes` for workers that cannot read it by range.
@@ -1625,14 +1635,14 @@ fn chunker_for(
     let cfg = chunker_config(shared.format, req, shared.chunk_size.max(1), keep_bytes, shared.shape);
     // The input lines are kept only for chunks that carry their bytes to
     // the workers (and so to the rejects file): checking chunks drops them.
-    let (stream, raw, originals) = source.open_chunked(keep_bytes)?;
+    let ChunkedStream { stream, raw, input, originals } = source.open_chunked(keep_bytes)?;
     let chunker = Chunker::on_block(stream, cfg, index, first_seq, block).opening_the_load(index == 0);
     let chunker = if source.is_positioned() {
         chunker.with_total_size(source.size).tapered(shared.to_load_end[index])
     } else {
         chunker.with_raw_counter(raw.clone(), source.size)
     };
-    Ok((chunker, raw, originals))
+    Ok((chunker, ChunkedStreamRest { raw, input, originals }))
 }
 
 /// How the load's inputs are cut: chunks of `target` bytes, by the format's
