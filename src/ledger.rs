@@ -256,6 +256,10 @@ pub struct JobSpec<'a> {
     pub input_bytes: Option<u64>,
     /// Steps before the copy (such as TRUNCATE), run once per job.
     pub first_steps: &'a [String],
+    /// The first steps empty the table (`--truncate`): what other
+    /// unfinished jobs dropped from it and never built again becomes this
+    /// job's to build (see [`adopt_steps_dropped_elsewhere`]).
+    pub empties_table: bool,
     /// Chooses the indexes and constraints to drop now and build after the
     /// copy; called only by the process that runs the job's first steps,
     /// under the job's lock, after them (so it sees the truncated table and
@@ -301,6 +305,7 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
         command,
         input_bytes,
         first_steps,
+        empties_table,
         plan_deferred,
     } = *spec;
     let oid = table_oid.to_string();
@@ -387,6 +392,9 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
                 other => other,
             })?;
         }
+        if empties_table {
+            adopt_steps_dropped_elsewhere(session, job, table, &oid)?;
+        }
         record_deferred(session, job, table, &deferred)?;
         session.query("UPDATE sluice.jobs SET steps_done = true WHERE job = $1 RETURNING 1", &[Some(job)])?;
     }
@@ -399,6 +407,71 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
         return Ok(Opened::Finished { rows, finished_at });
     }
     Ok(if done.is_empty() { Opened::Fresh } else { Opened::Resumed(done) })
+}
+
+/// The unfinished jobs into `table` (the one of OID `oid`) other than `job`
+/// whose dropped steps are still there: the objects are not there to check
+/// the rows loaded meanwhile, and only that job builds them again.
+const DROPPED_ELSEWHERE: &str = "FROM sluice.steps s JOIN sluice.jobs j ON j.job = s.job WHERE s.state = 'dropped' \
+     AND s.target_table = $2 AND j.target_table = $2 AND coalesce(j.table_oid, $3::bigint) = $3::bigint \
+     AND j.finished_at IS NULL AND j.job <> $1";
+
+/// Indexes, constraints (or an unlogged table) that another unfinished job
+/// dropped for its load and has not built again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DroppedElsewhere {
+    pub job: String,
+    /// As the user knows them: `primary key "t_pkey"`, in the order dropped.
+    pub names: Vec<String>,
+    /// The command that began that job, when recorded.
+    pub command: Option<String>,
+}
+
+/// What other unfinished jobs into `table` dropped and have not built again.
+pub fn dropped_elsewhere(
+    session: &PgSession,
+    job: &str,
+    table: &str,
+    oid: u32,
+) -> Result<Vec<DroppedElsewhere>, Error> {
+    let rows = session.query(
+        &format!(
+            "SELECT j.job, string_agg(s.name, E'\\n' ORDER BY s.step), min(j.command) {DROPPED_ELSEWHERE} \
+             GROUP BY j.job ORDER BY min(j.created_at), j.job"
+        ),
+        &[Some(job), Some(table), Some(&oid.to_string())],
+    )?;
+    Ok(rows
+        .into_iter()
+        .map(|r| DroppedElsewhere {
+            job: r[0].clone().unwrap_or_default(),
+            names: r[1].as_deref().unwrap_or_default().lines().map(str::to_string).collect(),
+            command: r[2].clone(),
+        })
+        .collect())
+}
+
+/// After `--truncate` emptied the table, in the job's opening transaction:
+/// what other unfinished jobs dropped from it and never built again becomes
+/// this job's, to build after its load like its own. Their rows are gone,
+/// so nobody else would: a crashed job's primary key stayed dropped after a
+/// load with `--truncate` that said it loaded every row. Numbered after the
+/// job's own steps so far, in the order they were dropped, and recorded
+/// now: an unlogged table taken over is emptied by a server restart from
+/// now on, not before (see `load::defer::recover_unlogged`).
+fn adopt_steps_dropped_elsewhere(session: &PgSession, job: &str, table: &str, oid: &str) -> Result<(), Error> {
+    session.query(
+        &format!(
+            "WITH theirs AS (DELETE FROM sluice.steps t USING (SELECT s.job, s.step {DROPPED_ELSEWHERE}) d \
+               WHERE t.job = d.job AND t.step = d.step RETURNING t.*), \
+             mine AS (SELECT coalesce(max(step), 0) AS last FROM sluice.steps WHERE job = $1) \
+             INSERT INTO sluice.steps (job, step, target_table, name, drop_sql, create_sql, violations_sql, state) \
+             SELECT $1, mine.last + row_number() OVER (ORDER BY t.recorded_at, t.job, t.step), $2, t.name, \
+               t.drop_sql, t.create_sql, t.violations_sql, 'dropped' FROM theirs t, mine RETURNING 1"
+        ),
+        &[Some(job), Some(table), Some(oid)],
+    )?;
+    Ok(())
 }
 
 /// Drops each deferred object and records how to build it again, in the

@@ -1099,3 +1099,53 @@ fn a_deferred_key_keeps_the_first_line_of_each_key_in_the_file() {
     assert_eq!(db.scalar("SELECT count(*) FROM t WHERE note <> 'line ' || id"), "0", "each id's first line is kept");
     assert_eq!(db.count("t"), 20_000 - later_lines.len() as u64);
 }
+
+/// A job that stopped with the table's primary key dropped (its input cut
+/// short: a damaged gzip file) leaves the key to be built when it resumes.
+/// Another job loading into the table meanwhile says so. With `--truncate`,
+/// which empties that job's rows, the load takes the key over and builds it
+/// again: before, the key stayed dropped after a load that said it loaded
+/// every row, and the duplicate in its input went in unrejected.
+#[test]
+fn a_key_another_stopped_job_dropped_is_said_and_built_again_by_a_load_that_truncates() {
+    use std::io::Write;
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    let rows = |from: u32, to: u32| -> String { (from..to).map(|i| format!("{i}\tv{i}\n")).collect() };
+    let good = db.file("a.tsv", rows(0, 50_000).as_bytes());
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gzip.write_all(rows(50_000, 400_000).as_bytes()).unwrap();
+    let gzip = gzip.finish().unwrap();
+    let cut = db.file("b.tsv.gz", &gzip[..gzip.len() / 2]);
+    let stopped = db.load(&[good.to_str().unwrap(), cut.to_str().unwrap(), "--table", "t", "--chunk-size", "64KiB"]);
+    assert_eq!(stopped.code, 2, "{}", stopped.output());
+    assert!(stopped.output().contains("primary key \"t_pkey\" stays dropped"), "{}", stopped.output());
+    let keys = "SELECT count(*) FROM pg_constraint WHERE conrelid = 't'::regclass AND contype = 'p'";
+    assert_eq!(db.scalar(keys), "0");
+    let loaded_before = db.count("t");
+    assert!(loaded_before >= 50_000, "{loaded_before}");
+
+    let more = db.file("c.tsv", rows(500_000, 500_100).as_bytes());
+    let alongside = db.load(&[more.to_str().unwrap(), "--table", "t"]);
+    alongside.assert_ok();
+    let said = "primary key \"t_pkey\" of public.t is dropped by job ";
+    assert!(alongside.output().contains(said), "{}", alongside.output());
+    assert!(alongside.output().contains("If it is not running, resume it with the command that began it (cd "));
+    assert_eq!(db.scalar(keys), "0", "still that job's to build");
+
+    // A repeated key in the truncating load's input: the key taken over
+    // rejects it, as the load's own deferred key would.
+    let again = db.file("d.tsv", format!("{}7\tagain\n", rows(0, 1000)).as_bytes());
+    let truncating = db.load(&[again.to_str().unwrap(), "--table", "t", "--truncate"]);
+    assert_eq!(truncating.code, 1, "{}", truncating.output());
+    let taken = "primary key \"t_pkey\" of public.t, dropped by job ";
+    assert!(truncating.output().contains(taken), "{}", truncating.output());
+    assert!(truncating.output().contains("is built again after this load"), "{}", truncating.output());
+    assert!(truncating.output().contains("rejected 1 (") || truncating.output().contains("rejected 1 record"));
+    assert_eq!(db.scalar(keys), "1");
+    assert_eq!(db.count("t"), 1000);
+    assert_eq!(db.scalar("SELECT v FROM t WHERE id = 7"), "v7", "the first line of the key is kept");
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.steps WHERE state = 'dropped'"), "0");
+    let status = crate::util::sluice(&["status", "--db", &db.conninfo()]);
+    assert!(!status.stdout.contains("not yet built again"), "{}", status.stdout);
+}

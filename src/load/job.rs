@@ -24,7 +24,7 @@ use super::LoadRequest;
 use crate::error::Error;
 use crate::format::convert::UnixTimes;
 use crate::format::FormatOptions;
-use crate::ledger::{stable_hash, Opened};
+use crate::ledger::{stable_hash, DroppedElsewhere, Opened};
 use crate::report::count_of;
 use crate::sink::postgres::{PgSession, TableInfo};
 use crate::source::Source;
@@ -198,6 +198,44 @@ fn holds_the_chunk_of(source: &Source, other: &crate::ledger::UnfinishedJob) -> 
     let mut hash = xxhash_rust::xxh3::Xxh3::new();
     let hashed = copy(&mut stream, &mut hash).map_err(read_error)?;
     Ok(skipped == other.byte_offset && hashed == other.byte_len && hash.digest() == other.content_hash)
+}
+
+/// What the summary says of the objects other unfinished jobs dropped from
+/// the table: those this job took over (`--truncate`) are built again after
+/// its load; rows loaded while another job's are still dropped go in
+/// unchecked by them, and only that job builds them again (a running job
+/// at its end, a stopped one when resumed).
+pub fn dropped_elsewhere_said(
+    table: &TableInfo,
+    (adopted, still): &(Vec<DroppedElsewhere>, Vec<DroppedElsewhere>),
+) -> Vec<String> {
+    let names = |d: &DroppedElsewhere| d.names.join(", ");
+    let verbs = |d: &DroppedElsewhere| if d.names.len() == 1 { ["is", "it"] } else { ["are", "them"] };
+    let taken = adopted.iter().map(|d| {
+        format!(
+            "{} of {}, dropped by job {} (unfinished; --truncate emptied its rows), {} built again after this load",
+            names(d),
+            table.display(),
+            d.job,
+            verbs(d)[0]
+        )
+    });
+    let theirs = still.iter().map(|d| {
+        let resume = match &d.command {
+            Some(command) => format!("resume it with the command that began it ({command})"),
+            None => "resume it with the command that began it (sluice status lists it)".to_string(),
+        };
+        let [is, it] = verbs(d);
+        format!(
+            "{} of {} {is} dropped by job {}, which has not built {it} again: the rows loaded now go in unchecked \
+             by {it}, and that job builds {it} again when it finishes. If it is not running, {resume}; or load \
+             with --truncate, which empties the table and builds {it} again after the load",
+            names(d),
+            table.display(),
+            d.job
+        )
+    });
+    taken.chain(theirs).collect()
 }
 
 fn refs(parts: &[String]) -> Vec<&str> {

@@ -804,6 +804,7 @@ fn prepare(
     let mut job = open_job(control, req, &table, format, sources, wanted, shape)?;
     let mut early_warnings: Vec<String> = in_the_ledger_schema(&table).into_iter().collect();
     early_warnings.extend(foreign::batch_advice(&table, control.server_version()));
+    early_warnings.extend(job::dropped_elsewhere_said(&table, &job.dropped_elsewhere));
     // Documents become text-format lines on the client, escaped as needed.
     early_warnings.extend(first_look::odd_escapes_warning(sources, format).filter(|_| format.documents.is_none()));
     if let Some(documents) = format.documents.as_ref().filter(|_| req.columns.is_none()) {
@@ -1061,6 +1062,9 @@ struct OpenedJob {
     inputs_changed: bool,
     /// What the job dropped or unlogged, as the ledger has it.
     steps: Vec<ledger::StepRow>,
+    /// What other unfinished jobs dropped from the table: taken over by
+    /// this job (`--truncate`), and still theirs.
+    dropped_elsewhere: (Vec<ledger::DroppedElsewhere>, Vec<ledger::DroppedElsewhere>),
 }
 
 /// Creates the ledger when missing and opens the job: its name and the
@@ -1092,6 +1096,8 @@ fn open_job(
     };
     let first_steps: Vec<String> = req.truncate.then(|| format!("TRUNCATE {}", table.quoted())).into_iter().collect();
     let target_table = table.display();
+    let dropped_elsewhere = || ledger::dropped_elsewhere(control, &job, &target_table, table.oid);
+    let dropped_before = if req.truncate { dropped_elsewhere()? } else { Vec::new() };
     let (chunking, fingerprint) = job::chunking_and_fingerprint(req, table, format, sources, shape);
     let spec = ledger::JobSpec {
         job: &job,
@@ -1104,9 +1110,12 @@ fn open_job(
         command: req.command.as_deref(),
         input_bytes: bytes_as_chunked(sources),
         first_steps: &first_steps,
+        empties_table: req.truncate,
         plan_deferred: &plan_deferred,
     };
     let opened = ledger::open(control, &spec)?;
+    let still_dropped = dropped_elsewhere()?;
+    let adopted = dropped_before.into_iter().filter(|d| !still_dropped.iter().any(|s| s.job == d.job)).collect();
     // An unlogged table emptied by a crash is reloaded whole (see
     // `defer::recover_unlogged`), not refused.
     let steps = ledger::steps(control, &job)?;
@@ -1125,7 +1134,8 @@ fn open_job(
         Opened::Finished { .. } if any_read_once(sources) => (ledger::done_chunks(control, &job)?, false),
         Opened::Finished { rows, finished_at } => return Err(Error::AlreadyLoaded { job, rows, finished_at }.into()),
     };
-    Ok(OpenedJob { job, done, defer_plan, steps, fingerprint, inputs_changed })
+    let dropped_elsewhere = (adopted, still_dropped);
+    Ok(OpenedJob { job, done, defer_plan, steps, fingerprint, inputs_changed, dropped_elsewhere })
 }
 
 /// Before a job whose inputs changed size or time loads anything: finds
