@@ -605,6 +605,15 @@ pub fn unfinished_jobs_into(
         .collect())
 }
 
+/// The files whose chunks the job committed, in the order it read them.
+pub fn files_read(session: &PgSession, job: &str) -> Result<Vec<String>, Error> {
+    let rows = session.query(
+        "SELECT file FROM sluice.chunks WHERE job = $1 AND state = 'done' GROUP BY file ORDER BY min(seq)",
+        &[Some(job)],
+    )?;
+    Ok(rows.into_iter().filter_map(|r| r[0].clone()).collect())
+}
+
 /// The rows a chunk loaded and those a trigger suppressed, when this process
 /// committed its ledger row (not another process sharing the job, which
 /// counts them itself).

@@ -1458,3 +1458,34 @@ fn named_job_refuses_other_options() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("format options, chunk size or sluice's chunking rule differ"), "{stderr}");
 }
+
+/// A glob that matches other files than when its job began (a damaged file
+/// of the job moved aside) makes another job of the same command, refused
+/// as the data of the first. The refusal told the user to resume that job
+/// with the command that began it: the one just run. It now says that
+/// this very command finds other inputs, and which.
+#[test]
+fn a_glob_that_finds_other_files_is_told_which_not_to_run_itself_again() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, note text)");
+    let parts = db.dir.path().join("parts");
+    std::fs::create_dir(&parts).unwrap();
+    std::fs::write(parts.join("a.tsv"), notes(0..3000)).unwrap();
+    let gz = crate::util::gzip(&notes(3000..300_000));
+    std::fs::write(parts.join("b.tsv.gz"), &gz[..gz.len() / 2]).unwrap();
+    let glob = format!("{}/*", parts.display());
+    let load = || db.load(&[&glob, "--table", "t", "--format", "tsv", "--chunk-size", "64KiB", "--workers", "1"]);
+    let stopped = load();
+    assert_eq!(stopped.code, 2, "{}", stopped.output());
+    assert!(db.count("t") > 3000, "{}", stopped.output());
+    std::fs::rename(parts.join("b.tsv.gz"), parts.join("b.damaged")).unwrap();
+    let refused = load();
+    assert_eq!(refused.code, 2, "{}", refused.output());
+    let said = format!(
+        "That job began with this same command, which now finds other inputs (it read {0}/b.tsv.gz, which this \
+         command does not find now; this command finds {0}/b.damaged, which it did not read)",
+        parts.display()
+    );
+    assert!(refused.stderr.contains(&said), "{}", refused.stderr);
+    assert!(!refused.stderr.contains("Resume that job with the command that began it"), "{}", refused.stderr);
+}

@@ -165,6 +165,9 @@ pub fn refuse_the_data_of_an_unfinished_job(
         for source in sources.iter().filter(|s| s.can_be_read_again()) {
             if holds_the_chunk_of(source, other)? {
                 let resume = match &other.command {
+                    Some(command) if req.command.as_ref() == Some(command) => {
+                        this_command_finds_other_inputs(control, &other.job, sources)?
+                    }
                     Some(command) => format!("Resume that job with the command that began it ({command})"),
                     None => "Resume that job by running the command that began it again, with the same inputs, \
                              paths and --chunk-size (sluice status lists it)"
@@ -173,8 +176,8 @@ pub fn refuse_the_data_of_an_unfinished_job(
                 return Err(source.input_error(&format!(
                     "job {} into {} is unfinished, and this input holds what it committed ({} from {}, bytes \
                      {}..{}, found here at the same place): as a new job it would load those rows again. {resume}; \
-                     to load this input as well, name it a job of its own with --job NAME; or empty the table \
-                     first with --truncate",
+                     or empty the table first with --truncate (which builds again what that job dropped); or, to \
+                     load this input as well, name it a job of its own with --job NAME",
                     other.job,
                     table.display(),
                     count_of(other.rows, "row"),
@@ -186,6 +189,38 @@ pub fn refuse_the_data_of_an_unfinished_job(
         }
     }
     Ok(())
+}
+
+/// What to do when the job began with this very command, which now finds
+/// other inputs (a glob matches a file more or fewer): telling the user to
+/// resume it with the command they just ran went round in circles. Names
+/// the files it read that the command no longer finds, and those it finds
+/// now that the job did not read (up to 5 of each).
+fn this_command_finds_other_inputs(control: &PgSession, job: &str, sources: &[Source]) -> Result<String, Error> {
+    let read = crate::ledger::files_read(control, job)?;
+    let now: Vec<String> = sources.iter().map(|s| s.name.to_string()).collect();
+    let listed = |files: Vec<&String>| {
+        let more = files.len().saturating_sub(5);
+        let names: Vec<&str> = files.iter().take(5).map(|f| f.as_str()).collect();
+        format!("{}{}", names.join(", "), if more > 0 { format!(" and {more} more") } else { String::new() })
+    };
+    let gone: Vec<&String> = read.iter().filter(|f| !now.contains(f)).collect();
+    let new: Vec<&String> = now.iter().filter(|f| !read.contains(f)).collect();
+    let mut differences = Vec::new();
+    if !gone.is_empty() {
+        differences.push(format!("it read {}, which this command does not find now", listed(gone)));
+    }
+    if !new.is_empty() {
+        differences.push(format!("this command finds {}, which it did not read", listed(new)));
+    }
+    let differences = match differences.is_empty() {
+        true => "its inputs or the options it was given differ".to_string(),
+        false => differences.join("; "),
+    };
+    Ok(format!(
+        "That job began with this same command, which now finds other inputs ({differences}): put its inputs \
+         back as they were and run the command again to resume it"
+    ))
 }
 
 /// Whether `source` holds the bytes of `other`'s chunk at the same place.
