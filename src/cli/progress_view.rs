@@ -41,14 +41,10 @@ impl ProgressView {
 }
 
 fn draw_bar(progress: &Progress, stopped: &mpsc::Receiver<()>, redactor: &Redactor) {
-    let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr_with_hz(5));
-    bar.set_style(ProgressStyle::with_template("{bar:30.cyan/blue} {msg}").expect("valid template"));
+    let bar = spinner_until_sized(ProgressDrawTarget::stderr_with_hz(5));
     loop {
         let snap = progress.snapshot();
-        if let Some(total) = snap.bytes_total {
-            bar.set_length(total);
-            bar.set_position(snap.bytes_done);
-        }
+        show_share_done(&bar, &snap);
         bar.set_message(redactor.apply(&describe(&snap)));
         for alert in progress.take_alerts() {
             bar.println(format!("sluice: warning: {}", redactor.apply(&alert)));
@@ -59,6 +55,32 @@ fn draw_bar(progress: &Progress, stopped: &mpsc::Receiver<()>, redactor: &Redact
         }
     }
     bar.finish_and_clear();
+}
+
+const SPINNER: &str = "{spinner:.cyan} {msg}";
+const BAR: &str = "{bar:30.cyan/blue} {msg}";
+
+fn spinner_until_sized(target: ProgressDrawTarget) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(None, target);
+    bar.set_style(ProgressStyle::with_template(SPINNER).expect("valid template"));
+    bar
+}
+
+/// A bar of the share done once the input's size is known; until then,
+/// and for stdin, pipes and compressed inputs, whose size is not, a
+/// spinner. The bar started at a length of 0, which indicatif draws full:
+/// a load from stdin showed a full bar from start to end.
+fn show_share_done(bar: &ProgressBar, snap: &Snapshot) {
+    match snap.bytes_total {
+        Some(total) => {
+            if bar.length().is_none() {
+                bar.set_style(ProgressStyle::with_template(BAR).expect("valid template"));
+            }
+            bar.set_length(total);
+            bar.set_position(snap.bytes_done);
+        }
+        None => bar.tick(),
+    }
 }
 
 /// A line every `interval`; a warning (see [`Progress::alert`]) within a
@@ -134,4 +156,34 @@ fn checking_line(checked: u64, s: &Snapshot) -> String {
 fn minutes_seconds(d: Duration) -> String {
     let secs = d.as_secs();
     format!("{}:{:02}", secs / 60, secs % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(bytes_total: Option<u64>, bytes_done: u64) -> Snapshot {
+        Snapshot {
+            elapsed: Duration::from_secs(1),
+            bytes_total,
+            bytes_done,
+            rows_done: 0,
+            rejected: 0,
+            chunks_done: 0,
+            building: 0,
+            checked: None,
+            waiting: None,
+            blocked: None,
+        }
+    }
+
+    #[test]
+    fn the_bar_shows_a_share_done_only_of_a_known_size() {
+        let bar = spinner_until_sized(ProgressDrawTarget::hidden());
+        show_share_done(&bar, &snapshot(None, 4096));
+        // indicatif draws a length of 0 as a full bar.
+        assert_eq!(bar.length(), None, "no size, no share");
+        show_share_done(&bar, &snapshot(Some(10_000), 2_500));
+        assert_eq!((bar.length(), bar.position()), (Some(10_000), 2_500));
+    }
 }
