@@ -66,9 +66,9 @@ fn spinner_until_sized(target: ProgressDrawTarget) -> ProgressBar {
     bar
 }
 
-/// A bar of the share done once the input's size is known; until then,
-/// and for stdin, pipes and compressed inputs, whose size is not, a
-/// spinner. The bar started at a length of 0, which indicatif draws full:
+/// A bar of the share done once the inputs' size is known (compressed
+/// files: on disk); until then, and for stdin and pipes, whose size is
+/// not, a spinner. The bar started at a length of 0, which indicatif draws full:
 /// a load from stdin showed a full bar from start to end.
 fn show_share_done(bar: &ProgressBar, snap: &Snapshot) {
     match snap.bytes_total {
