@@ -1147,3 +1147,35 @@ fn a_latin1_database_stores_the_files_characters() {
         .collect();
     assert_eq!(lines, (1..=10).map(|i| 3 * i).collect::<Vec<u64>>());
 }
+
+/// A CSV header with a quote inside a value written without quotes
+/// (`Size 5"`) opens a quoted value, as COPY reads it: the header ran on to
+/// the line where another quote closed it, or to the end of the file, and
+/// every line in between was skipped with it. Such a file loaded 0 rows
+/// and exited 0. It is refused before anything loads, saying how to load
+/// it; a header whose line break is inside a value quoted from its start
+/// (a spreadsheet's two-line label) still loads.
+#[test]
+fn a_header_with_a_stray_quote_that_would_swallow_lines_is_refused() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE sizes (id int, size int, name text)");
+    let never = db.file("never.csv", b"id,Size 5\",name\n1,2,a\n2,3,b\n");
+    let later = db.file("later.csv", b"id,Size 5\",name\n1,2,a\n2,3,b\"\n3,4,c\n");
+    for (file, runs) in [(&never, "runs to the end of the input"), (&later, "runs on to line 3")] {
+        let run = db.load(&[file.to_str().unwrap(), "--table", "sizes", "--header"]);
+        assert_eq!(run.code, 2, "{}", run.output());
+        let said = format!(
+            "its header's field 2 (in id,Size 5\",name) holds a quote inside a value written without \
+                            quotes, which CSV reads as opening a quoted value: the header {runs}"
+        );
+        assert!(run.stderr.contains(&said), "{}", run.stderr);
+        assert_eq!(db.count("sizes"), 0);
+    }
+    // The way out it names: the header line is rejected as a record.
+    let run = db.load(&[never.to_str().unwrap(), "--table", "sizes", "--columns", "id,size,name"]);
+    assert_eq!(run.code, 1, "{}", run.output());
+    assert_eq!(db.scalar("SELECT string_agg(name, ',' ORDER BY id) FROM sizes"), "a,b");
+    let label = db.file("label.csv", b"id,\"Size\n(cm)\",name\n7,8,c\n");
+    db.load(&[label.to_str().unwrap(), "--table", "sizes", "--header"]).assert_ok();
+    assert_eq!(db.scalar("SELECT size FROM sizes WHERE id = 7"), "8");
+}

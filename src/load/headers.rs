@@ -7,10 +7,10 @@
 //! (`cut`, `--columns`) that fixes it: a refused input leaves the table as it
 //! was.
 
-use crate::chunk::Chunker;
+use crate::chunk::{Chunker, Preamble};
 use crate::error::Error;
 use crate::format::pick::FieldPicks;
-use crate::format::{FormatKind, FormatOptions};
+use crate::format::{Dialect, FormatKind, FormatOptions};
 use crate::sink::postgres::TableInfo;
 use crate::source::Source;
 use crate::sql::quote_ident;
@@ -287,6 +287,9 @@ fn header_of(source: &Source, format: &FormatOptions, req: &LoadRequest) -> Resu
     let preamble = Chunker::new(stream, chunker_config(format, req, 1, false, None), 0, 0)
         .read_preamble()
         .map_err(|e| source.read_error(&e, raw.get()))?;
+    if preamble.header_lines > 1 {
+        refuse_a_header_that_runs_on(source, format, &preamble)?;
+    }
     if !preamble.header_ended && !whole {
         return Err(source.input_error(&format!(
             "its header does not end within the first {} read ahead; name the columns with --columns",
@@ -296,9 +299,75 @@ fn header_of(source: &Source, format: &FormatOptions, req: &LoadRequest) -> Resu
     Ok((preamble.header_records > 0).then_some(preamble.header))
 }
 
+/// A CSV header whose first line holds a quote inside a value written
+/// without quotes (`Size 5"`): COPY, and sluice with it, reads that quote
+/// as opening a quoted value, so the header runs on to the line where
+/// another quote closes it, or to the end of the input, and every line in
+/// between was skipped as part of it, without a word: such a file loaded
+/// 0 rows and exited 0. A header whose line break stands inside a value
+/// quoted from its start (a spreadsheet's two-line label) is left alone.
+fn refuse_a_header_that_runs_on(source: &Source, format: &FormatOptions, preamble: &Preamble) -> Result<(), Error> {
+    let Dialect::Csv { quote, escape } = format.dialect() else { return Ok(()) };
+    let first_line = preamble.header.split(|&b| b == b'\n' || b == b'\r').next().unwrap_or_default();
+    let Some(field) = quote_inside_a_bare_value(first_line, format.field_delimiter(), quote, escape) else {
+        return Ok(());
+    };
+    let runs_to = match preamble.header_ended {
+        true => format!("on to line {}", preamble.header_lines),
+        false => "to the end of the input".to_string(),
+    };
+    Err(source.input_error(&format!(
+        "its header's field {} (in {}) holds a quote inside a value written without quotes, which CSV reads as \
+         opening a quoted value: the header runs {runs_to}, and the lines in it would not load. Write that \
+         value in quotes, with its quote doubled (Size 5\" as \"Size 5\"\"\"), or name the columns with --columns and load \
+         without --header (line 1 is then rejected as a record)",
+        field + 1,
+        String::from_utf8_lossy(first_line),
+    )))
+}
+
+/// The field (from 0) of a CSV line where a quote stands inside a value
+/// written without quotes, or after a quoted value's closing quote: where
+/// COPY opens a quoted value that the writer did not mean.
+fn quote_inside_a_bare_value(line: &[u8], delimiter: u8, quote: u8, escape: u8) -> Option<usize> {
+    let (mut field, mut at_start, mut quoted) = (0, true, false);
+    let mut bytes = line.iter().peekable();
+    while let Some(&b) = bytes.next() {
+        if quoted {
+            let next = bytes.peek().copied().copied();
+            if b == escape && (next == Some(quote) || (escape != quote && next == Some(escape))) {
+                bytes.next();
+            } else if b == quote {
+                quoted = false;
+            }
+        } else if b == delimiter {
+            (field, at_start) = (field + 1, true);
+        } else if b == quote && at_start {
+            (quoted, at_start) = (true, false);
+        } else if b == quote {
+            return Some(field);
+        } else {
+            at_start = false;
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_quote_inside_a_bare_value_is_found_and_quoted_values_are_not() {
+        let find = |line: &str| quote_inside_a_bare_value(line.as_bytes(), b',', b'"', b'"');
+        assert_eq!(find(r#"id,Size 5",name"#), Some(1));
+        assert_eq!(find(r#"id,"Size 5""",name"#), None, "a doubled quote in a quoted value");
+        assert_eq!(find(r#"id,"Amount"#), None, "a quoted value that goes on past the line");
+        assert_eq!(find(r#""a,b"x,c"#), None, "a quote closes, then a bare tail: no new quote");
+        assert_eq!(find(r#""a"b"c",d"#), Some(0), "a quote after the closing one opens another");
+        assert_eq!(find(r#"a,b,c""#), Some(2));
+        assert_eq!(quote_inside_a_bare_value(br#""a\"b",c"x"#, b',', b'"', b'\\'), Some(1), "escaped quote");
+    }
 
     #[test]
     fn field_numbers_as_cut_takes_them() {
