@@ -408,7 +408,29 @@ pub fn resolve_inputs(args: &[String]) -> Result<Vec<Source>, Error> {
     if sources.is_empty() {
         return Err(Error::Usage("no input: name one or more files, a glob, or - for stdin".into()));
     }
+    refuse_a_file_named_twice(&sources)?;
     Ok(sources)
+}
+
+/// A file named twice (`'data/*.csv' data/extra.csv`, `a.csv ./a.csv`, a
+/// link and its target) would load its rows twice, as `cat` would print
+/// them twice; that is never what a load is for, and the duplicates would
+/// go in without a word (or as rejects, under a key).
+fn refuse_a_file_named_twice(sources: &[Source]) -> Result<(), Error> {
+    let mut seen: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    for source in sources.iter().filter(|s| s.path.is_some() && s.pipe.is_none()) {
+        if let Some(first) = seen.insert(&source.canonical, &source.name) {
+            let also = match *first == *source.name {
+                true => String::new(),
+                false => format!(" (also as {first})"),
+            };
+            return Err(source.input_error(&format!(
+                "named twice{also}, so its rows would load twice; name each file once (a glob and a file it \
+                 matches name that file twice)"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The files a glob matches, sorted. Folders, fifos and sockets it matches

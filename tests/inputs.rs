@@ -1179,3 +1179,26 @@ fn a_header_with_a_stray_quote_that_would_swallow_lines_is_refused() {
     db.load(&[label.to_str().unwrap(), "--table", "sizes", "--header"]).assert_ok();
     assert_eq!(db.scalar("SELECT size FROM sizes WHERE id = 7"), "8");
 }
+
+/// A file named twice, by a glob and its own name, or through a link,
+/// loaded its rows twice without a word. It is refused before anything
+/// loads, naming both names.
+#[test]
+fn a_file_named_twice_is_refused() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, v text)");
+    let file = db.file("parts/a.csv", b"1,a\n2,b\n");
+    let glob = format!("{}/*.csv", file.parent().unwrap().display());
+    let link = db.dir.path().join("link.csv");
+    std::os::unix::fs::symlink(&file, &link).unwrap();
+    for (first, second) in [(glob.as_str(), file.to_str().unwrap()), (file.to_str().unwrap(), link.to_str().unwrap())] {
+        let run = db.load(&[first, second, "--table", "t"]);
+        assert_eq!(run.code, 2, "{}", run.output());
+        assert!(run.stderr.contains(": named twice"), "{}", run.stderr);
+        assert_eq!(db.count("t"), 0);
+    }
+    let run = db.load(&[file.to_str().unwrap(), link.to_str().unwrap(), "--table", "t"]);
+    assert!(run.stderr.contains(&format!("link.csv: named twice (also as {})", file.display())), "{}", run.stderr);
+    db.load(&[&glob, "--table", "t"]).assert_ok();
+    assert_eq!(db.count("t"), 2);
+}
