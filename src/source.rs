@@ -656,7 +656,8 @@ mod tests {
         std::fs::create_dir(dir.path().join("c.csv")).unwrap();
         std::fs::write(dir.path().join("b.csv"), "2\n").unwrap();
         std::fs::write(dir.path().join("a.csv"), "1\n").unwrap();
-        std::os::unix::fs::symlink(dir.path().join("a.csv"), dir.path().join("d.csv")).unwrap();
+        std::fs::write(dir.path().join("e.txt"), "5\n").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("e.txt"), dir.path().join("d.csv")).unwrap();
         std::os::unix::fs::symlink(dir.path(), dir.path().join("link")).unwrap();
         std::fs::create_dir(dir.path().join("sub")).unwrap();
         let pattern = format!("{}/sub/../link/*.csv", dir.path().display());
@@ -667,8 +668,12 @@ mod tests {
             let canonical = std::fs::canonicalize(source.path.as_ref().unwrap()).unwrap();
             assert_eq!(&*source.canonical, canonical.display().to_string());
         }
-        assert_eq!(sources[0].canonical, sources[2].canonical, "a link resolves to its file");
+        assert!(sources[2].canonical.ends_with("/e.txt"), "a link resolves to its file: {}", sources[2].canonical);
         assert!(!sources[0].canonical.contains("link"), "{}", sources[0].canonical);
+        // A link to a file the glob takes too names that file twice.
+        std::os::unix::fs::symlink(dir.path().join("a.csv"), dir.path().join("f.csv")).unwrap();
+        let twice = resolve_inputs(&[format!("{}/*.csv", dir.path().display())]).unwrap_err().to_string();
+        assert!(twice.contains("f.csv: named twice (also as "), "{twice}");
         assert_eq!(sources[1].size, Some(2));
         let modified = std::fs::metadata(dir.path().join("b.csv")).unwrap().modified().unwrap();
         let since_epoch = modified.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
