@@ -155,10 +155,12 @@ pub struct Source {
     pub documents: Option<(Arc<DocumentColumns>, u64)>,
 }
 
-/// A source opened for the chunker (see [`Source::open_chunked`]).
-pub struct ChunkedStream {
-    /// The bytes the chunker cuts.
-    pub stream: Box<dyn Read + Send>,
+/// A source opened for the chunker (see [`Source::open_chunked`]): the
+/// bytes it cuts, and how much of the input they took.
+pub type ChunkedStream = (Box<dyn Read + Send>, StreamCounts);
+
+/// What was read of a source opened for the chunker.
+pub struct StreamCounts {
     /// Bytes read from disk (compressed ones, for a compressed input).
     pub raw: RawCounter,
     /// Bytes of the input decompressed, before any transcoding or turning
@@ -250,8 +252,8 @@ impl Source {
 
     /// Opens the source for one front-to-back pass, decompressing if needed.
     pub fn open_stream(&self) -> Result<(Box<dyn Read + Send>, RawCounter), Error> {
-        let opened = self.open_chunked(false)?;
-        Ok((opened.stream, opened.raw))
+        let (stream, counts) = self.open_chunked(false)?;
+        Ok((stream, counts.raw))
     }
 
     /// [`Self::open_stream`], and for documents read into columns, when
@@ -268,7 +270,7 @@ impl Source {
         let originals = (keep_lines && self.documents.is_some()).then(OriginalLines::default);
         let input = RawCounter::default();
         let (stream, raw) = self.decoded(raw, originals.clone(), Some(input.clone()))?;
-        Ok(ChunkedStream { stream, raw, input, originals })
+        Ok((stream, StreamCounts { raw, input, originals }))
     }
 
     /// The start of the source, to read its header before the load: a file

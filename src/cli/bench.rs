@@ -204,7 +204,7 @@ fn print_results(
     super::print_out(format_args!("(medians of {} rounds)\n", args.rounds));
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     for answer in bench::answers(&rows, cores) {
-        super::print_out(format_args!("{answer}"));
+        super::print_out(answer);
     }
     if let Some(best) = rows.iter().min_by(|a, b| a.wall_s.total_cmp(&b.wall_s)) {
         let flags = bench::recommended_flags(best, settings);

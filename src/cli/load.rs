@@ -451,9 +451,9 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
 /// The summary line, then where the server's time went (see
 /// [`LoadReport::wait_lines`]).
 pub fn print_summary(report: &LoadReport) {
-    super::print_out(format_args!("{}", report.summary_line()));
+    super::print_out(report.summary_line());
     for line in report.wait_lines() {
-        super::print_out(format_args!("{line}"));
+        super::print_out(line);
     }
 }
 

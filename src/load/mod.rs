@@ -41,7 +41,7 @@ use crate::chunk::{Chunk, Chunker, ChunkerConfig, Preamble};
 use crate::encoding::InputEncoding;
 use crate::error::Error;
 use crate::format::convert::Conversion;
-use crate::format::documents::{self, OriginalLines};
+use crate::format::documents;
 use crate::format::pick::FieldPicks;
 use crate::format::scan::RecordShape;
 use crate::format::{FormatKind, FormatOptions};
@@ -53,7 +53,7 @@ use crate::report::{
 };
 use crate::sink::postgres::{PgSession, PgTarget, TableInfo, READ_ONLY, READ_ONLY_ADVICE};
 use crate::sink::socket::ConnectionPath;
-use crate::source::{any_read_once, bytes_as_chunked, resolve_inputs, ChunkedStream, RawCounter, Source};
+use crate::source::{any_read_once, bytes_as_chunked, resolve_inputs, Source, StreamCounts};
 use crate::sql::quote_ident;
 use batch::Batcher;
 
@@ -1622,15 +1622,8 @@ fn feed_one(
     Ok(scan)
 }
 
-/// An input's chunker, and the counts and lines of the stream it cuts.
-type InputChunker = (Chunker<Box<dyn std::io::Read + Send>>, ChunkedStreamRest);
-
-/// What [`chunker_for`] keeps of the opened input besides its stream.
-struct ChunkedStreamRest {
-    raw: RawCounter,
-    input: RawCounter,
-    originals: Option<OriginalLines>,
-}
+/// An input's chunker, and what it read of the input.
+type InputChunker = (Chunker<Box<dyn std::io::Read + Send>>, StreamCounts);
 
 /// Cuts input `index` of the load from its start, numbering chunks from
 /// `first_seq`; `keep_bytes` for workers that cannot read it by range.
@@ -1645,14 +1638,14 @@ fn chunker_for(
     let cfg = chunker_config(shared.format, req, shared.chunk_size.max(1), keep_bytes, shared.shape);
     // The input lines are kept only for chunks that carry their bytes to
     // the workers (and so to the rejects file): checking chunks drops them.
-    let ChunkedStream { stream, raw, input, originals } = source.open_chunked(keep_bytes)?;
+    let (stream, counts) = source.open_chunked(keep_bytes)?;
     let chunker = Chunker::on_block(stream, cfg, index, first_seq, block).opening_the_load(index == 0);
     let chunker = if source.is_positioned() {
         chunker.with_total_size(source.size).tapered(shared.to_load_end[index])
     } else {
-        chunker.with_raw_counter(raw.clone(), source.size)
+        chunker.with_raw_counter(counts.raw.clone(), source.size)
     };
-    Ok((chunker, ChunkedStreamRest { raw, input, originals }))
+    Ok((chunker, counts))
 }
 
 /// How the load's inputs are cut: chunks of `target` bytes, by the format's
