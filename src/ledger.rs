@@ -394,6 +394,7 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
         }
         if empties_table {
             adopt_steps_dropped_elsewhere(session, job, table, &oid)?;
+            forget_what_others_committed(session, job, table, &oid)?;
         }
         record_deferred(session, job, table, &deferred)?;
         session.query("UPDATE sluice.jobs SET steps_done = true WHERE job = $1 RETURNING 1", &[Some(job)])?;
@@ -469,6 +470,40 @@ fn adopt_steps_dropped_elsewhere(session: &PgSession, job: &str, table: &str, oi
              SELECT $1, mine.last + row_number() OVER (ORDER BY t.recorded_at, t.job, t.step), $2, t.name, \
                t.drop_sql, t.create_sql, t.violations_sql, 'dropped' FROM theirs t, mine RETURNING 1"
         ),
+        &[Some(job), Some(table), Some(oid)],
+    )?;
+    Ok(())
+}
+
+/// The other unfinished jobs into `table` with rows committed, and how many.
+pub fn others_with_rows(session: &PgSession, job: &str, table: &str, oid: u32) -> Result<Vec<(String, u64)>, Error> {
+    let rows = session.query(
+        "SELECT j.job, sum(c.rows_loaded)::text FROM sluice.jobs j JOIN sluice.chunks c ON c.job = j.job \
+         WHERE c.state = 'done' AND j.target_table = $2 AND coalesce(j.table_oid, $3::bigint) = $3::bigint \
+         AND j.finished_at IS NULL AND j.job <> $1 GROUP BY j.job ORDER BY min(j.created_at), j.job",
+        &[Some(job), Some(table), Some(&oid.to_string())],
+    )?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r[0].clone().unwrap_or_default(), r[1].as_deref().and_then(|n| n.parse().ok()).unwrap_or(0)))
+        .collect())
+}
+
+/// After `--truncate` emptied the table, in the job's opening transaction:
+/// the other unfinished jobs into it no longer have the rows their ledger
+/// says they committed. Their chunks, rejects and markers are forgotten, so
+/// that each starts over when run again: resumed, one loaded only the
+/// chunks after those, the rest of its input missing from the table
+/// without a word (or, into a table the truncating load left empty, it was
+/// refused, asking for --restart). Its first steps stay done: run again, it
+/// does not empty the table a second time.
+fn forget_what_others_committed(session: &PgSession, job: &str, table: &str, oid: &str) -> Result<(), Error> {
+    session.query(
+        "WITH others AS (SELECT job FROM sluice.jobs WHERE target_table = $2 \
+           AND coalesce(table_oid, $3::bigint) = $3::bigint AND finished_at IS NULL AND job <> $1), \
+         chunks AS (DELETE FROM sluice.chunks WHERE job IN (SELECT job FROM others) RETURNING 1), \
+         rejects AS (DELETE FROM sluice.rejects WHERE job IN (SELECT job FROM others) RETURNING 1) \
+         DELETE FROM sluice.xacts WHERE job IN (SELECT job FROM others) RETURNING 1",
         &[Some(job), Some(table), Some(oid)],
     )?;
     Ok(())

@@ -1148,4 +1148,18 @@ fn a_key_another_stopped_job_dropped_is_said_and_built_again_by_a_load_that_trun
     assert_eq!(db.scalar("SELECT count(*) FROM sluice.steps WHERE state = 'dropped'"), "0");
     let status = crate::util::sluice(&["status", "--db", &db.conninfo()]);
     assert!(!status.stdout.contains("not yet built again"), "{}", status.stdout);
+
+    // The stopped job's rows are gone: it starts over when run again (with
+    // its file mended), instead of loading only the chunks after those it
+    // had committed. Its ids below 1000 are the truncating load's now.
+    let over = format!(
+        "had committed {} rows into public.t, which --truncate emptied: it starts over if run again",
+        sluice::report::thousands(loaded_before)
+    );
+    assert!(truncating.output().contains(&over), "{over}: {}", truncating.output());
+    std::fs::write(&cut, &gzip).unwrap();
+    let again = db.load(&[good.to_str().unwrap(), cut.to_str().unwrap(), "--table", "t", "--chunk-size", "64KiB"]);
+    assert_eq!(again.code, 1, "{}", again.output());
+    assert!(again.output().contains("loaded 399,000 rows, rejected 1,000 "), "{}", again.output());
+    assert_eq!(db.count("t"), 400_000);
 }

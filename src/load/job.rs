@@ -235,15 +235,39 @@ fn holds_the_chunk_of(source: &Source, other: &crate::ledger::UnfinishedJob) -> 
     Ok(skipped == other.byte_offset && hashed == other.byte_len && hash.digest() == other.content_hash)
 }
 
+/// What a load did to the other unfinished jobs into its table, or found
+/// of them.
+#[derive(Debug, Default)]
+pub struct OtherJobs {
+    /// What they dropped and this job took over (`--truncate`).
+    pub adopted: Vec<DroppedElsewhere>,
+    /// What they dropped and still have to build again.
+    pub still_dropped: Vec<DroppedElsewhere>,
+    /// Those whose rows `--truncate` emptied, with how many: they start
+    /// over when run again.
+    pub started_over: Vec<(String, u64)>,
+}
+
+impl OtherJobs {
+    /// The summary's warnings about them.
+    pub fn said(&self, table: &TableInfo) -> Vec<String> {
+        let started_over = self.started_over.iter().map(|(job, rows)| {
+            format!(
+                "job {job} had committed {} into {}, which --truncate emptied: it starts over if run again",
+                count_of(*rows, "row"),
+                table.display()
+            )
+        });
+        started_over.chain(dropped_elsewhere_said(table, &self.adopted, &self.still_dropped)).collect()
+    }
+}
+
 /// What the summary says of the objects other unfinished jobs dropped from
 /// the table: those this job took over (`--truncate`) are built again after
 /// its load; rows loaded while another job's are still dropped go in
 /// unchecked by them, and only that job builds them again (a running job
 /// at its end, a stopped one when resumed).
-pub fn dropped_elsewhere_said(
-    table: &TableInfo,
-    (adopted, still): &(Vec<DroppedElsewhere>, Vec<DroppedElsewhere>),
-) -> Vec<String> {
+fn dropped_elsewhere_said(table: &TableInfo, adopted: &[DroppedElsewhere], still: &[DroppedElsewhere]) -> Vec<String> {
     let names = |d: &DroppedElsewhere| d.names.join(", ");
     let verbs = |d: &DroppedElsewhere| if d.names.len() == 1 { ["is", "it"] } else { ["are", "them"] };
     let taken = adopted.iter().map(|d| {

@@ -804,7 +804,7 @@ fn prepare(
     let mut job = open_job(control, req, &table, format, sources, wanted, shape)?;
     let mut early_warnings: Vec<String> = in_the_ledger_schema(&table).into_iter().collect();
     early_warnings.extend(foreign::batch_advice(&table, control.server_version()));
-    early_warnings.extend(job::dropped_elsewhere_said(&table, &job.dropped_elsewhere));
+    early_warnings.extend(job.others.said(&table));
     // Documents become text-format lines on the client, escaped as needed.
     early_warnings.extend(first_look::odd_escapes_warning(sources, format).filter(|_| format.documents.is_none()));
     if let Some(documents) = format.documents.as_ref().filter(|_| req.columns.is_none()) {
@@ -1062,9 +1062,8 @@ struct OpenedJob {
     inputs_changed: bool,
     /// What the job dropped or unlogged, as the ledger has it.
     steps: Vec<ledger::StepRow>,
-    /// What other unfinished jobs dropped from the table: taken over by
-    /// this job (`--truncate`), and still theirs.
-    dropped_elsewhere: (Vec<ledger::DroppedElsewhere>, Vec<ledger::DroppedElsewhere>),
+    /// What this job did to other unfinished jobs into the table, or found.
+    others: job::OtherJobs,
 }
 
 /// Creates the ledger when missing and opens the job: its name and the
@@ -1097,7 +1096,11 @@ fn open_job(
     let first_steps: Vec<String> = req.truncate.then(|| format!("TRUNCATE {}", table.quoted())).into_iter().collect();
     let target_table = table.display();
     let dropped_elsewhere = || ledger::dropped_elsewhere(control, &job, &target_table, table.oid);
-    let dropped_before = if req.truncate { dropped_elsewhere()? } else { Vec::new() };
+    let with_rows = || ledger::others_with_rows(control, &job, &target_table, table.oid);
+    let (dropped_before, rows_before) = match req.truncate {
+        true => (dropped_elsewhere()?, with_rows()?),
+        false => Default::default(),
+    };
     let (chunking, fingerprint) = job::chunking_and_fingerprint(req, table, format, sources, shape);
     let spec = ledger::JobSpec {
         job: &job,
@@ -1116,6 +1119,9 @@ fn open_job(
     let opened = ledger::open(control, &spec)?;
     let still_dropped = dropped_elsewhere()?;
     let adopted = dropped_before.into_iter().filter(|d| !still_dropped.iter().any(|s| s.job == d.job)).collect();
+    let rows_now = if rows_before.is_empty() { Vec::new() } else { with_rows()? };
+    let started_over = rows_before.into_iter().filter(|(other, _)| !rows_now.iter().any(|(o, _)| o == other)).collect();
+    let others = job::OtherJobs { adopted, still_dropped, started_over };
     // An unlogged table emptied by a crash is reloaded whole (see
     // `defer::recover_unlogged`), not refused.
     let steps = ledger::steps(control, &job)?;
@@ -1134,8 +1140,7 @@ fn open_job(
         Opened::Finished { .. } if any_read_once(sources) => (ledger::done_chunks(control, &job)?, false),
         Opened::Finished { rows, finished_at } => return Err(Error::AlreadyLoaded { job, rows, finished_at }.into()),
     };
-    let dropped_elsewhere = (adopted, still_dropped);
-    Ok(OpenedJob { job, done, defer_plan, steps, fingerprint, inputs_changed, dropped_elsewhere })
+    Ok(OpenedJob { job, done, defer_plan, steps, fingerprint, inputs_changed, others })
 }
 
 /// Before a job whose inputs changed size or time loads anything: finds
