@@ -1202,3 +1202,25 @@ fn a_file_named_twice_is_refused() {
     db.load(&[&glob, "--table", "t"]).assert_ok();
     assert_eq!(db.count("t"), 2);
 }
+
+/// A file cut from a larger one keeps the header in its first part only
+/// (`split -l`). With a first header of labels (not the columns' names),
+/// `--header` skipped the first record of every other part as its header,
+/// one row lost per file, exit 0. A later file's first line that is not
+/// the first header (as fields, whatever their quoting, case and spaces)
+/// is now refused before anything loads; the same labels still load.
+#[test]
+fn a_later_file_whose_first_line_is_not_the_first_files_labels_is_refused() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, size int, name text)");
+    let first = db.file("parts/p1.csv", b"Identifier,Dimension,Label\n1,2,a\n2,3,b\n");
+    let cut = db.file("parts/p2.csv", b"3,4,c\n4,5,d\n");
+    let run = db.load(&[first.to_str().unwrap(), cut.to_str().unwrap(), "--table", "t", "--header"]);
+    assert_eq!(run.code, 2, "{}", run.output());
+    let said = "p2.csv: its first line (3,4,c), which --header skips as a header, is not the header of ";
+    assert!(run.stderr.contains(said), "{}", run.stderr);
+    assert_eq!(db.count("t"), 0);
+    let same = db.file("parts/p3.csv", b"\"identifier\", Dimension ,LABEL\n5,6,e\n");
+    db.load(&[first.to_str().unwrap(), same.to_str().unwrap(), "--table", "t", "--header"]).assert_ok();
+    assert_eq!(db.scalar("SELECT string_agg(name, ',' ORDER BY id) FROM t"), "a,b,e");
+}

@@ -61,6 +61,9 @@ pub(super) fn names_in_headers(
         };
         let agrees = match (first_columns, &columns) {
             (HeaderColumns::Positional, HeaderColumns::Named(names)) => plan::in_table_order(table, names),
+            (HeaderColumns::Positional, _) if !same_labels(first_header, &header, format) => {
+                return Err(not_the_labels_of(source, &header, first_source, first_header));
+            }
             (HeaderColumns::Positional, _) => true,
             (named, _) => *named == columns,
         };
@@ -78,6 +81,33 @@ pub(super) fn names_in_headers(
         HeaderColumns::Named(names) => Some((source.name.clone(), names)),
         _ => None,
     }))
+}
+
+/// Whether two headers of labels (not the table's columns) are the same,
+/// as fields, whatever their quoting, case and spaces around them.
+fn same_labels(first: &[u8], other: &[u8], format: &FormatOptions) -> bool {
+    let labels = |header: &[u8]| {
+        plan::header_fields(header, format)
+            .map(|fields| fields.iter().map(|f| f.trim().to_lowercase()).collect::<Vec<_>>())
+            .unwrap_or_else(|| vec![String::from_utf8_lossy(header).trim().to_lowercase()])
+    };
+    labels(first) == labels(other)
+}
+
+/// A later input whose first line is not the first input's header of
+/// labels: most likely a record, from a file cut out of a larger one,
+/// which keeps the header in its first part only (`split -l`). Skipped as a
+/// header, one record of each such file was lost without a word.
+fn not_the_labels_of(source: &Source, header: &[u8], first_source: &Source, first_header: &[u8]) -> Error {
+    source.input_error(&format!(
+        "its first line ({}), which --header skips as a header, is not the header of {} ({}): if it is a \
+         record (a file cut from a larger one keeps the header in its first part only), it would not load. Load \
+         the files that have no header line without --header, in a load of their own; or, if the headers differ \
+         on purpose, load each file on its own",
+        String::from_utf8_lossy(header).trim_end(),
+        first_source.name,
+        String::from_utf8_lossy(first_header).trim_end()
+    ))
 }
 
 /// `--skip-other-fields`: the columns the first header names and which of
