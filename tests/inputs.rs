@@ -1220,6 +1220,11 @@ fn a_later_file_whose_first_line_is_not_the_first_files_labels_is_refused() {
     let said = "p2.csv: its first line (3,4,c), which --header skips as a header, is not the header of ";
     assert!(run.stderr.contains(said), "{}", run.stderr);
     assert_eq!(db.count("t"), 0);
+    // After a header of the columns' names too.
+    let named = db.file("parts/p0.csv", b"id,size,name\n0,1,z\n");
+    let run = db.load(&[named.to_str().unwrap(), cut.to_str().unwrap(), "--table", "t", "--header"]);
+    assert_eq!(run.code, 2, "{}", run.output());
+    assert!(run.stderr.contains(said), "{}", run.stderr);
     let same = db.file("parts/p3.csv", b"\"identifier\", Dimension ,LABEL\n5,6,e\n");
     db.load(&[first.to_str().unwrap(), same.to_str().unwrap(), "--table", "t", "--header"]).assert_ok();
     assert_eq!(db.scalar("SELECT string_agg(name, ',' ORDER BY id) FROM t"), "a,b,e");

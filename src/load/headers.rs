@@ -62,7 +62,10 @@ pub(super) fn names_in_headers(
         let agrees = match (first_columns, &columns) {
             (HeaderColumns::Positional, HeaderColumns::Named(names)) => plan::in_table_order(table, names),
             (HeaderColumns::Positional, _) if !same_labels(first_header, &header, format) => {
-                return Err(not_the_labels_of(source, &header, first_source, first_header));
+                return Err(not_the_first_header(source, &header, first_source, first_header));
+            }
+            (HeaderColumns::Named(_), HeaderColumns::Positional) => {
+                return Err(not_the_first_header(source, &header, first_source, first_header));
             }
             (HeaderColumns::Positional, _) => true,
             (named, _) => *named == columns,
@@ -94,11 +97,12 @@ fn same_labels(first: &[u8], other: &[u8], format: &FormatOptions) -> bool {
     labels(first) == labels(other)
 }
 
-/// A later input whose first line is not the first input's header of
-/// labels: most likely a record, from a file cut out of a larger one,
-/// which keeps the header in its first part only (`split -l`). Skipped as a
-/// header, one record of each such file was lost without a word.
-fn not_the_labels_of(source: &Source, header: &[u8], first_source: &Source, first_header: &[u8]) -> Error {
+/// A later input whose first line is not the first input's header, nor
+/// names columns: most likely a record, from a file cut out of a larger
+/// one, which keeps the header in its first part only (`split -l`). After
+/// a header of labels, skipped as a header, one record of each such file
+/// was lost without a word.
+fn not_the_first_header(source: &Source, header: &[u8], first_source: &Source, first_header: &[u8]) -> Error {
     source.input_error(&format!(
         "its first line ({}), which --header skips as a header, is not the header of {} ({}): if it is a \
          record (a file cut from a larger one keeps the header in its first part only), it would not load. Load \
