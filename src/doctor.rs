@@ -306,7 +306,7 @@ fn setting_advice(name: &str, number: &Option<u64>, shown: &str, workers: usize)
 fn gin_kept(indexes: &[Vec<Option<String>>], server_version: i32) -> String {
     let gin: Vec<&str> =
         indexes.iter().filter(|r| r[2].as_deref() == Some("t")).filter_map(|r| r[0].as_deref()).collect();
-    if gin.is_empty() || server_version >= 180000 {
+    if gin.is_empty() || server_version >= crate::load::PARALLEL_GIN_BUILDS {
         return String::new();
     }
     format!(

@@ -410,12 +410,20 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
     Ok(if done.is_empty() { Opened::Fresh } else { Opened::Resumed(done) })
 }
 
-/// The unfinished jobs into `table` (the one of OID `oid`) other than `job`
-/// whose dropped steps are still there: the objects are not there to check
-/// the rows loaded meanwhile, and only that job builds them again.
-const DROPPED_ELSEWHERE: &str = "FROM sluice.steps s JOIN sluice.jobs j ON j.job = s.job WHERE s.state = 'dropped' \
-     AND s.target_table = $2 AND j.target_table = $2 AND coalesce(j.table_oid, $3::bigint) = $3::bigint \
-     AND j.finished_at IS NULL AND j.job <> $1";
+/// The unfinished jobs into table `$2` (the one of OID `$3`) other than
+/// job `$1`.
+const OTHER_UNFINISHED_JOBS: &str = "SELECT job FROM sluice.jobs WHERE target_table = $2 \
+     AND coalesce(table_oid, $3::bigint) = $3::bigint AND finished_at IS NULL AND job <> $1";
+
+/// The steps of [`OTHER_UNFINISHED_JOBS`] still dropped: the objects are
+/// not there to check the rows loaded meanwhile, and only their job builds
+/// them again.
+fn dropped_elsewhere_sql() -> String {
+    format!(
+        "FROM sluice.steps s JOIN sluice.jobs j ON j.job = s.job WHERE s.state = 'dropped' \
+         AND s.target_table = $2 AND j.job IN ({OTHER_UNFINISHED_JOBS})"
+    )
+}
 
 /// Indexes, constraints (or an unlogged table) that another unfinished job
 /// dropped for its load and has not built again.
@@ -437,8 +445,9 @@ pub fn dropped_elsewhere(
 ) -> Result<Vec<DroppedElsewhere>, Error> {
     let rows = session.query(
         &format!(
-            "SELECT j.job, string_agg(s.name, E'\\n' ORDER BY s.step), min(j.command) {DROPPED_ELSEWHERE} \
-             GROUP BY j.job ORDER BY min(j.created_at), j.job"
+            "SELECT j.job, string_agg(s.name, E'\\n' ORDER BY s.step), min(j.command) {} \
+             GROUP BY j.job ORDER BY min(j.created_at), j.job",
+            dropped_elsewhere_sql()
         ),
         &[Some(job), Some(table), Some(&oid.to_string())],
     )?;
@@ -463,12 +472,13 @@ pub fn dropped_elsewhere(
 fn adopt_steps_dropped_elsewhere(session: &PgSession, job: &str, table: &str, oid: &str) -> Result<(), Error> {
     session.query(
         &format!(
-            "WITH theirs AS (DELETE FROM sluice.steps t USING (SELECT s.job, s.step {DROPPED_ELSEWHERE}) d \
+            "WITH theirs AS (DELETE FROM sluice.steps t USING (SELECT s.job, s.step {}) d \
                WHERE t.job = d.job AND t.step = d.step RETURNING t.*), \
              mine AS (SELECT coalesce(max(step), 0) AS last FROM sluice.steps WHERE job = $1) \
              INSERT INTO sluice.steps (job, step, target_table, name, drop_sql, create_sql, violations_sql, state) \
              SELECT $1, mine.last + row_number() OVER (ORDER BY t.recorded_at, t.job, t.step), $2, t.name, \
-               t.drop_sql, t.create_sql, t.violations_sql, 'dropped' FROM theirs t, mine RETURNING 1"
+               t.drop_sql, t.create_sql, t.violations_sql, 'dropped' FROM theirs t, mine RETURNING 1",
+            dropped_elsewhere_sql()
         ),
         &[Some(job), Some(table), Some(oid)],
     )?;
@@ -478,9 +488,11 @@ fn adopt_steps_dropped_elsewhere(session: &PgSession, job: &str, table: &str, oi
 /// The other unfinished jobs into `table` with rows committed, and how many.
 pub fn others_with_rows(session: &PgSession, job: &str, table: &str, oid: u32) -> Result<Vec<(String, u64)>, Error> {
     let rows = session.query(
-        "SELECT j.job, sum(c.rows_loaded)::text FROM sluice.jobs j JOIN sluice.chunks c ON c.job = j.job \
-         WHERE c.state = 'done' AND j.target_table = $2 AND coalesce(j.table_oid, $3::bigint) = $3::bigint \
-         AND j.finished_at IS NULL AND j.job <> $1 GROUP BY j.job ORDER BY min(j.created_at), j.job",
+        &format!(
+            "SELECT j.job, sum(c.rows_loaded)::text FROM sluice.jobs j JOIN sluice.chunks c ON c.job = j.job \
+             WHERE c.state = 'done' AND j.job IN ({OTHER_UNFINISHED_JOBS}) GROUP BY j.job \
+             ORDER BY min(j.created_at), j.job"
+        ),
         &[Some(job), Some(table), Some(&oid.to_string())],
     )?;
     Ok(rows
@@ -499,11 +511,12 @@ pub fn others_with_rows(session: &PgSession, job: &str, table: &str, oid: u32) -
 /// does not empty the table a second time.
 fn forget_what_others_committed(session: &PgSession, job: &str, table: &str, oid: &str) -> Result<(), Error> {
     session.query(
-        "WITH others AS (SELECT job FROM sluice.jobs WHERE target_table = $2 \
-           AND coalesce(table_oid, $3::bigint) = $3::bigint AND finished_at IS NULL AND job <> $1), \
-         chunks AS (DELETE FROM sluice.chunks WHERE job IN (SELECT job FROM others) RETURNING 1), \
-         rejects AS (DELETE FROM sluice.rejects WHERE job IN (SELECT job FROM others) RETURNING 1) \
-         DELETE FROM sluice.xacts WHERE job IN (SELECT job FROM others) RETURNING 1",
+        &format!(
+            "WITH others AS ({OTHER_UNFINISHED_JOBS}), \
+             chunks AS (DELETE FROM sluice.chunks WHERE job IN (SELECT job FROM others) RETURNING 1), \
+             rejects AS (DELETE FROM sluice.rejects WHERE job IN (SELECT job FROM others) RETURNING 1) \
+             DELETE FROM sluice.xacts WHERE job IN (SELECT job FROM others) RETURNING 1"
+        ),
         &[Some(job), Some(table), Some(oid)],
     )?;
     Ok(())

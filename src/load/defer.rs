@@ -435,7 +435,7 @@ fn attaches_a_key(step: &StepRow) -> bool {
 
 /// PostgreSQL 18 builds a GIN index with several processes; before, one
 /// process builds it, while two loading sessions each keep it up to date.
-const PARALLEL_GIN_BUILDS: i32 = 180000;
+pub(crate) const PARALLEL_GIN_BUILDS: i32 = 180000;
 
 /// Why a GIN index stays in place before PostgreSQL 18, measured:
 /// `--defer-indexes no` against `auto`, 5 M JSON documents (cname) into a

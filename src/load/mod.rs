@@ -58,6 +58,7 @@ use crate::sql::quote_ident;
 use batch::Batcher;
 
 pub use defer::DeferIndexes;
+pub(crate) use defer::PARALLEL_GIN_BUILDS;
 pub use plan::{choose_columns, copy_statement, resolve_kind, CopyFormat};
 
 /// Largest automatic chunk size. Measured on `transactions` 10 M rows with
