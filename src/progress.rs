@@ -22,6 +22,9 @@ pub struct Progress {
     chunks_done: AtomicU64,
     /// Deferred indexes and constraints being built (0: not building).
     building: AtomicU64,
+    /// The table, unlogged for the load (`--unlogged`), is being made
+    /// logged again after it.
+    relogging: AtomicBool,
     /// The input changed since the job began and is read again to compare
     /// the chunks it committed, before anything loads.
     checking: AtomicBool,
@@ -51,6 +54,8 @@ pub struct Snapshot {
     pub chunks_done: u64,
     /// Deferred indexes and constraints being built after the copy.
     pub building: u64,
+    /// The table is being made logged again after the copy (`--unlogged`).
+    pub relogging: bool,
     /// On-disk bytes read again to check a changed input, while that lasts.
     pub checked: Option<u64>,
     /// Workers waiting for the server, when any are.
@@ -91,6 +96,7 @@ impl Default for Progress {
             rejected: AtomicU64::new(0),
             chunks_done: AtomicU64::new(0),
             building: AtomicU64::new(0),
+            relogging: AtomicBool::new(false),
             checking: AtomicBool::new(false),
             bytes_checked: AtomicU64::new(0),
             waiting: AtomicU64::new(0),
@@ -114,14 +120,16 @@ impl Progress {
     }
 
     /// The copy is done and `objects` deferred indexes and constraints are
-    /// being built (0 when that is over).
-    pub fn set_building(&self, objects: u64) {
+    /// being built, and the table made logged again when `relogging` (0 and
+    /// false when that is over).
+    pub fn set_building(&self, objects: u64, relogging: bool) {
         self.building.store(objects, Relaxed);
+        self.relogging.store(relogging, Relaxed);
     }
 
     /// Whether deferred objects are being built after the copy.
     pub fn is_building(&self) -> bool {
-        self.building.load(Relaxed) > 0
+        self.building.load(Relaxed) > 0 || self.relogging.load(Relaxed)
     }
 
     /// Whether a changed input is being read again (see
@@ -151,6 +159,7 @@ impl Progress {
             rejected: self.rejected.load(Relaxed),
             chunks_done: self.chunks_done.load(Relaxed),
             building: self.building.load(Relaxed),
+            relogging: self.relogging.load(Relaxed),
             checked: self.checking.load(Relaxed).then(|| self.bytes_checked.load(Relaxed)),
             waiting: self.waiting_now(),
             blocked: self
@@ -265,6 +274,7 @@ mod tests {
             rejected: 0,
             chunks_done: 1,
             building: 0,
+            relogging: false,
             checked: None,
             waiting: None,
             blocked: None,

@@ -112,7 +112,7 @@ pub fn describe(s: &Snapshot) -> String {
     line.push_str(&format!(", {} rows", thousands(s.rows_done)));
     // While the indexes are built the copy is over: rates over the time so
     // far fell by the second (from 1 M to 53 k rows/s over a 92 s build).
-    if s.building == 0 {
+    if s.building == 0 && !s.relogging {
         line.push_str(&format!(", {} rows/s, {:.1} MB/s", human_count(s.rows_per_sec()), s.bytes_per_sec() / 1e6));
     }
     if s.rejected > 0 {
@@ -131,8 +131,11 @@ pub fn describe(s: &Snapshot) -> String {
         line.push_str(&format!(", waiting {} for {}", minutes_seconds(blocked.waited), blocked.on));
         return line;
     }
-    if s.building > 0 {
-        line.push_str(&format!(", building {}", deferred_objects(s.building)));
+    let building = (s.building > 0).then(|| format!("building {}", deferred_objects(s.building)));
+    let relogging = s.relogging.then(|| "making the table logged again".to_string());
+    let after_the_copy: Vec<String> = building.into_iter().chain(relogging).collect();
+    if !after_the_copy.is_empty() {
+        line.push_str(&format!(", {}", after_the_copy.join(" and ")));
         return line;
     }
     if let Some(eta) = s.eta() {
@@ -171,6 +174,7 @@ mod tests {
             rejected: 0,
             chunks_done: 0,
             building: 0,
+            relogging: false,
             checked: None,
             waiting: None,
             blocked: None,
@@ -188,6 +192,12 @@ mod tests {
             "{}",
             describe(&snap)
         );
+        // `--unlogged`'s step is not one of the indexes and constraints.
+        snap.relogging = true;
+        let both = "500 rows, building 2 deferred indexes/constraints and making the table logged again";
+        assert!(describe(&snap).ends_with(both), "{}", describe(&snap));
+        snap.building = 0;
+        assert!(describe(&snap).ends_with("500 rows, making the table logged again"), "{}", describe(&snap));
     }
 
     #[test]

@@ -970,11 +970,12 @@ fn complete_job(
                 });
             }
             ledger::record_every_chunk_loaded(control, &shared.job)?;
-            let pending = ledger::steps(control, &shared.job)?.iter().filter(|s| !s.rebuilt).count();
-            shared.progress.set_building(pending as u64);
+            let pending: Vec<_> = ledger::steps(control, &shared.job)?.into_iter().filter(|s| !s.rebuilt).collect();
+            let (unlogged, objects): (Vec<_>, Vec<_>) = pending.iter().partition(|s| defer::is_unlogged_step(s));
+            shared.progress.set_building(objects.len() as u64, !unlogged.is_empty());
             let (job, sessions) = ((shared.job.as_str(), relation.as_str()), shared.workers(req));
             let completion = defer::complete(control, shared.target, job, sessions, &mut rebuilt, &rebuild_waits);
-            shared.progress.set_building(0);
+            shared.progress.set_building(0, false);
             completion
         });
         let (chunks, one_at_a_time) = match completion {
