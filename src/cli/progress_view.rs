@@ -110,9 +110,12 @@ pub fn describe(s: &Snapshot) -> String {
         line.push_str(&format!(" / {} ({:.0}%)", human_bytes(total), fraction * 100.0));
     }
     line.push_str(&format!(", {} rows", thousands(s.rows_done)));
+    let building = (s.building > 0).then(|| format!("building {}", deferred_objects(s.building)));
+    let relogging = s.relogging.then(|| "making the table logged again".to_string());
+    let after_the_copy: Vec<String> = building.into_iter().chain(relogging).collect();
     // While the indexes are built the copy is over: rates over the time so
     // far fell by the second (from 1 M to 53 k rows/s over a 92 s build).
-    if s.building == 0 && !s.relogging {
+    if after_the_copy.is_empty() {
         line.push_str(&format!(", {} rows/s, {:.1} MB/s", human_count(s.rows_per_sec()), s.bytes_per_sec() / 1e6));
     }
     if s.rejected > 0 {
@@ -131,9 +134,6 @@ pub fn describe(s: &Snapshot) -> String {
         line.push_str(&format!(", waiting {} for {}", minutes_seconds(blocked.waited), blocked.on));
         return line;
     }
-    let building = (s.building > 0).then(|| format!("building {}", deferred_objects(s.building)));
-    let relogging = s.relogging.then(|| "making the table logged again".to_string());
-    let after_the_copy: Vec<String> = building.into_iter().chain(relogging).collect();
     if !after_the_copy.is_empty() {
         line.push_str(&format!(", {}", after_the_copy.join(" and ")));
         return line;

@@ -971,8 +971,8 @@ fn complete_job(
             }
             ledger::record_every_chunk_loaded(control, &shared.job)?;
             let pending: Vec<_> = ledger::steps(control, &shared.job)?.into_iter().filter(|s| !s.rebuilt).collect();
-            let (unlogged, objects): (Vec<_>, Vec<_>) = pending.iter().partition(|s| defer::is_unlogged_step(s));
-            shared.progress.set_building(objects.len() as u64, !unlogged.is_empty());
+            let objects = pending.iter().filter(|s| !defer::is_unlogged_step(s)).count();
+            shared.progress.set_building(objects as u64, pending.len() > objects);
             let (job, sessions) = ((shared.job.as_str(), relation.as_str()), shared.workers(req));
             let completion = defer::complete(control, shared.target, job, sessions, &mut rebuilt, &rebuild_waits);
             shared.progress.set_building(0, false);
