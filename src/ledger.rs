@@ -908,6 +908,42 @@ pub fn lock_sql(job: &str, first_seq: u64, wait: bool) -> String {
     }
 }
 
+/// The advisory lock a running job's sessions hold, shared, for as long as
+/// they are connected: whether a job runs now, on any host, is whether a
+/// session holds it, which the server ends with the session. Why: the
+/// ledger says only what a job committed; a job with nothing committed in
+/// the last minute may be loading a slow chunk or have been killed, and a
+/// load that empties the table, restarts the job or finds its keys dropped
+/// must tell which. One 64-bit key (`objsubid` 1 in `pg_locks`), apart from
+/// the two 32-bit keys of batch claims (`objsubid` 2); a collision with
+/// another job only makes a stopped job look running.
+pub fn presence_key(job: &str) -> i64 {
+    fnv1a(&["running", job]) as i64
+}
+
+/// Marks this session as one of `job`'s while it lasts (see
+/// [`presence_key`]). Taken again on the same session, it only counts up.
+pub fn hold_presence(session: &PgSession, job: &str) -> Result<(), Error> {
+    session.query(&format!("SELECT 1 FROM pg_advisory_lock_shared({})", presence_key(job)), &[])?;
+    Ok(())
+}
+
+/// The jobs, of those named, that run now in other sessions than this one
+/// (see [`presence_key`]).
+pub fn running_now<'j>(session: &PgSession, jobs: impl IntoIterator<Item = &'j str>) -> Result<HashSet<String>, Error> {
+    let held: HashSet<i64> = session
+        .query(
+            "SELECT DISTINCT ((classid::bigint << 32) | objid::bigint)::text FROM pg_locks \
+             WHERE locktype = 'advisory' AND objsubid = 1 AND granted AND pid <> pg_backend_pid() \
+             AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+            &[],
+        )?
+        .iter()
+        .filter_map(|r| r[0].as_deref()?.parse().ok())
+        .collect();
+    Ok(jobs.into_iter().filter(|job| held.contains(&presence_key(job))).map(str::to_string).collect())
+}
+
 /// The rows (of one job) the ledger lists in the range of the given rows'
 /// seqs, with their state; the caller picks its own. A batch's chunks are
 /// usually consecutive, and then the range alone is the cheapest question:
@@ -981,6 +1017,8 @@ pub struct JobStatus {
     pub table: String,
     /// `finished`, or `in progress` (running, interrupted or crashed).
     pub state: String,
+    /// A process runs the job now, on any host (see [`presence_key`]).
+    pub running: bool,
     pub chunks_done: u64,
     /// Chunks the ledger lists: done, or pending (written ahead by an older
     /// sluice, or put back to load again). Chunks are recorded as they
@@ -1021,12 +1059,14 @@ pub fn status(session: &PgSession, job: Option<&str>) -> Result<Vec<JobStatus>, 
     )?;
     let text = |r: &Vec<Option<String>>, i: usize| r[i].clone().unwrap_or_default();
     let num = |r: &Vec<Option<String>>, i: usize| text(r, i).parse().unwrap_or(0);
+    let running = running_now(session, rows.iter().filter_map(|r| r[0].as_deref()))?;
     Ok(rows
         .iter()
         .map(|r| JobStatus {
             job: text(r, 0),
             table: text(r, 1),
             state: text(r, 2),
+            running: running.contains(&text(r, 0)),
             chunks_done: num(r, 3),
             chunks_known: num(r, 4),
             rows: num(r, 5),

@@ -1130,7 +1130,7 @@ fn a_key_another_stopped_job_dropped_is_said_and_built_again_by_a_load_that_trun
     alongside.assert_ok();
     let said = "primary key \"t_pkey\" of public.t is dropped by job ";
     assert!(alongside.output().contains(said), "{}", alongside.output());
-    assert!(alongside.output().contains("If it is not running, resume it with the command that began it (cd "));
+    assert!(alongside.output().contains("that job is stopped: resume it with the command that began it (cd "));
     assert_eq!(db.scalar(keys), "0", "still that job's to build");
 
     // A repeated key in the truncating load's input: the key taken over

@@ -1193,45 +1193,67 @@ fn two_processes_share_batches_of_small_files() {
     }
 }
 
+/// Makes each COPY into `t` take a fifth of a second longer: a load runs
+/// long enough to be watched.
+fn slow_down_each_copy(db: &TestDb) {
+    db.execute(
+        "CREATE FUNCTION pause() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN PERFORM pg_sleep(0.2); RETURN NULL; END$$; \
+         CREATE TRIGGER pause AFTER INSERT ON t FOR EACH STATEMENT EXECUTE FUNCTION pause()",
+    );
+}
+
+/// `sluice status --job JOB --json`'s job, or null before the load made its
+/// ledger.
+fn job_status(db: &TestDb, job: &str) -> serde_json::Value {
+    let run = crate::util::sluice(&["status", "--db", &db.conninfo(), "--job", job, "--json"]);
+    serde_json::from_str::<serde_json::Value>(&run.stdout).map_or(serde_json::Value::Null, |jobs| jobs[0].clone())
+}
+
+/// Polls [`job_status`] until `shown` holds, while `child` runs (within 30 s).
+fn status_once(
+    db: &TestDb,
+    job: &str,
+    child: &mut Child,
+    shown: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = job_status(db, job);
+        if shown(&status) {
+            return status;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the load ended before status showed it: {status}");
+        assert!(Instant::now() < deadline, "status never showed it: {status}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// `sluice status` reads jobs from the ledger: name, state, chunks, rows,
 /// how much of the input is done, and the processes loading them, while
 /// they run and not after.
 #[test]
 fn status_shows_jobs_from_the_ledger() {
     let f = fixture(50_000, &["--job", "watched"]);
-    // Each COPY takes a fifth of a second longer: the load runs long enough
-    // to be watched.
-    f.db.execute(
-        "CREATE FUNCTION pause() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN PERFORM pg_sleep(0.2); RETURN NULL; END$$; \
-         CREATE TRIGGER pause AFTER INSERT ON t FOR EACH STATEMENT EXECUTE FUNCTION pause()",
-    );
-    let status = || {
-        let run = crate::util::sluice(&["status", "--db", &f.db.conninfo(), "--job", "watched", "--json"]);
-        // Before the load made its ledger: no jobs, or not this one yet.
-        serde_json::from_str::<serde_json::Value>(&run.stdout).map_or(serde_json::Value::Null, |jobs| jobs[0].clone())
-    };
+    slow_down_each_copy(&f.db);
     let mut child = f.spawn();
     let pid = format!("(pid {})", child.id());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let running = loop {
-        let job = status();
-        if job["active"].to_string().contains(&pid) {
-            break job;
-        }
-        assert!(child.try_wait().unwrap().is_none(), "the load ended before status showed it running");
-        assert!(std::time::Instant::now() < deadline, "status never showed the running load");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let running = status_once(&f.db, "watched", &mut child, |job| job["active"].to_string().contains(&pid));
     let size = std::fs::metadata(f.db.dir.path().join("t.tsv")).unwrap().len();
     assert_eq!(running["state"], "in progress");
+    assert_eq!(running["running"], true);
     assert_eq!(running["input_bytes"], size, "the input's size, known before the load");
     let done = running["bytes_done"].as_u64().unwrap();
     assert!(done > 0 && done < size, "{running}");
+    let table = crate::util::sluice(&["status", "--db", &f.db.conninfo()]);
+    let line = table.stdout.lines().find(|l| l.starts_with("watched ")).unwrap_or_default().to_string();
+    assert!(line.contains(" running "), "{}", table.stdout);
+    assert!(!table.stdout.contains("resume with:"), "nothing to resume while it runs: {}", table.stdout);
     assert!(matches!(child.wait().unwrap().code(), Some(0 | 1)));
-    let job = &status();
+    let job = &job_status(&f.db, "watched");
     assert_eq!(job["job"], "watched");
     assert_eq!(job["bytes_done"], size, "every byte of the input is in a done chunk");
     assert_eq!(job["state"], "finished");
+    assert_eq!(job["running"], false);
     assert_eq!(job["rows"], f.good);
     assert_eq!(job["rejected"], f.bad);
     assert_eq!(job["chunks_done"], job["chunks_known"]);
@@ -1241,6 +1263,83 @@ fn status_shows_jobs_from_the_ledger() {
     assert!(line.contains("finished") && line.contains("all of "), "{}", table.stdout);
     let missing = crate::util::sluice(&["status", "--db", &f.db.conninfo(), "--job", "nope"]);
     assert_eq!(missing.code, 2);
+}
+
+/// Whether a job runs is told by the server, not guessed from its last
+/// commit: a killed load is `stopped` at once, with the command that
+/// resumes it. While it ran, `--restart` of its job was refused (it would
+/// have loaded again what the running load committed); once killed, the
+/// same command resumes it and every row is there once.
+#[test]
+fn a_running_job_is_told_from_a_stopped_one_and_is_not_restarted_under_a_load() {
+    let f = fixture(50_000, &["--job", "watched"]);
+    slow_down_each_copy(&f.db);
+    let mut child = f.spawn();
+    let running = status_once(&f.db, "watched", &mut child, |job| job["rows"].as_u64().unwrap_or(0) > 0);
+    assert_eq!(running["running"], true, "{running}");
+    let restart = f.spawn_with(&["--restart"]).wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&restart.stderr);
+    assert_eq!(restart.status.code(), Some(2), "{said}");
+    assert!(said.contains("job watched is running now in another process"), "{said}");
+    let committed = job_status(&f.db, "watched")["rows"].as_u64().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while job_status(&f.db, "watched")["running"] != false {
+        assert!(Instant::now() < deadline, "the killed load still shows as running");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let table = crate::util::sluice(&["status", "--db", &f.db.conninfo()]);
+    let line = table.stdout.lines().find(|l| l.starts_with("watched ")).unwrap_or_default().to_string();
+    assert!(line.contains(" stopped "), "{}", table.stdout);
+    assert!(table.stdout.contains("resume with:"), "{}", table.stdout);
+    assert!(f.db.count("t") >= committed, "the refused restart took nothing away");
+    assert!(matches!(f.spawn().wait().unwrap().code(), Some(0 | 1)));
+    f.assert_exact();
+}
+
+/// `--truncate` by another job while a load runs into the same table: the
+/// running load's committed rows are emptied and its chunks forgotten, and
+/// it finds them missing at the end of its copy and loads them again,
+/// saying so, as the truncating load said it would. Each load's rows are
+/// then in the table once.
+#[test]
+fn a_running_load_whose_rows_another_truncates_loads_them_again_and_both_say_so() {
+    let f = fixture(50_000, &["--job", "first"]);
+    slow_down_each_copy(&f.db);
+    // Not --quiet: the loads' warnings are what this test reads.
+    let mut args: Vec<String> = f.args.iter().filter(|a| *a != "--quiet").cloned().collect();
+    let first = f.db.dir.path().join("first.out");
+    let mut child = sluice_command()
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&first).unwrap())
+        .spawn()
+        .unwrap();
+    let running = status_once(&f.db, "first", &mut child, |job| job["rows"].as_u64().unwrap_or(0) > 0);
+    let job = args.iter().position(|a| a == "first").unwrap();
+    args[job] = "second".into();
+    let rejects = args.iter().position(|a| a == "--rejects").unwrap() + 1;
+    args[rejects] = f.db.dir.path().join("second.rejects.jsonl").display().to_string();
+    args.push("--truncate".into());
+    let second = sluice_command().args(&args).output().unwrap();
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(1), "{said}");
+    assert!(said.contains("job first, running now, had committed "), "{running}: {said}");
+    assert!(said.contains("which --truncate emptied: it loads them again before it finishes"), "{said}");
+    assert_eq!(child.wait().unwrap().code(), Some(1));
+    let first = std::fs::read_to_string(first).unwrap();
+    assert!(first.contains("the job had committed were missing from the ledger at the end of the copy"), "{first}");
+    assert_eq!(f.db.count("t"), 2 * f.good);
+    assert_eq!(
+        f.db.scalar("SELECT count(*) FROM (SELECT tid FROM t GROUP BY tid HAVING count(*) = 2) twice"),
+        f.good.to_string()
+    );
+    assert_eq!(f.db.scalar("SELECT sum(tid) FROM t"), (2 * f.sum).to_string());
+    for rejects in ["t.rejects.jsonl", "second.rejects.jsonl"] {
+        let file = std::fs::read_to_string(f.db.dir.path().join(rejects)).unwrap();
+        assert_eq!(file.lines().count() as u64, f.bad, "{rejects}");
+    }
 }
 
 /// stdin has no size or modification time to compare. Its default job is

@@ -52,7 +52,7 @@ pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
             "{:<32} {:<24} {:<12} {:>20} {:>11} {:>14} {:>9}  {}",
             j.job,
             j.table,
-            j.state,
+            state_shown(j),
             input_done(j),
             thousands(j.chunks_done),
             thousands(j.rows),
@@ -65,7 +65,7 @@ pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
                  and its rejects file is written"
             );
         }
-        if let Some(command) = j.command.as_ref().filter(|_| j.state != "finished") {
+        if let Some(command) = j.command.as_ref().filter(|_| j.state != "finished" && !j.running) {
             println!("  resume with: {command}");
         }
         if !j.dropped.is_empty() {
@@ -76,6 +76,17 @@ pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
         }
     }
     Ok(exit::OK)
+}
+
+/// `finished`, or for a job in progress whether a process runs it now
+/// (`running`) or none does (`stopped`: interrupted, crashed, or failed),
+/// which is when its command has to be run again.
+fn state_shown(job: &ledger::JobStatus) -> &str {
+    match (job.state.as_str(), job.running) {
+        ("finished", _) => "finished",
+        (_, true) => "running",
+        (_, false) => "stopped",
+    }
 }
 
 /// How much of the input the done chunks cover: `31% of 395.0 MB`, or the
@@ -110,6 +121,7 @@ mod tests {
             job: "j".into(),
             table: "public.t".into(),
             state: state.into(),
+            running: false,
             chunks_done: 3,
             chunks_known: 3,
             bytes_done,

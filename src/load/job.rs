@@ -20,6 +20,8 @@
 //! dropped and created again under the same name is told by its OID (the
 //! ledger's `table_oid`), one emptied since by [`refuse_an_emptied_table`].
 
+use std::collections::HashSet;
+
 use super::LoadRequest;
 use crate::error::Error;
 use crate::format::convert::UnixTimes;
@@ -135,6 +137,22 @@ pub fn refuse_an_emptied_table(control: &PgSession, job: &str, table: &TableInfo
     )))
 }
 
+/// `--restart` of a job that another process is loading now is refused:
+/// the rows that process committed stay in the table, and its job would
+/// begin again under it, loading them a second time, while it loads the
+/// rest. Another process on the same job without `--restart` only shares
+/// the work.
+pub fn refuse_to_restart_a_running_job(control: &PgSession, req: &LoadRequest, job: &str) -> Result<(), Error> {
+    if !req.restart || crate::ledger::running_now(control, [job])?.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "job {job} is running now in another process (sluice status shows it): --restart would load again \
+         what it has committed, which stays in the table. Stop that load (Ctrl-C) or wait for it to end, then run \
+         with --restart; or, to share its work, run this command without --restart"
+    )))
+}
+
 /// A new job under the default name whose input holds what another,
 /// unfinished job into the same table committed is refused: it would load
 /// those rows a second time. That is the same data loaded by a command that
@@ -243,9 +261,15 @@ pub struct OtherJobs {
     pub adopted: Vec<DroppedElsewhere>,
     /// What they dropped and still have to build again.
     pub still_dropped: Vec<DroppedElsewhere>,
-    /// Those whose rows `--truncate` emptied, with how many: they start
-    /// over when run again.
+    /// Those of them running now.
+    pub running: HashSet<String>,
+    /// Those, stopped, whose rows `--truncate` emptied, with how many: they
+    /// start over when run again.
     pub started_over: Vec<(String, u64)>,
+    /// Those, running, whose rows `--truncate` emptied: each finds the
+    /// chunks it committed gone from the ledger at its end, and loads them
+    /// again (see `load::complete_job`).
+    pub emptied_while_running: Vec<(String, u64)>,
 }
 
 impl OtherJobs {
@@ -258,7 +282,16 @@ impl OtherJobs {
                 table.display()
             )
         });
-        started_over.chain(dropped_elsewhere_said(table, &self.adopted, &self.still_dropped)).collect()
+        let emptied = self.emptied_while_running.iter().map(|(job, rows)| {
+            format!(
+                "job {job}, running now, had committed {} into {}, which --truncate emptied: it loads them again \
+                 before it finishes",
+                count_of(*rows, "row"),
+                table.display()
+            )
+        });
+        let dropped = dropped_elsewhere_said(&table.display(), &self.adopted, &self.still_dropped, &self.running);
+        started_over.chain(emptied).chain(dropped).collect()
     }
 }
 
@@ -267,30 +300,40 @@ impl OtherJobs {
 /// its load; rows loaded while another job's are still dropped go in
 /// unchecked by them, and only that job builds them again (a running job
 /// at its end, a stopped one when resumed).
-fn dropped_elsewhere_said(table: &TableInfo, adopted: &[DroppedElsewhere], still: &[DroppedElsewhere]) -> Vec<String> {
+fn dropped_elsewhere_said(
+    table: &str,
+    adopted: &[DroppedElsewhere],
+    still: &[DroppedElsewhere],
+    running: &HashSet<String>,
+) -> Vec<String> {
     let names = |d: &DroppedElsewhere| d.names.join(", ");
     let verbs = |d: &DroppedElsewhere| if d.names.len() == 1 { ["is", "it"] } else { ["are", "them"] };
     let taken = adopted.iter().map(|d| {
         format!(
-            "{} of {}, dropped by job {} (unfinished; --truncate emptied its rows), {} built again after this load",
+            "{} of {table}, dropped by job {} (unfinished; --truncate emptied its rows), {} built again after this load",
             names(d),
-            table.display(),
             d.job,
             verbs(d)[0]
         )
     });
     let theirs = still.iter().map(|d| {
-        let resume = match &d.command {
-            Some(command) => format!("resume it with the command that began it ({command})"),
-            None => "resume it with the command that began it (sluice status lists it)".to_string(),
-        };
         let [is, it] = verbs(d);
+        let what_then = match (running.contains(&d.job), &d.command) {
+            (true, _) => format!("that job is running now, and builds {it} again when it finishes"),
+            (false, Some(command)) => format!(
+                "that job is stopped: resume it with the command that began it ({command}), which builds {it} \
+                 again; or load with --truncate, which empties the table and builds {it} again after the load"
+            ),
+            (false, None) => format!(
+                "that job is stopped: resume it with the command that began it (sluice status lists it), which \
+                 builds {it} again; or load with --truncate, which empties the table and builds {it} again after \
+                 the load"
+            ),
+        };
         format!(
-            "{} of {} {is} dropped by job {}, which has not built {it} again: the rows loaded now go in unchecked \
-             by {it}, and that job builds {it} again when it finishes. If it is not running, {resume}; or load \
-             with --truncate, which empties the table and builds {it} again after the load",
+            "{} of {table} {is} dropped by job {}, which has not built {it} again: the rows loaded now go in \
+             unchecked by {it}; {what_then}",
             names(d),
-            table.display(),
             d.job
         )
     });
@@ -299,4 +342,30 @@ fn dropped_elsewhere_said(table: &TableInfo, adopted: &[DroppedElsewhere], still
 
 fn refs(parts: &[String]) -> Vec<&str> {
     parts.iter().map(String::as_str).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn another_jobs_dropped_key_is_said_with_what_comes_next_whether_it_runs_or_not() {
+        let dropped = |job: &str| DroppedElsewhere {
+            job: job.into(),
+            names: vec!["primary key \"t_pkey\"".into()],
+            command: Some(format!("sluice load {job}.csv --table t")),
+        };
+        let running: HashSet<String> = ["a".to_string()].into();
+        let said = dropped_elsewhere_said("public.t", &[dropped("c")], &[dropped("a"), dropped("b")], &running);
+        assert_eq!(said.len(), 3);
+        assert!(
+            said[0].starts_with("primary key \"t_pkey\" of public.t, dropped by job c (unfinished;"),
+            "{}",
+            said[0]
+        );
+        assert!(said[1].starts_with("primary key \"t_pkey\" of public.t is dropped by job a,"), "{}", said[1]);
+        assert!(said[1].ends_with("; that job is running now, and builds it again when it finishes"), "{}", said[1]);
+        let stopped = "; that job is stopped: resume it with the command that began it (sluice load b.csv --table t)";
+        assert!(said[2].contains(stopped), "{}", said[2]);
+    }
 }

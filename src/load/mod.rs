@@ -574,12 +574,15 @@ fn run_connected(
         keys_in_place,
     } = reconnecting.run(&mut control, |control| prepare(req, control, &sources, &format))?;
     // The job's closing, after the copy, reuses this session when the
-    // server is on this machine. Across a network it is not kept: a
+    // server is on this machine. Across a network it is not used again: a
     // firewall may drop a session idle for the whole copy without a word,
-    // and a statement on it would hang instead of failing.
-    if !server_is_local {
-        control = None;
-    }
+    // and a statement on it would hang instead of failing. It is kept,
+    // unused, to the end: its presence lock says the job runs (see
+    // `ledger::presence_key`) between the sessions that load and build.
+    let _presence = match server_is_local {
+        true => None,
+        false => control.take(),
+    };
     for source in &mut sources {
         source.documents = format.documents.clone().map(|columns| (columns, req.max_record_size));
     }
@@ -957,11 +960,12 @@ fn complete_job(
 ) -> PipelineResult {
     let mut rebuilt = defer::Rebuilt::default();
     let rebuild_waits = waits::WaitSampler::default();
-    let mut passes = 0;
+    let (mut passes, mut lost) = (0, 0);
     while outcome.2.is_none() && !shared.interrupted() {
         let total: u64 = outcome.1.iter().map(|s| s.chunks).sum();
         let relation = shared.table.quoted();
         let completion = reconnecting(shared.target, req, shared.progress).run(control, |control| {
+            ledger::hold_presence(control, &shared.job)?;
             let missing = ledger::missing_chunks(control, &shared.job, total)?;
             if !missing.is_empty() || !deferred {
                 return Ok(match missing.is_empty() {
@@ -983,7 +987,10 @@ fn complete_job(
                 (deferral.still_dropped, deferral.still_unlogged) = (Vec::new(), false);
                 break;
             }
-            Ok(defer::Completion::Reload(chunks)) => (chunks, false),
+            Ok(defer::Completion::Reload(chunks)) => {
+                lost += chunks.len() as u64;
+                (chunks, false)
+            }
             Ok(defer::Completion::Violated(chunks)) => (chunks, true),
             Err(e) => {
                 outcome.2 = Some(e);
@@ -1014,6 +1021,9 @@ fn complete_job(
             (shared.redo, shared.one_at_a_time) = (None, false);
         }
     }
+    if lost > 0 {
+        shared.early_warnings.push(lost_chunks_said(lost));
+    }
     if rebuilt.restarted {
         shared.early_warnings.push(format!(
             "{} was unlogged for the load and the server restarted meanwhile (a crash empties unlogged tables): \
@@ -1029,6 +1039,20 @@ fn complete_job(
     deferral.reloaded_chunks = rebuilt.reloaded.len() as u64;
     deferral.rebuild_waits = rebuild_waits.summary(waits::Work::IndexBuilds);
     outcome
+}
+
+/// Why chunks the job had committed were missing from the ledger at the
+/// copy's end, which rows went with them: the load says so, as it loaded
+/// them again, instead of a summary like any other.
+fn lost_chunks_said(chunks: u64) -> String {
+    format!(
+        "{} the job had committed {} missing from the ledger at the end of the copy, their rows gone with them, \
+         and {} loaded again: another load emptied the table meanwhile (--truncate), or the server lost the last \
+         commits in a crash",
+        count_of(chunks, "chunk"),
+        if chunks == 1 { "was" } else { "were" },
+        if chunks == 1 { "was" } else { "were" },
+    )
 }
 
 /// The first pass's results with the reloaded chunks' records replaced by
@@ -1085,6 +1109,8 @@ fn open_job(
 ) -> Result<OpenedJob, Failed> {
     ensure_tables(control)?;
     let job = job::name(req, table, format, sources);
+    job::refuse_to_restart_a_running_job(control, req, &job)?;
+    ledger::hold_presence(control, &job)?;
     ledger::wait_for_claims_held_elsewhere(control, &job, CLAIMS_HELD_PATIENCE)?;
     job::refuse_the_data_of_an_unfinished_job(control, req, &job, table, sources)?;
     // Planned by the process that runs the job's first steps, under its lock.
@@ -1098,11 +1124,11 @@ fn open_job(
     let first_steps: Vec<String> = req.truncate.then(|| format!("TRUNCATE {}", table.quoted())).into_iter().collect();
     let target_table = table.display();
     let dropped_elsewhere = || ledger::dropped_elsewhere(control, &job, &target_table, table.oid);
-    let with_rows = || ledger::others_with_rows(control, &job, &target_table, table.oid);
     let (dropped_before, rows_before) = match req.truncate {
-        true => (dropped_elsewhere()?, with_rows()?),
+        true => (dropped_elsewhere()?, ledger::others_with_rows(control, &job, &target_table, table.oid)?),
         false => Default::default(),
     };
+    let emptied_while_running = ledger::running_now(control, rows_before.iter().map(|(other, _)| other.as_str()))?;
     let (chunking, fingerprint) = job::chunking_and_fingerprint(req, table, format, sources, shape);
     let spec = ledger::JobSpec {
         job: &job,
@@ -1120,10 +1146,11 @@ fn open_job(
     };
     let opened = ledger::open(control, &spec)?;
     let still_dropped = dropped_elsewhere()?;
+    let running = ledger::running_now(control, still_dropped.iter().map(|d| d.job.as_str()))?;
     let adopted = dropped_before.into_iter().filter(|d| !still_dropped.iter().any(|s| s.job == d.job)).collect();
-    let rows_now = if rows_before.is_empty() { Vec::new() } else { with_rows()? };
-    let started_over = rows_before.into_iter().filter(|(other, _)| !rows_now.iter().any(|(o, _)| o == other)).collect();
-    let others = job::OtherJobs { adopted, still_dropped, started_over };
+    let (emptied_while_running, started_over) =
+        rows_before.into_iter().partition(|(other, _)| emptied_while_running.contains(other));
+    let others = job::OtherJobs { adopted, still_dropped, running, started_over, emptied_while_running };
     // An unlogged table emptied by a crash is reloaded whole (see
     // `defer::recover_unlogged`), not refused.
     let steps = ledger::steps(control, &job)?;

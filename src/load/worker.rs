@@ -224,6 +224,9 @@ fn open_session(shared: &Shared) -> Result<PgSession, Error> {
     if session.server_version() >= 140_000 {
         session.execute(CHECK_CLIENT_EVERY)?;
     }
+    // Mostly held already by the load's first session; a server restart
+    // ends that one while the workers reconnect.
+    crate::ledger::hold_presence(&session, &shared.job)?;
     Ok(session)
 }
 
