@@ -1272,7 +1272,9 @@ fn status_shows_jobs_from_the_ledger() {
 /// same command resumes it and every row is there once.
 #[test]
 fn a_running_job_is_told_from_a_stopped_one_and_is_not_restarted_under_a_load() {
-    let f = fixture(50_000, &["--job", "watched"]);
+    // 52 chunks, 0.2 s each over two workers: the load outlasts the 2 s a
+    // --restart waits for a process of its job to end.
+    let f = fixture(400_000, &["--job", "watched"]);
     slow_down_each_copy(&f.db);
     let mut child = f.spawn();
     let running = status_once(&f.db, "watched", &mut child, |job| job["rows"].as_u64().unwrap_or(0) > 0);

@@ -141,10 +141,25 @@ pub fn refuse_an_emptied_table(control: &PgSession, job: &str, table: &TableInfo
 /// the rows that process committed stay in the table, and its job would
 /// begin again under it, loading them a second time, while it loads the
 /// rest. Another process on the same job without `--restart` only shares
-/// the work.
-pub fn refuse_to_restart_a_running_job(control: &PgSession, req: &LoadRequest, job: &str) -> Result<(), Error> {
-    if !req.restart || crate::ledger::running_now(control, [job])?.is_empty() {
-        return Ok(());
+/// the work. A process that ended a moment ago may still hold its sessions
+/// (the server ends them as it notices, a killed load's within a quarter
+/// of a second: see `worker::CHECK_CLIENT_EVERY`), so the refusal waits
+/// for them up to `patience`.
+pub fn refuse_to_restart_a_running_job(
+    control: &PgSession,
+    req: &LoadRequest,
+    job: &str,
+    patience: std::time::Duration,
+) -> Result<(), Error> {
+    let until = std::time::Instant::now() + patience;
+    loop {
+        if !req.restart || crate::ledger::running_now(control, [job])?.is_empty() {
+            return Ok(());
+        }
+        if std::time::Instant::now() >= until {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
     Err(Error::Usage(format!(
         "job {job} is running now in another process (sluice status shows it): --restart would load again \

@@ -1092,12 +1092,17 @@ struct OpenedJob {
     others: job::OtherJobs,
 }
 
-/// Creates the ledger when missing and opens the job: its name and the
-/// chunks earlier runs committed. A finished job ends the load here.
 /// How long a load waits at its start for the claims of its job that other
 /// sessions hold (see [`ledger::wait_for_claims_held_elsewhere`]).
 const CLAIMS_HELD_PATIENCE: Duration = Duration::from_secs(5);
 
+/// How long `--restart` waits for the sessions of its job that a process
+/// which just ended left to end (see [`job::refuse_to_restart_a_running_job`]):
+/// a killed load's end within a quarter of a second, others' at once.
+const SESSIONS_ENDING_PATIENCE: Duration = Duration::from_secs(2);
+
+/// Creates the ledger when missing and opens the job: its name and the
+/// chunks earlier runs committed. A finished job ends the load here.
 fn open_job(
     control: &PgSession,
     req: &LoadRequest,
@@ -1109,7 +1114,7 @@ fn open_job(
 ) -> Result<OpenedJob, Failed> {
     ensure_tables(control)?;
     let job = job::name(req, table, format, sources);
-    job::refuse_to_restart_a_running_job(control, req, &job)?;
+    job::refuse_to_restart_a_running_job(control, req, &job, SESSIONS_ENDING_PATIENCE)?;
     ledger::hold_presence(control, &job)?;
     ledger::wait_for_claims_held_elsewhere(control, &job, CLAIMS_HELD_PATIENCE)?;
     job::refuse_the_data_of_an_unfinished_job(control, req, &job, table, sources)?;
