@@ -931,17 +931,34 @@ pub fn hold_presence(session: &PgSession, job: &str) -> Result<(), Error> {
 /// The jobs, of those named, that run now in other sessions than this one
 /// (see [`presence_key`]).
 pub fn running_now<'j>(session: &PgSession, jobs: impl IntoIterator<Item = &'j str>) -> Result<HashSet<String>, Error> {
-    let held: HashSet<i64> = session
-        .query(
-            "SELECT DISTINCT ((classid::bigint << 32) | objid::bigint)::text FROM pg_locks \
-             WHERE locktype = 'advisory' AND objsubid = 1 AND granted AND pid <> pg_backend_pid() \
-             AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-            &[],
-        )?
-        .iter()
-        .filter_map(|r| r[0].as_deref()?.parse().ok())
-        .collect();
-    Ok(jobs.into_iter().filter(|job| held.contains(&presence_key(job))).map(str::to_string).collect())
+    let held = presences_held(session)?;
+    Ok(jobs.into_iter().filter(|job| held.contains_key(&presence_key(job))).map(str::to_string).collect())
+}
+
+/// The server processes (pids) of other sessions than this one that hold
+/// `job`'s presence lock, for a message to name: a connection pooler in
+/// transaction mode keeps a session's locks on its server connection after
+/// the load has ended, and `pg_stat_activity` tells such a one.
+pub fn presence_holders(session: &PgSession, job: &str) -> Result<Vec<String>, Error> {
+    Ok(presences_held(session)?.remove(&presence_key(job)).unwrap_or_default())
+}
+
+/// Every presence lock other sessions hold in this database, with their
+/// server pids (see [`presence_key`]).
+fn presences_held(session: &PgSession) -> Result<HashMap<i64, Vec<String>>, Error> {
+    let rows = session.query(
+        "SELECT ((classid::bigint << 32) | objid::bigint)::text, pid::text FROM pg_locks \
+         WHERE locktype = 'advisory' AND objsubid = 1 AND granted AND pid <> pg_backend_pid() \
+         AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY pid",
+        &[],
+    )?;
+    let mut held: HashMap<i64, Vec<String>> = HashMap::new();
+    for row in rows {
+        if let (Some(key), Some(pid)) = (row[0].as_deref().and_then(|k| k.parse().ok()), row[1].clone()) {
+            held.entry(key).or_default().push(pid);
+        }
+    }
+    Ok(held)
 }
 
 /// The rows (of one job) the ledger lists in the range of the given rows'

@@ -1282,7 +1282,7 @@ fn a_running_job_is_told_from_a_stopped_one_and_is_not_restarted_under_a_load() 
     let restart = f.spawn_with(&["--restart"]).wait_with_output().unwrap();
     let said = String::from_utf8_lossy(&restart.stderr);
     assert_eq!(restart.status.code(), Some(2), "{said}");
-    assert!(said.contains("job watched is running now in another process"), "{said}");
+    assert!(said.contains("job watched is running now in another process (its server sessions: pid "), "{said}");
     let committed = job_status(&f.db, "watched")["rows"].as_u64().unwrap();
     child.kill().unwrap();
     child.wait().unwrap();

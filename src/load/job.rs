@@ -152,19 +152,26 @@ pub fn refuse_to_restart_a_running_job(
     patience: std::time::Duration,
 ) -> Result<(), Error> {
     let until = std::time::Instant::now() + patience;
-    loop {
-        if !req.restart || crate::ledger::running_now(control, [job])?.is_empty() {
+    let holders = loop {
+        let holders = match req.restart {
+            true => crate::ledger::presence_holders(control, job)?,
+            false => Vec::new(),
+        };
+        if holders.is_empty() {
             return Ok(());
         }
         if std::time::Instant::now() >= until {
-            break;
+            break holders;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    };
     Err(Error::Usage(format!(
-        "job {job} is running now in another process (sluice status shows it): --restart would load again \
+        "job {job} is running now in another process (its server sessions: pid {}): --restart would load again \
          what it has committed, which stays in the table. Stop that load (Ctrl-C) or wait for it to end, then run \
-         with --restart; or, to share its work, run this command without --restart"
+         with --restart; or, to share its work, run this command without --restart. (Behind a connection pooler \
+         in transaction mode, a load's sessions outlive it on the server: if no sluice runs the job, \
+         pg_stat_activity shows those sessions idle, and pg_terminate_backend ends them)",
+        holders.join(", ")
     )))
 }
 
