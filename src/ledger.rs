@@ -461,6 +461,26 @@ pub fn dropped_elsewhere(
         .collect())
 }
 
+/// The other jobs that committed rows into the job's table while its step
+/// `step` was dropped, with how many (the first 5, in the order they
+/// began), for a build those rows may have made fail: they went in
+/// unchecked by it.
+pub fn loaded_while_dropped(session: &PgSession, job: &str, step: u32) -> Result<Vec<(String, u64)>, Error> {
+    let rows = session.query(
+        "SELECT c.job, sum(c.rows_loaded)::text FROM sluice.jobs mine \
+         JOIN sluice.steps s ON s.job = mine.job AND s.step = $2::integer \
+         JOIN sluice.jobs j ON j.target_table = mine.target_table AND j.job <> mine.job \
+           AND coalesce(j.table_oid, mine.table_oid, 0) = coalesce(mine.table_oid, 0) \
+         JOIN sluice.chunks c ON c.job = j.job AND c.state = 'done' AND c.committed_at >= s.recorded_at \
+         WHERE mine.job = $1 GROUP BY c.job ORDER BY min(c.committed_at), c.job LIMIT 5",
+        &[Some(job), Some(&step.to_string())],
+    )?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r[0].clone().unwrap_or_default(), r[1].as_deref().and_then(|n| n.parse().ok()).unwrap_or(0)))
+        .collect())
+}
+
 /// After `--truncate` emptied the table, in the job's opening transaction:
 /// what other unfinished jobs dropped from it and never built again becomes
 /// this job's, to build after its load like its own. Their rows are gone,

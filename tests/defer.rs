@@ -1164,6 +1164,52 @@ fn a_key_another_stopped_job_dropped_is_said_and_built_again_by_a_load_that_trun
     assert_eq!(db.count("t"), 400_000);
 }
 
+/// A key another job's rows violate, loaded while it was dropped (unchecked,
+/// as that load's warning said), cannot be built when the job that dropped
+/// it resumes: the message gives the server's DETAIL (which key value) and
+/// names the job that loaded meanwhile, with its rows, instead of leaving
+/// the user to search. With the repeat deleted, the same command builds it.
+#[test]
+fn a_key_that_another_jobs_rows_violate_names_the_value_and_that_job() {
+    use std::io::Write;
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    let rows = |from: u32, to: u32| -> String { (from..to).map(|i| format!("{i}\tv{i}\n")).collect() };
+    let good = db.file("a.tsv", rows(0, 50_000).as_bytes());
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gzip.write_all(rows(50_000, 100_000).as_bytes()).unwrap();
+    let gzip = gzip.finish().unwrap();
+    let cut = db.file("b.tsv.gz", &gzip[..gzip.len() / 2]);
+    let first = [good.to_str().unwrap(), cut.to_str().unwrap(), "--table", "t", "--job", "first"];
+    let stopped = db.load(&first);
+    assert_eq!(stopped.code, 2, "{}", stopped.output());
+    let keys = "SELECT count(*) FROM pg_constraint WHERE conrelid = 't'::regclass AND contype = 'p'";
+    assert_eq!(db.scalar(keys), "0");
+
+    // Its 7 repeats one of the stopped job's keys too: that job reopens the
+    // chunk that loaded its own 7 before the build fails on 500007.
+    let more = db.file("c.tsv", format!("{}500007\tagain\n7\tother\n", rows(500_000, 500_100)).as_bytes());
+    let unchecked = db.load(&[more.to_str().unwrap(), "--table", "t", "--job", "unchecked"]);
+    unchecked.assert_ok();
+    assert!(unchecked.output().contains("go in unchecked by it"), "{}", unchecked.output());
+
+    std::fs::write(&cut, &gzip).unwrap();
+    let resumed = db.load(&first);
+    assert_eq!(resumed.code, 4, "{}", resumed.output());
+    let detail = "could not create unique index \"t_pkey\" (Key (id)=(500007) is duplicated.) [23505]";
+    assert!(resumed.output().contains(detail), "{}", resumed.output());
+    let named = "while it was dropped, job unchecked loaded 102 rows into the table, unchecked by it";
+    assert!(resumed.output().contains(named), "{}", resumed.output());
+    assert_eq!(db.scalar(keys), "0");
+
+    db.execute("DELETE FROM t WHERE v = 'again'");
+    let built = db.load(&first);
+    assert_eq!(built.code, 1, "{}", built.output());
+    assert_eq!(db.scalar(keys), "1");
+    assert_eq!(db.scalar("SELECT v FROM t WHERE id = 7"), "other", "the row loaded while the key was dropped stays");
+    assert_eq!(db.count("t"), 100_100);
+}
+
 /// Before PostgreSQL 18 one process builds a GIN index, while the loading
 /// sessions each keep it up to date: deferring it made a load of 5 M JSON
 /// documents 1.7 times slower (bench/README.md). `auto` keeps it in place

@@ -64,7 +64,7 @@ use crossbeam_channel::bounded;
 use super::waits::{WaitSampler, Work};
 use crate::error::Error;
 use crate::ledger::{self, DeferredStep, StepRow};
-use crate::report::Deferral;
+use crate::report::{count_of, Deferral};
 use crate::sink::postgres::{PgSession, PgTarget, TableInfo, ENFORCED};
 use crate::sql::{quote_ident, quote_literal};
 
@@ -899,8 +899,12 @@ pub fn complete(
         chunks.dedup();
         reopen_chunks(control, job, relation, &chunks)?;
         for (step, _) in &violated {
+            // In a savepoint, so that a refusal leaves the transaction able
+            // to say which other jobs loaded meanwhile (it then rolls back).
+            control.execute("SAVEPOINT sluice_build")?;
             if let Some((state, message)) = build_one(control, job, step, rebuilt)? {
-                return Err(could_not_build(step, &state, &message));
+                control.execute("ROLLBACK TO SAVEPOINT sluice_build")?;
+                return Err(could_not_build(control, job, step, &state, &message));
             }
         }
         rebuilt.seconds += started.elapsed().as_secs_f64();
@@ -1030,7 +1034,7 @@ fn build_checked(
                 return Ok(Some(chunks));
             }
         }
-        Err(could_not_build(step, &state, &message))
+        Err(could_not_build(session, job, step, &state, &message))
     })();
     let end = match &outcome {
         Ok(None) => "COMMIT",
@@ -1066,12 +1070,23 @@ fn build_one(
 }
 
 /// A build the server refused for rows this job did not load (they were in
-/// the table before, or came from elsewhere meanwhile), or for another
-/// reason (`state`, such as a cancel or a full disk).
-fn could_not_build(step: &StepRow, state: &str, message: &str) -> Error {
+/// the table before, or came from elsewhere meanwhile: other jobs that
+/// loaded while it was dropped are named), or for another reason (`state`,
+/// such as a cancel or a full disk). The other jobs are left unnamed when
+/// they cannot be read: the message is about the build.
+fn could_not_build(session: &PgSession, job: &str, step: &StepRow, state: &str, message: &str) -> Error {
     let fix = match VIOLATIONS.contains(&state) {
-        true => "fix the rows that violate it (those this job loaded were checked) and run",
-        false => "once the cause is fixed, run",
+        true => {
+            let others = ledger::loaded_while_dropped(session, job, step.step).unwrap_or_default();
+            let others: Vec<String> =
+                others.iter().map(|(other, rows)| format!("job {other} loaded {}", count_of(*rows, "row"))).collect();
+            let meanwhile = match others.is_empty() {
+                true => String::new(),
+                false => format!("; while it was dropped, {} into the table, unchecked by it", others.join(", ")),
+            };
+            format!("fix the rows that violate it (those this job loaded were checked{meanwhile}) and run")
+        }
+        false => "once the cause is fixed, run".to_string(),
     };
     Error::Database(format!(
         "could not build {} again after the load: {message} [{state}]; it stays dropped and recorded in the \

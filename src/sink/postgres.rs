@@ -572,13 +572,16 @@ impl PgSession {
 
     /// Runs statements; a refusal comes back as `Some((sqlstate, message))`
     /// for the caller to judge by its SQLSTATE, a lost connection as an error.
+    /// The message carries the server's DETAIL and HINT: a key that could not
+    /// be built is named by its DETAIL alone (`Key (id)=(7) is duplicated.`).
     pub fn execute_for_state(&self, sql: &str) -> Result<Option<(String, String)>, Error> {
         let result = self.conn.exec(sql);
         match result.status() {
             Status::CommandOk | Status::TuplesOk => Ok(None),
             _ => {
                 let r = self.refused(&result)?;
-                Ok(Some((r.sqlstate.unwrap_or_default(), r.message)))
+                let state = r.sqlstate.clone().unwrap_or_default();
+                Ok(Some((state, describe_refusal(&CopyRefusal { sqlstate: None, ..r }))))
             }
         }
     }
