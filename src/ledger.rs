@@ -951,6 +951,10 @@ pub fn hold_presence(session: &PgSession, job: &str) -> Result<(), Error> {
 /// The jobs, of those named, that run now in other sessions than this one
 /// (see [`presence_key`]).
 pub fn running_now<'j>(session: &PgSession, jobs: impl IntoIterator<Item = &'j str>) -> Result<HashSet<String>, Error> {
+    let jobs: Vec<&str> = jobs.into_iter().collect();
+    if jobs.is_empty() {
+        return Ok(HashSet::new());
+    }
     let held = presences_held(session)?;
     Ok(jobs.into_iter().filter(|job| held.contains_key(&presence_key(job))).map(str::to_string).collect())
 }

@@ -151,12 +151,12 @@ pub fn refuse_to_restart_a_running_job(
     job: &str,
     patience: std::time::Duration,
 ) -> Result<(), Error> {
+    if !req.restart {
+        return Ok(());
+    }
     let until = std::time::Instant::now() + patience;
     let holders = loop {
-        let holders = match req.restart {
-            true => crate::ledger::presence_holders(control, job)?,
-            false => Vec::new(),
-        };
+        let holders = crate::ledger::presence_holders(control, job)?;
         if holders.is_empty() {
             return Ok(());
         }
@@ -307,7 +307,7 @@ impl OtherJobs {
         let emptied = self.emptied_while_running.iter().map(|(job, rows)| {
             format!(
                 "job {job}, running now, had committed {} into {}, which --truncate emptied: it loads them again \
-                 before it finishes",
+                 before it finishes (reading stdin or a pipe, it asks to be run again with the same data)",
                 count_of(*rows, "row"),
                 table.display()
             )
@@ -340,16 +340,12 @@ fn dropped_elsewhere_said(
     });
     let theirs = still.iter().map(|d| {
         let [is, it] = verbs(d);
-        let what_then = match (running.contains(&d.job), &d.command) {
-            (true, _) => format!("that job is running now, and builds {it} again when it finishes"),
-            (false, Some(command)) => format!(
-                "that job is stopped: resume it with the command that began it ({command}), which builds {it} \
-                 again; or load with --truncate, which empties the table and builds {it} again after the load"
-            ),
-            (false, None) => format!(
-                "that job is stopped: resume it with the command that began it (sluice status lists it), which \
-                 builds {it} again; or load with --truncate, which empties the table and builds {it} again after \
-                 the load"
+        let what_then = match running.contains(&d.job) {
+            true => format!("that job is running now, and builds {it} again when it finishes"),
+            false => format!(
+                "that job is stopped: resume it with the command that began it ({}), which builds {it} again; or \
+                 load with --truncate, which empties the table and builds {it} again after the load",
+                d.command.as_deref().unwrap_or("sluice status lists it")
             ),
         };
         format!(

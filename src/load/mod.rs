@@ -964,9 +964,13 @@ fn complete_job(
     while outcome.2.is_none() && !shared.interrupted() {
         let total: u64 = outcome.1.iter().map(|s| s.chunks).sum();
         let relation = shared.table.quoted();
+        // Chunks reloaded because they went missing, apart from those a
+        // restart emptied from an unlogged table or another process reopened.
+        let mut missing_now = 0;
         let completion = reconnecting(shared.target, req, shared.progress).run(control, |control| {
             ledger::hold_presence(control, &shared.job)?;
             let missing = ledger::missing_chunks(control, &shared.job, total)?;
+            missing_now = missing.len() as u64;
             if !missing.is_empty() || !deferred {
                 return Ok(match missing.is_empty() {
                     true => defer::Completion::Complete,
@@ -988,7 +992,7 @@ fn complete_job(
                 break;
             }
             Ok(defer::Completion::Reload(chunks)) => {
-                lost += chunks.len() as u64;
+                lost += missing_now;
                 (chunks, false)
             }
             Ok(defer::Completion::Violated(chunks)) => (chunks, true),
@@ -1041,9 +1045,9 @@ fn complete_job(
     outcome
 }
 
-/// Why chunks the job had committed were missing from the ledger at the
-/// copy's end, which rows went with them: the load says so, as it loaded
-/// them again, instead of a summary like any other.
+/// What the summary says when chunks the job had committed were missing
+/// from the ledger at the copy's end, their rows gone with them, and were
+/// loaded again: before, it read like any other load's.
 fn lost_chunks_said(chunks: u64) -> String {
     format!(
         "{} the job had committed {} missing from the ledger at the end of the copy, their rows gone with them, \
