@@ -1100,6 +1100,27 @@ fn a_deferred_key_keeps_the_first_line_of_each_key_in_the_file() {
     assert_eq!(db.count("t"), 20_000 - later_lines.len() as u64);
 }
 
+/// `id\tv{id}` lines for the ids `from..to`.
+fn keyed_rows(from: u32, to: u32) -> String {
+    (from..to).map(|i| format!("{i}\tv{i}\n")).collect()
+}
+
+/// An empty table `t` keyed by `id`, `a.tsv` with ids below 50,000 and
+/// `b.tsv.gz` with the ids from 50,000 to `to`, cut in half: a load of both
+/// stops at the damaged file with the key dropped. Also the whole gzip
+/// data, to mend the file with.
+fn a_key_and_a_damaged_gzip_file(to: u32) -> (TestDb, std::path::PathBuf, std::path::PathBuf, Vec<u8>) {
+    use std::io::Write;
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int PRIMARY KEY, v text)");
+    let good = db.file("a.tsv", keyed_rows(0, 50_000).as_bytes());
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gzip.write_all(keyed_rows(50_000, to).as_bytes()).unwrap();
+    let gzip = gzip.finish().unwrap();
+    let cut = db.file("b.tsv.gz", &gzip[..gzip.len() / 2]);
+    (db, good, cut, gzip)
+}
+
 /// A job that stopped with the table's primary key dropped (its input cut
 /// short: a damaged gzip file) leaves the key to be built when it resumes.
 /// Another job loading into the table meanwhile says so. With `--truncate`,
@@ -1108,15 +1129,7 @@ fn a_deferred_key_keeps_the_first_line_of_each_key_in_the_file() {
 /// every row, and the duplicate in its input went in unrejected.
 #[test]
 fn a_key_another_stopped_job_dropped_is_said_and_built_again_by_a_load_that_truncates() {
-    use std::io::Write;
-    let db = TestDb::new();
-    db.execute("CREATE TABLE t (id int PRIMARY KEY, v text)");
-    let rows = |from: u32, to: u32| -> String { (from..to).map(|i| format!("{i}\tv{i}\n")).collect() };
-    let good = db.file("a.tsv", rows(0, 50_000).as_bytes());
-    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    gzip.write_all(rows(50_000, 400_000).as_bytes()).unwrap();
-    let gzip = gzip.finish().unwrap();
-    let cut = db.file("b.tsv.gz", &gzip[..gzip.len() / 2]);
+    let (db, good, cut, gzip) = a_key_and_a_damaged_gzip_file(400_000);
     let stopped = db.load(&[good.to_str().unwrap(), cut.to_str().unwrap(), "--table", "t", "--chunk-size", "64KiB"]);
     assert_eq!(stopped.code, 2, "{}", stopped.output());
     assert!(stopped.output().contains("primary key \"t_pkey\" stays dropped"), "{}", stopped.output());
@@ -1125,7 +1138,7 @@ fn a_key_another_stopped_job_dropped_is_said_and_built_again_by_a_load_that_trun
     let loaded_before = db.count("t");
     assert!(loaded_before >= 50_000, "{loaded_before}");
 
-    let more = db.file("c.tsv", rows(500_000, 500_100).as_bytes());
+    let more = db.file("c.tsv", keyed_rows(500_000, 500_100).as_bytes());
     let alongside = db.load(&[more.to_str().unwrap(), "--table", "t"]);
     alongside.assert_ok();
     let said = "primary key \"t_pkey\" of public.t is dropped by job ";
@@ -1135,7 +1148,7 @@ fn a_key_another_stopped_job_dropped_is_said_and_built_again_by_a_load_that_trun
 
     // A repeated key in the truncating load's input: the key taken over
     // rejects it, as the load's own deferred key would.
-    let again = db.file("d.tsv", format!("{}7\tagain\n", rows(0, 1000)).as_bytes());
+    let again = db.file("d.tsv", format!("{}7\tagain\n", keyed_rows(0, 1000)).as_bytes());
     let truncating = db.load(&[again.to_str().unwrap(), "--table", "t", "--truncate"]);
     assert_eq!(truncating.code, 1, "{}", truncating.output());
     let taken = "primary key \"t_pkey\" of public.t, dropped by job ";
@@ -1171,15 +1184,7 @@ fn a_key_another_stopped_job_dropped_is_said_and_built_again_by_a_load_that_trun
 /// the user to search. With the repeat deleted, the same command builds it.
 #[test]
 fn a_key_that_another_jobs_rows_violate_names_the_value_and_that_job() {
-    use std::io::Write;
-    let db = TestDb::new();
-    db.execute("CREATE TABLE t (id int PRIMARY KEY, v text)");
-    let rows = |from: u32, to: u32| -> String { (from..to).map(|i| format!("{i}\tv{i}\n")).collect() };
-    let good = db.file("a.tsv", rows(0, 50_000).as_bytes());
-    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    gzip.write_all(rows(50_000, 100_000).as_bytes()).unwrap();
-    let gzip = gzip.finish().unwrap();
-    let cut = db.file("b.tsv.gz", &gzip[..gzip.len() / 2]);
+    let (db, good, cut, gzip) = a_key_and_a_damaged_gzip_file(100_000);
     let first = [good.to_str().unwrap(), cut.to_str().unwrap(), "--table", "t", "--job", "first"];
     let stopped = db.load(&first);
     assert_eq!(stopped.code, 2, "{}", stopped.output());
@@ -1188,7 +1193,7 @@ fn a_key_that_another_jobs_rows_violate_names_the_value_and_that_job() {
 
     // Its 7 repeats one of the stopped job's keys too: that job reopens the
     // chunk that loaded its own 7 before the build fails on 500007.
-    let more = db.file("c.tsv", format!("{}500007\tagain\n7\tother\n", rows(500_000, 500_100)).as_bytes());
+    let more = db.file("c.tsv", format!("{}500007\tagain\n7\tother\n", keyed_rows(500_000, 500_100)).as_bytes());
     let unchecked = db.load(&[more.to_str().unwrap(), "--table", "t", "--job", "unchecked"]);
     unchecked.assert_ok();
     assert!(unchecked.output().contains("go in unchecked by it"), "{}", unchecked.output());
