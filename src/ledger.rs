@@ -475,10 +475,14 @@ pub fn loaded_while_dropped(session: &PgSession, job: &str, step: u32) -> Result
          WHERE mine.job = $1 GROUP BY c.job ORDER BY min(c.committed_at), c.job LIMIT 5",
         &[Some(job), Some(&step.to_string())],
     )?;
-    Ok(rows
-        .into_iter()
-        .map(|r| (r[0].clone().unwrap_or_default(), r[1].as_deref().and_then(|n| n.parse().ok()).unwrap_or(0)))
-        .collect())
+    Ok(jobs_and_rows(rows))
+}
+
+/// `(job, rows)` pairs from a query's two columns.
+fn jobs_and_rows(rows: Vec<Vec<Option<String>>>) -> Vec<(String, u64)> {
+    let rows = rows.into_iter();
+    rows.map(|r| (r[0].clone().unwrap_or_default(), r[1].as_deref().and_then(|n| n.parse().ok()).unwrap_or(0)))
+        .collect()
 }
 
 /// After `--truncate` emptied the table, in the job's opening transaction:
@@ -515,10 +519,7 @@ pub fn others_with_rows(session: &PgSession, job: &str, table: &str, oid: u32) -
         ),
         &[Some(job), Some(table), Some(&oid.to_string())],
     )?;
-    Ok(rows
-        .into_iter()
-        .map(|r| (r[0].clone().unwrap_or_default(), r[1].as_deref().and_then(|n| n.parse().ok()).unwrap_or(0)))
-        .collect())
+    Ok(jobs_and_rows(rows))
 }
 
 /// After `--truncate` emptied the table, in the job's opening transaction:
