@@ -184,8 +184,7 @@ fn the_ledger_is_never_a_target_even_when_a_bare_name_finds_it() {
     let jobs = db.scalar("SELECT count(*) FROM sluice.jobs");
     for name in ["jobs", "sluice.rejects"] {
         let run = db.load(&[file.to_str().unwrap(), "--table", name]);
-        assert_eq!(run.code, 2, "{}", run.output());
-        assert!(run.stderr.contains("one of sluice's own tables"), "{}", run.stderr);
+        run.assert_refused("one of sluice's own tables");
         assert!(run.stderr.contains("such as --table public."), "{}", run.stderr);
     }
     assert_eq!(db.scalar("SELECT count(*) FROM sluice.jobs"), jobs);

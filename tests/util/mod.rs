@@ -178,6 +178,14 @@ impl Run {
         self
     }
 
+    /// The run refused to load (exit 2) and its stderr says `says`.
+    #[track_caller]
+    pub fn assert_refused(&self, says: &str) -> &Run {
+        assert_eq!(self.code, 2, "{}", self.output());
+        assert!(self.stderr.contains(says), "{}", self.stderr);
+        self
+    }
+
     /// Everything the run printed.
     pub fn output(&self) -> String {
         format!("{}{}", self.stdout, self.stderr)
