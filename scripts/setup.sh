@@ -5,10 +5,11 @@
 #   libclang-dev  used once at build time to generate the libpq bindings
 #   chromium      the tests open the report's chart in a headless browser
 #   openssl       the TLS test makes a self-signed certificate
+#   pgbouncer     a test loads through a connection pooler in transaction mode
 # The Rust toolchain is expected to be present.
 set -euo pipefail
 need=()
-for pkg in postgresql libpq-dev libclang-dev chromium openssl; do
+for pkg in postgresql libpq-dev libclang-dev chromium openssl pgbouncer; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if ((${#need[@]})); then

@@ -952,20 +952,41 @@ pub fn hold_presence(session: &PgSession, job: &str) -> Result<(), Error> {
 /// The jobs, of those named, that run now in other sessions than this one
 /// (see [`presence_key`]).
 pub fn running_now<'j>(session: &PgSession, jobs: impl IntoIterator<Item = &'j str>) -> Result<HashSet<String>, Error> {
-    let jobs: Vec<&str> = jobs.into_iter().collect();
-    if jobs.is_empty() {
-        return Ok(HashSet::new());
-    }
-    let held = presences_held(session)?;
-    Ok(jobs.into_iter().filter(|job| held.contains_key(&presence_key(job))).map(str::to_string).collect())
+    Ok(running_sessions(session, jobs)?.into_keys().collect())
 }
 
-/// The server processes (pids) of other sessions than this one that hold
-/// `job`'s presence lock, for a message to name: a connection pooler in
-/// transaction mode keeps a session's locks on its server connection after
-/// the load has ended, and `pg_stat_activity` tells such a one.
-pub fn presence_holders(session: &PgSession, job: &str) -> Result<Vec<String>, Error> {
-    Ok(presences_held(session)?.remove(&presence_key(job)).unwrap_or_default())
+/// [`running_now`], with the server processes (pids) of the sessions that
+/// hold each job's presence lock, for a message to name. A finished job
+/// runs nowhere, whatever the locks say: behind a connection pooler in
+/// transaction mode, a session's lock stays on its server connection after
+/// the load has ended (a reload with `--restart` was refused as running).
+/// An unfinished job's lingering lock cannot be told from a running one's:
+/// the pids let `pg_stat_activity` tell.
+pub fn running_sessions<'j>(
+    session: &PgSession,
+    jobs: impl IntoIterator<Item = &'j str>,
+) -> Result<HashMap<String, Vec<String>>, Error> {
+    let jobs: Vec<&str> = jobs.into_iter().collect();
+    if jobs.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let mut held = presences_held(session)?;
+    let holding: HashMap<&str, Vec<String>> =
+        jobs.into_iter().filter_map(|job| Some((job, held.remove(&presence_key(job))?))).collect();
+    if holding.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let listed: Vec<String> = holding.keys().map(|job| quote_literal(job)).collect();
+    let unfinished = session.query(
+        &format!("SELECT job FROM sluice.jobs WHERE finished_at IS NULL AND job IN ({})", listed.join(", ")),
+        &[],
+    )?;
+    let unfinished: HashSet<String> = unfinished.into_iter().filter_map(|r| r[0].clone()).collect();
+    Ok(holding
+        .into_iter()
+        .filter(|(job, _)| unfinished.contains(*job))
+        .map(|(job, pids)| (job.to_string(), pids))
+        .collect())
 }
 
 /// Every presence lock other sessions hold in this database, with their

@@ -536,3 +536,88 @@ fn a_socket_that_leads_to_another_server_is_not_used() {
     let why = connection["why_tcp"].as_str().unwrap();
     assert!(why.contains("leads to another server"), "{why}");
 }
+
+/// PgBouncer in front of the test server, pooling in transaction mode, on a
+/// loopback port of its own; stopped when dropped. It refuses to run as
+/// root, so as root it runs as `nobody`, as the server does.
+struct Pooler {
+    child: std::process::Child,
+    port: u16,
+    _dir: std::path::PathBuf,
+}
+
+impl Pooler {
+    fn in_transaction_mode(db: &TestDb) -> Pooler {
+        use std::os::unix::fs::MetadataExt;
+        use std::os::unix::process::CommandExt;
+        let socket_dir = server().socket_dir();
+        let owner = std::fs::metadata(socket_dir).unwrap();
+        let dir = socket_dir.join(format!("pooler_{}", db.name));
+        std::fs::create_dir(&dir).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let user = sluice::local_pg::SUPERUSER;
+        let ini = format!(
+            "[databases]\n{name} = host={host} port={pg} dbname={name} user={user}\n\
+             [pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n\
+             auth_type = trust\nauth_file = {users}\npool_mode = transaction\n",
+            name = db.name,
+            host = socket_dir.display(),
+            pg = server().port,
+            users = dir.join("users.txt").display(),
+        );
+        for (file, text) in [("pgbouncer.ini", ini), ("users.txt", format!("\"{user}\" \"\"\n"))] {
+            std::fs::write(dir.join(file), text).unwrap();
+            std::os::unix::fs::chown(dir.join(file), Some(owner.uid()), Some(owner.gid())).unwrap();
+        }
+        let program = ["/usr/sbin/pgbouncer", "pgbouncer"].into_iter().find(|p| std::path::Path::new(p).exists());
+        let mut command = std::process::Command::new(program.unwrap_or("pgbouncer"));
+        command.arg(dir.join("pgbouncer.ini")).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            command.uid(owner.uid()).gid(owner.gid());
+        }
+        let child = command.spawn().expect("pgbouncer (scripts/setup.sh installs it)");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "pgbouncer did not listen on port {port}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Pooler { child, port, _dir: dir }
+    }
+
+    fn url(&self, db: &TestDb) -> String {
+        format!("postgresql://{}@127.0.0.1:{}/{}", sluice::local_pg::SUPERUSER, self.port, db.name)
+    }
+}
+
+impl Drop for Pooler {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Through a pooler in transaction mode, a load's session locks stay on
+/// the pooled server connections after it ends, the lock that says a job
+/// is running among them: a reload of the finished job with `--restart`
+/// was refused as running another load. A finished job runs nowhere; the
+/// job loads through the pooler, again with `--restart`, and `status` says
+/// it is finished, not running.
+#[test]
+fn through_a_pooler_in_transaction_mode_a_finished_job_is_not_running() {
+    let db = TestDb::new();
+    let file = table_and_file(&db);
+    let pooler = Pooler::in_transaction_mode(&db);
+    let url = pooler.url(&db);
+    let load = ["load", file.as_str(), "--table", "t", "--job", "pooled"];
+    sluice_as(&url, &load).assert_ok();
+    let lingering = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1";
+    assert_ne!(db.scalar(lingering), "0", "the pooled server connections keep the load's lock");
+    sluice_as(&url, &[&load[..], &["--restart"]].concat()).assert_ok();
+    assert_eq!(db.count("t"), 6, "--restart loads again; what the job committed stays");
+    // Asked directly, not through the pooler, whose server connection could
+    // be one that holds the lock (a session's own locks are not counted).
+    let status = sluice_as(&db.conninfo(), &["status", "--job", "pooled", "--json"]);
+    let job: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    assert_eq!((job[0]["state"].as_str(), job[0]["running"].as_bool()), (Some("finished"), Some(false)));
+}

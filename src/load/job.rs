@@ -156,7 +156,7 @@ pub fn refuse_to_restart_a_running_job(
     }
     let until = std::time::Instant::now() + patience;
     let holders = loop {
-        let holders = crate::ledger::presence_holders(control, job)?;
+        let holders = crate::ledger::running_sessions(control, [job])?.remove(job).unwrap_or_default();
         if holders.is_empty() {
             return Ok(());
         }
