@@ -143,6 +143,7 @@ mod tests {
             rows: 5,
             rejected,
             suppressed: 0,
+            skipped: 0,
             isolation_copies: 0,
             worker,
             binary: false,

@@ -69,11 +69,11 @@ pub enum Error {
     )]
     TooManyRejects { max: u64, rejected: u64, last: String },
     #[error(
-        "stopped: {} records were rejected and none loaded, which looks like a wrong option rather than bad \
-         data; the first: {first}. {advice}, or pass --max-errors N to load whatever loads",
+        "stopped: {} records were rejected and none loaded, {seems}; the first: {first}. {advice}, or pass \
+         --max-errors N to load whatever loads",
         thousands(*rejected)
     )]
-    NothingLoads { rejected: u64, first: String, advice: String },
+    NothingLoads { rejected: u64, seems: &'static str, first: String, advice: String },
     #[error("{0}")]
     Server(String),
 }

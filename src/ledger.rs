@@ -43,7 +43,7 @@
 //! chunking, table_oid, command)` and
 //! `sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, state
 //! ('pending' or 'done'), rows_loaded, rows_rejected, host, pid, committed_at,
-//! content_hash, rows_suppressed)`,
+//! content_hash, rows_suppressed, rows_skipped)`,
 //! `sluice.steps (job, step, target_table, name, drop_sql, create_sql,
 //! violations_sql, state ('dropped' or 'rebuilt'), recorded_at, rebuilt_at)` and
 //! `sluice.xacts (job, seq)` (one row per COPY of a deferred load, whose
@@ -83,7 +83,7 @@ pub const CREATE_TABLES: &str =
      first_line bigint NOT NULL, state text NOT NULL, rows_loaded bigint NOT NULL DEFAULT 0, \
      rows_rejected bigint NOT NULL DEFAULT 0, host text NOT NULL, pid integer NOT NULL, \
      committed_at timestamptz, content_hash bigint, rows_suppressed bigint NOT NULL DEFAULT 0, \
-     PRIMARY KEY (job, seq)); \
+     rows_skipped bigint NOT NULL DEFAULT 0, PRIMARY KEY (job, seq)); \
      CREATE TABLE IF NOT EXISTS sluice.steps (job text NOT NULL, step integer NOT NULL, \
      target_table text NOT NULL, name text NOT NULL, drop_sql text NOT NULL, create_sql text NOT NULL, \
      violations_sql text, state text NOT NULL, recorded_at timestamptz NOT NULL DEFAULT now(), \
@@ -144,13 +144,14 @@ pub fn refuse_out_of_reach(control: &PgSession, usage: LedgerUse) -> Result<(), 
 /// locks a table whole even when the column is there, and a process
 /// altering the ledger while another one loads could deadlock with it.
 /// Listed in the order loads lock the tables (jobs, then chunks).
-const ADDED_COLUMNS: [(&str, &str, &str); 6] = [
+const ADDED_COLUMNS: [(&str, &str, &str); 7] = [
     ("jobs", "chunking", "text"),
     ("jobs", "table_oid", "bigint"),
     ("jobs", "command", "text"),
     ("jobs", "input_bytes", "bigint"),
     ("chunks", "content_hash", "bigint"),
     ("chunks", "rows_suppressed", "bigint NOT NULL DEFAULT 0"),
+    ("chunks", "rows_skipped", "bigint NOT NULL DEFAULT 0"),
 ];
 
 /// One row per column of [`ADDED_COLUMNS`] missing from an existing ledger
@@ -190,6 +191,8 @@ pub struct Done {
     /// INSERT trigger returned NULL (it dropped them, or stored them
     /// elsewhere, as inheritance partitioning does).
     pub suppressed: u64,
+    /// Records skipped for a key a row held (`--on-conflict-do-nothing`).
+    pub skipped: u64,
     /// Where the chunk lay in its input, to tell whether a resumed load
     /// cuts the same chunk (stdin cannot be checked any other way).
     pub byte_offset: u64,
@@ -611,8 +614,8 @@ pub fn xact_marker_sql(job: &str, seqs: &[u64]) -> String {
 
 pub fn done_chunks(session: &PgSession, job: &str) -> Result<HashMap<u64, Done>, Error> {
     let rows = session.query(
-        "SELECT seq, rows_loaded, rows_rejected, byte_offset, byte_len, content_hash, rows_suppressed \
-         FROM sluice.chunks WHERE job = $1 AND state = 'done'",
+        "SELECT seq, rows_loaded, rows_rejected, byte_offset, byte_len, content_hash, rows_suppressed, \
+         rows_skipped FROM sluice.chunks WHERE job = $1 AND state = 'done'",
         &[Some(job)],
     )?;
     let num = |v: &Option<String>| v.as_deref().and_then(|s| s.parse().ok()).unwrap_or(0);
@@ -623,6 +626,7 @@ pub fn done_chunks(session: &PgSession, job: &str) -> Result<HashMap<u64, Done>,
         byte_len: num(&r[4]),
         content_hash: r[5].as_deref().and_then(|s| s.parse::<i64>().ok()).map(|h| h as u64),
         suppressed: num(&r[6]),
+        skipped: num(&r[7]),
     };
     Ok(rows.iter().map(|r| (num(&r[0]), done(r))).collect())
 }
@@ -683,17 +687,17 @@ pub fn files_read(session: &PgSession, job: &str) -> Result<Vec<String>, Error> 
     Ok(rows.into_iter().filter_map(|r| r[0].clone()).collect())
 }
 
-/// The rows a chunk loaded and those a trigger suppressed, when this process
-/// committed its ledger row (not another process sharing the job, which
-/// counts them itself).
-pub fn committed_rows(session: &PgSession, job: &str, seq: u64) -> Result<Option<(u64, u64)>, Error> {
+/// The rows a chunk loaded, those a trigger suppressed and the records it
+/// skipped, when this process committed its ledger row (not another process
+/// sharing the job, which counts them itself).
+pub fn committed_rows(session: &PgSession, job: &str, seq: u64) -> Result<Option<(u64, u64, u64)>, Error> {
     let rows = session.query(
-        "SELECT rows_loaded, rows_suppressed FROM sluice.chunks WHERE job = $1 AND seq = $2::bigint \
+        "SELECT rows_loaded, rows_suppressed, rows_skipped FROM sluice.chunks WHERE job = $1 AND seq = $2::bigint \
          AND state = 'done' AND host = $3 AND pid = $4::integer",
         &[Some(job), Some(&seq.to_string()), Some(host_name()), Some(&std::process::id().to_string())],
     )?;
     let num = |r: &Vec<Option<String>>, i: usize| r[i].as_deref().and_then(|v| v.parse().ok());
-    Ok(rows.first().and_then(|r| Some((num(r, 0)?, num(r, 1)?))))
+    Ok(rows.first().and_then(|r| Some((num(r, 0)?, num(r, 1)?, num(r, 2)?))))
 }
 
 /// Puts `chunks` back to pending, with their stored rejects and markers
@@ -706,7 +710,7 @@ pub fn reopen_chunks(session: &PgSession, job: &str, chunks: &[u64]) -> Result<(
          RETURNING 1",
         "DELETE FROM sluice.xacts WHERE job = $1 AND seq = ANY($2::bigint[]) RETURNING 1",
         "UPDATE sluice.chunks SET state = 'pending', rows_loaded = 0, rows_rejected = 0, rows_suppressed = 0, \
-         committed_at = NULL WHERE job = $1 AND seq = ANY($2::bigint[]) RETURNING 1",
+         rows_skipped = 0, committed_at = NULL WHERE job = $1 AND seq = ANY($2::bigint[]) RETURNING 1",
     ] {
         session.query(sql, &[Some(job), Some(&list)])?;
     }
@@ -777,6 +781,7 @@ pub struct ChunkRow<'a> {
     pub rows: u64,
     pub rejected: u64,
     pub suppressed: u64,
+    pub skipped: u64,
 }
 
 /// What a claim found.
@@ -842,8 +847,8 @@ fn seq_bounds(rows: &[ChunkRow<'_>]) -> (u64, u64) {
 pub fn done_sql(rows: &[ChunkRow<'_>]) -> String {
     format!(
         "UPDATE sluice.chunks c SET state = 'done', rows_loaded = v.rows, rows_rejected = v.rejected, \
-         rows_suppressed = v.suppressed, content_hash = v.hash, host = {}, pid = {}, committed_at = now() \
-         FROM unnest({}, {}, {}, {}, {}) v (seq, rows, rejected, suppressed, hash) \
+         rows_suppressed = v.suppressed, rows_skipped = v.skipped, content_hash = v.hash, host = {}, pid = {}, \
+         committed_at = now() FROM unnest({}, {}, {}, {}, {}, {}) v (seq, rows, rejected, suppressed, skipped, hash) \
          WHERE c.job = {} AND c.seq = v.seq AND c.seq {} AND c.state <> 'done' RETURNING c.seq",
         quote_literal(host_name()),
         std::process::id(),
@@ -851,6 +856,7 @@ pub fn done_sql(rows: &[ChunkRow<'_>]) -> String {
         bigint_array(rows, |r| r.rows.to_string()),
         bigint_array(rows, |r| r.rejected.to_string()),
         bigint_array(rows, |r| r.suppressed.to_string()),
+        bigint_array(rows, |r| r.skipped.to_string()),
         bigint_array(rows, ChunkRow::hash_element),
         quote_literal(rows.first().map_or("", |r| r.job)),
         seq_range(rows),
@@ -859,7 +865,7 @@ pub fn done_sql(rows: &[ChunkRow<'_>]) -> String {
 
 /// Adds the rows of claimed chunks the ledger did not list, `done`.
 pub const COPY_DONE: &str = "COPY sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, content_hash, \
-     state, rows_loaded, rows_rejected, rows_suppressed, host, pid, committed_at) FROM STDIN";
+     state, rows_loaded, rows_rejected, rows_suppressed, rows_skipped, host, pid, committed_at) FROM STDIN";
 
 /// The rows as [`COPY_DONE`] takes them, committed `at`.
 pub fn done_copy_text(rows: &[ChunkRow<'_>], at: &str) -> Vec<u8> {
@@ -868,7 +874,7 @@ pub fn done_copy_text(rows: &[ChunkRow<'_>], at: &str) -> Vec<u8> {
     for r in rows {
         let hash = r.content_hash.map_or("\\N".to_string(), |h| (h as i64).to_string());
         out.push_str(&format!(
-            "{}\t{}\t{}\t{}\t{}\t{}\t{hash}\tdone\t{}\t{}\t{}\t{host}\t{pid}\t{at}\n",
+            "{}\t{}\t{}\t{}\t{}\t{}\t{hash}\tdone\t{}\t{}\t{}\t{}\t{host}\t{pid}\t{at}\n",
             copy_text_value(r.job),
             r.seq,
             copy_text_value(r.file),
@@ -878,6 +884,7 @@ pub fn done_copy_text(rows: &[ChunkRow<'_>], at: &str) -> Vec<u8> {
             r.rows,
             r.rejected,
             r.suppressed,
+            r.skipped,
         ));
     }
     out.into_bytes()
@@ -1096,6 +1103,8 @@ pub struct JobStatus {
     pub input_bytes: Option<u64>,
     pub rows: u64,
     pub rejected: u64,
+    /// Records `--on-conflict-do-nothing` skipped.
+    pub skipped: u64,
     /// Hosts (and processes) that committed a chunk in the last minute,
     /// but not the processes of this host that have stopped since.
     pub active: Vec<String>,
@@ -1115,7 +1124,8 @@ pub fn status(session: &PgSession, job: Option<&str>) -> Result<Vec<JobStatus>, 
              FILTER (WHERE c.committed_at > now() - interval '1 minute'), ''), \
            (SELECT coalesce(string_agg(s.name, '; ' ORDER BY s.step), '') FROM sluice.steps s \
              WHERE s.job = j.job AND s.state = 'dropped'), min(j.command), \
-           coalesce(sum(c.byte_len) FILTER (WHERE c.state = 'done'), 0), min(j.input_bytes) \
+           coalesce(sum(c.byte_len) FILTER (WHERE c.state = 'done'), 0), min(j.input_bytes), \
+           coalesce(sum(c.rows_skipped), 0) \
          FROM sluice.jobs j LEFT JOIN sluice.chunks c ON c.job = j.job \
          WHERE $1::text IS NULL OR j.job = $1 GROUP BY j.job ORDER BY max(j.created_at) DESC",
         &[job],
@@ -1134,6 +1144,7 @@ pub fn status(session: &PgSession, job: Option<&str>) -> Result<Vec<JobStatus>, 
             chunks_known: num(r, 4),
             rows: num(r, 5),
             rejected: num(r, 6),
+            skipped: num(r, 12),
             active: text(r, 7).split(", ").filter(|s| !s.is_empty() && still_running(s)).map(str::to_string).collect(),
             dropped: text(r, 8).split("; ").filter(|s| !s.is_empty()).map(str::to_string).collect(),
             command: r[9].clone(),
@@ -1200,12 +1211,13 @@ mod tests {
             rows: 2,
             rejected: 1,
             suppressed: 4,
+            skipped: 5,
         };
         let next = ChunkRow { seq: 4, file: "b'\\\"\t{}.csv", content_hash: None, ..row };
         let rows = [row, next];
         let copy = String::from_utf8(done_copy_text(&rows, "2026-11-22 10:00:00+00")).unwrap();
         let (host, pid) = (host_name(), std::process::id());
-        let end = format!("\tdone\t2\t1\t4\t{host}\t{pid}\t2026-11-22 10:00:00+00\n");
+        let end = format!("\tdone\t2\t1\t4\t5\t{host}\t{pid}\t2026-11-22 10:00:00+00\n");
         assert_eq!(copy, format!("j'1\t3\ta.csv\t0\t9\t1\t-1{end}j'1\t4\tb'\\\\\"\\t{{}}.csv\t0\t9\t1\t\\N{end}"));
         assert_eq!(
             listed_sql(&rows),
@@ -1217,7 +1229,7 @@ mod tests {
             "SELECT seq, state FROM sluice.chunks WHERE job = E'j''1' AND seq BETWEEN 3 AND 9 AND seq = ANY('{3,9}'::bigint[])"
         );
         let done = done_sql(&rows);
-        assert!(done.contains("FROM unnest('{3,4}'::bigint[], '{2,2}'::bigint[], '{1,1}'::bigint[], '{4,4}'::bigint[], '{-1,NULL}'::bigint[]) v "), "{done}");
+        assert!(done.contains("FROM unnest('{3,4}'::bigint[], '{2,2}'::bigint[], '{1,1}'::bigint[], '{4,4}'::bigint[], '{5,5}'::bigint[], '{-1,NULL}'::bigint[]) v "), "{done}");
         assert!(done.ends_with("WHERE c.job = E'j''1' AND c.seq = v.seq AND c.seq BETWEEN 3 AND 4 AND c.state <> 'done' RETURNING c.seq"), "{done}");
     }
 

@@ -25,8 +25,11 @@ pub struct ChunkRecord {
     pub rejected: u64,
     /// Records a BEFORE INSERT trigger suppressed (returned NULL for): the
     /// server took them but did not count them as rows. `records = rows +
-    /// rejected + suppressed`.
+    /// rejected + suppressed + skipped`.
     pub suppressed: u64,
+    /// Records refused for a key that a row already held, skipped by
+    /// `--on-conflict-do-nothing`.
+    pub skipped: u64,
     /// COPY statements isolation sent to find the chunk's bad records (0:
     /// the chunk went in one COPY, or with its batch): what its rejects cost.
     pub isolation_copies: u64,
@@ -43,10 +46,11 @@ pub struct ChunkRecord {
 }
 
 /// Per-input accounting: `records_read = rows_loaded + rejected +
-/// suppressed + resumed_rows + resumed_rejected + resumed_suppressed` on a
-/// complete load (the `resumed_` ones were committed by earlier runs of the
-/// job; `suppressed` records were taken by the server but not counted, see
-/// [`ChunkRecord::suppressed`]); the header is counted apart.
+/// suppressed + skipped + resumed_rows + resumed_rejected +
+/// resumed_suppressed + resumed_skipped` on a complete load (the `resumed_`
+/// ones were committed by earlier runs of the job; `suppressed` records were
+/// taken by the server but not counted, see [`ChunkRecord::suppressed`]);
+/// the header is counted apart.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct FileSummary {
     pub file: String,
@@ -60,9 +64,11 @@ pub struct FileSummary {
     pub rows_loaded: u64,
     pub rejected: u64,
     pub suppressed: u64,
+    pub skipped: u64,
     pub resumed_rows: u64,
     pub resumed_rejected: u64,
     pub resumed_suppressed: u64,
+    pub resumed_skipped: u64,
     pub chunks: u64,
 }
 
@@ -76,17 +82,20 @@ pub struct Summary {
     pub rejected: u64,
     /// Records a trigger suppressed (see [`ChunkRecord::suppressed`]).
     pub suppressed: u64,
+    /// Records skipped (see [`ChunkRecord::skipped`]).
+    pub skipped: u64,
     /// Where the rejected records were written, when there were any.
     pub rejects_file: Option<String>,
     /// How many records that file holds: every reject the job has
     /// committed so far, earlier runs' included.
     pub rejects_in_file: u64,
-    /// Chunks, rows, rejects and suppressed records committed by earlier
-    /// runs of the job.
+    /// Chunks, rows, rejects, suppressed and skipped records committed by
+    /// earlier runs of the job.
     pub resumed_chunks: u64,
     pub resumed_rows: u64,
     pub resumed_rejected: u64,
     pub resumed_suppressed: u64,
+    pub resumed_skipped: u64,
     /// The job this load belongs to (the ledger's name for it).
     pub job: String,
     /// Chunks another process of the same job committed first.
@@ -310,6 +319,10 @@ impl LoadReport {
         };
         if s.suppressed > 0 {
             not_loaded.push_str(&format!(", {} taken by a trigger that returned NULL", thousands(s.suppressed)));
+        }
+        if s.skipped > 0 {
+            let keys = if s.skipped == 1 { "key" } else { "keys" };
+            not_loaded.push_str(&format!(", skipped {} duplicate {keys}", thousands(s.skipped)));
         }
         format!(
             "loaded {} row{}{not_loaded} ({}, {} file{}) into {} in {:.2} s: {} rows/s, {:.1} MB/s, {} worker{}, {} chunk{}, {}{}",

@@ -57,7 +57,16 @@ fn assert_reported(report: &Value, warning: &str) {
 /// Asserts the accounting equation in a JSON report, per file and in total
 /// (with what earlier runs of the job committed, when it resumed).
 fn assert_accounts(report: &Value) {
-    let counts = ["rows_loaded", "rejected", "suppressed", "resumed_rows", "resumed_rejected", "resumed_suppressed"];
+    let counts = [
+        "rows_loaded",
+        "rejected",
+        "suppressed",
+        "skipped",
+        "resumed_rows",
+        "resumed_rejected",
+        "resumed_suppressed",
+        "resumed_skipped",
+    ];
     let sum = |v: &Value| counts.iter().map(|k| v[k].as_u64().unwrap()).sum::<u64>();
     let s = &report["summary"];
     assert_eq!(s["records_read"], sum(s), "{s}");
@@ -1744,27 +1753,38 @@ fn rows_a_duplicate_was_rejected_for_stay_locked_until_the_chunk_commits() {
 /// A record whose key the table holds and whose other value the server
 /// refuses is rejected for the value, as COPY reads every value before it
 /// meets the key, also once duplicates are dense and the key check rejects
-/// the others without a COPY. `300.1.1.1` is an inet the client does not
-/// suspect (digits and dots), so only the server's input function finds it.
+/// the others without a COPY. `300.1.1.1` is an inet the client suspects;
+/// `5 parsecs` an interval it does not, which the check of the held records'
+/// values finds only when its one statement for them all fails and it
+/// checks them one by one.
 #[test]
 fn a_held_key_with_a_bad_value_is_rejected_for_the_value() {
+    held_keys_with_bad_values("inet", "10.0.0.1", "300.1.1.1", "22P02", "type inet: \"300.1.1.1\"");
+    held_keys_with_bad_values("interval", "5 days", "5 parsecs", "22007", "type interval: \"5 parsecs\"");
+}
+
+/// One in three of 3,000 records repeats a key of the 1,000 rows the
+/// table holds, each with `good` in its `v` column of `sql_type`, but one
+/// in ten of those after line 2,000 with `bad`: rejected with `sqlstate`
+/// for it.
+fn held_keys_with_bad_values(sql_type: &str, good: &str, bad: &str, sqlstate: &str, says: &str) {
     let db = TestDb::new();
-    db.execute(
-        "CREATE TABLE h (id int PRIMARY KEY, addr inet); \
-         INSERT INTO h SELECT g, '10.0.0.9' FROM generate_series(1, 1000) g",
-    );
-    let (mut data, mut held, mut bad) = (String::new(), 0, Vec::new());
+    db.execute(&format!(
+        "CREATE TABLE h (id int PRIMARY KEY, v {sql_type}); \
+         INSERT INTO h SELECT g, '{good}' FROM generate_series(1, 1000) g"
+    ));
+    let (mut data, mut held, mut bad_lines) = (String::new(), 0, Vec::new());
     for line in 1..=3000u32 {
-        let (id, addr) = match line % 3 {
-            0 if line > 2000 && line % 30 == 0 => (line / 3 % 1000 + 1, "300.1.1.1"),
-            0 => (line / 3 % 1000 + 1, "10.0.0.1"),
-            _ => (10_000 + line, "10.0.0.2"),
+        let (id, value) = match line % 3 {
+            0 if line > 2000 && line % 30 == 0 => (line / 3 % 1000 + 1, bad),
+            0 => (line / 3 % 1000 + 1, good),
+            _ => (10_000 + line, good),
         };
         held += u32::from(line % 3 == 0);
-        if addr == "300.1.1.1" {
-            bad.push(line);
+        if value == bad {
+            bad_lines.push(u64::from(line));
         }
-        data.push_str(&format!("{id}\t{addr}\n"));
+        data.push_str(&format!("{id}\t{value}\n"));
     }
     let file = db.file("h.tsv", data.as_bytes());
     let loaded = load_with_rejects(&db, &file, "h", &["--workers", "1", "--chunk-size", "4KiB"]);
@@ -1772,11 +1792,11 @@ fn a_held_key_with_a_bad_value_is_rejected_for_the_value() {
     assert_accounts(&loaded.report);
     assert_eq!(loaded.rejects.len() as u32, held, "every held key rejected once");
     let for_the_value: Vec<u64> =
-        loaded.rejects.iter().filter(|r| r["sqlstate"] == "22P02").map(|r| r["line"].as_u64().unwrap()).collect();
-    assert_eq!(for_the_value, bad.iter().map(|&l| u64::from(l)).collect::<Vec<_>>(), "rejected for the inet");
-    for reject in loaded.rejects.iter().filter(|r| r["sqlstate"] == "22P02") {
-        assert!(reject["reason"].as_str().unwrap().contains("type inet: \"300.1.1.1\""), "{reject}");
-        assert_eq!(reject["column"], "addr", "{reject}");
+        loaded.rejects.iter().filter(|r| r["sqlstate"] == sqlstate).map(|r| r["line"].as_u64().unwrap()).collect();
+    assert_eq!(for_the_value, bad_lines, "rejected for the {sql_type}");
+    for reject in loaded.rejects.iter().filter(|r| r["sqlstate"] == sqlstate) {
+        assert!(reject["reason"].as_str().unwrap().contains(says), "{reject}");
+        assert_eq!(reject["column"], "v", "{reject}");
     }
     // The key check did reject the others without a COPY each.
     let copies: u64 =
@@ -2291,4 +2311,110 @@ fn quoted_empty_fields_a_typed_column_refuses_are_named_with_force_null() {
     // Naming only the text column leaves the number column's refused.
     let Loaded { run, .. } = load_with_rejects(&db, &file, "t", &["--force-null", "note", "--truncate", "--restart"]);
     assert!(run.stderr.contains(warning), "amount is not named: {}", run.stderr);
+}
+
+/// An export that overlaps what the table holds, loaded with
+/// `--on-conflict-do-nothing` (as timescaledb-parallel-copy's flag and
+/// `INSERT ... ON CONFLICT DO NOTHING`): the records whose key a row holds,
+/// or an earlier record of the file, are skipped and counted, the rows
+/// already there keep their values, and only the records bad for another
+/// reason are rejected; with `--max-errors 0` the skipped ones are no
+/// errors. Into an empty table (the key deferred and built after the load)
+/// the file's repeats are skipped the same way, each key from its first
+/// line.
+#[test]
+fn an_export_that_overlaps_the_table_loads_its_new_keys_and_skips_the_others_on_conflict() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE r (id int PRIMARY KEY, note text); \
+         INSERT INTO r SELECT g, 'old' FROM generate_series(1, 10000) g",
+    );
+    // Lines 1-20,000 hold ids 5,001-25,000; every 50th line after the
+    // 10,000th repeats the id of the line 7 back; line 15,000 is bad.
+    let (mut data, mut repeats) = (String::new(), 0);
+    for line in 1..=20_000u64 {
+        let id = match line {
+            15_000 => "x".to_string(),
+            _ if line > 10_000 && line % 50 == 0 => {
+                repeats += 1;
+                (line - 7 + 5_000).to_string()
+            }
+            _ => (line + 5_000).to_string(),
+        };
+        data.push_str(&format!("{id}\tline {line}\n"));
+    }
+    let file = db.file("r.tsv", data.as_bytes());
+    let args = ["--on-conflict-do-nothing", "--workers", "2", "--chunk-size", "64KiB"];
+    let loaded = load_with_rejects(&db, &file, "r", &args);
+    assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
+    assert_accounts(&loaded.report);
+    assert_eq!(loaded.sorted_lines(), [15_000], "only the bad value is rejected");
+    let summary = &loaded.report["summary"];
+    let held = 5_000;
+    assert_eq!(summary["skipped"], held + repeats, "{summary}");
+    assert_eq!(summary["rows_loaded"], 20_000 - 1 - held - repeats, "{summary}");
+    assert_eq!(held + repeats, 5_199);
+    assert!(loaded.run.stdout.contains("skipped 5,199 duplicate keys"), "{}", loaded.run.stdout);
+    assert_eq!(db.scalar("SELECT count(*) FILTER (WHERE note = 'old') || ' ' || count(*) FROM r"), "10000 24800");
+    let later = "SELECT count(*) FROM r WHERE note <> 'old' AND note <> 'line ' || (id - 5000)";
+    assert_eq!(db.scalar(later), "0", "each new key from its first line");
+    let skipped = db.scalar("SELECT sum(rows_skipped) FROM sluice.chunks");
+    assert_eq!(skipped, (held + repeats).to_string(), "the ledger counts them");
+    let status = sluice(&["status", "--db", &db.conninfo(), "--json"]);
+    let jobs: Value = serde_json::from_str(&status.assert_ok().stdout).unwrap();
+    assert_eq!(jobs[0]["skipped"], held + repeats, "{jobs}");
+    let status = sluice(&["status", "--db", &db.conninfo()]);
+    assert!(status.stdout.contains("  skipped 5,199 duplicate keys (--on-conflict-do-nothing)"), "{}", status.stdout);
+    // The same file again, without its bad line: nothing new, no error.
+    let again = db.file("again.tsv", data.replace("x\tline 15000\n", "").as_bytes());
+    let loaded = load_with_rejects(&db, &again, "r", &[&args[..], &["--max-errors", "0"]].concat());
+    loaded.run.assert_ok();
+    assert_accounts(&loaded.report);
+    assert_eq!(loaded.report["summary"]["skipped"], 19_999);
+    assert!(!loaded.rejects_path.exists(), "no rejects file");
+    // Into an empty table: the key is deferred, then the chunks whose rows
+    // break it are loaded again with it, their repeats skipped.
+    db.execute("CREATE TABLE e (id int PRIMARY KEY, note text)");
+    let loaded = load_with_rejects(&db, &again, "e", &args);
+    loaded.run.assert_ok();
+    assert_accounts(&loaded.report);
+    assert!(loaded.run.stdout.contains("1 deferred index/constraint rebuilt"), "{}", loaded.run.stdout);
+    assert_eq!(loaded.report["summary"]["skipped"], repeats);
+    assert_eq!(db.count("e"), 19_999 - repeats);
+    assert_eq!(db.scalar("SELECT count(*) FROM e WHERE note <> 'line ' || (id - 5000)"), "0", "first lines kept");
+}
+
+/// A file whose rows the table holds already, loaded again under another
+/// name (another job), stops at the first 1,000 duplicates as a wrong
+/// option does, but says the data looks loaded and how to load only its new
+/// keys, not to check --delimiter and --header; and with that flag it
+/// skips them all.
+#[test]
+fn a_file_loaded_again_under_another_name_is_said_to_look_loaded() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE k (id int PRIMARY KEY, note text)");
+    let data: String = (1..=3_000).map(|i| format!("{i}\tnote {i}\n")).collect();
+    let first = db.file("day-1.tsv", data.as_bytes());
+    load_with_rejects(&db, &first, "k", &[]).run.assert_ok();
+    let copy = db.file("copy-of-day-1.tsv", data.as_bytes());
+    let loaded = load_with_rejects(&db, &copy, "k", &[]);
+    assert_eq!(loaded.run.code, 5, "{}", loaded.run.output());
+    let says = [
+        "records were rejected and none loaded, as if this data were loaded already",
+        "Key (id)=(1) already exists.",
+        "To load only the records whose keys are new, pass --on-conflict-do-nothing",
+    ];
+    for phrase in says {
+        assert!(loaded.run.stderr.contains(phrase), "{phrase}: {}", loaded.run.stderr);
+    }
+    assert!(!loaded.run.stderr.contains("wrong option"), "{}", loaded.run.stderr);
+    let loaded = load_with_rejects(&db, &copy, "k", &["--on-conflict-do-nothing"]);
+    loaded.run.assert_ok();
+    assert_eq!(loaded.report["summary"]["skipped"], 3_000);
+    assert_eq!(db.count("k"), 3_000);
+    // Into a table without a key, the flag has nothing to skip, and says so.
+    db.execute("CREATE TABLE n (id int, note text)");
+    let loaded = load_with_rejects(&db, &copy, "n", &["--on-conflict-do-nothing"]);
+    loaded.run.assert_ok();
+    assert_reported(&loaded.report, "n has no unique key or exclusion constraint, so no record conflicts");
 }

@@ -304,6 +304,36 @@ fn kill_at_random_moments_of_a_load_with_rare_repeats_then_resume_keeps_each_key
     assert_eq!(f.db.scalar(reasons), repeated.to_string());
 }
 
+/// The same with `--on-conflict-do-nothing` (one line in 100 repeats an
+/// earlier key): whichever runs were cut short, every repeat is skipped
+/// exactly once by the job's chunks together, none is rejected, each key
+/// keeps its first line, and the last run's report adds up with what the
+/// earlier runs committed.
+#[test]
+fn kill_at_random_moments_of_a_load_that_skips_repeated_keys_then_resume_counts_each_once() {
+    let rows = if cfg!(debug_assertions) { 150_000 } else { 300_000 };
+    let mut f = fixture_with_keys_repeated(rows, Repeats { every: 100, near: 500, far_too: true, held_row: true });
+    f.args.push("--on-conflict-do-nothing".into());
+    let repeated = (1_001..=rows).filter(|i| i % 100 == 37).count() as u64;
+    let killed = f.kill_after_each(moments(6, 29));
+    assert!(killed >= 3, "only {killed} of 6 runs were killed mid-load");
+    let report = f.db.dir.path().join("last.json");
+    f.args.extend(["--report".into(), report.display().to_string()]);
+    let out = f.spawn().wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    f.bad -= repeated;
+    f.assert_exact();
+    let later = "SELECT count(*) FROM t WHERE description <> 'description-' || tid";
+    assert_eq!(f.db.scalar(later), "0", "rows from a key's later line");
+    let skipped = "SELECT sum(rows_skipped) FROM sluice.chunks WHERE state = 'done'";
+    assert_eq!(f.db.scalar(skipped), repeated.to_string(), "each repeat skipped once");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let s = &report["summary"];
+    let counts = ["rows_loaded", "rejected", "skipped", "resumed_rows", "resumed_rejected", "resumed_skipped"];
+    assert_eq!(s["records_read"], counts.iter().map(|k| s[k].as_u64().unwrap()).sum::<u64>(), "{s}");
+    assert_eq!(s["skipped"].as_u64().unwrap() + s["resumed_skipped"].as_u64().unwrap(), repeated, "{s}");
+}
+
 /// A load that finds its job's first batch claimed by another session (as
 /// a run killed a moment ago leaves it, until that session finds its client
 /// gone) waits for the claim before loading anything, rather than leaving

@@ -17,7 +17,7 @@ use super::progress_view::ProgressView;
 
 const AFTER_HELP: &str = "\
 Exit codes:
-  0  every record was loaded
+  0  every record was loaded (or skipped by --on-conflict-do-nothing)
   1  finished; some records were rejected (see the rejects file)
   3  interrupted (Ctrl-C); run the same command again to resume
   2  bad usage, unreadable input, unknown table or column (nothing loaded)
@@ -155,6 +155,14 @@ pub struct LoadArgs {
     /// stop once 1,000 were rejected and none loaded (a wrong option).
     #[arg(long, value_name = "N")]
     max_errors: Option<u64>,
+
+    /// A record whose unique key (or exclusion constraint) a row of the
+    /// table already holds, or an earlier record of the load, is skipped
+    /// and counted instead of rejected, as INSERT ... ON CONFLICT DO NOTHING
+    /// does: for exports that overlap what is loaded. The row already there
+    /// stays as it is; skipped records are written nowhere
+    #[arg(long)]
+    on_conflict_do_nothing: bool,
 
     /// A record longer than this (usually a quote left open) is rejected;
     /// loading goes on at the next line.
@@ -331,6 +339,7 @@ impl LoadArgs {
             truncate: self.truncate,
             rejects: self.rejects.clone(),
             max_errors: self.max_errors,
+            on_conflict_do_nothing: self.on_conflict_do_nothing,
             max_record_size: self.max_record_size,
             job: self.job.clone(),
             restart: self.restart,

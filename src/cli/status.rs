@@ -5,7 +5,7 @@ use clap::Args;
 use sluice::error::exit;
 use sluice::ledger;
 use sluice::redact::Redactor;
-use sluice::report::{human_bytes, thousands};
+use sluice::report::{count_of, human_bytes, thousands};
 use sluice::Error;
 
 /// Show jobs from the ledger: chunks done, rows, rejects, active hosts.
@@ -59,6 +59,9 @@ pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
             thousands(j.rejected),
             if j.active.is_empty() { "-".to_string() } else { j.active.join(", ") }
         );
+        if j.skipped > 0 {
+            println!("  skipped {} (--on-conflict-do-nothing)", count_of(j.skipped, "duplicate key"));
+        }
         if j.state != "finished" && every_chunk_done(j) {
             println!(
                 "  every chunk is loaded; the job finishes once the indexes it dropped are built again \
@@ -128,6 +131,7 @@ mod tests {
             input_bytes,
             rows: 0,
             rejected: 0,
+            skipped: 0,
             active: vec![],
             dropped: vec![],
             command: None,

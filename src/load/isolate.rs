@@ -101,6 +101,9 @@ pub(super) struct Isolated {
     pub binary_rows: u64,
     /// Records the server took but did not count (see [`suppressed`]).
     pub suppressed: u64,
+    /// Records refused for a key that a row holds, skipped (see
+    /// `Shared::skips`).
+    pub skipped: u64,
     pub rejects: Vec<Reject>,
     /// COPY statements isolation sent.
     pub copies: u64,
@@ -109,7 +112,14 @@ pub(super) struct Isolated {
 impl Isolated {
     /// A chunk the server took whole: `rows` of its `records`.
     pub fn all(records: u64, rows: u64) -> Isolated {
-        Isolated { rows, binary_rows: 0, suppressed: suppressed(records, rows), rejects: Vec::new(), copies: 0 }
+        Isolated {
+            rows,
+            binary_rows: 0,
+            suppressed: suppressed(records, rows),
+            skipped: 0,
+            rejects: Vec::new(),
+            copies: 0,
+        }
     }
 
     /// Whether most of the rows went as binary tuples.
@@ -281,6 +291,7 @@ struct Isolator<'a> {
     rows: u64,
     binary_rows: u64,
     suppressed: u64,
+    skipped: u64,
     /// Records tried and errors met so far, for the run size.
     seen: usize,
     errors: usize,
@@ -350,6 +361,7 @@ pub(super) fn isolate(
         rows: 0,
         binary_rows: 0,
         suppressed: 0,
+        skipped: 0,
         seen: 0,
         errors: 0,
         copies: 0,
@@ -473,6 +485,7 @@ pub(super) fn isolate(
         rows: iso.rows,
         binary_rows: iso.binary_rows,
         suppressed: iso.suppressed,
+        skipped: iso.skipped,
         rejects: iso.rejects,
         copies: iso.copies,
     })
@@ -631,7 +644,8 @@ impl<'a> Isolator<'a> {
         let checked = match check {
             Some(check) => {
                 let held_records: Vec<&[u8]> = held.iter().map(|&k| records[k]).collect();
-                check.check(session, savepoints.after_loaded, &held_records)?
+                let (savepoint, rollback) = (savepoints.after_loaded, savepoints.after_refusal);
+                check.check_expecting_pass(session, (savepoint, rollback), &held_records)?
             }
             None => Checked::Skipped,
         };
@@ -798,7 +812,7 @@ impl<'a> Isolator<'a> {
     /// Only rejects so far, here and everywhere: the load stops before
     /// isolating the rest (the chunk is not committed).
     fn stop_if_nothing_loads(&self) -> Result<(), Error> {
-        if self.rows + self.suppressed > 0 || (self.rejects.len() as u64) < ALL_REJECTED_STOP {
+        if self.rows + self.suppressed + self.skipped > 0 || (self.rejects.len() as u64) < ALL_REJECTED_STOP {
             return Ok(());
         }
         let loaded = rows_loaded_so_far(self.shared);
@@ -931,7 +945,13 @@ impl<'a> Isolator<'a> {
         records.chunks(size).rev().map(<[usize]>::to_vec).collect()
     }
 
+    /// Rejects record `i` for `r`, or skips it when `r` is a conflict
+    /// `--on-conflict-do-nothing` skips.
     fn reject(&mut self, i: usize, r: CopyRefusal) {
+        if self.shared.skips(r.sqlstate.as_deref()) {
+            self.skipped += 1;
+            return;
+        }
         let loc = &self.chunk.loc;
         let file = &self.shared.sources[loc.source].name;
         let position = loc.position(file, i as u64, self.index.lines_before[i], self.index.start[i] as u64);

@@ -38,6 +38,12 @@ pub fn name(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, source
         None => {
             let mut identity = chunk_identity(req, table, format, sources);
             identity.extend(sources.iter().filter_map(Source::head_hash).map(|h| format!("head {h:016x}")));
+            // A job of its own: a load that rejected duplicate keys, run
+            // again with the flag, goes over every record (those it loaded
+            // are then skipped), not only the chunks it had not committed.
+            if req.on_conflict_do_nothing {
+                identity.push("on conflict do nothing".into());
+            }
             format!("{}-{}", table.name, &stable_hash(&refs(&identity))[..12])
         }
     }

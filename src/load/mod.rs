@@ -127,6 +127,9 @@ pub struct LoadRequest {
     pub rejects: Option<PathBuf>,
     /// Stop once more than this many records were rejected.
     pub max_errors: Option<u64>,
+    /// `--on-conflict-do-nothing`: a record refused for a unique key or
+    /// exclusion constraint is skipped and counted, not rejected.
+    pub on_conflict_do_nothing: bool,
     /// Records longer than this are rejected as runaways.
     pub max_record_size: u64,
     /// `--job NAME`; default: derived from the command (see `job::name`).
@@ -182,6 +185,7 @@ impl LoadRequest {
             truncate: false,
             rejects: None,
             max_errors: None,
+            on_conflict_do_nothing: false,
             max_record_size: DEFAULT_MAX_RECORD_SIZE,
             job: None,
             restart: false,
@@ -223,6 +227,8 @@ struct Shared<'a> {
     shape: Option<RecordShape>,
     /// No `--max-errors`: stop when only rejects come (see [`ALL_REJECTED_STOP`]).
     stop_when_nothing_loads: bool,
+    /// `--on-conflict-do-nothing` (see [`Shared::skips`]).
+    skip_conflicts: bool,
     job: String,
     /// The inputs' fingerprint, which the job takes when it finishes.
     fingerprint: String,
@@ -339,12 +345,24 @@ impl Shared<'_> {
         self.pace.as_ref().map_or(req.workers.max(1).saturating_sub(idle).max(1), pace::Pacer::level)
     }
 
-    /// Notes a committed chunk's rejects among its `records`: enough
-    /// duplicate keys make the workers take turns from now on, dense ones
-    /// make isolation look for them first, and any (or a conflict of an
-    /// exclusion constraint) make chunks commit in input order.
-    fn note_duplicates(&self, rejects: &[crate::rejects::Reject], records: u64) {
-        let duplicates = rejects.iter().filter(|r| r.sqlstate.as_deref() == Some("23505")).count();
+    /// Whether a record the server refused with `sqlstate` is skipped
+    /// rather than rejected: with `--on-conflict-do-nothing`, a unique key
+    /// or exclusion constraint that a row already there (or an earlier
+    /// record) holds, as `INSERT ... ON CONFLICT DO NOTHING` skips it. Why
+    /// not that statement: COPY takes no ON CONFLICT, and a staging table
+    /// would cost every row a second write; the refusals are found as any
+    /// duplicate key is (see [`key_check`]), and dense ones cost a query.
+    fn skips(&self, sqlstate: Option<&str>) -> bool {
+        self.skip_conflicts && matches!(sqlstate, Some("23505" | "23P01"))
+    }
+
+    /// Notes a committed chunk's rejects and `skipped` records (see
+    /// [`Shared::skips`]) among its `records`: enough duplicate keys make
+    /// the workers take turns from now on, dense ones make isolation look
+    /// for them first, and any (or a conflict of an exclusion constraint)
+    /// make chunks commit in input order.
+    fn note_duplicates(&self, rejects: &[crate::rejects::Reject], skipped: u64, records: u64) {
+        let duplicates = rejects.iter().filter(|r| r.sqlstate.as_deref() == Some("23505")).count() + skipped as usize;
         // Not in the pass that loads again, one at a time, the chunks whose
         // rows broke a deferred key: no worker waits for another there, and
         // the warning's advice (defer the keys) was taken.
@@ -611,6 +629,7 @@ fn run_connected(
         max_record_size: req.max_record_size,
         shape,
         stop_when_nothing_loads: req.max_errors.is_none(),
+        skip_conflicts: req.on_conflict_do_nothing,
         job,
         fingerprint,
         done,
@@ -625,7 +644,8 @@ fn run_connected(
             &unique_keys,
             &format,
             table.session_dates(),
-        ),
+        )
+        .map(|check| if req.on_conflict_do_nothing { check.skipping() } else { check }),
         text_why: copy_plan.as_ref().err().cloned().unwrap_or_default(),
         binary: copy_plan.ok(),
         marked: steps.iter().any(|s| !s.rebuilt && s.deferred.violations_sql.is_some()),
@@ -747,6 +767,7 @@ fn prepare(
 ) -> Result<Prepared, Failed> {
     let table = control.resolve_table(&req.table)?;
     let unique_keys = control.unique_keys(table.oid)?;
+    let nothing_to_skip = req.on_conflict_do_nothing && !control.holds_unique_keys(table.oid)?;
     refuse_the_ledger(req, &table)?;
     refuse_table_flags_on_a_view(req, &table)?;
     foreign::refuse_without_consent(req.at_least_once, &table)?;
@@ -809,6 +830,14 @@ fn prepare(
     let mut early_warnings: Vec<String> = in_the_ledger_schema(&table).into_iter().collect();
     early_warnings.extend(foreign::batch_advice(&table, control.server_version()));
     early_warnings.extend(job.others.said(&table));
+    // A job that deferred the keys it finds no more of.
+    if nothing_to_skip && job.steps.is_empty() {
+        early_warnings.push(format!(
+            "--on-conflict-do-nothing: {} has no unique key or exclusion constraint, so no record conflicts with \
+             another and none is skipped",
+            table.display()
+        ));
+    }
     // Documents become text-format lines on the client, escaped as needed.
     early_warnings.extend(first_look::odd_escapes_warning(sources, format).filter(|_| format.documents.is_none()));
     if let Some(documents) = format.documents.as_ref().filter(|_| req.columns.is_none()) {
@@ -1074,6 +1103,7 @@ fn merge_reload(shared: &Shared, first: PipelineResult, again: PipelineResult) -
             scan.resumed_rows -= done.rows;
             scan.resumed_rejected -= done.rejected;
             scan.resumed_suppressed -= done.suppressed;
+            scan.resumed_skipped -= done.skipped;
         }
     }
     records.extend(again.0);
@@ -1239,7 +1269,8 @@ fn conclude(
     warnings.extend(refused_warning(shared));
     warnings.extend(hints::warnings(shared));
     warnings.extend(shared.blockers.warnings());
-    if shared.keys_collide.load(Ordering::SeqCst) && shared.workers(req) > 1 {
+    // Not with --on-conflict-do-nothing: keys the table holds are expected.
+    if shared.keys_collide.load(Ordering::SeqCst) && shared.workers(req) > 1 && !shared.skip_conflicts {
         let how = match shared.keys_in_parallel() {
             true => {
                 "workers loaded side by side, each chunk copying last the records whose keys an earlier chunk \
@@ -1429,6 +1460,7 @@ struct InputScan {
     resumed_rows: u64,
     resumed_rejected: u64,
     resumed_suppressed: u64,
+    resumed_skipped: u64,
 }
 
 /// Committed chunks, what the feeder saw, the first error, and the chunks
@@ -1476,7 +1508,7 @@ fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -
                     if let Some(pace) = &shared.pace {
                         pace.committed(record.byte_len);
                     }
-                    loaded += record.rows + record.suppressed;
+                    loaded += record.rows + record.suppressed + record.skipped;
                     records.push(record);
                     rejected += chunk_rejects.len() as u64;
                     first_reject = first_reject.or_else(|| chunk_rejects.first().cloned());
@@ -1538,8 +1570,20 @@ pub const ALL_REJECTED_STOP: u64 = 1_000;
 /// does not wait for whole chunks of rejects.
 fn nothing_loads(shared: &Shared, loaded: u64, rejected: u64, first: &Option<Reject>) -> Option<Error> {
     let first = first.as_ref()?;
-    (shared.stop_when_nothing_loads && loaded == 0 && rejected >= ALL_REJECTED_STOP).then(|| Error::NothingLoads {
+    if !shared.stop_when_nothing_loads || loaded > 0 || rejected < ALL_REJECTED_STOP {
+        return None;
+    }
+    if matches!(first.sqlstate.as_deref(), Some("23505" | "23P01")) {
+        return Some(Error::NothingLoads {
+            rejected,
+            seems: LOADED_ALREADY,
+            first: first.to_string(),
+            advice: LOAD_ONLY_NEW_KEYS.into(),
+        });
+    }
+    Some(Error::NothingLoads {
         rejected,
+        seems: "which looks like a wrong option rather than bad data",
         first: first.to_string(),
         advice: hints::field_count_advice(shared, first)
             .or_else(|| hints::first_reject_advice(shared, first))
@@ -1547,10 +1591,21 @@ fn nothing_loads(shared: &Shared, loaded: u64, rejected: u64, first: &Option<Rej
     })
 }
 
-/// Rows loaded so far (or taken by a trigger that returned NULL): committed
-/// by this run's workers and by earlier runs.
+/// Why a load whose first reject is a key the table holds stopped: it said
+/// "a wrong option" before, and to check --delimiter and --header, for a
+/// file loaded a second time under another name.
+const LOADED_ALREADY: &str = "as if this data were loaded already";
+
+/// What to do then.
+const LOAD_ONLY_NEW_KEYS: &str = "`sluice status` lists the jobs that loaded into the table. To load only the \
+     records whose keys are new, pass --on-conflict-do-nothing; to load every record again, empty the table first \
+     (--truncate)";
+
+/// Rows loaded so far (or taken by a trigger that returned NULL, or skipped
+/// for a key the table held): committed by this run's workers and by
+/// earlier runs.
 fn rows_loaded_so_far(shared: &Shared) -> u64 {
-    shared.progress.snapshot().rows_done + shared.done.values().map(|d| d.rows + d.suppressed).sum::<u64>()
+    shared.progress.snapshot().rows_done + shared.done.values().map(|d| d.rows + d.suppressed + d.skipped).sum::<u64>()
 }
 
 /// The feeder thread: chunks every input in order onto the queue.
@@ -1650,6 +1705,7 @@ fn feed_one(
             scan.resumed_rows += done.rows;
             scan.resumed_rejected += done.rejected;
             scan.resumed_suppressed += done.suppressed;
+            scan.resumed_skipped += done.skipped;
             scan.resumed_chunks += 1;
             shared.progress.chunk_skipped(chunk.source_span);
             continue;
@@ -1783,9 +1839,11 @@ fn file_summaries(sources: &[Source], scans: &[InputScan]) -> Vec<FileSummary> {
             rows_loaded: 0,
             rejected: 0,
             suppressed: 0,
+            skipped: 0,
             resumed_rows: scan.resumed_rows,
             resumed_rejected: scan.resumed_rejected,
             resumed_suppressed: scan.resumed_suppressed,
+            resumed_skipped: scan.resumed_skipped,
             chunks: scan.chunks,
         })
         .collect()
@@ -1812,8 +1870,9 @@ fn build_report(
             f.rows_loaded += c.rows;
             f.rejected += c.rejected;
             f.suppressed += c.suppressed;
+            f.skipped += c.skipped;
         }
-        if c.rows + c.rejected + c.suppressed != c.records {
+        if c.rows + c.rejected + c.suppressed + c.skipped != c.records {
             warnings.push(format!(
                 "{}: line {}: the server loaded {} and rejected {} from a chunk in which sluice counted {}; are \
                  line ends mixed (bare carriage returns among line feeds)? The server takes a chunk's line-end \
@@ -1837,12 +1896,14 @@ fn build_report(
         rows_loaded: rows,
         rejected: per_file.iter().map(|f| f.rejected).sum(),
         suppressed,
+        skipped: per_file.iter().map(|f| f.skipped).sum(),
         rejects_file: None,
         rejects_in_file: 0,
         resumed_chunks: scans.iter().map(|s| s.resumed_chunks).sum(),
         resumed_rows: per_file.iter().map(|f| f.resumed_rows).sum(),
         resumed_rejected: per_file.iter().map(|f| f.resumed_rejected).sum(),
         resumed_suppressed: per_file.iter().map(|f| f.resumed_suppressed).sum(),
+        resumed_skipped: per_file.iter().map(|f| f.resumed_skipped).sum(),
         job: String::new(),
         chunks_by_others: 0,
         header_lines: per_file.iter().map(|f| f.header_lines).sum(),
@@ -1875,7 +1936,8 @@ fn build_report(
 /// last 1 MB of 167.8 MB in 16 s said 10.5 MB/s.
 fn share_read_now(per_file: &[FileSummary]) -> f64 {
     let all: u64 = per_file.iter().map(|f| f.records_read).sum();
-    let earlier: u64 = per_file.iter().map(|f| f.resumed_rows + f.resumed_rejected + f.resumed_suppressed).sum();
+    let earlier: u64 =
+        per_file.iter().map(|f| f.resumed_rows + f.resumed_rejected + f.resumed_suppressed + f.resumed_skipped).sum();
     match all {
         0 => 1.0,
         all => all.saturating_sub(earlier) as f64 / all as f64,

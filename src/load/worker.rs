@@ -127,11 +127,12 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, event
                 Outcome::Elsewhere => Event::Elsewhere,
                 Outcome::Committed(done, binary) => {
                     committed_any = true;
-                    shared.note_duplicates(&done.rejects, chunk.copied_records());
+                    shared.note_duplicates(&done.rejects, done.skipped, chunk.copied_records());
                     let rejected = done.rejects.len() as u64;
-                    // Suppressed records count as the server's progress: a
-                    // routing trigger stored them elsewhere.
-                    shared.progress.chunk_done(chunk.source_span, done.rows + done.suppressed, rejected);
+                    // Suppressed records count as the server's progress (a
+                    // routing trigger stored them elsewhere), and so do the
+                    // skipped ones, which the table holds already.
+                    shared.progress.chunk_done(chunk.source_span, done.rows + done.suppressed + done.skipped, rejected);
                     let by = By { worker: id, binary, batch: batch_id };
                     let record = record(shared, &chunk, &done, by, start_s);
                     Event::Committed(record, done.rejects)
@@ -697,7 +698,7 @@ impl Worker<'_> {
     /// row: an attempt whose connection was lost after the server committed.
     fn committed_before(&self, chunk: &Chunk) -> Result<Option<Isolated>, Error> {
         let shared = self.shared;
-        let Some((rows, suppressed)) = ledger::committed_rows(&self.session, &shared.job, chunk.seq)? else {
+        let Some((rows, suppressed, skipped)) = ledger::committed_rows(&self.session, &shared.job, chunk.seq)? else {
             return Ok(None);
         };
         let (from, to) = (chunk.loc.byte_offset.to_string(), (chunk.loc.byte_offset + chunk.loc.byte_len).to_string());
@@ -708,7 +709,7 @@ impl Worker<'_> {
             .iter()
             .map(|r| Reject::from_row(r))
             .collect();
-        Ok(Some(Isolated { rows, binary_rows: 0, suppressed, rejects, copies: 0 }))
+        Ok(Some(Isolated { rows, binary_rows: 0, suppressed, skipped, rejects, copies: 0 }))
     }
 }
 
@@ -817,6 +818,7 @@ fn ledger_row<'a>(shared: &'a Shared, chunk: &Chunk, done: Option<&Isolated>) ->
         rows: done.map_or(0, |d| d.rows),
         rejected: done.map_or(0, |d| d.rejects.len() as u64),
         suppressed: done.map_or(0, |d| d.suppressed),
+        skipped: done.map_or(0, |d| d.skipped),
     }
 }
 
@@ -842,6 +844,7 @@ fn record(shared: &Shared, chunk: &Chunk, done: &Isolated, by: By, start_s: f64)
         rows: done.rows,
         rejected: done.rejects.len() as u64,
         suppressed: done.suppressed,
+        skipped: done.skipped,
         isolation_copies: done.copies,
         worker: by.worker,
         binary: by.binary,
