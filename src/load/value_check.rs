@@ -306,20 +306,28 @@ pub(super) fn fields_of<'t>(
 /// holds the body's quote tag.
 fn create_function(types: &[&str]) -> Option<String> {
     const TAG: &str = "$sluice_check$";
-    if types.iter().any(|t| t.contains(TAG)) {
+    let (arguments, variables, assignments) =
+        function_parts(types, TAG, |k| format!("refused_argument := {k}; x{k} := v{k}; "))?;
+    Some(format!(
+        "CREATE OR REPLACE FUNCTION {FUNCTION}({arguments}, OUT refused_argument int, OUT refused_state text, \
+         OUT refused_message text, OUT refused_detail text) LANGUAGE plpgsql AS {TAG} DECLARE {variables}\
+         BEGIN {assignments}refused_argument := NULL; EXCEPTION WHEN others THEN GET STACKED DIAGNOSTICS \
+         refused_state = RETURNED_SQLSTATE, refused_message = MESSAGE_TEXT, refused_detail = PG_EXCEPTION_DETAIL; \
+         END {TAG}"
+    ))
+}
+
+/// What both check functions are made of: their arguments (`v1 text,
+/// ...`), their variables (`x1` of `types[0]`, ...) and `assign(k)` for
+/// each argument `k`; `None` when a type name holds the body's quote `tag`.
+fn function_parts(types: &[&str], tag: &str, assign: impl Fn(usize) -> String) -> Option<(String, String, String)> {
+    if types.iter().any(|t| t.contains(tag)) {
         return None;
     }
     let arguments: Vec<String> = (1..=types.len()).map(|k| format!("v{k} text")).collect();
     let variables: String = types.iter().enumerate().map(|(k, t)| format!("x{} {t}; ", k + 1)).collect();
-    let assignments: String = (1..=types.len()).map(|k| format!("refused_argument := {k}; x{k} := v{k}; ")).collect();
-    Some(format!(
-        "CREATE OR REPLACE FUNCTION {FUNCTION}({}, OUT refused_argument int, OUT refused_state text, \
-         OUT refused_message text, OUT refused_detail text) LANGUAGE plpgsql AS {TAG} DECLARE {variables}\
-         BEGIN {assignments}refused_argument := NULL; EXCEPTION WHEN others THEN GET STACKED DIAGNOSTICS \
-         refused_state = RETURNED_SQLSTATE, refused_message = MESSAGE_TEXT, refused_detail = PG_EXCEPTION_DETAIL; \
-         END {TAG}",
-        arguments.join(", ")
-    ))
+    let assignments: String = (1..=types.len()).map(assign).collect();
+    Some((arguments.join(", "), variables, assignments))
 }
 
 /// A refusal for a value (SQLSTATE class 22), not for the check itself.
@@ -332,41 +340,35 @@ fn is_data_error(refusal: &CopyRefusal) -> bool {
 /// [`create_function`], the first that fails stopping the statement.
 fn create_pass_function(types: &[&str]) -> Option<String> {
     const TAG: &str = "$sluice_pass$";
-    if types.iter().any(|t| t.contains(TAG)) {
-        return None;
-    }
-    let arguments: Vec<String> = (1..=types.len()).map(|k| format!("v{k} text")).collect();
-    let variables: String = types.iter().enumerate().map(|(k, t)| format!("x{} {t}; ", k + 1)).collect();
-    let assignments: String = (1..=types.len()).map(|k| format!("x{k} := v{k}; ")).collect();
+    let (arguments, variables, assignments) = function_parts(types, TAG, |k| format!("x{k} := v{k}; "))?;
     Some(format!(
-        "CREATE OR REPLACE FUNCTION {PASS_FUNCTION}({}) RETURNS int LANGUAGE plpgsql AS {TAG} DECLARE {variables}\
-         BEGIN {assignments}RETURN 1; END {TAG}",
-        arguments.join(", ")
+        "CREATE OR REPLACE FUNCTION {PASS_FUNCTION}({arguments}) RETURNS int LANGUAGE plpgsql AS {TAG} \
+         DECLARE {variables}BEGIN {assignments}RETURN 1; END {TAG}"
     ))
 }
 
 /// The query that runs [`create_pass_function`]'s function over `columns`.
 fn select_passing(columns: &[Vec<Option<String>>]) -> String {
+    let (arrays, names) = arrays_and_names(columns);
+    format!("SELECT count({PASS_FUNCTION}({names})) FROM unnest({arrays}) AS u({names})")
+}
+
+/// `columns` as arrays for `unnest`, and the names of their elements (`v1,
+/// v2, ...`), each a list.
+fn arrays_and_names(columns: &[Vec<Option<String>>]) -> (String, String) {
     let arrays: Vec<String> = columns.iter().map(|values| text_array_literal(values)).collect();
     let names: Vec<String> = (1..=columns.len()).map(|k| format!("v{k}")).collect();
-    format!(
-        "SELECT count({PASS_FUNCTION}({names})) FROM unnest({}) AS u({names})",
-        arrays.join(", "),
-        names = names.join(", "),
-    )
+    (arrays.join(", "), names.join(", "))
 }
 
 /// The query that runs the check over `columns` (one array per checked
 /// column, a value per record): the records it refuses, numbered from 1.
 fn select_refusals(columns: &[Vec<Option<String>>]) -> String {
-    let arrays: Vec<String> = columns.iter().map(|values| text_array_literal(values)).collect();
-    let names: Vec<String> = (1..=columns.len()).map(|k| format!("v{k}")).collect();
+    let (arrays, names) = arrays_and_names(columns);
     format!(
         "SELECT u.n, c.refused_argument, c.refused_state, c.refused_message, c.refused_detail \
-         FROM unnest({}) WITH ORDINALITY AS u({names}, n), LATERAL {FUNCTION}({names}) AS c \
-         WHERE c.refused_argument IS NOT NULL",
-        arrays.join(", "),
-        names = names.join(", "),
+         FROM unnest({arrays}) WITH ORDINALITY AS u({names}, n), LATERAL {FUNCTION}({names}) AS c \
+         WHERE c.refused_argument IS NOT NULL"
     )
 }
 
