@@ -19,6 +19,8 @@ pub struct Progress {
     bytes_done: AtomicU64,
     rows_done: AtomicU64,
     rejected: AtomicU64,
+    /// Records `--on-conflict-do-nothing` skipped.
+    skipped: AtomicU64,
     chunks_done: AtomicU64,
     /// Deferred indexes and constraints being built (0: not building).
     building: AtomicU64,
@@ -51,6 +53,7 @@ pub struct Snapshot {
     pub bytes_done: u64,
     pub rows_done: u64,
     pub rejected: u64,
+    pub skipped: u64,
     pub chunks_done: u64,
     /// Deferred indexes and constraints being built after the copy.
     pub building: u64,
@@ -94,6 +97,7 @@ impl Default for Progress {
             bytes_done: AtomicU64::new(0),
             rows_done: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
             chunks_done: AtomicU64::new(0),
             building: AtomicU64::new(0),
             relogging: AtomicBool::new(false),
@@ -112,10 +116,13 @@ impl Progress {
         self.bytes_total.store(bytes.unwrap_or(0), Relaxed);
     }
 
-    pub fn chunk_done(&self, source_bytes: u64, rows: u64, rejected: u64) {
+    /// A chunk of `source_bytes` committed: its `rows`, and the records it
+    /// rejected and skipped (`not_loaded`).
+    pub fn chunk_done(&self, source_bytes: u64, rows: u64, not_loaded: (u64, u64)) {
         self.bytes_done.fetch_add(source_bytes, Relaxed);
         self.rows_done.fetch_add(rows, Relaxed);
-        self.rejected.fetch_add(rejected, Relaxed);
+        self.rejected.fetch_add(not_loaded.0, Relaxed);
+        self.skipped.fetch_add(not_loaded.1, Relaxed);
         self.chunks_done.fetch_add(1, Relaxed);
     }
 
@@ -157,6 +164,7 @@ impl Progress {
             bytes_done: self.bytes_done.load(Relaxed),
             rows_done: self.rows_done.load(Relaxed),
             rejected: self.rejected.load(Relaxed),
+            skipped: self.skipped.load(Relaxed),
             chunks_done: self.chunks_done.load(Relaxed),
             building: self.building.load(Relaxed),
             relogging: self.relogging.load(Relaxed),
@@ -272,6 +280,7 @@ mod tests {
             bytes_done: 100,
             rows_done: 50,
             rejected: 0,
+            skipped: 0,
             chunks_done: 1,
             building: 0,
             relogging: false,

@@ -121,6 +121,9 @@ pub fn describe(s: &Snapshot) -> String {
     if s.rejected > 0 {
         line.push_str(&format!(", {} rejected", thousands(s.rejected)));
     }
+    if s.skipped > 0 {
+        line.push_str(&format!(", {} skipped", thousands(s.skipped)));
+    }
     if let Some(waiting) = &s.waiting {
         line.push_str(&format!(
             ", {} retrying for up to {} more (--retry-timeout): {}",
@@ -172,6 +175,7 @@ mod tests {
             bytes_done,
             rows_done: 0,
             rejected: 0,
+            skipped: 0,
             chunks_done: 0,
             building: 0,
             relogging: false,
@@ -179,6 +183,16 @@ mod tests {
             waiting: None,
             blocked: None,
         }
+    }
+
+    #[test]
+    fn skipped_records_are_told_apart_from_rows_and_rejects() {
+        let mut snap = snapshot(Some(10_000), 5_000);
+        (snap.rows_done, snap.rejected, snap.skipped) = (800, 3, 1_200);
+        assert!(describe(&snap).contains(" 800 rows, "), "{}", describe(&snap));
+        assert!(describe(&snap).contains(", 3 rejected, 1,200 skipped"), "{}", describe(&snap));
+        snap.skipped = 0;
+        assert!(!describe(&snap).contains("skipped"), "{}", describe(&snap));
     }
 
     #[test]

@@ -1605,7 +1605,8 @@ const LOAD_ONLY_NEW_KEYS: &str = "`sluice status` lists the jobs that loaded int
 /// for a key the table held): committed by this run's workers and by
 /// earlier runs.
 fn rows_loaded_so_far(shared: &Shared) -> u64 {
-    shared.progress.snapshot().rows_done + shared.done.values().map(|d| d.rows + d.suppressed + d.skipped).sum::<u64>()
+    let now = shared.progress.snapshot();
+    now.rows_done + now.skipped + shared.done.values().map(|d| d.rows + d.suppressed + d.skipped).sum::<u64>()
 }
 
 /// The feeder thread: chunks every input in order onto the queue.

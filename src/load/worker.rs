@@ -129,10 +129,10 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, event
                     committed_any = true;
                     shared.note_duplicates(&done.rejects, done.skipped, chunk.copied_records());
                     let rejected = done.rejects.len() as u64;
-                    // Suppressed records count as the server's progress (a
-                    // routing trigger stored them elsewhere), and so do the
-                    // skipped ones, which the table holds already.
-                    shared.progress.chunk_done(chunk.source_span, done.rows + done.suppressed + done.skipped, rejected);
+                    // Suppressed records count as the server's progress: a
+                    // routing trigger stored them elsewhere.
+                    let not_loaded = (rejected, done.skipped);
+                    shared.progress.chunk_done(chunk.source_span, done.rows + done.suppressed, not_loaded);
                     let by = By { worker: id, binary, batch: batch_id };
                     let record = record(shared, &chunk, &done, by, start_s);
                     Event::Committed(record, done.rejects)
