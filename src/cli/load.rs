@@ -28,6 +28,7 @@ Examples:
   sluice load orders.csv --header --table orders --db postgres://loader@db1/sales
   sluice load 'data/part-*.tsv.gz' --table events --workers 4
   sluice load big.csv --table t --job nightly   # on several hosts at once
+  sluice load week.csv --header --table orders --on-conflict-do-nothing   # some rows loaded before
   zcat dump.jsonl.gz | sluice load - --format jsonl --table docs --report run.json";
 
 /// Load files into a table, in parallel chunks, one transaction per chunk.
