@@ -2408,6 +2408,12 @@ fn a_file_loaded_again_under_another_name_is_said_to_look_loaded() {
         assert!(loaded.run.stderr.contains(phrase), "{phrase}: {}", loaded.run.stderr);
     }
     assert!(!loaded.run.stderr.contains("wrong option"), "{}", loaded.run.stderr);
+    // Rejected one by one past the stop, they are said to be skippable.
+    let loaded = load_with_rejects(&db, &copy, "k", &["--max-errors", "5000"]);
+    assert_eq!((loaded.run.code, loaded.rejects.len()), (1, 3_000), "{}", loaded.run.output());
+    let hint = "3,000 records were rejected for a key that a row already held (the first: ";
+    assert_reported(&loaded.report, hint);
+    assert_reported(&loaded.report, "--on-conflict-do-nothing skips such records instead");
     let loaded = load_with_rejects(&db, &copy, "k", &["--on-conflict-do-nothing"]);
     loaded.run.assert_ok();
     assert_eq!(loaded.report["summary"]["skipped"], 3_000);

@@ -44,6 +44,8 @@ pub(super) struct RejectNotes {
     null_words: Tally,
     /// Records that are empty lines (see [`empty_line_warning`]).
     empty_lines: Tally,
+    /// Records rejected for a key a row held (see [`held_key_warning`]).
+    held_keys: Tally,
     /// Which of [`ALERTS`] were shown while the load runs.
     alerted: [AtomicBool; ALERTS.len()],
 }
@@ -106,6 +108,9 @@ pub(super) fn note(shared: &Shared, rejects: &[Reject]) {
         rejects.iter().filter(|r| r.raw.as_deref().is_some_and(|raw| raw.trim_end_matches(['\r', '\n']).is_empty()))
     {
         notes.empty_lines.add(|| format!("{} line {}", reject.file, reject.line));
+    }
+    for reject in rejects.iter().filter(|r| r.sqlstate.as_deref() == Some("23505")) {
+        notes.held_keys.add(|| format!("{} line {}", reject.file, reject.line));
     }
     for reject in rejects {
         let Some((sign, column)) = sign(shared, reject) else { continue };
@@ -253,7 +258,24 @@ fn date_style_fix(other: &str) -> String {
 pub(super) fn warnings(shared: &Shared) -> Vec<String> {
     let headers = header_warning(&shared.notes.header_like.lock().unwrap_or_else(|e| e.into_inner()));
     let alerts = ALERTS.iter().filter_map(|warning| warning(shared));
-    headers.into_iter().chain(alerts).chain(empty_line_warning(shared)).collect()
+    headers.into_iter().chain(alerts).chain(empty_line_warning(shared)).chain(held_key_warning(shared)).collect()
+}
+
+/// Rejected duplicate keys before the hint of [`held_key_warning`]: a few
+/// are bad data, many an input that overlaps what is loaded.
+const HELD_KEYS_HINT: u64 = 100;
+
+/// Many records rejected for a key that a row held: the flag that skips
+/// them. Why: an export that overlaps the table rejected half its records,
+/// each with the server's words, and nothing said that they could be
+/// skipped instead.
+fn held_key_warning(shared: &Shared) -> Option<String> {
+    let (count, first) = shared.notes.held_keys.seen().filter(|(count, _)| *count >= HELD_KEYS_HINT)?;
+    Some(format!(
+        "{} rejected for a key that a row already held (the first: {first}): if the input overlaps what is loaded, \
+         --on-conflict-do-nothing skips such records instead, and counts them",
+        how_many_were(count, "record"),
+    ))
 }
 
 /// Records that are empty lines, which the server rejects for a missing
