@@ -16,7 +16,10 @@
 //! fails is the one COPY would name. A record the check refuses with a data
 //! error (SQLSTATE class 22) is rejected with the server's own message; a
 //! record whose every value passes was a wrong guess and goes with the
-//! unsuspected records; every other goes to COPY alone as before. COPY
+//! unsuspected records; every other goes to COPY alone as before. Records
+//! expected to pass (those whose key the table holds) go first through one
+//! statement without the exception block, which costs a third as much, and
+//! through the check only when one of their values fails. COPY
 //! still decides constraints, triggers and anything the check cannot
 //! (domains are checked as their base type, so their constraints are
 //! COPY's). The function lives in the
