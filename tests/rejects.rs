@@ -2424,3 +2424,28 @@ fn a_file_loaded_again_under_another_name_is_said_to_look_loaded() {
     loaded.run.assert_ok();
     assert_reported(&loaded.report, "n has no unique key or exclusion constraint, so no record conflicts");
 }
+
+/// With `--on-conflict-do-nothing`, a unique key checked at commit
+/// (`DEFERRABLE INITIALLY DEFERRED`) refuses the first chunk at its
+/// COMMIT; from then on it is checked at each row, and the records it
+/// refuses are skipped. A record whose key is held and whose value a CHECK
+/// refuses is rejected for the CHECK, as the INSERT would refuse it.
+#[test]
+fn a_key_checked_at_commit_skips_its_duplicates_at_each_row_on_conflict() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE d (id int, note text, CONSTRAINT u UNIQUE (id) DEFERRABLE INITIALLY DEFERRED, \
+         CONSTRAINT c CHECK (note <> 'bad')); INSERT INTO d SELECT g, 'old' FROM generate_series(1, 1000) g",
+    );
+    let data: String =
+        (501..=3_000).map(|i| format!("{i}\t{}\n", if i == 700 || i == 2_000 { "bad" } else { "new" })).collect();
+    let file = db.file("d.tsv", data.as_bytes());
+    let loaded = load_with_rejects(&db, &file, "d", &["--on-conflict-do-nothing"]);
+    assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
+    assert_accounts(&loaded.report);
+    assert_eq!(loaded.sorted_lines(), [200, 1_500], "the CHECK's two records, held key or not");
+    assert!(loaded.rejects.iter().all(|r| r["sqlstate"] == "23514"), "{:?}", loaded.rejects);
+    assert_eq!(loaded.report["summary"]["skipped"], 499, "ids 501-1000 but 700");
+    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM d"), "2999 2999");
+    assert_reported(&loaded.report, "were rejected (or skipped, for a key) at their lines");
+}

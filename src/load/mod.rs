@@ -1297,11 +1297,15 @@ fn conclude(
             Some(name) => (format!("constraint {name}"), "it"),
             None => ("every constraint".to_string(), "one"),
         };
+        let rejected = match shared.skip_conflicts {
+            true => "rejected (or skipped, for a key) at their lines",
+            false => "rejected at their lines",
+        };
         warnings.push(format!(
             "a constraint checked at commit (DEFERRABLE INITIALLY DEFERRED) refused a chunk, where the server names \
              no line ({refusal}): from then on each chunk checked {which} at each row (SET CONSTRAINTS ... \
-             IMMEDIATE), so the records that break {it} were rejected at their lines (a row referring to one later \
-             in its chunk may have been too)"
+             IMMEDIATE), so the records that break {it} were {rejected} (a row referring to one later in its chunk \
+             may have been too)"
         ));
     }
     let interrupted_here = match &failure {
