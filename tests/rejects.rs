@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine;
 use serde_json::Value;
 
-use crate::util::{fuzz_seed, sluice, Rng, Run, Spoiled, TestDb};
+use crate::util::{assert_accounts, fuzz_seed, sluice, Rng, Run, Spoiled, TestDb};
 
 fn read_rejects(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -52,27 +52,6 @@ fn load_with_rejects(db: &TestDb, file: &Path, table: &str, extra: &[&str]) -> L
 fn assert_reported(report: &Value, warning: &str) {
     let warnings = report["warnings"].as_array().unwrap();
     assert!(warnings.iter().any(|w| w.as_str().unwrap().contains(warning)), "{warnings:?}");
-}
-
-/// Asserts the accounting equation in a JSON report, per file and in total
-/// (with what earlier runs of the job committed, when it resumed).
-fn assert_accounts(report: &Value) {
-    let counts = [
-        "rows_loaded",
-        "rejected",
-        "suppressed",
-        "skipped",
-        "resumed_rows",
-        "resumed_rejected",
-        "resumed_suppressed",
-        "resumed_skipped",
-    ];
-    let sum = |v: &Value| counts.iter().map(|k| v[k].as_u64().unwrap()).sum::<u64>();
-    let s = &report["summary"];
-    assert_eq!(s["records_read"], sum(s), "{s}");
-    for f in report["per_file"].as_array().unwrap() {
-        assert_eq!(f["records_read"], sum(f), "{f}");
-    }
 }
 
 /// Records a BEFORE INSERT trigger returns NULL for are taken by the server

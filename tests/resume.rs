@@ -328,9 +328,8 @@ fn kill_at_random_moments_of_a_load_that_skips_repeated_keys_then_resume_counts_
     let skipped = "SELECT sum(rows_skipped) FROM sluice.chunks WHERE state = 'done'";
     assert_eq!(f.db.scalar(skipped), repeated.to_string(), "each repeat skipped once");
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    crate::util::assert_accounts(&report);
     let s = &report["summary"];
-    let counts = ["rows_loaded", "rejected", "skipped", "resumed_rows", "resumed_rejected", "resumed_skipped"];
-    assert_eq!(s["records_read"], counts.iter().map(|k| s[k].as_u64().unwrap()).sum::<u64>(), "{s}");
     assert_eq!(s["skipped"].as_u64().unwrap() + s["resumed_skipped"].as_u64().unwrap(), repeated, "{s}");
 }
 

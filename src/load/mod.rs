@@ -353,7 +353,7 @@ impl Shared<'_> {
     /// would cost every row a second write; the refusals are found as any
     /// duplicate key is (see [`key_check`]), and dense ones cost a query.
     fn skips(&self, sqlstate: Option<&str>) -> bool {
-        self.skip_conflicts && matches!(sqlstate, Some("23505" | "23P01"))
+        self.skip_conflicts && is_key_conflict(sqlstate)
     }
 
     /// Notes a committed chunk's rejects and `skipped` records (see
@@ -830,7 +830,8 @@ fn prepare(
     let mut early_warnings: Vec<String> = in_the_ledger_schema(&table).into_iter().collect();
     early_warnings.extend(foreign::batch_advice(&table, control.server_version()));
     early_warnings.extend(job.others.said(&table));
-    // A job that deferred the keys it finds no more of.
+    // Not for a job that dropped the table's keys itself: it builds them
+    // again before it ends.
     if nothing_to_skip && job.steps.is_empty() {
         early_warnings.push(format!(
             "--on-conflict-do-nothing: {} has no unique key or exclusion constraint, so no record conflicts with \
@@ -1577,7 +1578,7 @@ fn nothing_loads(shared: &Shared, loaded: u64, rejected: u64, first: &Option<Rej
     if !shared.stop_when_nothing_loads || loaded > 0 || rejected < ALL_REJECTED_STOP {
         return None;
     }
-    if matches!(first.sqlstate.as_deref(), Some("23505" | "23P01")) {
+    if is_key_conflict(first.sqlstate.as_deref()) {
         return Some(Error::NothingLoads {
             rejected,
             seems: LOADED_ALREADY,
@@ -1593,6 +1594,12 @@ fn nothing_loads(shared: &Shared, loaded: u64, rejected: u64, first: &Option<Rej
             .or_else(|| hints::first_reject_advice(shared, first))
             .unwrap_or_else(|| "Check --format, --delimiter, --header, --columns and the table".into()),
     })
+}
+
+/// Whether `sqlstate` is a unique key's or an exclusion constraint's
+/// conflict: what ON CONFLICT DO NOTHING would skip.
+fn is_key_conflict(sqlstate: Option<&str>) -> bool {
+    matches!(sqlstate, Some("23505" | "23P01"))
 }
 
 /// Why a load whose first reject is a key the table holds stopped: it said

@@ -358,3 +358,24 @@ impl CaseInputs {
         rejected_lines(&rejects)
     }
 }
+
+/// Asserts the accounting equation in a JSON report, per file and in total
+/// (with what earlier runs of the job committed, when it resumed).
+pub fn assert_accounts(report: &serde_json::Value) {
+    let counts = [
+        "rows_loaded",
+        "rejected",
+        "suppressed",
+        "skipped",
+        "resumed_rows",
+        "resumed_rejected",
+        "resumed_suppressed",
+        "resumed_skipped",
+    ];
+    let sum = |v: &serde_json::Value| counts.iter().map(|k| v[k].as_u64().unwrap()).sum::<u64>();
+    let s = &report["summary"];
+    assert_eq!(s["records_read"], sum(s), "{s}");
+    for f in report["per_file"].as_array().unwrap() {
+        assert_eq!(f["records_read"], sum(f), "{f}");
+    }
+}
