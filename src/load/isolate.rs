@@ -393,8 +393,9 @@ pub(super) fn isolate(
     // Suspects go last, one by one; the rest first, as one run.
     let mut runs: Vec<Run> = suspects.iter().rev().map(|&i| vec![i]).collect();
     match refusal {
-        // The fast path's refusal applies to the whole chunk as it was sent.
-        Some(refusal) if suspects.is_empty() && iso.rejects.is_empty() => {
+        // The fast path's refusal applies to the whole chunk as it was sent:
+        // not once a record was taken out of it (rejected or skipped).
+        Some(refusal) if suspects.is_empty() && iso.rejects.is_empty() && iso.skipped == 0 => {
             let at = iso.refused_at(&iso.stream(&clean), &refusal);
             runs.extend(iso.split_at_refusal(clean, at, refusal))
         }
