@@ -147,6 +147,7 @@ mod tests {
             isolation_copies: 0,
             worker,
             binary: false,
+            staged: false,
             batch: 0,
             start_s,
             end_s,

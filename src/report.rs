@@ -36,6 +36,10 @@ pub struct ChunkRecord {
     pub worker: usize,
     /// Sent as binary COPY (else as the input's text).
     pub binary: bool,
+    /// Copied into a temporary table and inserted from there, skipping the
+    /// records whose key was held (`--on-conflict-do-nothing` once most
+    /// keys were: see `load::stage`).
+    pub staged: bool,
     /// The first chunk (`seq`) of the batch it was loaded with: small inputs
     /// share one COPY and one transaction (see `load::batch`); a chunk
     /// loaded alone names itself.
@@ -271,19 +275,28 @@ pub struct CopyPath {
     pub text_chunks: u64,
     /// Why the first chunk that fell back from binary to text did.
     pub first_fallback: Option<String>,
+    /// Chunks inserted from a staging table (see [`ChunkRecord::staged`]).
+    pub staged_chunks: u64,
 }
 
 impl CopyPath {
     /// `binary COPY`, `binary COPY (2 chunks as text, the first for a.csv
     /// record 7: why)`, `text COPY (why)`.
     fn describe(&self) -> String {
-        match (self.planned.as_str(), self.text_chunks) {
+        let format = match (self.planned.as_str(), self.text_chunks) {
             ("binary", 0) => "binary COPY".into(),
             ("binary", n) => match &self.first_fallback {
                 Some(why) => format!("binary COPY ({n} chunk{} as text, the first for {why})", plural(n)),
                 None => format!("binary COPY ({n} chunk{} as text)", plural(n)),
             },
             _ => format!("text COPY ({})", self.why),
+        };
+        match self.staged_chunks {
+            0 => format,
+            n => format!(
+                "{format}, {n} chunk{} staged (most of their keys held: inserted from a temporary table, ON CONFLICT DO NOTHING)",
+                plural(n)
+            ),
         }
     }
 }

@@ -285,6 +285,24 @@ fn a_role_that_may_only_insert_loads_once_it_owns_the_ledger_schema() {
     assert_eq!(run.code, 1, "one reject: {}", run.stderr);
     assert_eq!(db.count("t"), rows + 2);
     assert_eq!(db.scalar("SELECT count(*) FROM sluice.rejects"), "1");
+    // An export a keyed table mostly holds, with --on-conflict-do-nothing:
+    // the staged path's temporary table is made by a SELECT of the table,
+    // which this role may not run, so its chunks go the direct way. (The
+    // schema `sluice` is the test's user's own now: `public.k`.)
+    db.execute(&format!(
+        "CREATE TABLE public.k (id int PRIMARY KEY, name text); GRANT INSERT ON public.k TO {role}; \
+         INSERT INTO public.k SELECT g, 'held' FROM generate_series(1, 20000) g"
+    ));
+    let export: String = (1..=30_000).map(|i| format!("{i},new {i}\n")).collect();
+    let export = db.file("export.csv", export.as_bytes());
+    let args = ["load", export.to_str().unwrap(), "--table", "k", "--on-conflict-do-nothing", "--chunk-size", "16KiB"];
+    let run = sluice_as(&conninfo, &args);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("loaded 10,000 rows, skipped 20,000 duplicate keys"), "{}", run.stdout);
+    assert_eq!(
+        db.scalar("SELECT count(*) FILTER (WHERE name = 'held') || ' ' || count(*) FROM public.k"),
+        "20000 30000"
+    );
     // Nor temporary objects: the check of many suspects' values together
     // (a function in the session's temporary schema) cannot run, and each
     // suspect is copied alone instead.

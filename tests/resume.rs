@@ -131,7 +131,7 @@ fn load_args(db: &TestDb, input: &std::path::Path, extra: &[&str]) -> Vec<String
 /// turns and look the keys up before each COPY. Each line's description
 /// names its line, so the row a key kept shows which line won.
 fn fixture_with_repeated_keys(rows: u64) -> Fixture {
-    fixture_with_keys_repeated(rows, Repeats { every: 100, near: 500, far_too: true, held_row: false })
+    fixture_with_keys_repeated(rows, Repeats { every: 100, near: 500, far_too: true, held_row: false, bad: 997 })
 }
 
 /// Which lines of [`fixture_with_keys_repeated`] repeat an earlier key.
@@ -145,6 +145,8 @@ struct Repeats {
     /// The table holds a row before the load (tid 0), so its key stays in
     /// place rather than being deferred.
     held_row: bool,
+    /// One line in `bad` has a bad key.
+    bad: u64,
 }
 
 fn fixture_with_keys_repeated(rows: u64, repeats: Repeats) -> Fixture {
@@ -164,10 +166,10 @@ fn fixture_with_keys_repeated(rows: u64, repeats: Repeats) -> Fixture {
             _ if repeated(i) => {
                 let far = repeats.far_too && i % (2 * repeats.every) != 37;
                 let back = 1 + rng.below(if far { i - 1 } else { repeats.near.min(i - 1) });
-                let original = (1..=i - back).rev().find(|&j| j % 997 != 0 && !repeated(j));
+                let original = (1..=i - back).rev().find(|&j| j % repeats.bad != 0 && !repeated(j));
                 original.unwrap().to_string()
             }
-            _ if i % 997 == 0 => format!("x{i}"),
+            _ if i % repeats.bad == 0 => format!("x{i}"),
             _ => {
                 good += 1;
                 sum += i;
@@ -281,7 +283,10 @@ fn kill_at_random_moments_of_a_load_with_repeated_keys_then_resume_keeps_each_ke
 #[test]
 fn kill_at_random_moments_of_a_load_with_rare_repeats_then_resume_keeps_each_keys_first_line() {
     let rows = if cfg!(debug_assertions) { 500_000 } else { 1_000_000 };
-    let f = fixture_with_keys_repeated(rows, Repeats { every: 1_000, near: 10_000, far_too: false, held_row: true });
+    let f = fixture_with_keys_repeated(
+        rows,
+        Repeats { every: 1_000, near: 10_000, far_too: false, held_row: true, bad: 997 },
+    );
     f.kill_then_resume(10, 23);
     let later = "SELECT count(*) FROM t WHERE description <> 'description-' || tid";
     // On failure: each such key's two lines, with the chunks that hold them.
@@ -312,7 +317,8 @@ fn kill_at_random_moments_of_a_load_with_rare_repeats_then_resume_keeps_each_key
 #[test]
 fn kill_at_random_moments_of_a_load_that_skips_repeated_keys_then_resume_counts_each_once() {
     let rows = if cfg!(debug_assertions) { 150_000 } else { 300_000 };
-    let mut f = fixture_with_keys_repeated(rows, Repeats { every: 100, near: 500, far_too: true, held_row: true });
+    let mut f =
+        fixture_with_keys_repeated(rows, Repeats { every: 100, near: 500, far_too: true, held_row: true, bad: 997 });
     f.args.push("--on-conflict-do-nothing".into());
     let repeated = (1_001..=rows).filter(|i| i % 100 == 37).count() as u64;
     let killed = f.kill_after_each(moments(6, 29));
@@ -331,6 +337,39 @@ fn kill_at_random_moments_of_a_load_that_skips_repeated_keys_then_resume_counts_
     crate::util::assert_accounts(&report);
     let s = &report["summary"];
     assert_eq!(s["skipped"].as_u64().unwrap() + s["resumed_skipped"].as_u64().unwrap(), repeated, "{s}");
+}
+
+/// The same with the keys of the file's first two thirds held by the table
+/// before the load, so that its chunks are staged (see `load::stage`): each
+/// held key is skipped once, its row untouched, and each new key loaded once
+/// from its first line, whichever runs were cut short.
+#[test]
+fn kill_at_random_moments_of_a_staged_load_then_resume_counts_each_once() {
+    let rows = if cfg!(debug_assertions) { 150_000 } else { 300_000 };
+    // A bad line in 9,973, so that most chunks are clean and staged.
+    let bad = 9_973;
+    let repeats = Repeats { every: 100, near: 500, far_too: true, held_row: true, bad };
+    let mut f = fixture_with_keys_repeated(rows, repeats);
+    f.args.push("--on-conflict-do-nothing".into());
+    let repeated = (1_001..=rows).filter(|i| i % 100 == 37).count() as u64;
+    // The good lines' keys: not a bad line, nor a repeat.
+    let held_to = rows * 2 / 3;
+    let held = f.db.scalar(&format!(
+        "WITH h AS (INSERT INTO t SELECT g, 10000 + g, g % 500, 'held' FROM generate_series(1, {held_to}) g \
+         WHERE g % {bad} <> 0 AND NOT (g % 100 = 37 AND g > 1000) RETURNING 1) SELECT count(*) FROM h"
+    ));
+    let held: u64 = held.parse().unwrap();
+    let killed = f.kill_after_each(moments(6, 31));
+    assert!(killed >= 3, "only {killed} of 6 runs were killed mid-load");
+    let out = f.spawn().wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    f.bad -= repeated;
+    f.assert_exact();
+    let later = "SELECT count(*) FROM t WHERE description <> 'description-' || tid AND description <> 'held'";
+    assert_eq!(f.db.scalar(later), "0", "rows from a key's later line");
+    assert_eq!(f.db.scalar("SELECT count(*) FROM t WHERE description = 'held'"), held.to_string());
+    let skipped = "SELECT sum(rows_skipped) FROM sluice.chunks WHERE state = 'done'";
+    assert_eq!(f.db.scalar(skipped), (repeated + held).to_string(), "each repeat and held key skipped once");
 }
 
 /// A load that finds its job's first batch claimed by another session (as

@@ -34,6 +34,11 @@
 //! met a repeated key (see `Shared::commit_in_order`): a chunk waits for
 //! the chunks before it to commit, and gives way when one of them waits on
 //! the server for its transaction, as [`Flight::wait_for_earlier`] says.
+//! A chunk that publishes its keys waits for an earlier one in input order
+//! (whose keys are not read: a staged chunk, see [`super::stage`]) to end
+//! before copying, rather than set every record aside for it: set aside,
+//! its records went one COPY each (32,128 for one chunk: 4.2 s of a 6 s
+//! load, when the chunks went back from staged to direct).
 
 use std::collections::{BTreeMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -124,6 +129,11 @@ impl ChunkKeys {
     /// order, see [`InFlight::board_in_order`]): it may hold any key.
     fn any() -> ChunkKeys {
         ChunkKeys { read: Vec::new(), some_unread: true }
+    }
+
+    /// Whether the keys were not read at all (see [`ChunkKeys::any`]).
+    pub fn unread(&self) -> bool {
+        self.read.is_empty() && self.some_unread
     }
 
     /// Whether the record whose values of each key are `record` may share

@@ -107,6 +107,8 @@ pub(super) struct Isolated {
     pub rejects: Vec<Reject>,
     /// COPY statements isolation sent.
     pub copies: u64,
+    /// Inserted from a staging table (see [`super::stage`]).
+    pub staged: bool,
 }
 
 impl Isolated {
@@ -119,6 +121,21 @@ impl Isolated {
             skipped: 0,
             rejects: Vec::new(),
             copies: 0,
+            staged: false,
+        }
+    }
+
+    /// A chunk of `records` staged (see [`super::stage`]), of which the
+    /// server inserted `inserted` and skipped the others.
+    pub fn staged(records: u64, inserted: u64, binary: bool) -> Isolated {
+        Isolated {
+            rows: inserted,
+            binary_rows: if binary { inserted } else { 0 },
+            suppressed: 0,
+            skipped: records.saturating_sub(inserted),
+            rejects: Vec::new(),
+            copies: 0,
+            staged: true,
         }
     }
 
@@ -489,6 +506,7 @@ pub(super) fn isolate(
         skipped: iso.skipped,
         rejects: iso.rejects,
         copies: iso.copies,
+        staged: false,
     })
 }
 
@@ -720,9 +738,18 @@ impl<'a> Isolator<'a> {
         let values = check.key_values_read(&records);
         flight.publish(ChunkKeys::of(&values), session);
         let shared = self.shared;
-        let Some(earlier) = flight.earlier(&|| shared.stopping()) else {
+        let stop = || shared.stopping();
+        let Some(mut earlier) = flight.earlier(&stop) else {
             return Err(Error::Transient("the load is stopping".into()));
         };
+        // A chunk whose keys were not read (it commits in input order: a
+        // staged chunk, or one taken before the workers read keys) may share
+        // any: rather than set every record aside, wait for it to end.
+        let unread: Vec<u64> = earlier.iter().filter(|(_, keys)| keys.unread()).map(|(seq, _)| *seq).collect();
+        if !unread.is_empty() {
+            flight.wait_for(&unread, session, &stop)?;
+            earlier.retain(|(seq, _)| unread.binary_search(seq).is_err());
+        }
         let mut aside = Vec::new();
         for (n, &i) in all.iter().enumerate() {
             let record = || values.iter().map(|key| key[n]);

@@ -23,6 +23,7 @@ mod key_check;
 mod pace;
 pub(crate) mod plan;
 mod retry;
+mod stage;
 mod suspect;
 mod value_check;
 mod waits;
@@ -30,7 +31,7 @@ mod worker;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -229,6 +230,14 @@ struct Shared<'a> {
     stop_when_nothing_loads: bool,
     /// `--on-conflict-do-nothing` (see [`Shared::skips`]).
     skip_conflicts: bool,
+    /// With it, the staged path, where it applies (see [`stage`]).
+    staging: Option<stage::Staging>,
+    /// The share of its records, per mille, the last committed chunk
+    /// skipped (see [`Shared::stages`]).
+    held_share: AtomicU64,
+    /// A staged chunk's INSERT was refused as it would be for every chunk
+    /// (see [`stage::refuses_every_chunk`]): no more chunks are staged.
+    staging_refused: AtomicBool,
     job: String,
     /// The inputs' fingerprint, which the job takes when it finishes.
     fingerprint: String,
@@ -362,6 +371,9 @@ impl Shared<'_> {
     /// for them first, and any (or a conflict of an exclusion constraint)
     /// make chunks commit in input order.
     fn note_duplicates(&self, rejects: &[crate::rejects::Reject], skipped: u64, records: u64) {
+        if self.skip_conflicts && records > 0 {
+            self.held_share.store(skipped * 1000 / records, Ordering::SeqCst);
+        }
         let duplicates = rejects.iter().filter(|r| r.sqlstate.as_deref() == Some("23505")).count() + skipped as usize;
         // Not in the pass that loads again, one at a time, the chunks whose
         // rows broke a deferred key: no worker waits for another there, and
@@ -376,6 +388,13 @@ impl Shared<'_> {
         if duplicates + conflicts > 0 && self.keys_in_place {
             self.commit_in_order.store(true, Ordering::SeqCst);
         }
+    }
+
+    /// The staged path (see [`stage`]) for the next chunks: the last
+    /// committed chunk skipped most of its records.
+    fn stages(&self) -> Option<&stage::Staging> {
+        let mostly_held = self.held_share.load(Ordering::SeqCst) >= stage::MOSTLY_HELD;
+        self.staging.as_ref().filter(|_| mostly_held && !self.staging_refused.load(Ordering::SeqCst))
     }
 
     /// While keys collide, waits for this worker's turn, held until the
@@ -590,6 +609,7 @@ fn run_connected(
         mut rejects,
         unique_keys,
         keys_in_place,
+        stageable,
     } = reconnecting.run(&mut control, |control| prepare(req, control, &sources, &format))?;
     // The job's closing, after the copy, reuses this session when the
     // server is on this machine. Across a network it is not used again: a
@@ -608,12 +628,17 @@ fn run_connected(
     let before_copy = |error: Error| Failed { error, partial: None, left_undone: deferral.left_undone() };
     progress.set_total(sources.iter().map(|s| s.size).sum::<Option<u64>>());
     let copy_columns = table.copy_columns(columns.as_deref());
+    let copy_sql = copy_statement(&table, columns.as_deref(), &format);
+    let staging = stageable.then(|| {
+        let binary_sql = copy_plan.as_ref().ok().map(|plan| plan.sql.as_str());
+        stage::Staging::new(&table, &copy_columns, (&copy_sql, binary_sql))
+    });
     let mut shared = Shared {
         sources: &sources,
         to_load_end: bytes_to_load_end(&sources),
         format: &format,
         table: &table,
-        copy_sql: copy_statement(&table, columns.as_deref(), &format),
+        copy_sql,
         target,
         connection,
         progress,
@@ -630,6 +655,9 @@ fn run_connected(
         shape,
         stop_when_nothing_loads: req.max_errors.is_none(),
         skip_conflicts: req.on_conflict_do_nothing,
+        staging: staging.flatten(),
+        held_share: AtomicU64::new(0),
+        staging_refused: AtomicBool::new(false),
         job,
         fingerprint,
         done,
@@ -753,6 +781,10 @@ struct Prepared {
     /// The table has a unique key in place for the load (see
     /// [`Shared::commit_in_order`]).
     keys_in_place: bool,
+    /// `--on-conflict-do-nothing` may take the staged path (see [`stage`]):
+    /// a key is in place, and the role may stage rows (see
+    /// [`PgSession::may_stage_rows_of`]).
+    stageable: bool,
 }
 
 /// Everything before the copy, on the control session: the table and
@@ -889,6 +921,8 @@ fn prepare(
     }
     let server_is_local = control.server_is_local().map_err(before_copy)?;
     let keys_in_place = control.holds_unique_keys(table.oid).map_err(before_copy)?;
+    let stageable =
+        req.on_conflict_do_nothing && keys_in_place && control.may_stage_rows_of(table.oid).map_err(before_copy)?;
     let auto_ceiling = auto_ceiling(server_is_local, req);
     // The file holds the job's rejects so far at every moment, earlier runs'
     // included (it is rewritten in input order when the job finishes).
@@ -910,6 +944,7 @@ fn prepare(
         rejects,
         unique_keys,
         keys_in_place,
+        stageable,
     })
 }
 
@@ -1960,6 +1995,7 @@ fn share_read_now(per_file: &[FileSummary]) -> f64 {
 fn copy_path(shared: &Shared, chunks: &[ChunkRecord]) -> CopyPath {
     let binary_chunks = chunks.iter().filter(|c| c.binary).count() as u64;
     let text_chunks = chunks.len() as u64 - binary_chunks;
+    let staged_chunks = chunks.iter().filter(|c| c.staged).count() as u64;
     match &shared.binary {
         Some(plan) => CopyPath {
             planned: "binary".into(),
@@ -1967,6 +2003,7 @@ fn copy_path(shared: &Shared, chunks: &[ChunkRecord]) -> CopyPath {
             binary_chunks,
             text_chunks,
             first_fallback: plan.first_fallback(),
+            staged_chunks,
         },
         None => CopyPath {
             planned: "text".into(),
@@ -1974,6 +2011,7 @@ fn copy_path(shared: &Shared, chunks: &[ChunkRecord]) -> CopyPath {
             binary_chunks,
             text_chunks,
             first_fallback: None,
+            staged_chunks,
         },
     }
 }

@@ -22,7 +22,7 @@ use super::defaults;
 use super::in_flight::{Flight, Turn};
 use super::isolate::{holds_unreadable, isolate, looks_clean, may_hold_end_of_data_line, BinaryRuns, Isolated};
 use super::retry::Backoff;
-use super::{Event, Shared};
+use super::{stage, Event, Shared};
 use crate::chunk::{Chunk, Runaway, RunawayKind};
 use crate::error::Error;
 use crate::format::binary::{self, BinaryEncoder, Unsure};
@@ -33,6 +33,7 @@ use crate::sink::postgres::COPY_PIECE;
 use crate::sink::postgres::{describe_refusal, PgSession};
 use crate::sink::{CopyOutcome, CopyRefusal, CopyWriter};
 use crate::source::io_reason;
+use stage::Staging;
 
 pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, events: Sender<Event>) {
     if !wait_for_turn(id, shared, &queue) {
@@ -92,6 +93,12 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, event
         // too, since the batches taken before the turns began may still be
         // loading.
         worker.flight = match batch.as_slice() {
+            // Staged chunks load side by side and commit in input order,
+            // whether or not keys collide (see `stage`).
+            [chunk] if !wait && shared.keys_in_place && shared.stages().is_some() => {
+                turn = None;
+                Some(shared.in_flight.board_in_order(chunk.seq))
+            }
             [chunk] if turn.is_some() && !wait && shared.keys_in_parallel() => {
                 turn = None;
                 Some(shared.in_flight.board(chunk.seq))
@@ -267,7 +274,7 @@ struct Worker<'s> {
     flight: Option<Flight<'s>>,
 }
 
-impl Worker<'_> {
+impl<'s> Worker<'s> {
     /// Loads a batch; when the connection is lost, the server is restarting
     /// or its failure may pass (a full disk: see [`is_transient`]), reconnects
     /// with backoff until `--retry-timeout`, saying so on the progress line,
@@ -525,6 +532,12 @@ impl Worker<'_> {
         if chunk.copy_len() == 0 {
             return Ok(Isolated::all(0, 0));
         }
+        if let Some(staging) = self.staging_for(chunk)? {
+            return match self.copy_staged(chunk, staging)? {
+                Some(done) => Ok(done),
+                None => self.isolate(chunk, None),
+            };
+        }
         if self.expect_rejects || holds_unreadable(self.shared, chunk) || self.keys_flight().is_some() {
             // The previous chunk had bad records, or this one has bytes its
             // encoding cannot read: skip the fast paths, which would most
@@ -567,6 +580,63 @@ impl Worker<'_> {
         }
     }
 
+    /// The staged path for `chunk` (see [`stage`]), when the load takes it
+    /// now and the chunk may: it commits in input order (or is the only
+    /// worker's), and is not expected to hold rejects (after a chunk with
+    /// some, its records all look clean: a refusal costs the staged COPY).
+    fn staging_for(&mut self, chunk: &Chunk) -> Result<Option<&'s Staging>, Error> {
+        let in_order = match &self.flight {
+            Some(flight) => flight.in_order,
+            None => !self.shared.keys_in_place,
+        };
+        let shared = self.shared;
+        let Some(staging) = shared.stages().filter(|_| in_order && !holds_unreadable(shared, chunk)) else {
+            return Ok(None);
+        };
+        if self.expect_rejects && !looks_clean(shared, chunk, &self.reader.bytes_of(shared, chunk)?) {
+            return Ok(None);
+        }
+        Ok(Some(staging))
+    }
+
+    /// The chunk copied into the staging table and inserted from there,
+    /// skipping the records whose key is held; `None`, rolled back to the
+    /// chunk's savepoint, when the server refused a record on the way.
+    fn copy_staged(&mut self, chunk: &Chunk, staging: &Staging) -> Result<Option<Isolated>, Error> {
+        let records = chunk.copied_records();
+        let (binary, outcome) = match self.copy_binary_into(&[chunk], Some(staging))? {
+            Some(outcome) => (true, outcome),
+            None => {
+                let (shared, reader) = (self.shared, &mut self.reader);
+                let prelude = staging.prelude(&shared.savepoint(SAVEPOINT, &[chunk]));
+                let sql = staging.copy_sql(false).expect("a text COPY");
+                let outcome =
+                    self.session.copy_with(&prelude, sql, &mut |send| reader.feed_all(shared, &[chunk], send))?;
+                (false, outcome)
+            }
+        };
+        // Fewer rows than records: a `\.` line, the end of COPY's data.
+        let inserted = match outcome {
+            CopyOutcome::Loaded(rows) if rows == records => match self.session.execute_counted(staging.insert_sql())? {
+                Ok(inserted) => Some(inserted),
+                Err(refusal) => {
+                    if stage::refuses_every_chunk(refusal.sqlstate.as_deref()) {
+                        self.shared.staging_refused.store(true, Ordering::SeqCst);
+                    }
+                    None
+                }
+            },
+            _ => None,
+        };
+        let Some(inserted) = inserted else {
+            self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
+            return Ok(None);
+        };
+        self.session.execute(&staging.drop_sql())?;
+        self.last_binary = binary;
+        Ok(Some(Isolated::staged(records, inserted, binary)))
+    }
+
     /// Reject isolation over the chunk's text (see [`isolate`]).
     fn isolate(&mut self, chunk: &Chunk, refusal: Option<CopyRefusal>) -> Result<Isolated, Error> {
         let bytes = self.reader.bytes_of(self.shared, chunk)?;
@@ -587,17 +657,26 @@ impl Worker<'_> {
     /// back to after a refusal): `None` when the plan is text or the
     /// encoder was unsure of a record (the chunks then go as text).
     fn copy_binary(&mut self, chunks: &[&Chunk]) -> Result<Option<CopyOutcome>, Error> {
+        self.copy_binary_into(chunks, None)
+    }
+
+    /// [`Worker::copy_binary`] into the table, or into the staging table.
+    fn copy_binary_into(&mut self, chunks: &[&Chunk], staging: Option<&Staging>) -> Result<Option<CopyOutcome>, Error> {
         let (shared, reader) = (self.shared, &mut self.reader);
         let (Some(plan), Some(encoder)) = (&shared.binary, self.encoder.as_mut()) else { return Ok(None) };
         if !plan.wanted() {
             return Ok(None);
         }
+        let savepoint = shared.savepoint(SAVEPOINT, chunks);
+        let (prelude, sql) = match staging {
+            Some(staging) => (staging.prelude(&savepoint), staging.copy_sql(true).expect("a binary plan")),
+            None => (savepoint, plan.sql.as_str()),
+        };
         plan.note_try();
         let mut unsure = None;
-        let savepoint = shared.savepoint(SAVEPOINT, chunks);
-        let outcome = self.session.copy_with(&savepoint, &plan.sql, &mut |send| {
-            reader.feed_binary(shared, chunks, encoder, send, &mut unsure)
-        });
+        let outcome = self
+            .session
+            .copy_with(&prelude, sql, &mut |send| reader.feed_binary(shared, chunks, encoder, send, &mut unsure));
         if let Some((index, unsure)) = unsure {
             self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
             let chunk = chunks[index];
@@ -709,7 +788,7 @@ impl Worker<'_> {
             .iter()
             .map(|r| Reject::from_row(r))
             .collect();
-        Ok(Some(Isolated { rows, binary_rows: 0, suppressed, skipped, rejects, copies: 0 }))
+        Ok(Some(Isolated { rows, binary_rows: 0, suppressed, skipped, rejects, copies: 0, staged: false }))
     }
 }
 
@@ -848,6 +927,7 @@ fn record(shared: &Shared, chunk: &Chunk, done: &Isolated, by: By, start_s: f64)
         isolation_copies: done.copies,
         worker: by.worker,
         binary: by.binary,
+        staged: done.staged,
         batch: by.batch,
         start_s,
         end_s: shared.clock.elapsed().as_secs_f64(),

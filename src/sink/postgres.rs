@@ -586,6 +586,20 @@ impl PgSession {
         }
     }
 
+    /// Runs a statement that changes rows and returns how many it changed
+    /// (an INSERT's count); a refusal comes back as `Ok(Err(..))` for the
+    /// caller to judge, a lost connection as an error.
+    pub fn execute_counted(&self, sql: &str) -> Result<Result<u64, CopyRefusal>, Error> {
+        let result = self.conn.exec(sql);
+        match result.status() {
+            Status::CommandOk => match result.cmd_tuples() {
+                Ok(count) => Ok(Ok(count as u64)),
+                Err(_) => Err(Error::Server(format!("the server gave no row count for: {sql}"))),
+            },
+            _ => self.refused(&result).map(Err),
+        }
+    }
+
     /// A failed statement's refusal, for the caller to judge; a lost
     /// connection or a failure that may pass as the error (see
     /// [`PgSession::retryable`]).
@@ -836,6 +850,18 @@ impl PgSession {
         const ANY_KEY: &str = "SELECT EXISTS (SELECT 1 FROM tree JOIN pg_catalog.pg_index i \
             ON i.indrelid = tree.oid WHERE i.indisunique OR i.indisexclusion)";
         let rows = self.query(&format!("{PARTITION_TREE}{ANY_KEY}"), &[Some(&oid.to_string())])?;
+        Ok(rows.first().and_then(|r| r.first()?.as_deref()) == Some("t"))
+    }
+
+    /// Whether this session's role may copy the table `oid`'s rows through
+    /// a temporary table made like it: it may create temporary tables in
+    /// its database (the `TEMPORARY` privilege, which PUBLIC has by
+    /// default) and read the table (its columns' types are taken by a
+    /// `SELECT`; COPY needs only INSERT).
+    pub fn may_stage_rows_of(&self, oid: u32) -> Result<bool, Error> {
+        const MAY: &str = "SELECT has_database_privilege(current_database(), 'TEMPORARY') \
+            AND has_table_privilege($1::int8::oid, 'SELECT')";
+        let rows = self.query(MAY, &[Some(&oid.to_string())])?;
         Ok(rows.first().and_then(|r| r.first()?.as_deref()) == Some("t"))
     }
 

@@ -1,0 +1,195 @@
+//! `--on-conflict-do-nothing` where most records' keys are held already:
+//! the chunk is copied into a temporary table and inserted from there by
+//! `INSERT ... ON CONFLICT DO NOTHING`, as psql users do by hand.
+//!
+//! Why: on the direct path each record whose key the table holds costs
+//! the server a probe in the key query with its message and a check of its
+//! values, some 4.5 µs, where the INSERT's probe of its arbiter index costs
+//! some 1.3 µs. With 90 % of an export held, sluice was slower than psql's
+//! staging table (0.71×; bench/README.md). Where few keys are held, the
+//! direct path is faster (no second write of every row), so a chunk is
+//! staged only once a committed chunk skipped most of its records
+//! ([`MOSTLY_HELD`]), and the chunks go back to the direct path when one
+//! skips fewer.
+//!
+//! What stays as it was:
+//! - **Rejects.** Any refusal (a value COPY cannot read into the staging
+//!   table's types, a CHECK or NOT NULL the INSERT meets, a key the INSERT
+//!   cannot arbitrate, such as a deferrable one) rolls the chunk back to its
+//!   savepoint, and it is isolated as on the direct path, so every record
+//!   is rejected or skipped for the reason it would have been there.
+//! - **Which line keeps a key.** The INSERT reads the staging table in the
+//!   order COPY wrote it (a sequential scan of a temporary table is never
+//!   synchronized with another scan nor parallel), so of two records of a
+//!   chunk sharing a key the first is kept; chunks commit in input order,
+//!   and a later one gives way when an earlier one waits for its
+//!   transaction (see [`super::in_flight::Flight::wait_for_earlier`]).
+//! - **Counts.** A record the INSERT did not insert was skipped: the
+//!   staged path is not taken for a table with a trigger of the user's,
+//!   which might suppress a row (it would be counted as skipped).
+//!
+//! The table is created in the chunk's transaction after its savepoint and
+//! dropped after the INSERT: a rollback drops it too, and no session keeps
+//! one (a pooler in transaction mode would hand it to another client). It
+//! is made by `CREATE TEMPORARY TABLE ... AS SELECT` of the COPY columns,
+//! so it has their types, domains included; a role that may not read the
+//! table or create temporary tables does not stage (see
+//! `PgSession::may_stage_rows_of`).
+
+use crate::sink::postgres::TableInfo;
+use crate::sql::quote_ident;
+
+/// The staging table, in the `pg_temp` schema of the session.
+const STAGED: &str = "pg_temp.sluice_staged";
+
+/// A committed chunk that skipped at least this share (per mille) of its
+/// records makes the next chunks staged. Measured with 2 M lines into a
+/// table of 2 M rows (bench/overlap.sh): see bench/README.md.
+pub(super) const MOSTLY_HELD: u64 = 333;
+
+/// Whether the staged INSERT's refusal (its SQLSTATE) would come again for
+/// every chunk: anything but a record's value breaking a constraint, and a
+/// key conflict (a key ON CONFLICT does not arbitrate: a deferrable one;
+/// PostgreSQL refuses even to plan the INSERT for it, 42809). The load
+/// then stages no more chunks.
+pub(super) fn refuses_every_chunk(sqlstate: Option<&str>) -> bool {
+    super::is_key_conflict(sqlstate) || !sqlstate.is_some_and(|s| s.starts_with("23"))
+}
+
+/// The statements of the staged path for one load.
+pub(super) struct Staging {
+    /// Creates the staging table, with the COPY columns' types.
+    create: String,
+    /// The load's COPY statements (text; binary when the plan has one),
+    /// into the staging table.
+    copy_text: String,
+    copy_binary: Option<String>,
+    /// Inserts the staged rows into the table, skipping held keys.
+    insert: String,
+}
+
+impl Staging {
+    /// The staged path for a load into `table` (with a key in place) of
+    /// `columns` (the COPY columns) by `copy_sql` (and `binary_sql`);
+    /// `None` where it does not apply: the table has a trigger of the
+    /// user's, or is a view or foreign.
+    pub fn new(
+        table: &TableInfo,
+        columns: &[(String, String)],
+        (copy_sql, binary_sql): (&str, Option<&str>),
+    ) -> Option<Staging> {
+        if !table.insert_triggers.is_empty() || table.is_view || table.is_foreign() {
+            return None;
+        }
+        let list = columns.iter().map(|(name, _)| quote_ident(name)).collect::<Vec<_>>().join(", ");
+        let into_staged = |sql: &str| {
+            let rest = sql.strip_prefix(&format!("COPY {}", table.quoted()))?;
+            Some(format!("COPY {STAGED}{rest}"))
+        };
+        let relation = table.quoted();
+        Some(Staging {
+            create: format!("CREATE TEMPORARY TABLE {STAGED} AS SELECT {list} FROM {relation} WITH NO DATA"),
+            copy_text: into_staged(copy_sql)?,
+            copy_binary: match binary_sql {
+                Some(sql) => Some(into_staged(sql)?),
+                None => None,
+            },
+            insert: format!(
+                "INSERT INTO {relation} ({list}) OVERRIDING SYSTEM VALUE SELECT {list} FROM {STAGED} \
+                 ON CONFLICT DO NOTHING"
+            ),
+        })
+    }
+
+    /// `prelude` (the chunk's savepoint) with the staging table's creation.
+    pub fn prelude(&self, prelude: &str) -> String {
+        format!("{prelude}; {}", self.create)
+    }
+
+    /// The COPY into the staging table: binary or text.
+    pub fn copy_sql(&self, binary: bool) -> Option<&str> {
+        match binary {
+            true => self.copy_binary.as_deref(),
+            false => Some(&self.copy_text),
+        }
+    }
+
+    pub fn insert_sql(&self) -> &str {
+        &self.insert
+    }
+
+    pub fn drop_sql(&self) -> String {
+        format!("DROP TABLE {STAGED}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{FormatKind, FormatOptions};
+    use crate::load::plan::copy_statement;
+
+    fn table(triggers: &[&str]) -> TableInfo {
+        TableInfo {
+            oid: 16384,
+            schema: "S x".into(),
+            name: "T \"q\"".into(),
+            columns: vec![("id".into(), "integer".into()), ("Na me".into(), "text".into())],
+            not_null: Vec::new(),
+            generated: Vec::new(),
+            enums: Vec::new(),
+            text_like: Vec::new(),
+            is_view: false,
+            foreign: Vec::new(),
+            insert_triggers: triggers.iter().map(|t| t.to_string()).collect(),
+            session_time_zone: "UTC".into(),
+            session_date_style: "ISO, MDY".into(),
+        }
+    }
+
+    #[test]
+    fn the_staged_statements_copy_as_the_load_does_and_insert_every_column_quoted() {
+        let t = table(&[]);
+        let copy = copy_statement(&t, None, &FormatOptions::new(FormatKind::Csv));
+        let binary = "COPY \"S x\".\"T \"\"q\"\"\" (\"id\", \"Na me\") FROM STDIN WITH (FORMAT binary)";
+        let staging = Staging::new(&t, &t.columns, (&copy, Some(binary))).expect("no trigger");
+        let text = staging.copy_sql(false).unwrap();
+        assert_eq!(text, copy.replace("COPY \"S x\".\"T \"\"q\"\"\"", "COPY pg_temp.sluice_staged"));
+        assert!(text.starts_with("COPY pg_temp.sluice_staged FROM STDIN WITH (FORMAT csv"), "{text}");
+        assert_eq!(
+            staging.copy_sql(true),
+            Some("COPY pg_temp.sluice_staged (\"id\", \"Na me\") FROM STDIN WITH (FORMAT binary)")
+        );
+        assert_eq!(
+            staging.insert_sql(),
+            "INSERT INTO \"S x\".\"T \"\"q\"\"\" (\"id\", \"Na me\") OVERRIDING SYSTEM VALUE SELECT \"id\", \"Na me\" \
+             FROM pg_temp.sluice_staged ON CONFLICT DO NOTHING"
+        );
+        assert_eq!(
+            staging.prelude("SAVEPOINT s"),
+            "SAVEPOINT s; CREATE TEMPORARY TABLE pg_temp.sluice_staged AS SELECT \"id\", \"Na me\" \
+             FROM \"S x\".\"T \"\"q\"\"\" WITH NO DATA"
+        );
+        let without_binary = Staging::new(&t, &t.columns, (&copy, None)).unwrap();
+        assert_eq!(without_binary.copy_sql(true), None);
+    }
+
+    #[test]
+    fn a_table_with_a_trigger_of_the_users_or_a_view_is_not_staged() {
+        let t = table(&["route"]);
+        let copy = copy_statement(&t, None, &FormatOptions::new(FormatKind::Tsv));
+        assert!(Staging::new(&t, &t.columns, (&copy, None)).is_none(), "a trigger may suppress a row");
+        let view = TableInfo { is_view: true, ..table(&[]) };
+        assert!(Staging::new(&view, &view.columns, (&copy, None)).is_none());
+    }
+
+    #[test]
+    fn only_a_records_constraint_leaves_the_staged_path_to_the_next_chunks() {
+        for per_record in ["23514", "23502", "23503"] {
+            assert!(!refuses_every_chunk(Some(per_record)), "{per_record}");
+        }
+        for every_chunk in ["23505", "23P01", "42809", "42501"] {
+            assert!(refuses_every_chunk(Some(every_chunk)), "{every_chunk}");
+        }
+    }
+}
