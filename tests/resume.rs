@@ -197,6 +197,20 @@ impl Fixture {
         assert_eq!(per_pid, "2", "both processes loaded chunks");
     }
 
+    /// Kills a load with `--on-conflict-do-nothing` at 6 moments (from
+    /// `seed`), then runs it to its end with `last_args` added, which
+    /// rejects the bad lines (exit 1): every good row is then there once,
+    /// and the `repeated` lines skipped, not rejected.
+    fn kill_six_times_then_finish_skipping(&mut self, seed: u64, repeated: u64, last_args: &[String]) {
+        let killed = self.kill_after_each(moments(6, seed));
+        assert!(killed >= 3, "only {killed} of 6 runs were killed mid-load");
+        self.args.extend_from_slice(last_args);
+        let out = self.spawn().wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+        self.bad -= repeated;
+        self.assert_exact();
+    }
+
     /// Runs the load once per moment, killing it that long after its start;
     /// returns how many runs the kill stopped mid-load.
     fn kill_after_each(&self, moments: Vec<Duration>) -> u32 {
@@ -321,14 +335,8 @@ fn kill_at_random_moments_of_a_load_that_skips_repeated_keys_then_resume_counts_
         fixture_with_keys_repeated(rows, Repeats { every: 100, near: 500, far_too: true, held_row: true, bad: 997 });
     f.args.push("--on-conflict-do-nothing".into());
     let repeated = (1_001..=rows).filter(|i| i % 100 == 37).count() as u64;
-    let killed = f.kill_after_each(moments(6, 29));
-    assert!(killed >= 3, "only {killed} of 6 runs were killed mid-load");
     let report = f.db.dir.path().join("last.json");
-    f.args.extend(["--report".into(), report.display().to_string()]);
-    let out = f.spawn().wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
-    f.bad -= repeated;
-    f.assert_exact();
+    f.kill_six_times_then_finish_skipping(29, repeated, &["--report".into(), report.display().to_string()]);
     let later = "SELECT count(*) FROM t WHERE description <> 'description-' || tid";
     assert_eq!(f.db.scalar(later), "0", "rows from a key's later line");
     let skipped = "SELECT sum(rows_skipped) FROM sluice.chunks WHERE state = 'done'";
@@ -359,12 +367,7 @@ fn kill_at_random_moments_of_a_staged_load_then_resume_counts_each_once() {
          WHERE g % {bad} <> 0 AND NOT (g % 100 = 37 AND g > 1000) RETURNING 1) SELECT count(*) FROM h"
     ));
     let held: u64 = held.parse().unwrap();
-    let killed = f.kill_after_each(moments(6, 31));
-    assert!(killed >= 3, "only {killed} of 6 runs were killed mid-load");
-    let out = f.spawn().wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
-    f.bad -= repeated;
-    f.assert_exact();
+    f.kill_six_times_then_finish_skipping(31, repeated, &[]);
     let later = "SELECT count(*) FROM t WHERE description <> 'description-' || tid AND description <> 'held'";
     assert_eq!(f.db.scalar(later), "0", "rows from a key's later line");
     assert_eq!(f.db.scalar("SELECT count(*) FROM t WHERE description = 'held'"), held.to_string());

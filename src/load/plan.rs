@@ -636,10 +636,11 @@ pub fn quoted_list(names: &[String]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn table(cols: &[(&str, &str)]) -> TableInfo {
+    /// A table `public."T x"` of `cols` (name, type), for tests.
+    pub(crate) fn table(cols: &[(&str, &str)]) -> TableInfo {
         TableInfo {
             oid: 16384,
             schema: "public".into(),

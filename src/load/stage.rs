@@ -131,19 +131,10 @@ mod tests {
 
     fn table(triggers: &[&str]) -> TableInfo {
         TableInfo {
-            oid: 16384,
             schema: "S x".into(),
             name: "T \"q\"".into(),
-            columns: vec![("id".into(), "integer".into()), ("Na me".into(), "text".into())],
-            not_null: Vec::new(),
-            generated: Vec::new(),
-            enums: Vec::new(),
-            text_like: Vec::new(),
-            is_view: false,
-            foreign: Vec::new(),
             insert_triggers: triggers.iter().map(|t| t.to_string()).collect(),
-            session_time_zone: "UTC".into(),
-            session_date_style: "ISO, MDY".into(),
+            ..crate::load::plan::tests::table(&[("id", "integer"), ("Na me", "text")])
         }
     }
 
