@@ -391,7 +391,7 @@ impl Shared<'_> {
     }
 
     /// The staged path (see [`stage`]) for the next chunks: the last
-    /// committed chunk skipped most of its records.
+    /// committed chunk skipped a third of its records or more.
     fn stages(&self) -> Option<&stage::Staging> {
         let mostly_held = self.held_share.load(Ordering::SeqCst) >= stage::MOSTLY_HELD;
         self.staging.as_ref().filter(|_| mostly_held && !self.staging_refused.load(Ordering::SeqCst))

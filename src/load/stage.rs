@@ -6,11 +6,11 @@
 //! the server a probe in the key query with its message and a check of its
 //! values, some 4.5 µs, where the INSERT's probe of its arbiter index costs
 //! some 1.3 µs. With 90 % of an export held, sluice was slower than psql's
-//! staging table (0.71×; bench/README.md). Where few keys are held, the
+//! staging table (0.59-0.71×; bench/README.md). Where few keys are held, the
 //! direct path is faster (no second write of every row), so a chunk is
-//! staged only once a committed chunk skipped most of its records
-//! ([`MOSTLY_HELD`]), and the chunks go back to the direct path when one
-//! skips fewer.
+//! staged only once a committed chunk skipped a third of its records or
+//! more ([`MOSTLY_HELD`]), and the chunks go back to the direct path when
+//! one skips fewer.
 //!
 //! What stays as it was:
 //! - **Rejects.** Any refusal (a value COPY cannot read into the staging
@@ -43,8 +43,9 @@ use crate::sql::quote_ident;
 const STAGED: &str = "pg_temp.sluice_staged";
 
 /// A committed chunk that skipped at least this share (per mille) of its
-/// records makes the next chunks staged. Measured with 2 M lines into a
-/// table of 2 M rows (bench/overlap.sh): see bench/README.md.
+/// records makes the next chunks staged: with held lines spread through 2 M
+/// lines into a table of 2 M rows, staging every chunk and none cross near
+/// 30 % (bench/README.md).
 pub(super) const MOSTLY_HELD: u64 = 333;
 
 /// Whether the staged INSERT's refusal (its SQLSTATE) would come again for
