@@ -2393,19 +2393,27 @@ fn an_export_mostly_held_by_the_table_is_staged_and_ends_as_on_the_direct_path()
         30_002 | 30_008 | 35_001 => "-1".to_string(),
         _ => (line % 7).to_string(),
     };
-    let (mut data, mut held, mut first_lines) = (String::new(), HashSet::new(), Vec::new());
-    let (mut skipped, mut rejected) = (0u64, Vec::new());
-    held.extend(1..=40_000u64);
-    for line in 1..=40_000u64 {
-        let (id, amount) = (id_of(line), amount_of(line));
-        data.push_str(&format!("{id}\t{amount}\tline {line}\n"));
-        match amount.parse::<i64>() {
-            Ok(a) if a >= 0 && !held.insert(id) => skipped += 1,
-            Ok(a) if a >= 0 => first_lines.push(format!("{id}:line {line}")),
-            _ => rejected.push(line),
+    let data: String =
+        (1..=40_000u64).map(|line| format!("{}\t{}\tline {line}\n", id_of(line), amount_of(line))).collect();
+    // What the file leaves, read line by line: records skipped, lines
+    // rejected, and each new key with its first line (`check`: amounts
+    // below 0 are refused).
+    let model = |check: bool| {
+        let (mut held, mut first_lines) = (HashSet::new(), Vec::new());
+        let (mut skipped, mut rejected) = (0u64, Vec::new());
+        held.extend(1..=40_000u64);
+        for line in 1..=40_000u64 {
+            let id = id_of(line);
+            match amount_of(line).parse::<i64>() {
+                Ok(a) if (a >= 0 || !check) && !held.insert(id) => skipped += 1,
+                Ok(a) if a >= 0 || !check => first_lines.push(format!("{id}:line {line}")),
+                _ => rejected.push(line),
+            }
         }
-    }
-    first_lines.sort();
+        first_lines.sort();
+        (skipped, rejected, first_lines)
+    };
+    let (skipped, rejected, first_lines) = model(true);
     let file = db.file("h.tsv", data.as_bytes());
     let args = ["--on-conflict-do-nothing", "--workers", "2", "--chunk-size", "64KiB"];
     let loaded = load_with_rejects(&db, &file, "h", &args);
@@ -2429,6 +2437,18 @@ fn an_export_mostly_held_by_the_table_is_staged_and_ends_as_on_the_direct_path()
     assert_eq!(db.scalar("SELECT count(*) FROM h WHERE id <= 40000 AND note = 'old' AND amount = 0"), "40000");
     let ledger = "SELECT sum(rows_skipped) || ' ' || sum(rows_loaded) FROM sluice.chunks";
     assert_eq!(db.scalar(ledger), format!("{skipped} {}", first_lines.len()), "the ledger counts them");
+    // One worker stages too, without the CHECK (where a chunk may load
+    // beside others it publishes its keys, and did not stage).
+    db.execute("DELETE FROM h WHERE id > 40000; ALTER TABLE h DROP CONSTRAINT h_amount_check");
+    let (skipped, rejected, first_lines) = model(false);
+    let one = ["--on-conflict-do-nothing", "--workers", "1", "--chunk-size", "64KiB", "--restart"];
+    let loaded = load_with_rejects(&db, &file, "h", &one);
+    assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
+    assert_eq!(loaded.sorted_lines(), rejected, "the bad values alone");
+    assert_eq!(loaded.report["summary"]["skipped"], skipped);
+    let staged = loaded.report["summary"]["copy"]["staged_chunks"].as_u64().unwrap();
+    assert!(staged as usize >= chunks.len() / 2, "{staged} of {} chunks staged by one worker", chunks.len());
+    assert_eq!(db.scalar(new_rows), first_lines.join(","), "each new key from its first line, one worker");
 }
 
 /// A file whose rows the table holds already, loaded again under another

@@ -95,7 +95,7 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, event
         worker.flight = match batch.as_slice() {
             // Staged chunks load side by side and commit in input order,
             // whether or not keys collide (see `stage`).
-            [chunk] if !wait && shared.keys_in_place && shared.stages().is_some() => {
+            [chunk] if !wait && shared.stages().is_some() => {
                 turn = None;
                 Some(shared.in_flight.board_in_order(chunk.seq))
             }
