@@ -357,10 +357,11 @@ impl Shared<'_> {
     /// Whether a record the server refused with `sqlstate` is skipped
     /// rather than rejected: with `--on-conflict-do-nothing`, a unique key
     /// or exclusion constraint that a row already there (or an earlier
-    /// record) holds, as `INSERT ... ON CONFLICT DO NOTHING` skips it. Why
-    /// not that statement: COPY takes no ON CONFLICT, and a staging table
-    /// would cost every row a second write; the refusals are found as any
-    /// duplicate key is (see [`key_check`]), and dense ones cost a query.
+    /// record) holds, as `INSERT ... ON CONFLICT DO NOTHING` skips it. COPY
+    /// takes no ON CONFLICT, so the refusals are found as any duplicate key
+    /// is (see [`key_check`]), dense ones by a query; once most records are
+    /// held, chunks go through that statement from a staging table instead
+    /// (see [`stage`]), which costs every row a second write.
     fn skips(&self, sqlstate: Option<&str>) -> bool {
         self.skip_conflicts && is_key_conflict(sqlstate)
     }

@@ -501,12 +501,7 @@ impl<'s> Worker<'s> {
         let records: u64 = mine.iter().map(|c| c.copied_records()).sum();
         let (binary, outcome) = match self.copy_binary(mine)? {
             Some(outcome) => (true, outcome),
-            None => {
-                let (shared, reader) = (self.shared, &mut self.reader);
-                let savepoint = shared.savepoint(SAVEPOINT, mine);
-                let outcome = self.session.copy_after(&savepoint, &mut |send| reader.feed_all(shared, mine, send))?;
-                (false, outcome)
-            }
+            None => (false, self.copy_text_into(mine, None)?),
         };
         if let CopyOutcome::Loaded(rows) = outcome {
             if rows == records {
@@ -559,11 +554,10 @@ impl<'s> Worker<'s> {
             }
             None => {}
         }
-        let (shared, reader) = (self.shared, &mut self.reader);
-        let savepoint = shared.savepoint(SAVEPOINT, &[chunk]);
-        match self.session.copy_after(&savepoint, &mut |send| reader.feed_all(shared, &[chunk], send))? {
+        match self.copy_text_into(&[chunk], None)? {
             CopyOutcome::Loaded(rows)
-                if rows < chunk.copied_records() && may_hold_end_of_data_line(&reader.bytes_of(shared, chunk)?) =>
+                if rows < chunk.copied_records()
+                    && may_hold_end_of_data_line(&self.reader.bytes_of(self.shared, chunk)?) =>
             {
                 // The server stopped early without an error: a `\.` line,
                 // which COPY takes for the end of the data. Isolation
@@ -606,14 +600,7 @@ impl<'s> Worker<'s> {
         let records = chunk.copied_records();
         let (binary, outcome) = match self.copy_binary_into(&[chunk], Some(staging))? {
             Some(outcome) => (true, outcome),
-            None => {
-                let (shared, reader) = (self.shared, &mut self.reader);
-                let prelude = staging.prelude(&shared.savepoint(SAVEPOINT, &[chunk]));
-                let sql = staging.copy_sql(false).expect("a text COPY");
-                let outcome =
-                    self.session.copy_with(&prelude, sql, &mut |send| reader.feed_all(shared, &[chunk], send))?;
-                (false, outcome)
-            }
+            None => (false, self.copy_text_into(&[chunk], Some(staging))?),
         };
         // Fewer rows than records: a `\.` line, the end of COPY's data.
         let inserted = match outcome {
@@ -658,6 +645,19 @@ impl<'s> Worker<'s> {
     /// encoder was unsure of a record (the chunks then go as text).
     fn copy_binary(&mut self, chunks: &[&Chunk]) -> Result<Option<CopyOutcome>, Error> {
         self.copy_binary_into(chunks, None)
+    }
+
+    /// The chunks as the input's text under the savepoint (which the caller
+    /// rolls back to after a refusal), into the table or into the staging
+    /// table.
+    fn copy_text_into(&mut self, chunks: &[&Chunk], staging: Option<&Staging>) -> Result<CopyOutcome, Error> {
+        let (shared, reader) = (self.shared, &mut self.reader);
+        let savepoint = shared.savepoint(SAVEPOINT, chunks);
+        let (prelude, sql) = match staging {
+            Some(staging) => (staging.prelude(&savepoint), staging.copy_sql(false).expect("a text COPY")),
+            None => (savepoint, shared.copy_sql.as_str()),
+        };
+        self.session.copy_with(&prelude, sql, &mut |send| reader.feed_all(shared, chunks, send))
     }
 
     /// [`Worker::copy_binary`] into the table, or into the staging table.
