@@ -69,7 +69,7 @@ pub enum Error {
     )]
     TooManyRejects { max: u64, rejected: u64, last: String },
     #[error(
-        "stopped: {} records were rejected and none loaded, {seems}; the first: {first}. {advice}, or pass \
+        "stopped: the first {} records were all rejected, {seems}; the first: {first}. {advice}, or pass \
          --max-errors N to load whatever loads",
         thousands(*rejected)
     )]

@@ -1147,8 +1147,10 @@ fn a_key_another_stopped_job_dropped_is_said_and_built_again_by_a_load_that_trun
     assert_eq!(db.scalar(keys), "0", "still that job's to build");
 
     // A repeated key in the truncating load's input: the key taken over
-    // rejects it, as the load's own deferred key would.
-    let again = db.file("d.tsv", format!("{}7\tagain\n", keyed_rows(0, 1000)).as_bytes());
+    // rejects it, as the load's own deferred key would. Its ids start at 1:
+    // were the stopped job's first 1,000 records all held when it runs
+    // again, it would stop for them, as a file loaded again does.
+    let again = db.file("d.tsv", format!("{}7\tagain\n", keyed_rows(1, 1001)).as_bytes());
     let truncating = db.load(&[again.to_str().unwrap(), "--table", "t", "--truncate"]);
     assert_eq!(truncating.code, 1, "{}", truncating.output());
     let taken = "primary key \"t_pkey\" of public.t, dropped by job ";
@@ -1164,7 +1166,7 @@ fn a_key_another_stopped_job_dropped_is_said_and_built_again_by_a_load_that_trun
 
     // The stopped job's rows are gone: it starts over when run again (with
     // its file mended), instead of loading only the chunks after those it
-    // had committed. Its ids below 1000 are the truncating load's now.
+    // had committed. Its ids from 1 to 1000 are the truncating load's now.
     let over = format!(
         "had committed {} rows into public.t, which --truncate emptied: it starts over if run again",
         sluice::report::thousands(loaded_before)

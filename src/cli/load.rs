@@ -22,7 +22,7 @@ Exit codes:
   3  interrupted (Ctrl-C); run the same command again to resume
   2  bad usage, unreadable input, unknown table or column (nothing loaded)
   4  could not connect, authenticate or run a statement on the server
-  5  stopped: more than --max-errors records were rejected (or 1,000 and none loaded)
+  5  stopped: more than --max-errors records were rejected (or, without it, the first 1,000 all were)
 
 Examples:
   sluice load orders.csv --header --table orders --db postgres://loader@db1/sales
@@ -153,7 +153,7 @@ pub struct LoadArgs {
     rejects: Option<PathBuf>,
 
     /// Stop once more than N records were rejected. Default: no limit, but
-    /// stop once 1,000 were rejected and none loaded (a wrong option).
+    /// stop once the first 1,000 were all rejected (a wrong option).
     #[arg(long, value_name = "N")]
     max_errors: Option<u64>,
 

@@ -50,10 +50,11 @@ use std::sync::atomic::Ordering::SeqCst;
 
 use super::in_flight::{ChunkKeys, Flight};
 use super::key_check::Repeated;
+use super::leading::leading_rejects;
 use super::plan::BinaryPlan;
 use super::suspect::{misshapen, suspect, suspect_json};
 use super::value_check::{Checked, MIN_SUSPECTS};
-use super::{nothing_loads, rows_loaded_so_far, Shared, ALL_REJECTED_STOP, DENSE_KEYS};
+use super::{first_records_rejected, Shared, DENSE_KEYS};
 use crate::chunk::{locate_server_line, Chunk};
 use crate::encoding::{self, Transcoding};
 use crate::error::Error;
@@ -403,10 +404,9 @@ pub(super) fn isolate(
     if shared.keys_dense.load(SeqCst) {
         prelude = iso.check_keys(session, &mut clean, &mut suspects, prelude, savepoints)?;
     }
-    if clean.is_empty() && suspects.is_empty() {
-        // The check rejected every record: the same stop as after a COPY.
-        iso.stop_if_nothing_loads()?;
-    }
+    // The checks may have rejected the chunk's first records: the same stop
+    // as after a COPY.
+    iso.stop_if_first_records_rejected()?;
     // Suspects go last, one by one; the rest first, as one run.
     let mut runs: Vec<Run> = suspects.iter().rev().map(|&i| vec![i]).collect();
     match refusal {
@@ -492,7 +492,7 @@ pub(super) fn isolate(
             prelude = iso.check_pending_keys(session, &mut runs, &suspects, prelude, savepoints)?;
             refused_last = prelude == after_refusal;
         }
-        iso.stop_if_nothing_loads()?;
+        iso.stop_if_first_records_rejected()?;
     }
     // Leave the transaction open and usable: the worker stores the rejects
     // in it and commits.
@@ -837,15 +837,18 @@ impl<'a> Isolator<'a> {
         self.index.bytes(self.bytes, i, i + 1)
     }
 
-    /// Only rejects so far, here and everywhere: the load stops before
-    /// isolating the rest (the chunk is not committed).
-    fn stop_if_nothing_loads(&self) -> Result<(), Error> {
-        if self.rows + self.suppressed + self.skipped > 0 || (self.rejects.len() as u64) < ALL_REJECTED_STOP {
+    /// The load's first records are all rejected, this chunk's first ones
+    /// among them: the load stops before isolating the rest (the chunk is not
+    /// committed). Whatever else the chunk loads: it would not change that.
+    fn stop_if_first_records_rejected(&self) -> Result<(), Error> {
+        let Some(wanting) = self.shared.leading.wanting(self.chunk.seq) else { return Ok(()) };
+        if (self.rejects.len() as u64) < wanting {
             return Ok(());
         }
-        let loaded = rows_loaded_so_far(self.shared);
-        match nothing_loads(self.shared, loaded, self.rejects.len() as u64, &self.rejects.first().cloned()) {
-            Some(hopeless) => Err(hopeless),
+        let leading = leading_rejects(&self.rejects, self.chunk.loc.first_record);
+        let Some(first) = self.rejects.iter().min_by_key(|r| r.record) else { return Ok(()) };
+        match self.shared.leading.reached_with(self.chunk.seq, leading, first) {
+            Some(reached) => Err(first_records_rejected(self.shared, reached)),
             None => Ok(()),
         }
     }

@@ -20,6 +20,7 @@ mod in_flight;
 mod isolate;
 mod job;
 mod key_check;
+mod leading;
 mod pace;
 pub(crate) mod plan;
 mod retry;
@@ -226,8 +227,9 @@ struct Shared<'a> {
     max_record_size: u64,
     /// csv: the open-quote check's record shape (see [`crate::chunk`]).
     shape: Option<RecordShape>,
-    /// No `--max-errors`: stop when only rejects come (see [`ALL_REJECTED_STOP`]).
-    stop_when_nothing_loads: bool,
+    /// Whether the load's first records were all rejected (see
+    /// [`ALL_REJECTED_STOP`]).
+    leading: leading::LeadingRejects,
     /// `--on-conflict-do-nothing` (see [`Shared::skips`]).
     skip_conflicts: bool,
     /// With it, the staged path, where it applies (see [`stage`]).
@@ -654,7 +656,7 @@ fn run_connected(
         },
         max_record_size: req.max_record_size,
         shape,
-        stop_when_nothing_loads: req.max_errors.is_none(),
+        leading: leading::LeadingRejects::new(req.max_errors.is_none() && nothing_done(&done)),
         skip_conflicts: req.on_conflict_do_nothing,
         staging: staging.flatten(),
         held_share: AtomicU64::new(0),
@@ -1086,6 +1088,8 @@ fn complete_job(
             shared.redone += chunks.len() as u64;
             shared.redo = Some(chunks.into_iter().collect());
             shared.one_at_a_time = one_at_a_time;
+            // The first pass loaded rows: a pass that loads chunks again never stops so.
+            shared.leading = leading::LeadingRejects::new(false);
             let again = run_pipeline(shared, req, rejects);
             outcome = merge_reload(shared, outcome, again);
             (shared.redo, shared.one_at_a_time) = (None, false);
@@ -1541,27 +1545,23 @@ fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -
         let mut failure = None;
         let mut rejected = 0u64;
         let mut elsewhere = 0u64;
-        let mut first_reject = None;
-        let mut loaded = rows_loaded_so_far(shared);
         for event in event_rx {
             let error = match event {
                 Event::Committed(record, chunk_rejects) => {
                     if let Some(pace) = &shared.pace {
                         pace.committed(record.byte_len);
                     }
-                    loaded += record.rows + record.suppressed + record.skipped;
                     records.push(record);
                     rejected += chunk_rejects.len() as u64;
-                    first_reject = first_reject.or_else(|| chunk_rejects.first().cloned());
                     hints::note(shared, &chunk_rejects);
                     record_rejects(rejects, &chunk_rejects).err().or_else(|| {
                         over_limit(req, rejected, &chunk_rejects)
-                            .or_else(|| nothing_loads(shared, loaded, rejected, &first_reject))
+                            .or_else(|| shared.leading.reached().map(|first| first_records_rejected(shared, first)))
                     })
                 }
                 Event::Elsewhere => {
                     elsewhere += 1;
-                    None
+                    shared.leading.reached().map(|first| first_records_rejected(shared, first))
                 }
                 Event::Failed(err) => Some(err),
             };
@@ -1597,39 +1597,41 @@ fn over_limit(req: &LoadRequest, rejected: u64, latest: &[Reject]) -> Option<Err
     (rejected > max).then(|| Error::TooManyRejects { max, rejected, last: last.to_string() })
 }
 
-/// Records rejected, with none loaded, after which a load without
+/// Records rejected first, in input order, after which a load without
 /// `--max-errors` stops: a wrong delimiter or column list rejects every
 /// record, and isolating each of them one by one would take hours on a big
 /// file and copy it whole into the rejects file (a 300,000-line file with
 /// the wrong delimiter took 20 s to reject; psql stops at its first line).
 pub const ALL_REJECTED_STOP: u64 = 1_000;
 
-/// The error that stops a load without `--max-errors` once
-/// [`ALL_REJECTED_STOP`] records were rejected and none loaded (`loaded`
-/// counts this run's committed rows and earlier runs'). Checked as chunks
-/// commit, and by isolation between its COPY statements, so that the stop
-/// does not wait for whole chunks of rejects.
-fn nothing_loads(shared: &Shared, loaded: u64, rejected: u64, first: &Option<Reject>) -> Option<Error> {
-    let first = first.as_ref()?;
-    if !shared.stop_when_nothing_loads || loaded > 0 || rejected < ALL_REJECTED_STOP {
-        return None;
-    }
+/// Whether the job's earlier runs loaded nothing (a load resumed after
+/// rows loaded never stops for its first rejects).
+fn nothing_done(done: &HashMap<u64, Done>) -> bool {
+    done.values().all(|d| d.rows + d.suppressed + d.skipped == 0)
+}
+
+/// The error that stops a load without `--max-errors` whose first
+/// `rejected` records (at least [`ALL_REJECTED_STOP`]) were all rejected,
+/// `first` the first of them. Decided in input order (see [`leading`]): by
+/// isolation between its COPY statements, so that the stop does not wait
+/// for whole chunks of rejects, or as chunks commit.
+fn first_records_rejected(shared: &Shared, (rejected, first): leading::Reached) -> Error {
     if is_key_conflict(first.sqlstate.as_deref()) {
-        return Some(Error::NothingLoads {
+        return Error::NothingLoads {
             rejected,
             seems: LOADED_ALREADY,
             first: first.to_string(),
             advice: LOAD_ONLY_NEW_KEYS.into(),
-        });
+        };
     }
-    Some(Error::NothingLoads {
+    Error::NothingLoads {
         rejected,
         seems: "which looks like a wrong option rather than bad data",
         first: first.to_string(),
-        advice: hints::field_count_advice(shared, first)
-            .or_else(|| hints::first_reject_advice(shared, first))
+        advice: hints::field_count_advice(shared, &first)
+            .or_else(|| hints::first_reject_advice(shared, &first))
             .unwrap_or_else(|| "Check --format, --delimiter, --header, --columns and the table".into()),
-    })
+    }
 }
 
 /// Whether `sqlstate` is a unique key's or an exclusion constraint's
@@ -1647,14 +1649,6 @@ const LOADED_ALREADY: &str = "as if this data were loaded already";
 const LOAD_ONLY_NEW_KEYS: &str = "`sluice status` lists the jobs that loaded into the table. To load only the \
      records whose keys are new, pass --on-conflict-do-nothing; to load every record again, empty the table first \
      (--truncate)";
-
-/// Rows loaded so far (or taken by a trigger that returned NULL, or skipped
-/// for a key the table held): committed by this run's workers and by
-/// earlier runs.
-fn rows_loaded_so_far(shared: &Shared) -> u64 {
-    let now = shared.progress.snapshot();
-    now.rows_done + now.skipped + shared.done.values().map(|d| d.rows + d.suppressed + d.skipped).sum::<u64>()
-}
 
 /// The feeder thread: chunks every input in order onto the queue.
 /// Whether the source's chunks carry their bytes to the workers: those of
@@ -1758,6 +1752,7 @@ fn feed_one(
             shared.progress.chunk_skipped(chunk.source_span);
             continue;
         }
+        shared.leading.handed_out(chunk.seq);
         if !out.give(shared, chunk) {
             break;
         }

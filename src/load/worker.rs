@@ -21,6 +21,7 @@ use crossbeam_channel::{Receiver, Sender};
 use super::defaults;
 use super::in_flight::{Flight, Turn};
 use super::isolate::{holds_unreadable, isolate, looks_clean, may_hold_end_of_data_line, BinaryRuns, Isolated};
+use super::leading::Ending;
 use super::retry::Backoff;
 use super::{stage, Event, Shared};
 use crate::chunk::{Chunk, Runaway, RunawayKind};
@@ -131,9 +132,16 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, event
                     busy.push(chunk);
                     continue;
                 }
-                Outcome::Elsewhere => Event::Elsewhere,
+                Outcome::Elsewhere => {
+                    shared.leading.ended(chunk.seq, Ending::LoadedAfter(0), None);
+                    Event::Elsewhere
+                }
                 Outcome::Committed(done, binary) => {
                     committed_any = true;
+                    let loaded_any = done.rows + done.suppressed + done.skipped > 0;
+                    let ending = Ending::of(loaded_any, &done.rejects, chunk.loc.first_record);
+                    let first = done.rejects.iter().min_by_key(|r| r.record);
+                    shared.leading.ended(chunk.seq, ending, first);
                     shared.note_duplicates(&done.rejects, done.skipped, chunk.copied_records());
                     let rejected = done.rejects.len() as u64;
                     // Suppressed records count as the server's progress: a
