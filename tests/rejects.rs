@@ -2369,8 +2369,8 @@ fn an_export_that_overlaps_the_table_loads_its_new_keys_and_skips_the_others_on_
 /// inserted from there with `ON CONFLICT DO NOTHING`, faster where most keys
 /// are held (see `load::stage`). Every record ends as on the direct path,
 /// which a model of the file, read line by line, says: a value the column
-/// cannot take, or one a CHECK refuses (key held or not), rejected at its
-/// line; every held key's row untouched; every new key from its first line,
+/// cannot take (its chunk staged still), or one a CHECK refuses (key held or
+/// not), rejected at its line; every held key's row untouched; every new key from its first line,
 /// whether its repeat is in the same chunk or in one loading at once.
 #[test]
 fn an_export_mostly_held_by_the_table_is_staged_and_ends_as_on_the_direct_path() {
@@ -2384,6 +2384,7 @@ fn an_export_mostly_held_by_the_table_is_staged_and_ends_as_on_the_direct_path()
     // that of 3,500 lines back (in the chunk before, which may be loading).
     let id_of = |line: u64| match line {
         _ if line % 4 != 0 => line,
+        20_020 => 100_000 + 20_008,
         _ if line % 400 == 0 => 100_000 + line - 4,
         _ if line % 1_000 == 4 && line > 3_500 => 100_000 + line - 3_500,
         _ => 100_000 + line,
@@ -2391,6 +2392,9 @@ fn an_export_mostly_held_by_the_table_is_staged_and_ends_as_on_the_direct_path()
     let amount_of = |line: u64| match line {
         20_001 | 30_004 => "x".to_string(),
         30_002 | 30_008 | 35_001 => "-1".to_string(),
+        // Suspect to the client (a space), and read by the server: copied
+        // alone by isolation, yet its new key is the first line's.
+        20_008 => " 3".to_string(),
         _ => (line % 7).to_string(),
     };
     let data: String =
@@ -2404,7 +2408,7 @@ fn an_export_mostly_held_by_the_table_is_staged_and_ends_as_on_the_direct_path()
         held.extend(1..=40_000u64);
         for line in 1..=40_000u64 {
             let id = id_of(line);
-            match amount_of(line).parse::<i64>() {
+            match amount_of(line).trim().parse::<i64>() {
                 Ok(a) if (a >= 0 || !check) && !held.insert(id) => skipped += 1,
                 Ok(a) if a >= 0 || !check => first_lines.push(format!("{id}:line {line}")),
                 _ => rejected.push(line),
@@ -2429,8 +2433,18 @@ fn an_export_mostly_held_by_the_table_is_staged_and_ends_as_on_the_direct_path()
     assert_eq!(summary["copy"]["staged_chunks"], staged);
     let says = format!("{staged} chunks staged (most of their keys held");
     assert!(loaded.run.stdout.contains(&says), "{}", loaded.run.stdout);
-    for c in chunks.iter().filter(|c| c["rejected"].as_u64() > Some(0)) {
-        assert_eq!(c["staged"], false, "a chunk with a reject is isolated: {c}");
+    // A value COPY cannot read is rejected on the staged path too (isolated
+    // into the temporary table); a row the CHECK refuses sends its chunk the
+    // direct way, where the constraint is met at each record.
+    let holding = |line: u64| {
+        let lines = |c: &&Value| {
+            c["first_line"].as_u64().unwrap()..c["first_line"].as_u64().unwrap() + c["records"].as_u64().unwrap()
+        };
+        chunks.iter().find(|c| lines(c).contains(&line)).unwrap()
+    };
+    assert_eq!((holding(20_001)["staged"].clone(), holding(20_001)["rejected"].clone()), (true.into(), 1.into()));
+    for line in [30_002, 30_008, 35_001] {
+        assert_eq!(holding(line)["staged"], false, "{}", holding(line));
     }
     let new_rows = "SELECT string_agg(id || ':' || note, ',' ORDER BY id::text || ':' || note) FROM h WHERE id > 40000";
     assert_eq!(db.scalar(new_rows), first_lines.join(","), "each new key from its first line");
@@ -2449,6 +2463,50 @@ fn an_export_mostly_held_by_the_table_is_staged_and_ends_as_on_the_direct_path()
     let staged = loaded.report["summary"]["copy"]["staged_chunks"].as_u64().unwrap();
     assert!(staged as usize >= chunks.len() / 2, "{staged} of {} chunks staged by one worker", chunks.len());
     assert_eq!(db.scalar(new_rows), first_lines.join(","), "each new key from its first line, one worker");
+}
+
+/// A staged chunk with a value COPY cannot read is isolated into the
+/// temporary table in input order: a record the client suspects (copied
+/// alone; here a date with its month as a word, which the server reads) keeps its new key
+/// against a later line of the chunk, as on the direct path. Copied after
+/// the chunk's other records, it was skipped for its own key.
+#[test]
+fn a_staged_chunk_with_a_bad_value_keeps_each_new_key_from_its_first_line() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE s (id int PRIMARY KEY, day date, note text); \
+         INSERT INTO s SELECT g, '2024-01-01', 'old' FROM generate_series(1, 30000) g",
+    );
+    let data: String = (1..=30_000u64)
+        .map(|line| match line {
+            20_000 => format!("{line}\tx\tbad\n"),
+            20_001 => "100000\t5 Jan 2024\tfirst\n".to_string(),
+            20_002 => "100000\t2024-01-02\tsecond\n".to_string(),
+            _ => format!("{line}\t2024-01-01\tline {line}\n"),
+        })
+        .collect();
+    let file = db.file("s.tsv", data.as_bytes());
+    let args = ["--on-conflict-do-nothing", "--workers", "2", "--chunk-size", "64KiB"];
+    let loaded = load_with_rejects(&db, &file, "s", &args);
+    assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
+    assert_accounts(&loaded.report);
+    assert_eq!(loaded.sorted_lines(), [20_000]);
+    assert_eq!(loaded.report["summary"]["skipped"], 29_998);
+    let chunk = loaded.report["chunks"].as_array().unwrap().iter().find(|c| c["rejected"] == 1).unwrap();
+    assert_eq!(chunk["staged"], true, "{chunk}");
+    assert_eq!(db.scalar("SELECT note || ' ' || (day = '2024-01-05') FROM s WHERE id = 100000"), "first true");
+    assert_eq!(db.count("s"), 30_001);
+    // The direct path, into an empty table, rejects the later line.
+    db.execute("CREATE TABLE d (id int PRIMARY KEY, day date, note text)");
+    let loaded = load_with_rejects(&db, &file, "d", &["--workers", "2", "--chunk-size", "64KiB"]);
+    assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
+    assert_eq!(loaded.sorted_lines(), [20_000, 20_002]);
+    assert_eq!(db.scalar("SELECT note FROM d WHERE id = 100000"), "first");
+    // A key on an expression, whose values the client does not read.
+    db.execute("CREATE TABLE x (id text, day date, note text); CREATE UNIQUE INDEX ON x (lower(id))");
+    let loaded = load_with_rejects(&db, &file, "x", &["--workers", "2", "--chunk-size", "64KiB"]);
+    assert_eq!(loaded.sorted_lines(), [20_000, 20_002], "{}", loaded.run.output());
+    assert_eq!(db.scalar("SELECT note FROM x WHERE id = '100000'"), "first");
 }
 
 /// A file whose rows the table holds already, loaded again under another
@@ -2538,6 +2596,17 @@ fn the_stop_for_the_first_records_depends_on_the_input_not_on_timing() {
         loaded.run.stderr
     );
     assert_eq!(db.count("w"), 0);
+    // A field too many, in one chunk, into a table with a key: isolation
+    // tries each record alone first (suspects whose values pass the value
+    // check), and stops at the 1,000th, not at the chunk's end.
+    db.execute("CREATE TABLE public.wk (a int PRIMARY KEY, b text)");
+    let extra: String = (0..5_000).map(|i| format!("{i}\tb\textra\n")).collect();
+    let extra = db.file("extra.tsv", extra.as_bytes());
+    let loaded = load_with_rejects(&db, &extra, "public.wk", &["--chunk-size", "16MiB"]);
+    assert_eq!(loaded.run.code, 5, "{}", loaded.run.output());
+    assert!(loaded.run.stderr.contains("the first 1,000 records were all rejected"), "{}", loaded.run.stderr);
+    assert!(loaded.run.stderr.contains("extra data after last expected column"), "{}", loaded.run.stderr);
+    assert_eq!(db.count("public.wk"), 0);
 }
 
 /// With `--on-conflict-do-nothing`, a unique key checked at commit

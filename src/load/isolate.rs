@@ -52,6 +52,7 @@ use super::in_flight::{ChunkKeys, Flight};
 use super::key_check::Repeated;
 use super::leading::leading_rejects;
 use super::plan::BinaryPlan;
+use super::stage::Staging;
 use super::suspect::{misshapen, suspect, suspect_json};
 use super::value_check::{Checked, MIN_SUSPECTS};
 use super::{first_records_rejected, Shared, DENSE_KEYS};
@@ -137,6 +138,19 @@ impl Isolated {
             rejects: Vec::new(),
             copies: 0,
             staged: true,
+        }
+    }
+
+    /// A chunk isolated into the staging table (see [`Route::Staged`]),
+    /// once the server inserted `inserted` of its rows from there: it
+    /// skipped the others for their keys.
+    pub fn inserted_from_staging(self, inserted: u64) -> Isolated {
+        Isolated {
+            rows: inserted,
+            binary_rows: if self.mostly_binary() { inserted } else { 0 },
+            skipped: self.skipped + self.rows.saturating_sub(inserted),
+            staged: true,
+            ..self
         }
     }
 
@@ -331,6 +345,22 @@ struct Isolator<'a> {
     /// these have ended.
     flight: Option<&'a Flight<'a>>,
     waits_for: Vec<u64>,
+    /// Copying into the staging table (see [`Route::Staged`]).
+    staging: Option<&'a Staging>,
+}
+
+/// Where isolation copies a chunk's records.
+#[derive(Clone, Copy)]
+pub(super) enum Route<'a> {
+    /// Into the table, alone or committing in input order.
+    Table,
+    /// Into the table, alongside chunks loading at once whose keys its
+    /// records may share (see [`Isolator::set_aside_keys_in_flight`]).
+    Alongside(&'a Flight<'a>),
+    /// Into the staging table, from which the worker inserts the rows (see
+    /// [`super::stage`]): only values COPY cannot read are refused there,
+    /// and the keys are the INSERT's to arbitrate, so no key is looked up.
+    Staged(&'a Staging),
 }
 
 /// Records to copy in one COPY, in input order; not always contiguous.
@@ -367,7 +397,7 @@ pub(super) fn isolate(
     bytes: &[u8],
     refusal: Option<CopyRefusal>,
     mut binary: Option<BinaryRuns<'_>>,
-    flight: Option<&Flight<'_>>,
+    route: Route<'_>,
 ) -> Result<Isolated, Error> {
     let index = RecordIndex::build(shared, chunk.line_end, bytes);
     let mut iso = Isolator {
@@ -388,9 +418,17 @@ pub(super) fn isolate(
         repeats: Vec::new(),
         repeats_checked: false,
         original_starts: None,
-        flight,
+        flight: match route {
+            Route::Alongside(flight) => Some(flight),
+            _ => None,
+        },
         waits_for: Vec::new(),
+        staging: match route {
+            Route::Staged(staging) => Some(staging),
+            _ => None,
+        },
     };
+    let looks_up_keys = iso.staging.is_none();
     iso.note_refusal(refusal.as_ref());
     let (mut clean, mut suspects) = iso.sort_records();
     let first_run = shared.savepoint(FIRST_RUN, &[chunk]);
@@ -400,27 +438,39 @@ pub(super) fn isolate(
     let after_loaded = shared.savepoint("RELEASE SAVEPOINT sluice_run; SAVEPOINT sluice_run", &[chunk]);
     let savepoints = Savepoints { after_refusal: &after_refusal, after_loaded: &after_loaded };
     let mut prelude = iso.check_suspects(session, &mut clean, &mut suspects, &first_run, &after_refusal)?;
+    // Suspects for their values; the key checks set others aside.
+    let doubted = suspects.clone();
     iso.set_aside_keys_in_flight(session, &mut clean, &mut suspects)?;
-    if shared.keys_dense.load(SeqCst) {
+    if looks_up_keys && shared.keys_dense.load(SeqCst) {
         prelude = iso.check_keys(session, &mut clean, &mut suspects, prelude, savepoints)?;
     }
     // The checks may have rejected the chunk's first records: the same stop
     // as after a COPY.
     iso.stop_if_first_records_rejected()?;
-    // Suspects go last, one by one; the rest first, as one run.
-    let mut runs: Vec<Run> = suspects.iter().rev().map(|&i| vec![i]).collect();
-    match refusal {
+    let mut runs: Vec<Run> = match refusal {
         // The fast path's refusal applies to the whole chunk as it was sent:
         // not once a record was taken out of it (rejected or skipped).
         Some(refusal) if suspects.is_empty() && iso.rejects.is_empty() && iso.skipped == 0 => {
             let at = iso.refused_at(&iso.stream(&clean), &refusal);
-            runs.extend(iso.split_at_refusal(clean, at, refusal))
+            iso.split_at_refusal(clean, at, refusal)
         }
-        _ => runs.push(clean),
-    }
+        // Suspects go last, one by one; the rest first, as one run. Into a
+        // table with a key, those suspected for their values that the server
+        // takes go in input order among the rest, so that of two records
+        // sharing a key the first keeps it (copied after the chunk's other
+        // records, such a suspect lost its key to a later line). Those the
+        // key checks set aside repeat an earlier record's key: last.
+        _ if iso.shared.keyed || iso.staging.is_some() => {
+            let (tried, last): (Run, Run) = suspects.iter().partition(|i| doubted.binary_search(i).is_ok());
+            let (in_order, after) = iso.probe(session, &tried, prelude, &after_refusal)?;
+            prelude = after;
+            last.iter().rev().map(|&i| vec![i]).chain(in_input_order(&clean, &in_order)).collect()
+        }
+        _ => suspects.iter().rev().map(|&i| vec![i]).chain([clean]).collect(),
+    };
     let mut refused_last = prelude == after_refusal;
     loop {
-        if iso.shared.key_check.is_some() {
+        if looks_up_keys && iso.shared.key_check.is_some() {
             prelude = iso.check_repeats(session, &mut runs, prelude, savepoints)?;
             refused_last = prelude == after_refusal;
         }
@@ -433,9 +483,8 @@ pub(super) fn isolate(
             Some(b) => {
                 b.plan.note_try();
                 iso.copies += 1;
-                match session
-                    .copy_with(prelude, &b.plan.sql, &mut |send| iso.send_binary(&run, b.encoder, send, &mut unsure))
-                {
+                let sql = iso.staging.and_then(|staging| staging.copy_sql(true)).unwrap_or(&b.plan.sql);
+                match session.copy_with(prelude, sql, &mut |send| iso.send_binary(&run, b.encoder, send, &mut unsure)) {
                     Ok(outcome) => Some(outcome),
                     // The encoder was unsure of a record: the COPY was
                     // abandoned (what it sent is rolled back) and the run
@@ -455,10 +504,16 @@ pub(super) fn isolate(
         let stream = if went_binary { Cow::Borrowed(&[][..]) } else { iso.stream(&run) };
         let outcome = match as_binary {
             Some(outcome) => outcome,
-            None => session.copy_after(prelude, &mut |send| {
-                send(&stream);
-                Ok(())
-            })?,
+            None => {
+                let mut feed = |send: &mut CopyWriter<'_>| {
+                    send(&stream);
+                    Ok(())
+                };
+                match iso.staging.and_then(|staging| staging.copy_sql(false)) {
+                    Some(sql) => session.copy_with(prelude, sql, &mut feed)?,
+                    None => session.copy_after(prelude, &mut feed)?,
+                }
+            }
         };
         let outcome = match outcome {
             CopyOutcome::Loaded(rows) if (rows as usize) < run.len() && iso.holds_end_of_data_line(&run) => {
@@ -488,7 +543,7 @@ pub(super) fn isolate(
                 &after_refusal
             }
         };
-        if iso.duplicates_dense() {
+        if looks_up_keys && iso.duplicates_dense() {
             prelude = iso.check_pending_keys(session, &mut runs, &suspects, prelude, savepoints)?;
             refused_last = prelude == after_refusal;
         }
@@ -508,6 +563,20 @@ pub(super) fn isolate(
         copies: iso.copies,
         staged: false,
     })
+}
+
+/// The clean records in runs between the suspects, each suspect a run of
+/// its own, all in input order (the last run first, as isolation pops them).
+fn in_input_order(clean: &[usize], suspects: &[usize]) -> Vec<Run> {
+    let mut runs: Vec<Run> = Vec::new();
+    let mut clean = clean.iter().copied().peekable();
+    for &suspect in suspects {
+        let before: Run = std::iter::from_fn(|| clean.next_if(|&i| i < suspect)).collect();
+        runs.extend([before, vec![suspect]].into_iter().filter(|run| !run.is_empty()));
+    }
+    runs.push(clean.collect());
+    runs.reverse();
+    runs
 }
 
 /// A run the server loaded only part of, without an error: it read a line
@@ -853,6 +922,52 @@ impl<'a> Isolator<'a> {
         }
     }
 
+    /// Copies each of `suspects` alone, each rolled back: those the server
+    /// refuses are rejected, as they would be after the chunk's other
+    /// records; those it takes are returned, to go in input order. Why:
+    /// most suspects are refused, and copied before the others they cost
+    /// what they cost after them. Placed in input order untried, each split
+    /// the others' run in two, and looking up which suspects' keys a later
+    /// record repeats read every record's key (a bad id every 10,000 lines
+    /// into a table with its key: 1.49 s before, 1.96 s and 1.92 s;
+    /// bench/README.md).
+    fn probe<'p>(
+        &mut self,
+        session: &mut PgSession,
+        suspects: &[usize],
+        mut prelude: &'p str,
+        after_refusal: &'p str,
+    ) -> Result<(Run, &'p str), Error> {
+        let mut taken = Vec::new();
+        for &i in suspects {
+            self.copies += 1;
+            let stream = self.stream(&[i]);
+            let mut feed = |send: &mut CopyWriter<'_>| {
+                send(&stream);
+                Ok(())
+            };
+            let outcome = match self.staging.and_then(|staging| staging.copy_sql(false)) {
+                Some(sql) => session.copy_with(prelude, sql, &mut feed)?,
+                None => session.copy_after(prelude, &mut feed)?,
+            };
+            drop(stream);
+            match outcome {
+                CopyOutcome::Loaded(0) if self.holds_end_of_data_line(&[i]) => {
+                    self.split_at_refusal(vec![i], None, stopped_early());
+                }
+                CopyOutcome::Loaded(_) => taken.push(i),
+                CopyOutcome::Refused(r) => {
+                    self.note_refusal(Some(&r));
+                    self.split_at_refusal(vec![i], None, r);
+                }
+            }
+            // Taken or not, the next statement rolls it back.
+            prelude = after_refusal;
+            self.stop_if_first_records_rejected()?;
+        }
+        Ok((taken, prelude))
+    }
+
     fn holds_end_of_data_line(&self, run: &[usize]) -> bool {
         run.iter().any(|&i| end_of_data_line(self.record(i)))
     }
@@ -1057,6 +1172,18 @@ fn line_end_advice(message: &str, kind: FormatKind) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_into_the_staging_table_pop_in_input_order() {
+        let popped = |clean: &[usize], suspects: &[usize]| {
+            let mut runs = in_input_order(clean, suspects);
+            std::iter::from_fn(|| runs.pop()).filter(|run| !run.is_empty()).collect::<Vec<_>>()
+        };
+        assert_eq!(popped(&[0, 1, 3, 4, 7], &[2, 5, 6]), [vec![0, 1], vec![2], vec![3, 4], vec![5], vec![6], vec![7]]);
+        assert_eq!(popped(&[1, 2], &[0, 3]), [vec![0], vec![1, 2], vec![3]]);
+        assert_eq!(popped(&[0, 1, 2], &[]), [vec![0, 1, 2]]);
+        assert_eq!(popped(&[], &[4, 9]), [vec![4], vec![9]]);
+    }
 
     #[test]
     fn end_of_data_lines_are_found_whatever_the_line_ends() {

@@ -13,11 +13,18 @@
 //! one skips fewer.
 //!
 //! What stays as it was:
-//! - **Rejects.** Any refusal (a value COPY cannot read into the staging
-//!   table's types, a CHECK or NOT NULL the INSERT meets, a key the INSERT
-//!   cannot arbitrate, such as a deferrable one) rolls the chunk back to its
-//!   savepoint, and it is isolated as on the direct path, so every record
-//!   is rejected or skipped for the reason it would have been there.
+//! - **Rejects.** A value COPY cannot read into the staging table's types
+//!   is rejected by isolation into the staging table, which copies the
+//!   chunk's other records around it in input order (see
+//!   `isolate::Route::Staged`); the INSERT then goes as for a clean chunk.
+//!   Any refusal of the INSERT (a CHECK, NOT NULL or foreign key it meets,
+//!   a key it cannot arbitrate, such as a deferrable one) rolls the chunk
+//!   back to its savepoint, and it is isolated as on the direct path, so
+//!   every record is rejected or skipped for the reason it would have been
+//!   there. Why not every refusal the direct way: with a bad value every
+//!   50,000 lines of an export 90 % held, every chunk held one, none was
+//!   staged, and the load took 5.01 s against 1.93 s without them; now 2.21 s
+//!   (bench/README.md).
 //! - **Which line keeps a key.** The INSERT reads the staging table in the
 //!   order COPY wrote it (a sequential scan of a temporary table is never
 //!   synchronized with another scan nor parallel), so of two records of a

@@ -20,7 +20,7 @@ use crossbeam_channel::{Receiver, Sender};
 
 use super::defaults;
 use super::in_flight::{Flight, Turn};
-use super::isolate::{holds_unreadable, isolate, looks_clean, may_hold_end_of_data_line, BinaryRuns, Isolated};
+use super::isolate::{holds_unreadable, isolate, looks_clean, may_hold_end_of_data_line, BinaryRuns, Isolated, Route};
 use super::leading::Ending;
 use super::retry::Backoff;
 use super::{stage, Event, Shared};
@@ -213,6 +213,16 @@ fn next_work(work: &mut Work<'_>, deferred: &mut Vec<Vec<Chunk>>) -> Option<(Vec
     }
     *work = Box::new(std::mem::take(deferred).into_iter().map(|batch| (batch, true)));
     work.next()
+}
+
+/// How a chunk copied whole into the staging table ended.
+enum Staged {
+    Inserted(Isolated),
+    /// COPY refused a record (with the server's refusal where it names
+    /// the record in the text), or stopped early at a `\.` line.
+    CopyRefused(Option<CopyRefusal>),
+    /// The INSERT refused a row.
+    InsertRefused,
 }
 
 /// How a chunk ended.
@@ -535,11 +545,8 @@ impl<'s> Worker<'s> {
         if chunk.copy_len() == 0 {
             return Ok(Isolated::all(0, 0));
         }
-        if let Some(staging) = self.staging_for(chunk)? {
-            return match self.copy_staged(chunk, staging)? {
-                Some(done) => Ok(done),
-                None => self.isolate(chunk, None),
-            };
+        if let Some(staging) = self.staging_for(chunk) {
+            return self.stage(chunk, staging);
         }
         if self.expect_rejects || holds_unreadable(self.shared, chunk) || self.keys_flight().is_some() {
             // The previous chunk had bad records, or this one has bytes its
@@ -584,52 +591,91 @@ impl<'s> Worker<'s> {
 
     /// The staged path for `chunk` (see [`stage`]), when the load takes it
     /// now and the chunk may: it commits in input order (or is the only
-    /// worker's), and is not expected to hold rejects (after a chunk with
-    /// some, its records all look clean: a refusal costs the staged COPY).
-    fn staging_for(&mut self, chunk: &Chunk) -> Result<Option<&'s Staging>, Error> {
+    /// worker's).
+    fn staging_for(&self, chunk: &Chunk) -> Option<&'s Staging> {
         let in_order = match &self.flight {
             Some(flight) => flight.in_order,
             None => !self.shared.keys_in_place,
         };
         let shared = self.shared;
-        let Some(staging) = shared.stages().filter(|_| in_order && !holds_unreadable(shared, chunk)) else {
-            return Ok(None);
-        };
-        if self.expect_rejects && !looks_clean(shared, chunk, &self.reader.bytes_of(shared, chunk)?) {
-            return Ok(None);
-        }
-        Ok(Some(staging))
+        shared.stages().filter(|_| in_order && !holds_unreadable(shared, chunk))
     }
 
-    /// The chunk copied into the staging table and inserted from there,
-    /// skipping the records whose key is held; `None`, rolled back to the
-    /// chunk's savepoint, when the server refused a record on the way.
-    fn copy_staged(&mut self, chunk: &Chunk, staging: &Staging) -> Result<Option<Isolated>, Error> {
+    /// The chunk through the staging table: copied there whole, or, after a
+    /// record COPY could not read, by isolation (straight away after a chunk
+    /// with rejects, unless its records all look clean: a refusal costs the
+    /// whole COPY). Any refusal of the INSERT sends the chunk the direct way,
+    /// where each record is rejected for the reason it would be there.
+    fn stage(&mut self, chunk: &Chunk, staging: &Staging) -> Result<Isolated, Error> {
+        let shared = self.shared;
+        let suspect = self.expect_rejects && !looks_clean(shared, chunk, &self.reader.bytes_of(shared, chunk)?);
+        let refusal = match suspect {
+            false => match self.copy_staged(chunk, staging)? {
+                Staged::Inserted(done) => return Ok(done),
+                Staged::CopyRefused(refusal) => refusal,
+                Staged::InsertRefused => return self.isolate(chunk, None),
+            },
+            true => None,
+        };
+        let bytes = self.reader.bytes_of(shared, chunk)?;
+        let savepoint = self.shared.savepoint(SAVEPOINT, &[chunk]);
+        self.session.execute(&staging.prelude(&savepoint))?;
+        let runs = binary_runs(self.shared, self.encoder.as_mut());
+        let done = isolate(&mut self.session, self.shared, chunk, &bytes, refusal, runs, Route::Staged(staging))?;
+        match self.insert_staged(staging)? {
+            Some(inserted) => {
+                self.last_binary = done.mostly_binary();
+                Ok(done.inserted_from_staging(inserted))
+            }
+            None => self.isolate_bytes(chunk, &bytes, None),
+        }
+    }
+
+    /// The chunk copied whole into the staging table and inserted from
+    /// there, skipping the records whose key is held; rolled back to the
+    /// chunk's savepoint when the server refused a record on the way.
+    fn copy_staged(&mut self, chunk: &Chunk, staging: &Staging) -> Result<Staged, Error> {
         let records = chunk.copied_records();
         let (binary, outcome) = match self.copy_binary_into(&[chunk], Some(staging))? {
             Some(outcome) => (true, outcome),
             None => (false, self.copy_text_into(&[chunk], Some(staging))?),
         };
-        // Fewer rows than records: a `\.` line, the end of COPY's data.
-        let inserted = match outcome {
-            CopyOutcome::Loaded(rows) if rows == records => match self.session.execute_counted(staging.insert_sql())? {
-                Ok(inserted) => Some(inserted),
-                Err(refusal) => {
-                    if stage::refuses_every_chunk(refusal.sqlstate.as_deref()) {
-                        self.shared.staging_refused.store(true, Ordering::SeqCst);
-                    }
-                    None
-                }
-            },
-            _ => None,
-        };
-        let Some(inserted) = inserted else {
-            self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
-            return Ok(None);
-        };
-        self.session.execute(&staging.drop_sql())?;
+        match outcome {
+            CopyOutcome::Loaded(rows) if rows == records => {}
+            // Fewer rows than records: a `\.` line, the end of COPY's data.
+            CopyOutcome::Loaded(_) => {
+                self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
+                return Ok(Staged::CopyRefused(None));
+            }
+            // A binary COPY's line is a tuple's number: isolation finds the
+            // record in the text itself.
+            CopyOutcome::Refused(refusal) => {
+                self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
+                return Ok(Staged::CopyRefused(Some(refusal).filter(|_| !binary)));
+            }
+        }
+        let Some(inserted) = self.insert_staged(staging)? else { return Ok(Staged::InsertRefused) };
         self.last_binary = binary;
-        Ok(Some(Isolated::staged(records, inserted, binary)))
+        Ok(Staged::Inserted(Isolated::staged(records, inserted, binary)))
+    }
+
+    /// The staged rows inserted into the table, and the staging table
+    /// dropped: how many the server inserted. `None`, rolled back to the
+    /// chunk's savepoint, when it refused one.
+    fn insert_staged(&mut self, staging: &Staging) -> Result<Option<u64>, Error> {
+        match self.session.execute_counted(staging.insert_sql())? {
+            Ok(inserted) => {
+                self.session.execute(&staging.drop_sql())?;
+                Ok(Some(inserted))
+            }
+            Err(refusal) => {
+                if stage::refuses_every_chunk(refusal.sqlstate.as_deref()) {
+                    self.shared.staging_refused.store(true, Ordering::SeqCst);
+                }
+                self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
+                Ok(None)
+            }
+        }
     }
 
     /// Reject isolation over the chunk's text (see [`isolate`]).
@@ -642,8 +688,11 @@ impl<'s> Worker<'s> {
     /// whether most of its rows went as binary.
     fn isolate_bytes(&mut self, chunk: &Chunk, bytes: &[u8], refusal: Option<CopyRefusal>) -> Result<Isolated, Error> {
         let runs = binary_runs(self.shared, self.encoder.as_mut());
-        let flight = self.flight.as_ref().filter(|f| !f.in_order);
-        let done = isolate(&mut self.session, self.shared, chunk, bytes, refusal, runs, flight)?;
+        let route = match self.flight.as_ref().filter(|f| !f.in_order) {
+            Some(flight) => Route::Alongside(flight),
+            None => Route::Table,
+        };
+        let done = isolate(&mut self.session, self.shared, chunk, bytes, refusal, runs, route)?;
         self.last_binary = done.mostly_binary();
         Ok(done)
     }
