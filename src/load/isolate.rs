@@ -504,16 +504,7 @@ pub(super) fn isolate(
         let stream = if went_binary { Cow::Borrowed(&[][..]) } else { iso.stream(&run) };
         let outcome = match as_binary {
             Some(outcome) => outcome,
-            None => {
-                let mut feed = |send: &mut CopyWriter<'_>| {
-                    send(&stream);
-                    Ok(())
-                };
-                match iso.staging.and_then(|staging| staging.copy_sql(false)) {
-                    Some(sql) => session.copy_with(prelude, sql, &mut feed)?,
-                    None => session.copy_after(prelude, &mut feed)?,
-                }
-            }
+            None => iso.copy_text(session, prelude, &stream)?,
         };
         let outcome = match outcome {
             CopyOutcome::Loaded(rows) if (rows as usize) < run.len() && iso.holds_end_of_data_line(&run) => {
@@ -922,6 +913,19 @@ impl<'a> Isolator<'a> {
         }
     }
 
+    /// A text COPY of `stream` after `prelude`, into the table or into the
+    /// staging table.
+    fn copy_text(&self, session: &mut PgSession, prelude: &str, stream: &[u8]) -> Result<CopyOutcome, Error> {
+        let mut feed = |send: &mut CopyWriter<'_>| {
+            send(stream);
+            Ok(())
+        };
+        match self.staging.and_then(|staging| staging.copy_sql(false)) {
+            Some(sql) => session.copy_with(prelude, sql, &mut feed),
+            None => session.copy_after(prelude, &mut feed),
+        }
+    }
+
     /// Copies each of `suspects` alone, each rolled back: those the server
     /// refuses are rejected, as they would be after the chunk's other
     /// records; those it takes are returned, to go in input order. Why:
@@ -941,16 +945,7 @@ impl<'a> Isolator<'a> {
         let mut taken = Vec::new();
         for &i in suspects {
             self.copies += 1;
-            let stream = self.stream(&[i]);
-            let mut feed = |send: &mut CopyWriter<'_>| {
-                send(&stream);
-                Ok(())
-            };
-            let outcome = match self.staging.and_then(|staging| staging.copy_sql(false)) {
-                Some(sql) => session.copy_with(prelude, sql, &mut feed)?,
-                None => session.copy_after(prelude, &mut feed)?,
-            };
-            drop(stream);
+            let outcome = self.copy_text(session, prelude, &self.stream(&[i]))?;
             match outcome {
                 CopyOutcome::Loaded(0) if self.holds_end_of_data_line(&[i]) => {
                     self.split_at_refusal(vec![i], None, stopped_early());

@@ -312,10 +312,11 @@ struct Shared<'a> {
     /// (`SET CONSTRAINTS ... IMMEDIATE`), and its records that break one
     /// are rejected at their lines like any other.
     checked_at_each_row: worker::AtEachRow,
-    /// The table has a unique key or exclusion constraint, in place or
-    /// deferred (built again before the load ends, and in place when the
-    /// chunks that break it load again): which of two records sharing a
-    /// key keeps it depends on the order they are copied in.
+    /// The table has a unique key or exclusion constraint, or the job
+    /// deferred indexes (a key among them is built again before the load
+    /// ends, and is in place when the chunks that break it load again):
+    /// which of two records sharing a key keeps it depends on the order
+    /// they are copied in.
     keyed: bool,
     /// The table has a unique key or exclusion constraint in place while the
     /// workers load (see [`PgSession::holds_unique_keys`]), and more than
@@ -699,7 +700,7 @@ fn run_connected(
         keys_collide: AtomicBool::new(false),
         keys_dense: AtomicBool::new(false),
         checked_at_each_row: worker::AtEachRow::default(),
-        keyed: !unique_keys.keys.is_empty() || !unique_keys.only_these,
+        keyed: !unique_keys.keys.is_empty() || !unique_keys.only_these || !steps.is_empty(),
         keys_in_place: keys_in_place && req.workers != 1,
         commit_in_order: AtomicBool::new(false),
         boarding: std::sync::Mutex::default(),
