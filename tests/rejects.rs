@@ -2392,9 +2392,9 @@ fn an_export_mostly_held_by_the_table_is_staged_and_ends_as_on_the_direct_path()
     let amount_of = |line: u64| match line {
         20_001 | 30_004 => "x".to_string(),
         30_002 | 30_008 | 35_001 => "-1".to_string(),
-        // Suspect to the client (a space), and read by the server: copied
-        // alone by isolation, yet its new key is the first line's.
-        20_008 => " 3".to_string(),
+        // Spaces, which the server reads around an integer: its new key,
+        // repeated 12 lines on, is the first line's.
+        20_008 => " 3 ".to_string(),
         _ => (line % 7).to_string(),
     };
     let data: String =
