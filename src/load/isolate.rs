@@ -506,12 +506,7 @@ pub(super) fn isolate(
             Some(outcome) => outcome,
             None => iso.copy_text(session, prelude, &stream)?,
         };
-        let outcome = match outcome {
-            CopyOutcome::Loaded(rows) if (rows as usize) < run.len() && iso.holds_end_of_data_line(&run) => {
-                CopyOutcome::Refused(stopped_early())
-            }
-            other => other,
-        };
+        let outcome = iso.stopped_early_as_refused(&run, outcome);
         refused_last = matches!(outcome, CopyOutcome::Refused(_));
         prelude = match outcome {
             CopyOutcome::Loaded(rows) => {
@@ -946,10 +941,7 @@ impl<'a> Isolator<'a> {
         for &i in suspects {
             self.copies += 1;
             let outcome = self.copy_text(session, prelude, &self.stream(&[i]))?;
-            match outcome {
-                CopyOutcome::Loaded(0) if self.holds_end_of_data_line(&[i]) => {
-                    self.split_at_refusal(vec![i], None, stopped_early());
-                }
+            match self.stopped_early_as_refused(&[i], outcome) {
                 CopyOutcome::Loaded(_) => taken.push(i),
                 CopyOutcome::Refused(r) => {
                     self.note_refusal(Some(&r));
@@ -961,6 +953,17 @@ impl<'a> Isolator<'a> {
             self.stop_if_first_records_rejected()?;
         }
         Ok((taken, prelude))
+    }
+
+    /// `outcome` of copying `run`, as a refusal where the server loaded
+    /// fewer rows because of a `\.` line (see [`stopped_early`]).
+    fn stopped_early_as_refused(&self, run: &[usize], outcome: CopyOutcome) -> CopyOutcome {
+        match outcome {
+            CopyOutcome::Loaded(rows) if (rows as usize) < run.len() && self.holds_end_of_data_line(run) => {
+                CopyOutcome::Refused(stopped_early())
+            }
+            other => other,
+        }
     }
 
     fn holds_end_of_data_line(&self, run: &[usize]) -> bool {

@@ -104,12 +104,16 @@ impl LeadingRejects {
         }
     }
 
-    /// Chunk `seq` was committed (by this process or another), ending so;
-    /// `first` is its first reject in input order.
-    pub fn ended(&self, seq: u64, ending: Ending, first: Option<&Reject>) {
+    /// Chunk `seq` was committed (by this process or another), ending as
+    /// `how` says, with its first reject in input order: asked only while
+    /// the stop is undecided (it sorts the chunk's rejects).
+    pub fn ended(&self, seq: u64, how: impl FnOnce() -> (Ending, Option<Reject>)) {
         let mut line = self.line();
+        if line.stops.is_some() {
+            return;
+        }
         if let Some(chunk) = line.waiting.iter_mut().find(|chunk| chunk.seq == seq) {
-            chunk.ended = Some((ending, first.cloned()));
+            chunk.ended = Some(how());
         }
         while line.stops.is_none() {
             if !line.waiting.front().is_some_and(|chunk| chunk.ended.is_some()) {
@@ -194,7 +198,7 @@ mod tests {
         let leading = LeadingRejects::new(true);
         (0..endings.len() as u64).for_each(|seq| leading.handed_out(seq));
         for &i in order {
-            leading.ended(i as u64, endings[i], Some(&reject(600 * i as u64)));
+            leading.ended(i as u64, || (endings[i], Some(reject(600 * i as u64))));
         }
         leading.reached().map(|(count, first)| {
             assert_eq!(first.record, 0, "the input's first reject");
@@ -225,11 +229,11 @@ mod tests {
         assert!(leading.reached_with(1, 5000, &reject(600)).is_none());
         assert_eq!(leading.wanting(0), Some(1000));
         assert!(leading.reached_with(0, 999, &first).is_none());
-        leading.ended(0, Ending::AllRejected(600), Some(&first));
+        leading.ended(0, || (Ending::AllRejected(600), Some(first.clone())));
         assert_eq!(leading.wanting(1), Some(400));
         let (count, said) = leading.reached_with(1, 400, &reject(600)).expect("600 and 400");
         assert_eq!((count, said.record), (1000, 0));
-        leading.ended(1, Ending::LoadedAfter(10), None);
+        leading.ended(1, || (Ending::LoadedAfter(10), None));
         assert!(leading.reached().is_none());
         assert_eq!(leading.wanting(2), None, "decided: never");
     }
@@ -239,7 +243,7 @@ mod tests {
         let leading = LeadingRejects::new(false);
         leading.handed_out(0);
         assert_eq!(leading.wanting(0), None);
-        leading.ended(0, Ending::AllRejected(5000), Some(&reject(0)));
+        leading.ended(0, || (Ending::AllRejected(5000), Some(reject(0))));
         assert!(leading.reached().is_none());
     }
 }

@@ -133,15 +133,16 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, event
                     continue;
                 }
                 Outcome::Elsewhere => {
-                    shared.leading.ended(chunk.seq, Ending::LoadedAfter(0), None);
+                    shared.leading.ended(chunk.seq, || (Ending::LoadedAfter(0), None));
                     Event::Elsewhere
                 }
                 Outcome::Committed(done, binary) => {
                     committed_any = true;
-                    let loaded_any = done.rows + done.suppressed + done.skipped > 0;
-                    let ending = Ending::of(loaded_any, &done.rejects, chunk.loc.first_record);
-                    let first = done.rejects.iter().min_by_key(|r| r.record);
-                    shared.leading.ended(chunk.seq, ending, first);
+                    shared.leading.ended(chunk.seq, || {
+                        let loaded_any = done.rows + done.suppressed + done.skipped > 0;
+                        let first = done.rejects.iter().min_by_key(|r| r.record).cloned();
+                        (Ending::of(loaded_any, &done.rejects, chunk.loc.first_record), first)
+                    });
                     shared.note_duplicates(&done.rejects, done.skipped, chunk.copied_records());
                     let rejected = done.rejects.len() as u64;
                     // Suppressed records count as the server's progress: a
@@ -608,8 +609,12 @@ impl<'s> Worker<'s> {
     /// where each record is rejected for the reason it would be there.
     fn stage(&mut self, chunk: &Chunk, staging: &Staging) -> Result<Isolated, Error> {
         let shared = self.shared;
-        let suspect = self.expect_rejects && !looks_clean(shared, chunk, &self.reader.bytes_of(shared, chunk)?);
-        let refusal = match suspect {
+        // Read once: after a chunk with rejects, to screen, and for isolation.
+        let read = match self.expect_rejects {
+            true => Some(self.reader.bytes_of(shared, chunk)?),
+            false => None,
+        };
+        let refusal = match read.as_ref().is_some_and(|bytes| !looks_clean(shared, chunk, bytes)) {
             false => match self.copy_staged(chunk, staging)? {
                 Staged::Inserted(done) => return Ok(done),
                 Staged::CopyRefused(refusal) => refusal,
@@ -617,11 +622,13 @@ impl<'s> Worker<'s> {
             },
             true => None,
         };
-        let bytes = self.reader.bytes_of(shared, chunk)?;
-        let savepoint = self.shared.savepoint(SAVEPOINT, &[chunk]);
-        self.session.execute(&staging.prelude(&savepoint))?;
-        let runs = binary_runs(self.shared, self.encoder.as_mut());
-        let done = isolate(&mut self.session, self.shared, chunk, &bytes, refusal, runs, Route::Staged(staging))?;
+        let bytes = match read {
+            Some(bytes) => bytes,
+            None => self.reader.bytes_of(shared, chunk)?,
+        };
+        self.session.execute(&staging.prelude(&shared.savepoint(SAVEPOINT, &[chunk])))?;
+        let runs = binary_runs(shared, self.encoder.as_mut());
+        let done = isolate(&mut self.session, shared, chunk, &bytes, refusal, runs, Route::Staged(staging))?;
         match self.insert_staged(staging)? {
             Some(inserted) => {
                 self.last_binary = done.mostly_binary();
