@@ -1707,7 +1707,10 @@ fn rows_a_duplicate_was_rejected_for_stay_locked_until_the_chunk_commits() {
         let load = scope.spawn(|| load_with_rejects(&db, &file, "k", &["--workers", "1", "--chunk-size", "1KiB"]));
         let watcher = db.session();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        let waiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'transactionid' AND NOT granted";
+        // In this test's database: the tests share one server, and another
+        // test's wait would end this one's too early.
+        let waiting = "SELECT count(*) FROM pg_locks JOIN pg_stat_activity USING (pid) \
+                       WHERE locktype = 'transactionid' AND NOT granted AND datname = current_database()";
         while watcher.query(waiting, &[]).unwrap()[0][0].as_deref() == Some("0") {
             assert!(std::time::Instant::now() < deadline, "the load never waited for the other insert");
             std::thread::sleep(std::time::Duration::from_millis(20));
