@@ -143,12 +143,14 @@ pub fn refuse_out_of_reach(control: &PgSession, usage: LedgerUse) -> Result<(), 
 /// made by an older sluice gets those it lacks. Only those: ALTER TABLE
 /// locks a table whole even when the column is there, and a process
 /// altering the ledger while another one loads could deadlock with it.
-/// Listed in the order loads lock the tables (jobs, then chunks).
-const ADDED_COLUMNS: [(&str, &str, &str); 7] = [
+/// Listed in the order loads lock the tables (jobs, then a chunk's rejects,
+/// then its row in chunks).
+const ADDED_COLUMNS: [(&str, &str, &str); 8] = [
     ("jobs", "chunking", "text"),
     ("jobs", "table_oid", "bigint"),
     ("jobs", "command", "text"),
     ("jobs", "input_bytes", "bigint"),
+    ("rejects", "seq", "bigint"),
     ("chunks", "content_hash", "bigint"),
     ("chunks", "rows_suppressed", "bigint NOT NULL DEFAULT 0"),
     ("chunks", "rows_skipped", "bigint NOT NULL DEFAULT 0"),
@@ -706,8 +708,8 @@ pub fn reopen_chunks(session: &PgSession, job: &str, chunks: &[u64]) -> Result<(
     let list = seq_array(chunks);
     for sql in [
         "DELETE FROM sluice.rejects r USING sluice.chunks c WHERE c.job = $1 AND c.seq = ANY($2::bigint[]) \
-         AND r.job = c.job AND r.file = c.file AND r.byte >= c.byte_offset AND r.byte < c.byte_offset + c.byte_len \
-         RETURNING 1",
+         AND r.job = c.job AND (r.seq = c.seq OR r.seq IS NULL AND r.file = c.file AND r.byte >= c.byte_offset \
+         AND r.byte < c.byte_offset + c.byte_len) RETURNING 1",
         "DELETE FROM sluice.xacts WHERE job = $1 AND seq = ANY($2::bigint[]) RETURNING 1",
         "UPDATE sluice.chunks SET state = 'pending', rows_loaded = 0, rows_rejected = 0, rows_suppressed = 0, \
          rows_skipped = 0, committed_at = NULL WHERE job = $1 AND seq = ANY($2::bigint[]) RETURNING 1",
@@ -715,6 +717,30 @@ pub fn reopen_chunks(session: &PgSession, job: &str, chunks: &[u64]) -> Result<(
         session.query(sql, &[Some(job), Some(&list)])?;
     }
     Ok(())
+}
+
+/// Of `chunks`, puts back to pending those committed with every record
+/// rejected (none loaded, suppressed or skipped), as [`reopen_chunks`]
+/// does, and returns them. Why: a load that stops because its first
+/// records were all rejected (a wrong option or column type) says that it
+/// committed nothing; a chunk another worker had committed meanwhile, all
+/// rejected for the same cause, kept its rejects as final, and the same
+/// command run again once the cause was fixed resumed past it, its records
+/// still rejected. Nothing of such a chunk is in the table, so loading it
+/// again duplicates nothing.
+pub fn reopen_chunks_that_loaded_nothing(session: &PgSession, job: &str, chunks: &[u64]) -> Result<Vec<u64>, Error> {
+    session.transaction(|| {
+        let rows = session.query(
+            "SELECT seq FROM sluice.chunks WHERE job = $1 AND seq = ANY($2::bigint[]) AND state = 'done' \
+             AND rows_loaded = 0 AND rows_suppressed = 0 AND rows_skipped = 0 ORDER BY seq FOR UPDATE",
+            &[Some(job), Some(&seq_array(chunks))],
+        )?;
+        let reopened: Vec<u64> = rows.iter().filter_map(|r| r[0].as_deref()?.parse().ok()).collect();
+        if !reopened.is_empty() {
+            reopen_chunks(session, job, &reopened)?;
+        }
+        Ok(reopened)
+    })
 }
 
 /// `{1,2,3}`: chunk numbers as a bigint[] parameter.

@@ -157,7 +157,7 @@ pub const CREATE_TABLE: &str =
     "CREATE TABLE IF NOT EXISTS sluice.rejects (job text NOT NULL, target_table text NOT NULL, \
      file text NOT NULL, line bigint NOT NULL, byte bigint NOT NULL, record bigint NOT NULL, \
      reason text NOT NULL, sqlstate text, column_name text, raw bytea NOT NULL, \
-     rejected_at timestamptz NOT NULL DEFAULT now()); \
+     rejected_at timestamptz NOT NULL DEFAULT now(), seq bigint); \
      CREATE INDEX IF NOT EXISTS rejects_job ON sluice.rejects (job)";
 
 /// Whether the rejects table has its index, or the current role could not
@@ -166,10 +166,14 @@ pub const HAS_INDEX_SQL: &str = "(to_regclass('sluice.rejects_job') IS NOT NULL 
      (SELECT relowner FROM pg_catalog.pg_class WHERE oid = to_regclass('sluice.rejects')), 'USAGE'))";
 
 pub const COPY_INTO_TABLE: &str = "COPY sluice.rejects (job, target_table, file, line, byte, record, reason, \
-     sqlstate, column_name, raw) FROM STDIN";
+     sqlstate, column_name, raw, seq) FROM STDIN";
 
-/// The rejects as rows of PostgreSQL's text COPY format for [`COPY_INTO_TABLE`].
-pub fn copy_text(rejects: &[Reject], job: &str, table: &str) -> Vec<u8> {
+/// The rejects of chunk `seq` as rows of PostgreSQL's text COPY format for
+/// [`COPY_INTO_TABLE`]. The chunk's number is stored with them because
+/// their `byte` is not always within the chunk's bytes: JSON lines loaded
+/// into typed columns are chunked as the shorter lines they are converted
+/// to, and rejected as the documents they were.
+pub fn copy_text(rejects: &[Reject], job: &str, table: &str, seq: u64) -> Vec<u8> {
     let mut out = Vec::new();
     for r in rejects {
         let raw = hex(&r.raw_bytes());
@@ -184,6 +188,7 @@ pub fn copy_text(rejects: &[Reject], job: &str, table: &str) -> Vec<u8> {
             r.sqlstate.clone(),
             r.column.clone(),
             Some(format!("\\x{raw}")),
+            Some(seq.to_string()),
         ];
         let line: Vec<String> =
             fields.iter().map(|f| f.as_deref().map_or("\\N".to_string(), copy_text_value)).collect();
@@ -216,13 +221,14 @@ pub fn select_for_job(job: &str) -> String {
     )
 }
 
-/// The rejects a job committed for one byte range of one file.
-pub const SELECT_FOR_RANGE: &str = "SELECT file, line, byte, record, reason, sqlstate, column_name, \
-     encode(raw, 'hex') FROM sluice.rejects WHERE job = $1 AND file = $2 AND byte >= $3::bigint \
-     AND byte < $4::bigint ORDER BY byte";
+/// The rejects a job committed for chunk `$2`: stored with its number, or,
+/// by an older sluice, within its byte range `$4..$5` of file `$3`.
+pub const SELECT_FOR_CHUNK: &str = "SELECT file, line, byte, record, reason, sqlstate, column_name, \
+     encode(raw, 'hex') FROM sluice.rejects WHERE job = $1 AND (seq = $2::bigint OR seq IS NULL AND file = $3 \
+     AND byte >= $4::bigint AND byte < $5::bigint) ORDER BY byte";
 
 impl Reject {
-    /// A reject from a row of [`select_for_job`] or [`SELECT_FOR_RANGE`].
+    /// A reject from a row of [`select_for_job`] or [`SELECT_FOR_CHUNK`].
     pub fn from_row(row: &[Option<String>]) -> Reject {
         let text = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
         let num = |i: usize| text(i).parse().unwrap_or(0);
@@ -456,8 +462,8 @@ mod tests {
     fn copy_text_escapes_values_and_hex_encodes_raw() {
         let p = Position { file: "a\tb.csv".into(), line: 3, record: 2, byte: 10 };
         let r = Reject::new(p, "bad\\value\n".into(), b"x\ty\n");
-        let text = String::from_utf8(copy_text(&[r], "L1", "public.t")).unwrap();
-        assert_eq!(text, "L1\tpublic.t\ta\\tb.csv\t3\t10\t2\tbad\\\\value\\n\t\\N\t\\N\t\\\\x7809790a\n");
+        let text = String::from_utf8(copy_text(&[r], "L1", "public.t", 7)).unwrap();
+        assert_eq!(text, "L1\tpublic.t\ta\\tb.csv\t3\t10\t2\tbad\\\\value\\n\t\\N\t\\N\t\\\\x7809790a\t7\n");
     }
 
     #[test]

@@ -164,6 +164,44 @@ fn deferred_keys_and_constraints_reject_what_they_would_have_refused() {
     assert!(got.output().contains("5 deferred indexes/constraints rebuilt in"), "{}", got.output());
 }
 
+/// JSON lines loaded into typed columns are chunked as the shorter text
+/// lines they are converted to, and rejected as the documents they were, at
+/// the documents' bytes. A chunk loaded again after a deferred key refused
+/// one of its rows had its earlier rejects looked for by its own bytes:
+/// they stayed, and were written again (a file of 9 rejected records held
+/// 11 lines), while other chunks' rejects could go. Each reject is now
+/// stored with its chunk's number.
+#[test]
+fn json_lines_chunks_loaded_again_keep_each_reject_once() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE docs (id int PRIMARY KEY, amount int, note text)");
+    let (mut data, mut bad_lines) = (String::new(), Vec::new());
+    for line in 1..=20_000u64 {
+        let (mut id, mut amount) = (line.to_string(), (line % 1000).to_string());
+        if line % 1_000 == 0 {
+            amount = "\"bad\"".into();
+            bad_lines.push(line);
+        }
+        if line % 4_999 == 0 {
+            id = "5".into(); // the id of line 5
+            bad_lines.push(line);
+        }
+        data.push_str(&format!("{{\"id\": {id}, \"amount\": {amount}, \"note\": \"note {line}\"}}\n"));
+    }
+    bad_lines.sort_unstable();
+    let (file, rejects, report) =
+        (db.file("docs.jsonl", data.as_bytes()), db.dir.path().join("docs.rejects"), db.dir.path().join("r.json"));
+    let [file, rejects_arg, report_arg] = [&file, &rejects, &report].map(|p| p.to_str().unwrap());
+    let run =
+        db.load(&[file, "--table", "docs", "--chunk-size", "16KiB", "--rejects", rejects_arg, "--report", report_arg]);
+    assert_eq!(run.code, 1, "{}", run.output());
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert!(report["summary"]["deferred"]["reloaded_chunks"].as_u64().unwrap() >= 1, "{report}");
+    assert_eq!(rejected_lines(&rejects), bad_lines, "each rejected line once");
+    assert_eq!(report["summary"]["rejected"], bad_lines.len() as u64);
+    assert_eq!(db.count("docs"), 20_000 - bad_lines.len() as u64);
+}
+
 /// `--unlogged` with deferred keys: `SET LOGGED` rewrites every row with a
 /// new `xmin`, so the keys and constraints are checked before it, while the
 /// rows still name the COPY that loaded them; the violating lines are

@@ -2612,6 +2612,73 @@ fn the_stop_for_the_first_records_depends_on_the_input_not_on_timing() {
     assert_eq!(db.count("public.wk"), 0);
 }
 
+/// The stop for a load's first records says that nothing was committed,
+/// and to run the same command again once the cause is fixed. A later
+/// chunk, all rejected for the same cause, used to commit while the first
+/// was still being isolated: the same command after the fix resumed past
+/// it, and its records stayed rejected (17,240 of a 1 M-line JSON file
+/// whose Unix times went into a timestamptz column). Here the first chunk's
+/// first record waits a second in a trigger that then refuses it, so the
+/// next chunks, of dates written day first only, commit first. Their rejects are
+/// put back with them, and the live warning that rows go on loading is not
+/// shown.
+#[test]
+fn a_chunk_all_rejected_before_the_first_records_stop_loads_once_the_cause_is_fixed() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE u (id int, d date); \
+         CREATE FUNCTION slow_first() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+         IF NEW.id = 0 THEN PERFORM pg_sleep(1); RAISE EXCEPTION 'first record held back'; END IF; \
+         RETURN NEW; END $$; \
+         CREATE TRIGGER slow_first BEFORE INSERT ON u FOR EACH ROW EXECUTE FUNCTION slow_first()",
+    );
+    let data: String = (1..6_000).map(|i| format!("{i},{}/{:02}/2024\n", 13 + i % 16, 1 + i % 12)).collect();
+    let data = format!("0,2024-01-01\n{data}");
+    let file = db.file("times.csv", data.as_bytes());
+    let args = ["--chunk-size", "32KiB", "--workers", "2"];
+    let loaded = load_with_rejects(&db, &file, "u", &args);
+    assert_eq!(loaded.run.code, 5, "{}", loaded.run.output());
+    let says = "records were all rejected, which looks like a wrong option rather than bad data; the first: ";
+    assert!(loaded.run.stderr.contains(says), "{}", loaded.run.stderr);
+    assert!(loaded.run.stderr.contains("first record held back"), "{}", loaded.run.stderr);
+    assert!(!loaded.run.stderr.contains("so far,"), "no live warning: {}", loaded.run.stderr);
+    assert!(loaded.run.stderr.contains("0 rows in 0 chunks were committed"), "{}", loaded.run.stderr);
+    let committed = "SELECT count(*) FILTER (WHERE state = 'done') || ' ' || (count(*) > 0) FROM sluice.chunks";
+    assert_eq!(db.scalar(committed), "0 true", "the later chunks, put back to pending");
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.rejects"), "0");
+    assert!(!loaded.rejects_path.exists(), "no rejects stay");
+    // The cause fixed, the same command loads every record.
+    db.execute("DROP TRIGGER slow_first ON u; ALTER TABLE u ALTER d TYPE text");
+    let loaded = load_with_rejects(&db, &file, "u", &args);
+    assert_eq!(loaded.run.code, 0, "{}", loaded.run.output());
+    assert_eq!((db.count("u"), loaded.rejects.len()), (6_000, 0));
+    assert_accounts(&loaded.report);
+}
+
+/// The rejects file's default path is the table's: a load that rejects
+/// nothing leaves an earlier load's file there, which the user might take
+/// for this one's. It says so, and leaves the file as it was.
+#[test]
+fn a_load_that_rejects_nothing_names_an_earlier_loads_rejects_file() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE e (id int)");
+    let (earlier, clean) = (db.file("earlier.csv", b"1\nx\n"), db.file("clean.csv", b"2\n3\n"));
+    let loaded = load_with_rejects(&db, &earlier, "e", &[]);
+    assert_eq!((loaded.run.code, loaded.rejects.len()), (1, 1), "{}", loaded.run.output());
+    let before = std::fs::read(&loaded.rejects_path).unwrap();
+    let args = [clean.to_str().unwrap(), "--table", "e", "--rejects", loaded.rejects_path.to_str().unwrap()];
+    let run = db.load(&args);
+    assert_eq!(run.code, 0, "{}", run.output());
+    let says =
+        format!("{} holds rejects of an earlier load (this one rejected nothing)", loaded.rejects_path.display());
+    assert!(run.stderr.contains(&says), "{}", run.stderr);
+    assert_eq!(std::fs::read(&loaded.rejects_path).unwrap(), before, "left as it was");
+    std::fs::remove_file(&loaded.rejects_path).unwrap();
+    let run = db.load(&[&args[..], &["--restart"]].concat());
+    assert_eq!(run.code, 0, "{}", run.output());
+    assert!(!run.stderr.contains("holds rejects of an earlier load"), "no file, no word: {}", run.stderr);
+}
+
 /// With `--on-conflict-do-nothing`, a unique key checked at commit
 /// (`DEFERRABLE INITIALLY DEFERRED`) refuses the first chunk at its
 /// COMMIT; from then on it is checked at each row, and the records it

@@ -67,8 +67,13 @@ const ALERTS: [fn(&Shared) -> Option<String>; 7] = [
 
 /// Shows each warning of [`ALERTS`] once, when a committed chunk first
 /// gives it. Why: on a load of hours the summary comes after every row was
-/// committed, which the user then has to delete.
+/// committed, which the user then has to delete. Not while the load may
+/// still stop for its first records (see `super::leading`): that stop says
+/// the same, and that nothing was committed.
 fn alert_new_warnings(shared: &Shared) {
+    if shared.leading.undecided() {
+        return;
+    }
     for (warning, shown) in ALERTS.iter().zip(&shared.notes.alerted) {
         if shown.load(Ordering::Relaxed) {
             continue;

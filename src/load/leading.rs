@@ -135,6 +135,12 @@ impl LeadingRejects {
         }
     }
 
+    /// Whether the load may yet stop so: its first chunks have all been
+    /// rejected so far, or have yet to end.
+    pub fn undecided(&self) -> bool {
+        self.line().stops.is_none()
+    }
+
     /// Whether the stop is reached: the first records' count and the first.
     pub fn reached(&self) -> Option<Reached> {
         let line = self.line();

@@ -1300,7 +1300,7 @@ fn compare_committed_chunks(shared: &Shared, req: &LoadRequest) -> Result<(), Er
 fn conclude(
     shared: &Shared,
     req: &LoadRequest,
-    (records, scans, mut failure, elsewhere): PipelineResult,
+    (mut records, scans, mut failure, elsewhere): PipelineResult,
     rejects: &mut RejectsFile,
     started_unix_ms: u128,
     deferral: Deferral,
@@ -1315,7 +1315,14 @@ fn conclude(
         ));
     }
     warnings.extend(refused_warning(shared));
-    warnings.extend(hints::warnings(shared));
+    match &failure {
+        // The stop's message gives the advice; the chunks the hints counted
+        // go back to pending.
+        Some(Error::NothingLoads { .. }) => {
+            warnings.extend(reopen_what_loaded_nothing(shared, req, control, &mut records, rejects))
+        }
+        _ => warnings.extend(hints::warnings(shared)),
+    }
     warnings.extend(shared.blockers.warnings());
     // Not with --on-conflict-do-nothing: keys the table holds are expected.
     if shared.keys_collide.load(Ordering::SeqCst) && shared.workers(req) > 1 && !shared.skip_conflicts {
@@ -1371,6 +1378,7 @@ fn conclude(
         if let Err(e) = reconnecting(shared.target, req, shared.progress).run(control, finish) {
             failure = Some(e);
         }
+        warnings.extend(left_by_an_earlier_load(rejects, started_unix_ms).filter(|_| !rewrite));
     }
     let mut report = build_report(shared, req, records, scans, started_unix_ms, failure.is_none());
     report.summary.deferred = deferral;
@@ -1406,12 +1414,76 @@ fn finish_job(
     let rewrite = rejects.replaceable()
         && (rewrite || !rejects.put_in_input_order().map_err(|e| rejects_file_error(rejects, &e))?);
     if rewrite {
-        let mut file = RejectsFile::new(&crate::rejects::partial_path(rejects.path()));
-        write_committed_rejects(control, &shared.job, &mut file)?;
-        file.move_to(rejects.path()).map_err(|e| rejects_file_error(&file, &e))?;
-        *rejects = file;
+        rewrite_rejects_from_ledger(control, &shared.job, rejects)?;
     }
     ledger::finish(control, &shared.job, total, &shared.fingerprint)
+}
+
+/// For a job done in one run that rejected nothing: a file at the rejects
+/// path written before the run began, which the user might take for this
+/// load's rejects (the default path is the table's, whatever the input).
+/// Said, not removed: it may be the only copy of another load's rejects.
+fn left_by_an_earlier_load(rejects: &RejectsFile, started_unix_ms: u128) -> Option<String> {
+    let path = rejects.path();
+    let modified = std::fs::symlink_metadata(path).ok().filter(|m| m.is_file() && rejects.written() == 0)?.modified();
+    let before = modified.ok()?.duration_since(UNIX_EPOCH).ok()?.as_millis() < started_unix_ms;
+    before.then(|| {
+        format!(
+            "{} holds rejects of an earlier load (this one rejected nothing); it was left as it was",
+            path.display()
+        )
+    })
+}
+
+/// Replaces the rejects file with the job's committed rejects (to a name of
+/// this process, then renamed); removes it when there are none.
+fn rewrite_rejects_from_ledger(control: &PgSession, job: &str, rejects: &mut RejectsFile) -> Result<(), Error> {
+    let mut file = RejectsFile::new(&crate::rejects::partial_path(rejects.path()));
+    write_committed_rejects(control, job, &mut file)?;
+    file.move_to(rejects.path()).map_err(|e| rejects_file_error(&file, &e))?;
+    *rejects = file;
+    Ok(())
+}
+
+/// After the stop for a load's first records (see [`leading`]), which says
+/// that nothing was committed: the chunks committed meanwhile with every
+/// record rejected, by this run or an earlier one, go back to pending (see
+/// [`ledger::reopen_chunks_that_loaded_nothing`]) and out of the report,
+/// and the rejects file this run wrote is written again from the ledger,
+/// holding only what stays rejected (none: no file). The same command run
+/// once the cause is fixed then loads their records. A warning when the
+/// ledger could not be reached.
+fn reopen_what_loaded_nothing(
+    shared: &Shared,
+    req: &LoadRequest,
+    control: &mut Option<PgSession>,
+    records: &mut Vec<ChunkRecord>,
+    rejects: &mut RejectsFile,
+) -> Option<String> {
+    let this_run = records.iter().map(|r| (r.seq, r.rows + r.suppressed + r.skipped));
+    let earlier = shared.done.iter().map(|(seq, d)| (*seq, d.rows + d.suppressed + d.skipped));
+    let candidates: Vec<u64> = this_run.chain(earlier).filter(|&(_, took)| took == 0).map(|(seq, _)| seq).collect();
+    if candidates.is_empty() {
+        return None;
+    }
+    let rewrite = rejects.written() > 0 && rejects.replaceable();
+    let reopen = |control: &PgSession| {
+        let reopened = ledger::reopen_chunks_that_loaded_nothing(control, &shared.job, &candidates)?;
+        if rewrite && !reopened.is_empty() {
+            rewrite_rejects_from_ledger(control, &shared.job, rejects)?;
+        }
+        Ok::<_, Error>(reopened)
+    };
+    match reconnecting(shared.target, req, shared.progress).run(control, reopen) {
+        Ok(reopened) => {
+            records.retain(|r| !reopened.contains(&r.seq));
+            None
+        }
+        Err(e) => Some(format!(
+            "the chunks whose records were all rejected stay committed, their records rejected ({e}); once the \
+             cause is fixed, run the same command with --restart to load them"
+        )),
+    }
 }
 
 /// Writes every reject `job` committed into `file`, in input order, through

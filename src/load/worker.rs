@@ -766,8 +766,11 @@ impl<'s> Worker<'s> {
     ) -> Result<Commit, Error> {
         let shared = self.shared;
         let table = shared.table.display();
-        let rejects: Vec<u8> =
-            dones.iter().flat_map(|d| crate::rejects::copy_text(&d.rejects, &shared.job, &table)).collect();
+        let rejects: Vec<u8> = chunks
+            .iter()
+            .zip(dones)
+            .flat_map(|(c, d)| crate::rejects::copy_text(&d.rejects, &shared.job, &table, c.seq))
+            .collect();
         if !rejects.is_empty() {
             self.session.copy_rows(crate::rejects::COPY_INTO_TABLE, &rejects)?;
         }
@@ -845,10 +848,11 @@ impl<'s> Worker<'s> {
             return Ok(None);
         };
         let (from, to) = (chunk.loc.byte_offset.to_string(), (chunk.loc.byte_offset + chunk.loc.byte_len).to_string());
-        let file = shared.sources[chunk.loc.source].name.to_string();
+        let (seq, file) = (chunk.seq.to_string(), shared.sources[chunk.loc.source].name.to_string());
+        let params = [Some(shared.job.as_str()), Some(&seq), Some(&file), Some(&from), Some(&to)];
         let rejects = self
             .session
-            .query(crate::rejects::SELECT_FOR_RANGE, &[Some(&shared.job), Some(&file), Some(&from), Some(&to)])?
+            .query(crate::rejects::SELECT_FOR_CHUNK, &params)?
             .iter()
             .map(|r| Reject::from_row(r))
             .collect();

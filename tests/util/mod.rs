@@ -148,11 +148,18 @@ impl TestDb {
     }
 
     /// `sluice load` against this database with extra arguments.
+    /// Runs `sluice load` into this database, in its folder: a rejects
+    /// file by its default name goes there, not where the tests run, where
+    /// tests running at once would share it.
     pub fn load(&self, args: &[&str]) -> Run {
         let db = self.conninfo();
         let mut full = vec!["load", "--db", db.as_str()];
         full.extend_from_slice(args);
-        sluice(&full)
+        run_command({
+            let mut cmd = sluice_command();
+            cmd.args(&full).current_dir(self.dir.path());
+            cmd
+        })
     }
 }
 
