@@ -2655,6 +2655,31 @@ fn a_chunk_all_rejected_before_the_first_records_stop_loads_once_the_cause_is_fi
     assert_accounts(&loaded.report);
 }
 
+/// Records no partition takes are rejected one by one with the same words;
+/// one warning counts them, with the first one's key and what to do.
+#[test]
+fn records_no_partition_takes_are_counted_in_one_warning() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE pt (id int, d date) PARTITION BY RANGE (d); \
+         CREATE TABLE pt_2024 PARTITION OF pt FOR VALUES FROM ('2024-01-01') TO ('2025-01-01')",
+    );
+    let day = |i: u32| match i % 40 {
+        d @ 0..=30 => format!("2024-12-{:02}", d + 1),
+        d => format!("2025-01-{:02}", d - 30),
+    };
+    let data: String = (0..400).map(|i| format!("{i},{}\n", day(i))).collect();
+    let loaded = load_with_rejects(&db, &db.file("pt.csv", data.as_bytes()), "pt", &["--max-errors", "1000"]);
+    assert_eq!((loaded.run.code, db.count("pt"), loaded.rejects.len()), (1, 310, 90), "{}", loaded.run.output());
+    let warning = "90 records were rejected because no partition of public.pt takes their key (the first: ";
+    assert_reported(&loaded.report, warning);
+    assert!(
+        loaded.run.stderr.contains(": (d) = (2025-01-01)): create the partitions they need"),
+        "{}",
+        loaded.run.stderr
+    );
+}
+
 /// The rejects file's default path is the table's: a load that rejects
 /// nothing leaves an earlier load's file there, which the user might take
 /// for this one's. It says so, and leaves the file as it was.

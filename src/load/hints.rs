@@ -46,6 +46,8 @@ pub(super) struct RejectNotes {
     empty_lines: Tally,
     /// Records rejected for a key a row held (see [`held_key_warning`]).
     held_keys: Tally,
+    /// Records no partition of the table takes (see [`no_partition_warning`]).
+    no_partition: Tally,
     /// Which of [`ALERTS`] were shown while the load runs.
     alerted: [AtomicBool; ALERTS.len()],
 }
@@ -116,6 +118,11 @@ pub(super) fn note(shared: &Shared, rejects: &[Reject]) {
     }
     for reject in rejects.iter().filter(|r| r.sqlstate.as_deref() == Some("23505")) {
         notes.held_keys.add(|| format!("{} line {}", reject.file, reject.line));
+    }
+    for reject in rejects.iter().filter(|r| r.sqlstate.as_deref() == Some("23514")) {
+        if let Some(key) = reject.reason.strip_prefix(NO_PARTITION).and_then(partition_key) {
+            notes.no_partition.add(|| format!("{} line {}: {key}", reject.file, reject.line));
+        }
     }
     for reject in rejects {
         let Some((sign, column)) = sign(shared, reject) else { continue };
@@ -263,7 +270,36 @@ fn date_style_fix(other: &str) -> String {
 pub(super) fn warnings(shared: &Shared) -> Vec<String> {
     let headers = header_warning(&shared.notes.header_like.lock().unwrap_or_else(|e| e.into_inner()));
     let alerts = ALERTS.iter().filter_map(|warning| warning(shared));
-    headers.into_iter().chain(alerts).chain(empty_line_warning(shared)).chain(held_key_warning(shared)).collect()
+    let keys = held_key_warning(shared).into_iter().chain(no_partition_warning(shared));
+    headers.into_iter().chain(alerts).chain(empty_line_warning(shared)).chain(keys).collect()
+}
+
+/// How the server's reason for a row no partition takes begins (in
+/// English; other languages get no warning).
+const NO_PARTITION: &str = "no partition of relation ";
+
+/// The partition key of a row no partition takes, as the server's reason
+/// gives it: `(d) = (2025-01-01)`.
+fn partition_key(reason: &str) -> Option<&str> {
+    const CONTAINS: &str = "failing row contains ";
+    let key = &reason[reason.find(CONTAINS)? + CONTAINS.len()..];
+    let key = key.strip_suffix(')').unwrap_or(key);
+    Some(key.strip_suffix('.').unwrap_or(key))
+}
+
+/// Records rejected because no partition takes their key: the partitions
+/// to add. Why: a table partitioned by month, loaded with the newest
+/// month's rows before its partition was made, rejected each of them with
+/// the same words, and nothing said what to do about them all.
+fn no_partition_warning(shared: &Shared) -> Option<String> {
+    let (count, first) = shared.notes.no_partition.seen()?;
+    Some(format!(
+        "{} rejected because no partition of {} takes their key (the first: {first}): create the partitions they \
+         need (or a DEFAULT partition), then, to load only them, pipe `sluice rejects` of the rejects file to \
+         `sluice load -` with the same options",
+        how_many_were(count, "record"),
+        shared.table.display(),
+    ))
 }
 
 /// Rejected duplicate keys before the hint of [`held_key_warning`]: a few
