@@ -2678,6 +2678,13 @@ fn records_no_partition_takes_are_counted_in_one_warning() {
         "{}",
         loaded.run.stderr
     );
+    // The first 1,000 records: the stop says so.
+    let data: String = (0..1_000).map(|i| format!("{i},2025-02-01\n")).collect();
+    let loaded = load_with_rejects(&db, &db.file("feb.csv", data.as_bytes()), "pt", &[]);
+    assert_eq!(loaded.run.code, 5, "{}", loaded.run.output());
+    let says = "the first 1,000 records were all rejected, as no partition of the table takes their keys; the first: ";
+    assert!(loaded.run.stderr.contains(says), "{}", loaded.run.stderr);
+    assert!(loaded.run.stderr.contains("Create the partitions they need (or a DEFAULT"), "{}", loaded.run.stderr);
 }
 
 /// The rejects file's default path is the table's: a load that rejects

@@ -119,8 +119,8 @@ pub(super) fn note(shared: &Shared, rejects: &[Reject]) {
     for reject in rejects.iter().filter(|r| r.sqlstate.as_deref() == Some("23505")) {
         notes.held_keys.add(|| format!("{} line {}", reject.file, reject.line));
     }
-    for reject in rejects.iter().filter(|r| r.sqlstate.as_deref() == Some("23514")) {
-        if let Some(key) = reject.reason.strip_prefix(NO_PARTITION).and_then(partition_key) {
+    for reject in rejects.iter().filter(|r| no_partition_takes(r)) {
+        if let Some(key) = partition_key(&reject.reason) {
             notes.no_partition.add(|| format!("{} line {}: {key}", reject.file, reject.line));
         }
     }
@@ -278,6 +278,11 @@ pub(super) fn warnings(shared: &Shared) -> Vec<String> {
 /// English; other languages get no warning).
 const NO_PARTITION: &str = "no partition of relation ";
 
+/// Whether `reject` is a row no partition of the table takes.
+pub(super) fn no_partition_takes(reject: &Reject) -> bool {
+    reject.sqlstate.as_deref() == Some("23514") && reject.reason.starts_with(NO_PARTITION)
+}
+
 /// The partition key of a row no partition takes, as the server's reason
 /// gives it: `(d) = (2025-01-01)`.
 fn partition_key(reason: &str) -> Option<&str> {
@@ -294,13 +299,15 @@ fn partition_key(reason: &str) -> Option<&str> {
 fn no_partition_warning(shared: &Shared) -> Option<String> {
     let (count, first) = shared.notes.no_partition.seen()?;
     Some(format!(
-        "{} rejected because no partition of {} takes their key (the first: {first}): create the partitions they \
-         need (or a DEFAULT partition), then, to load only them, pipe `sluice rejects` of the rejects file to \
-         `sluice load -` with the same options",
+        "{} rejected because no partition of {} takes their key (the first: {first}): {NO_PARTITION_FIX}, then, \
+         to load only them, pipe `sluice rejects` of the rejects file to `sluice load -` with the same options",
         how_many_were(count, "record"),
         shared.table.display(),
     ))
 }
+
+/// What to do about rows no partition takes.
+const NO_PARTITION_FIX: &str = "create the partitions they need (or a DEFAULT partition)";
 
 /// Rejected duplicate keys before the hint of [`held_key_warning`]: a few
 /// are bad data, many an input that overlaps what is loaded.

@@ -1703,6 +1703,14 @@ fn first_records_rejected(shared: &Shared, (rejected, first): leading::Reached) 
             advice: LOAD_ONLY_NEW_KEYS.into(),
         };
     }
+    if hints::no_partition_takes(&first) {
+        return Error::NothingLoads {
+            rejected,
+            seems: "as no partition of the table takes their keys",
+            first: first.to_string(),
+            advice: "Create the partitions they need (or a DEFAULT partition)".into(),
+        };
+    }
     Error::NothingLoads {
         rejected,
         seems: "which looks like a wrong option rather than bad data",
