@@ -2655,6 +2655,37 @@ fn a_chunk_all_rejected_before_the_first_records_stop_loads_once_the_cause_is_fi
     assert_accounts(&loaded.report);
 }
 
+/// A foreign key is checked at the end of a COPY, so its refusal names no
+/// line: isolation halved the run until the record stood alone, some 16
+/// COPY statements a bad record. The refusal names the missing key, and
+/// the records that refer to it are rejected together; a value written
+/// otherwise than the server writes it (`0100`) is still found by halving.
+#[test]
+fn records_a_foreign_key_refuses_are_found_by_the_key_it_names() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE dim (id int PRIMARY KEY); INSERT INTO dim SELECT generate_series(1, 99); \
+         CREATE TABLE fact (id int PRIMARY KEY, dim_id int REFERENCES dim); INSERT INTO fact VALUES (0, 1)",
+    );
+    let dim = |line: u64| match line {
+        7_777 => "0100".to_string(),
+        l if l % 500 == 0 => "100".into(),
+        l if l % 2_999 == 0 => "200".into(),
+        l => (l % 99 + 1).to_string(),
+    };
+    let data: String = (1..=20_000u64).map(|line| format!("{line},{}\n", dim(line))).collect();
+    let want: Vec<u64> = (1..=20_000).filter(|&l| l == 7_777 || l % 500 == 0 || l % 2_999 == 0).collect();
+    let loaded = load_with_rejects(&db, &db.file("fact.csv", data.as_bytes()), "fact", &[]);
+    assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
+    assert_eq!(loaded.sorted_lines(), want);
+    assert!(loaded.rejects.iter().all(|r| r["sqlstate"] == "23503"), "{:?}", loaded.rejects[0]);
+    assert_eq!(db.count("fact"), 1 + 20_000 - want.len() as u64);
+    assert_accounts(&loaded.report);
+    let copies: u64 =
+        loaded.report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+    assert!(copies < 60, "{copies} COPY statements for {} rejects", want.len());
+}
+
 /// Records no partition takes are rejected one by one with the same words;
 /// one warning counts them, with the first one's key and what to do.
 #[test]

@@ -1070,6 +1070,17 @@ impl<'a> Isolator<'a> {
                 self.reject(run[0], r);
                 return Vec::new();
             }
+            let referring = self.referring_to_missing_key(&run, &r);
+            if !referring.is_empty() {
+                // The server read every other record of the run: the error
+                // density is one in the run, whatever the records rejected.
+                let rest: Run = run.iter().copied().filter(|i| referring.binary_search(i).is_err()).collect();
+                self.seen += rest.len();
+                for &i in &referring {
+                    self.reject(i, r.clone());
+                }
+                return self.runs_after(&rest);
+            }
             let (first, second) = run.split_at(run.len() / 2);
             return vec![second.to_vec(), first.to_vec()];
         };
@@ -1079,6 +1090,13 @@ impl<'a> Isolator<'a> {
         let mut runs = self.runs_after(&run[at + 1..]);
         runs.push(run[..at].to_vec());
         runs
+    }
+
+    /// The records of `run` (in its order) that refer to the key a foreign
+    /// key's refusal `r` names missing (see [`super::missing_key`]).
+    fn referring_to_missing_key(&self, run: &[usize], r: &CopyRefusal) -> Vec<usize> {
+        let Some(keys) = &self.shared.missing_keys else { return Vec::new() };
+        keys.referring(r, run.iter().map(|&i| (i, self.record(i))))
     }
 
     /// `records` cut into runs of the size that suits the error density

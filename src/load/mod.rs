@@ -21,6 +21,7 @@ mod isolate;
 mod job;
 mod key_check;
 mod leading;
+mod missing_key;
 mod pace;
 pub(crate) mod plan;
 mod retry;
@@ -256,6 +257,8 @@ struct Shared<'a> {
     value_check: Option<value_check::ValueCheck>,
     /// Finds isolation's repeated keys once duplicates are dense.
     key_check: Option<key_check::KeyCheck>,
+    /// Finds the records a foreign key's refusal is about.
+    missing_keys: Option<missing_key::MissingKeys>,
     /// Binary COPY, when the plan uses it.
     binary: Option<plan::BinaryPlan>,
     /// Why chunks go as text, when they do.
@@ -683,6 +686,7 @@ fn run_connected(
             table.session_dates(),
         )
         .map(|check| if req.on_conflict_do_nothing { check.skipping() } else { check }),
+        missing_keys: missing_key::MissingKeys::new(&table, &copy_columns, &format),
         text_why: copy_plan.as_ref().err().cloned().unwrap_or_default(),
         binary: copy_plan.ok(),
         marked: steps.iter().any(|s| !s.rebuilt && s.deferred.violations_sql.is_some()),
