@@ -1074,7 +1074,7 @@ fn complete_job(
                 lost += missing_now;
                 (chunks, false)
             }
-            Ok(defer::Completion::Violated(chunks)) => (chunks, true),
+            Ok(defer::Completion::Violated { chunks, in_order }) => (chunks, in_order),
             Err(e) => {
                 outcome.2 = Some(e);
                 break;
