@@ -122,7 +122,9 @@ pub struct Chunk {
     pub unterminated: bool,
 }
 
-/// Where a runaway record starts inside its chunk; it runs to the chunk's end.
+/// Where a runaway record starts inside its chunk; it runs to the chunk's
+/// end. A chunk that keeps its bytes holds only the beginning of a record
+/// that outgrew the maximum size: it may be shorter than its span.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Runaway {
     /// Offset of the record's first byte within the chunk.
@@ -152,11 +154,12 @@ impl Chunk {
 
     /// Bytes of the chunk as the workers have them: the input's, or its
     /// records rewritten (documents read into columns, fields left out),
-    /// whose length is not the input's.
+    /// whose length is not the input's; those it carries hold only the
+    /// beginning of a runaway record.
     pub fn data_len(&self) -> u64 {
-        match (&self.data, &self.original) {
-            (Some(data), Some(_)) => data.len() as u64,
-            _ => self.loc.byte_len,
+        match &self.data {
+            Some(data) => data.len() as u64,
+            None => self.loc.byte_len,
         }
     }
 
@@ -206,6 +209,13 @@ impl Cut {
         if let Some(d) = self.data.as_mut() {
             d.extend_from_slice(bytes);
         }
+    }
+
+    /// Adds bytes to the chunk's span without keeping them: the rest of a
+    /// runaway record's line, which nothing reads again.
+    fn skip(&mut self, bytes: &[u8]) {
+        self.len += bytes.len() as u64;
+        self.hash.update(bytes);
     }
 }
 
@@ -667,32 +677,30 @@ impl<R: Read> Chunker<R> {
     }
 
     /// The current record has outgrown `max_record` (usually a quote left
-    /// open): it runs to the next raw line end, or another `max_record` bytes
-    /// at most, and becomes one rejected record; scanning starts afresh
-    /// after it, so the rest of the input still loads and memory stays
-    /// bounded.
+    /// open): it runs to the next raw line end, however far, and becomes one
+    /// rejected record; scanning starts afresh after it, so the rest of the
+    /// input still loads. Its bytes past those already held are skipped,
+    /// not kept, so memory stays bounded. Why to the line end: it was cut
+    /// at another `max_record` bytes before, and scanning went on inside
+    /// the line (a line of 300 MB was rejected as two records, and its last
+    /// 31 MB were sent to the server as a record of their own).
     fn cut_runaway(&mut self, cut: &mut Cut, start: (u64, u64, u64)) -> io::Result<()> {
         let runaway = Runaway {
             offset: self.record_start.0 - start.0,
             lines_before: self.record_start.1 - start.1,
             kind: RunawayKind::TooLong,
         };
-        let mut budget = self.cfg.max_record;
         loop {
             if self.block_pos == self.block_len && !self.fill()? {
                 break;
             }
             let avail = &self.block[self.block_pos..self.block_len];
             let newline = memchr::memchr(self.line_end.byte(), avail);
-            let take = newline.map_or(avail.len(), |i| i + 1).min(budget as usize);
-            cut.take(&avail[..take]);
+            let take = newline.map_or(avail.len(), |i| i + 1);
+            cut.skip(&avail[..take]);
             self.block_pos += take;
-            budget -= take as u64;
-            if newline.is_some_and(|i| i < take) {
+            if newline.is_some() {
                 self.lines += 1;
-                break;
-            }
-            if budget == 0 {
                 break;
             }
         }
@@ -1032,6 +1040,19 @@ mod tests {
             let rest_lines = input[end..].iter().filter(|&&b| b == b'\n').count() as u64;
             assert_eq!(total, 2 + rest_lines, "after the runaway every line is a record again");
             assert_eq!(chunks[1].loc.first_line, 1 + input[..end].iter().filter(|&&b| b == b'\n').count() as u64);
+        }
+        // A line many times the limit is one runaway however long, its
+        // bytes past the limit not kept; the next line is the next record.
+        let long = [&b"1,a\n2,"[..], &b"x".repeat(1_000), b"\n3,b\n"].concat();
+        for keep in [true, false] {
+            let cfg = ChunkerConfig { max_record: 64, keep_bytes: keep, ..config(CSV, 1 << 20, false) };
+            let chunks = chunks_of(&long, cfg, 7);
+            assert_eq!(chunks.iter().map(|c| c.records).sum::<u64>(), 3, "1,a, the long line and 3,b");
+            assert_eq!(chunks[0].loc.byte_len, long.len() as u64 - 4, "the runaway's span runs to its line end");
+            assert_eq!(chunks[1].loc.first_line, 3);
+            if keep {
+                assert!(chunks[0].data_len() <= 4 + 64 + 7, "kept: {}", chunks[0].data_len());
+            }
         }
     }
 

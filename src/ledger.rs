@@ -145,12 +145,13 @@ pub fn refuse_out_of_reach(control: &PgSession, usage: LedgerUse) -> Result<(), 
 /// altering the ledger while another one loads could deadlock with it.
 /// Listed in the order loads lock the tables (jobs, then a chunk's rejects,
 /// then its row in chunks).
-const ADDED_COLUMNS: [(&str, &str, &str); 8] = [
+const ADDED_COLUMNS: [(&str, &str, &str); 9] = [
     ("jobs", "chunking", "text"),
     ("jobs", "table_oid", "bigint"),
     ("jobs", "command", "text"),
     ("jobs", "input_bytes", "bigint"),
     ("rejects", "seq", "bigint"),
+    ("rejects", "raw_length", "bigint"),
     ("chunks", "content_hash", "bigint"),
     ("chunks", "rows_suppressed", "bigint NOT NULL DEFAULT 0"),
     ("chunks", "rows_skipped", "bigint NOT NULL DEFAULT 0"),

@@ -18,6 +18,8 @@
 //! header), `byte` its offset in the (decompressed) input, `record` its 1-based
 //! data record number. `raw` holds the record's bytes, terminator included,
 //! when they are valid UTF-8; otherwise `raw_base64` holds them, losslessly.
+//! A record past `--max-record-size` is the one exception: `raw` holds its
+//! first [`RUNAWAY_KEPT`] bytes and `raw_length` its length.
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
@@ -45,7 +47,16 @@ pub struct Reject {
     pub raw: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub raw_base64: Option<String>,
+    /// The record's length when `raw` holds only its beginning.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub raw_length: Option<u64>,
 }
+
+/// How much of a record past `--max-record-size` its reject keeps. Why not
+/// all: such a record cannot load as it is, and a line of 300 MB took 3 GB
+/// of memory on its way to the rejects file and table (hex, escaped, as
+/// JSON); its beginning says what it is, its byte offset where it is.
+pub const RUNAWAY_KEPT: u64 = 1 << 20;
 
 impl Reject {
     pub fn new(position: Position, reason: String, raw: &[u8]) -> Self {
@@ -63,6 +74,7 @@ impl Reject {
             column: None,
             raw,
             raw_base64,
+            raw_length: None,
         }
     }
 
@@ -102,8 +114,8 @@ pub fn write_records(
     input: impl std::io::BufRead,
     filter: &RecordFilter,
     out: &mut impl Write,
-) -> Result<u64, crate::Error> {
-    let mut written = 0;
+) -> Result<Written, crate::Error> {
+    let mut written = Written::default();
     for (index, line) in input.lines().enumerate() {
         let not_read = |e: String| crate::Error::Input {
             file: name.to_string(),
@@ -117,15 +129,31 @@ pub fn write_records(
         if !filter.takes(&reject) {
             continue;
         }
+        if let Some(length) = reject.raw_length {
+            written.cut_short.get_or_insert_with(|| (reject.to_string(), length));
+            written.left_out += 1;
+            continue;
+        }
         let record = reject.raw_bytes();
         let wrote = out.write_all(&record).and_then(|()| match record.last() {
             Some(b'\n' | b'\r') | None => Ok(()),
             Some(_) => out.write_all(b"\n"),
         });
         wrote.map_err(|e| crate::Error::Input { file: "standard output".into(), message: e.to_string() })?;
-        written += 1;
+        written.records += 1;
     }
     Ok(written)
+}
+
+/// What [`write_records`] wrote, and what it left out.
+#[derive(Debug, Default, PartialEq)]
+pub struct Written {
+    pub records: u64,
+    /// Records past `--max-record-size`, of which the file holds only the
+    /// beginning: written, they would load as rows cut short.
+    pub left_out: u64,
+    /// The first of them, and its length.
+    pub cut_short: Option<(String, u64)>,
 }
 
 impl std::fmt::Display for Reject {
@@ -157,7 +185,7 @@ pub const CREATE_TABLE: &str =
     "CREATE TABLE IF NOT EXISTS sluice.rejects (job text NOT NULL, target_table text NOT NULL, \
      file text NOT NULL, line bigint NOT NULL, byte bigint NOT NULL, record bigint NOT NULL, \
      reason text NOT NULL, sqlstate text, column_name text, raw bytea NOT NULL, \
-     rejected_at timestamptz NOT NULL DEFAULT now(), seq bigint); \
+     rejected_at timestamptz NOT NULL DEFAULT now(), seq bigint, raw_length bigint); \
      CREATE INDEX IF NOT EXISTS rejects_job ON sluice.rejects (job)";
 
 /// Whether the rejects table has its index, or the current role could not
@@ -166,7 +194,7 @@ pub const HAS_INDEX_SQL: &str = "(to_regclass('sluice.rejects_job') IS NOT NULL 
      (SELECT relowner FROM pg_catalog.pg_class WHERE oid = to_regclass('sluice.rejects')), 'USAGE'))";
 
 pub const COPY_INTO_TABLE: &str = "COPY sluice.rejects (job, target_table, file, line, byte, record, reason, \
-     sqlstate, column_name, raw, seq) FROM STDIN";
+     sqlstate, column_name, raw, seq, raw_length) FROM STDIN";
 
 /// The rejects of chunk `seq` as rows of PostgreSQL's text COPY format for
 /// [`COPY_INTO_TABLE`]. The chunk's number is stored with them because
@@ -189,6 +217,7 @@ pub fn copy_text(rejects: &[Reject], job: &str, table: &str, seq: u64) -> Vec<u8
             r.column.clone(),
             Some(format!("\\x{raw}")),
             Some(seq.to_string()),
+            r.raw_length.map(|length| length.to_string()),
         ];
         let line: Vec<String> =
             fields.iter().map(|f| f.as_deref().map_or("\\N".to_string(), copy_text_value)).collect();
@@ -215,8 +244,8 @@ fn hex(bytes: &[u8]) -> String {
 /// byte as [`RejectsFile`] compares them, then position), for writing the file.
 pub fn select_for_job(job: &str) -> String {
     format!(
-        "SELECT file, line, byte, record, reason, sqlstate, column_name, encode(raw, 'hex') FROM sluice.rejects \
-         WHERE job = {} ORDER BY file COLLATE \"C\", byte",
+        "SELECT file, line, byte, record, reason, sqlstate, column_name, encode(raw, 'hex'), raw_length \
+         FROM sluice.rejects WHERE job = {} ORDER BY file COLLATE \"C\", byte",
         crate::sql::quote_literal(job)
     )
 }
@@ -224,7 +253,7 @@ pub fn select_for_job(job: &str) -> String {
 /// The rejects a job committed for chunk `$2`: stored with its number, or,
 /// by an older sluice, within its byte range `$4..$5` of file `$3`.
 pub const SELECT_FOR_CHUNK: &str = "SELECT file, line, byte, record, reason, sqlstate, column_name, \
-     encode(raw, 'hex') FROM sluice.rejects WHERE job = $1 AND (seq = $2::bigint OR seq IS NULL AND file = $3 \
+     encode(raw, 'hex'), raw_length FROM sluice.rejects WHERE job = $1 AND (seq = $2::bigint OR seq IS NULL AND file = $3 \
      AND byte >= $4::bigint AND byte < $5::bigint) ORDER BY byte";
 
 impl Reject {
@@ -243,6 +272,7 @@ impl Reject {
         let mut reject = Reject::new(position, text(4), &raw);
         reject.sqlstate = row.get(5).cloned().flatten();
         reject.column = row.get(6).cloned().flatten();
+        reject.raw_length = row.get(8).and_then(|v| v.as_deref()?.parse().ok());
         reject
     }
 }
@@ -440,19 +470,30 @@ mod tests {
         let at = |line| Position { file: "a.csv".into(), line, byte: 0, record: line };
         let mut latin = Reject::new(at(2), "bad byte".into(), b"2,caf\xe9\r\n");
         latin.column = Some("name".into());
-        let rejects =
-            [Reject::new(at(1), "x".into(), b"1,\"a\nb\"\n"), latin, Reject::new(at(3), "x".into(), b"3,last")];
+        let mut runaway = Reject::new(at(4), "too long".into(), b"4,begins");
+        runaway.raw_length = Some(9_000_000);
+        let rejects = [
+            Reject::new(at(1), "x".into(), b"1,\"a\nb\"\n"),
+            latin,
+            Reject::new(at(3), "x".into(), b"3,last"),
+            runaway,
+        ];
         let mut file = Vec::new();
         for reject in &rejects {
             file.extend(serde_json::to_vec(reject).unwrap());
             file.push(b'\n');
         }
         let mut out = Vec::new();
-        assert_eq!(write_records("r", &file[..], &RecordFilter::default(), &mut out).unwrap(), 3);
+        let written = write_records("r", &file[..], &RecordFilter::default(), &mut out).unwrap();
+        assert_eq!((written.records, written.left_out), (3, 1), "the record cut short is left out");
+        assert_eq!(
+            written.cut_short.map(|(first, length)| (first.contains("line 4"), length)),
+            Some((true, 9_000_000))
+        );
         assert_eq!(out, b"1,\"a\nb\"\n2,caf\xe9\r\n3,last\n");
         let name = RecordFilter { column: Some("name".into()), ..RecordFilter::default() };
         out.clear();
-        assert_eq!(write_records("r", &file[..], &name, &mut out).unwrap(), 1);
+        assert_eq!(write_records("r", &file[..], &name, &mut out).unwrap().records, 1);
         assert_eq!(out, b"2,caf\xe9\r\n");
         let refused = write_records("r", &b"{\"file\":1}\n"[..], &RecordFilter::default(), &mut out).unwrap_err();
         assert!(refused.to_string().contains("line 1: invalid type"), "{refused}");
@@ -463,7 +504,7 @@ mod tests {
         let p = Position { file: "a\tb.csv".into(), line: 3, record: 2, byte: 10 };
         let r = Reject::new(p, "bad\\value\n".into(), b"x\ty\n");
         let text = String::from_utf8(copy_text(&[r], "L1", "public.t", 7)).unwrap();
-        assert_eq!(text, "L1\tpublic.t\ta\\tb.csv\t3\t10\t2\tbad\\\\value\\n\t\\N\t\\N\t\\\\x7809790a\t7\n");
+        assert_eq!(text, "L1\tpublic.t\ta\\tb.csv\t3\t10\t2\tbad\\\\value\\n\t\\N\t\\N\t\\\\x7809790a\t7\t\\N\n");
     }
 
     #[test]

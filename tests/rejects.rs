@@ -942,6 +942,26 @@ fn runaway_record_is_rejected_and_the_rest_loads() {
         assert_accounts(&r);
         assert_eq!(r["summary"]["records_read"], 2000 - swallowed + 1);
     }
+    // A line thousands of times the limit is one reject all the same: it
+    // was cut at twice the limit, the scan went on inside the line, and its
+    // tail went to the server as a record. Its reject holds its first MiB
+    // and its length, and `sluice rejects` leaves it out, saying so.
+    let long = format!("7,{}\n", "x".repeat(3 << 20));
+    let data: String = [format!("1,a\n{long}"), (8..200).map(|i| format!("{i},ok\n")).collect()].concat();
+    let plain = db.file("long.csv", data.as_bytes());
+    let packed = db.file("long.csv.gz", &crate::util::gzip(data.as_bytes()));
+    for file in [plain, packed] {
+        db.execute("TRUNCATE t");
+        let extra = ["--max-record-size", "1KiB", "--restart"];
+        let Loaded { run, rejects: found, rejects_path, .. } = load_with_rejects(&db, &file, "t", &extra);
+        assert_eq!((run.code, found.len(), db.count("t")), (1, 1, 1 + 192), "{}", run.stderr);
+        assert_eq!((found[0]["line"].as_u64(), found[0]["raw_length"].as_u64()), (Some(2), Some(long.len() as u64)));
+        let raw = found[0]["raw"].as_str().unwrap();
+        assert!(raw.starts_with("7,xxx") && raw.len() <= 1 << 20, "{} bytes kept", raw.len());
+        let back = crate::util::sluice(&["rejects", rejects_path.to_str().unwrap()]);
+        assert_eq!((back.code, back.stdout.as_str()), (0, ""), "{}", back.stderr);
+        assert!(back.stderr.contains("left out 1 record past --max-record-size"), "{}", back.stderr);
+    }
 }
 
 /// A line ending in CR LF among lines ending in LF is refused by the server

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 use sluice::error::exit;
 use sluice::rejects::{write_records, RecordFilter};
+use sluice::report::count_of;
 use sluice::Error;
 
 const AFTER_HELP: &str = "\
@@ -41,6 +42,15 @@ pub fn run(args: RejectsArgs) -> Result<i32, Error> {
     let mut out = std::io::stdout().lock();
     let written = write_records(&name, BufReader::new(file), &filter, &mut out)?;
     out.flush().map_err(|e| Error::Input { file: "standard output".into(), message: e.to_string() })?;
-    eprintln!("sluice: wrote {written} rejected record{}", if written == 1 { "" } else { "s" });
+    let records = written.records;
+    eprintln!("sluice: wrote {records} rejected record{}", if records == 1 { "" } else { "s" });
+    if let Some((first, length)) = written.cut_short {
+        eprintln!(
+            "sluice: left out {} past --max-record-size, of which {name} holds only the beginning (the first, \
+             {length} bytes long: {first}); load {} from the input with a larger --max-record-size",
+            count_of(written.left_out, "record"),
+            if written.left_out == 1 { "it" } else { "them" },
+        );
+    }
     Ok(exit::OK)
 }

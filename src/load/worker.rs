@@ -28,7 +28,7 @@ use crate::chunk::{Chunk, Runaway, RunawayKind};
 use crate::error::Error;
 use crate::format::binary::{self, BinaryEncoder, Unsure};
 use crate::ledger::{self, ChunkRow, Claim, Claimed};
-use crate::rejects::Reject;
+use crate::rejects::{Reject, RUNAWAY_KEPT};
 use crate::report::ChunkRecord;
 use crate::sink::postgres::COPY_PIECE;
 use crate::sink::postgres::{describe_refusal, PgSession};
@@ -1152,7 +1152,8 @@ impl RangeReader {
     /// The reject for a record the chunker cut off: one that outgrew
     /// `--max-record-size`, or a line with a quote left open.
     fn runaway_reject(&mut self, shared: &Shared, chunk: &Chunk, runaway: Runaway) -> Result<Reject, Error> {
-        let raw = self.range(shared, chunk, runaway.offset, chunk.data_len())?;
+        let kept = (chunk.data_len() - runaway.offset).min(RUNAWAY_KEPT);
+        let raw = self.range(shared, chunk, runaway.offset, runaway.offset + kept)?;
         let file = &shared.sources[chunk.loc.source].name;
         // The runaway is the chunk's last record, after the rewritten ones
         // where fields are left out (see `format::pick`).
@@ -1177,7 +1178,17 @@ impl RangeReader {
                 if fields > expected { format!("more than {expected}") } else { format!("only {fields}") },
             ),
         };
-        Ok(Reject::new(position, reason, &shared.sources[chunk.loc.source].as_in_input(&raw)))
+        let mut reject = Reject::new(position, reason, &shared.sources[chunk.loc.source].as_in_input(&raw));
+        // Its length in the input: the chunk's input bytes from its start.
+        let length = chunk.loc.byte_len.saturating_sub(offset);
+        if matches!(runaway.kind, RunawayKind::TooLong) && length > kept {
+            reject.reason.push_str(&format!(
+                " (a record of {length} bytes: the rejects file holds its first {kept}; it can load only with a \
+                 larger --max-record-size)"
+            ));
+            reject.raw_length = Some(length);
+        }
+        Ok(reject)
     }
 }
 
