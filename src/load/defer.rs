@@ -867,6 +867,13 @@ fn violations_depend_on_order(step: &StepRow) -> bool {
     !(name.starts_with(CHECK_CONSTRAINT) || name.starts_with(FOREIGN_KEY))
 }
 
+/// Whether `steps` hold a unique key or index dropped and not yet built
+/// again: its duplicates are then found after the load, not as it runs.
+pub fn a_key_is_dropped(steps: &[StepRow]) -> bool {
+    const KEYS: [&str; 3] = ["primary key ", "unique constraint ", "unique index "];
+    steps.iter().any(|s| !s.rebuilt && KEYS.iter().any(|key| s.deferred.name.starts_with(key)))
+}
+
 /// How a deferred CHECK constraint's and foreign key's names begin.
 const CHECK_CONSTRAINT: &str = "check constraint ";
 const FOREIGN_KEY: &str = "foreign key ";
