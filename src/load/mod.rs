@@ -1490,7 +1490,9 @@ fn reopen_what_loaded_nothing(
         }
         Err(e) => Some(format!(
             "the chunks whose records were all rejected stay committed, their records rejected ({e}); once the \
-             cause is fixed, run the same command with --restart to load them"
+             cause is fixed, load them from the rejects file (`sluice rejects {} | sluice load - ...`) with the \
+             same options",
+            rejects.path().display()
         )),
     }
 }
