@@ -205,8 +205,8 @@ fn json_lines_chunks_loaded_again_keep_each_reject_once() {
 /// A row breaks a foreign key (to another table) or a CHECK by its own
 /// values, whatever the other rows: chunks loaded again for those alone
 /// load side by side, not one at a time as for a key, whose first line
-/// must be kept (1 M rows with a missing reference every 1,000 lines: 9.8
-/// s one at a time, 6.6 s side by side). Every chunk here is loaded again,
+/// must be kept (1 M rows with a missing reference every 1,000 lines: 12.1
+/// s one at a time, 9.9 s side by side). Every chunk here is loaded again,
 /// and most hold a value that makes the CHECK wait 0.2 s, so the chunks
 /// overlap in time only when two workers load them.
 #[test]
