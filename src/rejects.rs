@@ -240,21 +240,28 @@ fn hex(bytes: &[u8]) -> String {
     text
 }
 
+/// The columns [`Reject::from_row`] reads, in its order: one list for every
+/// query that reads rejects back.
+macro_rules! read_back {
+    () => {
+        "SELECT file, line, byte, record, reason, sqlstate, column_name, encode(raw, 'hex'), raw_length \
+         FROM sluice.rejects"
+    };
+}
+
 /// Every reject `job` committed, in input order (by file name, byte by
 /// byte as [`RejectsFile`] compares them, then position), for writing the file.
 pub fn select_for_job(job: &str) -> String {
-    format!(
-        "SELECT file, line, byte, record, reason, sqlstate, column_name, encode(raw, 'hex'), raw_length \
-         FROM sluice.rejects WHERE job = {} ORDER BY file COLLATE \"C\", byte",
-        crate::sql::quote_literal(job)
-    )
+    format!("{} WHERE job = {} ORDER BY file COLLATE \"C\", byte", read_back!(), crate::sql::quote_literal(job))
 }
 
 /// The rejects a job committed for chunk `$2`: stored with its number, or,
 /// by an older sluice, within its byte range `$4..$5` of file `$3`.
-pub const SELECT_FOR_CHUNK: &str = "SELECT file, line, byte, record, reason, sqlstate, column_name, \
-     encode(raw, 'hex'), raw_length FROM sluice.rejects WHERE job = $1 AND (seq = $2::bigint OR seq IS NULL AND file = $3 \
-     AND byte >= $4::bigint AND byte < $5::bigint) ORDER BY byte";
+pub const SELECT_FOR_CHUNK: &str = concat!(
+    read_back!(),
+    " WHERE job = $1 AND (seq = $2::bigint OR seq IS NULL AND file = $3 AND byte >= $4::bigint \
+     AND byte < $5::bigint) ORDER BY byte"
+);
 
 impl Reject {
     /// A reject from a row of [`select_for_job`] or [`SELECT_FOR_CHUNK`].

@@ -548,7 +548,7 @@ fn index_steps(
         );
         let renames = partitions.map(|p| rename_partition_indexes_sql(&built_as, &p)).unwrap_or_default();
         let key = |create_sql| DeferredStep {
-            name: format!("{} \"{conname}\"", if contype == "p" { "primary key" } else { "unique constraint" }),
+            name: format!("{}\"{conname}\"", if contype == "p" { PRIMARY_KEY } else { UNIQUE_CONSTRAINT }),
             drop_sql: format!("ALTER TABLE {relation} DROP CONSTRAINT {}", quote_ident(&conname)),
             create_sql,
             violations_sql: violations.clone(),
@@ -577,7 +577,7 @@ fn index_steps(
                 )
             )),
             _ => DeferredStep {
-                name: format!("{}index \"{name}\"", if unique { "unique " } else { "" }),
+                name: format!("{}\"{name}\"", if unique { UNIQUE_INDEX } else { "index " }),
                 drop_sql: format!("DROP INDEX {qualified}"),
                 create_sql: format!("{indexdef}{renames}"),
                 violations_sql: violations,
@@ -870,11 +870,15 @@ fn violations_depend_on_order(step: &StepRow) -> bool {
 /// Whether `steps` hold a unique key or index dropped and not yet built
 /// again: its duplicates are then found after the load, not as it runs.
 pub fn a_key_is_dropped(steps: &[StepRow]) -> bool {
-    const KEYS: [&str; 3] = ["primary key ", "unique constraint ", "unique index "];
-    steps.iter().any(|s| !s.rebuilt && KEYS.iter().any(|key| s.deferred.name.starts_with(key)))
+    let keys = [PRIMARY_KEY, UNIQUE_CONSTRAINT, UNIQUE_INDEX];
+    steps.iter().any(|s| !s.rebuilt && keys.iter().any(|key| s.deferred.name.starts_with(key)))
 }
 
-/// How a deferred CHECK constraint's and foreign key's names begin.
+/// How deferred steps' names begin, by kind: the ledger keeps the name,
+/// which is how a later run tells a step's kind.
+const PRIMARY_KEY: &str = "primary key ";
+const UNIQUE_CONSTRAINT: &str = "unique constraint ";
+const UNIQUE_INDEX: &str = "unique index ";
 const CHECK_CONSTRAINT: &str = "check constraint ";
 const FOREIGN_KEY: &str = "foreign key ";
 
