@@ -1855,7 +1855,7 @@ fn dates_written_day_first_loaded_month_first_are_named_with_the_setting_that_re
                  ISO, MDY reads month first), the first \"13/01/2024\" (";
     let advice = "long.csv line 13, column d): the input's dates look day first, so the rows loaded may hold day \
                   and month swapped (those with a day up to the 12th). Delete the rows this load committed and load \
-                  with PGDATESTYLE='ISO, DMY' (or options='-c datestyle=ISO,DMY' in --db). The load goes on \
+                  again with --restart and PGDATESTYLE='ISO, DMY' (or options='-c datestyle=ISO,DMY' in --db). The load goes on \
                   committing rows: stop it (Ctrl-C) to load again as this says";
     let (alerted, summary) = (run.stderr.find(alert), run.stderr.find("sluice: warning: 224 dates were rejected"));
     assert!(alerted.is_some() && alerted < summary, "{}", run.stderr);

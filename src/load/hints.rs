@@ -216,7 +216,7 @@ pub(super) fn first_reject_advice(shared: &Shared, first: &Reject) -> Option<Str
     Some(match sign(shared, first)?.0 {
         Sign::OtherDateOrder(value) => {
             let (_, file, other) = date_orders(shared)?;
-            format!("\"{value}\" exists only when read {file} first: {}", date_style_fix(other))
+            format!("\"{value}\" exists only when read {file} first: load with {}", date_style_setting(other))
         }
         Sign::DecimalComma(value) => {
             format!("\"{value}\" has a decimal comma, which PostgreSQL does not read: {DECIMAL_COMMA_FIX}")
@@ -260,9 +260,9 @@ fn date_orders(shared: &Shared) -> Option<(&'static str, &'static str, &'static 
     })
 }
 
-/// How to load dates in the `other` order (`DMY` or `MDY`).
-fn date_style_fix(other: &str) -> String {
-    format!("load with PGDATESTYLE='ISO, {other}' (or options='-c datestyle=ISO,{other}' in --db)")
+/// The setting that loads dates in the `other` order (`DMY` or `MDY`).
+fn date_style_setting(other: &str) -> String {
+    format!("PGDATESTYLE='ISO, {other}' (or options='-c datestyle=ISO,{other}' in --db)")
 }
 
 /// The warnings the notes give, for the summary and the report: the
@@ -466,10 +466,10 @@ fn date_order_warning(shared: &Shared) -> Option<String> {
     Some(format!(
         "{} rejected that exist only when read {file} first (DateStyle {} reads {session} first), the first \
          {first}: the input's dates look {file} first, so the rows loaded may hold day and month swapped (those \
-         with a day up to the 12th). Delete the rows this load committed and {}",
+         with a day up to the 12th). Delete the rows this load committed and load again with --restart and {}",
         how_many_were(count, "date"),
         shared.table.session_date_style,
-        date_style_fix(other)
+        date_style_setting(other)
     ))
 }
 
