@@ -1354,3 +1354,41 @@ fn a_gin_index_stays_in_place_before_postgresql_18_unless_asked() {
     let said = "GIN (docs_doc) stays in place with auto before PostgreSQL 18";
     assert_eq!(doctor.stdout.contains(said), version < 180000, "{}", doctor.stdout);
 }
+
+/// The warning that says a sequence was moved past the loaded values.
+fn moved(run: &crate::util::Run, column: &str, highest: u32) -> bool {
+    run.stderr.contains(&format!("{column} was loaded with values up to {highest}, which its sequence"))
+}
+
+#[test]
+fn sequences_of_identity_and_serial_columns_move_past_the_values_loaded() {
+    let db = TestDb::new();
+    // An identity key (deferred, then read through its index) and a serial
+    // column with no index, into an empty table.
+    db.execute(
+        "CREATE TABLE t (id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY, n bigserial, \"Seq'd\" serial, note text)",
+    );
+    let rows: String = (1..=3000).map(|i| format!("{},{},{i},r{i}\n", i * 2, i + 10)).collect();
+    let file = db.file("t.csv", rows.as_bytes());
+    let path = file.to_str().unwrap();
+    let run = db.load(&[path, "-t", "t", "--columns", "id,n,Seq'd,note", "--chunk-size", "16KiB"]);
+    run.assert_ok();
+    assert!(moved(&run, "\"id\"", 6000) && moved(&run, "\"n\"", 3010), "{}", run.stderr);
+    assert!(run.stderr.contains("\"Seq'd\" was loaded with values up to 3000"), "{}", run.stderr);
+    assert!(run.stderr.contains("it now gives 6001 next"), "{}", run.stderr);
+    db.execute("INSERT INTO t (note) VALUES ('inserted')");
+    assert_eq!(db.scalar("SELECT id || ',' || n || ',' || \"Seq'd\" FROM t WHERE note = 'inserted'"), "6001,3011,3001");
+    // Values below where the sequences are: left as they are, and no word.
+    let low = db.file("low.csv", b"1,1,1,low\n");
+    let run = db.load(&[low.to_str().unwrap(), "-t", "t", "--columns", "id,n,Seq'd,note"]);
+    run.assert_ok();
+    assert!(!run.stderr.contains("sequence"), "{}", run.stderr);
+    db.execute("INSERT INTO t (note) VALUES ('after')");
+    assert_eq!(db.scalar("SELECT id || ',' || n FROM t WHERE note = 'after'"), "6002,3012");
+    // A load that leaves the columns to their sequences says nothing.
+    let notes = db.file("notes.csv", b"x\ny\n");
+    let run = db.load(&[notes.to_str().unwrap(), "-t", "t", "--columns", "note"]);
+    run.assert_ok();
+    assert!(!run.stderr.contains("sequence"), "{}", run.stderr);
+    assert_eq!(db.scalar("SELECT max(id) FROM t"), "6004");
+}

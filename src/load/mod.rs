@@ -25,6 +25,7 @@ mod missing_key;
 mod pace;
 pub(crate) mod plan;
 mod retry;
+mod sequences;
 mod stage;
 mod suspect;
 mod value_check;
@@ -214,6 +215,8 @@ struct Shared<'a> {
     to_load_end: Vec<Option<u64>>,
     format: &'a FormatOptions,
     table: &'a TableInfo,
+    /// The columns COPY fills, with their types.
+    copy_columns: Vec<(String, String)>,
     copy_sql: String,
     target: &'a PgTarget,
     /// How `target`'s sessions reach the server.
@@ -650,6 +653,7 @@ fn run_connected(
         to_load_end: bytes_to_load_end(&sources),
         format: &format,
         table: &table,
+        copy_columns: copy_columns.clone(),
         copy_sql,
         target,
         connection,
@@ -1383,9 +1387,16 @@ fn conclude(
     if failure.is_none() {
         let rewrite = !shared.done.is_empty() || shared.redone > 0 || elsewhere > 0;
         let total = scans.iter().map(|s| s.chunks).sum();
+        // Before the job is marked finished: a run that stops between the
+        // two does it again.
+        let catch_up = |control: &PgSession| sequences::catch_up(control, shared.table, &shared.copy_columns);
+        match reconnecting(shared.target, req, shared.progress).run(control, catch_up) {
+            Ok(said) => warnings.extend(said),
+            Err(e) => failure = Some(e),
+        }
         let finish = |control: &PgSession| finish_job(control, shared, rejects, (rewrite, total));
-        if let Err(e) = reconnecting(shared.target, req, shared.progress).run(control, finish) {
-            failure = Some(e);
+        if failure.is_none() {
+            failure = reconnecting(shared.target, req, shared.progress).run(control, finish).err();
         }
         warnings.extend(left_by_an_earlier_load(rejects, started_unix_ms).filter(|_| !rewrite));
     }
