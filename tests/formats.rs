@@ -636,6 +636,35 @@ fn jsonl_keys_that_name_no_column_are_refused_up_front() {
     assert_eq!(db.scalar("SELECT string_agg(id || name || coalesce(extra, '-'), ' ' ORDER BY id) FROM got"), "1a- 2b-");
 }
 
+/// `--skip-other-fields` on JSON lines loads the keys that name a column
+/// and leaves out the others, those the first documents have and those
+/// found later alike, and says which it left out.
+#[test]
+fn jsonl_skip_other_fields_leaves_out_the_keys_that_name_no_column() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE got (id int, name text)");
+    let mut docs =
+        String::from("{\"id\":1,\"name\":\"a\",\"other\":{\"x\":1}}\n{\"name\":\"b\",\"id\":2,\"more\":3}\n");
+    // Past the first documents sluice reads for the keys.
+    docs.push_str(&"{\"id\":3,\"name\":\"c\"}\n".repeat(20_000));
+    docs.push_str("{\"id\":4,\"later\":[1],\"name\":\"d\"}\n");
+    let file = db.file("docs.jsonl", docs.as_bytes());
+    let path = file.to_str().unwrap();
+    let run = db.load(&[path, "--table", "got"]);
+    run.assert_refused("Pass --skip-other-fields to leave out the keys that name no column");
+    let run = db.load(&[path, "--table", "got", "--skip-other-fields"]);
+    run.assert_ok();
+    let said = "leaving out the documents' keys that name no column of public.got, as --skip-other-fields asks: \
+                \"other\" (from line 1), \"more\" (from line 2)";
+    assert!(run.stderr.contains(said), "{}", run.stderr);
+    assert_eq!(db.count("got"), 20_003);
+    assert_eq!(db.scalar("SELECT string_agg(DISTINCT id || name, ' ') FROM got"), "1a 2b 3c 4d");
+    // A CSV's fields are named by its header only.
+    let csv = db.file("got.csv", b"id,name\n5,e\n");
+    let run = db.load(&[csv.to_str().unwrap(), "--table", "got", "--skip-other-fields"]);
+    run.assert_refused("--skip-other-fields reads the fields to load from the header: pass --header too");
+}
+
 /// JSON from an API names its keys in camelCase (`orderId`), tables name
 /// columns in snake_case (`order_id`): such a key used to stop the load as
 /// "not a column". A key that spells one column's name and no other's, case

@@ -99,9 +99,10 @@ pub struct LoadArgs {
 
     /// With --header: load only the fields whose header names a column of
     /// the table, by name, and leave the others out (an export of a wider
-    /// table). With --columns, a - leaves out the field at its place
-    /// instead: --columns id,-,name.
-    #[arg(long, requires = "header")]
+    /// table). For JSON lines: load the keys that name a column, and leave
+    /// out the others, in every document. With --columns, a - leaves out
+    /// the field at its place instead: --columns id,-,name.
+    #[arg(long)]
     skip_other_fields: bool,
 
     /// Number columns' values are written with a decimal comma and dots or

@@ -60,9 +60,13 @@ pub struct DocumentColumns {
     pub keys: Vec<String>,
     /// How each column takes its key's values.
     pub kinds: Vec<ColumnKind>,
-    /// Keys no loaded column has are left out (the columns were named),
-    /// instead of rejecting the document.
+    /// Keys no loaded column has are left out (the columns were named, or
+    /// `--skip-other-fields`), instead of rejecting the document.
     pub other_keys_left_out: bool,
+    /// The first documents' keys that name no column, left out by
+    /// `--skip-other-fields`, with the line of each one's first document:
+    /// said when the load starts.
+    pub keys_left_out: Vec<(String, u64)>,
     /// What each column gets from a document without its key, as a field
     /// of the text format: `\N`, the column's default when it is a
     /// constant, or [`DEFAULT_MARK`] (see `load::defaults`). Why not always NULL: documents
@@ -454,7 +458,7 @@ impl<'de> Visitor<'de> for Slots<'_> {
                 None => {
                     *self.problem = Some(format!(
                         "the document has the key \"{key}\", which is not one of the loaded columns ({}); to leave \
-                         such keys out, name the columns to load with --columns",
+                         such keys out, pass --skip-other-fields (or name the columns to load with --columns)",
                         self.columns.keys.join(", ")
                     ));
                     return Err(de::Error::custom("unknown key"));

@@ -829,7 +829,8 @@ fn prepare(
     refuse_row_level_security(control, &table)?;
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
     crate::report::ensure_writable_or_stream(&rejects_path, "rejects", "--rejects")?;
-    let (given, mut picks) = plan::fields_left_out(req.columns.as_deref(), format.kind, req.skip_other_fields)?;
+    let (given, mut picks) =
+        plan::fields_left_out(req.columns.as_deref(), (format.kind, format.header), req.skip_other_fields)?;
     let documents = match format.kind {
         FormatKind::Jsonl => match documents_into_columns(req, &refuse_json_over_lines(sources)?, &table, format)? {
             Some(mut columns) => {
@@ -845,7 +846,7 @@ fn prepare(
     let format = documents.as_ref().unwrap_or(format);
     let header_columns = match given {
         Some(_) => None,
-        None if req.skip_other_fields => {
+        None if req.skip_other_fields && format.documents.is_none() && format.kind != FormatKind::Jsonl => {
             let (names, kept) = headers::fields_the_headers_name(sources, format, req, &table)?;
             picks = Some(kept);
             Some(names)
@@ -905,6 +906,15 @@ fn prepare(
              them: {}",
             pairs.join(", ")
         ));
+        if !documents.keys_left_out.is_empty() {
+            let keys: Vec<String> =
+                documents.keys_left_out.iter().map(|(key, line)| format!("\"{key}\" (from line {line})")).collect();
+            early_warnings.push(format!(
+                "leaving out the documents' keys that name no column of {}, as --skip-other-fields asks: {}",
+                table.display(),
+                keys.join(", ")
+            ));
+        }
     }
     let converted: Vec<(Conversion, String)> = match (&format.picks, &format.documents) {
         (Some(picks), _) => picks.conversions().cloned().collect(),
@@ -989,7 +999,7 @@ fn documents_into_columns(
                 .into(),
         ));
     }
-    plan::document_columns(table, req.columns.as_deref(), (name, head)).map(Some)
+    plan::document_columns(table, (req.columns.as_deref(), req.skip_other_fields), (name, head)).map(Some)
 }
 
 /// The start of the first input that holds anything, and its name;

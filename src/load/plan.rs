@@ -150,14 +150,21 @@ pub fn choose_columns(
 /// [`crate::format::pick`]).
 pub fn fields_left_out(
     given: Option<&[String]>,
-    kind: FormatKind,
+    (kind, header): (FormatKind, bool),
     skip_other_fields: bool,
 ) -> Result<(Option<Vec<String>>, Option<FieldPicks>), Error> {
-    if skip_other_fields && (given.is_some() || kind == FormatKind::Jsonl) {
+    if skip_other_fields && given.is_some() {
         return Err(Error::Usage(
-            "--skip-other-fields reads the fields to load from a CSV or TSV header; with --columns, mark each field \
-             to leave out with a - instead (--columns id,-,name), and a JSON document's keys no column takes are \
-             left out already"
+            "--skip-other-fields reads the fields to load from a CSV or TSV header, or a JSON document's keys; with \
+             --columns, mark each field to leave out with a - instead (--columns id,-,name), and a JSON document's \
+             keys no column takes are left out already"
+                .into(),
+        ));
+    }
+    if skip_other_fields && !header && kind != FormatKind::Jsonl {
+        return Err(Error::Usage(
+            "--skip-other-fields reads the fields to load from the header: pass --header too (or, with no header, \
+             mark each field to leave out with a - in --columns: id,-,name)"
                 .into(),
         ));
     }
@@ -208,13 +215,14 @@ fn is_json(ty: &str) -> bool {
 /// names (each the key of the same name; other keys are left out), or else
 /// every key in the documents at the start of the input (`head`, read from
 /// `input`), each of which must name a column (as a header's field does:
-/// see [`spelt_in`]).
+/// see [`spelt_in`]) unless `skip_other_keys` (`--skip-other-fields`)
+/// leaves out those that name none.
 ///
 /// Why check the named keys against the head: a misspelt one would load
 /// NULL into its column in every row, without a reject to show it.
 pub fn document_columns(
     table: &TableInfo,
-    given: Option<&[String]>,
+    (given, skip_other_keys): (Option<&[String]>, bool),
     (input, head): (&str, &[u8]),
 ) -> Result<DocumentColumns, Error> {
     let keys = documents::keys_in(head);
@@ -238,15 +246,22 @@ pub fn document_columns(
         None => keys.clone(),
     };
     let loadable = column_names(table);
+    let mut left_out = Vec::new();
     for (key, line) in wanted {
         // A key names its column as a header's field does (`orderId` names
         // order_id); a name given with --columns is a column's, as SQL reads it.
         let spelt = given.is_none().then(|| spelt_in(&loadable, &key)).flatten();
-        let column = spelt.map_or_else(|| find_column(table, &key), Ok).map_err(|e| match given {
+        let found = spelt.map_or_else(|| find_column(table, &key), Ok);
+        if found.is_err() && skip_other_keys {
+            left_out.push((key, line));
+            continue;
+        }
+        let column = found.map_err(|e| match given {
             Some(_) => e,
             None => Error::Target(format!(
                 "the documents' key \"{key}\" ({input} line {line}) {} of table {}; its columns COPY can fill \
-                 are: {}. Name the columns to load with --columns (other keys are then left out)",
+                 are: {}. Pass --skip-other-fields to leave out the keys that name no column, or name the columns \
+                 to load with --columns (other keys are then left out)",
                 match named_in(&table.generated, &key) {
                     Some(_) => "names a generated column, which the server computes,",
                     None => "is not a column",
@@ -272,7 +287,17 @@ pub fn document_columns(
         let kind = ColumnKind::of_type(column_type(&column));
         pairs.push((column, key, kind));
     }
-    Ok(DocumentColumns::new(pairs, given.is_some()))
+    if pairs.is_empty() {
+        return Err(Error::Target(format!(
+            "no key of the documents in the first {head_size} of {input} names a column of table {} (its columns \
+             COPY can fill are: {}); name the columns to load with --columns",
+            table.display(),
+            column_list(table)
+        )));
+    }
+    let mut columns = DocumentColumns::new(pairs, given.is_some() || skip_other_keys);
+    columns.keys_left_out = left_out;
+    Ok(columns)
 }
 
 /// What a header record says about where its fields go.
