@@ -556,8 +556,10 @@ pub(super) fn field_count_advice(shared: &Shared, first: &Reject) -> Option<Stri
     let advice = match suspect::delimiter_that_fits(record, shared.format, rules.len()) {
         // As TPC-H's dbgen writes them, and some exporters.
         _ if trailing => format!(
-            "each record ends with the delimiter, which COPY reads as one more, empty field: remove it from every \
-             line (sed 's/{}$//'), or add a column for it to the table",
+            "each record ends with the delimiter, which COPY reads as one more, empty field: pass --columns {} (a - \
+             leaves the field at its place out), or remove it from every line (sed 's/{}$//'), or add a column for \
+             it to the table",
+            columns_and_one_left_out(&names),
             delimiter_text(delimiter)
         ),
         Some(delimiter) => format!(
@@ -578,6 +580,16 @@ pub(super) fn field_count_advice(shared: &Shared, first: &Reject) -> Option<Stri
             names.join(", ")
         )
     })
+}
+
+/// `--columns` naming `names` (as written, which it takes) and then a
+/// field to leave out, quoted for the shell when it needs to be.
+fn columns_and_one_left_out(names: &[&str]) -> String {
+    let list = format!("{},-", names.join(","));
+    match list.chars().all(|c| c.is_ascii_alphanumeric() || "_,-".contains(c)) {
+        true => list,
+        false => format!("'{}'", list.replace('\'', "'\\''")),
+    }
 }
 
 /// A delimiter in a message: quoted, a tab as `\t`.
@@ -604,4 +616,15 @@ fn as_loaded<'r>(shared: &Shared, reject: &'r Reject) -> Option<Cow<'r, [u8]>> {
 /// fields do not apply.
 fn reads_documents(shared: &Shared) -> bool {
     shared.format.documents.is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_with_one_left_out_are_quoted_for_the_shell_only_when_needed() {
+        assert_eq!(columns_and_one_left_out(&["a", "b_2"]), "a,b_2,-");
+        assert_eq!(columns_and_one_left_out(&["id", "Order's Id"]), "'id,Order'\\''s Id,-'");
+    }
 }
