@@ -964,6 +964,43 @@ fn runaway_record_is_rejected_and_the_rest_loads() {
     }
 }
 
+/// A JSON line longer than --max-record-size (a document with a huge
+/// array) is one reject, holding its first MiB and its length, and the
+/// lines after it load, with their own line and byte: it stopped the load,
+/// losing the file.
+#[test]
+fn a_json_line_past_the_longest_record_is_one_reject_and_the_rest_loads() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text)");
+    let long = format!("{{\"id\":7,\"name\":\"{}\"}}\n", "x".repeat(3 << 20));
+    let before: String = (0..5000).map(|i| format!("{{\"id\":{i},\"name\":\"n{i}\"}}\n")).collect();
+    let after: String = (5001..9000).map(|i| format!("{{\"id\":{i},\"name\":\"n{i}\"}}\n")).collect();
+    let bad = "{\"id\":\"not a number\"}\n";
+    let data = [before.as_str(), &long, &after, bad].concat();
+    let plain = db.file("long.jsonl", data.as_bytes());
+    let packed = db.file("long.jsonl.gz", &crate::util::gzip(data.as_bytes()));
+    for file in [plain, packed] {
+        let extra = ["--max-record-size", "64KiB", "--chunk-size", "64KiB", "--truncate", "--restart"];
+        let Loaded { run, rejects: found, rejects_path, report: r } = load_with_rejects(&db, &file, "t", &extra);
+        assert_eq!((run.code, found.len(), db.count("t")), (1, 2, 5000 + 3999), "{}", run.stderr);
+        assert_eq!(found[0]["line"], 5001);
+        assert_eq!(
+            (found[0]["byte"].as_u64(), found[0]["raw_length"].as_u64()),
+            (Some(before.len() as u64), Some(long.len() as u64))
+        );
+        let reason = found[0]["reason"].as_str().unwrap();
+        assert!(reason.starts_with("the line is longer than --max-record-size (65536 bytes)"), "{reason}");
+        let raw = found[0]["raw"].as_str().unwrap();
+        assert!(raw.starts_with("{\"id\":7,\"name\":\"xxx") && raw.len() == (1 << 20) + 1, "{} bytes kept", raw.len());
+        assert_eq!((found[1]["line"].as_u64(), found[1]["raw"].as_str()), (Some(9001), Some(bad)));
+        assert_eq!(found[1]["byte"].as_u64(), Some((data.len() - bad.len()) as u64));
+        assert_accounts(&r);
+        let back = crate::util::sluice(&["rejects", rejects_path.to_str().unwrap()]);
+        assert_eq!((back.code, back.stdout.as_str()), (0, bad), "{}", back.stderr);
+        assert!(back.stderr.contains("left out 1 record past --max-record-size"), "{}", back.stderr);
+    }
+}
+
 /// A line ending in CR LF among lines ending in LF is refused by the server
 /// (it takes a COPY's line end from its first line), in JSON lines as in
 /// TSV; the reject says so and what to do, not only the server's words

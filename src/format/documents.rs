@@ -13,7 +13,8 @@
 //! array as an array literal (see [`array_literal`]). A line that is not a JSON
 //! object, has a key twice, a key no loaded column has (unless the columns
 //! were named with `--columns`, which leaves other keys out), or a value
-//! with `\u0000` (text cannot hold it) is passed on as a marked line
+//! with `\u0000` (text cannot hold it), or that is longer than
+//! `--max-record-size` ([`CutLine`]), is passed on as a marked line
 //! ([`DOC_MARK`], then the reason), which isolation rejects on the client.
 //! The input lines are kept for the chunker ([`OriginalLines`]), so the
 //! rejects file shows each rejected document as it was in the input.
@@ -33,6 +34,7 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::convert::Conversion;
+use crate::rejects::RUNAWAY_KEPT;
 
 /// The first byte of a line that stands for a document that could not be
 /// read, followed by the reason. UTF-8 never has it, so no converted
@@ -586,6 +588,8 @@ struct Pending {
     bytes: Vec<u8>,
     /// Input offset of `bytes[0]`.
     offset: u64,
+    /// The lines cut short (see [`OriginalText::cut`]) in `bytes`.
+    cut: Vec<(usize, u64)>,
 }
 
 /// A chunk's records as they were in the input, and where they start in it:
@@ -600,6 +604,10 @@ pub struct OriginalText {
     /// Rewritten records: where each starts in `bytes` and the line ends
     /// before it, then the end. Empty for documents, one to a line.
     pub records: Vec<(usize, u64)>,
+    /// Documents: the lines longer than `--max-record-size`, which `bytes`
+    /// holds only the first [`RUNAWAY_KEPT`] bytes of (and a line feed):
+    /// where each starts in `bytes`, and how many of its bytes were left out.
+    pub cut: Vec<(usize, u64)>,
 }
 
 impl OriginalLines {
@@ -609,6 +617,16 @@ impl OriginalLines {
             pending.offset += skipped;
         }
         pending.bytes.extend_from_slice(lines);
+    }
+
+    /// Adds a line cut short: its first bytes (`kept`, a line feed added)
+    /// and how many more it had.
+    fn push_cut(&self, kept: &[u8], left_out: u64) {
+        let mut pending = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let at = pending.bytes.len();
+        pending.cut.push((at, left_out));
+        pending.bytes.extend_from_slice(kept);
+        pending.bytes.push(b'\n');
     }
 
     /// The next `lines` lines.
@@ -621,8 +639,13 @@ impl OriginalLines {
             }
         };
         let offset = pending.offset;
-        pending.offset += end as u64;
-        OriginalText { offset, bytes: pending.bytes.drain(..end).collect(), records: Vec::new() }
+        let taken = pending.cut.iter().take_while(|(at, _)| *at < end).count();
+        let cut: Vec<(usize, u64)> = pending.cut.drain(..taken).collect();
+        pending.offset += end as u64 + cut.iter().map(|(_, left_out)| left_out).sum::<u64>();
+        for (at, _) in &mut pending.cut {
+            *at -= end;
+        }
+        OriginalText { offset, bytes: pending.bytes.drain(..end).collect(), records: Vec::new(), cut }
     }
 }
 
@@ -637,7 +660,15 @@ impl OriginalText {
     /// Line `index` (from 0) and its offset in the input.
     pub fn line(&self, starts: &[usize], index: usize) -> Option<(&[u8], u64)> {
         let (start, end) = (*starts.get(index)?, *starts.get(index + 1)?);
-        Some((&self.bytes[start..end], self.offset + start as u64))
+        let before: u64 = self.cut.iter().filter(|(at, _)| *at < start).map(|(_, left_out)| left_out).sum();
+        Some((&self.bytes[start..end], self.offset + start as u64 + before))
+    }
+
+    /// The length in the input of line `index` when it was cut short.
+    pub fn cut_line_length(&self, starts: &[usize], index: usize) -> Option<u64> {
+        let (start, end) = (*starts.get(index)?, *starts.get(index + 1)?);
+        let (_, left_out) = self.cut.iter().find(|(at, _)| *at == start)?;
+        Some((end - start) as u64 + left_out)
     }
 
     /// Where each line starts, and the end.
@@ -665,9 +696,21 @@ pub struct DocumentReader<R> {
     originals: Option<OriginalLines>,
     /// The longest line taken, `--max-record-size`.
     max_line: u64,
-    /// Lines converted so far, for the error about a line too long.
-    lines: u64,
+    /// A line longer than `max_line` being read past (see [`CutLine`]).
+    cutting: Option<CutLine>,
     work: Workspace,
+}
+
+/// A line longer than `--max-record-size`: rejected, its first
+/// [`RUNAWAY_KEPT`] bytes kept for the rejects file, the rest read past to
+/// its end. Why not stop the load, as it did: one such line (a document
+/// with a huge array) lost the whole file, as in the field report where one
+/// bad line rejected a file of a million; and memory stays bounded however
+/// long it is.
+struct CutLine {
+    kept: Vec<u8>,
+    /// Its bytes so far, its line end included.
+    length: u64,
 }
 
 impl<R: Read> DocumentReader<R> {
@@ -682,7 +725,7 @@ impl<R: Read> DocumentReader<R> {
             started: false,
             originals,
             max_line,
-            lines: 0,
+            cutting: None,
             work: Workspace::default(),
         }
     }
@@ -721,32 +764,80 @@ impl<R: Read> DocumentReader<R> {
         if !self.started {
             return Ok(());
         }
-        let mut consumed = 0;
-        while let Some(at) = memchr::memchr(b'\n', &self.input[consumed..]) {
-            self.convert_or_mark(consumed, consumed + at);
-            consumed += at + 1;
+        let mut from = self.read_past_cut_line();
+        let mut consumed = from;
+        while self.cutting.is_none() {
+            let line_end = memchr::memchr(b'\n', &self.input[consumed..]).map(|at| consumed + at);
+            if line_end.unwrap_or(self.input.len()) - consumed > self.max_line as usize {
+                // Complete or not: read past it.
+                self.keep_originals(from..consumed, &mut skipped);
+                self.input.drain(..consumed);
+                self.cutting = Some(CutLine { kept: Vec::new(), length: 0 });
+                from = self.read_past_cut_line();
+                consumed = from;
+                continue;
+            }
+            let Some(end) = line_end else { break };
+            self.convert_or_mark(consumed, end);
+            consumed = end + 1;
+        }
+        if self.cutting.is_some() {
+            return Ok(());
         }
         if self.ended && consumed < self.input.len() {
             self.convert_or_mark(consumed, self.input.len());
             // The input's last line, given a line end (see `OriginalText`).
             self.input.push(b'\n');
             consumed = self.input.len();
-        } else if self.input.len() - consumed > self.max_line as usize {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!(
-                    "line {} runs past --max-record-size ({} bytes) without ending: JSON lines hold one document \
-                     per line (a file of one document, or pretty-printed ones, is not JSON lines)",
-                    self.lines + 1,
-                    self.max_line
-                ),
-            ));
         }
-        if let Some(originals) = &self.originals {
-            originals.push(&self.input[..consumed], skipped);
-        }
+        self.keep_originals(from..consumed, &mut skipped);
         self.input.drain(..consumed);
         Ok(())
+    }
+
+    /// Keeps `input[lines]` for the chunker (see [`OriginalLines`]); the
+    /// bytes `skipped` before them (a BOM) count once.
+    fn keep_originals(&self, lines: std::ops::Range<usize>, skipped: &mut u64) {
+        if let Some(originals) = &self.originals {
+            originals.push(&self.input[lines], std::mem::take(skipped));
+        }
+    }
+
+    /// Reads on to the end of a line cut short, from the input's start, if
+    /// one is being read: at its end (or the input's), passes on its mark
+    /// and returns where the input after it starts; else returns 0 (all
+    /// input consumed while still inside it, or no such line).
+    fn read_past_cut_line(&mut self) -> usize {
+        let Some(cut) = &mut self.cutting else { return 0 };
+        let (end, ends) = match memchr::memchr(b'\n', &self.input) {
+            Some(at) => (at + 1, true),
+            None => (self.input.len(), self.ended),
+        };
+        cut.length += end as u64;
+        let room = (RUNAWAY_KEPT as usize).saturating_sub(cut.kept.len());
+        let line = &self.input[..end];
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        cut.kept.extend_from_slice(&line[..line.len().min(room)]);
+        if !ends {
+            self.input.clear();
+            return 0;
+        }
+        let CutLine { kept, length } = self.cutting.take().expect("a line being cut");
+        self.out.push(DOC_MARK);
+        self.out.extend_from_slice(
+            format!(
+                "the line is longer than --max-record-size ({} bytes): {length} bytes, of which the rejects file \
+                 holds the first {}; it can load only with a larger --max-record-size",
+                self.max_line,
+                kept.len()
+            )
+            .as_bytes(),
+        );
+        self.out.push(b'\n');
+        if let Some(originals) = &self.originals {
+            originals.push_cut(&kept, length.saturating_sub(kept.len() as u64 + 1));
+        }
+        end
     }
 
     /// Converts the line at `input[from..to]` (its line end at `to`), or
@@ -754,7 +845,6 @@ impl<R: Read> DocumentReader<R> {
     fn convert_or_mark(&mut self, from: usize, to: usize) {
         let line = &self.input[from..to];
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        self.lines += 1;
         if let Err(reason) = convert_line(line, &self.columns, &mut self.work, &mut self.out) {
             self.out.push(DOC_MARK);
             self.out.extend(reason.bytes().map(|b| if b.is_ascii_control() { b' ' } else { b }));
@@ -933,13 +1023,40 @@ mod tests {
         }
     }
 
+    /// A line longer than the longest record is one marked line, read
+    /// past however it arrives; the lines after it keep their offsets.
     #[test]
-    fn a_line_past_the_longest_record_stops_the_reader() {
+    fn a_line_past_the_longest_record_is_marked_and_read_past() {
         let long = format!("{{\"name\":\"{}\"}}\n", "x".repeat(5000));
-        let mut reader =
-            DocumentReader::new(Trickle { data: long.as_bytes(), piece: 100 }, Arc::new(columns(false)), 1000, None);
-        let err = reader.read_to_end(&mut Vec::new()).unwrap_err();
-        assert!(err.to_string().contains("line 1 runs past --max-record-size (1000 bytes)"), "{err}");
+        for (piece, tail) in [(100, "{\"id\":2}\n"), (7000, "{\"id\":2}"), (100, ""), (3, "{\"id\":2}\n")] {
+            let data = format!("{{\"id\":1}}\n{long}{tail}");
+            let originals = OriginalLines::default();
+            let mut reader = DocumentReader::new(
+                Trickle { data: data.as_bytes(), piece },
+                Arc::new(columns(false)),
+                1000,
+                Some(originals.clone()),
+            );
+            let mut out = Vec::new();
+            reader.read_to_end(&mut out).unwrap();
+            let lines: Vec<&[u8]> = out.split(|&b| b == b'\n').collect();
+            assert_eq!(lines[0], b"1\t\\N\t\\N");
+            let reason = marked_reason(lines[1]).unwrap();
+            assert_eq!(
+                reason,
+                "the line is longer than --max-record-size (1000 bytes): 5012 bytes, of which the rejects file holds \
+                 the first 5011; it can load only with a larger --max-record-size"
+            );
+            let text = originals.take(if tail.is_empty() { 2 } else { 3 });
+            let starts = text.line_starts();
+            assert_eq!(text.line(&starts, 1), Some((long.as_bytes(), 9)));
+            assert_eq!(text.cut_line_length(&starts, 1), Some(5012));
+            assert_eq!(text.cut_line_length(&starts, 0), None);
+            if !tail.is_empty() {
+                assert_eq!(lines[2], b"2\t\\N\t\\N", "piece {piece}");
+                assert_eq!(text.line(&starts, 2).map(|(_, at)| at), Some(9 + 5012));
+            }
+        }
     }
 
     #[test]

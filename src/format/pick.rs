@@ -168,7 +168,12 @@ pub fn pick_fields(chunk: &mut Chunk, format: &FormatOptions, picks: &FieldPicks
         data.extend_from_slice(&input[copied..]);
     }
     chunk.data = Some(data);
-    chunk.original = Some(std::sync::Arc::new(OriginalText { offset: chunk.loc.byte_offset, bytes: input, records }));
+    chunk.original = Some(std::sync::Arc::new(OriginalText {
+        offset: chunk.loc.byte_offset,
+        bytes: input,
+        records,
+        cut: Vec::new(),
+    }));
 }
 
 /// `record` (one record as it was in the input) with its kept fields, as

@@ -1129,6 +1129,7 @@ impl<'a> Isolator<'a> {
         let mut reject = Reject::new(position, reason, &raw);
         reject.sqlstate = r.sqlstate;
         reject.column = r.column;
+        reject.raw_length = self.cut_line_length(i);
         self.rejects.push(reject);
     }
 }
@@ -1155,6 +1156,15 @@ impl Isolator<'_> {
             }
         }
         (self.shared.sources[self.chunk.loc.source].as_in_input(self.record(i)), None)
+    }
+
+    /// The length in the input of record `i` when it is a document line
+    /// longer than `--max-record-size`, of which the chunk kept only the
+    /// start (see [`crate::format::documents::OriginalText::cut`]).
+    fn cut_line_length(&mut self, i: usize) -> Option<u64> {
+        let original = self.chunk.original.as_ref().filter(|original| !original.cut.is_empty())?;
+        let starts = self.original_starts.get_or_insert_with(|| original.line_starts());
+        original.cut_line_length(starts, i)
     }
 }
 
