@@ -1161,9 +1161,14 @@ impl RangeReader {
         let position = chunk.loc.position(file, chunk.records - 1, runaway.lines_before, offset);
         let reason = match runaway.kind {
             RunawayKind::TooLong => format!(
-                "the record runs past --max-record-size ({} bytes) without ending; is a quote left open? \
-                 sluice went on at the next line",
-                shared.max_record_size
+                "the record runs past --max-record-size ({} bytes) without ending{}; sluice went on at the next line",
+                shared.max_record_size,
+                // Only CSV quotes a line end; a text-format or JSON line is a record.
+                if shared.format.kind == crate::format::FormatKind::Csv && shared.format.documents.is_none() {
+                    " (is a quote left open?)"
+                } else {
+                    ""
+                }
             ),
             RunawayKind::OpenQuote { closed: false, .. } => {
                 "a quote opened on this line is never closed (the input ends inside it); only this line is \
