@@ -1391,4 +1391,14 @@ fn sequences_of_identity_and_serial_columns_move_past_the_values_loaded() {
     run.assert_ok();
     assert!(!run.stderr.contains("sequence"), "{}", run.stderr);
     assert_eq!(db.scalar("SELECT max(id) FROM t"), "6004");
+    // A partitioned table without an index: its partitions are small.
+    db.execute(
+        "CREATE TABLE p (id bigserial, part int) PARTITION BY LIST (part); \
+         CREATE TABLE p1 PARTITION OF p FOR VALUES IN (1); CREATE TABLE p2 PARTITION OF p FOR VALUES IN (2)",
+    );
+    let rows: String = (1..=500).map(|i| format!("{i},{}\n", i % 2 + 1)).collect();
+    let parts = db.file("p.csv", rows.as_bytes());
+    let run = db.load(&[parts.to_str().unwrap(), "-t", "p"]);
+    assert!(moved(&run, "\"id\"", 500), "{}", run.stderr);
+    assert_eq!(db.scalar("SELECT nextval('p_id_seq')"), "501");
 }

@@ -11,7 +11,7 @@
 //!
 //! The highest value is read through an index that leads with the column
 //! (an identity is nearly always the primary key), or by reading a table of
-//! up to [`SCANNED`] (1 GiB): a bigger one without such an index would be read whole
+//! up to [`SCANNED`] (1 GiB, its partitions included): a bigger one without such an index would be read whole
 //! after the load, so the warning gives the statement to run instead.
 
 use crate::error::Error;
@@ -25,10 +25,13 @@ const SCANNED: (u64, &str) = (1 << 30, "1 GiB");
 /// The table's integer columns that own a sequence (serial or identity)
 /// counting up: the column, the sequence as SQL (schema-qualified, quoted
 /// where needed), its increment, and whether its highest value is quick to
-/// read: a valid plain btree index leads with the column, or the table is
-/// a plain one of up to `$2` bytes.
+/// read: a valid plain btree index leads with the column, or the table
+/// (with its partitions or children) holds up to `$2` bytes.
 const OWNED_SEQUENCES: &str = "SELECT a.attname, q.name, s.seqincrement::text, \
-    (c.relkind = 'r' AND pg_catalog.pg_relation_size(c.oid) <= $2::int8 OR EXISTS (SELECT 1 FROM pg_catalog.pg_index i \
+    ((WITH RECURSIVE tree(oid) AS (SELECT c.oid UNION ALL \
+      SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN tree ON i.inhparent = tree.oid) \
+      SELECT sum(pg_catalog.pg_relation_size(oid)) FROM tree) <= $2::int8 \
+    OR EXISTS (SELECT 1 FROM pg_catalog.pg_index i \
       JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid \
       JOIN pg_catalog.pg_am am ON am.oid = ic.relam \
       WHERE i.indrelid = a.attrelid AND i.indkey[0] = a.attnum AND i.indisvalid AND i.indpred IS NULL \
