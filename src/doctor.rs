@@ -354,8 +354,11 @@ fn table_findings(session: &PgSession, table: &TableInfo) -> Result<Vec<Finding>
                 "every index is updated row by row during the load: with a primary key, 10 M rows took 14.1 s \
                  instead of 5.1 s plus 3.6 s to add the key afterwards; sluice drops and rebuilds them itself \
                  when the table is empty (--defer-indexes auto); for a big load into a large share of a full \
-                 table, drop the {} secondary index(es) with --defer-indexes yes{}",
-                indexes.len() - unique,
+                 table, --defer-indexes yes drops {} there too{}",
+                match indexes.len() {
+                    1 => "it".to_string(),
+                    n => format!("all {n}"),
+                },
                 if unique > 0 { " (unique ones too: duplicates still end up as rejects)" } else { "" }
             ) + &gin_kept(&indexes, session.server_version())
         },

@@ -156,7 +156,7 @@ fn doctor_reads_settings_and_table() {
     let indexes = find("public.orders indexes");
     assert_eq!(indexes["level"], "advice");
     assert!(indexes["value"].as_str().unwrap().contains("orders_qty"));
-    assert!(indexes["advice"].as_str().unwrap().contains("drop the 1 secondary index(es) with --defer-indexes yes"));
+    assert!(indexes["advice"].as_str().unwrap().contains("--defer-indexes yes drops all 2 there too (unique ones too"));
     assert_eq!(find("public.orders foreign keys")["value"], "1");
     assert_eq!(find("public.orders CHECK constraints")["value"], "1");
     assert_eq!(find("connection")["value"], "Unix socket");
