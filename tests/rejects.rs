@@ -2748,6 +2748,60 @@ fn records_a_foreign_key_refuses_are_found_by_the_key_it_names() {
     assert!(copies < 300, "{copies} COPY statements for {} rejects", want.len());
 }
 
+/// Records each referring to a missing key of its own: one refusal names
+/// one key, so the rest of the run went again for each. All the run's
+/// missing keys are looked up in one query: each reject names its own key
+/// as the server writes it (`0100` as 100). A chunk costs the refused COPY
+/// and the copy of the rest; one after a chunk with rejects, whose records
+/// are looked up before its first COPY, the copy alone (it was refused
+/// first, a chunk's work for nothing). Into a table whose key refers to the
+/// table itself, the records of a run may refer to each other: there no
+/// lookup, each record found by halving, and none rejected that loads.
+#[test]
+fn missing_keys_of_their_own_are_looked_up_at_once() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE dim (id int PRIMARY KEY); INSERT INTO dim SELECT generate_series(1, 99); \
+         CREATE TABLE fact (id int PRIMARY KEY, dim_id int REFERENCES dim); INSERT INTO fact VALUES (0, 1)",
+    );
+    let dim = |line: u64| match line {
+        7_777 => "0100".to_string(),
+        l if l % 100 == 0 => (100_000 + l).to_string(),
+        l => (l % 99 + 1).to_string(),
+    };
+    let data: String = (1..=20_000u64).map(|line| format!("{line},{}\n", dim(line))).collect();
+    let want: Vec<u64> = (1..=20_000).filter(|&l| l == 7_777 || l % 100 == 0).collect();
+    let file = db.file("fact.csv", data.as_bytes());
+    let loaded = load_with_rejects(&db, &file, "fact", &["--chunk-size", "16KiB"]);
+    assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
+    assert_eq!(loaded.sorted_lines(), want);
+    for reject in &loaded.rejects {
+        let line = reject["line"].as_u64().unwrap();
+        let key = if line == 7_777 { 100 } else { 100_000 + line };
+        let reason = reject["reason"].as_str().unwrap();
+        assert!(reason.contains(&format!("(Key (dim_id)=({key}) is not present in table \"dim\".)")), "{reason}");
+    }
+    assert_eq!(db.count("fact"), 1 + 20_000 - want.len() as u64);
+    assert_accounts(&loaded.report);
+    let chunks = loaded.report["chunks"].as_array().unwrap();
+    let copies: u64 = chunks.iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+    assert!(chunks.len() > 8 && copies <= chunks.len() as u64, "{copies} COPY statements for {} chunks", chunks.len());
+    // Each node refers to an earlier one, some to none there is (and those
+    // referring to a rejected one are rejected in turn).
+    db.execute("CREATE TABLE node (id int PRIMARY KEY, parent int REFERENCES node); INSERT INTO node VALUES (0, NULL)");
+    let parent = |line: u64| if line % 250 == 0 { 1_000_000 + line } else { line / 2 };
+    let data: String = (1..=5_000u64).map(|line| format!("{line},{}\n", parent(line))).collect();
+    let mut want: Vec<u64> = Vec::new();
+    for line in 1..=5_000u64 {
+        if line % 250 == 0 || want.binary_search(&parent(line)).is_ok() {
+            want.push(line);
+        }
+    }
+    let loaded = load_with_rejects(&db, &db.file("node.csv", data.as_bytes()), "node", &[]);
+    assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
+    assert_eq!(loaded.sorted_lines(), want);
+}
+
 /// Records no partition takes are rejected one by one with the same words;
 /// one warning counts them, with the first one's key and what to do.
 #[test]

@@ -46,6 +46,7 @@
 //! a bounded share of the throughput instead of a re-copy of the whole chunk.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::sync::atomic::Ordering::SeqCst;
 
 use super::in_flight::{ChunkKeys, Flight};
@@ -336,6 +337,9 @@ struct Isolator<'a> {
     /// key (sorted), and whether they were looked up again.
     repeats: Vec<usize>,
     repeats_checked: bool,
+    /// The columns whose foreign key's missing keys were looked up (see
+    /// [`Isolator::reject_missing_keys`]).
+    missing_looked_up: Vec<String>,
     /// Where the chunk's input lines start, for documents read into
     /// columns (found at the first reject).
     original_starts: Option<Vec<usize>>,
@@ -417,6 +421,7 @@ pub(super) fn isolate(
         keys_checked: false,
         repeats: Vec::new(),
         repeats_checked: false,
+        missing_looked_up: Vec::new(),
         original_starts: None,
         flight: match route {
             Route::Alongside(flight) => Some(flight),
@@ -444,6 +449,9 @@ pub(super) fn isolate(
     if looks_up_keys && shared.keys_dense.load(SeqCst) {
         prelude = iso.check_keys(session, &mut clean, &mut suspects, prelude, savepoints)?;
     }
+    if refusal.is_none() {
+        prelude = iso.reject_known_missing_keys(session, (&mut clean, &mut suspects), prelude, &after_refusal)?;
+    }
     // The checks may have rejected the chunk's first records: the same stop
     // as after a COPY.
     iso.stop_if_first_records_rejected()?;
@@ -452,7 +460,10 @@ pub(super) fn isolate(
         // not once a record was taken out of it (rejected or skipped).
         Some(refusal) if suspects.is_empty() && iso.rejects.is_empty() && iso.skipped == 0 => {
             let at = iso.refused_at(&iso.stream(&clean), &refusal);
-            iso.split_at_refusal(clean, at, refusal)
+            match iso.reject_missing_keys(session, &clean, (at, &refusal), &mut prelude, &after_refusal)? {
+                Some(rest) => vec![rest],
+                None => iso.split_at_refusal(clean, at, refusal),
+            }
         }
         // Suspects go last, one by one; the rest first, as one run. Into a
         // table with a key, those suspected for their values that the server
@@ -525,8 +536,12 @@ pub(super) fn isolate(
                 };
                 drop(stream);
                 iso.note_refusal(Some(&r));
-                runs.extend(iso.split_at_refusal(run, at, r));
-                &after_refusal
+                let mut next: &str = &after_refusal;
+                match iso.reject_missing_keys(session, &run, (at, &r), &mut next, &after_refusal)? {
+                    Some(rest) => runs.push(rest),
+                    None => runs.extend(iso.split_at_refusal(run, at, r)),
+                }
+                next
             }
         };
         if looks_up_keys && iso.duplicates_dense() {
@@ -1087,6 +1102,85 @@ impl<'a> Isolator<'a> {
         let mut runs = self.runs_after(&run[at + 1..]);
         runs.push(run[..at].to_vec());
         runs
+    }
+
+    /// After a foreign key's refusal of `run` that names no line: rejects
+    /// the run's records that refer to keys the referenced table does not
+    /// hold, all looked up in one query (see
+    /// [`MissingKeys::look_up`](super::missing_key::MissingKeys::look_up)),
+    /// and returns the rest, to copy whole. Runs the next COPY's
+    /// `prelude` first, and leaves in it what the COPY after needs:
+    /// nothing, or the rollback to the savepoint after a lookup that
+    /// failed. Once a chunk for each column: a refusal for the same
+    /// column after it (a key deleted meanwhile) is isolated as before, as
+    /// is one the lookup cannot explain (`None`: the caller splits the
+    /// run). Why: the rejects of one refusal say nothing of the other
+    /// missing keys of the run, and each cost a COPY of what was left.
+    fn reject_missing_keys<'p>(
+        &mut self,
+        session: &PgSession,
+        run: &Run,
+        (at, r): (Option<usize>, &CopyRefusal),
+        prelude: &mut &'p str,
+        after_refusal: &'p str,
+    ) -> Result<Option<Run>, Error> {
+        let Some(keys) = self.shared.missing_keys.as_ref().filter(|_| at.is_none() && run.len() > 1) else {
+            return Ok(None);
+        };
+        let Some(column) = keys.column_of(r).filter(|_| self.staging.is_none()) else { return Ok(None) };
+        if self.missing_looked_up.iter().any(|c| c == column) {
+            return Ok(None);
+        }
+        self.missing_looked_up.push(column.to_string());
+        if !prelude.is_empty() {
+            session.execute(prelude)?;
+        }
+        *prelude = after_refusal;
+        let records = run.iter().map(|&i| (i, self.record(i)));
+        let Some(missing) = keys.look_up(session, r, records)?.filter(|m| !m.is_empty()) else { return Ok(None) };
+        *prelude = "";
+        self.errors += 1;
+        self.seen += run.len();
+        let rejected: HashSet<usize> = missing.iter().map(|(i, _)| *i).collect();
+        let rest = run.iter().copied().filter(|i| !rejected.contains(i)).collect();
+        for (i, refusal) in missing {
+            self.reject(i, refusal);
+        }
+        let mut known = self.shared.foreign_key_refusals.lock().unwrap_or_else(|e| e.into_inner());
+        if !known.iter().any(|k| keys.column_of(k) == Some(column)) {
+            known.push(r.clone());
+        }
+        Ok(Some(rest))
+    }
+
+    /// Before the first COPY of a chunk screened for rejects (its worker's
+    /// last chunk had some): the missing keys of each foreign key an
+    /// earlier chunk's refusal named, looked up at once (see
+    /// [`Isolator::reject_missing_keys`]), their records rejected and taken
+    /// out of `clean` and `suspects`. Why: where missing references are
+    /// spread through the input, nearly every chunk's first COPY was
+    /// refused for them, a chunk's work done for nothing. Takes and returns
+    /// the next COPY's prelude.
+    fn reject_known_missing_keys<'p>(
+        &mut self,
+        session: &PgSession,
+        (clean, suspects): (&mut Run, &mut Run),
+        mut prelude: &'p str,
+        after_refusal: &'p str,
+    ) -> Result<&'p str, Error> {
+        let known = self.shared.foreign_key_refusals.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        for refusal in known {
+            let mut all: Run = clean.iter().chain(suspects.iter()).copied().collect();
+            all.sort_unstable();
+            if let Some(rest) =
+                self.reject_missing_keys(session, &all, (None, &refusal), &mut prelude, after_refusal)?
+            {
+                let kept: HashSet<usize> = rest.into_iter().collect();
+                clean.retain(|i| kept.contains(i));
+                suspects.retain(|i| kept.contains(i));
+            }
+        }
+        Ok(prelude)
     }
 
     /// The records of `run` (in its order) that refer to the key a foreign

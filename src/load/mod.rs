@@ -291,6 +291,10 @@ struct Shared<'a> {
     /// Workers whose first connection the server refused: why, and
     /// whether they loaded a chunk once connected later.
     refused: std::sync::Mutex<Vec<(String, bool)>>,
+    /// For each foreign key of one column a chunk's COPY was refused for,
+    /// the first such refusal: chunks screened for rejects look up its
+    /// missing keys before their first COPY (see `isolate`).
+    foreign_key_refusals: std::sync::Mutex<Vec<crate::sink::CopyRefusal>>,
     /// Set once a chunk rejected [`KEY_COLLISIONS`] duplicate keys: from
     /// then on workers take turns, one batch at a time (see [`Shared::turn`]),
     /// or, once they are dense too, load side by side where the key check
@@ -705,6 +709,7 @@ fn run_connected(
         blockers,
         any_connected: AtomicBool::new(false),
         refused: std::sync::Mutex::default(),
+        foreign_key_refusals: std::sync::Mutex::default(),
         keys_collide: AtomicBool::new(false),
         keys_dense: AtomicBool::new(false),
         checked_at_each_row: worker::AtEachRow::default(),

@@ -562,11 +562,14 @@ impl<'s> Worker<'s> {
                 self.last_binary = true;
                 return Ok(Isolated::all(chunk.copied_records(), rows));
             }
-            Some(CopyOutcome::Refused(_)) => {
+            Some(CopyOutcome::Refused(refusal)) => {
                 // The server's line numbers count binary tuples; isolation
-                // finds the bad records in the text itself.
+                // finds the bad records in the text itself. A refusal that
+                // names no line (a foreign key's, checked at the end) is the
+                // whole chunk's as sent, as isolation's first COPY would get
+                // it again: it goes on, and spares that COPY.
                 self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
-                return self.isolate(chunk, None);
+                return self.isolate(chunk, Some(refusal).filter(|r| r.server_line.is_none()));
             }
             None => {}
         }
