@@ -867,6 +867,7 @@ fn prepare(
     if let Some(given) = columns.as_deref().filter(|_| given.is_some()) {
         headers::refuse_columns_a_header_reorders(sources, format, req, &table, given)?;
     }
+    plan::refuse_required_left_out(control, &table, columns.as_deref())?;
     let conversions = match format.documents {
         None => plan::conversions(&table.copy_columns(columns.as_deref()), format),
         Some(_) => Vec::new(),

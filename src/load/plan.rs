@@ -10,7 +10,7 @@ use crate::format::convert::{Conversion, TimeUnit, UnixTimes};
 use crate::format::documents::{self, ColumnKind, DocumentColumns};
 use crate::format::pick::FieldPicks;
 use crate::format::{FormatKind, FormatOptions, COMMON_DELIMITERS};
-use crate::sink::postgres::TableInfo;
+use crate::sink::postgres::{PgSession, TableInfo};
 use crate::source::Source;
 use crate::sql::{display_ident, parse_qualified_name, quote_ident};
 
@@ -29,6 +29,50 @@ pub fn resolve_kind(given: Option<FormatKind>, sources: &[Source]) -> Result<For
             sources[0].name
         ))),
     }
+}
+
+/// The table's columns a row must be given: NOT NULL, without a default
+/// (of their own or their domain's), not an identity.
+const REQUIRED_COLUMNS: &str = "SELECT a.attname FROM pg_catalog.pg_attribute a \
+    JOIN pg_catalog.pg_type t ON t.oid = a.atttypid \
+    LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum \
+    WHERE a.attrelid = $1::int8::oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attnotnull \
+    AND d.adbin IS NULL AND a.attidentity = '' AND NOT (t.typtype = 'd' AND t.typdefaultbin IS NOT NULL) \
+    ORDER BY a.attnum";
+
+/// Refuses a load whose columns (from `--columns`, a header or the
+/// documents' keys) leave out a column every row must be given: each row
+/// would be refused, and the load would stop after its first 1,000
+/// records, blaming no option in particular. Not where an insert trigger
+/// may fill it.
+pub fn refuse_required_left_out(
+    control: &PgSession,
+    table: &TableInfo,
+    columns: Option<&[String]>,
+) -> Result<(), Error> {
+    let Some(columns) = columns.filter(|_| table.insert_triggers.is_empty() && !table.is_view) else { return Ok(()) };
+    let rows = control.query(REQUIRED_COLUMNS, &[Some(&table.oid.to_string())])?;
+    let left_out: Vec<String> = rows
+        .into_iter()
+        .filter_map(|row| row.into_iter().next().flatten())
+        .filter(|name| !columns.contains(name) && !table.generated.contains(name))
+        .collect();
+    let Some(first) = left_out.first() else { return Ok(()) };
+    let names: Vec<String> = left_out.iter().map(|name| display_ident(name)).collect();
+    Err(Error::Target(format!(
+        "{} {} of {} {} NOT NULL without a default, and the columns loaded ({}) leave {} out: every row would be \
+         refused. Load {} too (name it in --columns, or in the header), or give it a default (ALTER TABLE {} ALTER \
+         COLUMN {} SET DEFAULT ...)",
+        if left_out.len() == 1 { "column" } else { "columns" },
+        names.join(", "),
+        table.display(),
+        if left_out.len() == 1 { "is" } else { "are" },
+        columns.iter().map(|c| display_ident(c)).collect::<Vec<_>>().join(", "),
+        if left_out.len() == 1 { "it" } else { "them" },
+        if left_out.len() == 1 { "it" } else { "them" },
+        table.display(),
+        quote_ident(first)
+    )))
 }
 
 /// Each of `columns`' conversion under `format`'s `--decimal-comma` and
