@@ -61,7 +61,7 @@ pub fn refuse_required_left_out(
     let names: Vec<String> = left_out.iter().map(|name| display_ident(name)).collect();
     Err(Error::Target(format!(
         "{} {} of {} {} NOT NULL without a default, and the columns loaded ({}) leave {} out: every row would be \
-         refused. Load {} too (name it in --columns, or in the header), or give it a default (ALTER TABLE {} ALTER \
+         refused. Load {} too (--columns names the columns loaded), or give it a default (ALTER TABLE {} ALTER \
          COLUMN {} SET DEFAULT ...)",
         if left_out.len() == 1 { "column" } else { "columns" },
         names.join(", "),

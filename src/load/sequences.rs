@@ -11,8 +11,9 @@
 //!
 //! The highest value is read through an index that leads with the column
 //! (an identity is nearly always the primary key), or by reading a table of
-//! up to [`SCANNED`] (1 GiB, its partitions included): a bigger one without such an index would be read whole
-//! after the load, so the warning gives the statement to run instead.
+//! up to [`SCANNED`] (1 GiB, its partitions included): a bigger one without
+//! such an index would be read whole after the load, so the warning gives
+//! the statement to run instead.
 
 use crate::error::Error;
 use crate::sink::postgres::{describe_refusal, PgSession, TableInfo};
