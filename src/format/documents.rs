@@ -996,19 +996,26 @@ mod tests {
         assert_eq!(reason("  "), "an empty line, not a JSON document");
     }
 
+    /// What the reader gives for `data` read `piece` bytes at a time, with
+    /// a longest line of 1,000 bytes, and the originals it kept.
+    fn read_in_pieces(data: &str, piece: usize) -> (Vec<u8>, OriginalLines) {
+        let originals = OriginalLines::default();
+        let mut reader = DocumentReader::new(
+            Trickle { data: data.as_bytes(), piece },
+            Arc::new(columns(false)),
+            1000,
+            Some(originals.clone()),
+        );
+        let mut out = Vec::new();
+        reader.read_to_end(&mut out).unwrap();
+        (out, originals)
+    }
+
     #[test]
     fn the_reader_gives_a_line_per_line_and_keeps_the_originals() {
         let input = "\u{feff}{\"id\":1}\r\nnot json\n\n{\"id\":2,\"name\":\"x\"}";
         for piece in [1, 3, 1 << 20] {
-            let originals = OriginalLines::default();
-            let mut reader = DocumentReader::new(
-                Trickle { data: input.as_bytes(), piece },
-                Arc::new(columns(false)),
-                1000,
-                Some(originals.clone()),
-            );
-            let mut out = Vec::new();
-            reader.read_to_end(&mut out).unwrap();
+            let (out, originals) = read_in_pieces(input, piece);
             let lines: Vec<&[u8]> = out.split(|&b| b == b'\n').collect();
             assert_eq!(lines[0], b"\xEF\xBB\xBF1\t\\N\t\\N");
             assert_eq!(marked_reason(lines[1]).unwrap(), "not a JSON document: expected ident at column 2");
@@ -1029,16 +1036,7 @@ mod tests {
     fn a_line_past_the_longest_record_is_marked_and_read_past() {
         let long = format!("{{\"name\":\"{}\"}}\n", "x".repeat(5000));
         for (piece, tail) in [(100, "{\"id\":2}\n"), (7000, "{\"id\":2}"), (100, ""), (3, "{\"id\":2}\n")] {
-            let data = format!("{{\"id\":1}}\n{long}{tail}");
-            let originals = OriginalLines::default();
-            let mut reader = DocumentReader::new(
-                Trickle { data: data.as_bytes(), piece },
-                Arc::new(columns(false)),
-                1000,
-                Some(originals.clone()),
-            );
-            let mut out = Vec::new();
-            reader.read_to_end(&mut out).unwrap();
+            let (out, originals) = read_in_pieces(&format!("{{\"id\":1}}\n{long}{tail}"), piece);
             let lines: Vec<&[u8]> = out.split(|&b| b == b'\n').collect();
             assert_eq!(lines[0], b"1\t\\N\t\\N");
             let reason = marked_reason(lines[1]).unwrap();
