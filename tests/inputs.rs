@@ -631,6 +631,33 @@ fn stdin_gzip_and_zstd_load_the_same_table() {
     }
 }
 
+/// Inputs whose names say no format (stdin, `.dat`) are loaded in the
+/// format their first line shows, saying so: CSV (commas, no tab), the
+/// text format (tabs, no comma) or JSON lines; a line that could be either
+/// is refused, asking for --format, as every such input was.
+#[test]
+fn the_format_of_an_input_named_without_one_comes_from_its_first_line() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text)");
+    let conninfo = db.conninfo();
+    let args = ["load", "-", "--db", conninfo.as_str(), "--table", "t"];
+    let inputs: [(&[u8], &str); 3] = [
+        (b"1,a b\n2,\"c,d\"\n", "as csv by its first line (commas, no tab)"),
+        (b"3\ta;b\n", "as tsv by its first line (tabs, no comma)"),
+        (b"{\"id\": 4, \"name\": \"e\"}\n", "as jsonl by its first line (a JSON object)"),
+    ];
+    for (input, says) in inputs {
+        let run = sluice_with_stdin(&args, &gzip(input));
+        run.assert_ok();
+        assert!(run.stderr.contains(&format!("-: no format in its name; loading it {says}")), "{}", run.stderr);
+    }
+    let dat = db.file("t.dat", b"5,f\n");
+    db.load(&[dat.to_str().unwrap(), "--table", "t"]).assert_ok();
+    assert_eq!(db.scalar("SELECT string_agg(id || ':' || name, ' ' ORDER BY id) FROM t"), "1:a b 2:c,d 3:a;b 4:e 5:f");
+    let either = sluice_with_stdin(&args, b"6\tg,h\n");
+    either.assert_refused("cannot tell the format of - from its name or its first line; pass --format");
+}
+
 /// A pipe named as a file (a fifo, process substitution, /dev/stdin) is
 /// read like stdin: compression is recognised, and the same bytes through
 /// the same pipe again are recognised as loaded.

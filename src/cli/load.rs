@@ -52,7 +52,8 @@ pub struct LoadArgs {
     #[arg(long, value_name = "CONN")]
     db: Option<String>,
 
-    /// Input format; guessed from the file extension when absent.
+    /// Input format; guessed from the file extension when absent, else
+    /// from the first line (stdin, `.dat`).
     #[arg(short, long, value_enum)]
     format: Option<FormatArg>,
 

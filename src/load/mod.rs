@@ -890,6 +890,7 @@ fn prepare(
     };
     let mut job = open_job(control, req, &table, format, sources, wanted, shape)?;
     let mut early_warnings: Vec<String> = in_the_ledger_schema(&table).into_iter().collect();
+    early_warnings.extend(plan::format_by_content_said(req.format, sources));
     early_warnings.extend(foreign::batch_advice(&table, control.server_version()));
     early_warnings.extend(job.others.said(&table));
     // Not for a job that dropped the table's keys itself: it builds them

@@ -14,7 +14,8 @@ use crate::sink::postgres::{PgSession, TableInfo};
 use crate::source::Source;
 use crate::sql::{display_ident, parse_qualified_name, quote_ident};
 
-/// The format from `--format`, or guessed from the first named file.
+/// The format from `--format`, or guessed from the first named file, or
+/// else from the first line of the first input (see [`format_by_content`]).
 pub fn resolve_kind(given: Option<FormatKind>, sources: &[Source]) -> Result<FormatKind, Error> {
     if let Some(kind) = given {
         return Ok(kind);
@@ -24,11 +25,45 @@ pub fn resolve_kind(given: Option<FormatKind>, sources: &[Source]) -> Result<For
     match guessed.first() {
         Some(&kind) if guessed.iter().all(|&k| k == kind) => Ok(kind),
         Some(_) => Err(Error::Usage("the inputs have different extensions; say which format with --format".into())),
-        None => Err(Error::Usage(format!(
-            "cannot tell the format of {} from its name; pass --format csv, tsv or jsonl",
-            sources[0].name
-        ))),
+        None => format_by_content(sources).map(|(kind, _)| kind).ok_or_else(|| {
+            Error::Usage(format!(
+                "cannot tell the format of {} from its name or its first line; pass --format csv, tsv or jsonl",
+                sources[0].name
+            ))
+        }),
     }
+}
+
+/// The format of inputs whose names say none (stdin, `.dat`), from the
+/// first input's first line, with why: a JSON object (jsonl), commas and
+/// no tab (csv), tabs and no comma (tsv); `None` when it could be either.
+/// Why: psql reads stdin as its text format and timescaledb-parallel-copy
+/// as CSV, so a user piping `zcat x.csv.gz` into sluice expects one of
+/// them; a wrong guess rejects every line (a line of one format splits
+/// into the wrong fields in the other), and the warning says which was taken.
+pub fn format_by_content(sources: &[Source]) -> Option<(FormatKind, &'static str)> {
+    let (_, head) = super::first_look::first_head(sources);
+    let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&head);
+    let line = head.split(|&b| b == b'\n').find(|line| !line.trim_ascii().is_empty())?;
+    let (commas, tabs) = (line.contains(&b','), line.contains(&b'\t'));
+    match line.trim_ascii_start().first() {
+        Some(b'{') => Some((FormatKind::Jsonl, "a JSON object")),
+        _ if commas && !tabs => Some((FormatKind::Csv, "commas, no tab")),
+        _ if tabs && !commas => Some((FormatKind::Tsv, "tabs, no comma")),
+        _ => None,
+    }
+}
+
+/// The warning for a format taken from the inputs' first line (see
+/// [`format_by_content`]).
+pub fn format_by_content_said(given: Option<FormatKind>, sources: &[Source]) -> Option<String> {
+    let named = sources.iter().any(|s| s.path.as_deref().and_then(FormatKind::guess).is_some());
+    let (kind, why) = format_by_content(sources).filter(|_| given.is_none() && !named)?;
+    Some(format!(
+        "{}: no format in its name; loading it as {} by its first line ({why}); pass --format to say otherwise",
+        sources[0].name,
+        kind.name()
+    ))
 }
 
 /// The table's columns a row must be given: NOT NULL, without a default
