@@ -22,7 +22,7 @@
 //! first [`RUNAWAY_KEPT`] bytes and `raw_length` its length.
 
 use std::fs::File;
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
@@ -292,6 +292,32 @@ pub fn partial_path(path: &Path) -> PathBuf {
     PathBuf::from(partial)
 }
 
+/// When the rejects file at `path` holds the rejects of a load of other
+/// inputs (its first reject names a file none of `inputs` is), moves it
+/// aside, to a name with its modification time, and returns that name
+/// and the file it names. Why: the default path is the table's, whatever
+/// the input, so loading a second file into the table replaced the first
+/// one's rejects without a word. A file of this load's inputs is the same
+/// job's, or a load of it again: replaced, as before.
+fn keep_another_loads(path: &Path, inputs: &[String]) -> Option<(PathBuf, String)> {
+    let meta = std::fs::symlink_metadata(path).ok().filter(|m| m.is_file() && m.len() > 0)?;
+    let mut first = String::new();
+    BufReader::new(File::open(path).ok()?).take(RUNAWAY_KEPT * 8).read_line(&mut first).ok()?;
+    let reject: serde_json::Value = serde_json::from_str(&first).ok()?;
+    let file = reject.get("file")?.as_str()?;
+    if inputs.iter().any(|input| input == file) {
+        return None;
+    }
+    let stamp = humantime::format_rfc3339_seconds(meta.modified().ok()?).to_string().replace(':', "-");
+    let name = path.file_name()?.to_string_lossy();
+    let kept_name = match name.strip_suffix(".jsonl") {
+        Some(stem) => format!("{stem}.{stamp}.jsonl"),
+        None => format!("{name}.{stamp}"),
+    };
+    let kept = path.with_file_name(kept_name);
+    (!kept.exists() && std::fs::rename(path, &kept).is_ok()).then(|| (kept, file.to_string()))
+}
+
 /// Appends rejects to a JSON-lines file, created on the first reject.
 ///
 /// Workers commit chunks in the order they finish them, so a load with
@@ -316,6 +342,12 @@ pub struct RejectsFile {
     in_order: bool,
     /// One reject's JSON line, reused.
     line: Vec<u8>,
+    /// The load's inputs, when a file at the path that holds another
+    /// load's rejects is to be moved aside before the first reject (see
+    /// [`keep_another_loads`]).
+    keep_others: Option<Vec<String>>,
+    /// Where such a file was moved, and the input its first reject names.
+    kept: Option<(PathBuf, String)>,
 }
 
 /// Rejects in input order, one after another in the file.
@@ -344,7 +376,38 @@ impl RejectsFile {
             new_run: true,
             in_order: true,
             line: Vec::new(),
+            keep_others: None,
+            kept: None,
         }
+    }
+
+    /// Moves aside a file at the path that holds the rejects of a load of
+    /// other inputs than `inputs` before writing the first reject (see
+    /// [`keep_another_loads`]): a load that rejects nothing leaves it.
+    pub fn keeping_other_loads(mut self, inputs: Vec<String>) -> Self {
+        self.keep_others = Some(inputs);
+        self
+    }
+
+    /// Where another load's rejects were moved, and the input they are of.
+    pub fn kept_aside(&self) -> Option<&(PathBuf, String)> {
+        self.kept.as_ref()
+    }
+
+    /// Before the file is first written or replaced: see
+    /// [`keeping_other_loads`](Self::keeping_other_loads).
+    pub fn move_other_loads_aside(&mut self) {
+        if let Some(inputs) = self.keep_others.take() {
+            self.kept = keep_another_loads(&self.path, &inputs);
+        }
+    }
+
+    /// Takes over what `earlier`, the file this one replaces, moved aside
+    /// (moving it now if it was still to be).
+    pub fn kept_by(mut self, earlier: &mut RejectsFile) -> Self {
+        earlier.move_other_loads_aside();
+        self.kept = earlier.kept.take();
+        self
     }
 
     /// Whether the file may be replaced by one in input order: a plain file.
@@ -378,6 +441,7 @@ impl RejectsFile {
 
     pub fn write(&mut self, reject: &Reject) -> std::io::Result<()> {
         if self.out.is_none() {
+            self.move_other_loads_aside();
             self.out = Some(BufWriter::new(File::create(&self.path)?));
         }
         let out = self.out.as_mut().expect("opened above");

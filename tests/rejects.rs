@@ -2857,6 +2857,36 @@ fn a_load_that_rejects_nothing_names_an_earlier_loads_rejects_file() {
     assert!(!run.stderr.contains("holds rejects of an earlier load"), "no file, no word: {}", run.stderr);
 }
 
+/// A load of another file into the same table, which rejects records,
+/// moves aside the rejects file an earlier load of another input wrote at
+/// the same (default) path, instead of replacing it without a word; a
+/// load of the same input again replaces it.
+#[test]
+fn a_load_with_rejects_moves_aside_another_loads_rejects_file() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE e (id int)");
+    let (earlier, other) = (db.file("earlier.csv", b"1\nx\n"), db.file("other.csv", b"2\ny\n"));
+    let first = load_with_rejects(&db, &earlier, "e", &[]);
+    let before = std::fs::read(&first.rejects_path).unwrap();
+    let args = [other.to_str().unwrap(), "--table", "e", "--rejects", first.rejects_path.to_str().unwrap()];
+    let run = db.load(&args);
+    assert_eq!(run.code, 1, "{}", run.output());
+    let says = format!(
+        "{} held the rejects of another load (of {}): it was moved to ",
+        first.rejects_path.display(),
+        earlier.display()
+    );
+    let at = run.stderr.find(&says).unwrap_or_else(|| panic!("{}", run.stderr)) + says.len();
+    let kept = run.stderr[at..].split(", so that").next().unwrap();
+    assert!(kept.ends_with("Z.jsonl"), "{kept}");
+    assert_eq!(std::fs::read(kept).unwrap(), before, "kept as it was");
+    let now = std::fs::read_to_string(&first.rejects_path).unwrap();
+    assert!(now.lines().count() == 1 && now.contains("other.csv"), "{now}");
+    let again = db.load(&[&args[..], &["--restart"]].concat());
+    assert_eq!(again.code, 1, "{}", again.output());
+    assert!(!again.stderr.contains("held the rejects of another load"), "{}", again.stderr);
+}
+
 /// With `--on-conflict-do-nothing`, a unique key checked at commit
 /// (`DEFERRABLE INITIALLY DEFERRED`) refuses the first chunk at its
 /// COMMIT; from then on it is checked at each row, and the records it

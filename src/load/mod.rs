@@ -967,6 +967,9 @@ fn prepare(
     // The file holds the job's rejects so far at every moment, earlier runs'
     // included (it is rewritten in input order when the job finishes).
     let mut rejects = RejectsFile::new(&rejects_path);
+    if nothing_done(&job.done) {
+        rejects = rejects.keeping_other_loads(sources.iter().map(|s| s.name.to_string()).collect());
+    }
     if job.done.values().any(|chunk| chunk.rejected > 0) {
         write_committed_rejects(control, &job.job, &mut rejects).map_err(before_copy)?;
     }
@@ -1423,6 +1426,14 @@ fn conclude(
     report.warnings.splice(0..0, warnings);
     report.summary.job = shared.job.clone();
     report.summary.chunks_by_others = elsewhere;
+    if let Some((kept, of)) = rejects.kept_aside() {
+        report.warnings.push(format!(
+            "{} held the rejects of another load (of {of}): it was moved to {}, so that this load's did not replace \
+             them",
+            rejects.path().display(),
+            kept.display()
+        ));
+    }
     if rejects.written() > 0 {
         report.summary.rejects_file = Some(rejects.path().display().to_string());
         report.summary.rejects_in_file = rejects.written();
@@ -1475,7 +1486,7 @@ fn left_by_an_earlier_load(rejects: &RejectsFile, started_unix_ms: u128) -> Opti
 /// Replaces the rejects file with the job's committed rejects (to a name of
 /// this process, then renamed); removes it when there are none.
 fn rewrite_rejects_from_ledger(control: &PgSession, job: &str, rejects: &mut RejectsFile) -> Result<(), Error> {
-    let mut file = RejectsFile::new(&crate::rejects::partial_path(rejects.path()));
+    let mut file = RejectsFile::new(&crate::rejects::partial_path(rejects.path())).kept_by(rejects);
     write_committed_rejects(control, job, &mut file)?;
     file.move_to(rejects.path()).map_err(|e| rejects_file_error(&file, &e))?;
     *rejects = file;
