@@ -2801,6 +2801,43 @@ fn missing_keys_of_their_own_are_looked_up_at_once() {
     assert_eq!(loaded.sorted_lines(), want);
 }
 
+/// A foreign key of two columns: its missing keys are looked up at once
+/// too, each reject naming its own (each such record was found by halving
+/// the run until it stood alone), and a record with a NULL in the key,
+/// which refers to nothing, loads.
+#[test]
+fn missing_keys_of_two_columns_are_looked_up_at_once() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE pair (a int, b text, PRIMARY KEY (a, b)); \
+         INSERT INTO pair SELECT g, 'k' || g FROM generate_series(1, 99) g; \
+         CREATE TABLE ref2 (id int PRIMARY KEY, a int, b text, FOREIGN KEY (a, b) REFERENCES pair); \
+         INSERT INTO ref2 VALUES (0, 1, 'k1')",
+    );
+    let key = |line: u64| match line {
+        l if l % 100 == 0 => format!("{l},k{l}"),
+        l if l % 77 == 0 => "5,".to_string(),
+        l => format!("{},k{}", l % 99 + 1, l % 99 + 1),
+    };
+    let data: String = (1..=20_000u64).map(|line| format!("{line},{}\n", key(line))).collect();
+    let want: Vec<u64> = (1..=20_000).filter(|l| l % 100 == 0).collect();
+    let loaded = load_with_rejects(&db, &db.file("ref2.csv", data.as_bytes()), "ref2", &["--chunk-size", "16KiB"]);
+    assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
+    assert_eq!(loaded.sorted_lines(), want);
+    for reject in &loaded.rejects {
+        let line = reject["line"].as_u64().unwrap();
+        let reason = reject["reason"].as_str().unwrap();
+        assert!(
+            reason.contains(&format!("(Key (a, b)=({line}, k{line}) is not present in table \"pair\".)")),
+            "{reason}"
+        );
+    }
+    assert_eq!(db.count("ref2"), 1 + 20_000 - want.len() as u64);
+    let chunks = loaded.report["chunks"].as_array().unwrap();
+    let copies: u64 = chunks.iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+    assert!(chunks.len() > 8 && copies <= chunks.len() as u64, "{copies} COPY statements for {} chunks", chunks.len());
+}
+
 /// Records no partition takes are rejected one by one with the same words;
 /// one warning counts them, with the first one's key and what to do.
 #[test]

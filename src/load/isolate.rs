@@ -337,7 +337,7 @@ struct Isolator<'a> {
     /// key (sorted), and whether they were looked up again.
     repeats: Vec<usize>,
     repeats_checked: bool,
-    /// The columns whose foreign key's missing keys were looked up (see
+    /// The foreign keys whose missing keys were looked up (see
     /// [`Isolator::reject_missing_keys`]).
     missing_looked_up: Vec<String>,
     /// Where the chunk's input lines start, for documents read into
@@ -1111,8 +1111,8 @@ impl<'a> Isolator<'a> {
     /// and returns the rest, to copy whole. Runs the next COPY's
     /// `prelude` first, and leaves in it what the COPY after needs:
     /// nothing, or the rollback to the savepoint after a lookup that
-    /// failed. Once a chunk for each column: a refusal for the same
-    /// column after it (a key deleted meanwhile) is isolated as before, as
+    /// failed. Once a chunk for each foreign key: a refusal for the same
+    /// key after it (a referenced row deleted meanwhile) is isolated as before, as
     /// is one the lookup cannot explain (`None`: the caller splits the
     /// run). Why: the rejects of one refusal say nothing of the other
     /// missing keys of the run, and each cost a COPY of what was left.
@@ -1127,11 +1127,11 @@ impl<'a> Isolator<'a> {
         let Some(keys) = self.shared.missing_keys.as_ref().filter(|_| at.is_none() && run.len() > 1) else {
             return Ok(None);
         };
-        let Some(column) = keys.column_of(r).filter(|_| self.staging.is_none()) else { return Ok(None) };
-        if self.missing_looked_up.iter().any(|c| c == column) {
+        let Some(key) = keys.foreign_key_of(r).filter(|_| self.staging.is_none()) else { return Ok(None) };
+        if self.missing_looked_up.iter().any(|k| k == key) {
             return Ok(None);
         }
-        self.missing_looked_up.push(column.to_string());
+        self.missing_looked_up.push(key.to_string());
         if !prelude.is_empty() {
             session.execute(prelude)?;
         }
@@ -1147,7 +1147,7 @@ impl<'a> Isolator<'a> {
             self.reject(i, refusal);
         }
         let mut known = self.shared.foreign_key_refusals.lock().unwrap_or_else(|e| e.into_inner());
-        if !known.iter().any(|k| keys.column_of(k) == Some(column)) {
+        if !known.iter().any(|k| keys.foreign_key_of(k) == Some(key)) {
             known.push(r.clone());
         }
         Ok(Some(rest))

@@ -14,14 +14,15 @@
 //! its own: 62.9 s, 26.2 s before this module, 7.6 s so).
 //!
 //! One refusal names one key: [`MissingKeys::look_up`] asks the referenced
-//! table for every value of the run's column at once, in one query (as
-//! the server reads them: `007` finds 7), so each record referring to a
-//! missing key is rejected with its own key named, and the rest goes
-//! whole. Where it cannot (a key referring to the loaded table itself,
-//! whose records may refer to rows of the same run; no right to read the
-//! referenced table), the key the refusal names is matched as text; where
-//! nothing matches (a key of two columns, a message in another language),
-//! isolation halves as before.
+//! table for every key of the run at once, in one query (its columns'
+//! values as the server reads them: `007` finds 7), so each record
+//! referring to a missing key is rejected with its own key named, and the
+//! rest goes whole; for a key of one column or several. Where it cannot (a
+//! key referring to the loaded table itself, whose records may refer to
+//! rows of the same run; MATCH FULL; no right to read the referenced
+//! table), the key the refusal names is matched as text (one column);
+//! where nothing matches (a key of two columns, a message in another
+//! language), isolation halves as before.
 
 use std::collections::{HashMap, HashSet};
 
@@ -30,29 +31,42 @@ use crate::format::binary::BinaryEncoder;
 use crate::format::FormatOptions;
 use crate::sink::postgres::{PgSession, TableInfo};
 use crate::sink::CopyRefusal;
+use crate::sql::quote_literal;
 
 use super::value_check::{split_columns, text_array_literal, text_splitter};
 
 /// What a foreign key's refusal says, and the server's SQLSTATE for it.
 const FOREIGN_KEY_VIOLATION: &str = "23503";
 
-/// For the foreign key of one column the refusal names (`$1`, its quoted
-/// schema and name) on the table `$2` or a partition of it, referring to
-/// another table: that table (as SQL), its key column (quoted) and the
-/// referring column's type.
-const REFERENCED: &str = "SELECT c.confrelid::regclass::text, pg_catalog.quote_ident(ra.attname), \
+/// For the foreign key the refusal names (`{key}`, its quoted schema and
+/// name, as a literal), MATCH SIMPLE, on the table `{table}` or a partition of it, referring
+/// to another table: for each of its columns in order, that table (as
+/// SQL), the referenced column (quoted), the referring column and its type.
+const REFERENCED: &str = "SELECT c.confrelid::regclass::text, pg_catalog.quote_ident(ra.attname), fa.attname, \
     pg_catalog.format_type(fa.atttypid, fa.atttypmod) \
     FROM pg_catalog.pg_constraint c \
     JOIN pg_catalog.pg_namespace n ON n.oid = c.connamespace \
-    JOIN pg_catalog.pg_attribute fa ON fa.attrelid = c.conrelid AND fa.attnum = c.conkey[1] \
-    JOIN pg_catalog.pg_attribute ra ON ra.attrelid = c.confrelid AND ra.attnum = c.confkey[1] \
-    WHERE c.contype = 'f' AND pg_catalog.cardinality(c.conkey) = 1 \
+    CROSS JOIN LATERAL ROWS FROM (pg_catalog.unnest(c.conkey), pg_catalog.unnest(c.confkey)) WITH ORDINALITY \
+      AS k(fk, rk, place) \
+    JOIN pg_catalog.pg_attribute fa ON fa.attrelid = c.conrelid AND fa.attnum = k.fk \
+    JOIN pg_catalog.pg_attribute ra ON ra.attrelid = c.confrelid AND ra.attnum = k.rk \
+    WHERE c.contype = 'f' AND c.confmatchtype = 's' \
     AND '\"' || pg_catalog.replace(n.nspname, '\"', '\"\"') || '\".\"' || pg_catalog.replace(c.conname, '\"', '\"\"') \
-      || '\"' = $1 \
-    AND c.conrelid IN (WITH RECURSIVE tree(oid) AS (SELECT $2::int8::oid UNION ALL \
+      || '\"' = {key} \
+    AND c.conrelid IN (WITH RECURSIVE tree(oid) AS (SELECT {table}::oid UNION ALL \
       SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN tree ON i.inhparent = tree.oid) SELECT oid FROM tree) \
-    AND c.confrelid NOT IN (WITH RECURSIVE tree(oid) AS (SELECT $2::int8::oid UNION ALL \
-      SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN tree ON i.inhparent = tree.oid) SELECT oid FROM tree)";
+    AND c.confrelid NOT IN (WITH RECURSIVE tree(oid) AS (SELECT {table}::oid UNION ALL \
+      SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN tree ON i.inhparent = tree.oid) SELECT oid FROM tree) \
+    ORDER BY k.place";
+
+/// A foreign key's column: the referenced table and column (as SQL), the
+/// referring column's place among the loaded ones and its type.
+struct KeyColumn {
+    referenced: String,
+    key: String,
+    at: usize,
+    ty: String,
+}
 
 /// Reads the COPY columns' fields as COPY reads them.
 pub(super) struct MissingKeys {
@@ -74,63 +88,64 @@ impl MissingKeys {
         Some(MissingKeys { splitter, names: columns.iter().map(|(name, _)| name.clone()).collect(), table: table.oid })
     }
 
-    /// The column a foreign key's refusal names, when it is one of one
-    /// column among the loaded ones.
-    pub fn column_of<'r>(&self, refusal: &'r CopyRefusal) -> Option<&'r str> {
-        let (column, _) = missing_key(refusal)?;
-        self.names.iter().any(|name| name == column).then_some(column)
+    /// The foreign key a refusal names (schema and name, quoted).
+    pub fn foreign_key_of<'r>(&self, refusal: &'r CopyRefusal) -> Option<&'r str> {
+        (refusal.sqlstate.as_deref() == Some(FOREIGN_KEY_VIOLATION)).then_some(refusal.constraint.as_deref()).flatten()
     }
 
     /// Of `records` (each `(index, bytes)`), those referring to a key the
     /// referenced table does not hold, by the foreign key `refusal` names,
-    /// each with the refusal it gets (the server's, for its value), looked
-    /// up in one query; `None` when that cannot be (another table's key
-    /// of several columns, a key referring to the table itself, whose
-    /// records may refer to each other, no right to read it: the query's
-    /// refusal leaves the transaction to roll back to the savepoint).
+    /// each with the refusal it gets (the server's, for its values), looked
+    /// up in one query; `None` when that cannot be (a key referring to the
+    /// table itself, whose records may refer to each other; one MATCH FULL
+    /// or with a column not loaded; no right to read the referenced table:
+    /// the query's refusal leaves the transaction to roll back to the
+    /// savepoint). A record with a NULL in the key refers to nothing, as
+    /// MATCH SIMPLE has it.
     pub fn look_up<'r>(
         &self,
         session: &PgSession,
         refusal: &CopyRefusal,
         records: impl Iterator<Item = (usize, &'r [u8])>,
     ) -> Result<Option<Vec<(usize, CopyRefusal)>>, Error> {
-        let (Some(column), Some(constraint)) = (self.column_of(refusal), refusal.constraint.as_deref()) else {
-            return Ok(None);
-        };
-        let at = self.names.iter().position(|name| name == column).expect("a loaded column");
-        let found = session.query(REFERENCED, &[Some(constraint), Some(&self.table.to_string())])?;
-        let Some([Some(referenced), Some(key), Some(ty)]) =
-            found.into_iter().next().and_then(|r| <[Option<String>; 3]>::try_from(r).ok())
-        else {
-            return Ok(None);
-        };
+        let Some(constraint) = self.foreign_key_of(refusal) else { return Ok(None) };
+        let Some(columns) = self.key_columns(session, constraint)? else { return Ok(None) };
+        let at: Vec<usize> = columns.iter().map(|c| c.at).collect();
         let (mut splitter, mut tuple) = (self.splitter.clone(), Vec::new());
-        let fields: Vec<(usize, String)> = records
-            .filter_map(|(i, record)| Some((i, split_columns(&mut splitter, record, &mut tuple, &[at])?.pop()??)))
+        let keys: Vec<(usize, Vec<String>)> = records
+            .filter_map(|(i, record)| {
+                let fields = split_columns(&mut splitter, record, &mut tuple, &at)?;
+                Some((i, fields.into_iter().collect::<Option<Vec<String>>>()?))
+            })
             .collect();
-        let distinct: HashSet<&str> = fields.iter().map(|(_, value)| value.as_str()).collect();
-        let values: Vec<Option<String>> = distinct.into_iter().map(|v| Some(v.to_string())).collect();
-        // Each missing value as written, and as the server writes it.
-        let query = format!(
-            "SELECT v, v::{ty}::text FROM pg_catalog.unnest({}) AS v WHERE NOT EXISTS (SELECT 1 FROM {referenced} r \
-             WHERE r.{key} = v::{ty})",
-            text_array_literal(&values)
-        );
-        let missing: HashMap<String, String> = match session.query_statements(&query)? {
-            Ok(rows) => rows
-                .into_iter()
-                .filter_map(|row| <[Option<String>; 2]>::try_from(row).ok())
-                .filter_map(|[v, shown]| Some((v?, shown?)))
-                .collect(),
-            Err(_) => return Ok(None),
-        };
-        let (_, named) = missing_key(refusal).expect("a key of one column");
+        let distinct: HashSet<&Vec<String>> = keys.iter().map(|(_, key)| key).collect();
+        let arrays: Vec<String> = (0..columns.len())
+            .map(|k| text_array_literal(&distinct.iter().map(|key| Some(key[k].clone())).collect::<Vec<_>>()))
+            .collect();
+        let Some(missing) = missing_keys(session, &columns, &arrays)? else { return Ok(None) };
         let detail = refusal.detail.as_deref().unwrap_or_default();
-        let for_value = |shown: &str| CopyRefusal {
-            detail: Some(detail.replacen(&format!(")=({named})"), &format!(")=({shown})"), 1)),
-            ..refusal.clone()
-        };
-        Ok(Some(fields.into_iter().filter_map(|(i, v)| Some((i, for_value(missing.get(&v)?)))).collect()))
+        let for_key = |shown: &[String]| CopyRefusal { detail: key_in_detail(detail, shown), ..refusal.clone() };
+        Ok(Some(keys.into_iter().filter_map(|(i, key)| Some((i, for_key(missing.get(&key)?)))).collect()))
+    }
+
+    /// The columns of the foreign key `constraint`, when each is loaded and
+    /// it refers to another table (see [`REFERENCED`]).
+    fn key_columns(&self, session: &PgSession, constraint: &str) -> Result<Option<Vec<KeyColumn>>, Error> {
+        let query = REFERENCED.replace("{key}", &quote_literal(constraint)).replace("{table}", &self.table.to_string());
+        // Refused (a catalog of another shape), it is not looked up.
+        let Ok(rows) = session.query_statements(&query)? else { return Ok(None) };
+        let columns: Option<Vec<KeyColumn>> = rows
+            .into_iter()
+            .map(|row| {
+                let [Some(referenced), Some(key), Some(name), Some(ty)] = <[Option<String>; 4]>::try_from(row).ok()?
+                else {
+                    return None;
+                };
+                let at = self.names.iter().position(|loaded| *loaded == name)?;
+                Some(KeyColumn { referenced, key, at, ty })
+            })
+            .collect();
+        Ok(columns.filter(|c| !c.is_empty()))
     }
 
     /// Of `records` (each `(index, bytes)`), those whose field refers to the
@@ -147,6 +162,47 @@ impl MissingKeys {
             .map(|(i, _)| i)
             .collect()
     }
+}
+
+/// Keys the referenced table does not hold: each as written (its columns'
+/// fields) and as the server writes it.
+type Missing = HashMap<Vec<String>, Vec<String>>;
+
+/// Of the distinct keys in `arrays` (one text array a column), those the
+/// referenced table does not hold; `None` when the server refused the
+/// query.
+fn missing_keys(session: &PgSession, columns: &[KeyColumn], arrays: &[String]) -> Result<Option<Missing>, Error> {
+    let names: Vec<String> = (0..columns.len()).map(|k| format!("v{k}")).collect();
+    let shown: Vec<String> = columns.iter().enumerate().map(|(k, c)| format!("v{k}::{}::text", c.ty)).collect();
+    let equal: Vec<String> =
+        columns.iter().enumerate().map(|(k, c)| format!("r.{} = u.v{k}::{}", c.key, c.ty)).collect();
+    let query = format!(
+        "SELECT {}, {} FROM ROWS FROM ({}) AS u({}) WHERE NOT EXISTS (SELECT 1 FROM {} r WHERE {})",
+        names.join(", "),
+        shown.join(", "),
+        arrays.iter().map(|array| format!("pg_catalog.unnest({array})")).collect::<Vec<_>>().join(", "),
+        names.join(", "),
+        columns[0].referenced,
+        equal.join(" AND ")
+    );
+    let rows = match session.query_statements(&query)? {
+        Ok(rows) => rows,
+        Err(_) => return Ok(None),
+    };
+    let width = columns.len();
+    let pairs = rows.into_iter().filter_map(|row| {
+        let values: Vec<String> = row.into_iter().collect::<Option<Vec<String>>>()?;
+        (values.len() == 2 * width).then(|| (values[..width].to_vec(), values[width..].to_vec()))
+    });
+    Ok(Some(pairs.collect()))
+}
+
+/// The server's detail for a missing key (`Key (a, b)=(1, 2) is not
+/// present in table "t".`) with the key's values `shown` instead.
+fn key_in_detail(detail: &str, shown: &[String]) -> Option<String> {
+    let (columns, rest) = detail.split_once(")=(")?;
+    let (_, table) = rest.rsplit_once(") is not present in table ")?;
+    Some(format!("{columns})=({}) is not present in table {table}", shown.join(", ")))
 }
 
 /// The column and value of a foreign key's refusal of one column:
@@ -185,5 +241,16 @@ mod tests {
         assert_eq!(missing_key(&refusal("Key is not present in table \"t\".")), None, "no right to read it");
         let check = CopyRefusal { sqlstate: Some("23514".into()), ..one };
         assert_eq!(missing_key(&check), None);
+    }
+
+    #[test]
+    fn the_detail_names_each_records_own_key() {
+        let shown = |values: &[&str]| values.iter().map(|v| v.to_string()).collect::<Vec<_>>();
+        let one = "Key (dim_id)=(1000) is not present in table \"dim\".";
+        assert_eq!(key_in_detail(one, &shown(&["7"])).unwrap(), "Key (dim_id)=(7) is not present in table \"dim\".");
+        let two = "Key (a, b)=(1, x) is not present in table \"pair\".";
+        let own = key_in_detail(two, &shown(&["2", "y) is not present in table (z"])).unwrap();
+        assert_eq!(own, "Key (a, b)=(2, y) is not present in table (z) is not present in table \"pair\".");
+        assert_eq!(key_in_detail("Schlüssel (a)=(1) ist nicht vorhanden", &shown(&["2"])), None);
     }
 }

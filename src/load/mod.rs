@@ -291,7 +291,7 @@ struct Shared<'a> {
     /// Workers whose first connection the server refused: why, and
     /// whether they loaded a chunk once connected later.
     refused: std::sync::Mutex<Vec<(String, bool)>>,
-    /// For each foreign key of one column a chunk's COPY was refused for,
+    /// For each foreign key a chunk's COPY was refused for,
     /// the first such refusal: chunks screened for rejects look up its
     /// missing keys before their first COPY (see `isolate`).
     foreign_key_refusals: std::sync::Mutex<Vec<crate::sink::CopyRefusal>>,
