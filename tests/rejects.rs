@@ -2836,6 +2836,17 @@ fn missing_keys_of_two_columns_are_looked_up_at_once() {
     let chunks = loaded.report["chunks"].as_array().unwrap();
     let copies: u64 = chunks.iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
     assert!(chunks.len() > 8 && copies <= chunks.len() as u64, "{copies} COPY statements for {} chunks", chunks.len());
+    // Into a partitioned table, whose partitions hold copies of the key.
+    db.execute(
+        "CREATE TABLE parted (id int, a int, b text, FOREIGN KEY (a, b) REFERENCES pair) PARTITION BY RANGE (id); \
+         CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (0) TO (10000); \
+         CREATE TABLE parted_2 PARTITION OF parted FOR VALUES FROM (10000) TO (20001); \
+         INSERT INTO parted VALUES (0, 1, 'k1')",
+    );
+    let loaded = load_with_rejects(&db, &db.file("parted.csv", data.as_bytes()), "parted", &[]);
+    assert_eq!((loaded.run.code, loaded.sorted_lines()), (1, want), "{}", loaded.run.output());
+    let reason = loaded.rejects[0]["reason"].as_str().unwrap();
+    assert!(reason.ends_with("(Key (a, b)=(100, k100) is not present in table \"pair\".)"), "{reason}");
 }
 
 /// Records no partition takes are rejected one by one with the same words;

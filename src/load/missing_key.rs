@@ -42,7 +42,11 @@ const FOREIGN_KEY_VIOLATION: &str = "23503";
 /// name, as a literal), MATCH SIMPLE, on the table `{table}` or a partition of it, referring
 /// to another table: for each of its columns in order, that table (as
 /// SQL), the referenced column (quoted), the referring column and its type.
-const REFERENCED: &str = "SELECT c.confrelid::regclass::text, pg_catalog.quote_ident(ra.attname), fa.attname, \
+/// Once: a partitioned table's partitions hold copies of its key, of the
+/// same name.
+const REFERENCED: &str =
+    "SELECT DISTINCT ON (k.place) c.confrelid::regclass::text, pg_catalog.quote_ident(ra.attname), \
+    fa.attname, \
     pg_catalog.format_type(fa.atttypid, fa.atttypmod) \
     FROM pg_catalog.pg_constraint c \
     JOIN pg_catalog.pg_namespace n ON n.oid = c.connamespace \
