@@ -219,6 +219,13 @@ pub enum Opened {
     Changed(HashMap<u64, Done>),
     /// Every chunk committed and the job marked finished.
     Finished { rows: u64, finished_at: String },
+    /// The job had finished on other data than its inputs hold now, and
+    /// this run empties the table (`--truncate`): started over, as with
+    /// `--restart`. Why: a nightly `--truncate` load of a file written
+    /// anew under the same name was refused every night after the first
+    /// (its first chunk held other bytes), and nothing the job committed
+    /// can be loaded twice into an emptied table.
+    StartedOver { rows: u64, finished_at: String },
 }
 
 /// FNV-1a, 64 bits: job names must be the same on every machine and sluice
@@ -331,6 +338,16 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
     let row = found.first().ok_or_else(|| Error::Server(format!("job {job} vanished from sluice.jobs")))?;
     let [old_fingerprint, old_table, finished_at, steps_done, old_chunking, old_oid, old_command] =
         [0, 1, 2, 3, 4, 5, 6].map(|i| row[i].clone().unwrap_or_default());
+    let started_over = !restart
+        && empties_table
+        && !finished_at.is_empty()
+        && old_table == table
+        && (old_fingerprint != fingerprint || (!old_oid.is_empty() && old_oid != oid));
+    let before = match started_over {
+        true => Some(done_chunks(session, job)?.values().map(|d| d.rows).sum::<u64>()),
+        false => None,
+    };
+    let restart = restart || started_over;
     if !restart && old_table == table && !old_oid.is_empty() && old_oid != oid {
         return Err(Error::Usage(format!(
             "job {job} loaded into an earlier table named {table}, dropped since: the table of that name now holds \
@@ -406,6 +423,9 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
         session.query("UPDATE sluice.jobs SET steps_done = true WHERE job = $1 RETURNING 1", &[Some(job)])?;
     }
     let done = done_chunks(session, job)?;
+    if let Some(rows) = before {
+        return Ok(Opened::StartedOver { rows, finished_at });
+    }
     if changed {
         return Ok(Opened::Changed(done));
     }

@@ -793,6 +793,31 @@ fn rerun_is_idempotent_restart_appends_truncate_replaces() {
     assert_eq!(db.count("t"), 100);
 }
 
+/// A nightly `--truncate` load of a file written anew under the same name:
+/// the finished job starts over, saying so (it was refused: its first
+/// chunk held other bytes); the same data again is still loaded once, and
+/// new data without `--truncate` is still refused, since what the job
+/// committed would stay and its rows could be loaded twice.
+#[test]
+fn a_finished_truncating_job_whose_file_was_written_anew_starts_over() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text, k int)");
+    let file = db.file("nightly.csv", rows(0, 100).as_bytes());
+    let path = file.to_str().unwrap();
+    db.load(&[path, "--table", "t", "--truncate"]).assert_ok();
+    db.file("nightly.csv", rows(100, 350).as_bytes());
+    let next = db.load(&[path, "--table", "t", "--truncate"]);
+    next.assert_ok();
+    assert!(next.stderr.contains("had finished (100 rows at "), "{}", next.stderr);
+    assert!(next.stderr.contains("as --truncate emptied the table, it started over"), "{}", next.stderr);
+    assert_eq!(db.scalar("SELECT count(*) || ' ' || min(id) FROM t"), "250 100");
+    let again = db.load(&[path, "--table", "t", "--truncate"]);
+    assert!(again.stderr.contains("already finished"), "{}", again.stderr);
+    db.file("nightly.csv", rows(350, 400).as_bytes());
+    db.load(&[path, "--table", "t"]).assert_refused("not the input job");
+    assert_eq!(db.count("t"), 250);
+}
+
 /// Latin-1 is strict ISO-8859-1 (0x80 is U+0080), windows-1252 maps 0x80
 /// to the euro sign; both arrive as the right Unicode text.
 #[test]

@@ -119,7 +119,7 @@ pub fn chunking_and_fingerprint(
 /// Rows that earlier runs of the job committed into the table.
 pub fn rows_committed_before(opened: &Opened) -> u64 {
     match opened {
-        Opened::Fresh => 0,
+        Opened::Fresh | Opened::StartedOver { .. } => 0,
         Opened::Resumed(done) | Opened::Changed(done) => done.values().map(|d| d.rows).sum(),
         Opened::Finished { rows, .. } => *rows,
     }

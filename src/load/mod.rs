@@ -893,6 +893,7 @@ fn prepare(
     early_warnings.extend(plan::format_by_content_said(req.format, sources));
     early_warnings.extend(foreign::batch_advice(&table, control.server_version()));
     early_warnings.extend(job.others.said(&table));
+    early_warnings.extend(job.started_over.clone());
     // Not for a job that dropped the table's keys itself: it builds them
     // again before it ends.
     if nothing_to_skip && job.steps.is_empty() {
@@ -1205,6 +1206,8 @@ struct OpenedJob {
     steps: Vec<ledger::StepRow>,
     /// What this job did to other unfinished jobs into the table, or found.
     others: job::OtherJobs,
+    /// What the summary says when the job started over ([`Opened::StartedOver`]).
+    started_over: Option<String>,
 }
 
 /// How long a load waits at its start for the claims of its job that other
@@ -1279,8 +1282,17 @@ fn open_job(
         job::refuse_an_emptied_table(control, &job, table, job::rows_committed_before(&opened))?;
     }
     let defer_plan = planned.into_inner().unwrap_or_default();
+    let mut started_over = None;
     let (done, inputs_changed) = match opened {
         Opened::Fresh => (HashMap::new(), false),
+        Opened::StartedOver { rows, finished_at } => {
+            started_over = Some(format!(
+                "job {job} had finished ({} at {finished_at}) on other data than its inputs hold now; as \
+                 --truncate emptied the table, it started over",
+                count_of(rows, "row")
+            ));
+            (HashMap::new(), false)
+        }
         Opened::Resumed(done) => (done, false),
         Opened::Changed(done) => (done, true),
         // Whether stdin or a pipe holds the same data again can only be
@@ -1289,7 +1301,7 @@ fn open_job(
         Opened::Finished { .. } if any_read_once(sources) => (ledger::done_chunks(control, &job)?, false),
         Opened::Finished { rows, finished_at } => return Err(Error::AlreadyLoaded { job, rows, finished_at }.into()),
     };
-    Ok(OpenedJob { job, done, defer_plan, steps, fingerprint, inputs_changed, others })
+    Ok(OpenedJob { job, done, defer_plan, steps, fingerprint, inputs_changed, others, started_over })
 }
 
 /// Before a job whose inputs changed size or time loads anything: finds
