@@ -2721,6 +2721,11 @@ fn a_chunk_all_rejected_before_the_first_records_stop_loads_once_the_cause_is_fi
 const DIM_AND_FACT: &str = "CREATE TABLE dim (id int PRIMARY KEY); INSERT INTO dim SELECT generate_series(1, 99); \
      CREATE TABLE fact (id int PRIMARY KEY, dim_id int REFERENCES dim); INSERT INTO fact VALUES (0, 1)";
 
+/// Lines 1 to 20,000, each its number and `rest(number)`.
+fn numbered_lines(rest: impl Fn(u64) -> String) -> String {
+    (1..=20_000u64).map(|line| format!("{line},{}\n", rest(line))).collect()
+}
+
 /// A foreign key is checked at the end of a COPY, so its refusal names no
 /// line: isolation halved the run until the record stood alone, some 16
 /// COPY statements a bad record. The refusal names the missing key, and
@@ -2736,7 +2741,7 @@ fn records_a_foreign_key_refuses_are_found_by_the_key_it_names() {
         l if l % 2_999 == 0 => "200".into(),
         l => (l % 99 + 1).to_string(),
     };
-    let data: String = (1..=20_000u64).map(|line| format!("{line},{}\n", dim(line))).collect();
+    let data = numbered_lines(dim);
     let want: Vec<u64> = (1..=20_000).filter(|&l| l == 7_777 || l % 500 == 0 || l % 2_999 == 0).collect();
     let loaded = load_with_rejects(&db, &db.file("fact.csv", data.as_bytes()), "fact", &[]);
     assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
@@ -2768,7 +2773,7 @@ fn missing_keys_of_their_own_are_looked_up_at_once() {
         l if l % 100 == 0 => (100_000 + l).to_string(),
         l => (l % 99 + 1).to_string(),
     };
-    let data: String = (1..=20_000u64).map(|line| format!("{line},{}\n", dim(line))).collect();
+    let data = numbered_lines(dim);
     let want: Vec<u64> = (1..=20_000).filter(|&l| l == 7_777 || l % 100 == 0).collect();
     let file = db.file("fact.csv", data.as_bytes());
     let loaded = load_with_rejects(&db, &file, "fact", &["--chunk-size", "16KiB"]);
@@ -2819,7 +2824,7 @@ fn missing_keys_of_two_columns_are_looked_up_at_once() {
         l if l % 77 == 0 => "5,".to_string(),
         l => format!("{},k{}", l % 99 + 1, l % 99 + 1),
     };
-    let data: String = (1..=20_000u64).map(|line| format!("{line},{}\n", key(line))).collect();
+    let data = numbered_lines(key);
     let want: Vec<u64> = (1..=20_000).filter(|l| l % 100 == 0).collect();
     let loaded = load_with_rejects(&db, &db.file("ref2.csv", data.as_bytes()), "ref2", &["--chunk-size", "16KiB"]);
     assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());

@@ -41,7 +41,8 @@ use crate::rejects::RUNAWAY_KEPT;
 /// record can start with it.
 pub const DOC_MARK: u8 = 0xFD;
 
-const BOM: &[u8] = b"\xEF\xBB\xBF";
+/// The UTF-8 byte order mark some writers put first.
+pub const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// The field written for a missing key whose column's default changes
 /// (`now()`, a sequence): the worker replaces each with a value

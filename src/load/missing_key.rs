@@ -29,25 +29,22 @@ use std::collections::{HashMap, HashSet};
 use crate::error::Error;
 use crate::format::binary::BinaryEncoder;
 use crate::format::FormatOptions;
-use crate::sink::postgres::{PgSession, TableInfo};
+use crate::sink::postgres::{PgSession, TableInfo, PARTITION_TREE};
 use crate::sink::CopyRefusal;
-use crate::sql::quote_literal;
 
 use super::value_check::{split_columns, text_array_literal, text_splitter};
 
 /// What a foreign key's refusal says, and the server's SQLSTATE for it.
 const FOREIGN_KEY_VIOLATION: &str = "23503";
 
-/// For the foreign key the refusal names (`{key}`, its quoted schema and
-/// name, as a literal), MATCH SIMPLE, on the table `{table}` or a partition of it, referring
-/// to another table: for each of its columns in order, that table (as
-/// SQL), the referenced column (quoted), the referring column and its type.
-/// Once: a partitioned table's partitions hold copies of its key, of the
-/// same name.
-const REFERENCED: &str =
-    "SELECT DISTINCT ON (k.place) c.confrelid::regclass::text, pg_catalog.quote_ident(ra.attname), \
-    fa.attname, \
-    pg_catalog.format_type(fa.atttypid, fa.atttypmod) \
+/// After [`PARTITION_TREE`] (`$1`, the table's OID): for the foreign key
+/// the refusal names (`$2`, its quoted schema and name), MATCH SIMPLE, on
+/// the table or a partition of it, referring to another table: for each
+/// of its columns in order, that table (as SQL), the referenced column
+/// (quoted), the referring column and its type. Once: a partitioned
+/// table's partitions hold copies of its key, of the same name.
+const REFERENCED: &str = "SELECT DISTINCT ON (k.place) c.confrelid::regclass::text, \
+    pg_catalog.quote_ident(ra.attname), fa.attname, pg_catalog.format_type(fa.atttypid, fa.atttypmod) \
     FROM pg_catalog.pg_constraint c \
     JOIN pg_catalog.pg_namespace n ON n.oid = c.connamespace \
     CROSS JOIN LATERAL ROWS FROM (pg_catalog.unnest(c.conkey), pg_catalog.unnest(c.confkey)) WITH ORDINALITY \
@@ -56,11 +53,8 @@ const REFERENCED: &str =
     JOIN pg_catalog.pg_attribute ra ON ra.attrelid = c.confrelid AND ra.attnum = k.rk \
     WHERE c.contype = 'f' AND c.confmatchtype = 's' \
     AND '\"' || pg_catalog.replace(n.nspname, '\"', '\"\"') || '\".\"' || pg_catalog.replace(c.conname, '\"', '\"\"') \
-      || '\"' = {key} \
-    AND c.conrelid IN (WITH RECURSIVE tree(oid) AS (SELECT {table}::oid UNION ALL \
-      SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN tree ON i.inhparent = tree.oid) SELECT oid FROM tree) \
-    AND c.confrelid NOT IN (WITH RECURSIVE tree(oid) AS (SELECT {table}::oid UNION ALL \
-      SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN tree ON i.inhparent = tree.oid) SELECT oid FROM tree) \
+      || '\"' = $2 \
+    AND c.conrelid IN (SELECT oid FROM tree) AND c.confrelid NOT IN (SELECT oid FROM tree) \
     ORDER BY k.place";
 
 /// A foreign key's column: the referenced table and column (as SQL), the
@@ -135,9 +129,12 @@ impl MissingKeys {
     /// The columns of the foreign key `constraint`, when each is loaded and
     /// it refers to another table (see [`REFERENCED`]).
     fn key_columns(&self, session: &PgSession, constraint: &str) -> Result<Option<Vec<KeyColumn>>, Error> {
-        let query = REFERENCED.replace("{key}", &quote_literal(constraint)).replace("{table}", &self.table.to_string());
+        let query = format!("{PARTITION_TREE}{REFERENCED}");
+        let params = [Some(self.table.to_string()), Some(constraint.to_string())];
         // Refused (a catalog of another shape), it is not looked up.
-        let Ok(rows) = session.query_statements(&query)? else { return Ok(None) };
+        let Ok(rows) = session.query_or_refusal(&query, &params.each_ref().map(Option::as_deref))? else {
+            return Ok(None);
+        };
         let columns: Option<Vec<KeyColumn>> = rows
             .into_iter()
             .map(|row| {

@@ -43,7 +43,7 @@ pub fn resolve_kind(given: Option<FormatKind>, sources: &[Source]) -> Result<For
 /// into the wrong fields in the other), and the warning says which was taken.
 pub fn format_by_content(sources: &[Source]) -> Option<(FormatKind, &'static str)> {
     let (_, head) = super::first_look::first_head(sources);
-    let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&head);
+    let head = head.strip_prefix(documents::BOM).unwrap_or(&head);
     let line = head.split(|&b| b == b'\n').find(|line| !line.trim_ascii().is_empty())?;
     let (commas, tabs) = (line.contains(&b','), line.contains(&b'\t'));
     match line.trim_ascii_start().first() {
@@ -67,7 +67,8 @@ pub fn format_by_content_said(given: Option<FormatKind>, sources: &[Source]) -> 
 }
 
 /// The table's columns a row must be given: NOT NULL, without a default
-/// (of their own or their domain's), not an identity.
+/// (of their own or their domain's), not an identity (a generated column's
+/// expression is its `pg_attrdef` row).
 const REQUIRED_COLUMNS: &str = "SELECT a.attname FROM pg_catalog.pg_attribute a \
     JOIN pg_catalog.pg_type t ON t.oid = a.atttypid \
     LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum \
@@ -90,7 +91,7 @@ pub fn refuse_required_left_out(
     let left_out: Vec<String> = rows
         .into_iter()
         .filter_map(|row| row.into_iter().next().flatten())
-        .filter(|name| !columns.contains(name) && !table.generated.contains(name))
+        .filter(|name| !columns.contains(name))
         .collect();
     let Some(first) = left_out.first() else { return Ok(()) };
     let names: Vec<String> = left_out.iter().map(|name| display_ident(name)).collect();

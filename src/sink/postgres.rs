@@ -498,7 +498,7 @@ pub struct ForeignTable {
 /// The table `$1` (an OID) and its partitions at any depth, as `tree`:
 /// where COPY into it may write rows (children of a plain table by
 /// inheritance get none).
-const PARTITION_TREE: &str = "WITH RECURSIVE tree(oid) AS (SELECT $1::int8::oid UNION ALL \
+pub const PARTITION_TREE: &str = "WITH RECURSIVE tree(oid) AS (SELECT $1::int8::oid UNION ALL \
      SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN tree ON i.inhparent = tree.oid \
      JOIN pg_catalog.pg_class p ON p.oid = i.inhparent AND p.relkind = 'p') ";
 
@@ -627,6 +627,19 @@ impl PgSession {
         let owned = c_strings(params);
         let values: Vec<Option<&[u8]>> = owned.iter().map(Option::as_deref).collect();
         self.rows(self.conn.exec_params(sql, &[], &values, &[], libpq::Format::Text))
+    }
+
+    /// [`PgSession::query`], with a refusal coming back as `Ok(Err(..))`
+    /// for the caller to judge (the transaction then rolls back), a lost
+    /// connection as an error.
+    pub fn query_or_refusal(&self, sql: &str, params: &[Option<&str>]) -> Result<Result<Rows, CopyRefusal>, Error> {
+        let owned = c_strings(params);
+        let values: Vec<Option<&[u8]>> = owned.iter().map(Option::as_deref).collect();
+        let result = self.conn.exec_params(sql, &[], &values, &[], libpq::Format::Text);
+        if result.status() == Status::TuplesOk {
+            return self.rows(result).map(Ok);
+        }
+        self.refused(&result).map(Err)
     }
 
     /// Prepares `sql` as the statement `name`, for a query asked so often
