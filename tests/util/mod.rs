@@ -211,8 +211,12 @@ pub fn sluice_command() -> Command {
     cmd
 }
 
+/// Runs sluice in a scratch folder of its own: a rejects file by its
+/// default name goes there, not into the repository (where it was
+/// committed once) or a folder other tests share.
 pub fn sluice(args: &[&str]) -> Run {
-    Run::from(sluice_command().args(args).output().expect("run sluice"))
+    let scratch = tempfile::tempdir().unwrap();
+    Run::from(sluice_command().args(args).current_dir(scratch.path()).output().expect("run sluice"))
 }
 
 pub fn run_command(mut cmd: Command) -> Run {
@@ -222,8 +226,10 @@ pub fn run_command(mut cmd: Command) -> Run {
 /// Runs sluice with `input` on stdin.
 pub fn sluice_with_stdin(args: &[&str], input: &[u8]) -> Run {
     use std::io::Write;
+    let scratch = tempfile::tempdir().unwrap();
     let mut child = sluice_command()
         .args(args)
+        .current_dir(scratch.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
