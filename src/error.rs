@@ -57,6 +57,9 @@ pub enum Error {
         "job {job} already finished at {finished_at} ({rows} rows); nothing to do. Pass --restart to load it again"
     )]
     AlreadyLoaded { job: String, rows: u64, finished_at: String },
+    /// Earlier jobs loaded every input in full (see `load::loaded_before`).
+    #[error("nothing to do: {0}")]
+    NothingNew(String),
     #[error(
         "interrupted after committing {} ({}); run the same command again to resume",
         count_of(*chunks, "chunk"),
@@ -85,7 +88,7 @@ impl Error {
             Error::Connect { .. } | Error::Database(_) | Error::Transient(_) | Error::Server(_) => exit::DATABASE,
             Error::TooManyRejects { .. } | Error::NothingLoads { .. } => exit::TOO_MANY_REJECTS,
             Error::Interrupted { .. } => exit::INTERRUPTED,
-            Error::AlreadyLoaded { .. } => exit::OK,
+            Error::AlreadyLoaded { .. } | Error::NothingNew(_) => exit::OK,
         }
     }
 

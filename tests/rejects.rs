@@ -3012,6 +3012,6 @@ fn columns_that_leave_out_a_required_one_are_refused_up_front() {
         "CREATE FUNCTION fill() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN NEW.b := coalesce(NEW.b, 'filled'); \
          RETURN NEW; END$$; CREATE TRIGGER fill BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION fill()",
     );
-    db.load(&[path, "-t", "t", "--columns", "a,-,Big"]).assert_ok();
+    db.load(&[path, "-t", "t", "--columns", "a,-,Big", "--load-again"]).assert_ok();
     assert_eq!(db.scalar("SELECT count(*) FROM t WHERE b = 'filled'"), "2");
 }

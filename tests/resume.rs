@@ -1451,7 +1451,10 @@ fn stdin_with_other_data_is_a_new_job_and_never_skipped() {
         "ALTER TABLE sluice.chunks DROP COLUMN content_hash, DROP COLUMN rows_suppressed, DROP COLUMN rows_skipped",
     );
     db.execute("DROP INDEX sluice.rejects_job");
-    db.execute("ALTER TABLE sluice.jobs DROP COLUMN chunking, DROP COLUMN command, DROP COLUMN input_bytes");
+    db.execute(
+        "ALTER TABLE sluice.jobs DROP COLUMN chunking, DROP COLUMN command, DROP COLUMN input_bytes, \
+         DROP COLUMN emptied_at",
+    );
     // Other records of the very same lengths cut the same byte ranges: the
     // chunks' content hashes tell them apart.
     let same_lengths = [&args[..], &["--job", "fixed-width"]].concat();
@@ -1662,4 +1665,118 @@ fn a_glob_that_finds_other_files_is_told_which_not_to_run_itself_again() {
     );
     assert!(refused.stderr.contains(&said), "{}", refused.stderr);
     assert!(!refused.stderr.contains("Resume that job with the command that began it"), "{}", refused.stderr);
+}
+
+/// A folder files are dropped in, loaded by a glob each time: the glob
+/// finds a file more, so the command names a new job, and every file loaded
+/// again (600,000 rows twice of 1.5 M in the field report). Files a
+/// finished job loaded in full are left out, said by name; the same command
+/// again has nothing to do; `--load-again` loads them anyway. Once a
+/// `--truncate` emptied the table, the files other jobs loaded load again.
+#[test]
+fn files_a_finished_job_loaded_are_left_out_of_a_new_glob() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text)");
+    let rows = |from: u64| -> Vec<u8> { (from..from + 300).flat_map(|i| format!("{i},n{i}\n").into_bytes()).collect() };
+    db.file("drop/a.csv", &rows(0));
+    db.file("drop/b.csv", &rows(1000));
+    let glob = db.dir.path().join("drop/*.csv");
+    let args = [glob.to_str().unwrap(), "--table", "t", "--chunk-size", "1KiB"];
+    db.load(&args).assert_ok();
+    db.file("drop/c.csv", &rows(2000));
+    let next = db.load(&args);
+    next.assert_ok();
+    assert!(next.stderr.contains("left out ") && next.stderr.contains("drop/a.csv, "), "{}", next.stderr);
+    assert!(next.stderr.contains("drop/b.csv: job t-"), "{}", next.stderr);
+    assert!(next.stderr.contains(" in full (600 rows, finished at "), "{}", next.stderr);
+    assert!(next.stderr.contains("pass --load-again to load them a second time"), "{}", next.stderr);
+    assert!(next.output().contains("loaded 300 rows"), "{}", next.output());
+    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "900 900");
+    let again = db.load(&args);
+    again.assert_ok();
+    assert!(again.stderr.contains("nothing to do: left out "), "{}", again.stderr);
+    assert_eq!(db.count("t"), 900);
+    // Named another way (relative to the folder), the files are the same.
+    let mut relative = sluice_command();
+    let conninfo = db.conninfo();
+    relative.current_dir(db.dir.path().join("drop")).args(["load", "--db", &conninfo, "b.csv", "--table", "t"]);
+    let by_path = crate::util::run_command(relative);
+    by_path.assert_ok();
+    assert!(by_path.stderr.contains("nothing to do: left out b.csv"), "{}", by_path.stderr);
+    let forced = db.load(&[&args[..], &["--load-again"]].concat());
+    forced.assert_ok();
+    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "1800 900");
+    // One file loaded alone with --truncate: the rows of the others are
+    // gone, so the glob loads them, and leaves out that one.
+    db.load(&[db.dir.path().join("drop/a.csv").to_str().unwrap(), "--table", "t", "--truncate"]).assert_ok();
+    assert_eq!(db.count("t"), 300);
+    let after = db.load(&args);
+    after.assert_ok();
+    assert!(after.stderr.contains("left out ") && after.stderr.contains("drop/a.csv: job t-"), "{}", after.stderr);
+    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "900 900");
+    // Emptied outside sluice: every file loads again.
+    db.execute("TRUNCATE t");
+    let named = [&args[..], &["--job", "after-truncate"]].concat();
+    db.load(&named).assert_ok();
+    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "900 900");
+    // A finished job whose rows another job's --truncate emptied starts
+    // over (it said "already finished", its rows gone), without the file
+    // that job loaded.
+    db.load(&[db.dir.path().join("drop/c.csv").to_str().unwrap(), "--table", "t", "--truncate"]).assert_ok();
+    let over = db.load(&named);
+    over.assert_ok();
+    let said = "job after-truncate had finished (900 rows at ";
+    assert!(over.stderr.contains(said), "{}", over.stderr);
+    assert!(
+        over.stderr.contains("another job's --truncate emptied the table since: it started over"),
+        "{}",
+        over.stderr
+    );
+    assert!(over.stderr.contains("left out ") && over.stderr.contains("drop/c.csv: job t-"), "{}", over.stderr);
+    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "900 900");
+}
+
+/// A file that holds what a finished job loaded and more after it (a log
+/// written on) is refused, with the command that loads the rest alone,
+/// which loads each row once. One that begins with a job's first chunk and
+/// then differs (an export written anew) is refused as well; one whose
+/// first chunk differs is other data and loads.
+#[test]
+fn a_file_grown_or_rewritten_since_a_finished_job_loaded_it_is_refused() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text)");
+    let rows =
+        |from: u64, to: u64| -> Vec<u8> { (from..to).flat_map(|i| format!("{i},n{i}\n").into_bytes()).collect() };
+    let log = db.file("log.csv", &[b"id,name\n".as_slice(), &rows(0, 300)].concat());
+    let path = log.to_str().unwrap();
+    db.load(&[path, "--table", "t", "--header", "--chunk-size", "1KiB"]).assert_ok();
+    std::fs::write(&log, [b"id,name\n".as_slice(), &rows(0, 400)].concat()).unwrap();
+    let grown = db.load(&[path, "--table", "t", "--header"]);
+    assert_eq!(grown.code, 2, "{}", grown.stderr);
+    let loaded_bytes = 8 + rows(0, 300).len();
+    let advice = format!("Load the rest alone, `tail -c +{} {path} | sluice load - ...`", loaded_bytes + 1);
+    assert!(grown.stderr.contains(&advice), "{}", grown.stderr);
+    assert!(grown.stderr.contains("without --header") && grown.stderr.contains("--load-again"), "{}", grown.stderr);
+    assert_eq!(db.count("t"), 300);
+    let rest = std::fs::read(&log).unwrap()[loaded_bytes..].to_vec();
+    let conninfo = db.conninfo();
+    sluice_with_stdin(&["load", "-", "--db", &conninfo, "--table", "t", "--format", "csv"], &rest).assert_ok();
+    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "400 400");
+    // Written anew: the first chunk's rows, then others.
+    let export = db.file("export.csv", &rows(1000, 1300));
+    let export_path = export.to_str().unwrap();
+    db.load(&[export_path, "--table", "t", "--chunk-size", "1KiB"]).assert_ok();
+    std::fs::write(&export, [rows(1000, 1100), rows(5000, 5300)].concat()).unwrap();
+    let rewritten = db.load(&[export_path, "--table", "t"]);
+    assert_eq!(rewritten.code, 2, "{}", rewritten.stderr);
+    assert!(rewritten.stderr.contains("and the rest differs"), "{}", rewritten.stderr);
+    assert!(
+        rewritten.stderr.contains("--truncate") && rewritten.stderr.contains("--load-again"),
+        "{}",
+        rewritten.stderr
+    );
+    assert_eq!(db.count("t"), 700);
+    std::fs::write(&export, rows(7000, 7300)).unwrap();
+    db.load(&[export_path, "--table", "t"]).assert_ok();
+    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "1000 1000");
 }

@@ -183,6 +183,13 @@ pub struct LoadArgs {
     #[arg(long)]
     restart: bool,
 
+    /// Load input files that an earlier job loaded into the table in full
+    /// (same name, same bytes), which are left out by default: their rows
+    /// are there. Also loads whole a file that holds what such a job
+    /// loaded and more, which is refused by default.
+    #[arg(long)]
+    load_again: bool,
+
     /// Connect over TCP exactly as --db says. By default, when the server is
     /// on this machine and also listens on a Unix socket that leads to the
     /// same server, database and role, the loading sessions go through the
@@ -346,6 +353,7 @@ impl LoadArgs {
             max_record_size: self.max_record_size,
             job: self.job.clone(),
             restart: self.restart,
+            load_again: self.load_again,
             keep_tcp: self.keep_tcp,
             sync_commit: self.synchronous_commit,
             interrupt: None,

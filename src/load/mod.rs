@@ -21,6 +21,7 @@ mod isolate;
 mod job;
 mod key_check;
 mod leading;
+mod loaded_before;
 mod missing_key;
 mod pace;
 pub(crate) mod plan;
@@ -140,6 +141,9 @@ pub struct LoadRequest {
     pub job: Option<String>,
     /// Start the job over even if it has committed chunks.
     pub restart: bool,
+    /// `--load-again`: load inputs an earlier job loaded in full (see
+    /// [`loaded_before`]).
+    pub load_again: bool,
     /// `--keep-tcp`: connect as `db` says even when the server is on this
     /// machine and its Unix socket leads to it (see `sink::socket`).
     pub keep_tcp: bool,
@@ -193,6 +197,7 @@ impl LoadRequest {
             max_record_size: DEFAULT_MAX_RECORD_SIZE,
             job: None,
             restart: false,
+            load_again: false,
             keep_tcp: false,
             sync_commit: false,
             interrupt: None,
@@ -629,7 +634,11 @@ fn run_connected(
         unique_keys,
         keys_in_place,
         stageable,
+        kept_sources,
     } = reconnecting.run(&mut control, |control| prepare(req, control, &sources, &format))?;
+    if let Some(kept) = kept_sources {
+        sources = kept;
+    }
     // The job's closing, after the copy, reuses this session when the
     // server is on this machine. Across a network it is not used again: a
     // firewall may drop a session idle for the whole copy without a word,
@@ -813,6 +822,9 @@ struct Prepared {
     /// a key is in place, and the role may stage rows (see
     /// [`PgSession::may_stage_rows_of`]).
     stageable: bool,
+    /// The inputs to load when earlier jobs loaded some in full (see
+    /// [`loaded_before`]); `None`: all of them.
+    kept_sources: Option<Vec<Source>>,
 }
 
 /// Everything before the copy, on the control session: the table and
@@ -882,6 +894,20 @@ fn prepare(
     let copy_plan = plan::choose_copy_format(req.copy_format, &table, columns.as_deref(), format)?;
     let fields = format.picks.as_ref().map_or_else(|| table.copy_columns(columns.as_deref()).len(), |p| p.fields());
     let shape = format.record_shape(fields);
+    let all_sources = sources;
+    ensure_tables(control)?;
+    let named = job::name(req, &table, format, sources);
+    let loaded_before = loaded_before::find(control, (req, &named), &table, &as_chunked(sources, format, req))?;
+    let left_out = loaded_before::said(&loaded_before, all_sources, &table);
+    let kept_sources = (!loaded_before.is_empty()).then(|| {
+        let left_out: HashSet<usize> = loaded_before.iter().map(|l| l.input).collect();
+        let kept = |(i, _): &(usize, &Source)| !left_out.contains(i);
+        sources.iter().enumerate().filter(kept).map(|(_, s)| s.clone()).collect::<Vec<Source>>()
+    });
+    let sources = kept_sources.as_deref().unwrap_or(sources);
+    if sources.is_empty() {
+        return Err(Error::NothingNew(left_out.join("; ")).into());
+    }
     let wanted = defer::TablePlan {
         defer: req.defer_indexes,
         truncate: req.truncate,
@@ -890,7 +916,8 @@ fn prepare(
     };
     let mut job = open_job(control, req, &table, format, sources, wanted, shape)?;
     let mut early_warnings: Vec<String> = in_the_ledger_schema(&table).into_iter().collect();
-    early_warnings.extend(plan::format_by_content_said(req.format, sources));
+    early_warnings.extend(left_out);
+    early_warnings.extend(plan::format_by_content_said(req.format, all_sources));
     early_warnings.extend(foreign::batch_advice(&table, control.server_version()));
     early_warnings.extend(job.others.said(&table));
     early_warnings.extend(job.started_over.clone());
@@ -989,7 +1016,15 @@ fn prepare(
         unique_keys,
         keys_in_place,
         stageable,
+        kept_sources,
     })
+}
+
+/// The inputs as the chunker reads them: JSON lines read into columns are
+/// cut as the lines made of them, whose bytes the ledger's chunks hold.
+fn as_chunked(sources: &[Source], format: &FormatOptions, req: &LoadRequest) -> Vec<Source> {
+    let documents = format.documents.clone().map(|columns| (columns, req.max_record_size));
+    sources.iter().map(|s| Source { documents: documents.clone(), ..s.clone() }).collect()
 }
 
 /// For JSON lines whose keys go into columns: which key goes where, from
@@ -1285,10 +1320,13 @@ fn open_job(
     let mut started_over = None;
     let (done, inputs_changed) = match opened {
         Opened::Fresh => (HashMap::new(), false),
-        Opened::StartedOver { rows, finished_at } => {
+        Opened::StartedOver { rows, finished_at, emptied } => {
+            let why = match emptied {
+                true => ", and another job's --truncate emptied the table since:",
+                false => " on other data than its inputs hold now; as --truncate emptied the table,",
+            };
             started_over = Some(format!(
-                "job {job} had finished ({} at {finished_at}) on other data than its inputs hold now; as \
-                 --truncate emptied the table, it started over",
+                "job {job} had finished ({} at {finished_at}){why} it started over",
                 count_of(rows, "row")
             ));
             (HashMap::new(), false)
