@@ -30,6 +30,9 @@ pub struct Progress {
     /// The input changed since the job began and is read again to compare
     /// the chunks it committed, before anything loads.
     checking: AtomicBool,
+    /// The check compares the inputs with what earlier, finished jobs
+    /// loaded (see `load::loaded_before`), not with this job's chunks.
+    checking_earlier_jobs: AtomicBool,
     /// On-disk bytes read so far by that check.
     bytes_checked: AtomicU64,
     /// Sessions retrying: workers retrying a chunk, or the control session
@@ -61,6 +64,8 @@ pub struct Snapshot {
     pub relogging: bool,
     /// On-disk bytes read again to check a changed input, while that lasts.
     pub checked: Option<u64>,
+    /// That check compares the inputs with what earlier jobs loaded.
+    pub checking_earlier_jobs: bool,
     /// Workers waiting for the server, when any are.
     pub waiting: Option<Waiting>,
     /// A lock another session holds that the load waits for, when it does.
@@ -102,6 +107,7 @@ impl Default for Progress {
             building: AtomicU64::new(0),
             relogging: AtomicBool::new(false),
             checking: AtomicBool::new(false),
+            checking_earlier_jobs: AtomicBool::new(false),
             bytes_checked: AtomicU64::new(0),
             waiting: AtomicU64::new(0),
             wait_reason: Mutex::new(None),
@@ -146,6 +152,13 @@ impl Progress {
         self.checking.store(checking, Relaxed);
     }
 
+    /// Whether the inputs are being read to compare them with what earlier
+    /// jobs loaded (see [`Progress::chunk_checked`]).
+    pub fn set_checking_earlier_jobs(&self, checking: bool) {
+        self.checking_earlier_jobs.store(checking, Relaxed);
+        self.set_checking(checking);
+    }
+
     /// A committed chunk was found again in a changed input.
     pub fn chunk_checked(&self, source_bytes: u64) {
         self.bytes_checked.fetch_add(source_bytes, Relaxed);
@@ -169,6 +182,7 @@ impl Progress {
             building: self.building.load(Relaxed),
             relogging: self.relogging.load(Relaxed),
             checked: self.checking.load(Relaxed).then(|| self.bytes_checked.load(Relaxed)),
+            checking_earlier_jobs: self.checking_earlier_jobs.load(Relaxed),
             waiting: self.waiting_now(),
             blocked: self
                 .blocked
@@ -285,6 +299,7 @@ mod tests {
             building: 0,
             relogging: false,
             checked: None,
+            checking_earlier_jobs: false,
             waiting: None,
             blocked: None,
         };

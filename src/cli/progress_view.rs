@@ -148,9 +148,14 @@ pub fn describe(s: &Snapshot) -> String {
 }
 
 /// `checking the changed input against the chunks committed before: 1.2 GB
-/// / 9.9 GB read again`: the long read before a changed input resumes.
+/// / 9.9 GB read again`: the long read before a changed input resumes, or
+/// before files earlier jobs loaded are left out.
 fn checking_line(checked: u64, s: &Snapshot) -> String {
-    let mut line = format!("checking the changed input against the chunks committed before: {}", human_bytes(checked));
+    let what = match s.checking_earlier_jobs {
+        true => "checking the inputs against the files earlier jobs loaded",
+        false => "checking the changed input against the chunks committed before",
+    };
+    let mut line = format!("{what}: {}", human_bytes(checked));
     if let Some(total) = s.bytes_total {
         line.push_str(&format!(" / {}", human_bytes(total)));
     }
@@ -180,6 +185,7 @@ mod tests {
             building: 0,
             relogging: false,
             checked: None,
+            checking_earlier_jobs: false,
             waiting: None,
             blocked: None,
         }
@@ -193,6 +199,15 @@ mod tests {
         assert!(describe(&snap).contains(", 3 rejected, 1,200 skipped"), "{}", describe(&snap));
         snap.skipped = 0;
         assert!(!describe(&snap).contains("skipped"), "{}", describe(&snap));
+    }
+
+    #[test]
+    fn a_check_says_what_it_compares_the_input_with() {
+        let mut snap = snapshot(Some(10_000), 0);
+        snap.checked = Some(2_000_000);
+        assert!(describe(&snap).starts_with("checking the changed input against the chunks committed before: 2.0 MB"));
+        snap.checking_earlier_jobs = true;
+        assert!(describe(&snap).starts_with("checking the inputs against the files earlier jobs loaded: 2.0 MB"));
     }
 
     #[test]

@@ -34,6 +34,7 @@ use std::io::{copy, sink, Read};
 
 use crate::error::Error;
 use crate::ledger::{chunks_loaded_by_finished_jobs, FinishedChunk};
+use crate::progress::Progress;
 use crate::report::{count_of, thousands};
 use crate::sink::postgres::{PgSession, TableInfo};
 use crate::source::{shell_word, Compression, Source};
@@ -67,7 +68,7 @@ enum Likeness {
 /// one that holds part of what a job loaded (see the module docs).
 pub fn find(
     control: &PgSession,
-    (req, job): (&LoadRequest, &str),
+    (req, job, progress): (&LoadRequest, &str, &Progress),
     table: &TableInfo,
     sources: &[Source],
 ) -> Result<Vec<LoadedBefore>, Error> {
@@ -88,19 +89,38 @@ pub fn find(
     for chunk in &chunks {
         by_file.entry(chunk.file.as_str()).or_default().push(chunk);
     }
-    let mut found = Vec::new();
-    for (input, source) in rereadable {
+    let of_source = |source: &Source| {
         let [named, led_to] = [&*source.name, &*source.canonical].map(|n| by_file.get(n).map(Vec::as_slice));
-        let of_source = named.unwrap_or_default().iter().chain(led_to.filter(|_| named.is_none()).unwrap_or_default());
-        for loaded in by_job(of_source.copied()) {
-            match compare(source, &loaded)? {
+        let chunks = named.unwrap_or_default().iter().chain(led_to.filter(|_| named.is_none()).unwrap_or_default());
+        by_job(chunks.copied())
+    };
+    let compared: Vec<(usize, &Source, Vec<Vec<&FinishedChunk>>)> =
+        rereadable.into_iter().map(|(i, s)| (i, s, of_source(s))).filter(|(_, _, jobs)| !jobs.is_empty()).collect();
+    progress.set_total(compared.iter().map(|(_, s, _)| s.size).sum());
+    progress.set_checking_earlier_jobs(true);
+    let found = compare_all(&compared, (req, progress), table);
+    progress.set_checking_earlier_jobs(false);
+    found
+}
+
+/// Each input against the files of its name earlier jobs loaded, newest
+/// job first: the first that holds the same bytes leaves it out.
+fn compare_all(
+    compared: &[(usize, &Source, Vec<Vec<&FinishedChunk>>)],
+    (req, progress): (&LoadRequest, &Progress),
+    table: &TableInfo,
+) -> Result<Vec<LoadedBefore>, Error> {
+    let mut found = Vec::new();
+    for &(input, source, ref jobs) in compared {
+        for loaded in jobs {
+            match compare(source, loaded, (req, progress))? {
                 Likeness::Same => {
                     let rows = loaded.iter().map(|c| c.rows).sum();
                     let (job, finished_at) = (loaded[0].job.clone(), loaded[0].finished_at.clone());
                     found.push(LoadedBefore { input, job, rows, finished_at });
                     break;
                 }
-                Likeness::Grown { end } => return Err(grown(source, table, &loaded, end, req.options.header)),
+                Likeness::Grown { end } => return Err(grown(source, table, loaded, end, req.options.header)),
                 Likeness::Begins { end, rows } => return Err(begins(source, table, loaded[0], end, rows)),
                 Likeness::Other => {}
             }
@@ -125,7 +145,11 @@ fn by_job<'a>(chunks: impl Iterator<Item = &'a FinishedChunk>) -> Vec<Vec<&'a Fi
 /// Reads `source` once, up to the first difference: each chunk's bytes are
 /// hashed as the chunker hashed them. Chunks that leave a gap between them
 /// (not one job's whole reading of the file) compare as other data.
-fn compare(source: &Source, chunks: &[&FinishedChunk]) -> Result<Likeness, Error> {
+fn compare(
+    source: &Source,
+    chunks: &[&FinishedChunk],
+    (req, progress): (&LoadRequest, &Progress),
+) -> Result<Likeness, Error> {
     let contiguous = chunks.windows(2).all(|w| w[0].byte_offset + w[0].byte_len == w[1].byte_offset);
     if !contiguous {
         return Ok(Likeness::Other);
@@ -136,10 +160,15 @@ fn compare(source: &Source, chunks: &[&FinishedChunk]) -> Result<Likeness, Error
     if copy(&mut (&mut stream).take(first), &mut sink()).map_err(read_error)? != first {
         return Ok(Likeness::Other);
     }
-    let mut rows = 0;
+    let (mut rows, mut read) = (0, raw.get());
     for (i, chunk) in chunks.iter().enumerate() {
+        if req.interrupt.as_ref().is_some_and(|stop| stop.load(std::sync::atomic::Ordering::SeqCst)) {
+            return Err(Error::Interrupted { chunks: 0, rows: 0 });
+        }
         let mut hash = xxhash_rust::xxh3::Xxh3::new();
         let hashed = copy(&mut (&mut stream).take(chunk.byte_len), &mut hash).map_err(read_error)?;
+        progress.chunk_checked(raw.get() - read);
+        read = raw.get();
         if hashed != chunk.byte_len || Some(hash.digest()) != chunk.content_hash {
             return Ok(match i {
                 0 => Likeness::Other,

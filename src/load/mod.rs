@@ -635,7 +635,7 @@ fn run_connected(
         keys_in_place,
         stageable,
         kept_sources,
-    } = reconnecting.run(&mut control, |control| prepare(req, control, &sources, &format))?;
+    } = reconnecting.run(&mut control, |control| prepare(req, progress, control, &sources, &format))?;
     if let Some(kept) = kept_sources {
         sources = kept;
     }
@@ -833,6 +833,7 @@ struct Prepared {
 /// its start as the same command run again would (see [`retry`]).
 fn prepare(
     req: &LoadRequest,
+    progress: &Progress,
     control: &PgSession,
     sources: &[Source],
     format: &FormatOptions,
@@ -897,7 +898,8 @@ fn prepare(
     let all_sources = sources;
     ensure_tables(control)?;
     let named = job::name(req, &table, format, sources);
-    let loaded_before = loaded_before::find(control, (req, &named), &table, &as_chunked(sources, format, req))?;
+    let chunked = as_chunked(sources, format, req);
+    let loaded_before = loaded_before::find(control, (req, &named, progress), &table, &chunked)?;
     let left_out = loaded_before::said(&loaded_before, all_sources, &table);
     let kept_sources = (!loaded_before.is_empty()).then(|| {
         let left_out: HashSet<usize> = loaded_before.iter().map(|l| l.input).collect();
