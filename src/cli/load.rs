@@ -17,7 +17,7 @@ use super::progress_view::ProgressView;
 
 const AFTER_HELP: &str = "\
 Exit codes:
-  0  every record was loaded (or skipped by --on-conflict-do-nothing)
+  0  every record was loaded (or skipped by --on-conflict-do-nothing), or nothing was left to load
   1  finished; some records were rejected (see the rejects file)
   3  interrupted (Ctrl-C); run the same command again to resume
   2  bad usage, unreadable input, unknown table or column (nothing loaded)

@@ -7,9 +7,9 @@
 //! and timescaledb-parallel-copy load such files again too; Snowflake's
 //! `COPY INTO` leaves out the files its load history holds, unless `FORCE`.
 //! So does sluice, from its ledger: a file whose name (as given, or the
-//! path it leads to) a finished job's chunks name, and which holds those chunks' bytes at their places and
-//! nothing after them, is left out, and the summary says so
-//! (`--load-again` loads it anyway).
+//! path it leads to) a finished job's chunks name, and which holds those
+//! chunks' bytes at their places and nothing after them, is left out, and
+//! the summary says so (`--load-again` loads it anyway).
 //!
 //! A file that holds them and more after them (a log written on) is
 //! refused: loaded whole, its first rows would load twice; the message says
@@ -20,8 +20,9 @@
 //!
 //! Why our own: only sluice's ledger knows which bytes each job committed.
 //! Not checked when the rows cannot be there twice, or the user asked for
-//! them again: `--truncate`, `--restart`, `--on-conflict-do-nothing`, an
-//! empty table, a view; nor for stdin and pipes, which cannot be read
+//! them again: `--load-again`, `--truncate`, `--restart`,
+//! `--on-conflict-do-nothing`, an empty table, a view (nor with
+//! `--unlogged`, refused for a table with rows); nor for stdin and pipes, which cannot be read
 //! twice (their job is named by their first bytes, so the same data finds
 //! its finished job); nor when the job the command names is in the ledger
 //! already: the ledger finds it finished, or resumes it (see

@@ -896,20 +896,8 @@ fn prepare(
     let fields = format.picks.as_ref().map_or_else(|| table.copy_columns(columns.as_deref()).len(), |p| p.fields());
     let shape = format.record_shape(fields);
     let all_sources = sources;
-    ensure_tables(control)?;
-    let named = job::name(req, &table, format, sources);
-    let chunked = as_chunked(sources, format, req);
-    let loaded_before = loaded_before::find(control, (req, &named, progress), &table, &chunked)?;
-    let left_out = loaded_before::said(&loaded_before, all_sources, &table);
-    let kept_sources = (!loaded_before.is_empty()).then(|| {
-        let left_out: HashSet<usize> = loaded_before.iter().map(|l| l.input).collect();
-        let kept = |(i, _): &(usize, &Source)| !left_out.contains(i);
-        sources.iter().enumerate().filter(kept).map(|(_, s)| s.clone()).collect::<Vec<Source>>()
-    });
+    let (kept_sources, left_out) = leave_out_loaded_before(control, (req, progress), (&table, format), sources)?;
     let sources = kept_sources.as_deref().unwrap_or(sources);
-    if sources.is_empty() {
-        return Err(Error::NothingNew(left_out.join("; ")).into());
-    }
     let wanted = defer::TablePlan {
         defer: req.defer_indexes,
         truncate: req.truncate,
@@ -1020,6 +1008,31 @@ fn prepare(
         stageable,
         kept_sources,
     })
+}
+
+/// The inputs left to load once those earlier jobs loaded in full are left
+/// out (`None`: all of them), and what the summary says of those; refused
+/// when none is left (see [`loaded_before`]).
+fn leave_out_loaded_before(
+    control: &PgSession,
+    (req, progress): (&LoadRequest, &Progress),
+    (table, format): (&TableInfo, &FormatOptions),
+    sources: &[Source],
+) -> Result<(Option<Vec<Source>>, Vec<String>), Error> {
+    ensure_tables(control)?;
+    let named = job::name(req, table, format, sources);
+    let found = loaded_before::find(control, (req, &named, progress), table, &as_chunked(sources, format, req))?;
+    if found.is_empty() {
+        return Ok((None, Vec::new()));
+    }
+    let said = loaded_before::said(&found, sources, table);
+    let left_out: HashSet<usize> = found.iter().map(|l| l.input).collect();
+    let kept: Vec<Source> =
+        sources.iter().enumerate().filter(|(i, _)| !left_out.contains(i)).map(|(_, s)| s.clone()).collect();
+    if kept.is_empty() {
+        return Err(Error::NothingNew(said.join("; ")));
+    }
+    Ok((Some(kept), said))
 }
 
 /// The inputs as the chunker reads them: JSON lines read into columns are
