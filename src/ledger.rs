@@ -1218,7 +1218,9 @@ pub fn record_done(session: &mut PgSession, rows: &[(ChunkRow<'_>, bool)], at: &
 pub struct JobStatus {
     pub job: String,
     pub table: String,
-    /// `finished`, or `in progress` (running, interrupted or crashed).
+    /// `finished`, `emptied` (finished, and another job's `--truncate`
+    /// emptied the table since), or `in progress` (running, interrupted or
+    /// crashed).
     pub state: String,
     /// A process runs the job now, on any host (see [`presence_key`]).
     pub running: bool,
@@ -1250,7 +1252,8 @@ pub struct JobStatus {
 /// Every job, or the one named, newest first.
 pub fn status(session: &PgSession, job: Option<&str>) -> Result<Vec<JobStatus>, Error> {
     let rows = session.query(
-        "SELECT j.job, j.target_table, CASE WHEN j.finished_at IS NULL THEN 'in progress' ELSE 'finished' END, \
+        "SELECT j.job, j.target_table, CASE WHEN j.finished_at IS NULL THEN 'in progress' \
+           WHEN j.emptied_at > j.finished_at THEN 'emptied' ELSE 'finished' END, \
            count(c.seq) FILTER (WHERE c.state = 'done'), count(c.seq), \
            coalesce(sum(c.rows_loaded), 0), coalesce(sum(c.rows_rejected), 0), \
            coalesce(string_agg(DISTINCT c.host || ' (pid ' || c.pid || ')', ', ') \

@@ -1710,6 +1710,10 @@ fn files_a_finished_job_loaded_are_left_out_of_a_new_glob() {
     // gone, so the glob loads them, and leaves out that one.
     db.load(&[db.dir.path().join("drop/a.csv").to_str().unwrap(), "--table", "t", "--truncate"]).assert_ok();
     assert_eq!(db.count("t"), 300);
+    let status = crate::util::sluice(&["status", "--db", &conninfo]);
+    let emptied = status.stdout.lines().filter(|l| l.starts_with("t-") && l.contains(" emptied ")).count();
+    assert_eq!(emptied, 3, "the jobs of a and b, of c, and of all three: {}", status.stdout);
+    assert!(status.stdout.contains("--truncate emptied the table after this job finished"), "{}", status.stdout);
     let after = db.load(&args);
     after.assert_ok();
     assert!(after.stderr.contains("left out ") && after.stderr.contains("drop/a.csv: job t-"), "{}", after.stderr);

@@ -62,13 +62,20 @@ pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
         if j.skipped > 0 {
             println!("  skipped {} (--on-conflict-do-nothing)", count_of(j.skipped, "duplicate key"));
         }
-        if j.state != "finished" && every_chunk_done(j) {
+        let in_progress = j.state == "in progress";
+        if j.state == "emptied" {
+            println!(
+                "  another job's --truncate emptied the table after this job finished, and its rows with it; \
+                 its command loads them again"
+            );
+        }
+        if in_progress && every_chunk_done(j) {
             println!(
                 "  every chunk is loaded; the job finishes once the indexes it dropped are built again \
                  and its rejects file is written"
             );
         }
-        if let Some(command) = j.command.as_ref().filter(|_| j.state != "finished" && !j.running) {
+        if let Some(command) = j.command.as_ref().filter(|_| in_progress && !j.running) {
             println!("  resume with: {command}");
         }
         if !j.dropped.is_empty() {
@@ -81,12 +88,14 @@ pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
     Ok(exit::OK)
 }
 
-/// `finished`, or for a job in progress whether a process runs it now
+/// `finished` (`emptied`: another job's `--truncate` took its rows since),
+/// or for a job in progress whether a process runs it now
 /// (`running`) or none does (`stopped`: interrupted, crashed, or failed),
 /// which is when its command has to be run again.
 fn state_shown(job: &ledger::JobStatus) -> &str {
     match (job.state.as_str(), job.running) {
         ("finished", _) => "finished",
+        ("emptied", _) => "emptied",
         (_, true) => "running",
         (_, false) => "stopped",
     }
@@ -98,7 +107,7 @@ fn state_shown(job: &ledger::JobStatus) -> &str {
 /// commit, so their count says nothing of the chunks to come.
 fn input_done(job: &ledger::JobStatus) -> String {
     match job.input_bytes {
-        Some(total) if job.state == "finished" || every_chunk_done(job) => format!("all of {}", human_bytes(total)),
+        Some(total) if job.state != "in progress" || every_chunk_done(job) => format!("all of {}", human_bytes(total)),
         Some(total) if total > 0 => {
             // Below the total (see above), so at most 99 %.
             let percent = 100 * job.bytes_done / total;
