@@ -1738,6 +1738,19 @@ fn files_a_finished_job_loaded_are_left_out_of_a_new_glob() {
     );
     assert!(over.stderr.contains("left out ") && over.stderr.contains("drop/c.csv: job t-"), "{}", over.stderr);
     assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "900 900");
+    // JSON lines read into columns: the chunks hold the lines made of the
+    // documents, which the comparison reads the same way.
+    let documents = |from: u64| -> Vec<u8> {
+        (from..from + 300).flat_map(|i| format!("{{\"id\": {i}, \"name\": \"n{i}\"}}\n").into_bytes()).collect()
+    };
+    db.file("json/a.jsonl", &documents(0));
+    db.file("json/b.jsonl", &documents(1000));
+    db.execute("CREATE TABLE j (id int, name text)");
+    db.load(&[db.dir.path().join("json/a.jsonl").to_str().unwrap(), "--table", "j"]).assert_ok();
+    let both = db.load(&[db.dir.path().join("json/*.jsonl").to_str().unwrap(), "--table", "j"]);
+    both.assert_ok();
+    assert!(both.stderr.contains("json/a.jsonl: job j-"), "{}", both.stderr);
+    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM j"), "600 600");
 }
 
 /// A file that holds what a finished job loaded and more after it (a log
