@@ -787,6 +787,26 @@ pub fn chunks_loaded_by_finished_jobs(
     Ok(chunks.iter().filter(|c| comparable(c)).cloned().collect())
 }
 
+/// Whether the ledger holds job `job`.
+pub fn exists(session: &PgSession, job: &str) -> Result<bool, Error> {
+    let rows = session.query("SELECT EXISTS (SELECT FROM sluice.jobs WHERE job = $1)", &[Some(job)])?;
+    Ok(rows.first().and_then(|r| r[0].as_deref()) == Some("t"))
+}
+
+/// The unfinished jobs into `table` (by name and, where recorded, OID)
+/// that committed a chunk, with when each began, in nanoseconds since the
+/// Unix epoch, oldest first.
+pub fn unfinished_jobs_begun(session: &PgSession, table: &str, table_oid: u32) -> Result<Vec<(String, u128)>, Error> {
+    let rows = session.query(
+        "SELECT j.job, (extract(epoch FROM j.created_at) * 1000000)::bigint FROM sluice.jobs j \
+         WHERE j.target_table = $1 AND coalesce(j.table_oid, $2::bigint) = $2::bigint AND j.finished_at IS NULL \
+         AND EXISTS (SELECT FROM sluice.chunks c WHERE c.job = j.job AND c.state = 'done') ORDER BY j.created_at",
+        &[Some(table), Some(&table_oid.to_string())],
+    )?;
+    let micros = |v: &Option<String>| v.as_deref().and_then(|s| s.parse::<u128>().ok()).unwrap_or(0);
+    Ok(rows.iter().map(|r| (r[0].clone().unwrap_or_default(), micros(&r[1]) * 1000)).collect())
+}
+
 /// The files whose chunks the job committed, in the order it read them.
 pub fn files_read(session: &PgSession, job: &str) -> Result<Vec<String>, Error> {
     let rows = session.query(

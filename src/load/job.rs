@@ -237,6 +237,63 @@ pub fn refuse_the_data_of_an_unfinished_job(
     Ok(())
 }
 
+/// The inputs of an unfinished job into the table that are some of this
+/// command's, with what the summary says: a glob that found files more
+/// since the job began (a folder files are dropped in, loaded by cron: a
+/// run killed, and a file came before the next). As one new job, the
+/// inputs were refused (the unfinished job's rows would load again), and
+/// so was every later run, until someone took the new files away. Now the
+/// unfinished job is resumed alone, and the files that came after it wait
+/// for the next run. Its inputs are told by its name: the command's inputs
+/// older than the job must name it as the command would have then (a file
+/// touched since, or written on, is no longer one of them: such a job is
+/// refused as before, naming the command that began it). Not for `--job`, `--restart`,
+/// `--truncate`, or when the command names a job already in the ledger.
+pub fn unfinished_job_to_resume_first(
+    control: &PgSession,
+    req: &LoadRequest,
+    (table, format): (&TableInfo, &FormatOptions),
+    sources: &[Source],
+) -> Result<Option<(Vec<Source>, String)>, Error> {
+    if req.job.is_some() || req.restart || req.truncate || sources.iter().any(|s| !s.can_be_read_again()) {
+        return Ok(None);
+    }
+    let named = name(req, table, format, sources);
+    let unfinished = crate::ledger::unfinished_jobs_begun(control, &table.display(), table.oid)?;
+    if unfinished.is_empty() || crate::ledger::exists(control, &named)? {
+        return Ok(None);
+    }
+    for (job, began_ns) in &unfinished {
+        let inputs: Vec<Source> =
+            sources.iter().filter(|s| s.modified_ns.is_some_and(|m| m <= *began_ns)).cloned().collect();
+        if !inputs.is_empty() && inputs.len() < sources.len() && name(req, table, format, &inputs) == *job {
+            let came_after: Vec<&str> =
+                sources.iter().filter(|s| !inputs.iter().any(|i| i.name == s.name)).map(|s| &*s.name).collect();
+            let said = format!(
+                "resuming job {job} first, which has not finished: it loads {}; {} came after it began, and {} \
+                 when this command runs again",
+                names_listed(inputs.iter().map(|s| &*s.name)),
+                names_listed(came_after.iter().copied()),
+                if came_after.len() == 1 { "loads" } else { "load" },
+            );
+            return Ok(Some((inputs, said)));
+        }
+    }
+    Ok(None)
+}
+
+/// Up to 5 names, and how many more.
+pub(super) fn names_listed<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    let names: Vec<&str> = names.collect();
+    let more = names.len().saturating_sub(5);
+    let shown = names[..names.len().min(5)].join(", ");
+    if more > 0 {
+        format!("{shown} and {more} more")
+    } else {
+        shown
+    }
+}
+
 /// What to do when the job began with this very command, which now finds
 /// other inputs (a glob matches a file more or fewer): telling the user to
 /// resume it with the command they just ran went round in circles. Names
@@ -245,11 +302,7 @@ pub fn refuse_the_data_of_an_unfinished_job(
 fn this_command_finds_other_inputs(control: &PgSession, job: &str, sources: &[Source]) -> Result<String, Error> {
     let read = crate::ledger::files_read(control, job)?;
     let now: Vec<String> = sources.iter().map(|s| s.name.to_string()).collect();
-    let listed = |files: Vec<&String>| {
-        let more = files.len().saturating_sub(5);
-        let names: Vec<&str> = files.iter().take(5).map(|f| f.as_str()).collect();
-        format!("{}{}", names.join(", "), if more > 0 { format!(" and {more} more") } else { String::new() })
-    };
+    let listed = |files: Vec<&String>| names_listed(files.into_iter().map(String::as_str));
     let gone: Vec<&String> = read.iter().filter(|f| !now.contains(f)).collect();
     let new: Vec<&String> = now.iter().filter(|f| !read.contains(f)).collect();
     let mut differences = Vec::new();

@@ -234,19 +234,14 @@ pub fn said(found: &[LoadedBefore], sources: &[Source], table: &TableInfo) -> Ve
     jobs.iter()
         .map(|job| {
             let of_job: Vec<&LoadedBefore> = found.iter().filter(|f| f.job == *job).collect();
-            let names: Vec<&str> = of_job.iter().take(5).map(|f| &*sources[f.input].name).collect();
-            let more = match of_job.len().saturating_sub(5) {
-                0 => String::new(),
-                n => format!(" and {n} more"),
-            };
+            let names = super::job::names_listed(of_job.iter().map(|f| &*sources[f.input].name));
             let (it, them, hold) = match of_job.len() {
                 1 => ("it", "it", "holds"),
                 _ => ("they", "them", "hold"),
             };
             format!(
-                "left out {}{more}: job {job} loaded {them} into {} in full ({}, finished at {}), and {it} {hold} \
+                "left out {names}: job {job} loaded {them} into {} in full ({}, finished at {}), and {it} {hold} \
                  the same bytes now; pass --load-again to load {them} a second time",
-                names.join(", "),
                 table.display(),
                 count_of(of_job.iter().map(|f| f.rows).sum(), "row"),
                 of_job[0].finished_at,

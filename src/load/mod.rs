@@ -896,7 +896,7 @@ fn prepare(
     let fields = format.picks.as_ref().map_or_else(|| table.copy_columns(columns.as_deref()).len(), |p| p.fields());
     let shape = format.record_shape(fields);
     let all_sources = sources;
-    let (kept_sources, left_out) = leave_out_loaded_before(control, (req, progress), (&table, format), sources)?;
+    let (kept_sources, left_out) = inputs_to_load(control, (req, progress), (&table, format), sources)?;
     let sources = kept_sources.as_deref().unwrap_or(sources);
     let wanted = defer::TablePlan {
         defer: req.defer_indexes,
@@ -1010,10 +1010,12 @@ fn prepare(
     })
 }
 
-/// The inputs left to load once those earlier jobs loaded in full are left
-/// out (`None`: all of them), and what the summary says of those; refused
-/// when none is left (see [`loaded_before`]).
-fn leave_out_loaded_before(
+/// The inputs this run loads (`None`: all of them), and what the summary
+/// says of the others: those earlier jobs loaded in full are left out
+/// (refused when none is left; see [`loaded_before`]), and of the rest, an
+/// unfinished job's inputs are resumed first (see
+/// [`job::unfinished_job_to_resume_first`]).
+fn inputs_to_load(
     control: &PgSession,
     (req, progress): (&LoadRequest, &Progress),
     (table, format): (&TableInfo, &FormatOptions),
@@ -1022,16 +1024,22 @@ fn leave_out_loaded_before(
     ensure_tables(control)?;
     let named = job::name(req, table, format, sources);
     let found = loaded_before::find(control, (req, &named, progress), table, &as_chunked(sources, format, req))?;
-    if found.is_empty() {
-        return Ok((None, Vec::new()));
-    }
-    let said = loaded_before::said(&found, sources, table);
+    let mut said = loaded_before::said(&found, sources, table);
     let left_out: HashSet<usize> = found.iter().map(|l| l.input).collect();
     let kept: Vec<Source> =
         sources.iter().enumerate().filter(|(i, _)| !left_out.contains(i)).map(|(_, s)| s.clone()).collect();
     if kept.is_empty() {
         return Err(Error::NothingNew(said.join("; ")));
     }
+    let first = job::unfinished_job_to_resume_first(control, req, (table, format), &kept)?;
+    let kept = match first {
+        Some((inputs, resuming)) => {
+            said.push(resuming);
+            inputs
+        }
+        None if found.is_empty() => return Ok((None, said)),
+        None => kept,
+    };
     Ok((Some(kept), said))
 }
 
