@@ -739,11 +739,12 @@ pub struct FinishedChunk {
 }
 
 /// When `job` is not in the ledger yet (or finished, and another job
-/// emptied the table since): the chunks finished jobs into
-/// `table` (by name and, where recorded, OID) committed from the files named `files`, newest job first, each
-/// job's by file and place. Chunks committed before a `--truncate` of
-/// another job emptied the table are not, nor are files of which a chunk
-/// has no content hash (an older sluice's), which cannot be compared.
+/// emptied the table since): the chunks finished jobs into `table` (by
+/// name and, where recorded, OID) committed from the files named `files`,
+/// newest job first, each job's by file and place. Chunks committed before
+/// a `--truncate` of another job emptied the table are not, nor are files
+/// of which a chunk has no content hash (an older sluice's), which cannot
+/// be compared.
 pub fn chunks_loaded_by_finished_jobs(
     session: &PgSession,
     (table, table_oid): (&str, u32),
