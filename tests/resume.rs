@@ -1426,7 +1426,7 @@ fn stdin_with_other_data_is_a_new_job_and_never_skipped() {
     db.execute("CREATE TABLE t (id int, name text)");
     let conninfo = db.conninfo();
     let args = ["load", "-", "--db", conninfo.as_str(), "--format", "csv", "--table", "t", "--chunk-size", "1KiB"];
-    let day = |from: u64, to: u64| -> Vec<u8> { (from..to).flat_map(|i| format!("{i},n{i}\n").into_bytes()).collect() };
+    let day = id_name_lines;
     sluice_with_stdin(&args, &day(0, 500)).assert_ok();
     let again = sluice_with_stdin(&args, &day(0, 500));
     again.assert_ok();
@@ -1677,7 +1677,7 @@ fn a_glob_that_finds_other_files_is_told_which_not_to_run_itself_again() {
 fn files_a_finished_job_loaded_are_left_out_of_a_new_glob() {
     let db = TestDb::new();
     db.execute("CREATE TABLE t (id int, name text)");
-    let rows = |from: u64| -> Vec<u8> { (from..from + 300).flat_map(|i| format!("{i},n{i}\n").into_bytes()).collect() };
+    let rows = |from: u64| id_name_lines(from, from + 300);
     db.file("drop/a.csv", &rows(0));
     db.file("drop/b.csv", &rows(1000));
     let glob = db.dir.path().join("drop/*.csv");
@@ -1762,8 +1762,7 @@ fn files_a_finished_job_loaded_are_left_out_of_a_new_glob() {
 fn a_file_grown_or_rewritten_since_a_finished_job_loaded_it_is_refused() {
     let db = TestDb::new();
     db.execute("CREATE TABLE t (id int, name text)");
-    let rows =
-        |from: u64, to: u64| -> Vec<u8> { (from..to).flat_map(|i| format!("{i},n{i}\n").into_bytes()).collect() };
+    let rows = id_name_lines;
     let log = db.file("log.csv", &[b"id,name\n".as_slice(), &rows(0, 300)].concat());
     let path = log.to_str().unwrap();
     db.load(&[path, "--table", "t", "--header", "--chunk-size", "1KiB"]).assert_ok();
@@ -1808,8 +1807,7 @@ fn a_file_grown_or_rewritten_since_a_finished_job_loaded_it_is_refused() {
 fn a_stopped_job_is_resumed_first_when_its_glob_found_a_file_more() {
     let db = TestDb::new();
     db.execute("CREATE TABLE t (id int, name text)");
-    let rows =
-        |from: u64, to: u64| -> Vec<u8> { (from..to).flat_map(|i| format!("{i},n{i}\n").into_bytes()).collect() };
+    let rows = id_name_lines;
     // Stopped in a, with most of the job left: its inputs are told by
     // their times (other chunks commit while the bad one is isolated, so
     // how far it read varies).
@@ -1833,4 +1831,9 @@ fn a_stopped_job_is_resumed_first_when_its_glob_found_a_file_more() {
     next.assert_ok();
     assert!(next.stderr.contains("left out ") && next.stderr.contains("drop/b.csv: job t-"), "{}", next.stderr);
     assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "19900 19900");
+}
+
+/// `id,name` lines for the ids `from..to`: `7,n7`.
+fn id_name_lines(from: u64, to: u64) -> Vec<u8> {
+    (from..to).flat_map(|i| format!("{i},n{i}\n").into_bytes()).collect()
 }

@@ -21,6 +21,7 @@
 //! ledger's `table_oid`), one emptied since by [`refuse_an_emptied_table`].
 
 use std::collections::HashSet;
+use std::io::Read;
 
 use super::LoadRequest;
 use crate::error::Error;
@@ -324,14 +325,20 @@ fn this_command_finds_other_inputs(control: &PgSession, job: &str, sources: &[So
 
 /// Whether `source` holds the bytes of `other`'s chunk at the same place.
 fn holds_the_chunk_of(source: &Source, other: &crate::ledger::UnfinishedJob) -> Result<bool, Error> {
-    use std::io::{copy, sink, Read};
-    let (stream, raw) = source.open_stream()?;
-    let mut stream = stream.take(other.byte_offset + other.byte_len);
+    let (mut stream, raw) = source.open_stream()?;
     let read_error = |e: std::io::Error| source.read_error(&e, raw.get());
-    let skipped = copy(&mut (&mut stream).take(other.byte_offset), &mut sink()).map_err(read_error)?;
+    let skipped =
+        std::io::copy(&mut (&mut stream).take(other.byte_offset), &mut std::io::sink()).map_err(read_error)?;
+    let same = hash_of_next(&mut stream, other.byte_len).map_err(read_error)? == Some(other.content_hash);
+    Ok(skipped == other.byte_offset && same)
+}
+
+/// The XXH3 of the next `len` bytes of `stream`, as the chunker hashes a
+/// chunk; `None` when it ends before them.
+pub(super) fn hash_of_next(stream: &mut impl Read, len: u64) -> std::io::Result<Option<u64>> {
     let mut hash = xxhash_rust::xxh3::Xxh3::new();
-    let hashed = copy(&mut stream, &mut hash).map_err(read_error)?;
-    Ok(skipped == other.byte_offset && hashed == other.byte_len && hash.digest() == other.content_hash)
+    let hashed = std::io::copy(&mut stream.take(len), &mut hash)?;
+    Ok((hashed == len).then(|| hash.digest()))
 }
 
 /// What a load did to the other unfinished jobs into its table, or found

@@ -168,11 +168,10 @@ fn compare(
         if req.interrupt.as_ref().is_some_and(|stop| stop.load(std::sync::atomic::Ordering::SeqCst)) {
             return Err(Error::Interrupted { chunks: 0, rows: 0 });
         }
-        let mut hash = xxhash_rust::xxh3::Xxh3::new();
-        let hashed = copy(&mut (&mut stream).take(chunk.byte_len), &mut hash).map_err(read_error)?;
+        let hash = super::job::hash_of_next(&mut stream, chunk.byte_len).map_err(read_error)?;
         progress.chunk_checked(raw.get() - read);
         read = raw.get();
-        if hashed != chunk.byte_len || Some(hash.digest()) != chunk.content_hash {
+        if hash.is_none() || hash != chunk.content_hash {
             return Ok(match i {
                 0 => Likeness::Other,
                 _ => Likeness::Begins { end: chunk.byte_offset, rows },

@@ -896,6 +896,7 @@ fn prepare(
     let fields = format.picks.as_ref().map_or_else(|| table.copy_columns(columns.as_deref()).len(), |p| p.fields());
     let shape = format.record_shape(fields);
     let all_sources = sources;
+    ensure_tables(control)?;
     let (kept_sources, left_out) = inputs_to_load(control, (req, progress), (&table, format), sources)?;
     let sources = kept_sources.as_deref().unwrap_or(sources);
     let wanted = defer::TablePlan {
@@ -1021,7 +1022,6 @@ fn inputs_to_load(
     (table, format): (&TableInfo, &FormatOptions),
     sources: &[Source],
 ) -> Result<(Option<Vec<Source>>, Vec<String>), Error> {
-    ensure_tables(control)?;
     let named = job::name(req, table, format, sources);
     let found = loaded_before::find(control, (req, &named, progress), table, &as_chunked(sources, format, req))?;
     let mut said = loaded_before::said(&found, sources, table);
@@ -1277,7 +1277,7 @@ const CLAIMS_HELD_PATIENCE: Duration = Duration::from_secs(5);
 /// a killed load's end within a quarter of a second, others' at once.
 const SESSIONS_ENDING_PATIENCE: Duration = Duration::from_secs(2);
 
-/// Creates the ledger when missing and opens the job: its name and the
+/// Opens the job (the ledger made by [`prepare`]): its name and the
 /// chunks earlier runs committed. A finished job ends the load here.
 fn open_job(
     control: &PgSession,
@@ -1288,7 +1288,6 @@ fn open_job(
     wanted: defer::TablePlan,
     shape: Option<RecordShape>,
 ) -> Result<OpenedJob, Failed> {
-    ensure_tables(control)?;
     let job = job::name(req, table, format, sources);
     job::refuse_to_restart_a_running_job(control, req, &job, SESSIONS_ENDING_PATIENCE)?;
     ledger::hold_presence(control, &job)?;
