@@ -57,7 +57,7 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::error::Position;
 use crate::format::scan::{line_end_of, FieldCounter, LineEnd, RecordShape, Walked};
 use crate::format::{Dialect, RecordScanner, Step};
-use crate::source::RawCounter;
+use crate::source::{RawCounter, Start};
 
 /// Where a chunk lies in its input. It travels with the chunk and appears in
 /// every message about it.
@@ -316,6 +316,10 @@ pub struct Chunker<R> {
     /// the input's next bytes: the lines after a cut first line.
     replay: Vec<u8>,
     replay_pos: usize,
+    /// Where in its input the reader begins, for an input read from the
+    /// middle (see [`Chunker::starting_at`]); offsets, lines and records
+    /// above count from there.
+    start: Option<Start>,
 }
 
 impl<R: Read> Chunker<R> {
@@ -358,6 +362,7 @@ impl<R: Read> Chunker<R> {
             carry: None,
             replay: Vec::new(),
             replay_pos: 0,
+            start: None,
         }
     }
 
@@ -385,6 +390,14 @@ impl<R: Read> Chunker<R> {
     /// input's offsets count (so: this input and all later ones are plain files).
     pub fn tapered(mut self, bytes_to_load_end: Option<u64>) -> Self {
         self.taper_over = bytes_to_load_end;
+        self
+    }
+
+    /// For a reader that begins at `start` in its input (a file an earlier
+    /// job loaded the first part of): no byte-order mark or header is looked
+    /// for, and the chunks' places and numbers are the input's.
+    pub fn starting_at(mut self, start: Option<Start>) -> Self {
+        self.start = start;
         self
     }
 
@@ -498,14 +511,15 @@ impl<R: Read> Chunker<R> {
         }
         self.offset += cut.len;
         self.records += cut.records;
+        let before = self.start.unwrap_or_default();
         let chunk = Chunk {
             seq: self.next_seq,
             loc: Location {
                 source: self.source,
-                byte_offset: start.0,
+                byte_offset: before.byte + start.0,
                 byte_len: cut.len,
-                first_line: start.1 + 1,
-                first_record: start.2 + 1,
+                first_line: before.lines + start.1 + 1,
+                first_record: before.records + start.2 + 1,
             },
             records: cut.records,
             source_span: self.take_span(),
@@ -729,6 +743,11 @@ impl<R: Read> Chunker<R> {
 
     fn skip_preamble(&mut self) -> io::Result<()> {
         let mut pre = Preamble::default();
+        if self.start.is_some() {
+            self.decide_line_end()?;
+            self.preamble = Some(pre);
+            return Ok(());
+        }
         while self.block_len - self.block_pos < 3 && self.fill_more()? {}
         if self.block[self.block_pos..self.block_len].starts_with(b"\xEF\xBB\xBF") {
             self.block_pos += 3;
@@ -932,6 +951,23 @@ mod tests {
         let records: Vec<u64> = chunks.iter().map(|c| c.loc.first_record).collect();
         assert_eq!(records, [1, 2, 3]);
         assert_eq!(chunks[0].loc.byte_offset, 3 + 8);
+    }
+
+    /// Read from the middle (a file an earlier job loaded the first part
+    /// of): the first line is data, not a header, and the chunks keep their
+    /// places and numbers in the file.
+    #[test]
+    fn an_input_read_from_its_middle_keeps_the_files_places_and_numbers() {
+        let rest = b"3,\"c\nd\"\n4,e\n";
+        let start = Start { byte: 100, lines: 7, records: 5 };
+        let mut chunker = Chunker::new(&rest[..], config(CSV, 4, true), 0, 0).starting_at(Some(start));
+        let first = chunker.next_chunk().unwrap().unwrap();
+        let second = chunker.next_chunk().unwrap().unwrap();
+        assert_eq!(first.data.as_deref(), Some(&b"3,\"c\nd\"\n"[..]));
+        assert_eq!((first.loc.byte_offset, first.loc.first_line, first.loc.first_record), (100, 8, 6));
+        assert_eq!((second.loc.byte_offset, second.loc.first_line, second.loc.first_record), (108, 10, 7));
+        assert_eq!(chunker.preamble().header_lines, 0);
+        assert_eq!(chunker.totals(), (2, 3), "what it read, without what came before");
     }
 
     #[test]

@@ -40,7 +40,7 @@
 //!
 //! Schema (documented in the README; columns are only ever added):
 //! `sluice.jobs (job, target_table, fingerprint, created_at, finished_at,
-//! chunking, table_oid, command)` and
+//! chunking, table_oid, command, input_bytes, emptied_at, input_sizes)` and
 //! `sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, state
 //! ('pending' or 'done'), rows_loaded, rows_rejected, host, pid, committed_at,
 //! content_hash, rows_suppressed, rows_skipped)`,
@@ -77,7 +77,7 @@ pub const CREATE_TABLES: &str =
     "CREATE TABLE IF NOT EXISTS sluice.jobs (job text PRIMARY KEY, target_table text NOT NULL, \
      fingerprint text NOT NULL, steps_done boolean NOT NULL DEFAULT false, \
      created_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz, chunking text, table_oid bigint, \
-     command text, input_bytes bigint, emptied_at timestamptz); \
+     command text, input_bytes bigint, emptied_at timestamptz, input_sizes text); \
      CREATE TABLE IF NOT EXISTS sluice.chunks (job text NOT NULL, \
      seq bigint NOT NULL, file text NOT NULL, byte_offset bigint NOT NULL, byte_len bigint NOT NULL, \
      first_line bigint NOT NULL, state text NOT NULL, rows_loaded bigint NOT NULL DEFAULT 0, \
@@ -145,12 +145,13 @@ pub fn refuse_out_of_reach(control: &PgSession, usage: LedgerUse) -> Result<(), 
 /// altering the ledger while another one loads could deadlock with it.
 /// Listed in the order loads lock the tables (jobs, then a chunk's rejects,
 /// then its row in chunks).
-const ADDED_COLUMNS: [(&str, &str, &str); 10] = [
+const ADDED_COLUMNS: [(&str, &str, &str); 11] = [
     ("jobs", "chunking", "text"),
     ("jobs", "table_oid", "bigint"),
     ("jobs", "command", "text"),
     ("jobs", "input_bytes", "bigint"),
     ("jobs", "emptied_at", "timestamptz"),
+    ("jobs", "input_sizes", "text"),
     ("rejects", "seq", "bigint"),
     ("rejects", "raw_length", "bigint"),
     ("chunks", "content_hash", "bigint"),
@@ -272,6 +273,9 @@ pub struct JobSpec<'a> {
     /// load (plain files, read as they are): what `sluice status` measures
     /// the done chunks against.
     pub input_bytes: Option<u64>,
+    /// The files' sizes as the job begins, a JSON object by path (see
+    /// [`input_sizes_begun_with`]); kept while the job is resumed.
+    pub input_sizes: &'a str,
     /// Steps before the copy (such as TRUNCATE), run once per job.
     pub first_steps: &'a [String],
     /// The first steps empty the table (`--truncate`): what other
@@ -322,6 +326,7 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
         restart,
         command,
         input_bytes,
+        input_sizes,
         first_steps,
         empties_table,
         plan_deferred,
@@ -331,9 +336,18 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
     // Create-if-missing, then lock: concurrent processes starting the same
     // job queue up here, and only the first runs the job's first steps.
     session.query(
-        "INSERT INTO sluice.jobs (job, target_table, fingerprint, chunking, table_oid, command, input_bytes) \
-         VALUES ($1, $2, $3, $4, $5::bigint, $6, $7::bigint) ON CONFLICT (job) DO NOTHING RETURNING 1",
-        &[Some(job), Some(table), Some(fingerprint), Some(chunking), Some(&oid), command, input_bytes.as_deref()],
+        "INSERT INTO sluice.jobs (job, target_table, fingerprint, chunking, table_oid, command, input_bytes, \
+         input_sizes) VALUES ($1, $2, $3, $4, $5::bigint, $6, $7::bigint, $8) ON CONFLICT (job) DO NOTHING RETURNING 1",
+        &[
+            Some(job),
+            Some(table),
+            Some(fingerprint),
+            Some(chunking),
+            Some(&oid),
+            command,
+            input_bytes.as_deref(),
+            Some(input_sizes),
+        ],
     )?;
     let found = session.query(
         "SELECT fingerprint, target_table, coalesce(finished_at::text, ''), steps_done, coalesce(chunking, ''), \
@@ -385,9 +399,9 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
         session.query(&format!("DELETE FROM sluice.steps WHERE job = $1{states} RETURNING 1"), &[Some(job)])?;
         session.query(
             "UPDATE sluice.jobs SET target_table = $2, fingerprint = $3, chunking = $4, finished_at = NULL, \
-             steps_done = false, created_at = now(), table_oid = $5::bigint, command = $6, emptied_at = NULL \
-             WHERE job = $1 RETURNING 1",
-            &[Some(job), Some(table), Some(fingerprint), Some(chunking), Some(&oid), command],
+             steps_done = false, created_at = now(), table_oid = $5::bigint, command = $6, emptied_at = NULL, \
+             input_sizes = $7 WHERE job = $1 RETURNING 1",
+            &[Some(job), Some(table), Some(fingerprint), Some(chunking), Some(&oid), command, Some(input_sizes)],
         )?;
     } else if !same && !changed {
         return Err(Error::Usage(format!(
@@ -735,11 +749,18 @@ pub struct FinishedChunk {
     /// chunks of that job are not returned.
     pub content_hash: Option<u64>,
     pub rows: u64,
+    /// The records it held: rows loaded, rejected, suppressed and skipped.
+    pub records: u64,
+    /// 1-based line of its first byte.
+    pub first_line: u64,
     pub finished_at: String,
 }
 
 /// When `job` is not in the ledger yet (or finished, and another job
-/// emptied the table since): the chunks finished jobs into `table` (by
+/// emptied the table since, or finished on inputs of another size or time
+/// than `fingerprint` says, when given: a file written on since, or
+/// touched): the
+/// chunks finished jobs into `table` (by
 /// name and, where recorded, OID) committed from the files named `files`,
 /// newest job first, each job's by file and place. Chunks committed before
 /// a `--truncate` of another job emptied the table are not, nor are files
@@ -748,7 +769,7 @@ pub struct FinishedChunk {
 pub fn chunks_loaded_by_finished_jobs(
     session: &PgSession,
     (table, table_oid): (&str, u32),
-    job: &str,
+    (job, fingerprint): (&str, Option<&str>),
     files: &[&str],
 ) -> Result<Vec<FinishedChunk>, Error> {
     // A JSON object whose keys are the names: `?` finds a key by a binary
@@ -759,14 +780,16 @@ pub fn chunks_loaded_by_finished_jobs(
     let names = serde_json::Value::Object(keys).to_string();
     let rows = session.query(
         "SELECT c.job, c.file, c.byte_offset, c.byte_len, c.content_hash, c.rows_loaded, \
-         date_trunc('second', j.finished_at)::text FROM sluice.jobs j JOIN sluice.chunks c ON c.job = j.job \
+         date_trunc('second', j.finished_at)::text, \
+         c.rows_loaded + c.rows_rejected + c.rows_suppressed + c.rows_skipped, c.first_line FROM sluice.jobs j JOIN sluice.chunks c ON c.job = j.job \
          WHERE j.target_table = $1 AND coalesce(j.table_oid, $2::bigint) = $2::bigint \
          AND j.finished_at IS NOT NULL AND c.state = 'done' \
-         AND NOT EXISTS (SELECT FROM sluice.jobs WHERE job = $4 AND NOT coalesce(emptied_at > finished_at, false)) \
+         AND NOT EXISTS (SELECT FROM sluice.jobs WHERE job = $4 AND NOT coalesce(emptied_at > finished_at, false) \
+           AND (finished_at IS NULL OR coalesce(fingerprint = $5, true))) \
          AND $3::jsonb ? c.file \
          AND (j.emptied_at IS NULL OR c.committed_at > j.emptied_at) \
          ORDER BY j.finished_at DESC, c.job, c.file, c.byte_offset",
-        &[Some(table), Some(&table_oid.to_string()), Some(&names), Some(job)],
+        &[Some(table), Some(&table_oid.to_string()), Some(&names), Some(job), fingerprint],
     )?;
     let num = |v: &Option<String>| v.as_deref().and_then(|s| s.parse::<i64>().ok());
     let text = |v: &Option<String>| v.clone().unwrap_or_default();
@@ -780,12 +803,24 @@ pub fn chunks_loaded_by_finished_jobs(
             content_hash: num(&r[4]).map(|h| h as u64),
             rows: num(&r[5]).unwrap_or(0) as u64,
             finished_at: text(&r[6]),
+            records: num(&r[7]).unwrap_or(0) as u64,
+            first_line: num(&r[8]).unwrap_or(1) as u64,
         })
         .collect();
     let unhashed: HashSet<(&str, &str)> =
         chunks.iter().filter(|c| c.content_hash.is_none()).map(|c| (c.job.as_str(), c.file.as_str())).collect();
     let comparable = |c: &FinishedChunk| !unhashed.contains(&(c.job.as_str(), c.file.as_str()));
     Ok(chunks.iter().filter(|c| comparable(c)).cloned().collect())
+}
+
+/// For an unfinished job: the sizes its files had when it began, by path
+/// (as `load::job::input_sizes` wrote them); `None` for a finished job, one
+/// not in the ledger, or one an older sluice began.
+pub fn input_sizes_begun_with(session: &PgSession, job: &str) -> Result<Option<HashMap<String, u64>>, Error> {
+    let rows =
+        session.query("SELECT input_sizes FROM sluice.jobs WHERE job = $1 AND finished_at IS NULL", &[Some(job)])?;
+    let sizes = rows.first().and_then(|r| r[0].as_deref()).and_then(|json| serde_json::from_str(json).ok());
+    Ok(sizes)
 }
 
 /// Whether the ledger holds job `job`.
@@ -904,14 +939,29 @@ pub fn record_every_chunk_loaded(session: &PgSession, job: &str) -> Result<(), E
 /// durable, so are the chunks' asynchronous commits it counted. The job
 /// takes the `fingerprint` of the inputs it was checked against (they may
 /// have been copied or touched since it began: [`Opened::Changed`]).
-pub fn finish(session: &PgSession, job: &str, total: u64, fingerprint: &str) -> Result<(), Error> {
+///
+/// `goes_on_from`: the finished job, with the fingerprint of its inputs now,
+/// whose files this job loaded from where it ended (see
+/// `load::loaded_before`): it takes that fingerprint too, so that its
+/// command, run again with nothing new, finds it finished without reading
+/// them again.
+pub fn finish(
+    session: &PgSession,
+    job: &str,
+    total: u64,
+    (fingerprint, goes_on_from): (&str, Option<(&str, &str)>),
+) -> Result<(), Error> {
     let marked = session.transaction(|| {
         session.execute("SET LOCAL synchronous_commit = on")?;
-        session.query(
+        let marked = session.query(
             "UPDATE sluice.jobs SET finished_at = now(), fingerprint = $3 WHERE job = $1 AND (SELECT count(*) \
              FROM sluice.chunks WHERE job = $1 AND state = 'done') = $2::bigint RETURNING 1",
             &[Some(job), Some(&total.to_string()), Some(fingerprint)],
-        )
+        )?;
+        if let Some((earlier, its_fingerprint)) = goes_on_from.filter(|_| !marked.is_empty()) {
+            take_fingerprint(session, earlier, its_fingerprint)?;
+        }
+        Ok(marked)
     })?;
     match marked.is_empty() {
         false => Ok(()),
@@ -920,6 +970,16 @@ pub fn finish(session: &PgSession, job: &str, total: u64, fingerprint: &str) -> 
              again to load them"
         ))),
     }
+}
+
+/// A finished job takes `fingerprint`: its inputs, as they are now, hold
+/// what it loaded and what jobs that went on from where it ended loaded.
+pub fn take_fingerprint(session: &PgSession, job: &str, fingerprint: &str) -> Result<(), Error> {
+    session.query(
+        "UPDATE sluice.jobs SET fingerprint = $2 WHERE job = $1 AND finished_at IS NOT NULL RETURNING 1",
+        &[Some(job), Some(fingerprint)],
+    )?;
+    Ok(())
 }
 
 /// What a chunk's ledger row records.

@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 use std::fs::File;
-use std::io::{self, BufReader, IsTerminal, Read};
+use std::io::{self, BufReader, IsTerminal, Read, Seek};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -136,7 +136,8 @@ pub struct Source {
     /// Stdin or a pipe named as a file, already open and its head read.
     pub pipe: Option<Pipe>,
     pub compression: Compression,
-    /// Bytes on disk; `None` for stdin and pipes.
+    /// Bytes on disk (of a plain file loaded from `start`, those from
+    /// there on); `None` for stdin and pipes.
     pub size: Option<u64>,
     /// Last modification, in nanoseconds since the Unix epoch; `None` for
     /// stdin and pipes. Read with the size, once (see `load::job`).
@@ -153,6 +154,27 @@ pub struct Source {
     /// Set by the load for JSON lines read into columns: which key goes
     /// where, and the longest line (`--max-record-size`).
     pub documents: Option<(Arc<DocumentColumns>, u64)>,
+    /// Set by the load for a file an earlier job loaded the first part of:
+    /// the chunker reads it from there (see `load::loaded_before`).
+    pub start: Option<Start>,
+    /// The byte on disk where reading a file stops: its size when the load
+    /// looked, or when its stopped job began (see
+    /// `load::job::sizes_the_job_began_with`). A file written on during a
+    /// load is read as it was; the rest loads on the next run.
+    pub ends_at: Option<u64>,
+}
+
+/// Where the load begins to read a file an earlier job loaded the first
+/// part of, and what came before: chunks keep their places and numbers in
+/// the file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Start {
+    /// Bytes before it, as the chunker counts them (decompressed).
+    pub byte: u64,
+    /// Line ends before it.
+    pub lines: u64,
+    /// Data records before it, header excluded.
+    pub records: u64,
 }
 
 /// A source opened for the chunker (see [`Source::open_chunked`]): the
@@ -240,6 +262,27 @@ impl Source {
         }
     }
 
+    /// This file, to be read from `start` on (see [`Start`]): a plain file's
+    /// size is then the bytes from there.
+    pub fn starting_at(self, start: Start) -> Source {
+        Source { start: Some(start), ..self }.sized()
+    }
+
+    /// This file, read up to `end` on disk (see [`Self::ends_at`]).
+    pub fn ending_at(self, end: u64) -> Source {
+        Source { ends_at: Some(end), ..self }.sized()
+    }
+
+    /// Its size from its start to its end, on disk.
+    fn sized(self) -> Source {
+        let start = match self.compression {
+            Compression::None => self.start.map_or(0, |s| s.byte),
+            _ => 0,
+        };
+        let size = self.ends_at.map(|end| end.saturating_sub(start)).or(self.size);
+        Source { size, ..self }
+    }
+
     /// A file can be read again (to reload chunks); stdin and pipes cannot.
     pub fn can_be_read_again(&self) -> bool {
         self.path.is_some() && self.pipe.is_none()
@@ -250,18 +293,37 @@ impl Source {
         self.pipe.as_ref().map(|p| p.head_hash)
     }
 
-    /// Opens the source for one front-to-back pass, decompressing if needed.
+    /// Opens the source for one front-to-back pass, decompressing if needed,
+    /// from its first byte (whatever its [`Start`]).
     pub fn open_stream(&self) -> Result<(Box<dyn Read + Send>, RawCounter), Error> {
-        let (stream, counts) = self.open_chunked(false)?;
+        let (stream, counts) = self.opened(false, None)?;
         Ok((stream, counts.raw))
     }
 
-    /// [`Self::open_stream`], and for documents read into columns, when
-    /// `keep_lines`, the input lines as they are read (see [`OriginalLines`]).
+    /// The bytes the chunker cuts: from [`Self::start`] on, and for
+    /// documents read into columns, when `keep_lines`, the input lines as
+    /// they are read (see [`OriginalLines`]).
     pub fn open_chunked(&self, keep_lines: bool) -> Result<ChunkedStream, Error> {
+        self.opened(keep_lines, self.start.map(|s| s.byte))
+    }
+
+    /// A plain file is opened at `from`; a compressed one's first `from`
+    /// decompressed bytes are read and let go.
+    fn opened(&self, keep_lines: bool, from: Option<u64>) -> Result<ChunkedStream, Error> {
+        let from = from.unwrap_or(0);
+        let (seek_to, skip) = match self.compression {
+            Compression::None => (from, 0),
+            _ => (0, from),
+        };
         // Stdin is a pipe too (see `stdin_source`): a source is a file or a pipe.
         let raw: Box<dyn Read + Send> = match (&self.path, &self.pipe) {
-            (Some(path), None) => Box::new(open_file(path)?),
+            (Some(path), None) => {
+                let file = open_file_at(path, seek_to)?;
+                match self.ends_at {
+                    Some(end) => Box::new(file.take(end.saturating_sub(seek_to))),
+                    None => Box::new(file),
+                }
+            }
             (_, pipe) => {
                 let taken = pipe.as_ref().and_then(|p| p.reader.lock().ok()).and_then(|mut p| p.take());
                 Box::new(taken.ok_or_else(|| self.input_error("a pipe can be read only once"))?)
@@ -269,7 +331,7 @@ impl Source {
         };
         let originals = (keep_lines && self.documents.is_some()).then(OriginalLines::default);
         let input = RawCounter::default();
-        let (stream, raw) = self.decoded(raw, originals.clone(), Some(input.clone()))?;
+        let (stream, raw) = self.decoded(raw, originals.clone(), (Some(input.clone()), skip))?;
         Ok((stream, StreamCounts { raw, input, originals }))
     }
 
@@ -282,18 +344,18 @@ impl Source {
             let (stream, counter) = self.open_stream()?;
             return Ok((stream, counter, true));
         };
-        let (stream, counter) = self.decoded(Box::new(io::Cursor::new(pipe.head.clone())), None, None)?;
+        let (stream, counter) = self.decoded(Box::new(io::Cursor::new(pipe.head.clone())), None, (None, 0))?;
         Ok((Box::new(EndsAtCut(stream)), counter, pipe.head.len() < STREAM_HEAD))
     }
 
     /// `raw` decompressed, transcoded and turned from documents into lines
     /// as the source needs (keeping the input lines in `originals`, and
-    /// counting the decompressed bytes in `input`).
+    /// counting the decompressed bytes after the first `skip` in `input`).
     fn decoded(
         &self,
         raw: Box<dyn Read + Send>,
         originals: Option<OriginalLines>,
-        input: Option<RawCounter>,
+        (input, skip): (Option<RawCounter>, u64),
     ) -> Result<(Box<dyn Read + Send>, RawCounter), Error> {
         let counter = RawCounter::default();
         let counted = Counting { inner: raw, counter: counter.clone() };
@@ -307,6 +369,10 @@ impl Source {
                 zstd::stream::read::Decoder::with_buffer(buffered(counted))
                     .map_err(|e| self.input_error(&e.to_string()))?,
             ),
+        };
+        let stream: Box<dyn Read + Send> = match skip {
+            0 => stream,
+            _ => Box::new(Skipping { inner: stream, left: skip }),
         };
         let stream: Box<dyn Read + Send> = match input {
             Some(counter) => Box::new(Counting { inner: stream, counter }),
@@ -364,6 +430,36 @@ impl<R: Read> Read for EndsAtCut<R> {
 
 fn open_file(path: &Path) -> Result<File, Error> {
     File::open(path).map_err(|e| Error::Input { file: path.display().to_string(), message: io_reason(&e) })
+}
+
+fn open_file_at(path: &Path, offset: u64) -> Result<File, Error> {
+    let mut file = open_file(path)?;
+    if offset > 0 {
+        file.seek(io::SeekFrom::Start(offset))
+            .map_err(|e| Error::Input { file: path.display().to_string(), message: io_reason(&e) })?;
+    }
+    Ok(file)
+}
+
+/// Lets go of the first `left` bytes of `inner` at the first read: a
+/// compressed file loaded from a [`Start`] is read from its beginning.
+struct Skipping<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R: Read> Read for Skipping<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.left > 0 {
+            let skipped = io::copy(&mut (&mut self.inner).take(self.left), &mut io::sink())?;
+            if skipped < self.left {
+                let message = format!("it ends {} bytes before the byte the load begins at", self.left - skipped);
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, message));
+            }
+            self.left = 0;
+        }
+        self.inner.read(buf)
+    }
 }
 
 /// The OS reason without Rust's "(os error 2)" suffix.
@@ -560,6 +656,7 @@ fn file_source_with(path: &Path, meta: std::fs::Metadata, canonical: Arc<str>) -
         pipe: None,
         compression,
         size: Some(meta.len()),
+        ends_at: Some(meta.len()),
         modified_ns: meta
             .modified()
             .ok()
@@ -568,6 +665,7 @@ fn file_source_with(path: &Path, meta: std::fs::Metadata, canonical: Arc<str>) -
         looks_utf16: compression == Compression::None && looks_like_utf16(&head[..n]),
         transcoding: None,
         documents: None,
+        start: None,
     })
 }
 
@@ -613,6 +711,8 @@ fn streamed_source(name: &str, path: Option<&Path>, mut reader: Box<dyn Read + S
         looks_utf16,
         transcoding: None,
         documents: None,
+        start: None,
+        ends_at: None,
     })
 }
 
@@ -683,6 +783,36 @@ mod tests {
         let only_folders = format!("{}/c.*", dir.path().display());
         let err = resolve_inputs(&[only_folders]).unwrap_err();
         assert!(err.to_string().contains("no file matches"), "{err}");
+    }
+
+    /// A file is read as it was when the load looked at it, though written
+    /// on since; from a [`Start`], a plain file is read from that byte and a
+    /// compressed one from that byte of its decompressed data.
+    #[test]
+    fn a_file_is_read_to_its_size_when_resolved_and_from_its_start() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let (plain, zipped) = (dir.path().join("a.csv"), dir.path().join("a.csv.gz"));
+        std::fs::write(&plain, "1\n2\n3\n").unwrap();
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(b"1\n2\n3\n").unwrap();
+        std::fs::write(&zipped, encoder.finish().unwrap()).unwrap();
+        let names = [plain.display().to_string(), zipped.display().to_string()];
+        let sources = resolve_inputs(&names).unwrap();
+        std::fs::OpenOptions::new().append(true).open(&plain).unwrap().write_all(b"4\n").unwrap();
+        let read = |source: &Source| {
+            let (mut stream, _) = source.open_chunked(false).unwrap();
+            let mut text = String::new();
+            stream.read_to_string(&mut text).unwrap();
+            text
+        };
+        assert_eq!(read(&sources[0]), "1\n2\n3\n");
+        let start = Start { byte: 2, lines: 1, records: 1 };
+        let from_start: Vec<Source> = sources.iter().map(|s| s.clone().starting_at(start)).collect();
+        assert_eq!(read(&from_start[0]), "2\n3\n");
+        assert_eq!(from_start[0].size, Some(4), "a plain file's size counts from its start");
+        assert_eq!(read(&from_start[1]), "2\n3\n");
+        assert_eq!(read(&from_start[0].clone().ending_at(8)), "2\n3\n4\n");
     }
 
     /// Enough files for several threads to read them: the same order, each

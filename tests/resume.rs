@@ -825,15 +825,18 @@ fn a_table_dropped_or_emptied_since_is_refused_and_restart_loads_everything() {
     f.assert_refused_until_restart("the table is empty now");
 }
 
-/// A file that grew since its job finished is refused (its last chunk is
-/// not the one the job committed); `--restart --truncate` starts over.
+/// A file whose last rows changed since its job finished is refused (its
+/// last chunk is not the one the job committed); `--restart --truncate`
+/// starts over. (A file that grew loads from where the job ended: see
+/// `a_file_written_on_since_loads_from_where_its_jobs_ended`.)
 #[test]
 fn changed_input_is_refused_and_restart_starts_over() {
     let f = fixture(20_000, &[]);
     assert!(matches!(f.spawn().wait().unwrap().code(), Some(0 | 1)));
     let file = f.db.dir.path().join("t.tsv");
     let mut data = std::fs::read(&file).unwrap();
-    data.extend_from_slice(b"20001\t30001\t1\tdescription-20001\n");
+    let at = data.len() - b"description-20000\n".len();
+    data[at..at + 11].copy_from_slice(b"DESCRIPTION");
     std::fs::write(&file, &data).unwrap();
     let out = f.spawn().wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -842,8 +845,9 @@ fn changed_input_is_refused_and_restart_starts_over() {
     assert_eq!(f.db.count("t"), f.good);
     let mut restart = f.spawn_with(&["--restart", "--truncate"]);
     assert!(matches!(restart.wait().unwrap().code(), Some(0 | 1)));
-    assert_eq!(f.db.count("t"), f.good + 1);
-    assert_eq!(f.db.scalar("SELECT count(DISTINCT tid) FROM t"), (f.good + 1).to_string());
+    assert_eq!(f.db.count("t"), f.good);
+    assert_eq!(f.db.scalar("SELECT count(DISTINCT tid) FROM t"), f.good.to_string());
+    assert_eq!(f.db.scalar("SELECT count(*) FROM t WHERE description = 'DESCRIPTION-20000'"), "1");
     assert_eq!(f.db.scalar("SELECT count(*) FROM sluice.rejects"), f.bad.to_string(), "old rejects forgotten");
 }
 
@@ -1043,8 +1047,8 @@ fn the_check_of_a_touched_input_shows_on_the_progress_line_and_ctrl_c_stops_it()
 }
 
 /// `--chunk-size auto` is resolved from the input's size; the job is still
-/// the command's: a file that grew since is refused like any changed file,
-/// not loaded again as a new job beside the rows it already gave.
+/// the command's: a file that grew since is not loaded again as a new job
+/// beside the rows it already gave, but from where that job ended.
 #[test]
 fn changed_input_with_auto_chunk_size_is_the_same_job() {
     let db = TestDb::new();
@@ -1057,9 +1061,10 @@ fn changed_input_with_auto_chunk_size_is_the_same_job() {
     let mut extra = Vec::new();
     sluice::gen::generate(more, 50_000, 8, &mut extra).unwrap();
     std::fs::OpenOptions::new().append(true).open(&file).unwrap().write_all(&extra).unwrap();
-    let again = db.load(&args);
-    again.assert_refused("not the input job");
-    assert_eq!(db.count("t"), 1_000_000);
+    let again = db.load(&args[..3]);
+    again.assert_ok();
+    assert!(again.stderr.contains(" from line 1,000,001 (byte "), "{}", again.stderr);
+    assert_eq!(db.count("t"), 1_050_000);
 }
 
 impl Fixture {
@@ -1753,31 +1758,150 @@ fn files_a_finished_job_loaded_are_left_out_of_a_new_glob() {
     assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM j"), "600 600");
 }
 
-/// A file that holds what a finished job loaded and more after it (a log
-/// written on) is refused, with the command that loads the rest alone,
-/// which loads each row once. One that begins with a job's first chunk and
-/// then differs (an export written anew) is refused as well; one whose
-/// first chunk differs is other data and loads.
+/// A log written on, loaded again by the same command each time (psql,
+/// pgloader and timescaledb-parallel-copy load it whole again; sluice
+/// refused it, as its job had loaded other data, and its advice,
+/// `--restart`, loaded the first rows twice): each run loads the lines
+/// that came since, numbered as in the file. A run stopped while the file
+/// is written on resumes on the bytes it began with, and the next run
+/// loads the rest. A compressed file a member was added to does the same.
 #[test]
-fn a_file_grown_or_rewritten_since_a_finished_job_loaded_it_is_refused() {
+fn a_file_written_on_since_loads_from_where_its_jobs_ended() {
     let db = TestDb::new();
     db.execute("CREATE TABLE t (id int, name text)");
     let rows = id_name_lines;
     let log = db.file("log.csv", &[b"id,name\n".as_slice(), &rows(0, 300)].concat());
     let path = log.to_str().unwrap();
-    db.load(&[path, "--table", "t", "--header", "--chunk-size", "1KiB"]).assert_ok();
-    std::fs::write(&log, [b"id,name\n".as_slice(), &rows(0, 400)].concat()).unwrap();
-    let grown = db.load(&[path, "--table", "t", "--header"]);
-    assert_eq!(grown.code, 2, "{}", grown.stderr);
-    let loaded_bytes = 8 + rows(0, 300).len();
-    let advice = format!("Load the rest alone, `tail -c +{} {path} | sluice load - ...`", loaded_bytes + 1);
-    assert!(grown.stderr.contains(&advice), "{}", grown.stderr);
-    assert!(grown.stderr.contains("without --header") && grown.stderr.contains("--load-again"), "{}", grown.stderr);
-    assert_eq!(db.count("t"), 300);
-    let rest = std::fs::read(&log).unwrap()[loaded_bytes..].to_vec();
+    let args = [path, "--table", "t", "--header", "--chunk-size", "1KiB"];
+    db.load(&args).assert_ok();
+    let append = |bytes: &[u8]| std::fs::OpenOptions::new().append(true).open(&log).unwrap().write_all(bytes).unwrap();
+    append(&rows(300, 400));
+    let second = db.load(&args);
+    second.assert_ok();
+    let loaded = 8 + rows(0, 300).len();
+    let from = format!("loading {path} from line 302 (byte {},{:03}): job t-", loaded / 1000, loaded % 1000);
+    assert!(second.stderr.contains(&from), "{}", second.stderr);
+    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "400 400");
+    // Stopped by its bad line (line 402), with most of it left; then
+    // written on again before the next run.
+    append(&[b"x,bad\n".to_vec(), rows(400, 20_000)].concat());
+    let stopped = db.load(&[&args[..], &["--max-errors", "0", "--workers", "1"]].concat());
+    assert_eq!(stopped.code, 5, "{}", stopped.stderr);
+    assert!(db.count("t") < 19_000, "{}", db.count("t"));
+    append(&rows(20_000, 20_300));
+    let resumed = db.load(&args);
+    assert_eq!(resumed.code, 1, "the bad line is rejected: {}", resumed.stderr);
+    let said = "was written on since job t-";
+    assert!(resumed.stderr.contains(said) && resumed.stderr.contains("the rest loads when"), "{}", resumed.stderr);
+    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "20000 20000");
+    let rejects = std::fs::read_to_string(db.dir.path().join("t.rejects.jsonl")).unwrap();
+    assert!(rejects.contains(r#""line":402,"#) && rejects.contains(r#""record":401,"#), "{rejects}");
+    let last = db.load(&args);
+    last.assert_ok();
+    assert!(last.stderr.contains(&format!("loading {path} from line 20,003 (byte ")), "{}", last.stderr);
+    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "20300 20300");
+    // Nothing new: the command's job took the file's fingerprint when the
+    // last job finished, so the file is not read again.
+    let nothing = db.load(&args);
+    nothing.assert_ok();
+    assert!(nothing.stderr.contains("already finished"), "{}", nothing.stderr);
+    // Touched: read again, its jobs' chunks found, one after the other.
+    set_modified(path, "2030-01-02 03:04:05");
+    let touched = db.load(&args);
+    touched.assert_ok();
+    let said = "nothing to do: left out";
+    assert!(touched.stderr.contains(said) && touched.stderr.contains(", then 2 more, the last t-"));
+    assert!(touched.stderr.contains("(20,300 rows"), "{}", touched.stderr);
+    assert!(db.load(&args).stderr.contains("already finished"));
+    // A gzip file a member was added to.
+    let gz = |bytes: &[u8]| {
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(bytes).unwrap();
+        encoder.finish().unwrap()
+    };
+    db.execute("CREATE TABLE z (id int, name text)");
+    let zipped = db.file("log.csv.gz", &gz(&rows(0, 500)));
+    let zargs = [zipped.to_str().unwrap(), "--table", "z"];
+    db.load(&zargs).assert_ok();
+    std::fs::OpenOptions::new().append(true).open(&zipped).unwrap().write_all(&gz(&rows(500, 700))).unwrap();
+    db.load(&zargs).assert_ok();
+    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM z"), "700 700");
+}
+
+/// A stopped job whose file was cut short by a copy (in a line, or in a
+/// gzip stream at a byte that looks like a line end), then copied again in
+/// full, reads it to its new end: read only to the size it had when the
+/// job began, its last line would load cut short, and the gzip stream
+/// would fail again.
+#[test]
+fn a_stopped_jobs_file_copied_again_after_a_copy_cut_short_is_read_to_its_end() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text)");
+    let rows = id_name_lines;
+    let whole = [rows(0, 300), b"x,bad\n".to_vec(), rows(300, 3000)].concat();
+    let cut = db.file("cut.csv", &whole[..whole.len() - 3]);
+    let args = [cut.to_str().unwrap(), "--table", "t", "--chunk-size", "1KiB", "--workers", "1"];
+    let stopped = db.load(&[&args[..], &["--max-errors", "0"]].concat());
+    assert_eq!(stopped.code, 5, "{}", stopped.stderr);
+    std::fs::write(&cut, &whole).unwrap();
+    let resumed = db.load(&args);
+    assert_eq!(resumed.code, 1, "the bad line is rejected: {}", resumed.stderr);
+    assert!(!resumed.stderr.contains("was written on since"), "{}", resumed.stderr);
+    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "3000 3000");
+    assert_eq!(db.scalar("SELECT name FROM t WHERE id = 2999"), "n2999");
+    // A gzip stream cut after a byte that is a line end.
+    db.execute("CREATE TABLE z (id int, name text)");
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(&[rows(0, 300), b"x,bad\n".to_vec(), rows(300, 30_000)].concat()).unwrap();
+    let zipped = encoder.finish().unwrap();
+    let at = zipped.len() / 2 + memchr::memchr(b'\n', &zipped[zipped.len() / 2..]).unwrap() + 1;
+    let file = db.file("cut.csv.gz", &zipped[..at]);
+    let args = [file.to_str().unwrap(), "--table", "z", "--chunk-size", "1KiB", "--workers", "1"];
+    assert_ne!(db.load(&[&args[..], &["--max-errors", "0"]].concat()).code, 0);
+    std::fs::write(&file, &zipped).unwrap();
+    assert_eq!(db.load(&args).code, 1, "the bad line is rejected");
+    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM z"), "30000 30000");
+}
+
+/// Where sluice cannot load a file from where a job's bytes ended, it
+/// refuses, with the command that loads the rest alone, which loads each
+/// row once: the bytes ended inside a line (the line after it on), or JSON
+/// lines read into columns (by lines). A file that begins with a job's
+/// first chunk and then differs (an export written anew) is refused as
+/// well; one whose first chunk differs is other data and loads.
+#[test]
+fn a_file_grown_where_it_cannot_load_from_or_rewritten_since_a_finished_job_loaded_it_is_refused() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text)");
+    let rows = id_name_lines;
     let conninfo = db.conninfo();
+    let cut = db.file("cut.csv", &[rows(0, 300), b"300,n3".to_vec()].concat());
+    let path = cut.to_str().unwrap();
+    db.load(&[path, "--table", "t"]).assert_ok();
+    std::fs::write(&cut, [rows(0, 300), b"300,n300\n".to_vec(), rows(301, 400)].concat()).unwrap();
+    let grown = db.load(&[path, "--table", "t"]);
+    assert_eq!(grown.code, 2, "{}", grown.stderr);
+    let advice = "which end inside line 301, into public.t";
+    assert!(grown.stderr.contains(advice), "{}", grown.stderr);
+    assert!(grown.stderr.contains(&format!("Load the rest alone, `tail -n +302 {path} | sluice load - ...`")));
+    assert_eq!(db.count("t"), 301);
+    let rest: Vec<u8> =
+        std::fs::read(&cut).unwrap().split_inclusive(|&b| b == b'\n').skip(301).flatten().copied().collect();
     sluice_with_stdin(&["load", "-", "--db", &conninfo, "--table", "t", "--format", "csv"], &rest).assert_ok();
     assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "400 400");
+    // JSON lines into columns.
+    db.execute("CREATE TABLE j (id int, name text)");
+    let line = |i: u64| format!("{{\"id\":{i},\"name\":\"n{i}\"}}\n").into_bytes();
+    let documents = db.file("log.jsonl", &(0..200).flat_map(line).collect::<Vec<u8>>());
+    let jpath = documents.to_str().unwrap();
+    db.load(&[jpath, "--table", "j"]).assert_ok();
+    std::fs::write(&documents, (0..250).flat_map(line).collect::<Vec<u8>>()).unwrap();
+    let grown = db.load(&[jpath, "--table", "j"]);
+    assert_eq!(grown.code, 2, "{}", grown.stderr);
+    assert!(grown.stderr.contains(&format!("`tail -n +201 {jpath} | sluice load - ...`")), "{}", grown.stderr);
+    let rest: Vec<u8> = (200..250).flat_map(line).collect();
+    sluice_with_stdin(&["load", "-", "--db", &conninfo, "--table", "j", "--format", "jsonl"], &rest).assert_ok();
+    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM j"), "250 250");
     // Written anew: the first chunk's rows, then others.
     let export = db.file("export.csv", &rows(1000, 1300));
     let export_path = export.to_str().unwrap();

@@ -186,7 +186,8 @@ pub struct LoadArgs {
     /// Load input files that an earlier job loaded into the table in full
     /// (same name, same bytes), which are left out by default: their rows
     /// are there. Also loads whole a file that holds what such a job
-    /// loaded and more, which is refused by default.
+    /// loaded and more (a log written on), which by default loads from
+    /// where that job ended.
     #[arg(long)]
     load_again: bool,
 

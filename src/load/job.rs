@@ -83,6 +83,11 @@ fn chunk_identity(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, 
         parts.push(format!("documents {:?} {:?} {}", documents.columns, documents.keys, documents.other_keys_left_out));
     }
     parts.extend(sources.iter().map(|source| source.canonical.to_string()));
+    // Only for a file loaded from where earlier jobs ended, so that other
+    // jobs keep their names: such a job is one of its own.
+    let starts =
+        sources.iter().filter_map(|s| s.start.map(|start| format!("{} from byte {}", s.canonical, start.byte)));
+    parts.extend(starts);
     parts
 }
 
@@ -115,6 +120,72 @@ pub fn chunking_and_fingerprint(
         parts.push(format!("{size}:{modified}"));
     }
     (chunking, stable_hash(&refs(&parts)))
+}
+
+/// The files' sizes on disk, by path, as the ledger keeps them for the
+/// job (`sluice.jobs.input_sizes`): where a resumed job stops reading a
+/// file written on since ([`sizes_the_job_began_with`]).
+pub fn input_sizes(sources: &[Source]) -> String {
+    let sizes: serde_json::Map<String, serde_json::Value> =
+        sources.iter().filter_map(|s| s.ends_at.map(|end| (s.canonical.to_string(), end.into()))).collect();
+    serde_json::Value::Object(sizes).to_string()
+}
+
+/// A stopped job whose files were written on since (a log loaded as it
+/// grows, the load killed) resumes on the bytes they held when it began:
+/// read to their new ends, they were cut into other chunks than the ones
+/// it committed, and the job was refused (its advice, `--restart`, loaded
+/// those chunks' rows a second time). The rest loads on the next run, from
+/// where the job ended (see `loaded_before`). Only for a plain file whose
+/// byte before that size ends a line: one copied again in full after a
+/// copy cut short (in a line, or in a compressed stream) is read to its
+/// new end, as before. Not for `--restart`, which begins the job again on
+/// the files as they are.
+pub fn sizes_the_job_began_with(
+    control: &PgSession,
+    req: &LoadRequest,
+    (table, format): (&TableInfo, &FormatOptions),
+    sources: &[Source],
+) -> Result<Option<Capped>, Error> {
+    if req.restart || !sources.iter().any(Source::can_be_read_again) {
+        return Ok(None);
+    }
+    let job = name(req, table, format, sources);
+    let Some(began) = crate::ledger::input_sizes_begun_with(control, &job)? else { return Ok(None) };
+    let mut said = Vec::new();
+    let mut capped = sources.to_vec();
+    for source in capped.iter_mut() {
+        let (Some(&then), Some(now)) = (began.get(&*source.canonical), source.ends_at) else { continue };
+        if then < now && ends_a_line_at(source, then)? {
+            said.push(format!(
+                "{} was written on since job {job} began ({} then, {} now): the job loads the bytes it began with, \
+                 and the rest loads when this command runs again",
+                source.name,
+                crate::report::human_bytes(then),
+                crate::report::human_bytes(now)
+            ));
+            *source = source.clone().ending_at(then);
+        }
+    }
+    Ok((!said.is_empty()).then_some((capped, said)))
+}
+
+/// The inputs, some read to a smaller size, and what the summary says of
+/// them.
+type Capped = (Vec<Source>, Vec<String>);
+
+/// Whether the byte of a plain file before `end` ends a line.
+fn ends_a_line_at(source: &Source, end: u64) -> Result<bool, Error> {
+    use std::os::unix::fs::FileExt;
+    let (Some(path), crate::source::Compression::None, Some(before)) =
+        (&source.path, source.compression, end.checked_sub(1))
+    else {
+        return Ok(false);
+    };
+    let mut byte = [0u8];
+    let read = std::fs::File::open(path).and_then(|file| file.read_exact_at(&mut byte, before));
+    read.map_err(|e| source.read_error(&e, 0))?;
+    Ok(byte[0] == b'\n' || byte[0] == b'\r')
 }
 
 /// Rows that earlier runs of the job committed into the table.

@@ -11,12 +11,18 @@
 //! chunks' bytes at their places and nothing after them, is left out, and
 //! the summary says so (`--load-again` loads it anyway).
 //!
-//! A file that holds them and more after them (a log written on) is
-//! refused: loaded whole, its first rows would load twice; the message says
-//! how to load the rest alone. So is one that begins with the first chunk's
-//! bytes and then differs (an export written anew with rows added in the
-//! middle). A file whose first chunk differs is other data, loaded as
-//! before.
+//! A file that holds them and more after them (a log written on, loaded
+//! again by the same command) is loaded from where they end, as a job of
+//! its own ([`Start`]): loaded whole, its first rows would load twice (the
+//! command was refused before, as its job had loaded other data). The next
+//! time, that job's chunks are read after the first job's, one reading of
+//! the file. Where the bytes loaded end inside a line (a line being written
+//! when they were read), or for JSON lines read into columns or a file
+//! transcoded (whose bytes the chunker counts are not the file's), such a
+//! file is refused, with how to load the rest alone. So is one that begins
+//! with the first chunk's bytes and then differs (an export written anew
+//! with rows added in the middle). A file whose first chunk differs is
+//! other data, loaded as before.
 //!
 //! Why our own: only sluice's ledger knows which bytes each job committed.
 //! Not checked when the rows cannot be there twice, or the user asked for
@@ -25,8 +31,8 @@
 //! `--unlogged`, refused for a table with rows); nor for stdin and pipes, which cannot be read
 //! twice (their job is named by their first bytes, so the same data finds
 //! its finished job); nor when the job the command names is in the ledger
-//! already: the ledger finds it finished, or resumes it (see
-//! `ledger::open`). A `--truncate` marks the other jobs into the table
+//! already, unfinished or finished on inputs of the same sizes and times:
+//! the ledger resumes it, or finds it finished (see `ledger::open`). A `--truncate` marks the other jobs into the table
 //! emptied (`sluice.jobs.emptied_at`): their files load again. A table
 //! emptied outside sluice is told apart only when it is empty.
 
@@ -38,18 +44,31 @@ use crate::ledger::{chunks_loaded_by_finished_jobs, FinishedChunk};
 use crate::progress::Progress;
 use crate::report::{count_of, thousands};
 use crate::sink::postgres::{PgSession, TableInfo};
-use crate::source::{shell_word, Compression, Source};
+use crate::source::{shell_word, Compression, Source, Start};
 
 use super::LoadRequest;
 
-/// An input left out: an earlier job loaded all of it.
+/// An input earlier jobs loaded all of, or the first part of.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoadedBefore {
     /// Its place among the load's inputs.
     pub input: usize,
+    /// The job, or jobs one after the other (`a, then b`), that loaded it.
     pub job: String,
     pub rows: u64,
     pub finished_at: String,
+}
+
+/// What earlier jobs loaded of the load's inputs.
+#[derive(Debug, Default)]
+pub struct Found {
+    /// Inputs to leave out: loaded in full.
+    pub left_out: Vec<LoadedBefore>,
+    /// Inputs written on since, to load from where the jobs stopped.
+    pub grown: Vec<(LoadedBefore, Start)>,
+    /// The command's own job, finished, loaded part of them: it takes their
+    /// fingerprint once they are loaded ([`crate::ledger::take_fingerprint`]).
+    pub named_job_among: bool,
 }
 
 /// How an input compares with what a job committed from a file of its name.
@@ -57,36 +76,40 @@ pub struct LoadedBefore {
 enum Likeness {
     /// The same bytes at every chunk's place, and nothing after the last.
     Same,
-    /// The same bytes at every chunk's place, and more after `end`.
-    Grown { end: u64 },
+    /// The same bytes at every chunk's place, and more after them, from
+    /// `rest`; `whole_lines` when those bytes end a line.
+    Grown { rest: Start, whole_lines: bool },
     /// The first chunks' bytes, up to `end`, then others.
     Begins { end: u64, rows: u64 },
     /// Not the data that job loaded.
     Other,
 }
 
-/// The inputs earlier jobs loaded in full into `table`, or a refusal for
-/// one that holds part of what a job loaded (see the module docs).
+/// The inputs earlier jobs loaded in full into `table`, and those they
+/// loaded the first part of, or a refusal for one that holds part of what a
+/// job loaded and cannot load from there (see the module docs). `job` is
+/// the command's job, with its fingerprint (`None` for `--job`: a job named
+/// on purpose is resumed or found finished by the ledger alone).
 pub fn find(
     control: &PgSession,
-    (req, job, progress): (&LoadRequest, &str, &Progress),
+    (req, job, progress): (&LoadRequest, (&str, Option<&str>), &Progress),
     table: &TableInfo,
     sources: &[Source],
-) -> Result<Vec<LoadedBefore>, Error> {
+) -> Result<Found, Error> {
     // `--unlogged` is refused for a table that holds rows, with its reason.
     let asked_again = req.load_again || req.truncate || req.restart || req.on_conflict_do_nothing || req.unlogged;
     let rereadable: Vec<(usize, &Source)> = sources.iter().enumerate().filter(|(_, s)| s.can_be_read_again()).collect();
     // An empty table first: a glob of 20,000 files into a new table took
     // 0.35 s instead of 0.31 s (medians of 3), the names sent to the ledger.
     if asked_again || table.is_view || rereadable.is_empty() || control.table_is_empty(table)? == Some(true) {
-        return Ok(Vec::new());
+        return Ok(Found::default());
     }
     // Named as given, or as the path they lead to (a run by cron with
     // absolute paths, one by hand in the folder).
     let names: Vec<&str> = rereadable.iter().flat_map(|(_, s)| [&*s.name, &*s.canonical]).collect();
     let chunks = chunks_loaded_by_finished_jobs(control, (&table.display(), table.oid), job, &names)?;
     if chunks.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Found::default());
     }
     let mut by_file: HashMap<&str, Vec<&FinishedChunk>> = HashMap::new();
     for chunk in &chunks {
@@ -95,41 +118,84 @@ pub fn find(
     let of_source = |source: &Source| {
         let [named, led_to] = [&*source.name, &*source.canonical].map(|n| by_file.get(n).map(Vec::as_slice));
         let chunks = named.unwrap_or_default().iter().chain(led_to.filter(|_| named.is_none()).unwrap_or_default());
-        by_job(chunks.copied())
+        readings(by_job(chunks.copied()))
     };
     let compared: Vec<(usize, &Source, Vec<Vec<&FinishedChunk>>)> =
         rereadable.into_iter().map(|(i, s)| (i, s, of_source(s))).filter(|(_, _, jobs)| !jobs.is_empty()).collect();
     progress.set_total(compared.iter().map(|(_, s, _)| s.size).sum());
     progress.set_checking_earlier_jobs(true);
-    let found = compare_all(&compared, (req, progress), table);
+    let found = compare_all(&compared, (req, job.0, progress), table);
     progress.set_checking_earlier_jobs(false);
-    found
+    let (found, refused) = found?;
+    // The command's own job alone, its files touched or changed since: the
+    // ledger finds it finished once each chunk is found again (and it takes
+    // their new fingerprint), or refuses other data, as it did before.
+    let own_job_alone = found.grown.is_empty() && found.left_out.iter().all(|l| l.job == job.0);
+    match refused {
+        Some((_, by_own_job)) if own_job_alone && by_own_job => Ok(Found::default()),
+        Some((refusal, _)) => Err(refusal),
+        None if own_job_alone => Ok(Found::default()),
+        None => Ok(found),
+    }
 }
 
 /// Each input against the files of its name earlier jobs loaded, newest
-/// job first: the first that holds the same bytes leaves it out.
+/// job first: the first that holds the same bytes leaves it out, or loads
+/// it from where they end. A file that begins with a job's bytes and then
+/// differs is refused, with whether that job is only the command's own.
 fn compare_all(
     compared: &[(usize, &Source, Vec<Vec<&FinishedChunk>>)],
-    (req, progress): (&LoadRequest, &Progress),
+    (req, named, progress): (&LoadRequest, &str, &Progress),
     table: &TableInfo,
-) -> Result<Vec<LoadedBefore>, Error> {
-    let mut found = Vec::new();
-    for &(input, source, ref jobs) in compared {
-        for loaded in jobs {
-            match compare(source, loaded, (req, progress))? {
-                Likeness::Same => {
-                    let rows = loaded.iter().map(|c| c.rows).sum();
-                    let (job, finished_at) = (loaded[0].job.clone(), loaded[0].finished_at.clone());
-                    found.push(LoadedBefore { input, job, rows, finished_at });
-                    break;
-                }
-                Likeness::Grown { end } => return Err(grown(source, table, loaded, end, req.options.header)),
-                Likeness::Begins { end, rows } => return Err(begins(source, table, loaded[0], end, rows)),
-                Likeness::Other => {}
+) -> Result<(Found, Option<(Error, bool)>), Error> {
+    let mut found = Found::default();
+    for &(input, source, ref readings) in compared {
+        for loaded in readings {
+            let likeness = compare(source, loaded, (req, progress))?;
+            if likeness != Likeness::Other && loaded.iter().any(|c| c.job == named) {
+                found.named_job_among = true;
             }
+            let before = || LoadedBefore {
+                input,
+                job: jobs_of(loaded),
+                rows: loaded.iter().map(|c| c.rows).sum(),
+                finished_at: loaded.last().map(|c| c.finished_at.clone()).unwrap_or_default(),
+            };
+            match likeness {
+                Likeness::Same => found.left_out.push(before()),
+                Likeness::Grown { rest, whole_lines: true }
+                    if source.documents.is_none() && source.transcoding.is_none() =>
+                {
+                    found.grown.push((before(), rest))
+                }
+                Likeness::Grown { rest, whole_lines } => {
+                    return Err(grown(source, table, &before(), (rest, whole_lines), req.options.header))
+                }
+                Likeness::Begins { end, rows } => {
+                    let by_own_job = loaded.iter().all(|c| c.job == named);
+                    return Ok((found, Some((begins(source, table, loaded[0], end, rows), by_own_job))));
+                }
+                Likeness::Other => continue,
+            }
+            break;
         }
     }
-    Ok(found)
+    Ok((found, None))
+}
+
+/// The jobs whose chunks one reading of a file joins, one after the other
+/// (a log loaded each hour as it grows: the first, how many more, the last).
+fn jobs_of(reading: &[&FinishedChunk]) -> String {
+    let mut jobs: Vec<&str> = Vec::new();
+    for chunk in reading {
+        if jobs.last() != Some(&chunk.job.as_str()) {
+            jobs.push(&chunk.job);
+        }
+    }
+    match jobs.as_slice() {
+        [.., last] if jobs.len() > 3 => format!("{}, then {} more, the last {last}", jobs[0], jobs.len() - 2),
+        _ => jobs.join(", then "),
+    }
 }
 
 /// The chunks of one file, split by job (they come newest job first, each
@@ -143,6 +209,26 @@ fn by_job<'a>(chunks: impl Iterator<Item = &'a FinishedChunk>) -> Vec<Vec<&'a Fi
         }
     }
     jobs
+}
+
+/// One reading of the file from its start each: a job's chunks, and after
+/// them those of the jobs that loaded the file from where they ended (see
+/// [`Start`]), newest first. A job that begins where another ends is such a
+/// job, and no reading of its own: read alone, the bytes before it would go
+/// unchecked.
+fn readings(jobs: Vec<Vec<&FinishedChunk>>) -> Vec<Vec<&FinishedChunk>> {
+    let end_of = |job: &[&FinishedChunk]| job.last().map_or(0, |c| c.byte_offset + c.byte_len);
+    let ends: Vec<u64> = jobs.iter().map(|j| end_of(j)).collect();
+    let goes_on = |job: &[&FinishedChunk]| ends.contains(&job[0].byte_offset);
+    let mut readings = Vec::new();
+    for head in jobs.iter().filter(|j| !goes_on(j)) {
+        let mut reading = head.clone();
+        while let Some(next) = jobs.iter().find(|j| j[0].byte_offset == end_of(&reading) && !reading.contains(&j[0])) {
+            reading.extend(next.iter().copied());
+        }
+        readings.push(reading);
+    }
+    readings
 }
 
 /// Reads `source` once, up to the first difference: each chunk's bytes are
@@ -164,11 +250,16 @@ fn compare(
         return Ok(Likeness::Other);
     }
     let (mut rows, mut read) = (0, raw.get());
+    let mut last = LineEnds::default();
     for (i, chunk) in chunks.iter().enumerate() {
         if req.interrupt.as_ref().is_some_and(|stop| stop.load(std::sync::atomic::Ordering::SeqCst)) {
             return Err(Error::Interrupted { chunks: 0, rows: 0 });
         }
-        let hash = super::job::hash_of_next(&mut stream, chunk.byte_len).map_err(read_error)?;
+        let hash = match i + 1 == chunks.len() {
+            true => super::job::hash_of_next(&mut last.counting(&mut stream), chunk.byte_len),
+            false => super::job::hash_of_next(&mut stream, chunk.byte_len),
+        }
+        .map_err(read_error)?;
         progress.chunk_checked(raw.get() - read);
         read = raw.get();
         if hash.is_none() || hash != chunk.content_hash {
@@ -181,29 +272,103 @@ fn compare(
     }
     let end = chunks.last().map_or(first, |c| c.byte_offset + c.byte_len);
     let more = stream.read(&mut [0u8; 1]).map_err(read_error)? > 0;
-    Ok(if more { Likeness::Grown { end } } else { Likeness::Same })
+    if !more {
+        return Ok(Likeness::Same);
+    }
+    let records = chunks.iter().map(|c| c.records).sum();
+    let lines_before_last = chunks.last().map_or(0, |c| c.first_line - 1);
+    let lines = lines_before_last + last.ended().unwrap_or(last.lf);
+    Ok(Likeness::Grown { rest: Start { byte: end, lines, records }, whole_lines: last.ended().is_some() })
 }
 
-/// The refusal for a file that holds what a job loaded and more after it.
-fn grown(source: &Source, table: &TableInfo, loaded: &[&FinishedChunk], end: u64, header: bool) -> Error {
-    let rows: u64 = loaded.iter().map(|c| c.rows).sum();
+/// The line ends of the bytes read through it (see
+/// [`LineEnds::counting`]), and the last byte.
+#[derive(Debug, Default)]
+struct LineEnds {
+    lf: u64,
+    cr: u64,
+    last: Option<u8>,
+}
+
+impl LineEnds {
+    fn counting<'a>(&'a mut self, inner: impl Read + 'a) -> impl Read + 'a {
+        Tally { inner, ends: self }
+    }
+
+    /// The line ends read, when the last byte ended a line: `\n` ends
+    /// lines (`\r\n` too), `\r` alone those of a file of bare carriage
+    /// returns.
+    fn ended(&self) -> Option<u64> {
+        match self.last {
+            Some(b'\n') => Some(self.lf),
+            Some(b'\r') => Some(self.cr),
+            _ => None,
+        }
+    }
+}
+
+struct Tally<'a, R> {
+    inner: R,
+    ends: &'a mut LineEnds,
+}
+
+impl<R: Read> Read for Tally<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let read = &buf[..n];
+        self.ends.lf += memchr::memchr_iter(b'\n', read).count() as u64;
+        self.ends.cr += memchr::memchr_iter(b'\r', read).count() as u64;
+        if let Some(&last) = read.last() {
+            self.ends.last = Some(last);
+        }
+        Ok(n)
+    }
+}
+
+/// The refusal for a file that holds what a job loaded and more after it,
+/// where the load cannot begin (see the module docs): how to load the rest
+/// alone. The chunker's bytes are the file's unless it is transcoded or
+/// read as documents: the rest is then told by its lines, as it is when
+/// the bytes loaded end inside a line (whose rest is no row of its own).
+fn grown(
+    source: &Source,
+    table: &TableInfo,
+    loaded: &LoadedBefore,
+    (rest, whole_lines): (Start, bool),
+    header: bool,
+) -> Error {
     let path = shell_word(&source.name);
-    let rest = match source.compression {
-        Compression::None => format!("tail -c +{} {path}", end + 1),
-        Compression::Gzip => format!("zcat {path} | tail -c +{}", end + 1),
-        Compression::Zstd => format!("zstdcat {path} | tail -c +{}", end + 1),
+    let rewritten = source.documents.is_some() || source.transcoding.is_some();
+    let (what, why, tail) = match (whole_lines, rewritten) {
+        (false, _) => (
+            format!("{} bytes, which end inside line {}", thousands(rest.byte), thousands(rest.lines + 1)),
+            "that line was read as it stood then (being written?), so its row was loaded cut short or rejected: \
+             see to it yourself",
+            format!("tail -n +{}", rest.lines + 2),
+        ),
+        (true, true) => (
+            count_of(rest.lines, "line"),
+            "sluice loads such a file (transcoded, or JSON lines read into columns) only from its start",
+            format!("tail -n +{}", rest.lines + 1),
+        ),
+        (true, false) => (format!("{} bytes", thousands(rest.byte)), "", format!("tail -c +{}", rest.byte + 1)),
     };
+    let rest_of = match source.compression {
+        Compression::None => format!("{tail} {path}"),
+        Compression::Gzip => format!("zcat {path} | {tail}"),
+        Compression::Zstd => format!("zstdcat {path} | {tail}"),
+    };
+    let why = if why.is_empty() { String::new() } else { format!(", and {why}") };
     let header = if header { ", without --header" } else { "" };
     source.input_error(&format!(
-        "job {} loaded its first {} bytes into {} ({}, finished at {}), and it holds them still, with more after \
-         them (written on since?): loaded whole, those rows would load a second time. Load the rest alone, `{rest} \
-         | sluice load - ...` with this command's other options{header}, and leave this file out of this command \
-         from then on; or pass --load-again to load it whole",
-        loaded[0].job,
-        thousands(end),
+        "job {} loaded {} from its first {what}, into {} (finished at {}), and it holds them still, with more \
+         after them (written on since?): loaded whole, those rows would load a second time{why}. Load the rest \
+         alone, `{rest_of} | sluice load - ...` with this command's other options{header}, and leave this file \
+         out of this command from then on; or pass --load-again to load it whole",
+        loaded.job,
+        count_of(loaded.rows, "row"),
         table.display(),
-        count_of(rows, "row"),
-        loaded[0].finished_at
+        loaded.finished_at,
     ))
 }
 
@@ -222,6 +387,21 @@ fn begins(source: &Source, table: &TableInfo, loaded: &FinishedChunk, end: u64, 
         count_of(rows, "row"),
         loaded.finished_at
     ))
+}
+
+/// What the summary says of an input loaded from where earlier jobs ended.
+pub fn grown_said(before: &LoadedBefore, start: Start, sources: &[Source], table: &TableInfo) -> String {
+    format!(
+        "loading {} from line {} (byte {}): job {} loaded the {} before it into {} (finished at {}), and the \
+         file holds them still; pass --load-again to load it whole",
+        sources[before.input].name,
+        thousands(start.lines + 1),
+        thousands(start.byte),
+        before.job,
+        count_of(before.rows, "row"),
+        table.display(),
+        before.finished_at,
+    )
 }
 
 /// What the summary says of the inputs left out, one sentence a job.
@@ -263,8 +443,35 @@ mod tests {
             byte_len: 10,
             content_hash: Some(0),
             rows: 1,
+            records: 1,
+            first_line: 1,
             finished_at: String::new(),
         }
+    }
+
+    /// A log loaded as it grew: each job from where the one before ended,
+    /// one reading of the file; a job that loaded it whole again is one of
+    /// its own.
+    #[test]
+    fn jobs_that_went_on_from_where_another_ended_join_its_reading() {
+        let chunks = [chunk("c", 20), chunk("b", 10), chunk("d", 0), chunk("d", 10), chunk("a", 0)];
+        let found = readings(by_job(chunks.iter()));
+        let jobs: Vec<String> = found.iter().map(|r| jobs_of(r)).collect();
+        assert_eq!(jobs, ["d, then c", "a, then b, then c"]);
+        let many: Vec<FinishedChunk> = (0..6).map(|i| chunk(&format!("j{i}"), i * 10)).collect();
+        assert_eq!(jobs_of(&many.iter().collect::<Vec<_>>()), "j0, then 4 more, the last j5");
+    }
+
+    #[test]
+    fn line_ends_are_counted_in_the_style_of_the_last_byte() {
+        let count = |bytes: &[u8]| {
+            let mut ends = LineEnds::default();
+            std::io::copy(&mut ends.counting(bytes), &mut std::io::sink()).unwrap();
+            ends.ended()
+        };
+        assert_eq!(count(b"a\r\nb\r\n"), Some(2));
+        assert_eq!(count(b"a\rb\rc\r"), Some(3));
+        assert_eq!(count(b"a\nb"), None, "the bytes end inside a line");
     }
 
     #[test]

@@ -252,6 +252,8 @@ struct Shared<'a> {
     job: String,
     /// The inputs' fingerprint, which the job takes when it finishes.
     fingerprint: String,
+    /// See [`Inputs::goes_on_from`].
+    goes_on_from: Option<(String, String)>,
     /// Chunks committed by earlier runs of the job.
     done: HashMap<u64, Done>,
     interrupt: Option<Arc<AtomicBool>>,
@@ -635,6 +637,7 @@ fn run_connected(
         keys_in_place,
         stageable,
         kept_sources,
+        goes_on_from,
     } = reconnecting.run(&mut control, |control| prepare(req, progress, control, &sources, &format))?;
     if let Some(kept) = kept_sources {
         sources = kept;
@@ -689,6 +692,7 @@ fn run_connected(
         staging_refused: AtomicBool::new(false),
         job,
         fingerprint,
+        goes_on_from,
         done,
         interrupt: req.interrupt.clone(),
         synchronous_commit: foreign::synchronous_commit(&table, req.sync_commit),
@@ -825,6 +829,8 @@ struct Prepared {
     /// The inputs to load when earlier jobs loaded some in full (see
     /// [`loaded_before`]); `None`: all of them.
     kept_sources: Option<Vec<Source>>,
+    /// See [`Inputs::goes_on_from`].
+    goes_on_from: Option<(String, String)>,
 }
 
 /// Everything before the copy, on the control session: the table and
@@ -897,7 +903,22 @@ fn prepare(
     let shape = format.record_shape(fields);
     let all_sources = sources;
     ensure_tables(control)?;
-    let (kept_sources, left_out) = inputs_to_load(control, (req, progress), (&table, format), sources)?;
+    let Inputs { kept: kept_sources, said: mut left_out, mut goes_on_from } =
+        inputs_to_load(control, (req, progress), (&table, format, shape), sources)?;
+    let kept_sources = match job::sizes_the_job_began_with(
+        control,
+        req,
+        (&table, format),
+        kept_sources.as_deref().unwrap_or(sources),
+    )? {
+        Some((capped, said)) => {
+            left_out.extend(said);
+            // The rest of the files is still to load.
+            goes_on_from = None;
+            Some(capped)
+        }
+        None => kept_sources,
+    };
     let sources = kept_sources.as_deref().unwrap_or(sources);
     let wanted = defer::TablePlan {
         defer: req.defer_indexes,
@@ -1008,39 +1029,65 @@ fn prepare(
         keys_in_place,
         stageable,
         kept_sources,
+        goes_on_from,
     })
 }
 
-/// The inputs this run loads (`None`: all of them), and what the summary
-/// says of the others: those earlier jobs loaded in full are left out
-/// (refused when none is left; see [`loaded_before`]), and of the rest, an
+/// The inputs this run loads (`None`: all of them, as given), and what the
+/// summary says of the others: those earlier jobs loaded in full are left
+/// out (refused when none is left), those they loaded the first part of
+/// load from where it ends (see [`loaded_before`]), and of the rest, an
 /// unfinished job's inputs are resumed first (see
 /// [`job::unfinished_job_to_resume_first`]).
 fn inputs_to_load(
     control: &PgSession,
     (req, progress): (&LoadRequest, &Progress),
-    (table, format): (&TableInfo, &FormatOptions),
+    (table, format, shape): (&TableInfo, &FormatOptions, Option<RecordShape>),
     sources: &[Source],
-) -> Result<(Option<Vec<Source>>, Vec<String>), Error> {
+) -> Result<Inputs, Error> {
     let named = job::name(req, table, format, sources);
-    let found = loaded_before::find(control, (req, &named, progress), table, &as_chunked(sources, format, req))?;
-    let mut said = loaded_before::said(&found, sources, table);
-    let left_out: HashSet<usize> = found.iter().map(|l| l.input).collect();
-    let kept: Vec<Source> =
-        sources.iter().enumerate().filter(|(i, _)| !left_out.contains(i)).map(|(_, s)| s.clone()).collect();
+    let (_, fingerprint) = job::chunking_and_fingerprint(req, table, format, sources, shape);
+    let job = (named.as_str(), req.job.is_none().then_some(fingerprint.as_str()));
+    let found = loaded_before::find(control, (req, job, progress), table, &as_chunked(sources, format, req))?;
+    let mut said = loaded_before::said(&found.left_out, sources, table);
+    said.extend(found.grown.iter().map(|(before, start)| loaded_before::grown_said(before, *start, sources, table)));
+    let left_out: HashSet<usize> = found.left_out.iter().map(|l| l.input).collect();
+    let start_of = |i: usize| found.grown.iter().find(|(before, _)| before.input == i).map(|(_, start)| *start);
+    let kept: Vec<Source> = (sources.iter().enumerate())
+        .filter(|(i, _)| !left_out.contains(i))
+        .map(|(i, s)| match start_of(i) {
+            Some(start) => s.clone().starting_at(start),
+            None => s.clone(),
+        })
+        .collect();
+    let goes_on_from = found.named_job_among.then(|| (named.clone(), fingerprint.clone()));
     if kept.is_empty() {
+        if let Some((named, fingerprint)) = &goes_on_from {
+            crate::ledger::take_fingerprint(control, named, fingerprint)?;
+        }
         return Err(Error::NothingNew(said.join("; ")));
     }
     let first = job::unfinished_job_to_resume_first(control, req, (table, format), &kept)?;
     let kept = match first {
         Some((inputs, resuming)) => {
             said.push(resuming);
-            inputs
+            Some(inputs)
         }
-        None if found.is_empty() => return Ok((None, said)),
-        None => kept,
+        None if found.left_out.is_empty() && found.grown.is_empty() => None,
+        None => Some(kept),
     };
-    Ok((Some(kept), said))
+    Ok(Inputs { kept, said, goes_on_from })
+}
+
+/// The inputs a run loads, and why (see [`inputs_to_load`]).
+struct Inputs {
+    /// `None`: all of them, as given.
+    kept: Option<Vec<Source>>,
+    /// What the summary says of the others.
+    said: Vec<String>,
+    /// The command's own finished job, which the inputs go on from, and the
+    /// fingerprint it takes when they are loaded (see [`ledger::finish`]).
+    goes_on_from: Option<(String, String)>,
 }
 
 /// The inputs as the chunker reads them: JSON lines read into columns are
@@ -1320,6 +1367,7 @@ fn open_job(
         restart: req.restart,
         command: req.command.as_deref(),
         input_bytes: bytes_as_chunked(sources),
+        input_sizes: &job::input_sizes(sources),
         first_steps: &first_steps,
         empties_table: req.truncate,
         plan_deferred: &plan_deferred,
@@ -1536,7 +1584,8 @@ fn finish_job(
     if rewrite {
         rewrite_rejects_from_ledger(control, &shared.job, rejects)?;
     }
-    ledger::finish(control, &shared.job, total, &shared.fingerprint)
+    let goes_on_from = shared.goes_on_from.as_ref().map(|(job, fingerprint)| (job.as_str(), fingerprint.as_str()));
+    ledger::finish(control, &shared.job, total, (&shared.fingerprint, goes_on_from))
 }
 
 /// For a job done in one run that rejected nothing: a file at the rejects
@@ -1939,7 +1988,7 @@ fn feed_one(
             chunk.original = Some(Arc::new(originals.take(chunk.records)));
         }
         scan.chunks += 1;
-        scan.bytes = chunk.loc.byte_offset + chunk.loc.byte_len;
+        scan.bytes = chunk.loc.byte_offset + chunk.loc.byte_len - source.start.map_or(0, |s| s.byte);
         if let Some(redo) = &shared.redo {
             // A pass that loads reopened chunks again: only those.
             if redo.contains(&chunk.seq) && !out.give(shared, chunk) {
@@ -1990,7 +2039,8 @@ fn chunker_for(
     // The input lines are kept only for chunks that carry their bytes to
     // the workers (and so to the rejects file): checking chunks drops them.
     let (stream, counts) = source.open_chunked(keep_bytes)?;
-    let chunker = Chunker::on_block(stream, cfg, index, first_seq, block).opening_the_load(index == 0);
+    let chunker =
+        Chunker::on_block(stream, cfg, index, first_seq, block).opening_the_load(index == 0).starting_at(source.start);
     let chunker = if source.is_positioned() {
         chunker.with_total_size(source.size).tapered(shared.to_load_end[index])
     } else {
@@ -2238,6 +2288,8 @@ mod tests {
             looks_utf16: false,
             transcoding: None,
             documents: None,
+            start: None,
+            ends_at: None,
         }
     }
 
