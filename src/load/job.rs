@@ -158,11 +158,11 @@ pub fn sizes_the_job_began_with(
         let (Some(&then), Some(now)) = (began.get(&*source.canonical), source.ends_at) else { continue };
         if then < now && ends_a_line_at(source, then)? {
             said.push(format!(
-                "{} was written on since job {job} began ({} then, {} now): the job loads the bytes it began with, \
-                 and the rest loads when this command runs again",
+                "{} was written on since job {job} began ({} then, {} more now): the job loads the bytes it began \
+                 with, and the rest loads when this command runs again",
                 source.name,
                 crate::report::human_bytes(then),
-                crate::report::human_bytes(now)
+                crate::report::human_bytes(now - then)
             ));
             *source = source.clone().ending_at(then);
         }
