@@ -959,7 +959,7 @@ mod tests {
     #[test]
     fn an_input_read_from_its_middle_keeps_the_files_places_and_numbers() {
         let rest = b"3,\"c\nd\"\n4,e\n";
-        let start = Start { byte: 100, lines: 7, records: 5 };
+        let start = Start { byte: 100, lines: 7, records: 5, by_lines: false };
         let mut chunker = Chunker::new(&rest[..], config(CSV, 4, true), 0, 0).starting_at(Some(start));
         let first = chunker.next_chunk().unwrap().unwrap();
         let second = chunker.next_chunk().unwrap().unwrap();

@@ -175,6 +175,10 @@ pub struct Start {
     pub lines: u64,
     /// Data records before it, header excluded.
     pub records: u64,
+    /// The file is read from after its first `lines` lines: JSON lines read
+    /// into columns, whose `byte` counts the lines the chunker cuts, made
+    /// of the documents, not the file's bytes.
+    pub by_lines: bool,
 }
 
 /// A source opened for the chunker (see [`Source::open_chunked`]): the
@@ -275,8 +279,8 @@ impl Source {
 
     /// Its size from its start to its end, on disk.
     fn sized(self) -> Source {
-        let start = match self.compression {
-            Compression::None => self.start.map_or(0, |s| s.byte),
+        let start = match (self.compression, self.start) {
+            (Compression::None, Some(start)) if !start.by_lines => start.byte,
             _ => 0,
         };
         let size = self.ends_at.map(|end| end.saturating_sub(start)).or(self.size);
@@ -304,16 +308,18 @@ impl Source {
     /// documents read into columns, when `keep_lines`, the input lines as
     /// they are read (see [`OriginalLines`]).
     pub fn open_chunked(&self, keep_lines: bool) -> Result<ChunkedStream, Error> {
-        self.opened(keep_lines, self.start.map(|s| s.byte))
+        self.opened(keep_lines, self.start)
     }
 
-    /// A plain file is opened at `from`; a compressed one's first `from`
-    /// decompressed bytes are read and let go.
-    fn opened(&self, keep_lines: bool, from: Option<u64>) -> Result<ChunkedStream, Error> {
-        let from = from.unwrap_or(0);
-        let (seek_to, skip) = match self.compression {
-            Compression::None => (from, 0),
-            _ => (0, from),
+    /// From `from`: a plain file is opened at its byte; of a compressed one,
+    /// or one read by lines, the bytes or lines before it are read (after
+    /// decompressing) and let go.
+    fn opened(&self, keep_lines: bool, from: Option<Start>) -> Result<ChunkedStream, Error> {
+        let (seek_to, skip) = match (from, self.compression) {
+            (None, _) => (0, Skip::Bytes(0)),
+            (Some(start), _) if start.by_lines => (0, Skip::Lines(start.lines)),
+            (Some(start), Compression::None) => (start.byte, Skip::Bytes(0)),
+            (Some(start), _) => (0, Skip::Bytes(start.byte)),
         };
         // Stdin is a pipe too (see `stdin_source`): a source is a file or a pipe.
         let raw: Box<dyn Read + Send> = match (&self.path, &self.pipe) {
@@ -344,18 +350,19 @@ impl Source {
             let (stream, counter) = self.open_stream()?;
             return Ok((stream, counter, true));
         };
-        let (stream, counter) = self.decoded(Box::new(io::Cursor::new(pipe.head.clone())), None, (None, 0))?;
+        let (stream, counter) =
+            self.decoded(Box::new(io::Cursor::new(pipe.head.clone())), None, (None, Skip::Bytes(0)))?;
         Ok((Box::new(EndsAtCut(stream)), counter, pipe.head.len() < STREAM_HEAD))
     }
 
     /// `raw` decompressed, transcoded and turned from documents into lines
     /// as the source needs (keeping the input lines in `originals`, and
-    /// counting the decompressed bytes after the first `skip` in `input`).
+    /// counting the decompressed bytes after those `skip` lets go in `input`).
     fn decoded(
         &self,
         raw: Box<dyn Read + Send>,
         originals: Option<OriginalLines>,
-        (input, skip): (Option<RawCounter>, u64),
+        (input, skip): (Option<RawCounter>, Skip),
     ) -> Result<(Box<dyn Read + Send>, RawCounter), Error> {
         let counter = RawCounter::default();
         let counted = Counting { inner: raw, counter: counter.clone() };
@@ -371,8 +378,10 @@ impl Source {
             ),
         };
         let stream: Box<dyn Read + Send> = match skip {
-            0 => stream,
-            _ => Box::new(Skipping { inner: stream, left: skip }),
+            Skip::Bytes(0) | Skip::Lines(0) => stream,
+            skip => {
+                Box::new(Skipping { inner: stream, skip, kept: Vec::new(), kept_at: 0, originals: originals.clone() })
+            }
         };
         let stream: Box<dyn Read + Send> = match input {
             Some(counter) => Box::new(Counting { inner: stream, counter }),
@@ -441,22 +450,73 @@ fn open_file_at(path: &Path, offset: u64) -> Result<File, Error> {
     Ok(file)
 }
 
-/// Lets go of the first `left` bytes of `inner` at the first read: a
-/// compressed file loaded from a [`Start`] is read from its beginning.
+/// What [`Skipping`] lets go of.
+#[derive(Clone, Copy, Debug)]
+enum Skip {
+    Bytes(u64),
+    Lines(u64),
+}
+
+/// Lets go of the first bytes or lines of `inner` at the first read: a
+/// compressed file, or one read by lines, loaded from a [`Start`] is read
+/// from its beginning.
 struct Skipping<R> {
     inner: R,
-    left: u64,
+    skip: Skip,
+    /// What was read past the last line let go, served first.
+    kept: Vec<u8>,
+    kept_at: usize,
+    /// The input lines kept for the rejects file, which start where the
+    /// bytes let go end.
+    originals: Option<OriginalLines>,
+}
+
+impl<R: Read> Skipping<R> {
+    fn let_go(&mut self) -> io::Result<()> {
+        let short = |what: String| io::Error::new(io::ErrorKind::UnexpectedEof, format!("it ends {what}"));
+        match self.skip {
+            Skip::Bytes(left) => {
+                let skipped = io::copy(&mut (&mut self.inner).take(left), &mut io::sink())?;
+                if skipped < left {
+                    return Err(short(format!("{} bytes before the byte the load begins at", left - skipped)));
+                }
+            }
+            Skip::Lines(mut left) => {
+                let (mut block, mut read) = (vec![0u8; 64 << 10], 0);
+                while left > 0 {
+                    let n = self.inner.read(&mut block)?;
+                    if n == 0 {
+                        return Err(short(format!("{left} lines before the line the load begins at")));
+                    }
+                    read += n as u64;
+                    for end in memchr::memchr_iter(b'\n', &block[..n]) {
+                        left -= 1;
+                        if left == 0 {
+                            self.kept = block[end + 1..n].to_vec();
+                            break;
+                        }
+                    }
+                }
+                if let Some(originals) = &self.originals {
+                    originals.begin_at(read - self.kept.len() as u64);
+                }
+            }
+        }
+        self.skip = Skip::Bytes(0);
+        Ok(())
+    }
 }
 
 impl<R: Read> Read for Skipping<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.left > 0 {
-            let skipped = io::copy(&mut (&mut self.inner).take(self.left), &mut io::sink())?;
-            if skipped < self.left {
-                let message = format!("it ends {} bytes before the byte the load begins at", self.left - skipped);
-                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, message));
-            }
-            self.left = 0;
+        if !matches!(self.skip, Skip::Bytes(0)) {
+            self.let_go()?;
+        }
+        if self.kept_at < self.kept.len() {
+            let n = buf.len().min(self.kept.len() - self.kept_at);
+            buf[..n].copy_from_slice(&self.kept[self.kept_at..][..n]);
+            self.kept_at += n;
+            return Ok(n);
         }
         self.inner.read(buf)
     }
@@ -807,12 +867,23 @@ mod tests {
             text
         };
         assert_eq!(read(&sources[0]), "1\n2\n3\n");
-        let start = Start { byte: 2, lines: 1, records: 1 };
+        let start = Start { byte: 2, lines: 1, records: 1, by_lines: false };
         let from_start: Vec<Source> = sources.iter().map(|s| s.clone().starting_at(start)).collect();
         assert_eq!(read(&from_start[0]), "2\n3\n");
         assert_eq!(from_start[0].size, Some(4), "a plain file's size counts from its start");
         assert_eq!(read(&from_start[1]), "2\n3\n");
         assert_eq!(read(&from_start[0].clone().ending_at(8)), "2\n3\n4\n");
+        // By lines (JSON lines read into columns: `byte` is not the file's).
+        let by_lines = Start { byte: 1000, lines: 2, records: 2, by_lines: true };
+        for source in &sources {
+            let from_line = source.clone().starting_at(by_lines);
+            assert_eq!(read(&from_line), "3\n", "{}", source.name);
+            assert_eq!(from_line.size, source.size, "read from the start, the file's size is its progress");
+        }
+        let past_the_end = Start { lines: 5, ..by_lines };
+        let (mut stream, _) = sources[0].clone().starting_at(past_the_end).open_chunked(false).unwrap();
+        let error = stream.read_to_end(&mut Vec::new()).unwrap_err().to_string();
+        assert_eq!(error, "it ends 2 lines before the line the load begins at");
     }
 
     /// Enough files for several threads to read them: the same order, each

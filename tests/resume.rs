@@ -1813,6 +1813,22 @@ fn a_file_written_on_since_loads_from_where_its_jobs_ended() {
     assert!(touched.stderr.contains(said) && touched.stderr.contains(", then 2 more, the last t-"));
     assert!(touched.stderr.contains("(20,300 rows"), "{}", touched.stderr);
     assert!(db.load(&args).stderr.contains("already finished"));
+    // JSON lines read into columns: from after the lines loaded; a reject
+    // names its line and byte in the file.
+    db.execute("CREATE TABLE j (id int, name text)");
+    let line = |i: u64| format!("{{\"id\":{i},\"name\":\"n{i}\"}}\n").into_bytes();
+    let documents = db.file("log.jsonl", &(0..2000).flat_map(line).collect::<Vec<u8>>());
+    let jargs = [documents.to_str().unwrap(), "--table", "j", "--chunk-size", "1KiB"];
+    db.load(&jargs).assert_ok();
+    let before = std::fs::metadata(&documents).unwrap().len();
+    let more: Vec<u8> = [b"{\"id\":\"x\"}\n".to_vec(), (2000..2500).flat_map(line).collect()].concat();
+    std::fs::OpenOptions::new().append(true).open(&documents).unwrap().write_all(&more).unwrap();
+    let grown = db.load(&jargs);
+    assert_eq!(grown.code, 1, "{}", grown.stderr);
+    assert!(grown.stderr.contains(&format!("loading {} from line 2,001: job j-", jargs[0])), "{}", grown.stderr);
+    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM j"), "2500 2500");
+    let rejects = std::fs::read_to_string(db.dir.path().join("j.rejects.jsonl")).unwrap();
+    assert!(rejects.contains(&format!(r#""line":2001,"byte":{before},"#)), "{rejects}");
     // A gzip file a member was added to.
     let gz = |bytes: &[u8]| {
         let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
@@ -1865,8 +1881,8 @@ fn a_stopped_jobs_file_copied_again_after_a_copy_cut_short_is_read_to_its_end() 
 
 /// Where sluice cannot load a file from where a job's bytes ended, it
 /// refuses, with the command that loads the rest alone, which loads each
-/// row once: the bytes ended inside a line (the line after it on), or JSON
-/// lines read into columns (by lines). A file that begins with a job's
+/// row once: the bytes ended inside a line (the line after it on), or a
+/// transcoded file (by lines). A file that begins with a job's
 /// first chunk and then differs (an export written anew) is refused as
 /// well; one whose first chunk differs is other data and loads.
 #[test]
@@ -1889,19 +1905,22 @@ fn a_file_grown_where_it_cannot_load_from_or_rewritten_since_a_finished_job_load
         std::fs::read(&cut).unwrap().split_inclusive(|&b| b == b'\n').skip(301).flatten().copied().collect();
     sluice_with_stdin(&["load", "-", "--db", &conninfo, "--table", "t", "--format", "csv"], &rest).assert_ok();
     assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "400 400");
-    // JSON lines into columns.
-    db.execute("CREATE TABLE j (id int, name text)");
-    let line = |i: u64| format!("{{\"id\":{i},\"name\":\"n{i}\"}}\n").into_bytes();
-    let documents = db.file("log.jsonl", &(0..200).flat_map(line).collect::<Vec<u8>>());
-    let jpath = documents.to_str().unwrap();
-    db.load(&[jpath, "--table", "j"]).assert_ok();
-    std::fs::write(&documents, (0..250).flat_map(line).collect::<Vec<u8>>()).unwrap();
-    let grown = db.load(&[jpath, "--table", "j"]);
+    // Transcoded: the chunker's bytes are not the file's.
+    let latin = |ids: std::ops::Range<u64>| -> Vec<u8> {
+        ids.flat_map(|i| [format!("{i},caf").into_bytes(), vec![0xE9, b'\n']].concat()).collect()
+    };
+    let latin1 = db.file("latin1.csv", &latin(0..200));
+    let lpath = latin1.to_str().unwrap();
+    db.execute("CREATE TABLE l (id int, name text)");
+    db.load(&[lpath, "--table", "l", "--encoding", "latin1"]).assert_ok();
+    let more = latin(200..250);
+    std::fs::OpenOptions::new().append(true).open(&latin1).unwrap().write_all(&more).unwrap();
+    let grown = db.load(&[lpath, "--table", "l", "--encoding", "latin1"]);
     assert_eq!(grown.code, 2, "{}", grown.stderr);
-    assert!(grown.stderr.contains(&format!("`tail -n +201 {jpath} | sluice load - ...`")), "{}", grown.stderr);
-    let rest: Vec<u8> = (200..250).flat_map(line).collect();
-    sluice_with_stdin(&["load", "-", "--db", &conninfo, "--table", "j", "--format", "jsonl"], &rest).assert_ok();
-    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM j"), "250 250");
+    assert!(grown.stderr.contains(&format!("`tail -n +201 {lpath} | sluice load - ...`")), "{}", grown.stderr);
+    let args = ["load", "-", "--db", &conninfo, "--table", "l", "--format", "csv", "--encoding", "latin1"];
+    sluice_with_stdin(&args, &more).assert_ok();
+    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || min(name) FROM l"), "250 250 café");
     // Written anew: the first chunk's rows, then others.
     let export = db.file("export.csv", &rows(1000, 1300));
     let export_path = export.to_str().unwrap();

@@ -612,6 +612,13 @@ pub struct OriginalText {
 }
 
 impl OriginalLines {
+    /// The input's lines before `offset` are not read (a file loaded from
+    /// where earlier jobs ended): the lines it holds start there.
+    pub fn begin_at(&self, offset: u64) {
+        let mut pending = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        pending.offset = offset;
+    }
+
     fn push(&self, lines: &[u8], skipped: u64) {
         let mut pending = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if pending.bytes.is_empty() {

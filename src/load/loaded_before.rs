@@ -16,10 +16,11 @@
 //! its own ([`Start`]): loaded whole, its first rows would load twice (the
 //! command was refused before, as its job had loaded other data). The next
 //! time, that job's chunks are read after the first job's, one reading of
-//! the file. Where the bytes loaded end inside a line (a line being written
-//! when they were read), or for JSON lines read into columns or a file
-//! transcoded (whose bytes the chunker counts are not the file's), such a
-//! file is refused, with how to load the rest alone. So is one that begins
+//! the file. JSON lines read into columns, whose bytes the chunker counts
+//! are the lines made of the documents, are read from after the lines
+//! loaded ([`Start::by_lines`]). Where the bytes loaded end inside a line
+//! (a line being written when they were read), or for a file transcoded,
+//! such a file is refused, with how to load the rest alone. So is one that begins
 //! with the first chunk's bytes and then differs (an export written anew
 //! with rows added in the middle). A file whose first chunk differs is
 //! other data, loaded as before.
@@ -163,10 +164,8 @@ fn compare_all(
             };
             match likeness {
                 Likeness::Same => found.left_out.push(before()),
-                Likeness::Grown { rest, whole_lines: true }
-                    if source.documents.is_none() && source.transcoding.is_none() =>
-                {
-                    found.grown.push((before(), rest))
+                Likeness::Grown { rest, whole_lines: true } if source.transcoding.is_none() => {
+                    found.grown.push((before(), Start { by_lines: source.documents.is_some(), ..rest }))
                 }
                 Likeness::Grown { rest, whole_lines } => {
                     return Err(grown(source, table, &before(), (rest, whole_lines), req.options.header))
@@ -278,7 +277,8 @@ fn compare(
     let records = chunks.iter().map(|c| c.records).sum();
     let lines_before_last = chunks.last().map_or(0, |c| c.first_line - 1);
     let lines = lines_before_last + last.ended().unwrap_or(last.lf);
-    Ok(Likeness::Grown { rest: Start { byte: end, lines, records }, whole_lines: last.ended().is_some() })
+    let rest = Start { byte: end, lines, records, by_lines: false };
+    Ok(Likeness::Grown { rest, whole_lines: last.ended().is_some() })
 }
 
 /// The line ends of the bytes read through it (see
@@ -348,7 +348,7 @@ fn grown(
         ),
         (true, true) => (
             count_of(rest.lines, "line"),
-            "sluice loads such a file (transcoded, or JSON lines read into columns) only from its start",
+            "sluice loads a transcoded file only from its start",
             format!("tail -n +{}", rest.lines + 1),
         ),
         (true, false) => (format!("{} bytes", thousands(rest.byte)), "", format!("tail -c +{}", rest.byte + 1)),
@@ -390,13 +390,18 @@ fn begins(source: &Source, table: &TableInfo, loaded: &FinishedChunk, end: u64, 
 }
 
 /// What the summary says of an input loaded from where earlier jobs ended.
+/// (The byte only where it is the file's: not for JSON lines read into
+/// columns, see [`Start::by_lines`].)
 pub fn grown_said(before: &LoadedBefore, start: Start, sources: &[Source], table: &TableInfo) -> String {
+    let byte = match start.by_lines {
+        true => String::new(),
+        false => format!(" (byte {})", thousands(start.byte)),
+    };
     format!(
-        "loading {} from line {} (byte {}): job {} loaded the {} before it into {} (finished at {}), and the \
-         file holds them still; pass --load-again to load it whole",
+        "loading {} from line {}{byte}: job {} loaded the {} before it into {} (finished at {}), and the file \
+         holds them still; pass --load-again to load it whole",
         sources[before.input].name,
         thousands(start.lines + 1),
-        thousands(start.byte),
         before.job,
         count_of(before.rows, "row"),
         table.display(),
