@@ -20,10 +20,10 @@
 //! are the lines made of the documents, are read from after the lines
 //! loaded ([`Start::by_lines`]). Where the bytes loaded end inside a line
 //! (a line being written when they were read), or for a file transcoded,
-//! such a file is refused, with how to load the rest alone. So is one that begins
-//! with the first chunk's bytes and then differs (an export written anew
-//! with rows added in the middle). A file whose first chunk differs is
-//! other data, loaded as before.
+//! such a file is refused, with how to load the rest alone. So is one that
+//! begins with the first chunk's bytes and then differs (an export written
+//! anew with rows added in the middle). A file whose first chunk differs
+//! is other data, loaded as before.
 //!
 //! Why our own: only sluice's ledger knows which bytes each job committed.
 //! Not checked when the rows cannot be there twice, or the user asked for
@@ -33,9 +33,10 @@
 //! twice (their job is named by their first bytes, so the same data finds
 //! its finished job); nor when the job the command names is in the ledger
 //! already, unfinished or finished on inputs of the same sizes and times:
-//! the ledger resumes it, or finds it finished (see `ledger::open`). A `--truncate` marks the other jobs into the table
-//! emptied (`sluice.jobs.emptied_at`): their files load again. A table
-//! emptied outside sluice is told apart only when it is empty.
+//! the ledger resumes it, or finds it finished (see `ledger::open`). A
+//! `--truncate` marks the other jobs into the table emptied
+//! (`sluice.jobs.emptied_at`): their files load again. A table emptied
+//! outside sluice is told apart only when it is empty.
 
 use std::collections::HashMap;
 use std::io::{copy, sink, Read};

@@ -1060,7 +1060,7 @@ fn inputs_to_load(
             None => s.clone(),
         })
         .collect();
-    let goes_on_from = found.named_job_among.then(|| (named.clone(), fingerprint.clone()));
+    let mut goes_on_from = found.named_job_among.then(|| (named.clone(), fingerprint.clone()));
     if kept.is_empty() {
         if let Some((named, fingerprint)) = &goes_on_from {
             crate::ledger::take_fingerprint(control, named, fingerprint)?;
@@ -1071,6 +1071,8 @@ fn inputs_to_load(
     let kept = match first {
         Some((inputs, resuming)) => {
             said.push(resuming);
+            // This run loads another job's inputs, not the rest of these.
+            goes_on_from = None;
             Some(inputs)
         }
         None if found.left_out.is_empty() && found.grown.is_empty() => None,
