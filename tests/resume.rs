@@ -1060,7 +1060,7 @@ fn changed_input_with_auto_chunk_size_is_the_same_job() {
     let more = sluice::gen::Dataset::Transactions;
     let mut extra = Vec::new();
     sluice::gen::generate(more, 50_000, 8, &mut extra).unwrap();
-    std::fs::OpenOptions::new().append(true).open(&file).unwrap().write_all(&extra).unwrap();
+    append_to(&file, &extra);
     let again = db.load(&args[..3]);
     again.assert_ok();
     assert!(again.stderr.contains(" from line 1,000,001 (byte "), "{}", again.stderr);
@@ -1774,7 +1774,7 @@ fn a_file_written_on_since_loads_from_where_its_jobs_ended() {
     let path = log.to_str().unwrap();
     let args = [path, "--table", "t", "--header", "--chunk-size", "1KiB"];
     db.load(&args).assert_ok();
-    let append = |bytes: &[u8]| std::fs::OpenOptions::new().append(true).open(&log).unwrap().write_all(bytes).unwrap();
+    let append = |bytes: &[u8]| append_to(&log, bytes);
     append(&rows(300, 400));
     let second = db.load(&args);
     second.assert_ok();
@@ -1822,7 +1822,7 @@ fn a_file_written_on_since_loads_from_where_its_jobs_ended() {
     db.load(&jargs).assert_ok();
     let before = std::fs::metadata(&documents).unwrap().len();
     let more: Vec<u8> = [b"{\"id\":\"x\"}\n".to_vec(), (2000..2500).flat_map(line).collect()].concat();
-    std::fs::OpenOptions::new().append(true).open(&documents).unwrap().write_all(&more).unwrap();
+    append_to(&documents, &more);
     let grown = db.load(&jargs);
     assert_eq!(grown.code, 1, "{}", grown.stderr);
     assert!(grown.stderr.contains(&format!("loading {} from line 2,001: job j-", jargs[0])), "{}", grown.stderr);
@@ -1839,7 +1839,7 @@ fn a_file_written_on_since_loads_from_where_its_jobs_ended() {
     let zipped = db.file("log.csv.gz", &gz(&rows(0, 500)));
     let zargs = [zipped.to_str().unwrap(), "--table", "z"];
     db.load(&zargs).assert_ok();
-    std::fs::OpenOptions::new().append(true).open(&zipped).unwrap().write_all(&gz(&rows(500, 700))).unwrap();
+    append_to(&zipped, &gz(&rows(500, 700)));
     db.load(&zargs).assert_ok();
     assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM z"), "700 700");
 }
@@ -1914,7 +1914,7 @@ fn a_file_grown_where_it_cannot_load_from_or_rewritten_since_a_finished_job_load
     db.execute("CREATE TABLE l (id int, name text)");
     db.load(&[lpath, "--table", "l", "--encoding", "latin1"]).assert_ok();
     let more = latin(200..250);
-    std::fs::OpenOptions::new().append(true).open(&latin1).unwrap().write_all(&more).unwrap();
+    append_to(&latin1, &more);
     let grown = db.load(&[lpath, "--table", "l", "--encoding", "latin1"]);
     assert_eq!(grown.code, 2, "{}", grown.stderr);
     assert!(grown.stderr.contains(&format!("`tail -n +201 {lpath} | sluice load - ...`")), "{}", grown.stderr);
@@ -1974,6 +1974,11 @@ fn a_stopped_job_is_resumed_first_when_its_glob_found_a_file_more() {
     next.assert_ok();
     assert!(next.stderr.contains("left out ") && next.stderr.contains("drop/b.csv: job t-"), "{}", next.stderr);
     assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "19900 19900");
+}
+
+/// Writes `bytes` at the end of the file at `path`, as a log is written on.
+fn append_to(path: &std::path::Path, bytes: &[u8]) {
+    std::fs::OpenOptions::new().append(true).open(path).unwrap().write_all(bytes).unwrap();
 }
 
 /// `id,name` lines for the ids `from..to`: `7,n7`.
