@@ -273,8 +273,8 @@ pub struct JobSpec<'a> {
     /// load (plain files, read as they are): what `sluice status` measures
     /// the done chunks against.
     pub input_bytes: Option<u64>,
-    /// The files' sizes as the job begins, a JSON object by path (see
-    /// [`input_sizes_begun_with`]); kept while the job is resumed.
+    /// The files' sizes as the job begins, a JSON array in the order of the
+    /// inputs (see [`input_sizes_begun_with`]); kept while the job is resumed.
     pub input_sizes: &'a str,
     /// Steps before the copy (such as TRUNCATE), run once per job.
     pub first_steps: &'a [String],
@@ -813,10 +813,10 @@ pub fn chunks_loaded_by_finished_jobs(
     Ok(chunks.iter().filter(|c| comparable(c)).cloned().collect())
 }
 
-/// For an unfinished job: the sizes its files had when it began, by path
-/// (as `load::job::input_sizes` wrote them); `None` for a finished job, one
-/// not in the ledger, or one an older sluice began.
-pub fn input_sizes_begun_with(session: &PgSession, job: &str) -> Result<Option<HashMap<String, u64>>, Error> {
+/// For an unfinished job: the sizes its files had when it began, in the
+/// order of its inputs (as `load::job::input_sizes` wrote them); `None` for
+/// a finished job, one not in the ledger, or one an older sluice began.
+pub fn input_sizes_begun_with(session: &PgSession, job: &str) -> Result<Option<Vec<Option<u64>>>, Error> {
     let rows =
         session.query("SELECT input_sizes FROM sluice.jobs WHERE job = $1 AND finished_at IS NULL", &[Some(job)])?;
     let sizes = rows.first().and_then(|r| r[0].as_deref()).and_then(|json| serde_json::from_str(json).ok());
