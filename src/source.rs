@@ -316,10 +316,10 @@ impl Source {
     /// decompressing) and let go.
     fn opened(&self, keep_lines: bool, from: Option<Start>) -> Result<ChunkedStream, Error> {
         let (seek_to, skip) = match (from, self.compression) {
-            (None, _) => (0, Skip::Bytes(0)),
-            (Some(start), _) if start.by_lines => (0, Skip::Lines(start.lines)),
-            (Some(start), Compression::None) => (start.byte, Skip::Bytes(0)),
-            (Some(start), _) => (0, Skip::Bytes(start.byte)),
+            (None, _) => (0, None),
+            (Some(start), _) if start.by_lines => (0, Some(Skip::Lines(start.lines))),
+            (Some(start), Compression::None) => (start.byte, None),
+            (Some(start), _) => (0, Some(Skip::Bytes(start.byte))),
         };
         // Stdin is a pipe too (see `stdin_source`): a source is a file or a pipe.
         let raw: Box<dyn Read + Send> = match (&self.path, &self.pipe) {
@@ -350,8 +350,7 @@ impl Source {
             let (stream, counter) = self.open_stream()?;
             return Ok((stream, counter, true));
         };
-        let (stream, counter) =
-            self.decoded(Box::new(io::Cursor::new(pipe.head.clone())), None, (None, Skip::Bytes(0)))?;
+        let (stream, counter) = self.decoded(Box::new(io::Cursor::new(pipe.head.clone())), None, (None, None))?;
         Ok((Box::new(EndsAtCut(stream)), counter, pipe.head.len() < STREAM_HEAD))
     }
 
@@ -362,7 +361,7 @@ impl Source {
         &self,
         raw: Box<dyn Read + Send>,
         originals: Option<OriginalLines>,
-        (input, skip): (Option<RawCounter>, Skip),
+        (input, skip): (Option<RawCounter>, Option<Skip>),
     ) -> Result<(Box<dyn Read + Send>, RawCounter), Error> {
         let counter = RawCounter::default();
         let counted = Counting { inner: raw, counter: counter.clone() };
@@ -378,9 +377,9 @@ impl Source {
             ),
         };
         let stream: Box<dyn Read + Send> = match skip {
-            Skip::Bytes(0) | Skip::Lines(0) => stream,
+            None => stream,
             skip => {
-                Box::new(Skipping { inner: stream, skip, kept: Vec::new(), kept_at: 0, originals: originals.clone() })
+                Box::new(Skipping { inner: stream, skip, kept: io::Cursor::default(), originals: originals.clone() })
             }
         };
         let stream: Box<dyn Read + Send> = match input {
@@ -462,19 +461,19 @@ enum Skip {
 /// from its beginning.
 struct Skipping<R> {
     inner: R,
-    skip: Skip,
+    /// Until the first read.
+    skip: Option<Skip>,
     /// What was read past the last line let go, served first.
-    kept: Vec<u8>,
-    kept_at: usize,
+    kept: io::Cursor<Vec<u8>>,
     /// The input lines kept for the rejects file, which start where the
     /// bytes let go end.
     originals: Option<OriginalLines>,
 }
 
 impl<R: Read> Skipping<R> {
-    fn let_go(&mut self) -> io::Result<()> {
+    fn let_go(&mut self, skip: Skip) -> io::Result<()> {
         let short = |what: String| io::Error::new(io::ErrorKind::UnexpectedEof, format!("it ends {what}"));
-        match self.skip {
+        match skip {
             Skip::Bytes(left) => {
                 let skipped = io::copy(&mut (&mut self.inner).take(left), &mut io::sink())?;
                 if skipped < left {
@@ -492,33 +491,29 @@ impl<R: Read> Skipping<R> {
                     for end in memchr::memchr_iter(b'\n', &block[..n]) {
                         left -= 1;
                         if left == 0 {
-                            self.kept = block[end + 1..n].to_vec();
+                            self.kept = io::Cursor::new(block[end + 1..n].to_vec());
                             break;
                         }
                     }
                 }
                 if let Some(originals) = &self.originals {
-                    originals.begin_at(read - self.kept.len() as u64);
+                    originals.begin_at(read - self.kept.get_ref().len() as u64);
                 }
             }
         }
-        self.skip = Skip::Bytes(0);
         Ok(())
     }
 }
 
 impl<R: Read> Read for Skipping<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if !matches!(self.skip, Skip::Bytes(0)) {
-            self.let_go()?;
+        if let Some(skip) = self.skip.take() {
+            self.let_go(skip)?;
         }
-        if self.kept_at < self.kept.len() {
-            let n = buf.len().min(self.kept.len() - self.kept_at);
-            buf[..n].copy_from_slice(&self.kept[self.kept_at..][..n]);
-            self.kept_at += n;
-            return Ok(n);
+        match self.kept.read(buf)? {
+            0 => self.inner.read(buf),
+            n => Ok(n),
         }
-        self.inner.read(buf)
     }
 }
 
