@@ -759,10 +759,9 @@ pub struct FinishedChunk {
 /// When `job` is not in the ledger yet (or finished, and another job
 /// emptied the table since, or finished on inputs of another size or time
 /// than `fingerprint` says, when given: a file written on since, or
-/// touched): the
-/// chunks finished jobs into `table` (by
-/// name and, where recorded, OID) committed from the files named `files`,
-/// newest job first, each job's by file and place. Chunks committed before
+/// touched): the chunks finished jobs into `table` (by name and, where
+/// recorded, OID) committed from the files named `files`, newest job
+/// first, each job's by file and place. Chunks committed before
 /// a `--truncate` of another job emptied the table are not, nor are files
 /// of which a chunk has no content hash (an older sluice's), which cannot
 /// be compared.
@@ -781,7 +780,8 @@ pub fn chunks_loaded_by_finished_jobs(
     let rows = session.query(
         "SELECT c.job, c.file, c.byte_offset, c.byte_len, c.content_hash, c.rows_loaded, \
          date_trunc('second', j.finished_at)::text, \
-         c.rows_loaded + c.rows_rejected + c.rows_suppressed + c.rows_skipped, c.first_line FROM sluice.jobs j JOIN sluice.chunks c ON c.job = j.job \
+         c.rows_loaded + c.rows_rejected + c.rows_suppressed + c.rows_skipped, c.first_line \
+         FROM sluice.jobs j JOIN sluice.chunks c ON c.job = j.job \
          WHERE j.target_table = $1 AND coalesce(j.table_oid, $2::bigint) = $2::bigint \
          AND j.finished_at IS NOT NULL AND c.state = 'done' \
          AND NOT EXISTS (SELECT FROM sluice.jobs WHERE job = $4 AND NOT coalesce(emptied_at > finished_at, false) \
