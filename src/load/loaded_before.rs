@@ -38,7 +38,7 @@
 //! (`sluice.jobs.emptied_at`): their files load again. A table emptied
 //! outside sluice is told apart only when it is empty.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{copy, sink, Read};
 
 use crate::error::Error;
@@ -193,7 +193,9 @@ fn jobs_of(reading: &[&FinishedChunk]) -> String {
         }
     }
     match jobs.as_slice() {
-        [.., last] if jobs.len() > 3 => format!("{}, then {} more, the last {last}", jobs[0], jobs.len() - 2),
+        [.., last] if jobs.len() > 3 => {
+            format!("{}, then {} more, the last {last}", jobs[0], thousands(jobs.len() as u64 - 2))
+        }
         _ => jobs.join(", then "),
     }
 }
@@ -218,13 +220,22 @@ fn by_job<'a>(chunks: impl Iterator<Item = &'a FinishedChunk>) -> Vec<Vec<&'a Fi
 /// unchecked.
 fn readings(jobs: Vec<Vec<&FinishedChunk>>) -> Vec<Vec<&FinishedChunk>> {
     let end_of = |job: &[&FinishedChunk]| job.last().map_or(0, |c| c.byte_offset + c.byte_len);
-    let ends: Vec<u64> = jobs.iter().map(|j| end_of(j)).collect();
-    let goes_on = |job: &[&FinishedChunk]| ends.contains(&job[0].byte_offset);
+    // By where they begin, newest first: a log loaded each hour for a year
+    // is some 9,000 jobs, which a search of the list for each would take
+    // 9,000 times.
+    let mut beginning_at: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (i, job) in jobs.iter().enumerate() {
+        beginning_at.entry(job[0].byte_offset).or_default().push(i);
+    }
+    let ends: HashSet<u64> = jobs.iter().map(|j| end_of(j)).collect();
     let mut readings = Vec::new();
-    for head in jobs.iter().filter(|j| !goes_on(j)) {
-        let mut reading = head.clone();
-        while let Some(next) = jobs.iter().find(|j| j[0].byte_offset == end_of(&reading) && !reading.contains(&j[0])) {
-            reading.extend(next.iter().copied());
+    for head in jobs.iter().filter(|j| !ends.contains(&j[0].byte_offset)) {
+        let (mut reading, mut taken) = (head.clone(), HashSet::new());
+        while let Some(&next) =
+            beginning_at.get(&end_of(&reading)).and_then(|at| at.iter().find(|i| !taken.contains(*i)))
+        {
+            taken.insert(next);
+            reading.extend(jobs[next].iter().copied());
         }
         readings.push(reading);
     }
@@ -466,6 +477,11 @@ mod tests {
         assert_eq!(jobs, ["d, then c", "a, then b, then c"]);
         let many: Vec<FinishedChunk> = (0..6).map(|i| chunk(&format!("j{i}"), i * 10)).collect();
         assert_eq!(jobs_of(&many.iter().collect::<Vec<_>>()), "j0, then 4 more, the last j5");
+        // A year of hourly loads, newest first, as the ledger gives them.
+        let year: Vec<FinishedChunk> = (0..9_000).rev().map(|i| chunk(&format!("h{i}"), i * 10)).collect();
+        let found = readings(by_job(year.iter()));
+        assert_eq!(found.len(), 1);
+        assert_eq!(jobs_of(&found[0]), "h0, then 8,998 more, the last h8999");
     }
 
     #[test]
