@@ -1622,7 +1622,7 @@ fn a_chunk_another_process_records_first_is_not_loaded_twice() {
     rival.execute("COMMIT").unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "50 50");
+    assert_eq!(rows_and_ids(&db, "t"), "50 50");
     let ledger = "SELECT count(*) || ' ' || count(*) FILTER (WHERE host = 'rival') FROM sluice.chunks \
                   WHERE job = 'race' AND state = 'done'";
     assert_eq!(db.scalar(ledger), "50 1");
@@ -1696,7 +1696,7 @@ fn files_a_finished_job_loaded_are_left_out_of_a_new_glob() {
     assert!(next.stderr.contains(" in full (600 rows, finished at "), "{}", next.stderr);
     assert!(next.stderr.contains("pass --load-again to load them a second time"), "{}", next.stderr);
     assert!(next.output().contains("loaded 300 rows"), "{}", next.output());
-    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "900 900");
+    assert_eq!(rows_and_ids(&db, "t"), "900 900");
     let again = db.load(&args);
     again.assert_ok();
     assert!(again.stderr.contains("nothing to do: left out "), "{}", again.stderr);
@@ -1710,7 +1710,7 @@ fn files_a_finished_job_loaded_are_left_out_of_a_new_glob() {
     assert!(by_path.stderr.contains("nothing to do: left out b.csv"), "{}", by_path.stderr);
     let forced = db.load(&[&args[..], &["--load-again"]].concat());
     forced.assert_ok();
-    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "1800 900");
+    assert_eq!(rows_and_ids(&db, "t"), "1800 900");
     // One file loaded alone with --truncate: the rows of the others are
     // gone, so the glob loads them, and leaves out that one.
     db.load(&[db.dir.path().join("drop/a.csv").to_str().unwrap(), "--table", "t", "--truncate"]).assert_ok();
@@ -1722,12 +1722,12 @@ fn files_a_finished_job_loaded_are_left_out_of_a_new_glob() {
     let after = db.load(&args);
     after.assert_ok();
     assert!(after.stderr.contains("left out ") && after.stderr.contains("drop/a.csv: job t-"), "{}", after.stderr);
-    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "900 900");
+    assert_eq!(rows_and_ids(&db, "t"), "900 900");
     // Emptied outside sluice: every file loads again.
     db.execute("TRUNCATE t");
     let named = [&args[..], &["--job", "after-truncate"]].concat();
     db.load(&named).assert_ok();
-    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "900 900");
+    assert_eq!(rows_and_ids(&db, "t"), "900 900");
     // A finished job whose rows another job's --truncate emptied starts
     // over (it said "already finished", its rows gone), without the file
     // that job loaded.
@@ -1742,7 +1742,7 @@ fn files_a_finished_job_loaded_are_left_out_of_a_new_glob() {
         over.stderr
     );
     assert!(over.stderr.contains("left out ") && over.stderr.contains("drop/c.csv: job t-"), "{}", over.stderr);
-    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "900 900");
+    assert_eq!(rows_and_ids(&db, "t"), "900 900");
     // JSON lines read into columns: the chunks hold the lines made of the
     // documents, which the comparison reads the same way.
     let documents = |from: u64| -> Vec<u8> {
@@ -1755,7 +1755,7 @@ fn files_a_finished_job_loaded_are_left_out_of_a_new_glob() {
     let both = db.load(&[db.dir.path().join("json/*.jsonl").to_str().unwrap(), "--table", "j"]);
     both.assert_ok();
     assert!(both.stderr.contains("json/a.jsonl: job j-"), "{}", both.stderr);
-    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM j"), "600 600");
+    assert_eq!(rows_and_ids(&db, "j"), "600 600");
 }
 
 /// A log written on, loaded again by the same command each time (psql,
@@ -1781,7 +1781,7 @@ fn a_file_written_on_since_loads_from_where_its_jobs_ended() {
     let loaded = 8 + rows(0, 300).len();
     let from = format!("loading {path} from line 302 (byte {},{:03}): job t-", loaded / 1000, loaded % 1000);
     assert!(second.stderr.contains(&from), "{}", second.stderr);
-    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "400 400");
+    assert_eq!(rows_and_ids(&db, "t"), "400 400");
     // Stopped by its bad line (line 402), with most of it left; then
     // written on again before the next run.
     append(&[b"x,bad\n".to_vec(), rows(400, 20_000)].concat());
@@ -1793,13 +1793,13 @@ fn a_file_written_on_since_loads_from_where_its_jobs_ended() {
     assert_eq!(resumed.code, 1, "the bad line is rejected: {}", resumed.stderr);
     let said = "was written on since job t-";
     assert!(resumed.stderr.contains(said) && resumed.stderr.contains("the rest loads when"), "{}", resumed.stderr);
-    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "20000 20000");
+    assert_eq!(rows_and_ids(&db, "t"), "20000 20000");
     let rejects = std::fs::read_to_string(db.dir.path().join("t.rejects.jsonl")).unwrap();
     assert!(rejects.contains(r#""line":402,"#) && rejects.contains(r#""record":401,"#), "{rejects}");
     let last = db.load(&args);
     last.assert_ok();
     assert!(last.stderr.contains(&format!("loading {path} from line 20,003 (byte ")), "{}", last.stderr);
-    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "20300 20300");
+    assert_eq!(rows_and_ids(&db, "t"), "20300 20300");
     // Nothing new: the command's job took the file's fingerprint when the
     // last job finished, so the file is not read again.
     let nothing = db.load(&args);
@@ -1826,7 +1826,7 @@ fn a_file_written_on_since_loads_from_where_its_jobs_ended() {
     let grown = db.load(&jargs);
     assert_eq!(grown.code, 1, "{}", grown.stderr);
     assert!(grown.stderr.contains(&format!("loading {} from line 2,001: job j-", jargs[0])), "{}", grown.stderr);
-    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM j"), "2500 2500");
+    assert_eq!(rows_and_ids(&db, "j"), "2500 2500");
     let rejects = std::fs::read_to_string(db.dir.path().join("j.rejects.jsonl")).unwrap();
     assert!(rejects.contains(&format!(r#""line":2001,"byte":{before},"#)), "{rejects}");
     // A gzip file a member was added to.
@@ -1841,7 +1841,7 @@ fn a_file_written_on_since_loads_from_where_its_jobs_ended() {
     db.load(&zargs).assert_ok();
     append_to(&zipped, &gz(&rows(500, 700)));
     db.load(&zargs).assert_ok();
-    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM z"), "700 700");
+    assert_eq!(rows_and_ids(&db, "z"), "700 700");
 }
 
 /// A stopped job whose file was cut short by a copy (in a line, or in a
@@ -1863,7 +1863,7 @@ fn a_stopped_jobs_file_copied_again_after_a_copy_cut_short_is_read_to_its_end() 
     let resumed = db.load(&args);
     assert_eq!(resumed.code, 1, "the bad line is rejected: {}", resumed.stderr);
     assert!(!resumed.stderr.contains("was written on since"), "{}", resumed.stderr);
-    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "3000 3000");
+    assert_eq!(rows_and_ids(&db, "t"), "3000 3000");
     assert_eq!(db.scalar("SELECT name FROM t WHERE id = 2999"), "n2999");
     // A gzip stream cut after a byte that is a line end.
     db.execute("CREATE TABLE z (id int, name text)");
@@ -1876,7 +1876,7 @@ fn a_stopped_jobs_file_copied_again_after_a_copy_cut_short_is_read_to_its_end() 
     assert_ne!(db.load(&[&args[..], &["--max-errors", "0"]].concat()).code, 0);
     std::fs::write(&file, &zipped).unwrap();
     assert_eq!(db.load(&args).code, 1, "the bad line is rejected");
-    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM z"), "30000 30000");
+    assert_eq!(rows_and_ids(&db, "z"), "30000 30000");
 }
 
 /// Where sluice cannot load a file from where a job's bytes ended, it
@@ -1904,7 +1904,7 @@ fn a_file_grown_where_it_cannot_load_from_or_rewritten_since_a_finished_job_load
     let rest: Vec<u8> =
         std::fs::read(&cut).unwrap().split_inclusive(|&b| b == b'\n').skip(301).flatten().copied().collect();
     sluice_with_stdin(&["load", "-", "--db", &conninfo, "--table", "t", "--format", "csv"], &rest).assert_ok();
-    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "400 400");
+    assert_eq!(rows_and_ids(&db, "t"), "400 400");
     // Transcoded: the chunker's bytes are not the file's.
     let latin = |ids: std::ops::Range<u64>| -> Vec<u8> {
         ids.flat_map(|i| [format!("{i},caf").into_bytes(), vec![0xE9, b'\n']].concat()).collect()
@@ -1937,7 +1937,7 @@ fn a_file_grown_where_it_cannot_load_from_or_rewritten_since_a_finished_job_load
     assert_eq!(db.count("t"), 700);
     std::fs::write(&export, rows(7000, 7300)).unwrap();
     db.load(&[export_path, "--table", "t"]).assert_ok();
-    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "1000 1000");
+    assert_eq!(rows_and_ids(&db, "t"), "1000 1000");
 }
 
 /// A folder files are dropped in, loaded by a glob from cron: a run stops
@@ -1969,11 +1969,17 @@ fn a_stopped_job_is_resumed_first_when_its_glob_found_a_file_more() {
     let said = "which has not finished: it loads ";
     assert!(resumed.stderr.contains(said) && resumed.stderr.contains("drop/a.csv, "), "{}", resumed.stderr);
     assert!(resumed.stderr.contains("drop/c.csv came after it began, and loads when this command runs again"));
-    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "19600 19600");
+    assert_eq!(rows_and_ids(&db, "t"), "19600 19600");
     let next = db.load(&args);
     next.assert_ok();
     assert!(next.stderr.contains("left out ") && next.stderr.contains("drop/b.csv: job t-"), "{}", next.stderr);
-    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "19900 19900");
+    assert_eq!(rows_and_ids(&db, "t"), "19900 19900");
+}
+
+/// `rows ids`: the rows in `table` and how many distinct ids they hold,
+/// which are equal when no row loaded twice.
+fn rows_and_ids(db: &TestDb, table: &str) -> String {
+    db.scalar(&format!("SELECT count(*) || ' ' || count(DISTINCT id) FROM {table}"))
 }
 
 /// Writes `bytes` at the end of the file at `path`, as a log is written on.
