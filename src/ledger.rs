@@ -767,30 +767,75 @@ pub struct FinishedChunk {
 /// be compared.
 pub fn chunks_loaded_by_finished_jobs(
     session: &PgSession,
+    table: (&str, u32),
+    job: (&str, Option<&str>),
+    files: &[&str],
+) -> Result<Vec<FinishedChunk>, Error> {
+    let sql = format!(
+        "SELECT {FINISHED_CHUNK} AND $3::jsonb ? c.file ORDER BY j.finished_at DESC, c.job, c.file, c.byte_offset"
+    );
+    finished_chunks(session, &sql, table, job, files)
+}
+
+/// As [`chunks_loaded_by_finished_jobs`], but only the chunks that begin at
+/// a file's first or second line (after a header), of any file: what a
+/// file renamed since (a log rotated) would begin with (see
+/// `load::loaded_before`). In no order: 20,000 files' took 60 ms sorted
+/// and picked one a job and file, 25 ms not.
+pub fn first_chunks_loaded_by_finished_jobs(
+    session: &PgSession,
+    table: (&str, u32),
+    job: (&str, Option<&str>),
+) -> Result<Vec<FinishedChunk>, Error> {
+    let sql = format!("SELECT {FINISHED_CHUNK} AND $3::jsonb ? c.first_line::text");
+    finished_chunks(session, &sql, table, job, &["1", "2"])
+}
+
+/// As [`first_chunks_loaded_by_finished_jobs`], but those that begin at one
+/// of `offsets`, of any file: the jobs that loaded a renamed file from
+/// where the jobs of its old name ended.
+pub fn continuations_loaded_by_finished_jobs(
+    session: &PgSession,
+    table: (&str, u32),
+    job: (&str, Option<&str>),
+    offsets: &[u64],
+) -> Result<Vec<FinishedChunk>, Error> {
+    let sql = format!(
+        "SELECT * FROM (SELECT DISTINCT ON (c.job, c.file) {FINISHED_CHUNK} \
+         ORDER BY c.job, c.file, c.byte_offset) first WHERE $3::jsonb ? byte_offset::text"
+    );
+    let offsets: Vec<String> = offsets.iter().map(u64::to_string).collect();
+    finished_chunks(session, &sql, table, job, &offsets.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// The columns of a [`FinishedChunk`], and the conditions both queries
+/// share (`$1`..`$5`: table, its OID, the names as JSON keys, the job and
+/// its fingerprint).
+const FINISHED_CHUNK: &str = "c.job, c.file, c.byte_offset, c.byte_len, c.content_hash, c.rows_loaded, \
+     date_trunc('second', j.finished_at)::text AS finished_at, \
+     c.rows_loaded + c.rows_rejected + c.rows_suppressed + c.rows_skipped, c.first_line \
+     FROM sluice.jobs j JOIN sluice.chunks c ON c.job = j.job \
+     WHERE j.target_table = $1 AND coalesce(j.table_oid, $2::bigint) = $2::bigint \
+     AND j.finished_at IS NOT NULL AND c.state = 'done' \
+     AND NOT EXISTS (SELECT FROM sluice.jobs WHERE job = $4 AND NOT coalesce(emptied_at > finished_at, false) \
+       AND (finished_at IS NULL OR coalesce(fingerprint = $5, true))) \
+     AND (j.emptied_at IS NULL OR c.committed_at > j.emptied_at)";
+
+fn finished_chunks(
+    session: &PgSession,
+    sql: &str,
     (table, table_oid): (&str, u32),
     (job, fingerprint): (&str, Option<&str>),
     files: &[&str],
 ) -> Result<Vec<FinishedChunk>, Error> {
-    // A JSON object whose keys are the names: `?` finds a key by a binary
+    // A JSON object whose keys are the names (or offsets): `?` finds a key by a binary
     // search. `file IN (SELECT jsonb_array_elements_text(...))` was planned
     // as a nested loop: 17 s for 20,000 files.
     let keys: serde_json::Map<String, serde_json::Value> =
         files.iter().map(|f| (f.to_string(), serde_json::Value::Bool(true))).collect();
     let names = serde_json::Value::Object(keys).to_string();
-    let rows = session.query(
-        "SELECT c.job, c.file, c.byte_offset, c.byte_len, c.content_hash, c.rows_loaded, \
-         date_trunc('second', j.finished_at)::text, \
-         c.rows_loaded + c.rows_rejected + c.rows_suppressed + c.rows_skipped, c.first_line \
-         FROM sluice.jobs j JOIN sluice.chunks c ON c.job = j.job \
-         WHERE j.target_table = $1 AND coalesce(j.table_oid, $2::bigint) = $2::bigint \
-         AND j.finished_at IS NOT NULL AND c.state = 'done' \
-         AND NOT EXISTS (SELECT FROM sluice.jobs WHERE job = $4 AND NOT coalesce(emptied_at > finished_at, false) \
-           AND (finished_at IS NULL OR coalesce(fingerprint = $5, true))) \
-         AND $3::jsonb ? c.file \
-         AND (j.emptied_at IS NULL OR c.committed_at > j.emptied_at) \
-         ORDER BY j.finished_at DESC, c.job, c.file, c.byte_offset",
-        &[Some(table), Some(&table_oid.to_string()), Some(&names), Some(job), fingerprint],
-    )?;
+    let rows =
+        session.query(sql, &[Some(table), Some(&table_oid.to_string()), Some(&names), Some(job), fingerprint])?;
     let num = |v: &Option<String>| v.as_deref().and_then(|s| s.parse::<i64>().ok());
     let text = |v: &Option<String>| v.clone().unwrap_or_default();
     let chunks: Vec<FinishedChunk> = rows

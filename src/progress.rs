@@ -122,6 +122,11 @@ impl Progress {
         self.bytes_total.store(bytes.unwrap_or(0), Relaxed);
     }
 
+    /// More bytes to check or load than [`Progress::set_total`] said.
+    pub fn add_to_total(&self, bytes: Option<u64>) {
+        self.bytes_total.fetch_add(bytes.unwrap_or(0), Relaxed);
+    }
+
     /// A chunk of `source_bytes` committed: its `rows`, and the records it
     /// rejected and skipped (`not_loaded`).
     pub fn chunk_done(&self, source_bytes: u64, rows: u64, not_loaded: (u64, u64)) {

@@ -287,6 +287,17 @@ impl Source {
         Source { size, ..self }
     }
 
+    /// Whether `file` (as the ledger names a file) is this input, by its
+    /// name as given or the path it leads to.
+    pub fn goes_by(&self, file: &str) -> bool {
+        file == &*self.name || file == &*self.canonical
+    }
+
+    /// Its name as given and the path it leads to, as the ledger names it.
+    pub fn names(&self) -> [&str; 2] {
+        [&self.name, &self.canonical]
+    }
+
     /// A file can be read again (to reload chunks); stdin and pipes cannot.
     pub fn can_be_read_again(&self) -> bool {
         self.path.is_some() && self.pipe.is_none()

@@ -1982,6 +1982,85 @@ fn rows_and_ids(db: &TestDb, table: &str) -> String {
     db.scalar(&format!("SELECT count(*) || ' ' || count(DISTINCT id) FROM {table}"))
 }
 
+/// A log rotated under a glob run from cron (`app.log*`): renamed
+/// `app.log.1`, then gzipped as `app.log.2.gz`, each time with lines
+/// written after the last load. Its jobs' rows are found under the new
+/// names: each row loads once, the rotated lines from where the jobs
+/// ended. A renamed file written anew past its first chunk is refused;
+/// `--load-again` loads it whole.
+#[test]
+fn a_rotated_log_loads_each_row_once_under_its_new_names() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text)");
+    let rows = id_name_lines;
+    let log = db.file("logs/app.log", &rows(0, 300));
+    let dir = log.parent().unwrap().to_owned();
+    let path = |name: &str| dir.join(name);
+    let name = |name: &str| path(name).to_str().unwrap().to_owned();
+    let glob = name("app.log*");
+    let args = [&*glob, "--table", "t", "--format", "csv", "--chunk-size", "1KiB"];
+    db.load(&args).assert_ok();
+    append_to(&log, &rows(300, 400));
+    std::fs::rename(&log, path("app.log.1")).unwrap();
+    std::fs::write(&log, rows(400, 450)).unwrap();
+    let first = db.load(&args);
+    first.assert_ok();
+    let loaded = rows(0, 300).len();
+    let from =
+        format!("loading {} from line 301 (byte {},{:03}): job t-", name("app.log.1"), loaded / 1000, loaded % 1000);
+    assert!(first.stderr.contains(&from), "{}", first.stderr);
+    assert!(first.stderr.contains(&format!("loaded the 300 rows before it, from {}, into", name("app.log"))));
+    assert_eq!(rows_and_ids(&db, "t"), "450 450");
+    // Again, the oldest gzipped: it is read as one reading of two names.
+    append_to(&log, &rows(450, 500));
+    let gzipped = gzip(&std::fs::read(path("app.log.1")).unwrap());
+    std::fs::write(path("app.log.2.gz"), gzipped).unwrap();
+    std::fs::rename(&log, path("app.log.1")).unwrap();
+    std::fs::write(&log, rows(500, 520)).unwrap();
+    let second = db.load(&args);
+    second.assert_ok();
+    let left_out = format!("left out {}: job t-", name("app.log.2.gz"));
+    assert!(second.stderr.contains(&left_out) && second.stderr.contains("(400 rows,"), "{}", second.stderr);
+    assert!(second.stderr.contains(&format!("loading {} from line 51 (byte ", name("app.log.1"))));
+    assert_eq!(rows_and_ids(&db, "t"), "520 520");
+    let nothing = db.load(&args);
+    nothing.assert_ok();
+    assert!(nothing.stderr.contains("nothing to do: left out"), "{}", nothing.stderr);
+    let renamed_once = format!("left out {}: job t-", name("app.log.1"));
+    assert!(nothing.stderr.contains(&renamed_once) && nothing.stderr.contains("(100 rows,"), "{}", nothing.stderr);
+    assert_eq!(rows_and_ids(&db, "t"), "520 520");
+    // Renamed, and written anew past its first chunk.
+    let mut rewritten = rows(400, 500);
+    let past_first_chunk = rewritten.len() - 2;
+    rewritten[past_first_chunk] = b'8';
+    std::fs::write(path("app.log.1"), &rewritten).unwrap();
+    std::fs::rename(path("app.log.1"), path("app.log.old")).unwrap();
+    let refused = db.load(&args);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    let said = format!("loaded from {} (renamed or copied since?) into public.t", name("app.log"));
+    assert!(refused.stderr.contains(&said), "{}", refused.stderr);
+    assert_eq!(rows_and_ids(&db, "t"), "520 520");
+    db.load(&[&args[..], &["--load-again"]].concat()).assert_ok();
+    assert_eq!(db.count("t"), 520 + 20 + 400 + 100, "each file whole: app.log, app.log.2.gz, app.log.old");
+    // With a header: the first chunk begins after it.
+    db.execute("CREATE TABLE e (id int, name text)");
+    let export = db.file("exports/e.csv", &[b"id,name\n".as_slice(), &rows(0, 200)].concat());
+    let glob = export.parent().unwrap().join("e*.csv");
+    let args = [glob.to_str().unwrap(), "--table", "e", "--header", "--chunk-size", "1KiB"];
+    db.load(&args).assert_ok();
+    std::fs::rename(&export, export.with_file_name("e-1.csv")).unwrap();
+    let moved = db.load(&args);
+    assert!(moved.stderr.contains("nothing to do: left out"), "{}", moved.stderr);
+    assert_eq!(rows_and_ids(&db, "e"), "200 200");
+}
+
+/// `bytes` gzipped, as one member.
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}
+
 /// Writes `bytes` at the end of the file at `path`, as a log is written on.
 fn append_to(path: &std::path::Path, bytes: &[u8]) {
     std::fs::OpenOptions::new().append(true).open(path).unwrap().write_all(bytes).unwrap();

@@ -25,6 +25,11 @@
 //! anew with rows added in the middle). A file whose first chunk differs
 //! is other data, loaded as before.
 //!
+//! An input no job loaded under its name, or whose readings by name do not
+//! hold it, is looked for under other names ([`super::renamed`]): a log
+//! rotated (`app.log` renamed `app.log.1`) is found as what the jobs of
+//! `app.log` loaded, and loads from where they ended.
+//!
 //! Why our own: only sluice's ledger knows which bytes each job committed.
 //! Not checked when the rows cannot be there twice, or the user asked for
 //! them again: `--load-again`, `--truncate`, `--restart`,
@@ -42,7 +47,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::{copy, sink, Read};
 
 use crate::error::Error;
-use crate::ledger::{chunks_loaded_by_finished_jobs, FinishedChunk};
+use crate::ledger::{chunks_loaded_by_finished_jobs, first_chunks_loaded_by_finished_jobs, FinishedChunk};
 use crate::progress::Progress;
 use crate::report::{count_of, thousands};
 use crate::sink::postgres::{PgSession, TableInfo};
@@ -59,6 +64,16 @@ pub struct LoadedBefore {
     pub job: String,
     pub rows: u64,
     pub finished_at: String,
+    /// The name of the file it was loaded from, where another (renamed or
+    /// copied since).
+    pub loaded_as: Option<String>,
+}
+
+impl LoadedBefore {
+    /// `, from NAME,` where it was loaded from a file of another name.
+    fn from(&self) -> String {
+        self.loaded_as.as_ref().map(|name| format!(", from {name},")).unwrap_or_default()
+    }
 }
 
 /// What earlier jobs loaded of the load's inputs.
@@ -110,23 +125,14 @@ pub fn find(
     // absolute paths, one by hand in the folder).
     let names: Vec<&str> = rereadable.iter().flat_map(|(_, s)| [&*s.name, &*s.canonical]).collect();
     let chunks = chunks_loaded_by_finished_jobs(control, (&table.display(), table.oid), job, &names)?;
-    if chunks.is_empty() {
-        return Ok(Found::default());
-    }
-    let mut by_file: HashMap<&str, Vec<&FinishedChunk>> = HashMap::new();
-    for chunk in &chunks {
-        by_file.entry(chunk.file.as_str()).or_default().push(chunk);
-    }
-    let of_source = |source: &Source| {
-        let [named, led_to] = [&*source.name, &*source.canonical].map(|n| by_file.get(n).map(Vec::as_slice));
-        let chunks = named.unwrap_or_default().iter().chain(led_to.filter(|_| named.is_none()).unwrap_or_default());
-        readings(by_job(chunks.copied()))
-    };
-    let compared: Vec<(usize, &Source, Vec<Vec<&FinishedChunk>>)> =
-        rereadable.into_iter().map(|(i, s)| (i, s, of_source(s))).filter(|(_, _, jobs)| !jobs.is_empty()).collect();
-    progress.set_total(compared.iter().map(|(_, s, _)| s.size).sum());
+    let compared = of_their_names(&rereadable, &chunks);
     progress.set_checking_earlier_jobs(true);
+    progress.set_total(compared.iter().map(|(_, s, _)| s.size).sum());
     let found = compare_all(&compared, (req, job.0, progress), table);
+    let found = match found {
+        Ok((found, None)) => renamed_too(control, (req, job, progress), table, (&rereadable, found)),
+        other => other,
+    };
     progress.set_checking_earlier_jobs(false);
     let (found, refused) = found?;
     // The command's own job alone, its files touched or changed since: the
@@ -139,6 +145,70 @@ pub fn find(
         None if own_job_alone => Ok(Found::default()),
         None => Ok(found),
     }
+}
+
+/// The inputs earlier jobs loaded from files of their names, with the
+/// readings of each.
+fn of_their_names<'a, 's>(
+    inputs: &[(usize, &'s Source)],
+    chunks: &'a [FinishedChunk],
+) -> Vec<(usize, &'s Source, Vec<Vec<&'a FinishedChunk>>)> {
+    let mut by_file: HashMap<&str, Vec<&FinishedChunk>> = HashMap::new();
+    for chunk in chunks {
+        by_file.entry(chunk.file.as_str()).or_default().push(chunk);
+    }
+    let of_source = |source: &Source| {
+        let [named, led_to] = [&*source.name, &*source.canonical].map(|n| by_file.get(n).map(Vec::as_slice));
+        let chunks = named.unwrap_or_default().iter().chain(led_to.filter(|_| named.is_none()).unwrap_or_default());
+        readings_from_start(chunks.copied())
+    };
+    inputs.iter().map(|&(i, s)| (i, s, of_source(s))).filter(|(_, _, jobs)| !jobs.is_empty()).collect()
+}
+
+/// `found`, and what earlier jobs loaded of the other inputs under other
+/// names (see [`super::renamed`]): each such input is compared with the
+/// readings that begin with a first chunk it begins with, and with those of
+/// its own name that went on from them (a rotated log, loaded from where
+/// the jobs ended: its continuation is recorded under its new name).
+fn renamed_too(
+    control: &PgSession,
+    (req, job, progress): (&LoadRequest, (&str, Option<&str>), &Progress),
+    table: &TableInfo,
+    (inputs, mut found): (&[(usize, &Source)], Found),
+) -> Result<(Found, Option<(Error, bool)>), Error> {
+    let placed: HashSet<usize> =
+        found.left_out.iter().map(|l| l.input).chain(found.grown.iter().map(|g| g.0.input)).collect();
+    let unplaced: Vec<(usize, &Source)> = inputs.iter().copied().filter(|(i, _)| !placed.contains(i)).collect();
+    if unplaced.is_empty() {
+        return Ok((found, None));
+    }
+    let first_chunks = first_chunks_loaded_by_finished_jobs(control, (&table.display(), table.oid), job)?;
+    if first_chunks.is_empty() {
+        return Ok((found, None));
+    }
+    let first_chunks = super::renamed::FirstChunks::new(&first_chunks);
+    let mut begun = Vec::new();
+    for &(input, source) in &unplaced {
+        let heads = first_chunks.begun_with(source)?;
+        if !heads.is_empty() {
+            begun.push((input, source, heads.into_iter().chain(source.names()).collect::<Vec<&str>>()));
+        }
+    }
+    let names = begun.iter().flat_map(|(_, _, names)| names.iter().copied());
+    let loaded = super::renamed::LoadedAs::fetch(control, (table, job), names.collect())?;
+    let index = loaded.by_file();
+    let compared: Vec<(usize, &Source, Vec<Vec<&FinishedChunk>>)> = begun
+        .iter()
+        .map(|(input, source, names)| {
+            (*input, *source, readings_from_start(index.of(names.iter().copied()).into_iter()))
+        })
+        .collect();
+    progress.add_to_total(compared.iter().map(|(_, s, _)| s.size).sum());
+    let (renamed, refused) = compare_all(&compared, (req, job.0, progress), table)?;
+    found.left_out.extend(renamed.left_out);
+    found.grown.extend(renamed.grown);
+    found.named_job_among |= renamed.named_job_among;
+    Ok((found, refused))
 }
 
 /// Each input against the files of its name earlier jobs loaded, newest
@@ -162,6 +232,7 @@ fn compare_all(
                 job: jobs_of(loaded),
                 rows: loaded.iter().map(|c| c.rows).sum(),
                 finished_at: loaded.last().map(|c| c.finished_at.clone()).unwrap_or_default(),
+                loaded_as: Some(&loaded[0].file).filter(|f| !source.goes_by(f)).cloned(),
             };
             match likeness {
                 Likeness::Same => found.left_out.push(before()),
@@ -183,6 +254,15 @@ fn compare_all(
     Ok((found, None))
 }
 
+/// The readings of `chunks` (see [`readings`]) that begin at the file's
+/// first line, or its second (after a header). One that begins later went
+/// on from a reading of the file under another name (renamed since), found
+/// as such (see [`super::renamed::LoadedAs`]): alone, the bytes before it
+/// would go unchecked.
+fn readings_from_start<'a>(chunks: impl Iterator<Item = &'a FinishedChunk>) -> Vec<Vec<&'a FinishedChunk>> {
+    readings(by_job(chunks)).into_iter().filter(|r| r[0].first_line <= 2).collect()
+}
+
 /// The jobs whose chunks one reading of a file joins, one after the other
 /// (a log loaded each hour as it grows: the first, how many more, the last).
 fn jobs_of(reading: &[&FinishedChunk]) -> String {
@@ -200,13 +280,14 @@ fn jobs_of(reading: &[&FinishedChunk]) -> String {
     }
 }
 
-/// The chunks of one file, split by job (they come newest job first, each
-/// job's in order).
-fn by_job<'a>(chunks: impl Iterator<Item = &'a FinishedChunk>) -> Vec<Vec<&'a FinishedChunk>> {
+/// The chunks of one file (or a file and those it had other names as),
+/// split by job and file (they come newest job first, each job's by file
+/// and in order).
+pub(super) fn by_job<'a>(chunks: impl Iterator<Item = &'a FinishedChunk>) -> Vec<Vec<&'a FinishedChunk>> {
     let mut jobs: Vec<Vec<&FinishedChunk>> = Vec::new();
     for chunk in chunks {
         match jobs.last_mut() {
-            Some(last) if last[0].job == chunk.job => last.push(chunk),
+            Some(last) if last[0].job == chunk.job && last[0].file == chunk.file => last.push(chunk),
             _ => jobs.push(vec![chunk]),
         }
     }
@@ -218,7 +299,7 @@ fn by_job<'a>(chunks: impl Iterator<Item = &'a FinishedChunk>) -> Vec<Vec<&'a Fi
 /// [`Start`]), newest first. A job that begins where another ends is such a
 /// job, and no reading of its own: read alone, the bytes before it would go
 /// unchecked.
-fn readings(jobs: Vec<Vec<&FinishedChunk>>) -> Vec<Vec<&FinishedChunk>> {
+pub(super) fn readings(jobs: Vec<Vec<&FinishedChunk>>) -> Vec<Vec<&FinishedChunk>> {
     let end_of = |job: &[&FinishedChunk]| job.last().map_or(0, |c| c.byte_offset + c.byte_len);
     // By where they begin, newest first: a log loaded each hour for a year
     // is some 9,000 jobs, which a search of the list for each would take
@@ -373,12 +454,13 @@ fn grown(
     let why = if why.is_empty() { String::new() } else { format!(", and {why}") };
     let header = if header { ", without --header" } else { "" };
     source.input_error(&format!(
-        "job {} loaded {} from its first {what}, into {} (finished at {}), and it holds them still, with more \
+        "job {} loaded {} from its first {what}{}, into {} (finished at {}), and it holds them still, with more \
          after them (written on since?): loaded whole, those rows would load a second time{why}. Load the rest \
          alone, `{rest_of} | sluice load - ...` with this command's other options{header}, and leave this file \
          out of this command from then on; or pass --load-again to load it whole",
         loaded.job,
         count_of(loaded.rows, "row"),
+        loaded.from(),
         table.display(),
         loaded.finished_at,
     ))
@@ -387,8 +469,12 @@ fn grown(
 /// The refusal for a file that begins with what a job loaded from a file
 /// of its name, then differs.
 fn begins(source: &Source, table: &TableInfo, loaded: &FinishedChunk, end: u64, rows: u64) -> Error {
+    let file = match source.goes_by(&loaded.file) {
+        true => "a file of this name".to_string(),
+        false => format!("{} (renamed or copied since?)", loaded.file),
+    };
     source.input_error(&format!(
-        "its first {} bytes are those job {} loaded from a file of this name into {} ({} of them, finished at \
+        "its first {} bytes are those job {} loaded from {file} into {} ({} of them, finished at \
          {}), and the rest differs (the file was written anew, with rows added or changed past them): loaded \
          whole, those rows would load a second time. Pass --truncate to replace the table's rows with this \
          input's, --on-conflict-do-nothing to skip the records whose key a row holds, or --load-again to load it \
@@ -410,12 +496,13 @@ pub fn grown_said(before: &LoadedBefore, start: Start, sources: &[Source], table
         false => format!(" (byte {})", thousands(start.byte)),
     };
     format!(
-        "loading {} from line {}{byte}: job {} loaded the {} before it into {} (finished at {}), and the file \
+        "loading {} from line {}{byte}: job {} loaded the {} before it{} into {} (finished at {}), and the file \
          holds them still; pass --load-again to load it whole",
         sources[before.input].name,
         thousands(start.lines + 1),
         before.job,
         count_of(before.rows, "row"),
+        before.from(),
         table.display(),
         before.finished_at,
     )
@@ -423,29 +510,45 @@ pub fn grown_said(before: &LoadedBefore, start: Start, sources: &[Source], table
 
 /// What the summary says of the inputs left out, one sentence a job.
 pub fn said(found: &[LoadedBefore], sources: &[Source], table: &TableInfo) -> Vec<String> {
-    let mut jobs: Vec<&str> = Vec::new();
-    for job in found.iter().map(|f| f.job.as_str()) {
-        if !jobs.contains(&job) {
-            jobs.push(job);
-        }
+    let mut jobs: Vec<(&str, Vec<&LoadedBefore>)> = Vec::new();
+    let mut place: HashMap<&str, usize> = HashMap::new();
+    for before in found {
+        let at = *place.entry(&before.job).or_insert_with(|| {
+            jobs.push((&before.job, Vec::new()));
+            jobs.len() - 1
+        });
+        jobs[at].1.push(before);
     }
     jobs.iter()
-        .map(|job| {
-            let of_job: Vec<&LoadedBefore> = found.iter().filter(|f| f.job == *job).collect();
+        .map(|(job, of_job)| {
             let names = super::job::names_listed(of_job.iter().map(|f| &*sources[f.input].name));
             let (it, them, hold) = match of_job.len() {
                 1 => ("it", "it", "holds"),
                 _ => ("they", "them", "hold"),
             };
             format!(
-                "left out {names}: job {job} loaded {them} into {} in full ({}, finished at {}), and {it} {hold} \
+                "left out {names}: job {job} loaded {them}{} into {} in full ({}, finished at {}), and {it} {hold} \
                  the same bytes now; pass --load-again to load {them} a second time",
+                from_other_names(of_job),
                 table.display(),
                 count_of(of_job.iter().map(|f| f.rows).sum(), "row"),
                 of_job[0].finished_at,
             )
         })
         .collect()
+}
+
+/// `, from NAME,` for one input loaded from a file of another name (renamed
+/// or copied since), or how many of several were, and one such name.
+fn from_other_names(of_job: &[&LoadedBefore]) -> String {
+    let other: Vec<&str> = of_job.iter().filter_map(|f| f.loaded_as.as_deref()).collect();
+    match (of_job, other.as_slice()) {
+        (_, []) => String::new(),
+        ([one], _) => one.from(),
+        (_, [first, ..]) => {
+            format!(", {} of them from files of other names (such as {first}),", thousands(other.len() as u64))
+        }
+    }
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ mod loaded_before;
 mod missing_key;
 mod pace;
 pub(crate) mod plan;
+mod renamed;
 mod retry;
 mod sequences;
 mod stage;
