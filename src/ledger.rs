@@ -774,21 +774,26 @@ pub fn chunks_loaded_by_finished_jobs(
     let sql = format!(
         "SELECT {FINISHED_CHUNK} AND $3::jsonb ? c.file ORDER BY j.finished_at DESC, c.job, c.file, c.byte_offset"
     );
-    finished_chunks(session, &sql, table, job, files)
+    finished_chunks(session, &sql, table, job, Some(&json_keys(files)))
 }
 
 /// As [`chunks_loaded_by_finished_jobs`], but only the chunks that begin at
-/// a file's first or second line (after a header), of any file: what a
-/// file renamed since (a log rotated) would begin with (see
-/// `load::loaded_before`). In no order: 20,000 files' took 60 ms sorted
-/// and picked one a job and file, 25 ms not.
+/// a file's first or second line (after a header), of any file, and end by
+/// byte `within` (the size of the largest file they are looked for in,
+/// where known): what a file renamed since (a log rotated) would begin with
+/// (see `load::loaded_before`). In no order: 20,000 files' took 60 ms
+/// sorted and picked one a job and file, 25 ms not.
 pub fn first_chunks_loaded_by_finished_jobs(
     session: &PgSession,
     table: (&str, u32),
     job: (&str, Option<&str>),
+    within: Option<u64>,
 ) -> Result<Vec<FinishedChunk>, Error> {
-    let sql = format!("SELECT {FINISHED_CHUNK} AND $3::jsonb ? c.first_line::text");
-    finished_chunks(session, &sql, table, job, &["1", "2"])
+    let sql = format!(
+        "SELECT {FINISHED_CHUNK} AND c.first_line <= 2 \
+         AND c.byte_offset + c.byte_len <= coalesce($3::bigint, c.byte_offset + c.byte_len)"
+    );
+    finished_chunks(session, &sql, table, job, within.map(|w| w.to_string()).as_deref())
 }
 
 /// As [`first_chunks_loaded_by_finished_jobs`], but those that begin at one
@@ -805,12 +810,22 @@ pub fn continuations_loaded_by_finished_jobs(
          ORDER BY c.job, c.file, c.byte_offset) first WHERE $3::jsonb ? byte_offset::text"
     );
     let offsets: Vec<String> = offsets.iter().map(u64::to_string).collect();
-    finished_chunks(session, &sql, table, job, &offsets.iter().map(String::as_str).collect::<Vec<_>>())
+    let keys = json_keys(&offsets.iter().map(String::as_str).collect::<Vec<_>>());
+    finished_chunks(session, &sql, table, job, Some(&keys))
 }
 
-/// The columns of a [`FinishedChunk`], and the conditions both queries
-/// share (`$1`..`$5`: table, its OID, the names as JSON keys, the job and
-/// its fingerprint).
+/// A JSON object whose keys are `keys` (names, or offsets): `?` finds a key
+/// by a binary search. `file IN (SELECT jsonb_array_elements_text(...))`
+/// was planned as a nested loop: 17 s for 20,000 files.
+fn json_keys(keys: &[&str]) -> String {
+    let keys: serde_json::Map<String, serde_json::Value> =
+        keys.iter().map(|k| (k.to_string(), serde_json::Value::Bool(true))).collect();
+    serde_json::Value::Object(keys).to_string()
+}
+
+/// The columns of a [`FinishedChunk`], and the conditions the queries
+/// share (`$1`..`$5`: the table, its OID, what each query picks by, the
+/// job and its fingerprint).
 const FINISHED_CHUNK: &str = "c.job, c.file, c.byte_offset, c.byte_len, c.content_hash, c.rows_loaded, \
      date_trunc('second', j.finished_at)::text AS finished_at, \
      c.rows_loaded + c.rows_rejected + c.rows_suppressed + c.rows_skipped, c.first_line \
@@ -821,21 +836,16 @@ const FINISHED_CHUNK: &str = "c.job, c.file, c.byte_offset, c.byte_len, c.conten
        AND (finished_at IS NULL OR coalesce(fingerprint = $5, true))) \
      AND (j.emptied_at IS NULL OR c.committed_at > j.emptied_at)";
 
+/// The chunks `sql` picks, with `third` as `$3` (see [`FINISHED_CHUNK`]),
+/// but a file's of a job of which a chunk has no content hash.
 fn finished_chunks(
     session: &PgSession,
     sql: &str,
     (table, table_oid): (&str, u32),
     (job, fingerprint): (&str, Option<&str>),
-    files: &[&str],
+    third: Option<&str>,
 ) -> Result<Vec<FinishedChunk>, Error> {
-    // A JSON object whose keys are the names (or offsets): `?` finds a key by a binary
-    // search. `file IN (SELECT jsonb_array_elements_text(...))` was planned
-    // as a nested loop: 17 s for 20,000 files.
-    let keys: serde_json::Map<String, serde_json::Value> =
-        files.iter().map(|f| (f.to_string(), serde_json::Value::Bool(true))).collect();
-    let names = serde_json::Value::Object(keys).to_string();
-    let rows =
-        session.query(sql, &[Some(table), Some(&table_oid.to_string()), Some(&names), Some(job), fingerprint])?;
+    let rows = session.query(sql, &[Some(table), Some(&table_oid.to_string()), third, Some(job), fingerprint])?;
     let num = |v: &Option<String>| v.as_deref().and_then(|s| s.parse::<i64>().ok());
     let text = |v: &Option<String>| v.clone().unwrap_or_default();
     let chunks: Vec<FinishedChunk> = rows

@@ -2044,14 +2044,23 @@ fn a_rotated_log_loads_each_row_once_under_its_new_names() {
     assert_eq!(db.count("t"), 520 + 20 + 400 + 100, "each file whole: app.log, app.log.2.gz, app.log.old");
     // With a header: the first chunk begins after it.
     db.execute("CREATE TABLE e (id int, name text)");
-    let export = db.file("exports/e.csv", &[b"id,name\n".as_slice(), &rows(0, 200)].concat());
-    let glob = export.parent().unwrap().join("e*.csv");
-    let args = [glob.to_str().unwrap(), "--table", "e", "--header", "--chunk-size", "1KiB"];
+    let export = db.file("exports/e.csv", &[b"id,name\n".as_slice(), &rows(0, 20_000)].concat());
+    let glob = export.parent().unwrap().join("e*");
+    let args = [glob.to_str().unwrap(), "--table", "e", "--header", "--chunk-size", "1MiB"];
     db.load(&args).assert_ok();
     std::fs::rename(&export, export.with_file_name("e-1.csv")).unwrap();
     let moved = db.load(&args);
     assert!(moved.stderr.contains("nothing to do: left out"), "{}", moved.stderr);
-    assert_eq!(rows_and_ids(&db, "e"), "200 200");
+    assert_eq!(rows_and_ids(&db, "e"), "20000 20000");
+    // Gzipped alone: smaller than the first chunk it begins with.
+    let moved = export.with_file_name("e-1.csv");
+    let gzipped = gzip(&std::fs::read(&moved).unwrap());
+    assert!(gzipped.len() < rows(0, 20_000).len(), "{}", gzipped.len());
+    std::fs::write(export.with_file_name("e-2.csv.gz"), gzipped).unwrap();
+    std::fs::remove_file(moved).unwrap();
+    let gzipped = db.load(&args);
+    assert!(gzipped.stderr.contains("nothing to do: left out"), "{}", gzipped.stderr);
+    assert_eq!(rows_and_ids(&db, "e"), "20000 20000");
 }
 
 /// `bytes` gzipped, as one member.

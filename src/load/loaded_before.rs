@@ -182,7 +182,13 @@ fn renamed_too(
     if unplaced.is_empty() {
         return Ok((found, None));
     }
-    let first_chunks = first_chunks_loaded_by_finished_jobs(control, (&table.display(), table.oid), job)?;
+    // A file read as it is begins with no chunk longer than it (a new file
+    // in a folder of 20,000 loaded ones: 0.35 s instead of 0.39 s, medians
+    // of 9). Not so for one decompressed, transcoded, or read as documents.
+    let as_it_is = |s: &Source| s.compression == Compression::None && s.transcoding.is_none() && s.documents.is_none();
+    let sizes: Option<Vec<u64>> = unplaced.iter().map(|(_, s)| s.size.filter(|_| as_it_is(s))).collect();
+    let within = sizes.and_then(|sizes| sizes.into_iter().max());
+    let first_chunks = first_chunks_loaded_by_finished_jobs(control, (&table.display(), table.oid), job, within)?;
     if first_chunks.is_empty() {
         return Ok((found, None));
     }
