@@ -2574,10 +2574,10 @@ fn a_staged_chunk_with_a_bad_value_keeps_each_new_key_from_its_first_line() {
 }
 
 /// A file whose rows the table holds already, loaded again under another
-/// name (another job), stops at the first 1,000 duplicates as a wrong
-/// option does, but says the data looks loaded and how to load only its new
-/// keys, not to check --delimiter and --header; and with that flag it
-/// skips them all.
+/// name (another job), in other bytes (a copy of the same bytes is left
+/// out), stops at the first 1,000 duplicates as a wrong option does, but
+/// says the data looks loaded and how to load only its new keys, not to
+/// check --delimiter and --header; and with that flag it skips them all.
 #[test]
 fn a_file_loaded_again_under_another_name_is_said_to_look_loaded() {
     let db = TestDb::new();
@@ -2585,12 +2585,17 @@ fn a_file_loaded_again_under_another_name_is_said_to_look_loaded() {
     let data: String = (1..=3_000).map(|i| format!("{i}\tnote {i}\n")).collect();
     let first = db.file("day-1.tsv", data.as_bytes());
     load_with_rejects(&db, &first, "k", &[]).run.assert_ok();
-    let copy = db.file("copy-of-day-1.tsv", data.as_bytes());
+    let same = load_with_rejects(&db, &db.file("copy-of-day-1.tsv", data.as_bytes()), "k", &[]);
+    same.run.assert_ok();
+    let said = format!("nothing to do: left out {}", db.dir.path().join("copy-of-day-1.tsv").display());
+    assert!(same.run.stderr.contains(&said), "{}", same.run.stderr);
+    let reversed: String = (1..=3_000).rev().map(|i| format!("{i}\tnote {i}\n")).collect();
+    let copy = db.file("day-1-sorted-the-other-way.tsv", reversed.as_bytes());
     let loaded = load_with_rejects(&db, &copy, "k", &[]);
     assert_eq!(loaded.run.code, 5, "{}", loaded.run.output());
     let says = [
         "records were all rejected, as if this data were loaded already",
-        "Key (id)=(1) already exists.",
+        "Key (id)=(3000) already exists.",
         "To load only the records whose keys are new, pass --on-conflict-do-nothing",
     ];
     for phrase in says {
