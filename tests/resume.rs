@@ -2061,6 +2061,20 @@ fn a_rotated_log_loads_each_row_once_under_its_new_names() {
     let gzipped = db.load(&args);
     assert!(gzipped.stderr.contains("nothing to do: left out"), "{}", gzipped.stderr);
     assert_eq!(rows_and_ids(&db, "e"), "20000 20000");
+    // Loaded while a line was being written, then rotated: refused, as
+    // under its own name, with how to load the rest.
+    db.execute("CREATE TABLE w (id int, name text)");
+    let log = db.file("cut/w.log", &[rows(0, 100), b"100,n1".to_vec()].concat());
+    let glob = log.parent().unwrap().join("w.log*");
+    let args = [glob.to_str().unwrap(), "--table", "w", "--format", "csv"];
+    db.load(&args).assert_ok();
+    append_to(&log, &[b"00\n".to_vec(), rows(101, 150)].concat());
+    std::fs::rename(&log, log.with_file_name("w.log.1")).unwrap();
+    let refused = db.load(&args);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    let said = format!("named {} then, job w-", log.display());
+    assert!(refused.stderr.contains(&said) && refused.stderr.contains("`tail -n +102 "), "{}", refused.stderr);
+    assert_eq!(rows_and_ids(&db, "w"), "101 101");
 }
 
 /// `bytes` gzipped, as one member.

@@ -193,9 +193,13 @@ fn renamed_too(
         return Ok((found, None));
     }
     let first_chunks = super::renamed::FirstChunks::new(&first_chunks);
+    // At every place, to find what a load cut inside a line being written
+    // (a log rotated after): but for some 10 M places (0.5 s), past which
+    // only where lines end (see `renamed::each_hash`).
+    let everywhere = unplaced.len().saturating_mul(first_chunks.places) <= 10_000_000;
     let mut begun = Vec::new();
     for &(input, source) in &unplaced {
-        let heads = first_chunks.begun_with(source)?;
+        let heads = first_chunks.begun_with(source, everywhere)?;
         if !heads.is_empty() {
             begun.push((input, source, heads.into_iter().chain(source.names()).collect::<Vec<&str>>()));
         }
@@ -459,14 +463,14 @@ fn grown(
     };
     let why = if why.is_empty() { String::new() } else { format!(", and {why}") };
     let header = if header { ", without --header" } else { "" };
+    let then = loaded.loaded_as.as_ref().map(|name| format!("named {name} then, ")).unwrap_or_default();
     source.input_error(&format!(
-        "job {} loaded {} from its first {what}{}, into {} (finished at {}), and it holds them still, with more \
+        "{then}job {} loaded {} from its first {what}, into {} (finished at {}), and it holds them still, with more \
          after them (written on since?): loaded whole, those rows would load a second time{why}. Load the rest \
          alone, `{rest_of} | sluice load - ...` with this command's other options{header}, and leave this file \
          out of this command from then on; or pass --load-again to load it whole",
         loaded.job,
         count_of(loaded.rows, "row"),
-        loaded.from(),
         table.display(),
         loaded.finished_at,
     ))
