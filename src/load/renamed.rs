@@ -12,9 +12,10 @@
 //! ended (the lines written between the last load and the rotation).
 //!
 //! Why our own: only sluice's ledger knows which bytes each job committed.
-//! The input's first bytes are hashed once, as the chunker hashed them, at
-//! each place where a first chunk of another name ended (one read, and a
-//! hash taken at each of those places, however many there are).
+//! The input's first bytes are read once and hashed as the chunker hashed
+//! them, at each place where a first chunk of another name ended (past
+//! 10 M places for all the inputs, only where lines end: see
+//! [`each_hash`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::{copy, sink, BufRead, BufReader, Read};
@@ -115,6 +116,9 @@ impl LoadedAs {
             chunks.extend(chunks_loaded_by_finished_jobs(control, table, job, &new)?);
             asked.extend(new.into_iter().map(str::to_string));
             let ends: Vec<u64> = ends_of(chunks.iter()).into_iter().filter(|e| ends_asked.insert(*e)).collect();
+            if ends.is_empty() {
+                continue;
+            }
             let more = continuations_loaded_by_finished_jobs(control, table, job, &ends)?;
             names.extend(more.iter().map(|c| c.file.clone()));
             went_on.extend(more);
