@@ -878,6 +878,16 @@ pub fn input_sizes_begun_with(session: &PgSession, job: &str) -> Result<Option<V
     Ok(sizes)
 }
 
+/// Whether job `job` finished on inputs of another size or time than
+/// `fingerprint` says.
+pub fn finished_on_other_inputs(session: &PgSession, job: &str, fingerprint: &str) -> Result<bool, Error> {
+    let rows = session.query(
+        "SELECT EXISTS (SELECT FROM sluice.jobs WHERE job = $1 AND finished_at IS NOT NULL AND fingerprint <> $2)",
+        &[Some(job), Some(fingerprint)],
+    )?;
+    Ok(rows.first().and_then(|r| r[0].as_deref()) == Some("t"))
+}
+
 /// Whether the ledger holds job `job`.
 pub fn exists(session: &PgSession, job: &str) -> Result<bool, Error> {
     let rows = session.query("SELECT EXISTS (SELECT FROM sluice.jobs WHERE job = $1)", &[Some(job)])?;

@@ -162,6 +162,12 @@ pub struct Source {
     /// `load::job::sizes_the_job_began_with`). A file written on during a
     /// load is read as it was; the rest loads on the next run.
     pub ends_at: Option<u64>,
+    /// Set by the load when it loads only some of a command's inputs, and
+    /// the job they would name finished on other data (a rotated log's new
+    /// file under the name of the file a job loaded): the job they name
+    /// then is one of its own, named after that one (see
+    /// `load::job::chunk_identity`).
+    pub after_job: Option<Arc<str>>,
 }
 
 /// Where the load begins to read a file an earlier job loaded the first
@@ -270,6 +276,11 @@ impl Source {
     /// size is then the bytes from there.
     pub fn starting_at(self, start: Start) -> Source {
         Source { start: Some(start), ..self }.sized()
+    }
+
+    /// This input, loaded as a job named after `job` (see [`Self::after_job`]).
+    pub fn after_job(self, job: &str) -> Source {
+        Source { after_job: Some(job.into()), ..self }
     }
 
     /// This file, read up to `end` on disk (see [`Self::ends_at`]).
@@ -732,6 +743,7 @@ fn file_source_with(path: &Path, meta: std::fs::Metadata, canonical: Arc<str>) -
         transcoding: None,
         documents: None,
         start: None,
+        after_job: None,
     })
 }
 
@@ -779,6 +791,7 @@ fn streamed_source(name: &str, path: Option<&Path>, mut reader: Box<dyn Read + S
         documents: None,
         start: None,
         ends_at: None,
+        after_job: None,
     })
 }
 

@@ -2075,6 +2075,21 @@ fn a_rotated_log_loads_each_row_once_under_its_new_names() {
     let said = format!("named {} then, job w-", log.display());
     assert!(refused.stderr.contains(&said) && refused.stderr.contains("`tail -n +102 "), "{}", refused.stderr);
     assert_eq!(rows_and_ids(&db, "w"), "101 101");
+    // Rotated with nothing written since the load: the renamed file is left
+    // out, and the new one, which the first job's name would name, loads.
+    db.execute("CREATE TABLE q (id int, name text)");
+    let log = db.file("quiet/q.log", &rows(0, 100));
+    let glob = log.parent().unwrap().join("q.log*");
+    let args = [glob.to_str().unwrap(), "--table", "q", "--format", "csv"];
+    db.load(&args).assert_ok();
+    std::fs::rename(&log, log.with_file_name("q.log.1")).unwrap();
+    std::fs::write(&log, rows(100, 150)).unwrap();
+    let rotated = db.load(&args);
+    rotated.assert_ok();
+    assert!(rotated.stderr.contains(&format!("left out {}.1: job q-", log.display())), "{}", rotated.stderr);
+    append_to(&log, &rows(150, 160));
+    db.load(&args).assert_ok();
+    assert_eq!(rows_and_ids(&db, "q"), "160 160");
 }
 
 /// `bytes` gzipped, as one member.

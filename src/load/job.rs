@@ -88,6 +88,9 @@ fn chunk_identity(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, 
     let starts =
         sources.iter().filter_map(|s| s.start.map(|start| format!("{} from byte {}", s.canonical, start.byte)));
     parts.extend(starts);
+    if let Some(job) = sources.iter().find_map(|s| s.after_job.as_deref()) {
+        parts.push(format!("after job {job}"));
+    }
     parts
 }
 

@@ -1077,9 +1077,31 @@ fn inputs_to_load(
             Some(inputs)
         }
         None if found.left_out.is_empty() && found.grown.is_empty() => None,
-        None => Some(kept),
+        None => Some(named_after_a_finished_job(control, req, (table, format, shape), kept)?),
     };
     Ok(Inputs { kept, said, goes_on_from })
+}
+
+/// `kept`, some of the command's inputs, named after the job they would
+/// name when it finished on other inputs: a glob `app.log*` run after a
+/// rotation left out `app.log.1`, and loaded the new `app.log` as the job
+/// that had loaded the old one, which refused it as changed (`pass
+/// --restart`), at each run. So was a log loaded hourly from where its
+/// jobs ended, whose new file reached the same byte as the old one had
+/// (fixed-width lines): the same job as that one's. Loaded before decided
+/// that those inputs are not what that job loaded (see [`loaded_before`]).
+fn named_after_a_finished_job(
+    control: &PgSession,
+    req: &LoadRequest,
+    (table, format, shape): (&TableInfo, &FormatOptions, Option<RecordShape>),
+    kept: Vec<Source>,
+) -> Result<Vec<Source>, Error> {
+    let named = job::name(req, table, format, &kept);
+    let (_, fingerprint) = job::chunking_and_fingerprint(req, table, format, &kept, shape);
+    match crate::ledger::finished_on_other_inputs(control, &named, &fingerprint)? {
+        true => Ok(kept.into_iter().map(|s| s.after_job(&named)).collect()),
+        false => Ok(kept),
+    }
 }
 
 /// The inputs a run loads, and why (see [`inputs_to_load`]).
@@ -2293,6 +2315,7 @@ mod tests {
             documents: None,
             start: None,
             ends_at: None,
+            after_job: None,
         }
     }
 
