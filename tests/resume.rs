@@ -1830,16 +1830,11 @@ fn a_file_written_on_since_loads_from_where_its_jobs_ended() {
     let rejects = std::fs::read_to_string(db.dir.path().join("j.rejects.jsonl")).unwrap();
     assert!(rejects.contains(&format!(r#""line":2001,"byte":{before},"#)), "{rejects}");
     // A gzip file a member was added to.
-    let gz = |bytes: &[u8]| {
-        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        encoder.write_all(bytes).unwrap();
-        encoder.finish().unwrap()
-    };
     db.execute("CREATE TABLE z (id int, name text)");
-    let zipped = db.file("log.csv.gz", &gz(&rows(0, 500)));
+    let zipped = db.file("log.csv.gz", &gzip(&rows(0, 500)));
     let zargs = [zipped.to_str().unwrap(), "--table", "z"];
     db.load(&zargs).assert_ok();
-    append_to(&zipped, &gz(&rows(500, 700)));
+    append_to(&zipped, &gzip(&rows(500, 700)));
     db.load(&zargs).assert_ok();
     assert_eq!(rows_and_ids(&db, "z"), "700 700");
 }
@@ -1867,9 +1862,7 @@ fn a_stopped_jobs_file_copied_again_after_a_copy_cut_short_is_read_to_its_end() 
     assert_eq!(db.scalar("SELECT name FROM t WHERE id = 2999"), "n2999");
     // A gzip stream cut after a byte that is a line end.
     db.execute("CREATE TABLE z (id int, name text)");
-    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    encoder.write_all(&[rows(0, 300), b"x,bad\n".to_vec(), rows(300, 30_000)].concat()).unwrap();
-    let zipped = encoder.finish().unwrap();
+    let zipped = gzip(&[rows(0, 300), b"x,bad\n".to_vec(), rows(300, 30_000)].concat());
     let at = zipped.len() / 2 + memchr::memchr(b'\n', &zipped[zipped.len() / 2..]).unwrap() + 1;
     let file = db.file("cut.csv.gz", &zipped[..at]);
     let args = [file.to_str().unwrap(), "--table", "z", "--chunk-size", "1KiB", "--workers", "1"];
