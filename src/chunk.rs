@@ -54,6 +54,8 @@ use std::io::{self, Read};
 
 use xxhash_rust::xxh3::Xxh3;
 
+use crate::samples::LineSampler;
+
 use crate::error::Position;
 use crate::format::scan::{line_end_of, FieldCounter, LineEnd, RecordShape, Walked};
 use crate::format::{Dialect, RecordScanner, Step};
@@ -111,6 +113,9 @@ pub struct Chunk {
     /// touched since (its size and time no longer tell). `None` only in
     /// ledger rows of older versions.
     pub content_hash: Option<u64>,
+    /// Hashes of some of its lines (see [`crate::samples`]), which the
+    /// ledger keeps: whether a file written anew holds its rows again.
+    pub line_samples: Vec<u64>,
     /// A record that outgrew the maximum record size ends the chunk; it is
     /// rejected, not copied.
     pub runaway: Option<Runaway>,
@@ -180,6 +185,7 @@ impl Chunk {
             data: Some(records),
             original: self.original.clone(),
             content_hash: self.content_hash,
+            line_samples: self.line_samples.clone(),
             runaway,
             line_end: self.line_end,
             unterminated: self.unterminated,
@@ -196,6 +202,7 @@ impl Chunk {
 struct Cut {
     data: Option<Vec<u8>>,
     hash: Xxh3,
+    samples: LineSampler,
     len: u64,
     records: u64,
     runaway: Option<Runaway>,
@@ -206,6 +213,7 @@ impl Cut {
     fn take(&mut self, bytes: &[u8]) {
         self.len += bytes.len() as u64;
         self.hash.update(bytes);
+        self.samples.take(bytes);
         if let Some(d) = self.data.as_mut() {
             d.extend_from_slice(bytes);
         }
@@ -462,7 +470,8 @@ impl<R: Read> Chunker<R> {
         };
         let reserve = (target + RECORD_SLACK).min(left) as usize;
         let data = self.cfg.keep_bytes.then(|| Vec::with_capacity(reserve));
-        let mut cut = Cut { data, hash: Xxh3::new(), len: 0, records: 0, runaway: None };
+        let samples = LineSampler::new(crate::samples::spacing(self.cfg.target));
+        let mut cut = Cut { data, hash: Xxh3::new(), samples, len: 0, records: 0, runaway: None };
         loop {
             if self.block_pos == self.block_len {
                 self.carry_record(start.0 + cut.len);
@@ -524,6 +533,7 @@ impl<R: Read> Chunker<R> {
             records: cut.records,
             source_span: self.take_span(),
             content_hash: Some(cut.hash.digest()),
+            line_samples: cut.samples.finish(),
             data: cut.data,
             original: None,
             runaway: cut.runaway,

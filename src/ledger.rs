@@ -43,7 +43,7 @@
 //! chunking, table_oid, command, input_bytes, emptied_at, input_sizes)` and
 //! `sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, state
 //! ('pending' or 'done'), rows_loaded, rows_rejected, host, pid, committed_at,
-//! content_hash, rows_suppressed, rows_skipped)`,
+//! content_hash, rows_suppressed, rows_skipped, line_samples)`,
 //! `sluice.steps (job, step, target_table, name, drop_sql, create_sql,
 //! violations_sql, state ('dropped' or 'rebuilt'), recorded_at, rebuilt_at)` and
 //! `sluice.xacts (job, seq)` (one row per COPY of a deferred load, whose
@@ -59,6 +59,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
+use crate::samples;
 use crate::sink::postgres::PgSession;
 use crate::sql::{copy_text_value, quote_ident, quote_literal};
 
@@ -83,7 +84,7 @@ pub const CREATE_TABLES: &str =
      first_line bigint NOT NULL, state text NOT NULL, rows_loaded bigint NOT NULL DEFAULT 0, \
      rows_rejected bigint NOT NULL DEFAULT 0, host text NOT NULL, pid integer NOT NULL, \
      committed_at timestamptz, content_hash bigint, rows_suppressed bigint NOT NULL DEFAULT 0, \
-     rows_skipped bigint NOT NULL DEFAULT 0, PRIMARY KEY (job, seq)); \
+     rows_skipped bigint NOT NULL DEFAULT 0, line_samples text, PRIMARY KEY (job, seq)); \
      CREATE TABLE IF NOT EXISTS sluice.steps (job text NOT NULL, step integer NOT NULL, \
      target_table text NOT NULL, name text NOT NULL, drop_sql text NOT NULL, create_sql text NOT NULL, \
      violations_sql text, state text NOT NULL, recorded_at timestamptz NOT NULL DEFAULT now(), \
@@ -145,7 +146,7 @@ pub fn refuse_out_of_reach(control: &PgSession, usage: LedgerUse) -> Result<(), 
 /// altering the ledger while another one loads could deadlock with it.
 /// Listed in the order loads lock the tables (jobs, then a chunk's rejects,
 /// then its row in chunks).
-const ADDED_COLUMNS: [(&str, &str, &str); 11] = [
+const ADDED_COLUMNS: [(&str, &str, &str); 12] = [
     ("jobs", "chunking", "text"),
     ("jobs", "table_oid", "bigint"),
     ("jobs", "command", "text"),
@@ -157,6 +158,7 @@ const ADDED_COLUMNS: [(&str, &str, &str); 11] = [
     ("chunks", "content_hash", "bigint"),
     ("chunks", "rows_suppressed", "bigint NOT NULL DEFAULT 0"),
     ("chunks", "rows_skipped", "bigint NOT NULL DEFAULT 0"),
+    ("chunks", "line_samples", "text"),
 ];
 
 /// One row per column of [`ADDED_COLUMNS`] missing from an existing ledger
@@ -878,6 +880,26 @@ pub fn input_sizes_begun_with(session: &PgSession, job: &str) -> Result<Option<V
     Ok(sizes)
 }
 
+/// The line samples (see [`crate::samples`]) of the chunks `loaded`, as
+/// (job, file), committed; `None` when one has none (an older sluice's).
+pub fn line_samples(session: &PgSession, loaded: &[(String, String)]) -> Result<Option<HashSet<u64>>, Error> {
+    let keys: Vec<serde_json::Value> =
+        loaded.iter().map(|(job, file)| serde_json::json!({"job": job, "file": file})).collect();
+    let rows = session.query(
+        "SELECT c.line_samples FROM sluice.chunks c JOIN jsonb_to_recordset($1::jsonb) k (job text, file text) \
+         ON c.job = k.job AND c.file = k.file WHERE c.state = 'done'",
+        &[Some(&serde_json::Value::Array(keys).to_string())],
+    )?;
+    let mut samples = HashSet::new();
+    for row in rows {
+        match row[0].as_deref().and_then(crate::samples::from_text) {
+            Some(some) => samples.extend(some),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(samples))
+}
+
 /// Whether job `job` finished on inputs of another size or time than
 /// `fingerprint` says.
 pub fn finished_on_other_inputs(session: &PgSession, job: &str, fingerprint: &str) -> Result<bool, Error> {
@@ -1057,6 +1079,8 @@ pub struct ChunkRow<'a> {
     pub byte_len: u64,
     pub first_line: u64,
     pub content_hash: Option<u64>,
+    /// See [`crate::samples`].
+    pub line_samples: &'a [u64],
     pub rows: u64,
     pub rejected: u64,
     pub suppressed: u64,
@@ -1104,6 +1128,13 @@ fn bigint_array<'a>(rows: &[ChunkRow<'a>], element: impl Fn(&ChunkRow<'a>) -> St
     format!("'{{{}}}'::bigint[]", elements.join(","))
 }
 
+/// A text array literal from the rows, one element each (of characters
+/// that need no escape in it, quoted: an element may be empty).
+fn text_array<'a>(rows: &[ChunkRow<'a>], element: impl Fn(&ChunkRow<'a>) -> String) -> String {
+    let elements: Vec<String> = rows.iter().map(|r| format!("\"{}\"", element(r))).collect();
+    format!("'{{{}}}'::text[]", elements.join(","))
+}
+
 /// The rows' `seq` range, which every statement on a batch's rows names:
 /// an index range scan whatever the planner believes of the ledger's size
 /// (a fresh ledger's statistics say "empty", and the planner then reads
@@ -1126,8 +1157,9 @@ fn seq_bounds(rows: &[ChunkRow<'_>]) -> (u64, u64) {
 pub fn done_sql(rows: &[ChunkRow<'_>]) -> String {
     format!(
         "UPDATE sluice.chunks c SET state = 'done', rows_loaded = v.rows, rows_rejected = v.rejected, \
-         rows_suppressed = v.suppressed, rows_skipped = v.skipped, content_hash = v.hash, host = {}, pid = {}, \
-         committed_at = now() FROM unnest({}, {}, {}, {}, {}, {}) v (seq, rows, rejected, suppressed, skipped, hash) \
+         rows_suppressed = v.suppressed, rows_skipped = v.skipped, content_hash = v.hash, \
+         line_samples = v.samples, host = {}, pid = {}, committed_at = now() \
+         FROM unnest({}, {}, {}, {}, {}, {}, {}) v (seq, rows, rejected, suppressed, skipped, hash, samples) \
          WHERE c.job = {} AND c.seq = v.seq AND c.seq {} AND c.state <> 'done' RETURNING c.seq",
         quote_literal(host_name()),
         std::process::id(),
@@ -1137,6 +1169,7 @@ pub fn done_sql(rows: &[ChunkRow<'_>]) -> String {
         bigint_array(rows, |r| r.suppressed.to_string()),
         bigint_array(rows, |r| r.skipped.to_string()),
         bigint_array(rows, ChunkRow::hash_element),
+        text_array(rows, |r| samples::to_text(r.line_samples)),
         quote_literal(rows.first().map_or("", |r| r.job)),
         seq_range(rows),
     )
@@ -1144,7 +1177,8 @@ pub fn done_sql(rows: &[ChunkRow<'_>]) -> String {
 
 /// Adds the rows of claimed chunks the ledger did not list, `done`.
 pub const COPY_DONE: &str = "COPY sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, content_hash, \
-     state, rows_loaded, rows_rejected, rows_suppressed, rows_skipped, host, pid, committed_at) FROM STDIN";
+     state, rows_loaded, rows_rejected, rows_suppressed, rows_skipped, host, pid, committed_at, line_samples) \
+     FROM STDIN";
 
 /// The rows as [`COPY_DONE`] takes them, committed `at`.
 pub fn done_copy_text(rows: &[ChunkRow<'_>], at: &str) -> Vec<u8> {
@@ -1153,7 +1187,7 @@ pub fn done_copy_text(rows: &[ChunkRow<'_>], at: &str) -> Vec<u8> {
     for r in rows {
         let hash = r.content_hash.map_or("\\N".to_string(), |h| (h as i64).to_string());
         out.push_str(&format!(
-            "{}\t{}\t{}\t{}\t{}\t{}\t{hash}\tdone\t{}\t{}\t{}\t{}\t{host}\t{pid}\t{at}\n",
+            "{}\t{}\t{}\t{}\t{}\t{}\t{hash}\tdone\t{}\t{}\t{}\t{}\t{host}\t{pid}\t{at}\t{}\n",
             copy_text_value(r.job),
             r.seq,
             copy_text_value(r.file),
@@ -1164,6 +1198,7 @@ pub fn done_copy_text(rows: &[ChunkRow<'_>], at: &str) -> Vec<u8> {
             r.rejected,
             r.suppressed,
             r.skipped,
+            samples::to_text(r.line_samples),
         ));
     }
     out.into_bytes()
@@ -1490,17 +1525,22 @@ mod tests {
             byte_len: 9,
             first_line: 1,
             content_hash: Some(u64::MAX),
+            line_samples: &[1, u64::MAX],
             rows: 2,
             rejected: 1,
             suppressed: 4,
             skipped: 5,
         };
-        let next = ChunkRow { seq: 4, file: "b'\\\"\t{}.csv", content_hash: None, ..row };
+        let next = ChunkRow { seq: 4, file: "b'\\\"\t{}.csv", content_hash: None, line_samples: &[], ..row };
         let rows = [row, next];
         let copy = String::from_utf8(done_copy_text(&rows, "2026-11-22 10:00:00+00")).unwrap();
         let (host, pid) = (host_name(), std::process::id());
-        let end = format!("\tdone\t2\t1\t4\t5\t{host}\t{pid}\t2026-11-22 10:00:00+00\n");
-        assert_eq!(copy, format!("j'1\t3\ta.csv\t0\t9\t1\t-1{end}j'1\t4\tb'\\\\\"\\t{{}}.csv\t0\t9\t1\t\\N{end}"));
+        let end = format!("\tdone\t2\t1\t4\t5\t{host}\t{pid}\t2026-11-22 10:00:00+00\t");
+        let samples = "0000000000000001ffffffffffffffff";
+        assert_eq!(
+            copy,
+            format!("j'1\t3\ta.csv\t0\t9\t1\t-1{end}{samples}\nj'1\t4\tb'\\\\\"\\t{{}}.csv\t0\t9\t1\t\\N{end}\n")
+        );
         assert_eq!(
             listed_sql(&rows),
             "SELECT seq, state FROM sluice.chunks WHERE job = E'j''1' AND seq BETWEEN 3 AND 4"
@@ -1511,7 +1551,9 @@ mod tests {
             "SELECT seq, state FROM sluice.chunks WHERE job = E'j''1' AND seq BETWEEN 3 AND 9 AND seq = ANY('{3,9}'::bigint[])"
         );
         let done = done_sql(&rows);
-        assert!(done.contains("FROM unnest('{3,4}'::bigint[], '{2,2}'::bigint[], '{1,1}'::bigint[], '{4,4}'::bigint[], '{5,5}'::bigint[], '{-1,NULL}'::bigint[]) v "), "{done}");
+        let arrays = "'{3,4}'::bigint[], '{2,2}'::bigint[], '{1,1}'::bigint[], '{4,4}'::bigint[], '{5,5}'::bigint[]";
+        let unnest = format!("FROM unnest({arrays}, '{{-1,NULL}}'::bigint[], '{{\"{samples}\",\"\"}}'::text[]) v ");
+        assert!(done.contains(&unnest), "{done}");
         assert!(done.ends_with("WHERE c.job = E'j''1' AND c.seq = v.seq AND c.seq BETWEEN 3 AND 4 AND c.state <> 'done' RETURNING c.seq"), "{done}");
     }
 

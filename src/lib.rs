@@ -24,6 +24,7 @@ pub mod progress;
 pub mod redact;
 pub mod rejects;
 pub mod report;
+pub mod samples;
 pub mod sink;
 pub mod source;
 pub mod sql;

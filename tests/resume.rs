@@ -2085,6 +2085,96 @@ fn a_rotated_log_loads_each_row_once_under_its_new_names() {
     assert_eq!(rows_and_ids(&db, "q"), "160 160");
 }
 
+/// A file written anew each night under one name (`daily.csv`), loaded by
+/// the same command each night: the file of the second night was refused
+/// as the first job's changed input (`pass --restart`), every night. Other
+/// data from its first bytes on now loads as a job of its own, named after
+/// the one before; a night's load cut short resumes as that job (no row
+/// twice). An export that begins with what was loaded and then differs is
+/// refused as before; the same data again is found loaded.
+#[test]
+fn a_file_written_anew_each_night_loads_as_a_job_of_its_own() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text)");
+    let rows = id_name_lines;
+    let daily = db.file("daily.csv", &rows(0, 300));
+    let path = daily.to_str().unwrap();
+    let args = [path, "--table", "t", "--chunk-size", "1KiB", "--workers", "1"];
+    db.load(&args).assert_ok();
+    std::fs::write(&daily, rows(300, 700)).unwrap();
+    let second = db.load(&args);
+    second.assert_ok();
+    let said = format!("loading {path} whole, as a job of its own: its first bytes are not those job t-");
+    assert!(second.stderr.contains(&said) && second.stderr.contains("(300 rows, finished at "), "{}", second.stderr);
+    assert!(second.stderr.contains("--truncate loads it in their place"), "{}", second.stderr);
+    assert_eq!(rows_and_ids(&db, "t"), "700 700");
+    // The third night's load is cut short, as a crash leaves it: its last
+    // chunks lost. The same command resumes it.
+    std::fs::write(&daily, rows(700, 1200)).unwrap();
+    db.load(&args).assert_ok();
+    let third = "(SELECT job FROM sluice.jobs ORDER BY created_at DESC LIMIT 1)";
+    let lost = format!("(SELECT min(first_line) FROM sluice.chunks WHERE job = {third} AND seq >= 2)");
+    db.execute(&format!("DELETE FROM t WHERE id >= 700 + {lost} - 1"));
+    db.execute(&format!(
+        "UPDATE sluice.chunks SET state = 'pending' WHERE job = {third} AND seq >= 2; \
+         UPDATE sluice.jobs SET finished_at = NULL WHERE job = {third}"
+    ));
+    assert!(db.count("t") < 1150, "{} rows kept", db.count("t"));
+    let resumed = db.load(&args);
+    resumed.assert_ok();
+    assert!(resumed.stderr.contains("chunks committed by earlier runs"), "{}", resumed.stderr);
+    assert_eq!(rows_and_ids(&db, "t"), "1200 1200");
+    let nothing = db.load(&args);
+    assert!(nothing.stderr.contains("nothing to do: left out"), "{}", nothing.stderr);
+    // The first night's file again: its rows are there.
+    std::fs::write(&daily, rows(0, 300)).unwrap();
+    db.load(&args).assert_ok();
+    assert_eq!(rows_and_ids(&db, "t"), "1200 1200");
+    // An export written anew with the rows loaded before, its first row
+    // changed and rows added: refused, with the ways to load it.
+    let mut changed = b"0,N0\n".to_vec();
+    changed.extend(rows(1, 1000));
+    std::fs::write(&daily, changed).unwrap();
+    let refused = db.load(&args);
+    refused.assert_refused("is one of theirs (an export written anew, with rows changed or added before it?)");
+    assert!(refused.stderr.contains("Pass --truncate"), "{}", refused.stderr);
+    assert_eq!(rows_and_ids(&db, "t"), "1200 1200");
+    db.load(&[&args[..], &["--on-conflict-do-nothing"]].concat()).assert_ok();
+    assert_eq!(db.count("t"), 1200 + 1000, "the table has no key: every record loads");
+    // A log rotated by a command that names it alone (no glob): the new
+    // file loads whole, and later lines from where it ended.
+    db.execute("CREATE TABLE a (id int, name text)");
+    let log = db.file("logs/app.log", &rows(0, 100));
+    let args = [log.to_str().unwrap(), "--table", "a", "--format", "csv"];
+    db.load(&args).assert_ok();
+    std::fs::rename(&log, log.with_file_name("app.log.1")).unwrap();
+    std::fs::write(&log, rows(100, 150)).unwrap();
+    db.load(&args).assert_ok();
+    append_to(&log, &rows(150, 160));
+    let appended = db.load(&args);
+    assert!(appended.stderr.contains("from line 51 (byte "), "{}", appended.stderr);
+    assert_eq!(rows_and_ids(&db, "a"), "160 160");
+    // Each night's rows, some loaded the night before, skipped by key; and
+    // into a table emptied by hand before each load: no advice to replace.
+    db.execute("CREATE TABLE k (id int PRIMARY KEY, name text); CREATE TABLE e (id int, name text)");
+    let nightly = db.file("k.csv", &rows(0, 100));
+    let k = [nightly.to_str().unwrap(), "--table", "k", "--on-conflict-do-nothing"];
+    let e = [nightly.to_str().unwrap(), "--table", "e"];
+    db.load(&k).assert_ok();
+    db.load(&e).assert_ok();
+    std::fs::write(&nightly, rows(50, 200)).unwrap();
+    let skipping = db.load(&k);
+    skipping.assert_ok();
+    assert!(skipping.stderr.contains("as a job of its own"), "{}", skipping.stderr);
+    assert!(!skipping.stderr.contains("--truncate"), "{}", skipping.stderr);
+    assert_eq!(rows_and_ids(&db, "k"), "200 200");
+    db.execute("TRUNCATE e");
+    let emptied = db.load(&e);
+    emptied.assert_ok();
+    assert!(emptied.stderr.contains("as a job of its own") && !emptied.stderr.contains("--truncate"));
+    assert_eq!(rows_and_ids(&db, "e"), "150 150");
+}
+
 /// `bytes` gzipped, as one member.
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());

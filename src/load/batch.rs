@@ -107,6 +107,7 @@ mod tests {
             data: None,
             original: None,
             content_hash: None,
+            line_samples: Vec::new(),
             runaway: None,
             line_end: LineEnd::Lf,
             unterminated: false,

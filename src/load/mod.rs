@@ -1052,6 +1052,9 @@ fn inputs_to_load(
     let found = loaded_before::find(control, (req, job, progress), table, &as_chunked(sources, format, req))?;
     let mut said = loaded_before::said(&found.left_out, sources, table);
     said.extend(found.grown.iter().map(|(before, start)| loaded_before::grown_said(before, *start, sources, table)));
+    said.extend(
+        found.replaced.iter().map(|r| loaded_before::replaced_said(&r.before, sources, table, found.none_twice)),
+    );
     let left_out: HashSet<usize> = found.left_out.iter().map(|l| l.input).collect();
     let start_of = |i: usize| found.grown.iter().find(|(before, _)| before.input == i).map(|(_, start)| *start);
     let kept: Vec<Source> = (sources.iter().enumerate())
@@ -1076,14 +1079,16 @@ fn inputs_to_load(
             goes_on_from = None;
             Some(inputs)
         }
-        None if found.left_out.is_empty() && found.grown.is_empty() => None,
+        None if found.left_out.is_empty() && found.grown.is_empty() && found.replaced.is_empty() => None,
         None => Some(named_after_a_finished_job(control, req, (table, format, shape), kept)?),
     };
     Ok(Inputs { kept, said, goes_on_from })
 }
 
-/// `kept`, some of the command's inputs, named after the job they would
-/// name when it finished on other inputs: a glob `app.log*` run after a
+/// `kept`, some of the command's inputs (or all, written anew since its
+/// job loaded them: a file of each night's rows under one name), named
+/// after the job they would name when it finished on other inputs, or
+/// after the one named after it, and so on: a glob `app.log*` run after a
 /// rotation left out `app.log.1`, and loaded the new `app.log` as the job
 /// that had loaded the old one, which refused it as changed (`pass
 /// --restart`), at each run. So was a log loaded hourly from where its
@@ -1094,14 +1099,20 @@ fn named_after_a_finished_job(
     control: &PgSession,
     req: &LoadRequest,
     (table, format, shape): (&TableInfo, &FormatOptions, Option<RecordShape>),
-    kept: Vec<Source>,
+    mut kept: Vec<Source>,
 ) -> Result<Vec<Source>, Error> {
-    let named = job::name(req, table, format, &kept);
-    let (_, fingerprint) = job::chunking_and_fingerprint(req, table, format, &kept, shape);
-    match crate::ledger::finished_on_other_inputs(control, &named, &fingerprint)? {
-        true => Ok(kept.into_iter().map(|s| s.after_job(&named)).collect()),
-        false => Ok(kept),
+    // One step a file written anew: the job named after the one that
+    // loaded the first has finished on the second when the third comes. A
+    // job named with --job keeps its name.
+    while req.job.is_none() {
+        let named = job::name(req, table, format, &kept);
+        let (_, fingerprint) = job::chunking_and_fingerprint(req, table, format, &kept, shape);
+        if !crate::ledger::finished_on_other_inputs(control, &named, &fingerprint)? {
+            break;
+        }
+        kept = kept.into_iter().map(|s| s.after_job(&named)).collect();
     }
+    Ok(kept)
 }
 
 /// The inputs a run loads, and why (see [`inputs_to_load`]).

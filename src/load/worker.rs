@@ -956,7 +956,7 @@ fn chunk_of_line(chunks: &[&Chunk], server_line: u64) -> Option<usize> {
 }
 
 /// The chunk's ledger row, with its counts once it is `done`.
-fn ledger_row<'a>(shared: &'a Shared, chunk: &Chunk, done: Option<&Isolated>) -> ChunkRow<'a> {
+fn ledger_row<'a>(shared: &'a Shared, chunk: &'a Chunk, done: Option<&Isolated>) -> ChunkRow<'a> {
     ChunkRow {
         job: &shared.job,
         seq: chunk.seq,
@@ -965,6 +965,7 @@ fn ledger_row<'a>(shared: &'a Shared, chunk: &Chunk, done: Option<&Isolated>) ->
         byte_len: chunk.loc.byte_len,
         first_line: chunk.loc.first_line,
         content_hash: chunk.content_hash,
+        line_samples: &chunk.line_samples,
         rows: done.map_or(0, |d| d.rows),
         rejected: done.map_or(0, |d| d.rejects.len() as u64),
         suppressed: done.map_or(0, |d| d.suppressed),
