@@ -53,10 +53,13 @@ pub enum Error {
     /// `--retry-timeout` (see [`Error::may_pass`]).
     #[error("{0}")]
     Transient(String),
+    /// `went_on`: what the jobs that loaded its files from where it ended
+    /// added (see `load::loaded_before::went_on_after`), said after its rows.
     #[error(
-        "job {job} already finished at {finished_at} ({rows} rows); nothing to do. Pass --restart to load it again"
+        "job {job} already finished at {finished_at} ({}{went_on}); nothing to do. Pass --restart to load it again",
+        count_of(*rows, "row")
     )]
-    AlreadyLoaded { job: String, rows: u64, finished_at: String },
+    AlreadyLoaded { job: String, rows: u64, finished_at: String, went_on: String },
     /// Earlier jobs loaded every input in full (see `load::loaded_before`).
     #[error("nothing to do: {0}")]
     NothingNew(String),

@@ -352,8 +352,9 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
         ],
     )?;
     let found = session.query(
-        "SELECT fingerprint, target_table, coalesce(finished_at::text, ''), steps_done, coalesce(chunking, ''), \
-         coalesce(table_oid::text, ''), coalesce(command, ''), coalesce(emptied_at > finished_at, false) \
+        "SELECT fingerprint, target_table, coalesce(date_trunc('second', finished_at)::text, ''), steps_done, \
+         coalesce(chunking, ''), coalesce(table_oid::text, ''), coalesce(command, ''), \
+         coalesce(emptied_at > finished_at, false) \
          FROM sluice.jobs WHERE job = $1 FOR UPDATE",
         &[Some(job)],
     )?;

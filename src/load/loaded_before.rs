@@ -664,6 +664,34 @@ pub fn replaced_said(before: &LoadedBefore, sources: &[Source], table: &TableInf
     )
 }
 
+/// What the jobs that loaded the files of finished job `job` from where it
+/// ended (a log written on, loaded by the same command each hour) added to
+/// its rows: `, and 200 more by 1 job that went on from where it ended`,
+/// or nothing. Its own count alone said 1,000 rows of a file whose 1,200
+/// were loaded.
+pub fn went_on_after(control: &PgSession, table: &TableInfo, job: &str, sources: &[Source]) -> Result<String, Error> {
+    let names: Vec<&str> =
+        sources.iter().filter(|s| s.can_be_read_again()).flat_map(|s| [&*s.name, &*s.canonical]).collect();
+    if names.is_empty() {
+        return Ok(String::new());
+    }
+    // No job is named "": the chunks of every finished job.
+    let chunks = chunks_loaded_by_finished_jobs(control, (&table.display(), table.oid), ("", None), &names)?;
+    let (mut rows, mut jobs) = (0, HashSet::new());
+    for reading in readings(by_job(chunks.iter())).iter().filter(|r| r[0].job == job) {
+        for chunk in reading.iter().filter(|c| c.job != job) {
+            rows += chunk.rows;
+            jobs.insert(chunk.job.as_str());
+        }
+    }
+    Ok(match jobs.len() {
+        0 => String::new(),
+        n => {
+            format!(", and {} more by {} that went on from where it ended", thousands(rows), count_of(n as u64, "job"))
+        }
+    })
+}
+
 /// What the summary says of the inputs left out, one sentence a job.
 pub fn said(found: &[LoadedBefore], sources: &[Source], table: &TableInfo) -> Vec<String> {
     let mut jobs: Vec<(&str, Vec<&LoadedBefore>)> = Vec::new();

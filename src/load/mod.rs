@@ -1443,7 +1443,10 @@ fn open_job(
         // told by reading it: such a finished job is resumed, and its chunks
         // are checked against the ledger as they are cut.
         Opened::Finished { .. } if any_read_once(sources) => (ledger::done_chunks(control, &job)?, false),
-        Opened::Finished { rows, finished_at } => return Err(Error::AlreadyLoaded { job, rows, finished_at }.into()),
+        Opened::Finished { rows, finished_at } => {
+            let went_on = loaded_before::went_on_after(control, table, &job, sources)?;
+            return Err(Error::AlreadyLoaded { job, rows, finished_at, went_on }.into());
+        }
     };
     Ok(OpenedJob { job, done, defer_plan, steps, fingerprint, inputs_changed, others, started_over })
 }
