@@ -2086,6 +2086,34 @@ fn a_rotated_log_loads_each_row_once_under_its_new_names() {
     append_to(&log, &rows(150, 160));
     db.load(&args).assert_ok();
     assert_eq!(rows_and_ids(&db, "q"), "160 160");
+    // A job stopped before the rotation (as a crash leaves it: its chunks
+    // from the fourth on not committed): refused, with how to resume it,
+    // which loads each row once.
+    db.execute("CREATE TABLE s (id int, name text)");
+    let log = db.file("stopped/s.log", &rows(0, 3000));
+    let glob = log.parent().unwrap().join("s.log*");
+    let args = [glob.to_str().unwrap(), "--table", "s", "--format", "csv", "--chunk-size", "1KiB", "--workers", "1"];
+    db.load(&args).assert_ok();
+    let job = "(SELECT job FROM sluice.jobs ORDER BY created_at DESC LIMIT 1)";
+    let lost = format!("(SELECT first_line - 1 FROM sluice.chunks WHERE job = {job} AND seq = 3)");
+    db.execute(&format!("DELETE FROM s WHERE id >= {lost}"));
+    db.execute(&format!(
+        "UPDATE sluice.chunks SET state = 'pending' WHERE job = {job} AND seq >= 3; \
+         UPDATE sluice.jobs SET finished_at = NULL WHERE job = {job}"
+    ));
+    let rotated = log.with_file_name("s.log.1");
+    std::fs::rename(&log, &rotated).unwrap();
+    std::fs::write(&log, rows(3000, 3010)).unwrap();
+    let said = format!("That job read this file as {} (renamed since?): resume it with the file", log.display());
+    db.load(&args).assert_refused(&said);
+    let aside = log.with_file_name("aside");
+    std::fs::rename(&log, &aside).unwrap();
+    std::fs::rename(&rotated, &log).unwrap();
+    db.load(&args).assert_ok();
+    std::fs::rename(&log, &rotated).unwrap();
+    std::fs::rename(&aside, &log).unwrap();
+    db.load(&args).assert_ok();
+    assert_eq!(rows_and_ids(&db, "s"), "3010 3010");
 }
 
 /// A file written anew each night under one name (`daily.csv`), loaded by

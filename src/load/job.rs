@@ -288,6 +288,17 @@ pub fn refuse_the_data_of_an_unfinished_job(
         for source in sources.iter().filter(|s| s.can_be_read_again()) {
             if holds_the_chunk_of(source, other)? {
                 let resume = match &other.command {
+                    // Renamed since (a log rotated): the command that began
+                    // the job finds other files under its names now.
+                    command if !source.goes_by(&other.file) => {
+                        let command = command.as_ref().map(|c| format!(" ({c})")).unwrap_or_default();
+                        format!(
+                            "That job read this file as {} (renamed since?): resume it with the file under that \
+                             name again (any file of that name now set aside meanwhile) by the command that began \
+                             it{command}; then, with the names as they are now, the same command loads the rest",
+                            other.file
+                        )
+                    }
                     Some(command) if req.command.as_ref() == Some(command) => {
                         this_command_finds_other_inputs(control, &other.job, sources)?
                     }
