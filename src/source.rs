@@ -278,6 +278,14 @@ impl Source {
         Source { start: Some(start), ..self }.sized()
     }
 
+    /// This file, read where it is, under the name it had when a job began
+    /// (`file`, as given then: in this file's folder): renamed since.
+    pub fn named_as(self, file: &str) -> Source {
+        let then = Path::new(file).file_name().map(|n| Path::new(&*self.canonical).with_file_name(n));
+        let canonical = then.map_or_else(|| file.into(), |p| p.to_string_lossy().into());
+        Source { name: file.into(), canonical, ..self }
+    }
+
     /// This input, loaded as a job named after `job` (see [`Self::after_job`]).
     pub fn after_job(self, job: &str) -> Source {
         Source { after_job: Some(job.into()), ..self }

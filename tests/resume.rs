@@ -2087,33 +2087,43 @@ fn a_rotated_log_loads_each_row_once_under_its_new_names() {
     db.load(&args).assert_ok();
     assert_eq!(rows_and_ids(&db, "q"), "160 160");
     // A job stopped before the rotation (as a crash leaves it: its chunks
-    // from the fourth on not committed): refused, with how to resume it,
-    // which loads each row once.
+    // from the fourth on not committed). Another command is refused, with
+    // how to resume it; the command that began it resumes it alone, on the
+    // renamed file, and then loads the new one: each row once.
     db.execute("CREATE TABLE s (id int, name text)");
     let log = db.file("stopped/s.log", &rows(0, 3000));
     let glob = log.parent().unwrap().join("s.log*");
     let args = [glob.to_str().unwrap(), "--table", "s", "--format", "csv", "--chunk-size", "1KiB", "--workers", "1"];
+    db.load(&[&args[..5], &["--chunk-size", "2KiB"]].concat()).assert_ok();
+    append_to(&log, &rows(3000, 6000));
     db.load(&args).assert_ok();
     let job = "(SELECT job FROM sluice.jobs ORDER BY created_at DESC LIMIT 1)";
     let lost = format!("(SELECT first_line - 1 FROM sluice.chunks WHERE job = {job} AND seq = 3)");
     db.execute(&format!("DELETE FROM s WHERE id >= {lost}"));
     db.execute(&format!(
-        "UPDATE sluice.chunks SET state = 'pending' WHERE job = {job} AND seq >= 3; \
+        "DELETE FROM sluice.chunks WHERE job = {job} AND seq >= 3; \
          UPDATE sluice.jobs SET finished_at = NULL WHERE job = {job}"
     ));
     let rotated = log.with_file_name("s.log.1");
     std::fs::rename(&log, &rotated).unwrap();
-    std::fs::write(&log, rows(3000, 3010)).unwrap();
-    let said = format!("That job read this file as {} (renamed since?): resume it with the file", log.display());
-    db.load(&args).assert_refused(&said);
-    let aside = log.with_file_name("aside");
-    std::fs::rename(&log, &aside).unwrap();
-    std::fs::rename(&rotated, &log).unwrap();
+    std::fs::write(&log, rows(6000, 6010)).unwrap();
+    let said = format!("That job read this file as {} (renamed since?): the command that began it (", log.display());
+    db.load(&[&args[..], &["--max-record-size", "1MiB"]].concat()).assert_refused(&said);
+    let resumed = db.load(&args);
+    resumed.assert_ok();
+    let said = format!(
+        "which has not finished: it loads {} (renamed since) as {}, the name",
+        rotated.display(),
+        log.display()
+    );
+    assert!(resumed.stderr.contains(&said), "{}", resumed.stderr);
+    assert!(resumed.stderr.contains(&format!("; {} loads when this command runs again", log.display())));
     db.load(&args).assert_ok();
-    std::fs::rename(&log, &rotated).unwrap();
-    std::fs::rename(&aside, &log).unwrap();
-    db.load(&args).assert_ok();
-    assert_eq!(rows_and_ids(&db, "s"), "3010 3010");
+    assert_eq!(rows_and_ids(&db, "s"), "6010 6010");
+    let under_new_name = format!("SELECT count(*) FROM sluice.chunks WHERE file = '{}'", rotated.display());
+    assert_eq!(db.scalar(&under_new_name), "0", "the resumed job's chunks keep the name it began with");
+    let nothing = db.load(&args);
+    assert!(nothing.stderr.contains("nothing to do"), "{}", nothing.stderr);
 }
 
 /// A file written anew each night under one name (`daily.csv`), loaded by

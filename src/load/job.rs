@@ -293,9 +293,9 @@ pub fn refuse_the_data_of_an_unfinished_job(
                     command if !source.goes_by(&other.file) => {
                         let command = command.as_ref().map(|c| format!(" ({c})")).unwrap_or_default();
                         format!(
-                            "That job read this file as {} (renamed since?): resume it with the file under that \
-                             name again (any file of that name now set aside meanwhile) by the command that began \
-                             it{command}; then, with the names as they are now, the same command loads the rest",
+                            "That job read this file as {} (renamed since?): the command that began it{command} \
+                             resumes it (a job of several files, with this file under that name again, any file of \
+                             that name set aside meanwhile); then the same command loads the rest",
                             other.file
                         )
                     }
@@ -363,6 +363,55 @@ pub fn unfinished_job_to_resume_first(
                 names_listed(inputs.iter().map(|s| &*s.name)),
                 names_listed(came_after.iter().copied()),
                 if came_after.len() == 1 { "loads" } else { "load" },
+            );
+            return Ok(Some((inputs, said)));
+        }
+    }
+    Ok(None)
+}
+
+/// An unfinished job into the table that loaded one file, which one of the
+/// command's inputs is under another name now: a log loaded by `app.log*`,
+/// the load killed, and the log rotated before the next run (`app.log`
+/// renamed `app.log.1`). The job was refused, since the renamed file holds
+/// what it committed, and it would resume only by its command finding the
+/// file under its old name again. Now it resumes alone on that input,
+/// recorded under the name it began with (so the jobs that go on from
+/// where it ends find it), and the command's other inputs wait for the
+/// next run. Told by its name: the input under that name, loaded from
+/// where it begins now, names that job; and by its first chunk with rows,
+/// found in the input at its place. Not for `--job`, `--restart` or
+/// `--truncate`.
+pub fn renamed_job_to_resume_first(
+    control: &PgSession,
+    req: &LoadRequest,
+    (table, format): (&TableInfo, &FormatOptions),
+    sources: &[Source],
+) -> Result<Option<(Vec<Source>, String)>, Error> {
+    if req.job.is_some() || req.restart || req.truncate {
+        return Ok(None);
+    }
+    let named = name(req, table, format, sources);
+    for other in crate::ledger::unfinished_jobs_into(control, &table.display(), table.oid, &named)? {
+        for source in sources.iter().filter(|s| s.can_be_read_again() && !s.goes_by(&other.file)) {
+            let as_then = source.clone().named_as(&other.file);
+            let inputs = vec![as_then];
+            if name(req, table, format, &inputs) != other.job || !holds_the_chunk_of(&inputs[0], &other)? {
+                continue;
+            }
+            let others: Vec<&str> = sources.iter().filter(|s| s.name != source.name).map(|s| &*s.name).collect();
+            let rest = match others.len() {
+                0 => String::new(),
+                n => format!(
+                    "; {} {} when this command runs again",
+                    names_listed(others.into_iter()),
+                    if n == 1 { "loads" } else { "load" }
+                ),
+            };
+            let said = format!(
+                "resuming job {} first, which has not finished: it loads {} (renamed since) as {}, the name it \
+                 began with, which its chunks and rejects keep{rest}",
+                other.job, source.name, other.file
             );
             return Ok(Some((inputs, said)));
         }

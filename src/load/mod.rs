@@ -1071,7 +1071,10 @@ fn inputs_to_load(
         }
         return Err(Error::NothingNew(said.join("; ")));
     }
-    let first = job::unfinished_job_to_resume_first(control, req, (table, format), &kept)?;
+    let first = match job::unfinished_job_to_resume_first(control, req, (table, format), &kept)? {
+        None => job::renamed_job_to_resume_first(control, req, (table, format), &kept)?,
+        first => first,
+    };
     let kept = match first {
         Some((inputs, resuming)) => {
             said.push(resuming);
