@@ -54,11 +54,10 @@ use std::io::{self, Read};
 
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::samples::LineSampler;
-
 use crate::error::Position;
 use crate::format::scan::{line_end_of, FieldCounter, LineEnd, RecordShape, Walked};
 use crate::format::{Dialect, RecordScanner, Step};
+use crate::samples::LineSampler;
 use crate::source::{RawCounter, Start};
 
 /// Where a chunk lies in its input. It travels with the chunk and appears in

@@ -278,12 +278,22 @@ impl Source {
         Source { start: Some(start), ..self }.sized()
     }
 
-    /// This file, read where it is, under the name it had when a job began
-    /// (`file`, as given then: in this file's folder): renamed since.
-    pub fn named_as(self, file: &str) -> Source {
-        let then = Path::new(file).file_name().map(|n| Path::new(&*self.canonical).with_file_name(n));
-        let canonical = then.map_or_else(|| file.into(), |p| p.to_string_lossy().into());
-        Source { name: file.into(), canonical, ..self }
+    /// This file, read where it is, under the name `file` it had when a job
+    /// began (as given then), which led to `canonical`: renamed since.
+    pub fn named_as(self, file: &str, canonical: &str) -> Source {
+        Source { name: file.into(), canonical: canonical.into(), ..self }
+    }
+
+    /// The paths `file`, a name this file had as given to an earlier run,
+    /// may have led to: the same name in this file's folder (renamed
+    /// there, as logrotate does), and the name itself from the folder this
+    /// run began in (an absolute one, or a run from the same folder).
+    pub fn paths_it_had(&self, file: &str) -> Vec<String> {
+        let in_its_folder = Path::new(file).file_name().map(|n| Path::new(&*self.canonical).with_file_name(n));
+        let from_here = std::env::current_dir().ok().map(|here| here.join(file));
+        let mut paths: Vec<String> = [in_its_folder, from_here].into_iter().flatten().map(|p| resolved(&p)).collect();
+        paths.dedup();
+        paths
     }
 
     /// This input, loaded as a job named after `job` (see [`Self::after_job`]).
@@ -801,6 +811,16 @@ fn streamed_source(name: &str, path: Option<&Path>, mut reader: Box<dyn Read + S
         ends_at: None,
         after_job: None,
     })
+}
+
+/// `path` with its folder resolved, as inputs are named
+/// ([`ResolvedFolders`]), where the folder is there; else as it is.
+fn resolved(path: &Path) -> String {
+    let folder = path.parent().and_then(|parent| std::fs::canonicalize(parent).ok());
+    match (folder, path.file_name()) {
+        (Some(folder), Some(name)) => folder.join(name).display().to_string(),
+        _ => path.display().to_string(),
+    }
 }
 
 fn canonical_name(path: &Path, name: &str) -> Arc<str> {

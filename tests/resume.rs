@@ -894,10 +894,13 @@ fn a_load_refused_before_its_copy_names_what_stays_dropped() {
 }
 
 /// A load cut short, then run again by a command that differs (another
-/// chunk size; the file moved or compressed) is another job, which would
-/// load again the rows the first one committed. It is refused before
-/// anything loads, naming the unfinished job; `--job` loads it anyway, and
-/// the first command resumes its job.
+/// chunk size) is another job, which would load again the rows the first
+/// one committed. It is refused before anything loads, naming the
+/// unfinished job and the command that resumes it. That command resumes
+/// its job also on the file moved to another folder since (it was refused
+/// as another job): under the name the job began with, each row once;
+/// `--load-again` loads every row a second time. (A file renamed in its
+/// folder: see `a_rotated_log_loads_each_row_once_under_its_new_names`.)
 #[test]
 fn the_data_of_an_unfinished_job_is_refused_under_another_command() {
     let db = TestDb::new();
@@ -912,22 +915,13 @@ fn the_data_of_an_unfinished_job_is_refused_under_another_command() {
     load(&args(path, "1KiB")).assert_ok();
     // Cut short, as a crash leaves it: chunk 10 on lost.
     db.execute("DELETE FROM t WHERE id >= (SELECT first_line - 1 FROM sluice.chunks WHERE seq = 10)");
-    db.execute("UPDATE sluice.chunks SET state = 'pending', rows_loaded = 0 WHERE seq >= 10");
-    db.execute("UPDATE sluice.jobs SET finished_at = NULL");
+    db.execute("DELETE FROM sluice.chunks WHERE seq >= 10; UPDATE sluice.jobs SET finished_at = NULL");
     let kept = db.count("t");
     assert!((500..1000).contains(&kept), "{kept}");
-    let moved = db.dir.path().join("moved.tsv");
-    std::fs::rename(&file, &moved).unwrap();
-    let gz = db.file("t.tsv.gz", &crate::util::gzip(&data));
-    for again in [args(&moved.to_string_lossy(), "1KiB"), args(&gz.to_string_lossy(), "1KiB")] {
-        let refused = load(&again);
-        assert_eq!(refused.code, 2, "{again:?}: {}", refused.stderr);
-        assert!(refused.stderr.contains(": job t-") && refused.stderr.contains("is unfinished"), "{}", refused.stderr);
-        assert!(refused.stderr.contains("would load those rows again"), "{}", refused.stderr);
-    }
-    std::fs::rename(&moved, &file).unwrap();
     let refused = load(&args(path, "2KiB"));
     assert_eq!(refused.code, 2, "another chunk size: {}", refused.stderr);
+    assert!(refused.stderr.contains(": job t-") && refused.stderr.contains("is unfinished"), "{}", refused.stderr);
+    assert!(refused.stderr.contains("would load those rows again"), "{}", refused.stderr);
     // It names the command that resumes the job: the first one, in its
     // directory, without the connection.
     let resume = "Resume that job with the command that began it (cd ";
@@ -937,14 +931,29 @@ fn the_data_of_an_unfinished_job_is_refused_under_another_command() {
     assert!(!refused.stderr.contains(&db.conninfo()) && !refused.stderr.contains("--db"), "{}", refused.stderr);
     let status = crate::util::sluice(&["status", "--db", &db.conninfo()]);
     assert!(status.stdout.contains("  resume with: cd "), "{}", status.stdout);
-    assert_eq!(db.count("t"), kept, "nothing loaded by the refused runs");
-    // Named a job of its own: loaded, twice over as asked.
-    let own = [&args(path, "2KiB")[..], &["--job".to_string(), "again".to_string()]].concat();
+    assert_eq!(db.count("t"), kept, "nothing loaded by the refused run");
+    // Compressed since: refused, with how to resume.
+    let gz = db.file("t.tsv.gz", &crate::util::gzip(&data));
+    std::fs::remove_file(&file).unwrap();
+    let refused = load(&args(gz.to_str().unwrap(), "1KiB"));
+    let said = format!("That job read this file as {path} (renamed, moved or compressed since?): put it back as");
+    refused.assert_refused(&said);
+    assert_eq!(db.count("t"), kept, "nothing loaded by the refused run");
+    std::fs::remove_file(&gz).unwrap();
+    std::fs::write(&file, &data).unwrap();
+    // Moved to another folder, the first command's options resume its job
+    // and load the rest once.
+    std::fs::create_dir(db.dir.path().join("elsewhere")).unwrap();
+    let moved = db.dir.path().join("elsewhere/t.tsv");
+    std::fs::rename(&file, &moved).unwrap();
+    let resumed = load(&args(moved.to_str().unwrap(), "1KiB"));
+    resumed.assert_ok();
+    let said = format!("it loads {} (renamed since) as {path}, the name it began with", moved.display());
+    assert!(resumed.stderr.contains(&said), "{}", resumed.stderr);
+    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) FROM t"), "3000 3000");
+    // Loaded again, as asked: every row twice.
+    let own = [&args(moved.to_str().unwrap(), "2KiB")[..], &["--load-again".to_string()]].concat();
     load(&own).assert_ok();
-    assert_eq!(db.count("t"), kept + 3000);
-    // The first command resumes its job and loads the rest once.
-    load(&args(path, "1KiB")).assert_ok();
-    assert_eq!(db.count("t"), 6000);
     assert_eq!(db.scalar("SELECT count(*) FROM (SELECT id FROM t GROUP BY id HAVING count(*) = 2) d"), "3000");
 }
 
@@ -2107,7 +2116,8 @@ fn a_rotated_log_loads_each_row_once_under_its_new_names() {
     let rotated = log.with_file_name("s.log.1");
     std::fs::rename(&log, &rotated).unwrap();
     std::fs::write(&log, rows(6000, 6010)).unwrap();
-    let said = format!("That job read this file as {} (renamed since?): the command that began it (", log.display());
+    let said =
+        format!("That job read this file as {} (renamed, moved or compressed since?): put it back", log.display());
     db.load(&[&args[..], &["--max-record-size", "1MiB"]].concat()).assert_refused(&said);
     let resumed = db.load(&args);
     resumed.assert_ok();

@@ -293,9 +293,10 @@ pub fn refuse_the_data_of_an_unfinished_job(
                     command if !source.goes_by(&other.file) => {
                         let command = command.as_ref().map(|c| format!(" ({c})")).unwrap_or_default();
                         format!(
-                            "That job read this file as {} (renamed since?): the command that began it{command} \
-                             resumes it (a job of several files, with this file under that name again, any file of \
-                             that name set aside meanwhile); then the same command loads the rest",
+                            "That job read this file as {} (renamed, moved or compressed since?): put it back as it \
+                             was then (any file now of that name set aside meanwhile), and the command that began \
+                             it{command} resumes it; then, with the files as they are now, the same command loads \
+                             the rest",
                             other.file
                         )
                     }
@@ -379,7 +380,8 @@ pub fn unfinished_job_to_resume_first(
 /// recorded under the name it began with (so the jobs that go on from
 /// where it ends find it), and the command's other inputs wait for the
 /// next run. Told by its name: the input under that name, loaded from
-/// where it begins now, names that job; and by its first chunk with rows,
+/// where it begins now, names that job; by the input's size, no smaller
+/// than the job's one file when it began; and by its first chunk with rows,
 /// found in the input at its place. Not for `--job`, `--restart` or
 /// `--truncate`.
 pub fn renamed_job_to_resume_first(
@@ -394,11 +396,22 @@ pub fn renamed_job_to_resume_first(
     let named = name(req, table, format, sources);
     for other in crate::ledger::unfinished_jobs_into(control, &table.display(), table.oid, &named)? {
         for source in sources.iter().filter(|s| s.can_be_read_again() && !s.goes_by(&other.file)) {
-            let as_then = source.clone().named_as(&other.file);
-            let inputs = vec![as_then];
-            if name(req, table, format, &inputs) != other.job || !holds_the_chunk_of(&inputs[0], &other)? {
+            let as_then =
+                source.paths_it_had(&other.file).into_iter().map(|path| source.clone().named_as(&other.file, &path));
+            let Some(as_then) =
+                as_then.into_iter().find(|s| name(req, table, format, std::slice::from_ref(s)) == other.job)
+            else {
+                continue;
+            };
+            // The bytes it began with, at least: as many chunks of the same
+            // size (auto: a 32nd of them) are cut again, not those of a
+            // file compressed since.
+            let began = crate::ledger::input_sizes_begun_with(control, &other.job)?;
+            let holds_as_many = matches!(began.as_deref(), Some([Some(then)]) if source.ends_at >= Some(*then));
+            if !holds_as_many || !holds_the_chunk_of(&as_then, &other)? {
                 continue;
             }
+            let inputs = vec![as_then];
             let others: Vec<&str> = sources.iter().filter(|s| s.name != source.name).map(|s| &*s.name).collect();
             let rest = match others.len() {
                 0 => String::new(),

@@ -23,7 +23,12 @@
 //! such a file is refused, with how to load the rest alone. So is one that
 //! begins with the first chunk's bytes and then differs (an export written
 //! anew with rows added in the middle). A file whose first chunk differs
-//! is other data, loaded as before.
+//! is other data, loaded as before. So is one of the command's own job
+//! (a file of each night's rows under one name: refused as that job's
+//! changed input, every night), as a job of its own named after it
+//! ([`Found::replaced`]), unless it holds one of the lines sampled from the
+//! chunks loaded from its name (an export written anew with a row changed
+//! in its first chunk: see [`crate::samples`]).
 //!
 //! An input no job loaded under its name, or whose readings by name do not
 //! hold it, is looked for under other names ([`super::renamed`]): a log
@@ -645,9 +650,9 @@ fn held_again(source: &Source, table: &TableInfo, loaded: &LoadedBefore, line: u
 }
 
 /// What the summary says of an input the command's own job loaded other
-/// data from (see [`Found::replaced`]). A file written anew with the rows
-/// loaded before again, in another order, is told apart by no byte: the
-/// way to load it in their place is named.
+/// data from (see [`Found::replaced`]). An export written anew whose
+/// changes took exactly the lines sampled holds the rows loaded before
+/// unseen: the way to load it in their place is named.
 pub fn replaced_said(before: &LoadedBefore, sources: &[Source], table: &TableInfo, none_twice: bool) -> String {
     let instead = match none_twice {
         true => "",
