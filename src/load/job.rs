@@ -395,20 +395,20 @@ pub fn renamed_job_to_resume_first(
     }
     let named = name(req, table, format, sources);
     for other in crate::ledger::unfinished_jobs_into(control, &table.display(), table.oid, &named)? {
-        for source in sources.iter().filter(|s| s.can_be_read_again() && !s.goes_by(&other.file)) {
-            let as_then =
+        // One file, and inputs of the bytes it began with at least: as
+        // many chunks of the same size (auto: a 32nd of them) are cut
+        // again, not those of a file compressed since.
+        let sizes = crate::ledger::input_sizes_begun_with(control, &other.job)?;
+        let Some(&[Some(began)]) = sizes.as_deref() else { continue };
+        let began = Some(began);
+        let candidates = sources.iter().filter(|s| s.can_be_read_again() && s.ends_at >= began);
+        for source in candidates.filter(|s| !s.goes_by(&other.file)) {
+            let mut as_then =
                 source.paths_it_had(&other.file).into_iter().map(|path| source.clone().named_as(&other.file, &path));
-            let Some(as_then) =
-                as_then.into_iter().find(|s| name(req, table, format, std::slice::from_ref(s)) == other.job)
-            else {
+            let Some(as_then) = as_then.find(|s| name(req, table, format, std::slice::from_ref(s)) == other.job) else {
                 continue;
             };
-            // The bytes it began with, at least: as many chunks of the same
-            // size (auto: a 32nd of them) are cut again, not those of a
-            // file compressed since.
-            let began = crate::ledger::input_sizes_begun_with(control, &other.job)?;
-            let holds_as_many = matches!(began.as_deref(), Some([Some(then)]) if source.ends_at >= Some(*then));
-            if !holds_as_many || !holds_the_chunk_of(&as_then, &other)? {
+            if !holds_the_chunk_of(&as_then, &other)? {
                 continue;
             }
             let inputs = vec![as_then];
