@@ -669,15 +669,21 @@ pub fn replaced_said(before: &LoadedBefore, sources: &[Source], table: &TableInf
     )
 }
 
+/// The most inputs whose later jobs [`went_on_after`] counts: logs written
+/// on are a few files a command.
+const WENT_ON_INPUTS: usize = 64;
+
 /// What the jobs that loaded the files of finished job `job` from where it
 /// ended (a log written on, loaded by the same command each hour) added to
 /// its rows: `, and 200 more by 1 job that went on from where it ended`,
 /// or nothing. Its own count alone said 1,000 rows of a file whose 1,200
-/// were loaded.
+/// were loaded. Not asked for more than [`WENT_ON_INPUTS`] inputs: the
+/// ledger's chunks of 20,000 files took the same command with nothing new
+/// from 0.38 s to 0.51 s (medians of 5), for a word in its message.
 pub fn went_on_after(control: &PgSession, table: &TableInfo, job: &str, sources: &[Source]) -> Result<String, Error> {
     let names: Vec<&str> =
         sources.iter().filter(|s| s.can_be_read_again()).flat_map(|s| [&*s.name, &*s.canonical]).collect();
-    if names.is_empty() {
+    if names.is_empty() || sources.len() > WENT_ON_INPUTS {
         return Ok(String::new());
     }
     // No job is named "": the chunks of every finished job.
