@@ -882,19 +882,21 @@ pub fn input_sizes_begun_with(session: &PgSession, job: &str) -> Result<Option<V
 }
 
 /// The line samples (see [`crate::samples`]) of the chunks `loaded`, as
-/// (job, file), committed; `None` when one has none (an older sluice's).
-pub fn line_samples(session: &PgSession, loaded: &[(String, String)]) -> Result<Option<HashSet<u64>>, Error> {
+/// (job, file), committed, each with the job of its chunk; `None` when one
+/// has none (an older sluice's).
+pub fn line_samples(session: &PgSession, loaded: &[(String, String)]) -> Result<Option<HashMap<u64, String>>, Error> {
     let keys: Vec<serde_json::Value> =
         loaded.iter().map(|(job, file)| serde_json::json!({"job": job, "file": file})).collect();
     let rows = session.query(
-        "SELECT c.line_samples FROM sluice.chunks c JOIN jsonb_to_recordset($1::jsonb) k (job text, file text) \
+        "SELECT c.line_samples, c.job FROM sluice.chunks c JOIN jsonb_to_recordset($1::jsonb) k (job text, file text) \
          ON c.job = k.job AND c.file = k.file WHERE c.state = 'done'",
         &[Some(&serde_json::Value::Array(keys).to_string())],
     )?;
-    let mut samples = HashSet::new();
+    let mut samples = HashMap::new();
     for row in rows {
+        let job = row[1].clone().unwrap_or_default();
         match row[0].as_deref().and_then(crate::samples::from_text) {
-            Some(some) => samples.extend(some),
+            Some(some) => samples.extend(some.into_iter().map(|hash| (hash, job.clone()))),
             None => return Ok(None),
         }
     }

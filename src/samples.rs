@@ -16,7 +16,6 @@
 //! (no chunk is held for it), and compared with the ledger's; no crate
 //! does either.
 
-use std::collections::HashSet;
 use std::io::{self, Read};
 
 use memchr::memchr;
@@ -120,14 +119,14 @@ pub fn from_text(text: &str) -> Option<Vec<u64>> {
     bytes.chunks(16).map(|hex| u64::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()).collect()
 }
 
-/// The first line of `stream` (counted from 1) whose hash is one of
-/// `samples`, reading it once, line by line, with memory bounded by the
-/// buffer whatever the lines' length; `stop` is asked between buffers.
+/// The first line of `stream` (counted from 1) whose hash `sampled` knows,
+/// with that hash, reading it once, line by line, with memory bounded by
+/// the buffer whatever the lines' length; `stop` is asked between buffers.
 pub fn first_line_found(
     mut stream: impl Read,
-    samples: &HashSet<u64>,
+    sampled: impl Fn(u64) -> bool,
     mut stop: impl FnMut() -> bool,
-) -> io::Result<Option<u64>> {
+) -> io::Result<Option<(u64, u64)>> {
     let mut buffer = vec![0u8; 1 << 20];
     let (mut line, mut number, mut partial) = (Xxh3::new(), 1u64, false);
     loop {
@@ -149,8 +148,8 @@ pub fn first_line_found(
                 }
                 false => xxh3_64(&rest[..end]),
             };
-            if (end > 0 || partial) && samples.contains(&hash) {
-                return Ok(Some(number));
+            if (end > 0 || partial) && sampled(hash) {
+                return Ok(Some((number, hash)));
             }
             (number, partial) = (number + 1, false);
             rest = &rest[end + 1..];
@@ -160,11 +159,14 @@ pub fn first_line_found(
             partial = true;
         }
     }
-    Ok(Some(number).filter(|_| partial && samples.contains(&line.digest())))
+    let last = line.digest();
+    Ok(Some((number, last)).filter(|_| partial && sampled(last)))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashSet;
+
     use super::*;
 
     fn sampled(chunk: &[u8], spacing: u64, step: usize) -> Vec<u64> {
@@ -210,11 +212,12 @@ mod tests {
     #[test]
     fn the_first_line_found_is_numbered_from_one() {
         let samples: HashSet<u64> = [xxh3_64(b"b,2"), xxh3_64(b"last")].into_iter().collect();
-        let never = || false;
-        assert_eq!(first_line_found(&b"a,1\n\nb,2\nc\n"[..], &samples, never).unwrap(), Some(3));
-        assert_eq!(first_line_found(&b"a\nlast"[..], &samples, never).unwrap(), Some(2));
-        assert_eq!(first_line_found(&b"a\nc\n"[..], &samples, never).unwrap(), None);
+        let (sampled, never) = (|h| samples.contains(&h), || false);
+        let line = |bytes: &[u8]| first_line_found(bytes, sampled, never).unwrap().map(|(line, _)| line);
+        assert_eq!(first_line_found(&b"a,1\n\nb,2\nc\n"[..], sampled, never).unwrap(), Some((3, xxh3_64(b"b,2"))));
+        assert_eq!(line(b"a\nlast"), Some(2));
+        assert_eq!(line(b"a\nc\n"), None);
         let long = [vec![b'x'; 3 << 20], b"\nb,2\n".to_vec()].concat();
-        assert_eq!(first_line_found(&long[..], &samples, never).unwrap(), Some(2), "a line longer than the buffer");
+        assert_eq!(line(&long), Some(2), "a line longer than the buffer");
     }
 }

@@ -2185,9 +2185,15 @@ fn a_file_written_anew_each_night_loads_as_a_job_of_its_own() {
     // changed and rows added: refused, with the ways to load it.
     let mut changed = b"0,N0\n".to_vec();
     changed.extend(rows(1, 1000));
-    std::fs::write(&daily, changed).unwrap();
+    std::fs::write(&daily, &changed).unwrap();
     let refused = db.load(&args);
-    refused.assert_refused("is one of theirs (an export written anew, with rows changed or added before it?)");
+    refused.assert_refused("is one that job loaded (an export written anew, with rows changed or added before it?)");
+    let line_of_night_2 = [b"0,N0\n".to_vec(), rows(300, 700)].concat();
+    std::fs::write(&daily, line_of_night_2).unwrap();
+    let refused = db.load(&args);
+    refused.assert_refused("but its line 2 is one job t-");
+    assert!(!refused.stderr.contains("that job loaded"), "the second night's job: {}", refused.stderr);
+    std::fs::write(&daily, &changed).unwrap();
     assert!(refused.stderr.contains("Pass --truncate"), "{}", refused.stderr);
     assert_eq!(rows_and_ids(&db, "t"), "1200 1200");
     db.load(&[&args[..], &["--on-conflict-do-nothing"]].concat()).assert_ok();

@@ -365,9 +365,9 @@ fn not_held_again(
             read = counter.get();
             req.interrupt.as_ref().is_some_and(|stop| stop.load(std::sync::atomic::Ordering::SeqCst))
         };
-        match crate::samples::first_line_found(stream, &samples, stop) {
+        match crate::samples::first_line_found(stream, |hash| samples.contains_key(&hash), stop) {
             Ok(None) => replaced.push(r),
-            Ok(Some(line)) => return Err(held_again(source, table, &r.before, line)),
+            Ok(Some((line, hash))) => return Err(held_again(source, table, &r.before, (line, &samples[&hash]))),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
                 return Err(Error::Interrupted { chunks: 0, rows: 0 })
             }
@@ -633,14 +633,18 @@ pub fn grown_said(before: &LoadedBefore, start: Start, sources: &[Source], table
 }
 
 /// The refusal for an input whose first bytes are not those its job
-/// loaded, which holds one of its lines at `line`.
-fn held_again(source: &Source, table: &TableInfo, loaded: &LoadedBefore, line: u64) -> Error {
+/// loaded, whose line `line` is one job `by` loaded from a file of its name.
+fn held_again(source: &Source, table: &TableInfo, loaded: &LoadedBefore, (line, by): (u64, &str)) -> Error {
+    let whose = match loaded.job.starts_with(by) {
+        true => "that job".to_string(),
+        false => format!("job {by}"),
+    };
     source.input_error(&format!(
         "its first bytes are not those job {} loaded from a file of this name into {} ({}, finished at {}), but \
-         its line {} is one of theirs (an export written anew, with rows changed or added before it?): loaded \
-         whole, the rows loaded before would load a second time. Pass --truncate to replace the table's rows \
-         with this input's, --on-conflict-do-nothing to skip the records whose key a row holds, or --load-again \
-         to load it whole anyway",
+         its line {} is one {whose} loaded (an export written anew, with rows changed or added before it?): \
+         loaded whole, the rows loaded before would load a second time. Pass --truncate to replace the table's \
+         rows with this input's, --on-conflict-do-nothing to skip the records whose key a row holds, or \
+         --load-again to load it whole anyway",
         loaded.job,
         table.display(),
         count_of(loaded.rows, "row"),
