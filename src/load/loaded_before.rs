@@ -363,7 +363,7 @@ fn not_held_again(
         let stop = move || {
             progress.chunk_checked(counter.get() - read);
             read = counter.get();
-            req.interrupt.as_ref().is_some_and(|stop| stop.load(std::sync::atomic::Ordering::SeqCst))
+            super::interrupted(req.interrupt.as_deref())
         };
         match crate::samples::first_line_found(stream, |hash| samples.contains_key(&hash), stop) {
             Ok(None) => replaced.push(r),
@@ -468,7 +468,7 @@ fn compare(
     let (mut rows, mut read) = (0, raw.get());
     let mut last = LineEnds::default();
     for (i, chunk) in chunks.iter().enumerate() {
-        if req.interrupt.as_ref().is_some_and(|stop| stop.load(std::sync::atomic::Ordering::SeqCst)) {
+        if super::interrupted(req.interrupt.as_deref()) {
             return Err(Error::Interrupted { chunks: 0, rows: 0 });
         }
         let hash = match i + 1 == chunks.len() {

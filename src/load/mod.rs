@@ -592,7 +592,7 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
 }
 
 /// Whether a Ctrl-C came (`interrupt` is its flag, when the caller set one).
-fn interrupted(interrupt: Option<&AtomicBool>) -> bool {
+pub(super) fn interrupted(interrupt: Option<&AtomicBool>) -> bool {
     interrupt.is_some_and(|i| i.load(Ordering::SeqCst))
 }
 
