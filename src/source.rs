@@ -168,6 +168,10 @@ pub struct Source {
     /// then is one of its own, named after that one (see
     /// `load::job::chunk_identity`).
     pub after_job: Option<Arc<str>>,
+    /// Set by the load under `--header=first-file` for an input after the
+    /// first whose first record is not the first input's header: a part
+    /// `split -l` cut, whose first record is data and loads as such.
+    pub no_header: bool,
 }
 
 /// Where the load begins to read a file an earlier job loaded the first
@@ -762,6 +766,7 @@ fn file_source_with(path: &Path, meta: std::fs::Metadata, canonical: Arc<str>) -
         documents: None,
         start: None,
         after_job: None,
+        no_header: false,
     })
 }
 
@@ -810,6 +815,7 @@ fn streamed_source(name: &str, path: Option<&Path>, mut reader: Box<dyn Read + S
         start: None,
         ends_at: None,
         after_job: None,
+        no_header: false,
     })
 }
 

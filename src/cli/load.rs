@@ -88,8 +88,11 @@ pub struct LoadArgs {
     /// Skip the first record of each file (not of each chunk). When it
     /// names table columns in another order or only some of them, and
     /// --columns is not given, those columns are loaded, by name.
-    #[arg(long)]
-    header: bool,
+    /// `--header=first-file`: only the first file surely begins with the
+    /// header (files cut with `split -l`): a later file's first record is
+    /// skipped where it repeats that header, and loaded where it does not.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "each-file", value_name = "WHICH")]
+    header: Option<HeaderArg>,
 
     /// Target columns, comma-separated, in file order (as written, else as
     /// in SQL: `"Total"` or `total`); a - leaves the field at its place out
@@ -261,6 +264,13 @@ pub(super) enum FormatArg {
     Jsonl,
 }
 
+/// Which files begin with a header record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum HeaderArg {
+    EachFile,
+    FirstFile,
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum CopyFormatArg {
     Auto,
@@ -331,7 +341,8 @@ impl LoadArgs {
         options.quote = self.quote;
         options.escape = self.escape;
         options.null = self.null.clone();
-        options.header = self.header;
+        options.header = self.header.is_some();
+        options.header_in_first_file_only = self.header == Some(HeaderArg::FirstFile);
         options.encoding = self.encoding.clone();
         options.force_null = self.force_null.clone();
         options.force_not_null = self.force_not_null.clone();

@@ -103,6 +103,11 @@ pub struct FormatOptions {
     pub null: Option<String>,
     /// Skip the first record of each file.
     pub header: bool,
+    /// `--header=first-file`: with `header`, only the first input surely
+    /// begins with the header (the parts `split -l` cuts a file into): a
+    /// later input whose first record is not that header has none (see
+    /// [`crate::source::Source::no_header`]).
+    pub header_in_first_file_only: bool,
     /// `--encoding`: inputs in another encoding are transcoded to UTF-8 on
     /// the client (see [`crate::encoding`]); COPY always receives UTF-8.
     pub encoding: Option<String>,
@@ -179,6 +184,7 @@ impl FormatOptions {
             escape: None,
             null: None,
             header: false,
+            header_in_first_file_only: false,
             encoding: None,
             force_null: Vec::new(),
             force_not_null: Vec::new(),

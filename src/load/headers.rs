@@ -23,6 +23,11 @@ pub(super) type HeaderNames = (std::sync::Arc<str>, Vec<String>);
 /// The columns a header names and which of its fields load.
 type HeaderPicks = (Vec<String>, FieldPicks);
 
+/// The inputs (by place) whose first record is data, not a header: under
+/// `--header=first-file`, a later input whose first record is not the
+/// first input's header (see [`Source::no_header`]).
+pub(super) type WithoutHeader = Vec<usize>;
+
 /// The columns the first header names (see [`HeaderColumns`]) and the name
 /// of its input (an empty input has none), when `--header` is given, once
 /// every other input's header is found to name the same: COPY reads fields by position, so an input whose header lists
@@ -36,12 +41,13 @@ pub(super) fn names_in_headers(
     format: &FormatOptions,
     req: &LoadRequest,
     table: &TableInfo,
-) -> Result<Option<HeaderNames>, Error> {
+) -> Result<(Option<HeaderNames>, WithoutHeader), Error> {
+    let mut without = WithoutHeader::new();
     if !format.header {
-        return Ok(None);
+        return Ok((None, without));
     }
     let mut first: Option<(&Source, Vec<u8>, HeaderColumns)> = None;
-    for source in sources {
+    for (index, source) in sources.iter().enumerate() {
         let Some(header) = header_of(source, format, req)? else {
             continue;
         };
@@ -62,10 +68,12 @@ pub(super) fn names_in_headers(
         let agrees = match (first_columns, &columns) {
             (HeaderColumns::Positional, HeaderColumns::Named(names)) => plan::in_table_order(table, names),
             (HeaderColumns::Positional, _) if !same_labels(first_header, &header, format) => {
-                return Err(not_the_first_header(source, &header, first_source, first_header));
+                without.push(a_record_there(source, &header, (first_source, first_header), format, index)?);
+                true
             }
             (HeaderColumns::Named(_), HeaderColumns::Positional) => {
-                return Err(not_the_first_header(source, &header, first_source, first_header));
+                without.push(a_record_there(source, &header, (first_source, first_header), format, index)?);
+                true
             }
             (HeaderColumns::Positional, _) => true,
             (named, _) => *named == columns,
@@ -80,10 +88,69 @@ pub(super) fn names_in_headers(
             )));
         }
     }
-    Ok(first.and_then(|(source, _, columns)| match columns {
+    let names = first.and_then(|(source, _, columns)| match columns {
         HeaderColumns::Named(names) => Some((source.name.clone(), names)),
         _ => None,
-    }))
+    });
+    Ok((names, without))
+}
+
+/// With `--columns` (which the header does not name the columns for), the
+/// inputs whose first record is not the first input's header, which
+/// `--header` would skip as one (see [`names_in_headers`]): a record of a
+/// file `split -l` cut was lost without a word, one a file.
+pub(super) fn first_records_that_are_not_the_header(
+    sources: &[Source],
+    format: &FormatOptions,
+    req: &LoadRequest,
+    table: &TableInfo,
+) -> Result<WithoutHeader, Error> {
+    let mut without = WithoutHeader::new();
+    if !format.header {
+        return Ok(without);
+    }
+    let mut first: Option<(&Source, Vec<u8>)> = None;
+    for (index, source) in sources.iter().enumerate() {
+        let Some(header) = header_of(source, format, req)? else { continue };
+        let Some((first_source, first_header)) = &first else {
+            first = Some((source, header));
+            continue;
+        };
+        if same_labels(first_header, &header, format) {
+            continue;
+        }
+        if let HeaderColumns::Named(_) = plan::header_columns(table, &header, format) {
+            // Names the table's columns: a header, of other labels than
+            // the first's.
+            return Err(not_the_first_header(source, &header, first_source, first_header));
+        }
+        without.push(a_record_there(source, &header, (first_source, first_header), format, index)?);
+    }
+    Ok(without)
+}
+
+/// `sources`, those at the places `without` marked as having no header.
+pub(super) fn marked_without_header(sources: &[Source], without: &[usize]) -> Vec<Source> {
+    let marked = |(index, source): (usize, &Source)| Source {
+        no_header: without.binary_search(&index).is_ok(),
+        ..source.clone()
+    };
+    sources.iter().enumerate().map(marked).collect()
+}
+
+/// What `--header=first-file` took for records, said at the start: the
+/// user sees which files it read as `split -l` parts.
+pub(super) fn without_header_said(sources: &[Source], without: &[usize]) -> Option<String> {
+    let names = super::job::names_listed(without.iter().map(|&i| &*sources[i].name));
+    let (lines, records, they) = match without.len() {
+        0 => return None,
+        1 => ("line", "a record", "it is"),
+        _ => ("lines", "records", "they are"),
+    };
+    Some(format!(
+        "loading the first {lines} of {names} as {records}, as --header=first-file asks: {they} not the header \
+         the first file begins with"
+    ))
 }
 
 /// Whether two headers of labels (not the table's columns) are the same,
@@ -97,6 +164,22 @@ fn same_labels(first: &[u8], other: &[u8], format: &FormatOptions) -> bool {
     labels(first) == labels(other)
 }
 
+/// Input `index`, whose first record is not the first input's header:
+/// data, under `--header=first-file`; refused otherwise (see
+/// [`not_the_first_header`]).
+fn a_record_there(
+    source: &Source,
+    header: &[u8],
+    (first_source, first_header): (&Source, &[u8]),
+    format: &FormatOptions,
+    index: usize,
+) -> Result<usize, Error> {
+    match format.header_in_first_file_only {
+        true => Ok(index),
+        false => Err(not_the_first_header(source, header, first_source, first_header)),
+    }
+}
+
 /// A later input whose first line is not the first input's header, nor
 /// names columns: most likely a record, from a file cut out of a larger
 /// one, which keeps the header in its first part only (`split -l`). After
@@ -105,9 +188,9 @@ fn same_labels(first: &[u8], other: &[u8], format: &FormatOptions) -> bool {
 fn not_the_first_header(source: &Source, header: &[u8], first_source: &Source, first_header: &[u8]) -> Error {
     source.input_error(&format!(
         "its first line ({}), which --header skips as a header, is not the header of {} ({}): if it is a \
-         record (a file cut from a larger one keeps the header in its first part only), it would not load. Load \
-         the files that have no header line without --header, in a load of their own; or, if the headers differ \
-         on purpose, load each file on its own",
+         record (a file cut from a larger one keeps the header in its first part only), it would not load. Pass \
+         --header=first-file, which loads such a line as a record (and skips a later file's first line that \
+         repeats the header); or, if the headers differ on purpose, load each file on its own",
         String::from_utf8_lossy(header).trim_end(),
         first_source.name,
         String::from_utf8_lossy(first_header).trim_end()
@@ -117,29 +200,36 @@ fn not_the_first_header(source: &Source, header: &[u8], first_source: &Source, f
 /// `--skip-other-fields`: the columns the first header names and which of
 /// its fields load, once every other input's header is found to name the
 /// same at the same places (a later file whose fields stand elsewhere would
-/// load the wrong ones). A header naming no column is refused: it is likely
-/// not a header, or of another table.
+/// load the wrong ones). A first header naming no column is refused: it is
+/// likely not a header, or of another table. A later input's first record
+/// naming none is a record (see [`a_record_there`]).
 pub(super) fn fields_the_headers_name(
     sources: &[Source],
     format: &FormatOptions,
     req: &LoadRequest,
     table: &TableInfo,
-) -> Result<(HeaderNames, FieldPicks), Error> {
+) -> Result<(HeaderNames, FieldPicks, WithoutHeader), Error> {
     let mut first: Option<(&Source, Vec<u8>, HeaderPicks)> = None;
-    for source in sources {
+    let mut without = WithoutHeader::new();
+    for (index, source) in sources.iter().enumerate() {
         let Some(header) = header_of(source, format, req)? else { continue };
-        let Some(named) = plan::fields_a_header_names(table, &header, format) else {
-            return Err(source.input_error(&format!(
-                "its header ({}) names no column of {} (or one twice), so --skip-other-fields cannot tell which \
-                 fields to load; check --delimiter, or name the columns with --columns, a - for each field to leave out",
-                String::from_utf8_lossy(&header).trim_end(),
-                table.display()
-            )));
-        };
-        match &first {
-            None => first = Some((source, header, named)),
-            Some((_, _, same)) if *same == named => {}
-            Some((first_source, first_header, _)) => {
+        let named = plan::fields_a_header_names(table, &header, format);
+        match (&first, named) {
+            (Some((first_source, first_header, _)), None) => {
+                without.push(a_record_there(source, &header, (first_source, first_header), format, index)?);
+            }
+            (None, None) => {
+                return Err(source.input_error(&format!(
+                    "its header ({}) names no column of {} (or one twice), so --skip-other-fields cannot tell \
+                     which fields to load; check --delimiter, or name the columns with --columns, a - for each \
+                     field to leave out",
+                    String::from_utf8_lossy(&header).trim_end(),
+                    table.display()
+                )))
+            }
+            (None, Some(named)) => first = Some((source, header, named)),
+            (Some((_, _, same)), Some(named)) if *same == named => {}
+            (Some((first_source, first_header, _)), Some(_)) => {
                 return Err(source.input_error(&format!(
                     "its header ({}) names other columns, or at other places, than the header of {} ({}); load it on \
                      its own",
@@ -153,7 +243,7 @@ pub(super) fn fields_the_headers_name(
     let Some((source, _, (names, picks))) = first else {
         return Err(Error::Usage("--skip-other-fields: no input has a header to read the columns from".into()));
     };
-    Ok(((source.name.clone(), names), picks))
+    Ok(((source.name.clone(), names), picks, without))
 }
 
 /// A header that names the table's columns when split at `delimiter`, not

@@ -64,6 +64,9 @@ fn chunk_identity(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, 
         req.max_record_size.to_string(),
     ];
     // Only when given, so that jobs begun before these flags keep their names.
+    if format.header_in_first_file_only {
+        parts.push("header in the first file only".into());
+    }
     if !format.force_null.is_empty() || !format.force_not_null.is_empty() {
         parts.push(format!("force null {:?} not null {:?}", format.force_null, format.force_not_null));
     }

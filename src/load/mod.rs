@@ -869,16 +869,16 @@ fn prepare(
         _ => None,
     };
     let format = documents.as_ref().unwrap_or(format);
-    let header_columns = match given {
-        Some(_) => None,
+    let (header_columns, without_header) = match given {
+        Some(_) => (None, Vec::new()),
         None if req.skip_other_fields && format.documents.is_none() && format.kind != FormatKind::Jsonl => {
-            let (names, kept) = headers::fields_the_headers_name(sources, format, req, &table)?;
+            let (names, kept, without) = headers::fields_the_headers_name(sources, format, req, &table)?;
             picks = Some(kept);
-            Some(names)
+            (Some(names), without)
         }
         None => headers::names_in_headers(sources, format, req, &table)?,
-    }
-    .filter(|(_, names)| !plan::in_table_order(&table, names));
+    };
+    let header_columns = header_columns.filter(|(_, names)| !plan::in_table_order(&table, names));
     let columns = match (&header_columns, &format.documents) {
         (Some((_, names)), _) => Some(names.clone()),
         (None, Some(documents)) => Some(documents.columns.clone()),
@@ -887,6 +887,12 @@ fn prepare(
     if let Some(given) = columns.as_deref().filter(|_| given.is_some()) {
         headers::refuse_columns_a_header_reorders(sources, format, req, &table, given)?;
     }
+    let without_header = match given {
+        Some(_) => headers::first_records_that_are_not_the_header(sources, format, req, &table)?,
+        None => without_header,
+    };
+    let marked = (!without_header.is_empty()).then(|| headers::marked_without_header(sources, &without_header));
+    let sources = marked.as_deref().unwrap_or(sources);
     plan::refuse_required_left_out(control, &table, columns.as_deref())?;
     let conversions = match format.documents {
         None => plan::conversions(&table.copy_columns(columns.as_deref()), format),
@@ -978,6 +984,9 @@ fn prepare(
         early_warnings
             .push(format!("leaving out {fields} {} of each record, as asked", headers::field_list(&left_out)));
     }
+    if let Some(said) = headers::without_header_said(all_sources, &without_header) {
+        early_warnings.push(said);
+    }
     if let Some((source, names)) = &header_columns {
         early_warnings
             .push(format!("loading the columns the header of {source} names, in its order: {}", names.join(", ")));
@@ -1029,7 +1038,7 @@ fn prepare(
         unique_keys,
         keys_in_place,
         stageable,
-        kept_sources,
+        kept_sources: kept_sources.or(marked),
         goes_on_from,
     })
 }
@@ -2078,6 +2087,7 @@ fn chunker_for(
     block: Vec<u8>,
 ) -> Result<InputChunker, Error> {
     let cfg = chunker_config(shared.format, req, shared.chunk_size.max(1), keep_bytes, shared.shape);
+    let cfg = ChunkerConfig { header: cfg.header && !source.no_header, ..cfg };
     // The input lines are kept only for chunks that carry their bytes to
     // the workers (and so to the rejects file): checking chunks drops them.
     let (stream, counts) = source.open_chunked(keep_bytes)?;
@@ -2333,6 +2343,7 @@ mod tests {
             start: None,
             ends_at: None,
             after_job: None,
+            no_header: false,
         }
     }
 
