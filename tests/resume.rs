@@ -2240,6 +2240,48 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 }
 
 /// Writes `bytes` at the end of the file at `path`, as a log is written on.
+/// A log of lines of one width, rotated each time it reached the size it
+/// had when it was loaded before: the new file's job went on from the same
+/// byte as the old file's, so the two readings (joined by where jobs begin
+/// and end) both took it, and the old file, rotated once more, was refused
+/// as written anew past its first bytes (`the rest differs`). Each reading
+/// now also stands without the job that begins where another ends too.
+#[test]
+fn a_log_of_one_line_width_rotated_at_the_size_it_was_loaded_at_loads_each_line_once() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text)");
+    let lines =
+        |from: u64, to: u64| -> Vec<u8> { (from..to).flat_map(|i| format!("{i:08},n{i:07}\n").into_bytes()).collect() };
+    let log = db.file("logs/app.log", &lines(0, 1000));
+    let dir = log.parent().unwrap().to_owned();
+    let path = |name: &str| dir.join(name);
+    let glob = path("app.log*").to_str().unwrap().to_owned();
+    let args = [&*glob, "--table", "t", "--format", "csv", "--chunk-size", "4KiB"];
+    db.load(&args).assert_ok();
+    append_to(&log, &lines(1000, 1500));
+    db.load(&args).assert_ok();
+    let mut next = 10_000;
+    for rotation in 0..3 {
+        for older in (1..=rotation).rev() {
+            std::fs::rename(path(&format!("app.log.{older}")), path(&format!("app.log.{}", older + 1))).unwrap();
+        }
+        std::fs::rename(&log, path("app.log.1")).unwrap();
+        // As many lines as the file before held when first loaded again.
+        std::fs::write(&log, lines(next, next + 1500)).unwrap();
+        let run = db.load(&args);
+        run.assert_ok();
+        append_to(&log, &lines(next + 1500, next + 2000));
+        db.load(&args).assert_ok();
+        next += 10_000;
+        let loaded = 1500 + 2000 * (rotation + 1);
+        assert_eq!(rows_and_ids(&db, "t"), format!("{loaded} {loaded}"), "rotation {rotation}: {}", run.output());
+    }
+    let nothing = db.load(&args);
+    nothing.assert_ok();
+    assert!(nothing.stderr.contains("nothing to do: left out"), "{}", nothing.stderr);
+    assert_eq!(rows_and_ids(&db, "t"), "7500 7500");
+}
+
 fn append_to(path: &std::path::Path, bytes: &[u8]) {
     std::fs::OpenOptions::new().append(true).open(path).unwrap().write_all(bytes).unwrap();
 }

@@ -295,7 +295,11 @@ fn compare_all(
 ) -> Result<(Found, Option<(Error, bool)>), Error> {
     let mut found = Found::default();
     for &(input, source, ref readings) in compared {
-        let mut replaced = None;
+        // The reading that holds the input's first bytes, then differs,
+        // furthest: another may hold the input (a job that went on from
+        // another reading ending at the same byte, see [`readings`]), or
+        // all of it that this one held, and more.
+        let (mut replaced, mut begun): (_, Option<(&Vec<&FinishedChunk>, u64, u64)>) = (None, None);
         for loaded in readings {
             let likeness = compare(source, loaded, (req, progress))?;
             if likeness != Likeness::Other && loaded.iter().any(|c| c.job == named) {
@@ -310,6 +314,7 @@ fn compare_all(
             };
             match likeness {
                 Likeness::Same => found.left_out.push(before()),
+                Likeness::Grown { rest, .. } if begun.is_some_and(|(_, end, _)| rest.byte < end) => continue,
                 Likeness::Grown { rest, whole_lines: true } if source.transcoding.is_none() => {
                     found.grown.push((before(), Start { by_lines: source.documents.is_some(), ..rest }))
                 }
@@ -317,8 +322,10 @@ fn compare_all(
                     return Err(grown(source, table, &before(), (rest, whole_lines), req.options.header))
                 }
                 Likeness::Begins { end, rows } => {
-                    let by_own_job = loaded.iter().all(|c| c.job == named);
-                    return Ok((found, Some((begins(source, table, loaded[0], end, rows), by_own_job))));
+                    if !begun.is_some_and(|(_, furthest, _)| end <= furthest) {
+                        begun = Some((loaded, end, rows));
+                    }
+                    continue;
                 }
                 Likeness::Other => {
                     if replaced.is_none() && loaded.iter().any(|c| c.job == named) {
@@ -327,8 +334,12 @@ fn compare_all(
                     continue;
                 }
             }
-            replaced = None;
+            (replaced, begun) = (None, None);
             break;
+        }
+        if let Some((loaded, end, rows)) = begun {
+            let by_own_job = loaded.iter().all(|c| c.job == named);
+            return Ok((found, Some((begins(source, table, loaded[0], end, rows), by_own_job))));
         }
         if let Some(before) = replaced {
             let mut compared: Vec<(String, String)> =
@@ -423,28 +434,102 @@ pub(super) fn by_job<'a>(chunks: impl Iterator<Item = &'a FinishedChunk>) -> Vec
 /// [`Start`]), newest first. A job that begins where another ends is such a
 /// job, and no reading of its own: read alone, the bytes before it would go
 /// unchecked.
+///
+/// Jobs are joined by where they begin and end, which the ledger keeps, not
+/// by which went on from which. Where two readings end at the same byte (a
+/// log rotated, whose new file grew to the very size of the old one: lines
+/// of one width), a job that begins there went on from one of them, and
+/// both take it: each also stands without it, after the readings with it
+/// ([`compare_all`] takes the first that holds the input). Each way on is
+/// a reading, up to [`MOST_WAYS`] from one job; past that, the newest way
+/// alone, as before: the old file was refused as written anew past its
+/// first bytes.
 pub(super) fn readings(jobs: Vec<Vec<&FinishedChunk>>) -> Vec<Vec<&FinishedChunk>> {
-    let end_of = |job: &[&FinishedChunk]| job.last().map_or(0, |c| c.byte_offset + c.byte_len);
-    // By where they begin, newest first: a log loaded each hour for a year
-    // is some 9,000 jobs, which a search of the list for each would take
-    // 9,000 times.
-    let mut beginning_at: HashMap<u64, Vec<usize>> = HashMap::new();
-    for (i, job) in jobs.iter().enumerate() {
-        beginning_at.entry(job[0].byte_offset).or_default().push(i);
-    }
-    let ends: HashSet<u64> = jobs.iter().map(|j| end_of(j)).collect();
+    let joins = Joins::of(&jobs);
     let mut readings = Vec::new();
-    for head in jobs.iter().filter(|j| !ends.contains(&j[0].byte_offset)) {
-        let (mut reading, mut taken) = (head.clone(), HashSet::new());
-        while let Some(&next) =
-            beginning_at.get(&end_of(&reading)).and_then(|at| at.iter().find(|i| !taken.contains(*i)))
-        {
-            taken.insert(next);
-            reading.extend(jobs[next].iter().copied());
-        }
-        readings.push(reading);
+    for head in (0..jobs.len()).filter(|&j| !joins.ending_at.contains_key(&jobs[j][0].byte_offset)) {
+        let ways = joins.every_way_on(head).unwrap_or_else(|| vec![joins.newest_way_on(head)]);
+        readings.extend(ways.iter().map(|way| way.iter().flat_map(|&j| jobs[j].iter().copied()).collect()));
     }
     readings
+}
+
+/// The most readings [`readings`] takes from one job: a log rotated daily
+/// at one size, loaded hourly, might join each hour's job to every day's.
+const MOST_WAYS: usize = 64;
+
+/// Where jobs begin and end, to join them (see [`readings`]).
+struct Joins {
+    ends: Vec<u64>,
+    /// Jobs by where they begin, newest first: a log loaded each hour for a
+    /// year is some 9,000 jobs, which a search of the list for each would
+    /// take 9,000 times.
+    beginning_at: HashMap<u64, Vec<usize>>,
+    /// How many jobs end at each byte.
+    ending_at: HashMap<u64, usize>,
+}
+
+impl Joins {
+    fn of(jobs: &[Vec<&FinishedChunk>]) -> Joins {
+        let ends: Vec<u64> = jobs.iter().map(|job| job.last().map_or(0, |c| c.byte_offset + c.byte_len)).collect();
+        let mut beginning_at: HashMap<u64, Vec<usize>> = HashMap::new();
+        let mut ending_at: HashMap<u64, usize> = HashMap::new();
+        for (i, job) in jobs.iter().enumerate() {
+            beginning_at.entry(job[0].byte_offset).or_default().push(i);
+            *ending_at.entry(ends[i]).or_default() += 1;
+        }
+        Joins { ends, beginning_at, ending_at }
+    }
+
+    /// The jobs that begin where job `j` ends.
+    fn after(&self, j: usize) -> &[usize] {
+        self.beginning_at.get(&self.ends[j]).map_or(&[], Vec::as_slice)
+    }
+
+    /// Every way on from job `head` (jobs, one after the other), each way
+    /// before the ways it is the start of where another job ends where it
+    /// does; `None` past [`MOST_WAYS`]. Walked with a stack of its own, not
+    /// by recursion: a year of hourly loads is 9,000 jobs deep.
+    fn every_way_on(&self, head: usize) -> Option<Vec<Vec<usize>>> {
+        let (mut ways, mut way, mut on_way) = (Vec::new(), vec![head], HashSet::from([head]));
+        // For each job of the way, how many of the jobs after it were tried.
+        let mut tried = vec![0];
+        while let Some(&last) = way.last() {
+            let after = self.after(last);
+            let at = tried.last_mut().expect("one count a job");
+            while *at < after.len() && on_way.contains(&after[*at]) {
+                *at += 1;
+            }
+            if let Some(&next) = after.get(*at) {
+                *at += 1;
+                way.push(next);
+                on_way.insert(next);
+                tried.push(0);
+                continue;
+            }
+            let went_on = after.iter().any(|j| !on_way.contains(j));
+            if !went_on || self.ending_at[&self.ends[last]] > 1 {
+                ways.push(way.clone());
+                if ways.len() > MOST_WAYS {
+                    return None;
+                }
+            }
+            way.pop();
+            on_way.remove(&last);
+            tried.pop();
+        }
+        Some(ways)
+    }
+
+    /// The way on from job `head` through the newest job at each join.
+    fn newest_way_on(&self, head: usize) -> Vec<usize> {
+        let (mut way, mut on_way) = (vec![head], HashSet::from([head]));
+        while let Some(&next) = self.after(*way.last().expect("the head")).iter().find(|j| !on_way.contains(*j)) {
+            way.push(next);
+            on_way.insert(next);
+        }
+        way
+    }
 }
 
 /// Reads `source` once, up to the first difference: each chunk's bytes are
@@ -776,7 +861,11 @@ mod tests {
         let chunks = [chunk("c", 20), chunk("b", 10), chunk("d", 0), chunk("d", 10), chunk("a", 0)];
         let found = readings(by_job(chunks.iter()));
         let jobs: Vec<String> = found.iter().map(|r| jobs_of(r)).collect();
-        assert_eq!(jobs, ["d, then c", "a, then b, then c"]);
+        // d and b end at the same byte: c went on from one of them, so
+        // each stands without it too, after the reading with it.
+        assert_eq!(jobs, ["d, then c", "d", "a, then b, then c", "a, then b"]);
+        let unique_ends = [chunk("b", 10), chunk("b", 20), chunk("a", 0)];
+        assert_eq!(readings(by_job(unique_ends.iter())).len(), 1, "one job ends where b begins: no shorter reading");
         let many: Vec<FinishedChunk> = (0..6).map(|i| chunk(&format!("j{i}"), i * 10)).collect();
         assert_eq!(jobs_of(&many.iter().collect::<Vec<_>>()), "j0, then 4 more, the last j5");
         // A year of hourly loads, newest first, as the ledger gives them.
