@@ -28,6 +28,9 @@ pub enum Compression {
     None,
     Gzip,
     Zstd,
+    /// Wikipedia's and OpenStreetMap's dumps, and pbzip2's output (streams
+    /// one after another, read as one).
+    Bzip2,
 }
 
 impl Compression {
@@ -36,10 +39,33 @@ impl Compression {
             Compression::Gzip
         } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
             Compression::Zstd
+        } else if is_bzip2(head) {
+            Compression::Bzip2
         } else {
             Compression::None
         }
     }
+
+    /// The command that writes the input's text, for advice.
+    pub fn cat_command(self) -> Option<&'static str> {
+        match self {
+            Compression::None => None,
+            Compression::Gzip => Some("zcat"),
+            Compression::Zstd => Some("zstdcat"),
+            Compression::Bzip2 => Some("bzcat"),
+        }
+    }
+}
+
+/// `BZh`, the block size (1 to 9), then a block's magic number or the end
+/// of the stream's (an empty file compressed): three letters alone begin
+/// many a text file.
+fn is_bzip2(head: &[u8]) -> bool {
+    let block_or_end = |magic: &[u8]| head.get(4..10) == Some(magic);
+    head.len() >= 10
+        && head.starts_with(b"BZh")
+        && (b'1'..=b'9').contains(&head[3])
+        && (block_or_end(b"1AY&SY") || block_or_end(&[0x17, 0x72, 0x45, 0x38, 0x50, 0x90]))
 }
 
 /// What a file that is not text is, from its first bytes, and what to do
@@ -59,11 +85,9 @@ fn not_text(head: &[u8], name: &str) -> Option<String> {
         )
     };
     let workbook = |what: &str| format!("this is {what}, not text: save its sheet as CSV and load that");
-    let bzip2 = head.len() >= 10 && starts(b"BZh") && (b'1'..=b'9').contains(&head[3]) && &head[4..10] == b"1AY&SY";
     let advice = match () {
         _ if text => return None,
         _ if starts(&[0xFD, b'7', b'z', b'X', b'Z', 0]) => decompress("xz", "xz"),
-        _ if bzip2 => decompress("bzip2", "bzip2"),
         _ if starts(&[0x04, 0x22, 0x4D, 0x18]) => decompress("lz4", "lz4"),
         _ if starts(b"PK\x03\x04") && [".xlsx", ".xlsm"].iter().any(|e| name.to_lowercase().ends_with(e)) => {
             workbook("an Excel workbook (a ZIP archive)")
@@ -103,6 +127,8 @@ fn decompressed_head(compression: Compression, head: &[u8]) -> Vec<u8> {
             Ok(decoder) => Box::new(decoder),
             Err(_) => return Vec::new(),
         },
+        // So does bzip2, with blocks of up to 900 kB.
+        Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(head)),
     };
     let (mut out, mut filled) = (vec![0; LOOK], 0);
     while let Ok(n @ 1..) = reader.read(&mut out[filled..]) {
@@ -419,6 +445,7 @@ impl Source {
                 zstd::stream::read::Decoder::with_buffer(buffered(counted))
                     .map_err(|e| self.input_error(&e.to_string()))?,
             ),
+            Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(buffered(counted))),
         };
         let stream: Box<dyn Read + Send> = match skip {
             None => stream,
@@ -456,6 +483,7 @@ impl Source {
             Compression::None => return self.input_error(&reason),
             Compression::Gzip => "gzip",
             Compression::Zstd => "zstd",
+            Compression::Bzip2 => "bzip2",
         };
         let check = match (&self.path, self.can_be_read_again()) {
             (Some(path), true) => format!("`{tool} -t {}` checks the file", path.display()),
@@ -853,6 +881,10 @@ mod tests {
         assert_eq!(Compression::detect(&[0x1f, 0x8b, 8, 0]), Compression::Gzip);
         assert_eq!(Compression::detect(&[0x28, 0xb5, 0x2f, 0xfd]), Compression::Zstd);
         assert_eq!(Compression::detect(b"a,b"), Compression::None);
+        assert_eq!(Compression::detect(b"BZh91AY&SY\x01"), Compression::Bzip2);
+        let empty_stream = [&b"BZh9"[..], &[0x17, 0x72, 0x45, 0x38, 0x50, 0x90, 0, 0, 0, 0]].concat();
+        assert_eq!(Compression::detect(&empty_stream), Compression::Bzip2, "an empty file compressed");
+        assert_eq!(Compression::detect(b"BZh9 is a label,2\n"), Compression::None, "text that begins alike");
     }
 
     #[test]

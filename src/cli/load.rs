@@ -35,8 +35,8 @@ Examples:
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
 pub struct LoadArgs {
-    /// Input files, globs (quoted, expanded by sluice) or - for stdin; gzip
-    /// and zstd are recognised by their first bytes.
+    /// Input files, globs (quoted, expanded by sluice) or - for stdin; gzip,
+    /// zstd and bzip2 are recognised by their first bytes.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<String>,
 

@@ -31,11 +31,13 @@ pub enum FormatKind {
 }
 
 impl FormatKind {
-    /// Guesses the format from a file name, looking through `.gz`/`.zst`.
+    /// Guesses the format from a file name, looking through `.gz`/`.zst`/`.bz2`.
     pub fn guess(path: &Path) -> Option<FormatKind> {
         let name = path.file_name()?.to_str()?.to_ascii_lowercase();
-        let name =
-            ["gz", "gzip", "zst", "zstd"].iter().find_map(|ext| name.strip_suffix(&format!(".{ext}"))).unwrap_or(&name);
+        let name = ["gz", "gzip", "zst", "zstd", "bz2"]
+            .iter()
+            .find_map(|ext| name.strip_suffix(&format!(".{ext}")))
+            .unwrap_or(&name);
         let ext = name.rsplit_once('.')?.1;
         match ext {
             "csv" => Some(FormatKind::Csv),

@@ -355,11 +355,10 @@ fn cut_command(source: &Source, format: &FormatOptions, kept: &[usize]) -> Strin
     let fields: Vec<usize> = kept.iter().map(|i| i + 1).collect();
     let cut = format!("cut {delimiter}-f {}", field_list(&fields));
     let file = crate::source::shell_word(&source.name);
-    match (source.name.as_ref(), source.compression) {
+    match (source.name.as_ref(), source.compression.cat_command()) {
         ("-", _) => format!("... | {cut}"),
-        (_, crate::source::Compression::Gzip) => format!("zcat {file} | {cut}"),
-        (_, crate::source::Compression::Zstd) => format!("zstdcat {file} | {cut}"),
-        _ => format!("{cut} {file}"),
+        (_, Some(cat)) => format!("{cat} {file} | {cut}"),
+        (_, None) => format!("{cut} {file}"),
     }
 }
 

@@ -655,10 +655,9 @@ fn grown(
         ),
         (true, false) => (format!("{} bytes", thousands(rest.byte)), "", format!("tail -c +{}", rest.byte + 1)),
     };
-    let rest_of = match source.compression {
-        Compression::None => format!("{tail} {path}"),
-        Compression::Gzip => format!("zcat {path} | {tail}"),
-        Compression::Zstd => format!("zstdcat {path} | {tail}"),
+    let rest_of = match source.compression.cat_command() {
+        None => format!("{tail} {path}"),
+        Some(cat) => format!("{cat} {path} | {tail}"),
     };
     let why = if why.is_empty() { String::new() } else { format!(", and {why}") };
     let header = if header { ", without --header" } else { "" };
