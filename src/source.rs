@@ -31,6 +31,8 @@ pub enum Compression {
     /// Wikipedia's and OpenStreetMap's dumps, and pbzip2's output (streams
     /// one after another, read as one).
     Bzip2,
+    /// Streams one after another read as one, as with the others.
+    Xz,
 }
 
 impl Compression {
@@ -41,6 +43,8 @@ impl Compression {
             Compression::Zstd
         } else if is_bzip2(head) {
             Compression::Bzip2
+        } else if head.starts_with(&[0xFD, b'7', b'z', b'X', b'Z', 0]) {
+            Compression::Xz
         } else {
             Compression::None
         }
@@ -53,6 +57,7 @@ impl Compression {
             Compression::Gzip => Some("zcat"),
             Compression::Zstd => Some("zstdcat"),
             Compression::Bzip2 => Some("bzcat"),
+            Compression::Xz => Some("xzcat"),
         }
     }
 }
@@ -69,7 +74,7 @@ fn is_bzip2(head: &[u8]) -> bool {
 }
 
 /// What a file that is not text is, from its first bytes, and what to do
-/// instead; `None` for anything else. Why: loaded as text, an xz file or a
+/// instead; `None` for anything else. Why: loaded as text, an lz4 file or a
 /// workbook was rejected record by record, and the not-UTF-8 warning then
 /// guessed an encoding for bytes no encoding reads. A magic number is not
 /// enough (a CSV file may start with `PAR1`): the head must also hold a NUL
@@ -87,7 +92,6 @@ fn not_text(head: &[u8], name: &str) -> Option<String> {
     let workbook = |what: &str| format!("this is {what}, not text: save its sheet as CSV and load that");
     let advice = match () {
         _ if text => return None,
-        _ if starts(&[0xFD, b'7', b'z', b'X', b'Z', 0]) => decompress("xz", "xz"),
         _ if starts(&[0x04, 0x22, 0x4D, 0x18]) => decompress("lz4", "lz4"),
         _ if starts(b"PK\x03\x04") && [".xlsx", ".xlsm"].iter().any(|e| name.to_lowercase().ends_with(e)) => {
             workbook("an Excel workbook (a ZIP archive)")
@@ -129,6 +133,7 @@ fn decompressed_head(compression: Compression, head: &[u8]) -> Vec<u8> {
         },
         // So does bzip2, with blocks of up to 900 kB.
         Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(head)),
+        Compression::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(head)),
     };
     let (mut out, mut filled) = (vec![0; LOOK], 0);
     while let Ok(n @ 1..) = reader.read(&mut out[filled..]) {
@@ -446,6 +451,7 @@ impl Source {
                     .map_err(|e| self.input_error(&e.to_string()))?,
             ),
             Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(buffered(counted))),
+            Compression::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(buffered(counted))),
         };
         let stream: Box<dyn Read + Send> = match skip {
             None => stream,
@@ -484,6 +490,7 @@ impl Source {
             Compression::Gzip => "gzip",
             Compression::Zstd => "zstd",
             Compression::Bzip2 => "bzip2",
+            Compression::Xz => "xz",
         };
         let check = match (&self.path, self.can_be_read_again()) {
             (Some(path), true) => format!("`{tool} -t {}` checks the file", path.display()),
@@ -885,6 +892,7 @@ mod tests {
         let empty_stream = [&b"BZh9"[..], &[0x17, 0x72, 0x45, 0x38, 0x50, 0x90, 0, 0, 0, 0]].concat();
         assert_eq!(Compression::detect(&empty_stream), Compression::Bzip2, "an empty file compressed");
         assert_eq!(Compression::detect(b"BZh9 is a label,2\n"), Compression::None, "text that begins alike");
+        assert_eq!(Compression::detect(&[0xFD, b'7', b'z', b'X', b'Z', 0, 0, 4]), Compression::Xz);
     }
 
     #[test]

@@ -31,10 +31,10 @@ pub enum FormatKind {
 }
 
 impl FormatKind {
-    /// Guesses the format from a file name, looking through `.gz`/`.zst`/`.bz2`.
+    /// Guesses the format from a file name, looking through `.gz`/`.zst`/`.bz2`/`.xz`.
     pub fn guess(path: &Path) -> Option<FormatKind> {
         let name = path.file_name()?.to_str()?.to_ascii_lowercase();
-        let name = ["gz", "gzip", "zst", "zstd", "bz2"]
+        let name = ["gz", "gzip", "zst", "zstd", "bz2", "xz"]
             .iter()
             .find_map(|ext| name.strip_suffix(&format!(".{ext}")))
             .unwrap_or(&name);
@@ -330,6 +330,8 @@ mod tests {
         assert_eq!(FormatKind::guess(Path::new("a/b.csv.gz")), Some(FormatKind::Csv));
         assert_eq!(FormatKind::guess(Path::new("x.TSV")), Some(FormatKind::Tsv));
         assert_eq!(FormatKind::guess(Path::new("d.ndjson.zst")), Some(FormatKind::Jsonl));
+        assert_eq!(FormatKind::guess(Path::new("d.csv.bz2")), Some(FormatKind::Csv));
+        assert_eq!(FormatKind::guess(Path::new("d.tsv.xz")), Some(FormatKind::Tsv));
         assert_eq!(FormatKind::guess(Path::new("noext")), None);
         assert_eq!(FormatKind::guess(Path::new("x.parquet")), None);
     }
