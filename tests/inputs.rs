@@ -1140,7 +1140,16 @@ fn files_that_are_not_text_are_refused_with_what_they_are() {
     let csv: String = (0..10_000).map(|_| format!("{},{}\n", rng.next() % 100_000, rng.next() % 1000)).collect();
     let zstd_tar = zstd::encode_all(&[&header[..], csv.as_bytes()].concat()[..], 3).unwrap();
     assert!(zstd_tar.len() > 20_000, "the first block is large: {}", zstd_tar.len());
-    let cases = [("data.tar", tar.clone()), ("data.tar.gz", gzip(&tar)), ("data.tar.zst", zstd_tar)];
+    // So does bzip2's, by blocks of up to 900 kB.
+    let bzip2_tar = bzip2_of(&[&header[..], csv.as_bytes()].concat());
+    assert!(bzip2_tar.len() > 20_000, "the first block is large: {}", bzip2_tar.len());
+    let cases = [
+        ("data.tar", tar.clone()),
+        ("data.tar.gz", gzip(&tar)),
+        ("data.tar.zst", zstd_tar),
+        ("data.tar.bz2", bzip2_tar),
+        ("data.tar.xz", xz_of(&[&header[..], csv.as_bytes()].concat())),
+    ];
     for (name, bytes) in cases {
         let file = db.file(name, &bytes);
         let run = db.load(&[file.to_str().unwrap(), "--table", "t", "--format", "csv"]);

@@ -25,7 +25,7 @@ type HeaderPicks = (Vec<String>, FieldPicks);
 
 /// The inputs (by place) whose first record is data, not a header: under
 /// `--header=first-file`, a later input whose first record is not the
-/// first input's header (see [`Source::no_header`]).
+/// first input's header (see [`Source::no_header`]). In input order.
 pub(super) type WithoutHeader = Vec<usize>;
 
 /// The columns the first header names (see [`HeaderColumns`]) and the name
