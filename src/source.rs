@@ -33,6 +33,8 @@ pub enum Compression {
     Bzip2,
     /// Streams one after another read as one, as with the others.
     Xz,
+    /// The frame format of the `lz4` tool.
+    Lz4,
 }
 
 impl Compression {
@@ -45,6 +47,8 @@ impl Compression {
             Compression::Bzip2
         } else if head.starts_with(&[0xFD, b'7', b'z', b'X', b'Z', 0]) {
             Compression::Xz
+        } else if head.starts_with(&[0x04, 0x22, 0x4D, 0x18]) {
+            Compression::Lz4
         } else {
             Compression::None
         }
@@ -58,6 +62,7 @@ impl Compression {
             Compression::Zstd => Some("zstdcat"),
             Compression::Bzip2 => Some("bzcat"),
             Compression::Xz => Some("xzcat"),
+            Compression::Lz4 => Some("lz4cat"),
         }
     }
 }
@@ -74,7 +79,8 @@ fn is_bzip2(head: &[u8]) -> bool {
 }
 
 /// What a file that is not text is, from its first bytes, and what to do
-/// instead; `None` for anything else. Why: loaded as text, an lz4 file or a
+/// instead; `None` for anything else. Why: loaded as text, an xz file (read
+/// since) or a
 /// workbook was rejected record by record, and the not-UTF-8 warning then
 /// guessed an encoding for bytes no encoding reads. A magic number is not
 /// enough (a CSV file may start with `PAR1`): the head must also hold a NUL
@@ -92,7 +98,7 @@ fn not_text(head: &[u8], name: &str) -> Option<String> {
     let workbook = |what: &str| format!("this is {what}, not text: save its sheet as CSV and load that");
     let advice = match () {
         _ if text => return None,
-        _ if starts(&[0x04, 0x22, 0x4D, 0x18]) => decompress("lz4", "lz4"),
+        _ if starts(b"LZIP") => decompress("lzip", "lzip"),
         _ if starts(b"PK\x03\x04") && [".xlsx", ".xlsm"].iter().any(|e| name.to_lowercase().ends_with(e)) => {
             workbook("an Excel workbook (a ZIP archive)")
         }
@@ -138,6 +144,7 @@ fn decompressed_head(compression: Compression, head: &[u8]) -> Vec<u8> {
         // So does bzip2, with blocks of up to 900 kB.
         Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(head)),
         Compression::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(head)),
+        Compression::Lz4 => Box::new(Lz4Frames::new(head)),
     };
     let (mut out, mut filled) = (vec![0; LOOK], 0);
     while let Ok(n @ 1..) = reader.read(&mut out[filled..]) {
@@ -286,6 +293,34 @@ impl<R: Read> Read for Counting<R> {
         let n = self.inner.read(buf)?;
         self.counter.0.fetch_add(n as u64, Ordering::Relaxed);
         Ok(n)
+    }
+}
+
+/// lz4 frames one after another, read as one stream: lz4_flex's decoder
+/// ends a read at each frame's end (a file of two frames loaded its first,
+/// then the second's bytes as text). A read that ends a frame took the
+/// bytes of its end mark; one at the end of the input takes none.
+struct Lz4Frames<R: Read> {
+    frames: lz4_flex::frame::FrameDecoder<Counting<R>>,
+    taken: RawCounter,
+}
+
+impl<R: Read> Lz4Frames<R> {
+    fn new(inner: R) -> Self {
+        let taken = RawCounter::default();
+        Lz4Frames { frames: lz4_flex::frame::FrameDecoder::new(Counting { inner, counter: taken.clone() }), taken }
+    }
+}
+
+impl<R: Read> Read for Lz4Frames<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let before = self.taken.get();
+            match self.frames.read(buf)? {
+                0 if !buf.is_empty() && self.taken.get() != before => continue,
+                n => return Ok(n),
+            }
+        }
     }
 }
 
@@ -456,6 +491,7 @@ impl Source {
             ),
             Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(buffered(counted))),
             Compression::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(buffered(counted))),
+            Compression::Lz4 => Box::new(Lz4Frames::new(buffered(counted))),
         };
         let stream: Box<dyn Read + Send> = match skip {
             None => stream,
@@ -495,6 +531,7 @@ impl Source {
             Compression::Zstd => "zstd",
             Compression::Bzip2 => "bzip2",
             Compression::Xz => "xz",
+            Compression::Lz4 => "lz4",
         };
         let check = match (&self.path, self.can_be_read_again()) {
             (Some(path), true) => format!("`{tool} -t {}` checks the file", path.display()),

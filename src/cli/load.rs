@@ -36,7 +36,7 @@ Examples:
 #[command(after_help = AFTER_HELP)]
 pub struct LoadArgs {
     /// Input files, globs (quoted, expanded by sluice) or - for stdin; gzip,
-    /// zstd, bzip2 and xz are recognised by their first bytes.
+    /// zstd, bzip2, xz and lz4 are recognised by their first bytes.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<String>,
 

@@ -23,7 +23,7 @@ use sluice::Error;
     version,
     about = "The fastest safe way to move a big file into a database.",
     long_about = "sluice loads big CSV, TSV and JSON-lines files (one file, many, a glob, stdin; \
-                  gzip, zstd, bzip2 or xz) into PostgreSQL over several connections at once, cutting the input \
+                  gzip, zstd, bzip2, xz or lz4) into PostgreSQL over several connections at once, cutting the input \
                   at record boundaries and copying each chunk in its own transaction."
 )]
 pub struct Cli {

@@ -31,10 +31,11 @@ pub enum FormatKind {
 }
 
 impl FormatKind {
-    /// Guesses the format from a file name, looking through `.gz`/`.zst`/`.bz2`/`.xz`.
+    /// Guesses the format from a file name, looking through the compressed
+    /// formats' extensions (`.gz`, `.zst`, `.bz2`, `.xz`, `.lz4`).
     pub fn guess(path: &Path) -> Option<FormatKind> {
         let name = path.file_name()?.to_str()?.to_ascii_lowercase();
-        let name = ["gz", "gzip", "zst", "zstd", "bz2", "xz"]
+        let name = ["gz", "gzip", "zst", "zstd", "bz2", "xz", "lz4"]
             .iter()
             .find_map(|ext| name.strip_suffix(&format!(".{ext}")))
             .unwrap_or(&name);
