@@ -1,7 +1,8 @@
 //! Random files with random options, loaded by sluice and compared with
 //! what `psql \copy` loads from their good records: every part of a load at
-//! once (format options, headers, some columns in any order named by the
-//! header or `--columns`, defaults, line ends, encodings, several files,
+//! once (format options, headers (in the first file only, too), some columns
+//! in any order named by the header or `--columns`, defaults, line ends,
+//! encodings, several files,
 //! stdin, gzip, chunk sizes, workers, binary and text plans, a table with a
 //! key, an index, a CHECK and triggers, isolation of bad records), where the
 //! other tests take one at a time. Its first runs
@@ -61,6 +62,9 @@ struct Options {
     escape: char,
     null: &'static str,
     header: bool,
+    /// `--header=first-file`: the files after the first begin with the
+    /// header or not, at random (the parts `split -l` cuts).
+    header_in_first_file: bool,
     /// The file's columns, as indexes into [`NAMES`]: all or some (always
     /// `id`, the key), in the table's order or another, named by the
     /// header (sluice loads by name) or by `--columns`.
@@ -135,6 +139,7 @@ impl Options {
             escape,
             null,
             header,
+            header_in_first_file: false,
             order,
             columns_flag,
             constraints: rng.below(2) == 0,
@@ -147,6 +152,13 @@ impl Options {
             copy_format: rng.pick(&["auto", "auto", "text", "binary"]),
             trigger: rng.below(2) == 0,
         }
+        .with_header_in_first_file(rng)
+    }
+
+    /// Some loads of several files with a header under `--header=first-file`.
+    fn with_header_in_first_file(self, rng: &mut Rng) -> Options {
+        let header_in_first_file = self.header && self.files > 1 && rng.below(3) == 0;
+        Options { header_in_first_file, ..self }
     }
 
     /// sluice's flags for these options.
@@ -156,8 +168,10 @@ impl Options {
         if self.csv {
             flags.extend(["--quote".to_string(), self.quote.to_string(), "--escape".into(), self.escape.to_string()]);
         }
-        if self.header {
-            flags.push("--header".into());
+        match (self.header, self.header_in_first_file) {
+            (true, true) => flags.push("--header=first-file".into()),
+            (true, false) => flags.push("--header".into()),
+            _ => {}
         }
         if self.columns_flag {
             flags.extend(["--columns".to_string(), self.names().join(",")]);
@@ -374,10 +388,11 @@ fn check_case(db: &TestDb, rng: &mut Rng, case: usize, options: &Options) {
             true => "-".to_string(),
             false => format!("case{case}-{file}.{}", if options.csv { "csv" } else { "tsv" }),
         };
-        if options.bom {
+        let header = options.header && (file == 0 || !options.header_in_first_file || rng.below(2) == 0);
+        if options.bom && header {
             text.push('\u{feff}');
         }
-        if options.header {
+        if header {
             text.push_str(&options.names().join(&options.delimiter.to_string()));
             text.push_str(end);
             line += 1;
