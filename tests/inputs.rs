@@ -1370,6 +1370,16 @@ fn the_parts_split_cuts_load_every_record_with_header_first_file() {
         db.scalar("SELECT string_agg(id || ':' || amount, ',' ORDER BY id) FROM narrow"),
         "1:1.5,2:2.5,3:3.5,4:4.5,5:5.5,7:7.5"
     );
+    // The parts out of their order: the header in the second file.
+    db.file("swapped/a.csv", b"3,c,3.5\n");
+    db.file("swapped/b.csv", b"id,name,amount\n1,a,1.5\n");
+    let swapped = db.dir.path().join("swapped/*.csv").display().to_string();
+    for extra in [&[][..], &columns[..]] {
+        let run = db.load(&[&[&*swapped, "--table", "t", "--header=first-file"][..], extra].concat());
+        run.assert_refused("b.csv: its first line (id,name,amount) names the table's columns, but the first file, ");
+        assert!(run.stderr.contains("a.csv, begins with 3,c,3.5, which --header=first-file skips"), "{}", run.stderr);
+    }
+    assert_eq!(db.count("t"), 6);
     db.execute("CREATE TABLE each_file (id int, name text, amount numeric)");
     let first = db.dir.path().join("parts/p0.csv").display().to_string();
     db.load(&["--header", &first, "--table", "each_file"]).assert_ok();

@@ -66,6 +66,11 @@ pub(super) fn names_in_headers(
             continue;
         };
         let agrees = match (first_columns, &columns) {
+            (HeaderColumns::Positional, HeaderColumns::Named(_))
+                if format.header_in_first_file_only && !same_labels(first_header, &header, format) =>
+            {
+                return Err(the_header_further_on(source, &header, first_source, first_header));
+            }
             (HeaderColumns::Positional, HeaderColumns::Named(names)) => plan::in_table_order(table, names),
             (HeaderColumns::Positional, _) if !same_labels(first_header, &header, format) => {
                 without.push(a_record_there(source, &header, (first_source, first_header), format, index)?);
@@ -122,7 +127,10 @@ pub(super) fn first_records_that_are_not_the_header(
         if let HeaderColumns::Named(_) = plan::header_columns(table, &header, format) {
             // Names the table's columns: a header, of other labels than
             // the first's.
-            return Err(not_the_first_header(source, &header, first_source, first_header));
+            return Err(match format.header_in_first_file_only {
+                true => the_header_further_on(source, &header, first_source, first_header),
+                false => not_the_first_header(source, &header, first_source, first_header),
+            });
         }
         without.push(a_record_there(source, &header, (first_source, first_header), format, index)?);
     }
@@ -191,6 +199,21 @@ fn not_the_first_header(source: &Source, header: &[u8], first_source: &Source, f
          record (a file cut from a larger one keeps the header in its first part only), it would not load. Pass \
          --header=first-file, which loads such a line as a record (and skips a later file's first line that \
          repeats the header); or, if the headers differ on purpose, load each file on its own",
+        String::from_utf8_lossy(header).trim_end(),
+        first_source.name,
+        String::from_utf8_lossy(first_header).trim_end()
+    ))
+}
+
+/// Under `--header=first-file`, a later input whose first line names the
+/// table's columns where the first input's does not: the header is likely
+/// in that input, and the first input's first line, skipped as the header,
+/// a record (parts loaded out of their order). Both were skipped.
+fn the_header_further_on(source: &Source, header: &[u8], first_source: &Source, first_header: &[u8]) -> Error {
+    source.input_error(&format!(
+        "its first line ({}) names the table's columns, but the first file, {}, begins with {}, which \
+         --header=first-file skips as the header: if the header is in this file, give it first (globs load in \
+         sorted order), or name the columns with --columns",
         String::from_utf8_lossy(header).trim_end(),
         first_source.name,
         String::from_utf8_lossy(first_header).trim_end()
