@@ -1357,18 +1357,25 @@ fn the_parts_split_cuts_load_every_record_with_header_first_file() {
     assert_eq!(db.scalar("SELECT string_agg(id::text, ',' ORDER BY id) FROM t"), "1,2,3,4,5,7");
     let rejected: Vec<_> = crate::util::rejected_lines(&db.dir.path().join("t.rejects.jsonl")).into_iter().collect();
     assert_eq!(rejected, [("p3.csv".to_string(), 1)], "the rejected record is line 1 of its part");
+    // A part more: the others are left out, and only it is named.
+    db.file("parts/p4.csv", b"8,h,8.5\n");
+    let run = db.load(&[&glob, "--table", "t", "--header=first-file"]);
+    run.assert_ok();
+    let said = run.stderr.lines().find(|l| l.contains("loading the first line")).unwrap_or_default();
+    assert!(said.contains("p4.csv as a record") && !said.contains("p1.csv"), "{}", run.stderr);
+    assert_eq!(db.scalar("SELECT string_agg(id::text, ',' ORDER BY id) FROM t"), "1,2,3,4,5,7,8");
     // The same with --columns, and with a field left out by name; the flag
     // ahead of a file name takes no value from it.
     db.execute("TRUNCATE t");
     let run = db.load(&[&[&glob, "--table", "t", "--restart", "--header=first-file"][..], &columns[..]].concat());
     assert_eq!(run.code, 1, "{}", run.output());
-    assert_eq!(db.count("t"), 6);
+    assert_eq!(db.count("t"), 7);
     db.execute("CREATE TABLE narrow (id int, amount numeric)");
     let run = db.load(&["--header=first-file", &glob, "--table", "narrow", "--skip-other-fields"]);
     assert_eq!(run.code, 1, "{}", run.output());
     assert_eq!(
         db.scalar("SELECT string_agg(id || ':' || amount, ',' ORDER BY id) FROM narrow"),
-        "1:1.5,2:2.5,3:3.5,4:4.5,5:5.5,7:7.5"
+        "1:1.5,2:2.5,3:3.5,4:4.5,5:5.5,7:7.5,8:8.5"
     );
     // The parts out of their order: the header in the second file.
     db.file("swapped/a.csv", b"3,c,3.5\n");
@@ -1379,7 +1386,7 @@ fn the_parts_split_cuts_load_every_record_with_header_first_file() {
         run.assert_refused("b.csv: its first line (id,name,amount) names the table's columns, but the first file, ");
         assert!(run.stderr.contains("a.csv, begins with 3,c,3.5, which --header=first-file skips"), "{}", run.stderr);
     }
-    assert_eq!(db.count("t"), 6);
+    assert_eq!(db.count("t"), 7);
     db.execute("CREATE TABLE each_file (id int, name text, amount numeric)");
     let first = db.dir.path().join("parts/p0.csv").display().to_string();
     db.load(&["--header", &first, "--table", "each_file"]).assert_ok();

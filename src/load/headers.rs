@@ -147,9 +147,11 @@ pub(super) fn marked_without_header(sources: &[Source], without: &[usize]) -> Ve
 }
 
 /// What `--header=first-file` took for records, said at the start: the
-/// user sees which files it read as `split -l` parts.
-pub(super) fn without_header_said(sources: &[Source], without: &[usize]) -> Option<String> {
-    let names = super::job::names_listed(without.iter().map(|&i| &*sources[i].name));
+/// user sees which of the files this run loads it read as `split -l`
+/// parts.
+pub(super) fn without_header_said(sources: &[Source]) -> Option<String> {
+    let without: Vec<&str> = sources.iter().filter(|s| s.no_header).map(|s| &*s.name).collect();
+    let names = super::job::names_listed(without.iter().copied());
     let (lines, records, they) = match without.len() {
         0 => return None,
         1 => ("line", "a record", "it is"),

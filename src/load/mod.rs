@@ -984,7 +984,7 @@ fn prepare(
         early_warnings
             .push(format!("leaving out {fields} {} of each record, as asked", headers::field_list(&left_out)));
     }
-    if let Some(said) = headers::without_header_said(all_sources, &without_header) {
+    if let Some(said) = headers::without_header_said(sources) {
         early_warnings.push(said);
     }
     if let Some((source, names)) = &header_columns {
