@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 use std::fs::File;
-use std::io::{self, BufReader, IsTerminal, Read, Seek};
+use std::io::{self, BufRead, BufReader, IsTerminal, Read, Seek};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -52,6 +52,33 @@ impl Compression {
         } else {
             Compression::None
         }
+    }
+
+    /// The tool that writes such data, and checks it (`-t`).
+    pub fn tool(self) -> Option<&'static str> {
+        match self {
+            Compression::None => None,
+            Compression::Gzip => Some("gzip"),
+            Compression::Zstd => Some("zstd"),
+            Compression::Bzip2 => Some("bzip2"),
+            Compression::Xz => Some("xz"),
+            Compression::Lz4 => Some("lz4"),
+        }
+    }
+
+    /// `read` decompressed, each format's streams one after another read as
+    /// one; `read` itself when not compressed. The one place that knows
+    /// each format's decoder: the head looked at before the load and the
+    /// chunker's stream both take it.
+    fn decoder<'a, R: BufRead + Send + 'a>(self, read: R) -> io::Result<Box<dyn Read + Send + 'a>> {
+        Ok(match self {
+            Compression::None => Box::new(read),
+            Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(read)),
+            Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(read)?),
+            Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(read)),
+            Compression::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(read)),
+            Compression::Lz4 => Box::new(Lz4Frames::new(read)),
+        })
     }
 
     /// The command that writes the input's text, for advice.
@@ -132,19 +159,14 @@ const LOOK: usize = 1024;
 /// The first [`LOOK`] bytes of the data in `head`, decompressed as far as
 /// those bytes go (a `.tar.gz` is a tar archive), to see what it is.
 fn decompressed_head(compression: Compression, head: &[u8]) -> Vec<u8> {
-    let mut reader: Box<dyn Read + '_> = match compression {
+    // zstd and bzip2 decode a block once they have all of it (up to 128
+    // KiB and 900 kB): a file's first kilobyte may give nothing.
+    let mut reader = match compression {
         Compression::None => return head[..head.len().min(LOOK)].to_vec(),
-        Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(head)),
-        // zstd decodes a block once it has all of it: a file's first
-        // kilobyte may give nothing.
-        Compression::Zstd => match zstd::stream::read::Decoder::with_buffer(head) {
-            Ok(decoder) => Box::new(decoder),
+        compressed => match compressed.decoder(head) {
+            Ok(reader) => reader,
             Err(_) => return Vec::new(),
         },
-        // So does bzip2, with blocks of up to 900 kB.
-        Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(head)),
-        Compression::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(head)),
-        Compression::Lz4 => Box::new(Lz4Frames::new(head)),
     };
     let (mut out, mut filled) = (vec![0; LOOK], 0);
     while let Ok(n @ 1..) = reader.read(&mut out[filled..]) {
@@ -484,14 +506,7 @@ impl Source {
         let buffered = |counted| BufReader::with_capacity(1 << 20, counted);
         let stream: Box<dyn Read + Send> = match self.compression {
             Compression::None => Box::new(counted),
-            Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(buffered(counted))),
-            Compression::Zstd => Box::new(
-                zstd::stream::read::Decoder::with_buffer(buffered(counted))
-                    .map_err(|e| self.input_error(&e.to_string()))?,
-            ),
-            Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(buffered(counted))),
-            Compression::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(buffered(counted))),
-            Compression::Lz4 => Box::new(Lz4Frames::new(buffered(counted))),
+            compressed => compressed.decoder(buffered(counted)).map_err(|e| self.input_error(&e.to_string()))?,
         };
         let stream: Box<dyn Read + Send> = match skip {
             None => stream,
@@ -525,14 +540,7 @@ impl Source {
     /// check it.
     pub fn read_error(&self, err: &io::Error, raw_bytes_read: u64) -> Error {
         let reason = io_reason(err);
-        let tool = match self.compression {
-            Compression::None => return self.input_error(&reason),
-            Compression::Gzip => "gzip",
-            Compression::Zstd => "zstd",
-            Compression::Bzip2 => "bzip2",
-            Compression::Xz => "xz",
-            Compression::Lz4 => "lz4",
-        };
+        let Some(tool) = self.compression.tool() else { return self.input_error(&reason) };
         let check = match (&self.path, self.can_be_read_again()) {
             (Some(path), true) => format!("`{tool} -t {}` checks the file", path.display()),
             _ => format!("`{tool} -t` checks the data piped in"),
