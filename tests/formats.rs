@@ -682,6 +682,23 @@ fn jsonl_keys_spelt_another_way_name_their_columns() {
     let loaded =
         "SELECT string_agg(concat_ws(' ', order_id, customer_name, \"Total\"), ', ' ORDER BY order_id) FROM orders";
     assert_eq!(db.scalar(loaded), "7 Ann 1.5, 8");
+    // Two spellings of one column: refused, naming both keys and their lines;
+    // --columns loads the key that spells the column and leaves out the other.
+    let both = db.file("both.jsonl", b"{\"order_id\":9,\"total\":1}\n{\"orderId\":10}\n");
+    let run = db.load(&[both.to_str().unwrap(), "--table", "orders"]);
+    let says = "both.jsonl line 1) and \"orderId\" (line 2) both name column \"order_id\"";
+    run.assert_refused(says);
+    assert_eq!(db.count("orders"), 2);
+    db.load(&[both.to_str().unwrap(), "--table", "orders", "--columns", "order_id"]).assert_ok();
+    assert_eq!(db.scalar("SELECT count(*) FROM orders WHERE order_id IS NULL"), "1");
+    let run = db.load(&[both.to_str().unwrap(), "--table", "orders", "--columns", "order_id,order_id"]);
+    run.assert_refused("--columns names column \"order_id\" twice");
+    // A table of one column that a key names: the key's value, not the
+    // document whole (which the bigint column rejected, every line).
+    db.execute("CREATE TABLE ids (id bigint)");
+    let ids = db.file("ids.jsonl", b"{\"id\":1}\n{\"id\":2.0}\n");
+    db.load(&[ids.to_str().unwrap(), "--table", "ids"]).assert_ok();
+    assert_eq!(db.scalar("SELECT string_agg(id::text, ' ' ORDER BY id) FROM ids"), "1 2");
 }
 
 /// The generated store_sales CSV (quoted fields, rare quoted newlines).

@@ -96,8 +96,9 @@ pub struct LoadArgs {
 
     /// Target columns, comma-separated, in file order (as written, else as
     /// in SQL: `"Total"` or `total`); a - leaves the field at its place out
-    /// (`id,-,name`). For jsonl: the json/jsonb column that receives the
-    /// documents, or the columns each loaded from the key of its name.
+    /// (`id,-,name`). For jsonl: the columns each loaded from the key of its
+    /// name, or one column that receives the documents whole (when the
+    /// documents have no key of its name).
     #[arg(long, value_delimiter = ',', value_name = "A,B,C")]
     columns: Option<Vec<String>>,
 

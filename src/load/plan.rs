@@ -268,19 +268,25 @@ pub fn fields_left_out(
 }
 
 /// For jsonl: whether each document goes whole into one column (the
-/// column `--columns` names, or the table's only column, or its one json
-/// or jsonb column when no key of the documents at the start of the input,
-/// `head`, names one of its other columns) rather than its keys' values
-/// into the columns of the same names (see [`document_columns`]). Why not
-/// whole whenever there is one json column: documents whose keys name the
+/// column `--columns` names when no document at the start of the input,
+/// `head`, has a key of that name; the table's only column when it is json
+/// or jsonb or no key names it; its one json or jsonb column when no key
+/// names one of its other columns) rather than its keys' values into the
+/// columns of the same names (see [`document_columns`]). Why not whole
+/// whenever there is one json column: documents whose keys name the
 /// table's columns, but one, would load whole into it, every other column
-/// NULL, without a reject to show it; they are refused for that key.
+/// NULL, without a reject to show it; they are refused for that key. Why
+/// the key where one names the column: `{"id":7}` loaded whole into a
+/// bigint column (`--columns id`, or a table of that one column) was
+/// rejected, every document of the file.
 pub fn whole_documents<'h>(table: &TableInfo, given: Option<&[String]>, head: impl FnOnce() -> &'h [u8]) -> bool {
     if let Some(names) = given {
-        return names.len() == 1;
+        return names.len() == 1 && !documents::keys_in(head()).iter().any(|(key, _)| key == names[0].trim());
     }
-    if table.columns.len() == 1 {
-        return true;
+    if let [(_, ty)] = table.columns.as_slice() {
+        let loadable = column_names(table);
+        let names_it = |key: &str| spelt_in(&loadable, key).is_some() || find_column(table, key).is_ok();
+        return is_json(ty) || !documents::keys_in(head()).iter().any(|(key, _)| names_it(key));
     }
     let json: Vec<&String> = table.columns.iter().filter(|(_, ty)| is_json(ty)).map(|(name, _)| name).collect();
     let names_another = |key: &str| find_column(table, key).is_ok_and(|column| !json.contains(&&column));
@@ -309,6 +315,8 @@ pub fn document_columns(
     let head_size = crate::report::human_bytes(head.len() as u64);
     let column_type = |name: &str| table.columns.iter().find(|(n, _)| n == name).map_or("", |(_, ty)| ty.as_str());
     let mut pairs: Vec<(String, String, ColumnKind)> = Vec::new();
+    // The line each key of `pairs` was first seen on (0: named by --columns).
+    let mut lines: Vec<u64> = Vec::new();
     let wanted: Vec<(String, u64)> = match given {
         Some(names) => names.iter().map(|n| (n.trim().to_string(), 0)).collect(),
         None if keys.is_empty() && documents::arrays_in(head) => {
@@ -357,15 +365,22 @@ pub fn document_columns(
                 keys.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(", ")
             )));
         }
-        if let Some((_, other, _)) = pairs.iter().find(|(c, _, _)| *c == column) {
+        if let Some(at) = pairs.iter().position(|(c, _, _)| *c == column) {
+            let (other, other_line) = (&pairs[at].1, lines[at]);
+            if given.is_some() {
+                return Err(Error::Usage(format!("--columns names column \"{column}\" twice")));
+            }
             return Err(Error::Usage(format!(
-                "the keys \"{other}\" and \"{key}\" both name column \"{column}\" of table {}; name the columns \
-                 to load with --columns",
+                "the documents' keys \"{other}\" ({input} line {other_line}) and \"{key}\" (line {line}) both name \
+                 column \"{column}\" of table {}, and a document with both would fill it twice. If they are one \
+                 field spelt two ways, spell it one way first; to load the key \"{column}\" alone, name the columns \
+                 to load with --columns (each is loaded from the key of its name; other keys are left out)",
                 table.display()
             )));
         }
         let kind = ColumnKind::of_type(column_type(&column));
         pairs.push((column, key, kind));
+        lines.push(line);
     }
     if pairs.is_empty() {
         return Err(Error::Target(format!(
