@@ -266,6 +266,23 @@ fn a_header_with_fields_no_column_takes_is_refused_with_the_cut_that_loads_it() 
                 column, which the server computes; COPY can neither load that field nor leave it out, so pass \
                 --skip-other-fields, which leaves it out on the way, or cut it out first (zcat ";
     cut_and_load(&generated, says, ")", "tsv");
+    // Every line ends with the delimiter: the header's last field is empty,
+    // and by position (four fields, five columns) every record was rejected.
+    db.execute(
+        "CREATE TABLE public.noted (id bigint, customer text, total numeric, note text, at date DEFAULT '2024-01-02')",
+    );
+    let trailing = db.file("trailing.csv", b"id,customer,total,\n4,Di,2,\n");
+    let run = db.load(&[trailing.to_str().unwrap(), "--table", "public.noted", "--header"]);
+    run.assert_refused(
+        "field 4 (empty: the header ends with the delimiter, as some exports end every line) names no column of \
+         public.noted; COPY can neither load that field nor leave it out, so pass --skip-other-fields",
+    );
+    assert!(run.stderr.contains("or add a column for it to the table"), "{}", run.stderr);
+    db.load(&[trailing.to_str().unwrap(), "--table", "public.noted", "--header", "--skip-other-fields"]).assert_ok();
+    assert_eq!(
+        db.scalar("SELECT concat_ws(' ', id, customer, total, note, at) FROM public.noted"),
+        "4 Di 2 2024-01-02"
+    );
     assert_eq!(
         db.scalar("SELECT string_agg(concat_ws(' ', id, customer, total, doubled, n), ', ' ORDER BY id) FROM orders"),
         "1 Ann 10.5 21.0 1, 2 Bob 3 6 2, 3 Cy 1.25 2.50 3"

@@ -344,7 +344,16 @@ fn unloadable_header(
         why.push(format!("{} {kind}, which the server computes", listed(generated, &|name| quote_ident(name))));
     }
     if !others.is_empty() {
-        why.push(format!("{} no column of {}", listed(others, &|name| name.to_string()), table.display()));
+        // A header that ends with the delimiter, as the lines of some
+        // exports do, names its last field by nothing.
+        let fields = kept.len() + others.len() + generated.len();
+        let label = |index: usize, name: &str| match (name.is_empty(), index + 1 == fields) {
+            (true, true) => "empty: the header ends with the delimiter, as some exports end every line".to_string(),
+            (true, false) => "empty".to_string(),
+            (false, _) => name.to_string(),
+        };
+        let labelled: Vec<(usize, String)> = others.iter().map(|(i, name)| (*i, label(*i, name))).collect();
+        why.push(format!("{} no column of {}", listed(&labelled, &|name| name.to_string()), table.display()));
     }
     let all: Vec<usize> = others.iter().chain(generated).map(|(i, _)| i + 1).collect();
     let (those, them) = if all.len() == 1 { ("that field", "it") } else { ("those fields", "them") };
@@ -361,7 +370,11 @@ fn unloadable_header(
     }
     advice.push(')');
     if !others.is_empty() {
-        advice.push_str(", or add columns for them to the table");
+        advice.push_str(if others.len() == 1 {
+            ", or add a column for it to the table"
+        } else {
+            ", or add columns for them to the table"
+        });
     }
     source.input_error(&format!(
         "its header names columns of the table, but {}; COPY can neither load {those} nor leave {them} out, so \

@@ -416,11 +416,14 @@ pub enum HeaderColumns {
     /// its neighbour's column, and columns of one type take that silently.
     Misplaced { field: usize, column: String, instead: Option<String> },
     /// The header names columns, but some fields name none COPY can fill:
-    /// `others` name no column (and there are more fields than the table
-    /// has columns), `generated` name generated columns; each with its
-    /// index (from 0). `kept`: the fields that name columns. Why refused:
-    /// COPY cannot leave a field out, so by position every record would be
-    /// rejected, or (a generated column's field) load into the next column.
+    /// `others` name no column (and there are not as many fields as the
+    /// table has columns), `generated` name generated columns; each with
+    /// its index (from 0). `kept`: the fields that name columns. Why
+    /// refused: COPY cannot leave a field out, so by position every record
+    /// would be rejected (`missing data for column`, `extra data after last
+    /// expected column`: a header of three names and an empty field, as an
+    /// export that ends each line with a comma writes, into a table of five
+    /// columns), or (a generated column's field) load into the next column.
     Unloadable { kept: Vec<usize>, others: Vec<(usize, String)>, generated: Vec<(usize, String)> },
 }
 
@@ -437,7 +440,7 @@ pub fn header_columns(table: &TableInfo, header: &[u8], format: &FormatOptions) 
     let generated: Vec<(usize, String)> = (fields.iter().enumerate())
         .filter_map(|(field, f)| Some((field, spelt_in(&table.generated, f.trim())?)))
         .collect();
-    if distinct && !found.is_empty() && (!generated.is_empty() || fields.len() > table.columns.len()) {
+    if distinct && !found.is_empty() && (!generated.is_empty() || fields.len() != table.columns.len()) {
         let (kept, unnamed): (Vec<usize>, Vec<usize>) = (0..fields.len()).partition(|&i| named[i].is_some());
         let others = unnamed
             .into_iter()
