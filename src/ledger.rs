@@ -78,7 +78,7 @@ pub const CREATE_TABLES: &str =
     "CREATE TABLE IF NOT EXISTS sluice.jobs (job text PRIMARY KEY, target_table text NOT NULL, \
      fingerprint text NOT NULL, steps_done boolean NOT NULL DEFAULT false, \
      created_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz, chunking text, table_oid bigint, \
-     command text, input_bytes bigint, emptied_at timestamptz, input_sizes text); \
+     command text, input_bytes bigint, emptied_at timestamptz, input_sizes text, stopped_by text); \
      CREATE TABLE IF NOT EXISTS sluice.chunks (job text NOT NULL, \
      seq bigint NOT NULL, file text NOT NULL, byte_offset bigint NOT NULL, byte_len bigint NOT NULL, \
      first_line bigint NOT NULL, state text NOT NULL, rows_loaded bigint NOT NULL DEFAULT 0, \
@@ -146,13 +146,14 @@ pub fn refuse_out_of_reach(control: &PgSession, usage: LedgerUse) -> Result<(), 
 /// altering the ledger while another one loads could deadlock with it.
 /// Listed in the order loads lock the tables (jobs, then a chunk's rejects,
 /// then its row in chunks).
-const ADDED_COLUMNS: [(&str, &str, &str); 12] = [
+const ADDED_COLUMNS: [(&str, &str, &str); 13] = [
     ("jobs", "chunking", "text"),
     ("jobs", "table_oid", "bigint"),
     ("jobs", "command", "text"),
     ("jobs", "input_bytes", "bigint"),
     ("jobs", "emptied_at", "timestamptz"),
     ("jobs", "input_sizes", "text"),
+    ("jobs", "stopped_by", "text"),
     ("rejects", "seq", "bigint"),
     ("rejects", "raw_length", "bigint"),
     ("chunks", "content_hash", "bigint"),
@@ -359,6 +360,9 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
         &[Some(job)],
     )?;
     let row = found.first().ok_or_else(|| Error::Server(format!("job {job} vanished from sluice.jobs")))?;
+    // This run may stop for another reason, or not at all.
+    session
+        .query("UPDATE sluice.jobs SET stopped_by = NULL WHERE job = $1 AND stopped_by IS NOT NULL", &[Some(job)])?;
     let [old_fingerprint, old_table, finished_at, steps_done, old_chunking, old_oid, old_command, emptied] =
         [0, 1, 2, 3, 4, 5, 6, 7].map(|i| row[i].clone().unwrap_or_default());
     let emptied = !restart && emptied == "t" && old_table == table;
@@ -1431,6 +1435,18 @@ pub struct JobStatus {
     pub dropped: Vec<String>,
     /// The command that began it (what resumes it), when recorded.
     pub command: Option<String>,
+    /// The error that stopped its last run, when that run could say so (not
+    /// after a kill or a crash).
+    pub stopped_by: Option<String>,
+}
+
+/// Records why a job's run stopped, for `sluice status`: its command alone
+/// runs into the same stop, when the cause is in the options or the table
+/// (the first records all rejected, too many rejects), and a job left
+/// stopped looked like one that a crash had left to resume.
+pub fn record_stop(session: &PgSession, job: &str, reason: &str) -> Result<(), Error> {
+    session.query("UPDATE sluice.jobs SET stopped_by = $2 WHERE job = $1", &[Some(job), Some(reason)])?;
+    Ok(())
 }
 
 /// Every job, or the one named, newest first.
@@ -1445,7 +1461,7 @@ pub fn status(session: &PgSession, job: Option<&str>) -> Result<Vec<JobStatus>, 
            (SELECT coalesce(string_agg(s.name, '; ' ORDER BY s.step), '') FROM sluice.steps s \
              WHERE s.job = j.job AND s.state = 'dropped'), min(j.command), \
            coalesce(sum(c.byte_len) FILTER (WHERE c.state = 'done'), 0), min(j.input_bytes), \
-           coalesce(sum(c.rows_skipped), 0) \
+           coalesce(sum(c.rows_skipped), 0), min(j.stopped_by) \
          FROM sluice.jobs j LEFT JOIN sluice.chunks c ON c.job = j.job \
          WHERE $1::text IS NULL OR j.job = $1 GROUP BY j.job ORDER BY max(j.created_at) DESC",
         &[job],
@@ -1470,6 +1486,7 @@ pub fn status(session: &PgSession, job: Option<&str>) -> Result<Vec<JobStatus>, 
             command: r[9].clone(),
             bytes_done: num(r, 10),
             input_bytes: r[11].as_deref().and_then(|n| n.parse().ok()),
+            stopped_by: r[13].clone(),
         })
         .collect())
 }

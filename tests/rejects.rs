@@ -2889,6 +2889,19 @@ fn records_no_partition_takes_are_counted_in_one_warning() {
     let says = "the first 1,000 records were all rejected, as no partition of the table takes their keys; the first: ";
     assert!(loaded.run.stderr.contains(says), "{}", loaded.run.stderr);
     assert!(loaded.run.stderr.contains("Create the partitions they need (or a DEFAULT"), "{}", loaded.run.stderr);
+    // `sluice status` says why the job stopped, where it said "resume with"
+    // alone, as after a crash (the command runs into the same stop).
+    let status = || crate::util::sluice(&["status", "--db", &db.conninfo()]).stdout;
+    let why = "  its last run stopped: the first 1,000 records were all rejected, as no partition of the table takes";
+    let shown = status();
+    assert!(shown.contains(why), "{shown}");
+    assert!(shown.contains("  once the cause is dealt with, resume with: cd "), "{shown}");
+    db.execute("CREATE TABLE pt_2025 PARTITION OF pt FOR VALUES FROM ('2025-01-01') TO ('2026-01-01')");
+    let again = load_with_rejects(&db, &db.file("feb.csv", data.as_bytes()), "pt", &[]);
+    assert_eq!((again.run.code, db.count("pt")), (0, 1_310), "{}", again.run.output());
+    let cleared = "SELECT count(*) FROM sluice.jobs WHERE stopped_by IS NOT NULL OR finished_at IS NULL";
+    assert_eq!(db.scalar(cleared), "0");
+    assert!(!status().contains("its last run stopped"));
 }
 
 /// The rejects file's default path is the table's: a load that rejects

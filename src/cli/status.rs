@@ -75,8 +75,17 @@ pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
                  and its rejects file is written"
             );
         }
-        if let Some(command) = j.command.as_ref().filter(|_| in_progress && !j.running) {
-            println!("  resume with: {command}");
+        let stopped = in_progress && !j.running;
+        // The first records' stop says "stopped: ..." of itself.
+        let reason = j.stopped_by.as_deref().filter(|_| stopped).map(|r| r.strip_prefix("stopped: ").unwrap_or(r));
+        match (j.command.as_ref().filter(|_| stopped), reason) {
+            (Some(command), Some(reason)) => {
+                println!("  its last run stopped: {reason}");
+                println!("  once the cause is dealt with, resume with: {command}");
+            }
+            (None, Some(reason)) => println!("  its last run stopped: {reason}"),
+            (Some(command), None) => println!("  resume with: {command}"),
+            (None, None) => {}
         }
         if !j.dropped.is_empty() {
             println!(
@@ -144,6 +153,7 @@ mod tests {
             active: vec![],
             dropped: vec![],
             command: None,
+            stopped_by: None,
         }
     }
 

@@ -1609,6 +1609,12 @@ fn conclude(
         report.summary.rejects_file = Some(rejects.path().display().to_string());
         report.summary.rejects_in_file = rejects.written();
     }
+    let stopped_by = failure.as_ref().filter(|e| !matches!(e, Error::Interrupted { .. }));
+    if let (Some(error), Some(session)) = (stopped_by, control.as_ref()) {
+        // Best effort: the error may be the session's own end. A Ctrl-C is
+        // no cause to fix: the command resumes the job as it is.
+        let _ = ledger::record_stop(session, &shared.job, &shared.target.redacted(&error.to_string()));
+    }
     match failure {
         Some(error) => Err(Failed { error, partial: Some(Box::new(report)), left_undone: Vec::new() }),
         None => Ok(report),

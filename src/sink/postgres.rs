@@ -193,6 +193,16 @@ impl PgTarget {
         found
     }
 
+    /// `text` with this target's passwords masked, for what sluice writes
+    /// where the CLI's mask does not reach (the ledger).
+    pub fn redacted(&self, text: &str) -> String {
+        let mut redactor = crate::redact::Redactor::default();
+        for secret in self.secrets() {
+            redactor.add(&secret);
+        }
+        redactor.apply(text)
+    }
+
     pub fn connect(&self) -> Result<PgSession, Error> {
         match &self.socket_conninfo {
             Some(socket) => self.connect_to(socket).or_else(|_| self.connect_to(&self.conninfo)),
@@ -659,10 +669,14 @@ impl PgSession {
         self.rows(self.conn.exec_prepared(Some(name), &values, &[], libpq::Format::Text))
     }
 
-    /// A query's rows as text, or its error.
+    /// A query's rows as text (none for a statement that returns none), or
+    /// its error. Why a statement without rows passes: it was taken for a
+    /// lost connection (an error with no message), and retried for minutes.
     fn rows(&self, result: libpq::PQResult) -> Result<Rows, Error> {
-        if result.status() != Status::TuplesOk {
-            return Err(self.failure(&result));
+        match result.status() {
+            Status::TuplesOk => {}
+            Status::CommandOk => return Ok(Vec::new()),
+            _ => return Err(self.failure(&result)),
         }
         let rows = (0..result.ntuples())
             .map(|r| {
