@@ -338,10 +338,28 @@ impl<R: Read> Read for Lz4Frames<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
             let before = self.taken.get();
-            match self.frames.read(buf)? {
-                0 if !buf.is_empty() && self.taken.get() != before => continue,
-                n => return Ok(n),
+            match self.frames.read(buf) {
+                Ok(0) if !buf.is_empty() && self.taken.get() != before => continue,
+                Ok(n) => return Ok(n),
+                Err(e) => self.skip_a_skippable_frame(e)?,
             }
+        }
+    }
+}
+
+impl<R: Read> Lz4Frames<R> {
+    /// Passes over a skippable frame (metadata some writers add, such as
+    /// pzstd's and lz4's own tools), of which lz4_flex reads the size and
+    /// stops with an error; any other error is the input's.
+    fn skip_a_skippable_frame(&mut self, error: io::Error) -> io::Result<()> {
+        let skippable = error.get_ref().and_then(|e| e.downcast_ref::<lz4_flex::frame::Error>());
+        let Some(&lz4_flex::frame::Error::SkippableFrame(len)) = skippable else {
+            return Err(error);
+        };
+        let skipped = io::copy(&mut self.frames.get_mut().take(u64::from(len)), &mut io::sink())?;
+        match skipped == u64::from(len) {
+            true => Ok(()),
+            false => Err(io::Error::new(io::ErrorKind::UnexpectedEof, "lz4 input ends inside a skippable frame")),
         }
     }
 }
