@@ -44,6 +44,15 @@ pub enum Error {
     Input { file: String, message: String },
     #[error("{0}")]
     Target(String),
+    /// The load's table is not there: `searched`, the schemas of the
+    /// search path; `sketch`, a `CREATE TABLE` the input's first records
+    /// fit (see `load::sketch`), when known.
+    #[error(
+        "table \"{name}\" does not exist (searched schemas: {searched}); create it first, or name it as \
+         schema.table{}",
+        sketch.as_ref().map(|s| format!(". {s}")).unwrap_or_default()
+    )]
+    NoSuchTable { name: String, searched: String, sketch: Option<String> },
     #[error("connecting to {target}: {message}")]
     Connect { target: String, message: String },
     #[error("{0}")]
@@ -87,7 +96,7 @@ pub enum Error {
 impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Usage(_) | Error::Input { .. } | Error::Target(_) => exit::USAGE,
+            Error::Usage(_) | Error::Input { .. } | Error::Target(_) | Error::NoSuchTable { .. } => exit::USAGE,
             Error::Connect { .. } | Error::Database(_) | Error::Transient(_) | Error::Server(_) => exit::DATABASE,
             Error::TooManyRejects { .. } | Error::NothingLoads { .. } => exit::TOO_MANY_REJECTS,
             Error::Interrupted { .. } => exit::INTERRUPTED,

@@ -1413,3 +1413,63 @@ fn the_parts_split_cuts_load_every_record_with_header_first_file() {
     db.load(&["--header", &first, "--table", "each_file"]).assert_ok();
     assert_eq!(db.count("each_file"), 2, "--header takes no value from the file name after it");
 }
+
+/// A table that does not exist: the refusal gives a `CREATE TABLE` the
+/// first records fit (it said "create it first" alone), and that statement,
+/// run as it is, makes a table the whole file loads into, row for row as
+/// `psql \copy` loads it; for JSON lines, every document, none rejected.
+#[test]
+fn a_missing_table_is_refused_with_a_create_table_its_file_loads_into() {
+    let db = TestDb::new();
+    let mut csv = String::from("Order ID,Customer Name,Total $,Paid,Ordered At,Zip,Key,Day\n");
+    for i in 0..3000u32 {
+        let total = if i % 7 == 0 { String::new() } else { format!("{}.{:02}", i * 3, i % 100) };
+        let paid = ["true", "false", ""][i as usize % 3];
+        let at = if i % 2 == 0 {
+            format!("2024-01-02 10:{:02}:00", i % 60)
+        } else {
+            format!("2024-01-03T0{}:00:00Z", i % 10)
+        };
+        let key = format!("{:08x}-0000-4000-8000-{:012x}", i, i * 7);
+        csv.push_str(&format!(
+            "{i},\"Name, {i}\",{total},{paid},{at},0{:04},{key},2024-02-{:02}\n",
+            i % 9999,
+            i % 28 + 1
+        ));
+    }
+    let file = db.file("orders.csv", csv.as_bytes());
+    let path = file.to_str().unwrap();
+    let run = db.load(&[path, "--table", "fresh", "--header"]);
+    run.assert_refused("table \"fresh\" does not exist (searched schemas: public)");
+    let statement = |stderr: &str| stderr.split_once("fit this table: ").unwrap().1.lines().next().unwrap().to_string();
+    let create = statement(&run.stderr);
+    let want =
+        "CREATE TABLE \"fresh\" (\"order_id\" bigint, \"customer_name\" text, \"total\" numeric, \"paid\" boolean, \
+                \"ordered_at\" timestamptz, \"zip\" text, \"key\" uuid, \"day\" date);";
+    assert_eq!(create, want);
+    assert!(run.stderr.contains("The first 1,000 records of "), "{}", run.stderr);
+    db.execute(&create);
+    db.load(&[path, "--table", "fresh", "--header"]).assert_ok();
+    db.execute("CREATE TABLE want (LIKE fresh)");
+    db.psql_copy("want", &file, "with (format csv, header)");
+    db.assert_same_rows("fresh", "want");
+    assert_eq!(db.count("fresh"), 3000);
+    // JSON lines: keys in the order the documents first have them.
+    let docs: String = (0..500)
+        .map(|i| {
+            format!(
+                "{{\"id\":{i},\"tags\":[\"a\",{i}],\"score\":{i}.5,\"seen\":\"2024-03-0{}\",\"ok\":{}}}\n",
+                i % 9 + 1,
+                i % 2 == 0
+            )
+        })
+        .collect();
+    let docs = db.file("docs.jsonl", docs.as_bytes());
+    let run = db.load(&[docs.to_str().unwrap(), "--table", "fresh_docs"]);
+    let create = statement(&run.stderr);
+    let want = "CREATE TABLE \"fresh_docs\" (\"id\" bigint, \"tags\" jsonb, \"score\" numeric, \"seen\" date, \"ok\" boolean);";
+    assert_eq!(create, want);
+    db.execute(&create);
+    db.load(&[docs.to_str().unwrap(), "--table", "fresh_docs"]).assert_ok();
+    assert_eq!(db.scalar("SELECT count(*) FROM fresh_docs WHERE tags->>1 = id::text AND ok = (id % 2 = 0)"), "500");
+}

@@ -28,6 +28,7 @@ pub(crate) mod plan;
 mod renamed;
 mod retry;
 mod sequences;
+mod sketch;
 mod stage;
 mod suspect;
 mod value_check;
@@ -845,7 +846,14 @@ fn prepare(
     sources: &[Source],
     format: &FormatOptions,
 ) -> Result<Prepared, Failed> {
-    let table = control.resolve_table(&req.table)?;
+    let table = control.resolve_table(&req.table).map_err(|e| match e {
+        Error::NoSuchTable { name, searched, .. } => {
+            let (input, head) = first_look::first_head(sources);
+            let sketch = sketch::create_table(&req.table, format, req.columns.as_deref(), (&input, &head));
+            Error::NoSuchTable { name, searched, sketch }
+        }
+        other => other,
+    })?;
     let unique_keys = control.unique_keys(table.oid)?;
     let nothing_to_skip = req.on_conflict_do_nothing && !control.holds_unique_keys(table.oid)?;
     refuse_the_ledger(req, &table)?;

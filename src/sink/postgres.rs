@@ -714,9 +714,7 @@ impl PgSession {
         let Some(row) = rows.into_iter().next() else {
             let path = self.query("SELECT pg_catalog.array_to_string(pg_catalog.current_schemas(false), ', ')", &[])?;
             let path = path.first().and_then(|r| r[0].clone()).unwrap_or_default();
-            return Err(Error::Target(format!(
-                "table \"{name}\" does not exist (searched schemas: {path}); create it first, or name it as schema.table"
-            )));
+            return Err(Error::NoSuchTable { name: name.to_string(), searched: path, sketch: None });
         };
         let [oid, schema, table, kind] = [&row[0], &row[1], &row[2], &row[3]].map(|v| v.clone().unwrap_or_default());
         // Trigger type bits: ROW 1, INSERT 4, INSTEAD 64.
