@@ -30,6 +30,16 @@ use super::plan::header_fields;
 /// How many records of the first input the guess reads.
 const SAMPLED_RECORDS: usize = 1_000;
 
+/// What the first records say: the columns' names (as many as known) and
+/// guesses, how many records were read, and whether a first line was taken
+/// for a header without `--header`.
+struct Sampled {
+    names: Vec<String>,
+    guesses: Vec<Guess>,
+    read: usize,
+    header_guessed: bool,
+}
+
 /// What a column's values so far fit, narrowest first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Guess {
@@ -88,7 +98,7 @@ pub(super) fn create_table(
     given: Option<&[String]>,
     (input, head): (&str, &[u8]),
 ) -> Option<String> {
-    let (mut names, mut guesses, read) = match format.kind {
+    let Sampled { mut names, mut guesses, read, header_guessed } = match format.kind {
         FormatKind::Jsonl => documents(head)?,
         _ => records(format, head)?,
     };
@@ -102,12 +112,16 @@ pub(super) fn create_table(
     guesses.resize(names.len(), Guess::Nothing);
     let columns: Vec<String> =
         sql_names(&names).iter().zip(&guesses).map(|(name, guess)| format!("{name} {}", guess.sql())).collect();
+    let records = match read {
+        1 => "record".to_string(),
+        n => format!("{} records", thousands(n as u64)),
+    };
+    let header = match header_guessed && given.is_none() {
+        true => ", its first line read as a header (pass --header, which skips it)",
+        false => "",
+    };
     Some(format!(
-        "The first {} of {input} fit this table: CREATE TABLE {} ({});",
-        match read {
-            1 => "record".to_string(),
-            n => format!("{} records", thousands(n as u64)),
-        },
+        "The first {records} of {input} fit this table{header}: CREATE TABLE {} ({});",
         table_name(table),
         columns.join(", ")
     ))
@@ -122,20 +136,33 @@ fn table_name(table: &str) -> String {
     }
 }
 
-/// CSV and TSV: the header's names (or none) and each field's guess.
-fn records(format: &FormatOptions, head: &[u8]) -> Option<(Vec<String>, Vec<Guess>, usize)> {
+/// CSV and TSV: the header's names (or none) and each field's guess. A
+/// first line without `--header` whose every field is text where the
+/// records after it have a typed column is taken for a header (and said).
+fn records(format: &FormatOptions, head: &[u8]) -> Option<Sampled> {
     // Whole records only: the head may end inside one.
     let all = head_records(head, &FormatOptions { header: false, ..format.clone() });
-    let (names, body) = match format.header {
-        true => (header_fields(all.first()?, format).unwrap_or_default(), all.get(1..).unwrap_or_default()),
-        false => (Vec::new(), &all[..]),
+    let all = &all[..all.len().min(SAMPLED_RECORDS + 1)];
+    let (names, body, header_guessed) = match (format.header, all.split_first()) {
+        (true, Some((header, body))) => (header_fields(header, format).unwrap_or_default(), body, false),
+        (false, Some((first, rest))) if is_a_header(first, rest, format) => {
+            (header_fields(first, format).unwrap_or_default(), rest, true)
+        }
+        _ => (Vec::new(), all, false),
     };
     let body = &body[..body.len().min(SAMPLED_RECORDS)];
     if body.is_empty() && names.is_empty() {
         return None;
     }
-    let mut guesses = vec![Guess::Nothing; names.len()];
-    for record in body {
+    let mut guesses = guesses_of(body, format);
+    guesses.resize(guesses.len().max(names.len()), Guess::Nothing);
+    Some(Sampled { names, guesses, read: body.len(), header_guessed })
+}
+
+/// Each field's guess over `records`.
+fn guesses_of(records: &[&[u8]], format: &FormatOptions) -> Vec<Guess> {
+    let mut guesses = Vec::new();
+    for record in records {
         let Some(fields) = header_fields(record, format) else { continue };
         if guesses.len() < fields.len() {
             guesses.resize(fields.len(), Guess::Nothing);
@@ -149,7 +176,15 @@ fn records(format: &FormatOptions, head: &[u8]) -> Option<(Vec<String>, Vec<Gues
             }
         }
     }
-    Some((names, guesses, body.len()))
+    guesses
+}
+
+/// Whether `first` reads as a header of the records after it: every field
+/// text, not empty, and some column typed in the `rest`.
+fn is_a_header(first: &[u8], rest: &[&[u8]], format: &FormatOptions) -> bool {
+    let Some(fields) = header_fields(first, format) else { return false };
+    let labels = fields.iter().all(|f| guess_text(f) == Guess::Text);
+    labels && guesses_of(rest, format).iter().any(|g| !matches!(g, Guess::Text | Guess::Nothing))
 }
 
 /// Which of a record's `count` fields are the NULL string: in TSV, `\N`
@@ -173,7 +208,7 @@ fn nulls_in(record: &[u8], format: &FormatOptions, count: usize) -> Vec<bool> {
 
 /// JSON lines: the keys, in the order the documents first have them, and
 /// each key's guess.
-fn documents(head: &[u8]) -> Option<(Vec<String>, Vec<Guess>, usize)> {
+fn documents(head: &[u8]) -> Option<Sampled> {
     let lines: Vec<&[u8]> = head.split(|&b| b == b'\n').take(SAMPLED_RECORDS).collect();
     let names: Vec<String> = documents::keys_in(&lines.join(&b'\n')).into_iter().map(|(key, _)| key).collect();
     let mut guesses = vec![Guess::Nothing; names.len()];
@@ -190,7 +225,7 @@ fn documents(head: &[u8]) -> Option<(Vec<String>, Vec<Guess>, usize)> {
             };
         }
     }
-    (read > 0).then_some((names, guesses, read))
+    (read > 0).then_some(Sampled { names, guesses, read, header_guessed: false })
 }
 
 fn guess_json(value: &Value) -> Guess {
@@ -361,6 +396,19 @@ mod tests {
         let left_out = ["a", "-"].map(String::from);
         assert_eq!(create_table("t", &csv(false), Some(&left_out), ("o.csv", b"1,x\n")), None);
         assert_eq!(create_table("t", &csv(false), None, ("o.csv", b"")), None);
+    }
+
+    #[test]
+    fn a_first_line_of_labels_over_typed_records_is_taken_for_a_header() {
+        let said = create_table("t", &csv(false), None, ("h.csv", b"id,name,amount\n1,a,1.5\n2,b,\n")).unwrap();
+        let want = "The first 2 records of h.csv fit this table, its first line read as a header (pass --header, \
+                    which skips it): CREATE TABLE \"t\" (\"id\" bigint, \"name\" text, \"amount\" numeric);";
+        assert_eq!(said, want);
+        let all_text = create_table("t", &csv(false), None, ("h.csv", b"a,b\nc,d\n")).unwrap();
+        assert!(
+            all_text.ends_with("this table: CREATE TABLE \"t\" (\"column1\" text, \"column2\" text);"),
+            "{all_text}"
+        );
     }
 
     #[test]
