@@ -12,7 +12,7 @@
 //! The rules: a column is `bigint` when each of its values is a whole
 //! number that fits, `numeric` when each is a number, `boolean` for
 //! `true`/`false` (`t`/`f`, `yes`/`no`), `date` for ISO dates, `timestamp`
-//! or `timestamptz` (any with a zone) for ISO times, `uuid`, `jsonb` for
+//! or `timestamptz` (any with a zone) for ISO times, `time`, `uuid`, `jsonb` for
 //! JSON objects and arrays, and `text` for anything else or a mix. Empty
 //! values are NULL and say nothing. Names are the header's (or the keys'),
 //! written as SQL names (`Order ID` as `order_id`, which `--header` matches
@@ -51,6 +51,8 @@ enum Guess {
     Date,
     Timestamp,
     TimestampTz,
+    /// A time of day.
+    Time,
     Uuid,
     Jsonb,
     Text,
@@ -66,6 +68,7 @@ impl Guess {
             Guess::Date => "date",
             Guess::Timestamp => "timestamp",
             Guess::TimestampTz => "timestamptz",
+            Guess::Time => "time",
             Guess::Uuid => "uuid",
             Guess::Jsonb => "jsonb",
         }
@@ -269,6 +272,9 @@ fn guess_text(value: &str) -> Guess {
     if bytes.len() > 10 && time_value(Codec::TimestampTz, bytes, None).is_some() {
         return Guess::TimestampTz;
     }
+    if is_time_of_day(bytes) {
+        return Guess::Time;
+    }
     if is_uuid(text) {
         return Guess::Uuid;
     }
@@ -296,6 +302,27 @@ fn is_number(text: &str) -> bool {
         !e.is_empty() && digits(e)
     });
     !(whole.is_empty() && fraction.is_empty()) && digits(whole) && digits(fraction) && exponent_ok && !is_padded(whole)
+}
+
+/// `H:MM`, `HH:MM`, `HH:MM:SS` or with a fraction of a second, in range.
+fn is_time_of_day(text: &[u8]) -> bool {
+    let number = |digits: &[u8], max: u32| {
+        (1..=2).contains(&digits.len())
+            && digits.iter().all(u8::is_ascii_digit)
+            && digits.iter().fold(0, |n, d| n * 10 + u32::from(d - b'0')) <= max
+    };
+    let (clock, fraction) = match text.iter().position(|&b| b == b'.') {
+        Some(at) => (&text[..at], Some(&text[at + 1..])),
+        None => (text, None),
+    };
+    let parts: Vec<&[u8]> = clock.split(|&b| b == b':').collect();
+    let fraction_ok = fraction.map_or(true, |f| !f.is_empty() && f.iter().all(u8::is_ascii_digit));
+    let minute_second = |p: &[u8]| p.len() == 2 && number(p, 59);
+    match parts.as_slice() {
+        [h, m] => fraction.is_none() && number(h, 23) && minute_second(m),
+        [h, m, s] => fraction_ok && number(h, 23) && minute_second(m) && minute_second(s),
+        _ => false,
+    }
 }
 
 fn is_uuid(text: &str) -> bool {
@@ -354,6 +381,12 @@ mod tests {
             ("2024-01-02 10:00:00", Guess::Timestamp),
             ("2024-01-02T10:00:00.5+02:00", Guess::TimestampTz),
             ("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", Guess::Uuid),
+            ("06:10:40", Guess::Time),
+            ("9:05", Guess::Time),
+            ("23:59:59.25", Guess::Time),
+            ("24:00", Guess::Text),
+            ("12:60", Guess::Text),
+            ("1:2:3", Guess::Text),
             ("", Guess::Nothing),
             ("  ", Guess::Nothing),
             ("Ann", Guess::Text),
