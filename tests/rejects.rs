@@ -473,8 +473,9 @@ fn a_file_of_only_bad_records() {
 
 /// A header line loaded as a record (no `--header`) is rejected like any
 /// bad record, and the load says what it looks like and which option skips
-/// it: for every file whose first line names the table's columns (in any
-/// case, quoted or not), and for no other rejected first line.
+/// it: for every file whose first line names columns of the table (in any
+/// case, quoted or not) and holds no number or empty field, and for no
+/// other rejected first line.
 #[test]
 fn a_header_loaded_as_a_record_is_named_with_the_option_that_skips_it() {
     let db = TestDb::new();
@@ -482,6 +483,8 @@ fn a_header_loaded_as_a_record_is_named_with_the_option_that_skips_it() {
     db.file("part-1.csv", b"id,Name,day\n1,a,2024-01-02\n");
     db.file("part-2.csv", b"\"ID\", name ,DAY\n2,b,2024-01-03\n");
     db.file("part-3.csv", b"x,c,2024-01-04\n3,c,2024-01-04\n");
+    // A header that names a column another way (customer for "Name").
+    db.file("part-4.csv", b"id,customer,day\n4,d,2024-01-05\n");
     let (glob, rejects) = (db.dir.path().join("part-*.csv"), db.dir.path().join("t.rejects.jsonl"));
     let load = |input: &str, extra: &[&str]| {
         let _ = std::fs::remove_file(&rejects);
@@ -489,8 +492,8 @@ fn a_header_loaded_as_a_record_is_named_with_the_option_that_skips_it() {
     };
     let run = load(glob.to_str().unwrap(), &[]);
     assert_eq!(run.code, 1, "{}", run.output());
-    assert_eq!(db.count("t"), 3);
-    let said = "part-1.csv and 1 other file name the table's columns and were rejected: they look like headers; \
+    assert_eq!(db.count("t"), 4);
+    let said = "part-1.csv and 2 other files name columns of the table and were rejected: they look like headers; \
                 --header skips each file's first line";
     assert!(run.stderr.contains(said), "{}", run.stderr);
     db.execute("TRUNCATE t");

@@ -449,7 +449,7 @@ fn note_headers(shared: &Shared, rejects: &[Reject]) {
     }
     for reject in rejects.iter().filter(|r| r.line == 1) {
         let Some(raw) = as_loaded(shared, reject) else { continue };
-        if suspect::names_columns(&raw, &shared.table.columns, shared.format) {
+        if suspect::reads_as_a_header(&raw, &shared.table.columns, shared.format) {
             shared.notes.header_like.lock().unwrap_or_else(|e| e.into_inner()).push(reject.file.clone());
         }
     }
@@ -528,10 +528,10 @@ fn header_warning(files: &[String]) -> Option<String> {
     let what = match files.len() {
         0 => return None,
         1 => {
-            format!("the first line of {} names the table's columns and was rejected: it looks like a header", files[0])
+            format!("the first line of {} names columns of the table and was rejected: it looks like a header", files[0])
         }
         n => format!(
-            "the first lines of {} and {} name the table's columns and were rejected: they look like headers",
+            "the first lines of {} and {} name columns of the table and were rejected: they look like headers",
             files[0],
             count_of(n as u64 - 1, "other file")
         ),

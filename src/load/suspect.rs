@@ -501,17 +501,23 @@ pub fn misshapen(record: &[u8], rules: &[ColumnRule], format: &FormatOptions) ->
         || fields.next().is_some()
 }
 
-/// Whether every field of `record` is the name of one of `columns` (in any
-/// case, with quotes and spaces around or not), as a header line's fields
-/// are.
-pub fn names_columns(record: &[u8], columns: &[(String, String)], format: &FormatOptions) -> bool {
-    let mut fields = fields(record, format).peekable();
-    fields.peek().is_some()
-        && fields.all(|field| {
-            let Some(name) = field.map(<[u8]>::trim_ascii) else { return false };
+/// Whether `record` reads as a header line: every field a label (not
+/// empty, not a number), and one at least the name of one of `columns` (in
+/// any case, with quotes and spaces around or not). Why not every field a
+/// column's: an export's header names a column or two another way
+/// (`region` for `name`), and its line was rejected without a word of
+/// `--header`.
+pub fn reads_as_a_header(record: &[u8], columns: &[(String, String)], format: &FormatOptions) -> bool {
+    let names: Option<Vec<&[u8]>> = fields(record, format)
+        .map(|field| {
+            let name = field?.trim_ascii();
             let name = name.strip_prefix(b"\"").and_then(|n| n.strip_suffix(b"\"")).unwrap_or(name);
-            columns.iter().any(|(column, _)| column.as_bytes().eq_ignore_ascii_case(name))
+            let number = std::str::from_utf8(name).is_ok_and(|n| n.parse::<f64>().is_ok());
+            (!name.is_empty() && !number).then_some(name)
         })
+        .collect();
+    let names_a_column = |name: &[u8]| columns.iter().any(|(column, _)| column.as_bytes().eq_ignore_ascii_case(name));
+    names.is_some_and(|names| names.iter().any(|name| names_a_column(name)))
 }
 
 /// `value` (of a column with `rule`) when that column holds dates
