@@ -1473,3 +1473,34 @@ fn a_missing_table_is_refused_with_a_create_table_its_file_loads_into() {
     db.load(&[docs.to_str().unwrap(), "--table", "fresh_docs"]).assert_ok();
     assert_eq!(db.scalar("SELECT count(*) FROM fresh_docs WHERE tags->>1 = id::text AND ok = (id % 2 = 0)"), "500");
 }
+
+/// Excel's `sep=;` line before the header (some exports write it, for
+/// Excel to split the fields): taken for the header, it named no column and
+/// every record was rejected at the comma. Refused before anything loads,
+/// with the command that removes it; what that writes loads.
+#[test]
+fn an_excel_separator_line_is_refused_with_the_command_that_removes_it() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text, amount numeric)");
+    let file = db.file("export.csv.gz", &gzip(b"\xEF\xBB\xBFsep=;\r\nid;name;amount\r\n1;a;1.5\r\n2;b,c;2\r\n"));
+    let run = db.load(&[file.to_str().unwrap(), "--table", "t", "--header"]);
+    let says = "export.csv.gz: its first line, sep=;, is a note for Excel of the file's delimiter, not a header or a \
+                record: remove it first (zcat ";
+    run.assert_refused(says);
+    assert_eq!(db.count("t"), 0);
+    let command = run.stderr.split_once("first (").unwrap().1.split_once("), then").unwrap().0;
+    let cleaned = db.dir.path().join("export.data.csv");
+    assert_eq!(command, format!("zcat {} | tail -n +2 > {}", file.display(), cleaned.display()));
+    assert!(run.stderr.contains("then load that file with --delimiter ';'"), "{}", run.stderr);
+    let done = std::process::Command::new("sh").args(["-c", command]).status().unwrap();
+    assert!(done.success(), "{command}");
+    db.load(&[cleaned.to_str().unwrap(), "--table", "t", "--header", "--delimiter", ";"]).assert_ok();
+    assert_eq!(
+        db.scalar("SELECT string_agg(concat_ws(' ', id, name, amount), ', ' ORDER BY id) FROM t"),
+        "1 a 1.5, 2 b,c 2"
+    );
+    // A first line that only begins so is data.
+    let other = db.file("other.csv", b"sep=;x,y,1\n");
+    let run = db.load(&[other.to_str().unwrap(), "--table", "t"]);
+    assert_eq!(run.code, 1, "{}", run.output());
+}

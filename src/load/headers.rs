@@ -439,6 +439,49 @@ fn misplaced_header(source: &Source, header: &[u8], field: usize, column: &str, 
     ))
 }
 
+/// A first input that begins with `sep=;` (and a line end), the line
+/// Excel reads as the file's delimiter and some exports write first, is
+/// refused, with how to load it. Why: taken for the header (or a record)
+/// it named no column, and every record after it was rejected at the
+/// delimiter given, or the comma; sluice does not skip it, as the header
+/// and chunks are read in too many places that count its lines. Only the
+/// first input is read: a glob's files come from one tool.
+pub(super) fn refuse_a_separator_line(sources: &[Source]) -> Result<(), Error> {
+    let (name, head) = super::first_look::first_head(sources);
+    let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&head);
+    let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let (Some(&delimiter), true) = (line.strip_prefix(b"sep=").and_then(|d| d.first()), line.len() == 5) else {
+        return Ok(());
+    };
+    if head.len() == line.len() {
+        return Ok(());
+    }
+    let source = sources.iter().find(|s| s.name == name).unwrap_or(&sources[0]);
+    let file = crate::source::shell_word(&name);
+    let data = crate::source::shell_word(&without_the_line(&name));
+    let first = match source.compression.cat_command() {
+        Some(cat) => format!("{cat} {file} | tail -n +2 > {data}"),
+        None => format!("tail -n +2 {file} > {data}"),
+    };
+    Err(source.input_error(&format!(
+        "its first line, sep={}, is a note for Excel of the file's delimiter, not a header or a record: remove it \
+         first ({first}), then load that file with --delimiter {}",
+        char::from(delimiter),
+        shell_byte(delimiter)
+    )))
+}
+
+/// The name of a copy of `name` without its first line, uncompressed:
+/// `sales.csv.gz` as `sales.data.csv`, whose format the name still says.
+fn without_the_line(name: &str) -> String {
+    let plain = [".gz", ".zst", ".bz2", ".xz", ".lz4"].iter().find_map(|ext| name.strip_suffix(ext)).unwrap_or(name);
+    match plain.rsplit_once('.').filter(|(stem, ext)| !stem.is_empty() && !ext.contains('/')) {
+        Some((stem, ext)) => format!("{stem}.data.{ext}"),
+        None => format!("{plain}.data"),
+    }
+}
+
 /// An input's header record (`None`: the input is empty): from the file's
 /// start, or from the head of stdin or a pipe (read ahead when it was
 /// opened), so columns are matched by name whatever the input. A header

@@ -528,7 +528,10 @@ fn header_warning(files: &[String]) -> Option<String> {
     let what = match files.len() {
         0 => return None,
         1 => {
-            format!("the first line of {} names columns of the table and was rejected: it looks like a header", files[0])
+            format!(
+                "the first line of {} names columns of the table and was rejected: it looks like a header",
+                files[0]
+            )
         }
         n => format!(
             "the first lines of {} and {} name columns of the table and were rejected: they look like headers",

@@ -862,6 +862,9 @@ fn prepare(
     refuse_row_level_security(control, &table)?;
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
     crate::report::ensure_writable_or_stream(&rejects_path, "rejects", "--rejects")?;
+    if format.kind != FormatKind::Jsonl {
+        headers::refuse_a_separator_line(sources)?;
+    }
     let (given, mut picks) =
         plan::fields_left_out(req.columns.as_deref(), (format.kind, format.header), req.skip_other_fields)?;
     let documents = match format.kind {
