@@ -1449,8 +1449,9 @@ pub fn record_stop(session: &PgSession, job: &str, reason: &str) -> Result<(), E
     Ok(())
 }
 
-/// Every job, or the one named, newest first.
-pub fn status(session: &PgSession, job: Option<&str>) -> Result<Vec<JobStatus>, Error> {
+/// Every job, or the one named, or those of one table (as jobs name it:
+/// `public.orders`), newest first.
+pub fn status(session: &PgSession, job: Option<&str>, table: Option<&str>) -> Result<Vec<JobStatus>, Error> {
     let rows = session.query(
         "SELECT j.job, j.target_table, CASE WHEN j.finished_at IS NULL THEN 'in progress' \
            WHEN j.emptied_at > j.finished_at THEN 'emptied' ELSE 'finished' END, \
@@ -1463,8 +1464,9 @@ pub fn status(session: &PgSession, job: Option<&str>) -> Result<Vec<JobStatus>, 
            coalesce(sum(c.byte_len) FILTER (WHERE c.state = 'done'), 0), min(j.input_bytes), \
            coalesce(sum(c.rows_skipped), 0), min(j.stopped_by) \
          FROM sluice.jobs j LEFT JOIN sluice.chunks c ON c.job = j.job \
-         WHERE $1::text IS NULL OR j.job = $1 GROUP BY j.job ORDER BY max(j.created_at) DESC",
-        &[job],
+         WHERE ($1::text IS NULL OR j.job = $1) AND ($2::text IS NULL OR j.target_table = $2) \
+         GROUP BY j.job ORDER BY max(j.created_at) DESC",
+        &[job, table],
     )?;
     let text = |r: &Vec<Option<String>>, i: usize| r[i].clone().unwrap_or_default();
     let num = |r: &Vec<Option<String>>, i: usize| text(r, i).parse().unwrap_or(0);

@@ -493,3 +493,40 @@ fn a_resumed_runs_mb_per_second_is_of_what_it_loaded() {
     let share = loaded_now as f64 / f64::from(total);
     assert!((megabytes_now / bytes - share).abs() < 0.01, "{megabytes_now} of {bytes} bytes for a share of {share}");
 }
+
+/// `sluice status` after a year of nightly loads listed every night's
+/// job. It lists every job not finished and the 20 newest finished ones,
+/// and says how many it left out; `--all` lists them, `--table` one
+/// table's jobs (named as `load -t` names the table).
+#[test]
+fn status_lists_the_newest_finished_jobs_and_every_one_not_finished() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE nightly (id int, name text); CREATE TABLE other (id int, name text)");
+    let file = db.file("night.csv", b"1,a\n");
+    for night in 0..23 {
+        db.load(&[file.to_str().unwrap(), "--table", "nightly", "--job", &format!("night{night:02}"), "--load-again"])
+            .assert_ok();
+    }
+    db.load(&[file.to_str().unwrap(), "--table", "Other", "--job", "other"]).assert_ok();
+    db.execute("UPDATE sluice.jobs SET finished_at = NULL WHERE job = 'night00'");
+    let conninfo = db.conninfo();
+    let status = |extra: &[&str]| {
+        let mut args = vec!["status", "--db", &conninfo];
+        args.extend_from_slice(extra);
+        sluice(&args).stdout
+    };
+    let jobs_in = |shown: &str| shown.lines().filter(|l| l.starts_with("night") || l.starts_with("other")).count();
+    let shown = status(&[]);
+    assert_eq!(jobs_in(&shown), 21, "{shown}");
+    assert!(shown.contains("\nnight00 "), "the job not finished, however old: {shown}");
+    assert!(!shown.contains("\nnight03 ") && shown.contains("\nnight04 "), "{shown}");
+    assert!(shown.contains("... and 3 older finished jobs, not listed (--all lists them"), "{shown}");
+    assert_eq!(jobs_in(&status(&["--all"])), 24);
+    let one_table = status(&["--table", "nightly"]);
+    assert_eq!(jobs_in(&one_table), 21, "{one_table}");
+    assert!(!one_table.contains("\nother "), "{one_table}");
+    let shown = status(&["-t", "OTHER"]);
+    assert_eq!(jobs_in(&shown), 1, "{shown}");
+    let json: serde_json::Value = serde_json::from_str(&status(&["--json", "--table", "public.nightly"])).unwrap();
+    assert_eq!(json.as_array().unwrap().len(), 23);
+}

@@ -11,7 +11,8 @@ use sluice::Error;
 /// Show jobs from the ledger: chunks done, rows, rejects, active hosts.
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  sluice status --db postgres://loader@db1/sales\n  sluice status --job nightly --json"
+    after_help = "Examples:\n  sluice status --db postgres://loader@db1/sales\n  sluice status --job nightly --json\n  \
+                  sluice status --table orders --all"
 )]
 pub struct StatusArgs {
     /// Connection, as for `sluice load`.
@@ -21,6 +22,16 @@ pub struct StatusArgs {
     /// Only this job (default: every job, newest first).
     #[arg(long, value_name = "NAME")]
     job: Option<String>,
+
+    /// Only the jobs that load into this table (as `sluice load -t` names
+    /// it).
+    #[arg(long, short = 't', value_name = "TABLE")]
+    table: Option<String>,
+
+    /// Every finished job. By default the table lists every job not
+    /// finished and the newest finished ones (JSON: every job).
+    #[arg(long)]
+    all: bool,
 
     /// Print JSON instead of a table.
     #[arg(long)]
@@ -35,14 +46,22 @@ pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
         println!("no sluice jobs in this database");
         return Ok(exit::OK);
     }
-    let jobs = ledger::status(&session, args.job.as_deref())?;
+    let table = args.table.as_deref().map(|name| table_as_the_ledger_names_it(&session, name));
+    let jobs = ledger::status(&session, args.job.as_deref(), table.as_deref())?;
     if args.job.is_some() && jobs.is_empty() {
         return Err(Error::Usage(format!("no job named {} in the ledger", args.job.unwrap_or_default())));
+    }
+    if let (Some(table), true) = (&table, jobs.is_empty()) {
+        return Err(Error::Usage(format!("no job in the ledger loaded into {table}")));
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&jobs).unwrap_or_default());
         return Ok(exit::OK);
     }
+    let (jobs, finished_left_out) = match args.all || args.job.is_some() {
+        true => (jobs, 0),
+        false => newest_finished(jobs),
+    };
     println!(
         "{:<32} {:<24} {:<12} {:>20} {:>11} {:>14} {:>9}  active hosts",
         "job", "table", "state", "input done", "chunks done", "rows", "rejected"
@@ -94,7 +113,42 @@ pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
             );
         }
     }
+    if finished_left_out > 0 {
+        println!(
+            "... and {} older finished {}, not listed (--all lists them; --table T, one table's jobs)",
+            thousands(finished_left_out as u64),
+            if finished_left_out == 1 { "job" } else { "jobs" }
+        );
+    }
     Ok(exit::OK)
+}
+
+/// How many finished jobs the table lists by default: a nightly cron load
+/// leaves a job a night, and after a year `sluice status` printed 365
+/// lines to find the one that stopped.
+const FINISHED_SHOWN: usize = 20;
+
+/// Every job not finished, and the [`FINISHED_SHOWN`] newest finished
+/// (jobs come newest first), with how many finished were left out.
+fn newest_finished(jobs: Vec<ledger::JobStatus>) -> (Vec<ledger::JobStatus>, usize) {
+    let mut finished = 0;
+    let (mut shown, mut left_out) = (Vec::new(), 0);
+    for job in jobs {
+        let done = job.state != "in progress";
+        finished += usize::from(done);
+        match done && finished > FINISHED_SHOWN {
+            true => left_out += 1,
+            false => shown.push(job),
+        }
+    }
+    (shown, left_out)
+}
+
+/// The table as the ledger names its jobs' targets (`public.orders`): the
+/// table `name` finds as `sluice load -t` finds it, or (a table dropped
+/// since) the name as given.
+fn table_as_the_ledger_names_it(session: &sluice::sink::postgres::PgSession, name: &str) -> String {
+    session.resolve_table(name).map_or_else(|_| name.to_string(), |table| table.display())
 }
 
 /// `finished` (`emptied`: another job's `--truncate` took its rows since),
