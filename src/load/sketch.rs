@@ -123,6 +123,7 @@ pub(super) fn create_table(
         true => ", its first line read as a header (pass --header, which skips it)",
         false => "",
     };
+    let input = if input == "-" { "standard input" } else { input };
     Some(format!(
         "The first {records} of {input} fit this table{header}: CREATE TABLE {} ({});",
         table_name(table),
