@@ -1451,18 +1451,24 @@ pub fn record_stop(session: &PgSession, job: &str, reason: &str) -> Result<(), E
 
 /// Every job, or the one named, or those of one table (as jobs name it:
 /// `public.orders`), newest first.
+///
+/// The columns added since the first ledger are read through `to_jsonb`,
+/// NULL where missing: `sluice status` reads a ledger an older sluice made
+/// before any load of this version adds them (it may not alter it), and a
+/// column named outright stopped it with `column j.stopped_by does not
+/// exist`.
 pub fn status(session: &PgSession, job: Option<&str>, table: Option<&str>) -> Result<Vec<JobStatus>, Error> {
     let rows = session.query(
         "SELECT j.job, j.target_table, CASE WHEN j.finished_at IS NULL THEN 'in progress' \
-           WHEN j.emptied_at > j.finished_at THEN 'emptied' ELSE 'finished' END, \
+           WHEN min(to_jsonb(j)->>'emptied_at')::timestamptz > j.finished_at THEN 'emptied' ELSE 'finished' END, \
            count(c.seq) FILTER (WHERE c.state = 'done'), count(c.seq), \
            coalesce(sum(c.rows_loaded), 0), coalesce(sum(c.rows_rejected), 0), \
            coalesce(string_agg(DISTINCT c.host || ' (pid ' || c.pid || ')', ', ') \
              FILTER (WHERE c.committed_at > now() - interval '1 minute'), ''), \
            (SELECT coalesce(string_agg(s.name, '; ' ORDER BY s.step), '') FROM sluice.steps s \
-             WHERE s.job = j.job AND s.state = 'dropped'), min(j.command), \
-           coalesce(sum(c.byte_len) FILTER (WHERE c.state = 'done'), 0), min(j.input_bytes), \
-           coalesce(sum(c.rows_skipped), 0), min(j.stopped_by) \
+             WHERE s.job = j.job AND s.state = 'dropped'), min(to_jsonb(j)->>'command'), \
+           coalesce(sum(c.byte_len) FILTER (WHERE c.state = 'done'), 0), min(to_jsonb(j)->>'input_bytes'), \
+           coalesce(sum((to_jsonb(c)->>'rows_skipped')::bigint), 0), min(to_jsonb(j)->>'stopped_by') \
          FROM sluice.jobs j LEFT JOIN sluice.chunks c ON c.job = j.job \
          WHERE ($1::text IS NULL OR j.job = $1) AND ($2::text IS NULL OR j.target_table = $2) \
          GROUP BY j.job ORDER BY max(j.created_at) DESC",
