@@ -30,16 +30,21 @@ pub enum FormatKind {
     Jsonl,
 }
 
+/// `name` without the extension of a compressed format it ends with
+/// (`.gz`, `.zst`, `.bz2`, `.xz`, `.lz4`, ...).
+pub fn without_compressed_extension(name: &str) -> &str {
+    ["gz", "gzip", "zst", "zstd", "bz2", "xz", "lz4"]
+        .iter()
+        .find_map(|ext| name.strip_suffix(ext)?.strip_suffix('.'))
+        .unwrap_or(name)
+}
+
 impl FormatKind {
     /// Guesses the format from a file name, looking through the compressed
-    /// formats' extensions (`.gz`, `.zst`, `.bz2`, `.xz`, `.lz4`).
+    /// formats' extensions (see [`without_compressed_extension`]).
     pub fn guess(path: &Path) -> Option<FormatKind> {
         let name = path.file_name()?.to_str()?.to_ascii_lowercase();
-        let name = ["gz", "gzip", "zst", "zstd", "bz2", "xz", "lz4"]
-            .iter()
-            .find_map(|ext| name.strip_suffix(&format!(".{ext}")))
-            .unwrap_or(&name);
-        let ext = name.rsplit_once('.')?.1;
+        let ext = without_compressed_extension(&name).rsplit_once('.')?.1;
         match ext {
             "csv" => Some(FormatKind::Csv),
             "tsv" | "tab" | "txt" => Some(FormatKind::Tsv),

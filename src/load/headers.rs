@@ -475,7 +475,7 @@ pub(super) fn refuse_a_separator_line(sources: &[Source]) -> Result<(), Error> {
 /// The name of a copy of `name` without its first line, uncompressed:
 /// `sales.csv.gz` as `sales.data.csv`, whose format the name still says.
 fn without_the_line(name: &str) -> String {
-    let plain = [".gz", ".zst", ".bz2", ".xz", ".lz4"].iter().find_map(|ext| name.strip_suffix(ext)).unwrap_or(name);
+    let plain = crate::format::without_compressed_extension(name);
     match plain.rsplit_once('.').filter(|(stem, ext)| !stem.is_empty() && !ext.contains('/')) {
         Some((stem, ext)) => format!("{stem}.data.{ext}"),
         None => format!("{plain}.data"),

@@ -846,6 +846,9 @@ fn prepare(
     sources: &[Source],
     format: &FormatOptions,
 ) -> Result<Prepared, Failed> {
+    if format.kind != FormatKind::Jsonl {
+        headers::refuse_a_separator_line(sources)?;
+    }
     let table = control.resolve_table(&req.table).map_err(|e| match e {
         Error::NoSuchTable { name, searched, .. } => {
             let (input, head) = first_look::first_head(sources);
@@ -862,9 +865,6 @@ fn prepare(
     refuse_row_level_security(control, &table)?;
     let rejects_path = req.rejects.clone().unwrap_or_else(|| PathBuf::from(format!("{}.rejects.jsonl", table.name)));
     crate::report::ensure_writable_or_stream(&rejects_path, "rejects", "--rejects")?;
-    if format.kind != FormatKind::Jsonl {
-        headers::refuse_a_separator_line(sources)?;
-    }
     let (given, mut picks) =
         plan::fields_left_out(req.columns.as_deref(), (format.kind, format.header), req.skip_other_fields)?;
     let documents = match format.kind {
