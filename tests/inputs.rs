@@ -1466,12 +1466,19 @@ fn a_missing_table_is_refused_with_a_create_table_its_file_loads_into() {
         .collect();
     let docs = db.file("docs.jsonl", docs.as_bytes());
     let run = db.load(&[docs.to_str().unwrap(), "--table", "fresh_docs"]);
-    let create = statement(&run.stderr);
+    let create = statement(&run.stderr).split_once(" Or, for each document whole: ").unwrap().0.to_string();
     let want = "CREATE TABLE \"fresh_docs\" (\"id\" bigint, \"tags\" jsonb, \"score\" numeric, \"seen\" date, \"ok\" boolean);";
     assert_eq!(create, want);
     db.execute(&create);
     db.load(&[docs.to_str().unwrap(), "--table", "fresh_docs"]).assert_ok();
     assert_eq!(db.scalar("SELECT count(*) FROM fresh_docs WHERE tags->>1 = id::text AND ok = (id % 2 = 0)"), "500");
+    // Or each document whole, into one jsonb column.
+    let run = db.load(&[docs.to_str().unwrap(), "--table", "whole_docs"]);
+    let whole = statement(&run.stderr).split_once(" Or, for each document whole: ").unwrap().1.to_string();
+    assert_eq!(whole, "CREATE TABLE \"whole_docs\" (\"doc\" jsonb);");
+    db.execute(&whole);
+    db.load(&[docs.to_str().unwrap(), "--table", "whole_docs"]).assert_ok();
+    assert_eq!(db.scalar("SELECT count(*) FROM whole_docs WHERE doc ? 'tags'"), "500");
 }
 
 /// Excel's `sep=;` line before the header (some exports write it, for

@@ -124,8 +124,15 @@ pub(super) fn create_table(
         false => "",
     };
     let input = if input == "-" { "standard input" } else { input };
+    // Documents also load whole, into a table's one json or jsonb column.
+    let whole = match format.kind {
+        FormatKind::Jsonl => {
+            format!(" Or, for each document whole: CREATE TABLE {} (\"doc\" jsonb);", table_name(table))
+        }
+        _ => String::new(),
+    };
     Some(format!(
-        "The first {records} of {input} fit this table{header}: CREATE TABLE {} ({});",
+        "The first {records} of {input} fit this table{header}: CREATE TABLE {} ({});{whole}",
         table_name(table),
         columns.join(", ")
     ))
@@ -461,7 +468,8 @@ mod tests {
         let head =
             b"{\"zid\":1,\"tags\":[1],\"at\":\"2024-01-02\",\"n\":\"5\"}\n{\"zid\":2.5,\"tags\":\"x\",\"ok\":true}\n";
         let said = create_table("t", &jsonl, None, ("d.jsonl", head)).unwrap();
-        let want = "(\"zid\" numeric, \"tags\" jsonb, \"at\" date, \"n\" text, \"ok\" boolean);";
+        let want = "(\"zid\" numeric, \"tags\" jsonb, \"at\" date, \"n\" text, \"ok\" boolean); Or, for each \
+                    document whole: CREATE TABLE \"t\" (\"doc\" jsonb);";
         assert!(said.ends_with(want), "{said}");
     }
 }
