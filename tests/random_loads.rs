@@ -426,3 +426,75 @@ fn check_case(db: &TestDb, rng: &mut Rng, case: usize, options: &Options) {
     assert_eq!(db.count("got") + bad_lines.len() as u64, records as u64, "{context}");
     assert_eq!(rejected, bad_lines, "{context}: the rejects are not the bad records");
 }
+
+/// The `CREATE TABLE` a missing table's refusal gives, for random columns
+/// of each kind it guesses (values written as exports write them: signs,
+/// spaces, case, empty fields), makes a table its file loads into with no
+/// record rejected, each column of the kind its values were drawn from.
+#[test]
+fn the_create_table_a_missing_table_suggests_loads_every_sampled_record() {
+    let mut rng = Rng(fuzz_seed() ^ 0x5ce7c4);
+    let kinds: [(&str, fn(&mut Rng) -> String); 10] = [
+        ("bigint", |r| format!("{}{}", r.pick(&["", "-", "+", " "]), r.below(1 << 40))),
+        ("numeric", |r| format!("{}{}.{}", r.pick(&["", "-"]), r.below(100_000), r.below(100))),
+        ("boolean", |r| r.pick(&["true", "FALSE", "t", "f", "yes", "No"]).to_string()),
+        ("date", |r| format!("20{:02}-{:02}-{:02}", r.below(50), r.below(12) + 1, r.below(28) + 1)),
+        ("timestamp without time zone", |r| {
+            format!(
+                "2024-0{}-1{} {:02}:{:02}:{:02}",
+                r.below(9) + 1,
+                r.below(10),
+                r.below(24),
+                r.below(60),
+                r.below(60)
+            )
+        }),
+        ("timestamp with time zone", |r| {
+            format!("2024-03-0{}T1{}:00:00{}", r.below(9) + 1, r.below(10), r.pick(&["Z", "+02:00", "-0530"]))
+        }),
+        ("time without time zone", |r| format!("{}:{:02}:{:02}", r.below(24), r.below(60), r.below(60))),
+        ("uuid", |r| {
+            format!(
+                "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+                r.next() as u32,
+                r.below(1 << 16),
+                r.below(4096),
+                r.below(4096),
+                r.below(1 << 48)
+            )
+        }),
+        ("text", |r| r.pick(&["plain", "two words", "007", "\"a, b\"", "\"1,5\"", "N/A", "2024-13-01"]).to_string()),
+        ("text", |r| format!("{}x", r.below(10))),
+    ];
+    for case in 0..4 {
+        let db = TestDb::new();
+        let columns: Vec<usize> = (0..1 + rng.below(8)).map(|_| rng.below(kinds.len() as u64) as usize).collect();
+        let header: Vec<String> = (0..columns.len()).map(|i| format!("Col {i}")).collect();
+        let mut csv = header.join(",") + "\n";
+        for _ in 0..300 {
+            let fields: Vec<String> = columns
+                .iter()
+                .map(|&k| if rng.below(10) == 0 { String::new() } else { (kinds[k].1)(&mut rng) })
+                .collect();
+            csv.push_str(&(fields.join(",") + "\n"));
+        }
+        let file = db.file("random.csv", csv.as_bytes());
+        let context = format!("case {case} (FUZZ_SEED={}):\n{}", fuzz_seed(), &csv[..csv.len().min(400)]);
+        let run = db.load(&[file.to_str().unwrap(), "--table", "suggested", "--header"]);
+        let create = run.stderr.split_once("fit this table: ").expect(&context).1.lines().next().unwrap();
+        db.execute(create);
+        let loaded = db.load(&[file.to_str().unwrap(), "--table", "suggested", "--header"]);
+        let rejects = std::fs::read_to_string(db.dir.path().join("suggested.rejects.jsonl")).unwrap_or_default();
+        assert_eq!(loaded.code, 0, "{create}\n{}\n{rejects}\n{context}", loaded.output());
+        assert_eq!(db.count("suggested"), 300, "{context}");
+        for (i, &k) in columns.iter().enumerate() {
+            let ty = db.scalar(&format!(
+                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute \
+                 WHERE attrelid = 'suggested'::regclass AND attname = 'col_{i}'"
+            ));
+            let values = db.scalar(&format!("SELECT count(col_{i}) FROM suggested"));
+            let want = if values == "0" { "text" } else { kinds[k].0 };
+            assert_eq!(ty, want, "column {i}: {create}\n{context}");
+        }
+    }
+}
