@@ -427,6 +427,9 @@ fn check_case(db: &TestDb, rng: &mut Rng, case: usize, options: &Options) {
     assert_eq!(rejected, bad_lines, "{context}: the rejects are not the bad records");
 }
 
+/// A random value of one kind, as an export writes it.
+type ValueOf = fn(&mut Rng) -> String;
+
 /// The `CREATE TABLE` a missing table's refusal gives, for random columns
 /// of each kind it guesses (values written as exports write them: signs,
 /// spaces, case, empty fields), makes a table its file loads into with no
@@ -434,7 +437,7 @@ fn check_case(db: &TestDb, rng: &mut Rng, case: usize, options: &Options) {
 #[test]
 fn the_create_table_a_missing_table_suggests_loads_every_sampled_record() {
     let mut rng = Rng(fuzz_seed() ^ 0x5ce7c4);
-    let kinds: [(&str, fn(&mut Rng) -> String); 10] = [
+    let kinds: [(&str, ValueOf); 10] = [
         ("bigint", |r| format!("{}{}", r.pick(&["", "-", "+", " "]), r.below(1 << 40))),
         ("numeric", |r| format!("{}{}.{}", r.pick(&["", "-"]), r.below(100_000), r.below(100))),
         ("boolean", |r| r.pick(&["true", "FALSE", "t", "f", "yes", "No"]).to_string()),
