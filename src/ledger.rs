@@ -1401,6 +1401,63 @@ pub fn record_done(session: &mut PgSession, rows: &[(ChunkRow<'_>, bool)], at: &
     Ok(new.is_empty() || session.copy_rows_unless_taken(COPY_DONE, &done_copy_text(&new, at))?)
 }
 
+/// What `sluice forget` deleted: the job's table, whether it had finished,
+/// and the rows it had committed (which stay in the table).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Forgotten {
+    pub table: String,
+    pub finished: bool,
+    pub rows: u64,
+}
+
+/// Deletes `job` from the ledger (its chunks, rejects, steps and markers),
+/// in one transaction. Why: a job stopped for good (the first records all
+/// rejected, then loaded with other options under another name) stayed
+/// `stopped` in `sluice status`, its command offered, forever. Refused for
+/// a job that runs now, one whose dropped indexes or constraints are not
+/// built again (their statements are in its steps), and, unless
+/// `rows_stay`, an unfinished one that committed rows: forgotten, its
+/// command would start over and load them a second time.
+pub fn forget(session: &PgSession, job: &str, rows_stay: bool) -> Result<Forgotten, Error> {
+    session.transaction(|| {
+        let found = session.query(
+            "SELECT target_table, finished_at IS NOT NULL, (SELECT coalesce(sum(rows_loaded), 0) \
+               FROM sluice.chunks c WHERE c.job = j.job AND c.state = 'done'), \
+             (SELECT coalesce(string_agg(name, '; ' ORDER BY step), '') FROM sluice.steps s \
+               WHERE s.job = j.job AND s.state = 'dropped') \
+             FROM sluice.jobs j WHERE job = $1 FOR UPDATE",
+            &[Some(job)],
+        )?;
+        let row = found.first().ok_or_else(|| Error::Usage(format!("no job named {job} in the ledger")))?;
+        let text = |i: usize| row[i].clone().unwrap_or_default();
+        let forgotten = Forgotten { table: text(0), finished: text(1) == "t", rows: text(2).parse().unwrap_or(0) };
+        if !running_now(session, [job])?.is_empty() {
+            return Err(Error::Usage(format!("job {job} is running now; stop it (Ctrl-C) before forgetting it")));
+        }
+        if !text(3).is_empty() {
+            return Err(Error::Usage(format!(
+                "job {job} dropped {} of {} for its load and has not built them again; run its command (`sluice \
+                 status --job {job}` shows it) to finish the job, which builds them, before forgetting it",
+                text(3),
+                forgotten.table
+            )));
+        }
+        if !forgotten.finished && forgotten.rows > 0 && !rows_stay {
+            return Err(Error::Usage(format!(
+                "job {job} committed {} into {} and has not finished: forgotten, its command would start over and \
+                 load them a second time. Resume it with its command, or pass --rows-stay to forget it all the same \
+                 (its rows stay in the table)",
+                crate::report::count_of(forgotten.rows, "row"),
+                forgotten.table
+            )));
+        }
+        for table in ["rejects", "chunks", "xacts", "steps", "jobs"] {
+            session.query(&format!("DELETE FROM sluice.{table} WHERE job = $1 RETURNING 1"), &[Some(job)])?;
+        }
+        Ok(forgotten)
+    })
+}
+
 /// A job as `sluice status` shows it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct JobStatus {

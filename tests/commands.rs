@@ -530,3 +530,59 @@ fn status_lists_the_newest_finished_jobs_and_every_one_not_finished() {
     let json: serde_json::Value = serde_json::from_str(&status(&["--json", "--table", "public.nightly"])).unwrap();
     assert_eq!(json.as_array().unwrap().len(), 23);
 }
+
+/// `sluice forget JOB` deletes a job from the ledger: one stopped for
+/// good (its first records all rejected, the file loaded since with other
+/// options under another name) no longer shows as stopped; a finished one
+/// no longer keeps its file out of a load. An unfinished job that
+/// committed rows is refused unless `--rows-stay`, one whose dropped
+/// indexes are not built again is refused, and the rows stay.
+#[test]
+fn forget_deletes_a_job_from_the_ledger_and_refuses_what_would_lose_track_of_rows() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text)");
+    let semi: String = (0..1500).map(|i| format!("{i};n{i}\n")).collect();
+    let file = db.file("semi.csv", semi.as_bytes());
+    let path = file.to_str().unwrap();
+    let stopped = db.load(&[path, "--table", "t"]);
+    assert_eq!(stopped.code, 5, "{}", stopped.output());
+    db.load(&[path, "--table", "t", "--delimiter", ";"]).assert_ok();
+    let conninfo = db.conninfo();
+    let status = || sluice(&["status", "--db", &conninfo]).stdout;
+    let job = db.scalar("SELECT job FROM sluice.jobs WHERE finished_at IS NULL");
+    let shown = status();
+    assert!(shown.contains("its last run stopped"), "{shown}");
+    assert!(shown.contains(&format!("drop it from the ledger: sluice forget {job}\n")), "{shown}");
+    let forgot = sluice(&["forget", &job, "--db", &conninfo]);
+    assert_eq!(forgot.code, 0, "{}", forgot.output());
+    assert!(forgot.stdout.contains(&format!("forgot job {job}, which had committed no row into public.t")));
+    assert!(!status().contains("stopped"), "{}", status());
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.jobs"), "1");
+    // Finished: its rows stay; its file loads again.
+    let done = db.scalar("SELECT job FROM sluice.jobs");
+    let forgot = sluice(&["forget", &done, "--db", &conninfo]);
+    assert!(forgot.stdout.contains("(1,500 rows into public.t, which stay): a load of its files"), "{}", forgot.stdout);
+    assert_eq!(db.count("t"), 1500);
+    db.load(&[path, "--table", "t", "--delimiter", ";"]).assert_ok();
+    assert_eq!(db.count("t"), 3000);
+    // Unfinished with rows committed: refused, then forgotten with --rows-stay.
+    db.execute("UPDATE sluice.jobs SET finished_at = NULL");
+    let job = db.scalar("SELECT job FROM sluice.jobs");
+    let refused = sluice(&["forget", &job, "--db", &conninfo]);
+    assert_eq!(refused.code, 2, "{}", refused.output());
+    assert!(refused.stderr.contains("committed 1,500 rows into public.t and has not finished"), "{}", refused.stderr);
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.chunks"), "1");
+    // Dropped and not built again: refused even then.
+    db.execute(
+        "INSERT INTO sluice.steps (job, step, target_table, name, drop_sql, create_sql, state) \
+         SELECT job, 1, 'public.t', 'index t_id', '', '', 'dropped' FROM sluice.jobs",
+    );
+    let refused = sluice(&["forget", &job, "--rows-stay", "--db", &conninfo]);
+    assert!(refused.stderr.contains("dropped index t_id of public.t for its load"), "{}", refused.stderr);
+    db.execute("DELETE FROM sluice.steps");
+    sluice(&["forget", &job, "--rows-stay", "--db", &conninfo]).assert_ok();
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.jobs") + &db.scalar("SELECT count(*) FROM sluice.chunks"), "00");
+    assert_eq!(db.count("t"), 3000);
+    let unknown = sluice(&["forget", "nope", "--db", &conninfo]);
+    assert!(unknown.stderr.contains("no job named nope in the ledger"), "{}", unknown.stderr);
+}

@@ -3,6 +3,7 @@
 mod bench;
 mod demo;
 mod doctor;
+mod forget;
 mod gen;
 mod load;
 mod progress_view;
@@ -39,6 +40,7 @@ enum Command {
     Gen(gen::GenArgs),
     Demo(demo::DemoArgs),
     Status(status::StatusArgs),
+    Forget(forget::ForgetArgs),
     Rejects(rejects::RejectsArgs),
     Doctor(doctor::DoctorArgs),
     Bench(bench::BenchArgs),
@@ -80,6 +82,7 @@ pub fn run(cli: Cli, redactor: &mut Redactor) -> Result<i32, Error> {
         Command::Gen(args) => gen::run(args),
         Command::Demo(args) => demo::run(args, redactor),
         Command::Status(args) => status::run(args, redactor),
+        Command::Forget(args) => forget::run(args, redactor),
         Command::Rejects(args) => rejects::run(args),
         Command::Doctor(args) => doctor::run(args, redactor),
         Command::Bench(args) => bench::run(args, redactor),

@@ -101,6 +101,9 @@ pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
             (Some(command), Some(reason)) => {
                 println!("  its last run stopped: {reason}");
                 println!("  once the cause is dealt with, resume with: {command}");
+                if j.rows == 0 {
+                    println!("  or, loaded since another way, drop it from the ledger: sluice forget {}", j.job);
+                }
             }
             (None, Some(reason)) => println!("  its last run stopped: {reason}"),
             (Some(command), None) => println!("  resume with: {command}"),
