@@ -323,14 +323,15 @@ impl<R: Read> Read for Counting<R> {
 /// then the second's bytes as text). A read that ends a frame took the
 /// bytes of its end mark; one at the end of the input takes none.
 struct Lz4Frames<R: Read> {
-    frames: lz4_flex::frame::FrameDecoder<Counting<R>>,
+    frames: lz4_flex::frame::FrameDecoder<LastFour<Counting<R>>>,
     taken: RawCounter,
 }
 
 impl<R: Read> Lz4Frames<R> {
     fn new(inner: R) -> Self {
         let taken = RawCounter::default();
-        Lz4Frames { frames: lz4_flex::frame::FrameDecoder::new(Counting { inner, counter: taken.clone() }), taken }
+        let counted = LastFour { inner: Counting { inner, counter: taken.clone() }, last: [0; 4] };
+        Lz4Frames { frames: lz4_flex::frame::FrameDecoder::new(counted), taken }
     }
 }
 
@@ -340,10 +341,42 @@ impl<R: Read> Read for Lz4Frames<R> {
             let before = self.taken.get();
             match self.frames.read(buf) {
                 Ok(0) if !buf.is_empty() && self.taken.get() != before => continue,
+                Ok(0) if !buf.is_empty() && ends_with_a_frame_magic(self.frames.get_ref().last) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "lz4 input ends after a frame's magic number",
+                    ))
+                }
                 Ok(n) => return Ok(n),
                 Err(e) => self.skip_a_skippable_frame(e)?,
             }
         }
+    }
+}
+
+/// Whether the input's last four bytes are a frame's magic number (lz4,
+/// legacy lz4 or skippable): a file cut right after one, which lz4_flex
+/// reads as the input's end, so its cut went unsaid (a whole frame ends
+/// with its end mark or checksum instead).
+fn ends_with_a_frame_magic(last: [u8; 4]) -> bool {
+    let magic = u32::from_le_bytes(last);
+    matches!(magic, 0x184D_2204 | 0x184C_2102 | 0x184D_2A50..=0x184D_2A5F)
+}
+
+/// A reader that keeps the last four bytes it read (see
+/// [`ends_with_a_frame_magic`]).
+struct LastFour<R> {
+    inner: R,
+    last: [u8; 4],
+}
+
+impl<R: Read> Read for LastFour<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        for &byte in &buf[n.saturating_sub(4)..n] {
+            self.last = [self.last[1], self.last[2], self.last[3], byte];
+        }
+        Ok(n)
     }
 }
 

@@ -778,6 +778,17 @@ fn compressed_input_cut_short_says_so() {
         assert!(run.stderr.contains(&format!("`{tool} -t {file}` checks the file")), "{}", run.stderr);
         assert!(run.stderr.contains("were committed before the error and stay loaded"), "{}", run.stderr);
     }
+    // Cut right after the second lz4 frame's magic number, which lz4_flex
+    // reads as the input's end: the first frame's rows loaded, exit 0.
+    let (head, tail) = data.as_bytes().split_at(data.len() / 2);
+    let magic = db.file("magic.csv.lz4", &[lz4_of(head), lz4_of(tail)[..4].to_vec()].concat());
+    let run = db.load(&[magic.to_str().unwrap(), "--table", "t", "--job", "lz4-magic"]);
+    assert_eq!(run.code, 2, "{}", run.output());
+    assert!(
+        run.stderr.contains("cut short or damaged (lz4 input ends after a frame's magic number)"),
+        "{}",
+        run.stderr
+    );
     let loaded: u64 = db.count("t");
     assert!(loaded > 0 && loaded < 100_000, "{loaded}");
 }
