@@ -1401,6 +1401,13 @@ pub fn record_done(session: &mut PgSession, rows: &[(ChunkRow<'_>, bool)], at: &
     Ok(new.is_empty() || session.copy_rows_unless_taken(COPY_DONE, &done_copy_text(&new, at))?)
 }
 
+/// Whether the database holds a ledger: `sluice status` and `sluice forget`
+/// say there are no jobs instead of the server's `relation does not exist`.
+pub fn is_there(session: &PgSession) -> Result<bool, Error> {
+    let found = session.query("SELECT to_regclass('sluice.jobs') IS NOT NULL", &[])?;
+    Ok(found.first().and_then(|r| r[0].as_deref()) == Some("t"))
+}
+
 /// What `sluice forget` deleted: the job's table, whether it had finished,
 /// and the rows it had committed (which stay in the table).
 #[derive(Debug, PartialEq, Eq)]

@@ -33,8 +33,7 @@ pub struct ForgetArgs {
 pub fn run(args: ForgetArgs, redactor: &mut Redactor) -> Result<i32, Error> {
     let session = super::guarded_target(args.db.as_deref(), redactor).connect()?;
     ledger::refuse_out_of_reach(&session, ledger::LedgerUse::Load)?;
-    let exists = session.query("SELECT to_regclass('sluice.jobs') IS NOT NULL", &[])?;
-    if exists.first().and_then(|r| r[0].as_deref()) != Some("t") {
+    if !ledger::is_there(&session)? {
         return Err(Error::Usage("no sluice jobs in this database".into()));
     }
     let gone = ledger::forget(&session, &args.job, args.rows_stay)?;

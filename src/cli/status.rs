@@ -41,8 +41,7 @@ pub struct StatusArgs {
 pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
     let session = super::guarded_target(args.db.as_deref(), redactor).connect()?;
     ledger::refuse_out_of_reach(&session, ledger::LedgerUse::Read)?;
-    let exists = session.query("SELECT to_regclass('sluice.jobs') IS NOT NULL", &[])?;
-    if exists.first().and_then(|r| r[0].as_deref()) != Some("t") {
+    if !ledger::is_there(&session)? {
         println!("no sluice jobs in this database");
         return Ok(exit::OK);
     }
