@@ -45,14 +45,16 @@ pub enum Error {
     #[error("{0}")]
     Target(String),
     /// The load's table is not there: `searched`, the schemas of the
-    /// search path; `sketch`, a `CREATE TABLE` the input's first records
-    /// fit (see `load::sketch`), when known.
+    /// search path; `near`, a table of a close name (a typo); `sketch`, a
+    /// `CREATE TABLE` the input's first records fit (see `load::sketch`),
+    /// when known.
     #[error(
-        "table \"{name}\" does not exist (searched schemas: {searched}); create it first, or name it as \
+        "table \"{name}\" does not exist (searched schemas: {searched}); {}create it first, or name it as \
          schema.table{}",
+        near.as_ref().map(|t| format!("did you mean {t}? Otherwise ")).unwrap_or_default(),
         sketch.as_ref().map(|s| format!(". {s}")).unwrap_or_default()
     )]
-    NoSuchTable { name: String, searched: String, sketch: Option<String> },
+    NoSuchTable { name: String, searched: String, near: Option<String>, sketch: Option<String> },
     #[error("connecting to {target}: {message}")]
     Connect { target: String, message: String },
     #[error("{0}")]

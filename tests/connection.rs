@@ -120,6 +120,13 @@ fn missing_table_and_column_name_what_is_missing() {
     let run = db.load(&[&file, "--table", "nope"]);
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("table \"nope\" does not exist (searched schemas: public)"), "{}", run.stderr);
+    assert!(!run.stderr.contains("did you mean"), "{}", run.stderr);
+    // A typo: the table of the closest name, in any schema.
+    db.execute("CREATE SCHEMA sales; CREATE TABLE sales.\"Orders\" (id int)");
+    let run = db.load(&[&file, "--table", "ordres"]);
+    let says = "table \"ordres\" does not exist (searched schemas: public); did you mean sales.\"Orders\"? Otherwise \
+                create it first";
+    assert!(run.stderr.contains(says), "{}", run.stderr);
     let run = db.load(&[&file, "--table", "t", "--columns", "id,missing"]);
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("column \"missing\" does not exist in table public.t; its columns are: id, name"));

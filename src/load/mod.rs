@@ -850,10 +850,10 @@ fn prepare(
         headers::refuse_a_separator_line(sources)?;
     }
     let table = control.resolve_table(&req.table).map_err(|e| match e {
-        Error::NoSuchTable { name, searched, .. } => {
+        Error::NoSuchTable { name, searched, near, .. } => {
             let (input, head) = first_look::first_head(sources);
             let sketch = sketch::create_table(&req.table, format, req.columns.as_deref(), (&input, &head));
-            Error::NoSuchTable { name, searched, sketch }
+            Error::NoSuchTable { name, searched, near, sketch }
         }
         other => other,
     })?;

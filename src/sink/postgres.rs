@@ -692,6 +692,29 @@ impl PgSession {
     /// name in the search path first, then split at the first dot, then read
     /// as psql reads a name in SQL (quotes kept, bare letters folded to lower
     /// case).
+    /// The table (or view) whose name is closest to `name`'s, within two
+    /// edits, in any schema but the system's and sluice's: `-t ordres` for
+    /// `orders`, `-t order` for `orders`, `-t Sales` for a table created as
+    /// `"Sales"`. Named as psql shows it, with its schema.
+    fn table_named_near(&self, name: &str) -> Result<Option<String>, Error> {
+        let typed = parse_qualified_name(name).and_then(|parts| parts.last().cloned()).unwrap_or(name.to_string());
+        let rows = self.query(
+            "SELECT n.nspname, c.relname FROM pg_catalog.pg_class c \
+             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+             WHERE c.relkind IN ('r', 'p', 'v', 'f') AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'sluice') \
+             AND n.nspname NOT LIKE 'pg\\_%' LIMIT 100000",
+            &[],
+        )?;
+        let distance = |table: &str| strsim::damerau_levenshtein(&table.to_lowercase(), &typed.to_lowercase());
+        let closest = rows
+            .iter()
+            .filter_map(|r| Some((r[0].as_deref()?, r[1].as_deref()?)))
+            .map(|(schema, table)| (distance(table), schema, table))
+            .filter(|&(d, _, table)| d <= 2 && d < table.chars().count())
+            .min();
+        Ok(closest.map(|(_, schema, table)| format!("{}.{}", display_ident(schema), display_ident(table))))
+    }
+
     pub fn resolve_table(&self, name: &str) -> Result<TableInfo, Error> {
         const FIND: &str = "SELECT c.oid::int8, n.nspname, c.relname, c.relkind::text \
              FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
@@ -714,7 +737,8 @@ impl PgSession {
         let Some(row) = rows.into_iter().next() else {
             let path = self.query("SELECT pg_catalog.array_to_string(pg_catalog.current_schemas(false), ', ')", &[])?;
             let path = path.first().and_then(|r| r[0].clone()).unwrap_or_default();
-            return Err(Error::NoSuchTable { name: name.to_string(), searched: path, sketch: None });
+            let near = self.table_named_near(name)?;
+            return Err(Error::NoSuchTable { name: name.to_string(), searched: path, near, sketch: None });
         };
         let [oid, schema, table, kind] = [&row[0], &row[1], &row[2], &row[3]].map(|v| v.clone().unwrap_or_default());
         // Trigger type bits: ROW 1, INSERT 4, INSTEAD 64.
