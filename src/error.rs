@@ -44,17 +44,10 @@ pub enum Error {
     Input { file: String, message: String },
     #[error("{0}")]
     Target(String),
-    /// The load's table is not there: `searched`, the schemas of the
-    /// search path; `near`, a table of a close name (a typo); `sketch`, a
-    /// `CREATE TABLE` the input's first records fit (see `load::sketch`),
-    /// when known.
-    #[error(
-        "table \"{name}\" does not exist (searched schemas: {searched}); {}create it first, or name it as \
-         schema.table{}",
-        near.as_ref().map(|t| format!("did you mean {t}? Otherwise ")).unwrap_or_default(),
-        sketch.as_ref().map(|s| format!(". {s}")).unwrap_or_default()
-    )]
-    NoSuchTable { name: String, searched: String, near: Option<String>, sketch: Option<String> },
+    /// The load's table is not there (boxed: errors travel in every
+    /// `Result`, and this one is four strings).
+    #[error("{0}")]
+    NoSuchTable(Box<MissingTable>),
     #[error("connecting to {target}: {message}")]
     Connect { target: String, message: String },
     #[error("{0}")]
@@ -95,10 +88,28 @@ pub enum Error {
     Server(String),
 }
 
+/// A table the load names that does not exist: `searched`, the schemas of
+/// the search path; `near`, a table of a close name (a typo); `sketch`, a
+/// `CREATE TABLE` the input's first records fit (see `load::sketch`), when
+/// known.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "table \"{name}\" does not exist (searched schemas: {searched}); {}create it first, or name it as \
+     schema.table{}",
+    near.as_ref().map(|t| format!("did you mean {t}? Otherwise ")).unwrap_or_default(),
+    sketch.as_ref().map(|s| format!(". {s}")).unwrap_or_default()
+)]
+pub struct MissingTable {
+    pub name: String,
+    pub searched: String,
+    pub near: Option<String>,
+    pub sketch: Option<String>,
+}
+
 impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Usage(_) | Error::Input { .. } | Error::Target(_) | Error::NoSuchTable { .. } => exit::USAGE,
+            Error::Usage(_) | Error::Input { .. } | Error::Target(_) | Error::NoSuchTable(_) => exit::USAGE,
             Error::Connect { .. } | Error::Database(_) | Error::Transient(_) | Error::Server(_) => exit::DATABASE,
             Error::TooManyRejects { .. } | Error::NothingLoads { .. } => exit::TOO_MANY_REJECTS,
             Error::Interrupted { .. } => exit::INTERRUPTED,

@@ -850,10 +850,10 @@ fn prepare(
         headers::refuse_a_separator_line(sources)?;
     }
     let table = control.resolve_table(&req.table).map_err(|e| match e {
-        Error::NoSuchTable { name, searched, near, .. } => {
+        Error::NoSuchTable(mut missing) => {
             let (input, head) = first_look::first_head(sources);
-            let sketch = sketch::create_table(&req.table, format, req.columns.as_deref(), (&input, &head));
-            Error::NoSuchTable { name, searched, near, sketch }
+            missing.sketch = sketch::create_table(&req.table, format, req.columns.as_deref(), (&input, &head));
+            Error::NoSuchTable(missing)
         }
         other => other,
     })?;

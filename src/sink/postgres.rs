@@ -14,7 +14,7 @@ use libpq::result::ErrorField;
 use libpq::{Connection, Status};
 
 use super::{CopyOutcome, CopyRefusal, Feed};
-use crate::error::Error;
+use crate::error::{Error, MissingTable};
 use crate::format::binary::{DateOrder, SessionDates};
 use crate::redact::display_conninfo;
 use crate::sql::{display_ident, parse_qualified_name, quote_ident};
@@ -738,7 +738,8 @@ impl PgSession {
             let path = self.query("SELECT pg_catalog.array_to_string(pg_catalog.current_schemas(false), ', ')", &[])?;
             let path = path.first().and_then(|r| r[0].clone()).unwrap_or_default();
             let near = self.table_named_near(name)?;
-            return Err(Error::NoSuchTable { name: name.to_string(), searched: path, near, sketch: None });
+            let missing = MissingTable { name: name.to_string(), searched: path, near, sketch: None };
+            return Err(Error::NoSuchTable(Box::new(missing)));
         };
         let [oid, schema, table, kind] = [&row[0], &row[1], &row[2], &row[3]].map(|v| v.clone().unwrap_or_default());
         // Trigger type bits: ROW 1, INSERT 4, INSTEAD 64.
