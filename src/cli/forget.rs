@@ -31,11 +31,9 @@ pub struct ForgetArgs {
 }
 
 pub fn run(args: ForgetArgs, redactor: &mut Redactor) -> Result<i32, Error> {
-    let session = super::guarded_target(args.db.as_deref(), redactor).connect()?;
-    ledger::refuse_out_of_reach(&session, ledger::LedgerUse::Load)?;
-    if !ledger::is_there(&session)? {
+    let Some(session) = super::ledger_session(args.db.as_deref(), redactor, ledger::LedgerUse::Load)? else {
         return Err(Error::Usage("no sluice jobs in this database".into()));
-    }
+    };
     let gone = ledger::forget(&session, &args.job, args.rows_stay)?;
     let rows = count_of(gone.rows, "row");
     match (gone.finished, gone.rows) {

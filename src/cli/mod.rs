@@ -99,6 +99,18 @@ pub fn guarded_target(db: Option<&str>, redactor: &mut Redactor) -> PgTarget {
     target
 }
 
+/// A session on `--db` for a command that reads or changes the ledger
+/// (`usage`), or `None` when the database holds none.
+pub fn ledger_session(
+    db: Option<&str>,
+    redactor: &mut Redactor,
+    usage: sluice::ledger::LedgerUse,
+) -> Result<Option<sluice::sink::postgres::PgSession>, Error> {
+    let session = guarded_target(db, redactor).connect()?;
+    sluice::ledger::refuse_out_of_reach(&session, usage)?;
+    Ok(sluice::ledger::is_there(&session)?.then_some(session))
+}
+
 /// A flag set by the first Ctrl-C, TERM or HUP (the load stops handing out
 /// chunks and lets in-flight ones commit; lock waits and index builds are
 /// cancelled, see `load::blockers`); a second one exits at once, and

@@ -39,12 +39,10 @@ pub struct StatusArgs {
 }
 
 pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
-    let session = super::guarded_target(args.db.as_deref(), redactor).connect()?;
-    ledger::refuse_out_of_reach(&session, ledger::LedgerUse::Read)?;
-    if !ledger::is_there(&session)? {
+    let Some(session) = super::ledger_session(args.db.as_deref(), redactor, ledger::LedgerUse::Read)? else {
         println!("no sluice jobs in this database");
         return Ok(exit::OK);
-    }
+    };
     let table = args.table.as_deref().map(|name| table_as_the_ledger_names_it(&session, name));
     let jobs = ledger::status(&session, args.job.as_deref(), table.as_deref())?;
     if args.job.is_some() && jobs.is_empty() {

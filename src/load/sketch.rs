@@ -296,20 +296,11 @@ fn is_padded(text: &str) -> bool {
     digits.len() > 1 && digits.starts_with('0')
 }
 
-/// A number as numeric reads it: sign, digits with one point, exponent.
+/// A number as numeric reads it (sign, digits with one point, exponent:
+/// suspect's rule, without `NaN` and `Infinity`), its whole part not padded.
 fn is_number(text: &str) -> bool {
-    let (mantissa, exponent) = match text.find(['e', 'E']) {
-        Some(at) => (&text[..at], Some(&text[at + 1..])),
-        None => (text, None),
-    };
-    let mantissa = mantissa.strip_prefix(['-', '+']).unwrap_or(mantissa);
-    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    let exponent_ok = exponent.map_or(true, |e| {
-        let e = e.strip_prefix(['-', '+']).unwrap_or(e);
-        !e.is_empty() && digits(e)
-    });
-    !(whole.is_empty() && fraction.is_empty()) && digits(whole) && digits(fraction) && exponent_ok && !is_padded(whole)
+    let whole = text.split(['.', 'e', 'E']).next().unwrap_or_default();
+    super::suspect::numeric_text(text.as_bytes()) && text.bytes().any(|b| b.is_ascii_digit()) && !is_padded(whole)
 }
 
 /// `H:MM`, `HH:MM`, `HH:MM:SS` or with a fraction of a second, in range.

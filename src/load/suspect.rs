@@ -382,6 +382,11 @@ fn plain_number(value: &[u8], range: FloatRange) -> bool {
     end == unsigned.len() && in_range(value, mantissa, range)
 }
 
+/// Whether `value` is a number numeric reads (see [`plain_number`]).
+pub(super) fn numeric_text(value: &[u8]) -> bool {
+    plain_number(value, FloatRange::Unlimited)
+}
+
 /// Whether a number's value is neither too large for `range` nor so small
 /// that it reads as zero (the server refuses both as out of range).
 fn in_range(value: &[u8], mantissa: &[u8], range: FloatRange) -> bool {
