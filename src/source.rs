@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 use crate::encoding::{looks_like_utf16, unmark, Transcoding, TranscodingReader};
 use crate::error::Error;
 use crate::format::documents::{DocumentColumns, DocumentReader, OriginalLines};
+use crate::format::json_values::{JsonValues, NotJson};
 
 /// How a source is compressed, from its first bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -215,6 +216,10 @@ pub struct Source {
     pub looks_utf16: bool,
     /// Set by the load when `--encoding` names something other than UTF-8.
     pub transcoding: Option<Transcoding>,
+    /// Set by the load for JSON that is one array of documents, or
+    /// documents written over several lines: each becomes a line (see
+    /// [`crate::format::json_values`]).
+    pub json_values: bool,
     /// Set by the load for JSON lines read into columns: which key goes
     /// where, and the longest line (`--max-record-size`).
     pub documents: Option<(Arc<DocumentColumns>, u64)>,
@@ -406,7 +411,13 @@ impl Source {
     /// Whether the chunker sees the bytes as they are on disk: not
     /// decompressed, transcoded or turned from documents into lines.
     fn is_read_as_is(&self) -> bool {
-        self.compression == Compression::None && self.transcoding.is_none() && self.documents.is_none()
+        self.compression == Compression::None && !self.is_rewritten()
+    }
+
+    /// Whether the chunker's bytes are other than the input's (compression
+    /// aside): transcoded, or documents turned into lines.
+    pub fn is_rewritten(&self) -> bool {
+        self.transcoding.is_some() || self.json_values || self.documents.is_some()
     }
 
     /// A record's bytes as the rejects file shows them: a transcoded
@@ -573,6 +584,10 @@ impl Source {
             Some(t) => Box::new(TranscodingReader::new(stream, t)),
             None => stream,
         };
+        let stream: Box<dyn Read + Send> = match self.json_values {
+            true => Box::new(JsonValues::new(stream)),
+            false => stream,
+        };
         let stream = match &self.documents {
             Some((columns, max_line)) => Box::new(DocumentReader::new(stream, columns.clone(), *max_line, originals)),
             None => stream,
@@ -591,6 +606,9 @@ impl Source {
     /// check it.
     pub fn read_error(&self, err: &io::Error, raw_bytes_read: u64) -> Error {
         let reason = io_reason(err);
+        if err.get_ref().is_some_and(|e| e.is::<NotJson>()) {
+            return self.input_error(&reason);
+        }
         let Some(tool) = self.compression.tool() else { return self.input_error(&reason) };
         let check = match (&self.path, self.can_be_read_again()) {
             (Some(path), true) => format!("`{tool} -t {}` checks the file", path.display()),
@@ -905,6 +923,7 @@ fn file_source_with(path: &Path, meta: std::fs::Metadata, canonical: Arc<str>) -
             .map(|d| d.as_nanos()),
         looks_utf16: compression == Compression::None && looks_like_utf16(&head[..n]),
         transcoding: None,
+        json_values: false,
         documents: None,
         start: None,
         after_job: None,
@@ -953,6 +972,7 @@ fn streamed_source(name: &str, path: Option<&Path>, mut reader: Box<dyn Read + S
         canonical: path.map_or_else(|| name.into(), |p| canonical_name(p, name)),
         looks_utf16,
         transcoding: None,
+        json_values: false,
         documents: None,
         start: None,
         ends_at: None,

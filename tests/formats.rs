@@ -581,35 +581,105 @@ fn put(
     }
 }
 
-/// JSON written over several lines (an array of documents, or documents
-/// pretty-printed) is refused before anything loads, saying how to make
-/// JSON lines of it, where each of its lines would have been a reject (or
-/// the keys found nowhere); an array on one line is a document of its own
-/// for a jsonb column, and refused for typed columns.
+/// JSON that is not JSON lines loads each document as a row: an array of
+/// documents, pretty-printed or on one line, and documents pretty-printed
+/// one after another (read line by line, each of their lines was a
+/// reject, and they were refused, with `jq -c` to run first). A reject
+/// names its document by number and by the byte where it begins. An array
+/// on each of several lines stays a document of its own for a jsonb column.
 #[test]
-fn json_written_over_several_lines_is_refused_with_what_to_do() {
+fn json_arrays_and_pretty_printed_documents_load_a_row_a_document() {
     let db = TestDb::new();
     db.execute("CREATE TABLE docs (doc jsonb); CREATE TABLE typed (id int, name text)");
-    let docs: Vec<serde_json::Value> = (0..3_000).map(|i| serde_json::json!({"id": i, "name": "n"})).collect();
-    let array = db.file("array.json", serde_json::to_string_pretty(&docs).unwrap().as_bytes());
+    let mut docs: Vec<serde_json::Value> = (0..3_000).map(|i| serde_json::json!({"id": i, "name": "n"})).collect();
+    docs[1_234]["id"] = serde_json::json!("bad");
+    let pretty_array = serde_json::to_string_pretty(&docs).unwrap();
+    let array = db.file("array.json", pretty_array.as_bytes());
+    let one_line = db.file("one_line.json", (serde_json::to_string(&docs).unwrap() + "\n").as_bytes());
     let pretty: String = docs.iter().map(|d| serde_json::to_string_pretty(d).unwrap() + "\n").collect();
     let pretty = db.file("pretty.jsonl", pretty.as_bytes());
-    for (file, what, jq) in [
-        (&array, "one JSON array written over several lines", "`jq -c '.[]'`"),
-        (&pretty, "JSON documents written over several lines (pretty-printed)", "`jq -c .`"),
-    ] {
-        for table in ["docs", "typed"] {
-            let run = db.load(&[file.to_str().unwrap(), "--table", table]);
-            assert_eq!(run.code, 2, "{}", run.output());
-            assert!(run.stderr.contains(what) && run.stderr.contains(jq), "{}", run.stderr);
-            assert_eq!(db.count(table), 0);
+    let gzipped = db.file("array.json.gz", &crate::util::gzip(pretty_array.as_bytes()));
+    for file in [&array, &one_line, &pretty, &gzipped] {
+        let path = file.to_str().unwrap();
+        let rejects = db.dir.path().join("typed.rejects.jsonl");
+        let _ = std::fs::remove_file(&rejects);
+        db.execute("TRUNCATE docs, typed");
+        // The documents are the same in each file, which a load leaves out once loaded.
+        let run = db.load(&[path, "--table", "typed", "--rejects", rejects.to_str().unwrap(), "--load-again"]);
+        assert_eq!(run.code, 1, "{}", run.output());
+        assert!(run.stderr.contains("not JSON lines; reading each document"), "{}", run.stderr);
+        assert_eq!(
+            db.scalar("SELECT count(*) || ' ' || sum(id) FROM typed"),
+            format!("2999 {}", 2_999 * 3_000 / 2 - 1_234)
+        );
+        let reject: serde_json::Value =
+            serde_json::from_str(std::fs::read_to_string(&rejects).unwrap().trim()).unwrap();
+        assert_eq!((reject["record"].as_u64(), reject["line"].as_u64()), (Some(1_235), Some(1_235)), "{reject}");
+        if file != &gzipped {
+            let bytes = std::fs::read(file).unwrap();
+            let at = &bytes[reject["byte"].as_u64().unwrap() as usize..];
+            assert!(at.starts_with(b"{"), "{reject}");
+            let doc = serde_json::Deserializer::from_slice(at).into_iter::<serde_json::Value>().next();
+            assert_eq!(doc.unwrap().unwrap(), docs[1_234], "the byte of the rejected document");
         }
+        db.load(&[path, "--table", "docs", "--load-again"]).assert_ok();
+        assert_eq!(db.scalar("SELECT count(*) FROM docs WHERE doc ? 'name'"), "3000");
     }
-    let one_line = db.file("one_line.json", (serde_json::to_string(&docs).unwrap() + "\n").as_bytes());
-    let run = db.load(&[one_line.to_str().unwrap(), "--table", "typed"]);
-    run.assert_refused("hold JSON arrays, not objects");
-    db.load(&[one_line.to_str().unwrap(), "--table", "docs"]).assert_ok();
-    assert_eq!(db.scalar("SELECT jsonb_array_length(doc) FROM docs"), "3000");
+    let batches = db.file("batches.json", b"[{\"id\":1},{\"id\":2}]\n[{\"id\":3}]\n");
+    db.execute("TRUNCATE docs");
+    db.load(&[batches.to_str().unwrap(), "--table", "docs"]).assert_ok();
+    assert_eq!(db.scalar("SELECT string_agg(jsonb_array_length(doc)::text, ' ') FROM docs"), "2 1");
+    db.load(&[batches.to_str().unwrap(), "--table", "typed"]).assert_refused("hold JSON arrays, not objects");
+    // Documents written on since a job loaded them: not loaded a second time.
+    db.execute("TRUNCATE docs");
+    let log = db.file("log.json", b"{\n \"a\": 1\n}\n{\n \"a\": 2\n}\n");
+    db.load(&[log.to_str().unwrap(), "--table", "docs"]).assert_ok();
+    let log = db.file("log.json", b"{\n \"a\": 1\n}\n{\n \"a\": 2\n}\n{\n \"a\": 3\n}\n");
+    let run = db.load(&[log.to_str().unwrap(), "--table", "docs"]);
+    run.assert_refused("sluice reads JSON written over several lines only from its start");
+    assert_eq!(db.count("docs"), 2);
+    // An export of no rows loads none (it was refused: no key to take the
+    // columns from), and says nothing of keys.
+    for (name, text) in [("none.json", "[]\n"), ("none.jsonl", "")] {
+        let run = db.load(&[db.file(name, text.as_bytes()).to_str().unwrap(), "--table", "typed"]);
+        assert!(run.assert_ok().stdout.starts_with("loaded 0 rows"), "{}", run.output());
+        assert!(!run.stderr.contains("keys into the columns"), "{}", run.stderr);
+    }
+}
+
+/// What cannot be read as JSON documents stops the load with the file's
+/// line and byte and what is wrong there: a bracket that closes another
+/// kind, a line break inside a string (a quote left out), an array cut
+/// short (a copy that ended early: without the check, the documents before
+/// the cut loaded without a word).
+#[test]
+fn a_json_array_that_breaks_is_refused_at_its_line_and_byte() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE typed (id int, name text)");
+    for (text, says) in [
+        (
+            "[\n {\"id\":1,\"name\":\"a\"},\n {\"id\":2,\"name\":[\"b\"}\n]\n",
+            "line 3 (byte 44): a } where the document begun at line 3 (byte 25) needs a ]",
+        ),
+        (
+            "[\n {\"id\":1,\"name\":\"a\"},\n {\"id\":2,\"name\":\"b}\n]\n",
+            "line 3 (byte 43): a line break inside a string",
+        ),
+        (
+            "[\n {\"id\":1,\"name\":\"a\"},\n {\"id\":2,\"name\":\"b\"}\n",
+            "the input ends inside the JSON array begun at line 1 (byte 0), before its closing ]: cut short?",
+        ),
+        (
+            "[\n {\"id\":1,\"name\":\"a\"},\n {\"id\":2,",
+            "the input ends inside the document begun at line 3 (byte 25): cut short?",
+        ),
+    ] {
+        let file = db.file("broken.json", text.as_bytes());
+        let run = db.load(&[file.to_str().unwrap(), "--table", "typed", "--restart"]);
+        assert_eq!(run.code, 2, "{}", run.output());
+        assert!(run.stderr.contains(&format!("broken.json: not JSON documents: {says}")), "{}", run.stderr);
+    }
+    assert_eq!(db.count("typed"), 0);
 }
 
 /// `--columns` picks keys (the others are left out) and is checked against

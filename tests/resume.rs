@@ -437,6 +437,34 @@ fn kill_at_random_moments_of_a_documents_load_then_resume_loads_exactly_once() {
     assert_eq!(f.db.scalar(&defaults), "t", "the documents' defaults");
 }
 
+/// The same for those documents as one JSON array, pretty-printed (those
+/// cut short given a bad value instead, which the server rejects): read
+/// front to back and made into lines as they are read, each is loaded or
+/// rejected once however the runs were cut short.
+#[test]
+fn kill_at_random_moments_of_a_json_array_load_then_resume_loads_exactly_once() {
+    let rows = if cfg!(debug_assertions) { 300_000 } else { 1_000_000 };
+    let mut f = fixture_in_files(rows, 0, &[]);
+    let (lines, _, _) = transactions_documents_with_bad(rows);
+    let mut array = b"[\n".to_vec();
+    for (i, line) in lines.split(|&b| b == b'\n').filter(|l| !l.is_empty()).enumerate() {
+        let whole = match line.strip_suffix(b"\"descr") {
+            Some(cut) => [cut, b"\"amount\":\"cut\"}"].concat(),
+            None => line.to_vec(),
+        };
+        let doc: serde_json::Value = serde_json::from_slice(&whole).unwrap();
+        array.extend_from_slice(if i == 0 { b"  " } else { b",\n  " });
+        array.extend_from_slice(serde_json::to_string_pretty(&doc).unwrap().replace('\n', "\n  ").as_bytes());
+    }
+    array.extend_from_slice(b"\n]\n");
+    let input = f.db.file("t.json", &array);
+    f.args[1] = input.display().to_string();
+    f.kill_then_resume(10, 13);
+    let file = std::fs::read_to_string(f.db.dir.path().join("t.rejects.jsonl")).unwrap();
+    let cut = file.lines().filter(|l| l.contains(r#"\"amount\": \"cut\""#)).count() as u64;
+    assert_eq!(cut, (1..=f.bad).filter(|k| k % 2 == 1).count() as u64, "{}", file.lines().next().unwrap());
+}
+
 /// The same across thousands of small files, which share batches (one COPY
 /// and one transaction for several files): a kill never leaves part of a
 /// batch committed, nor a file loaded twice.

@@ -70,6 +70,9 @@ pub struct DocumentColumns {
     /// `--skip-other-fields`, with the line of each one's first document:
     /// said when the load starts.
     pub keys_left_out: Vec<(String, u64)>,
+    /// No input holds a document to take the keys from (an export of no
+    /// rows): the columns are the table's, and nothing is said of them.
+    pub no_documents: bool,
     /// What each column gets from a document without its key, as a field
     /// of the text format: `\N`, the column's default when it is a
     /// constant, or [`DEFAULT_MARK`] (see `load::defaults`). Why not always NULL: documents
@@ -491,41 +494,6 @@ impl<'de> de::Deserialize<'de> for Key<'de> {
             }
         }
         deserializer.deserialize_str(KeyVisitor)
-    }
-}
-
-/// What JSON written over several lines holds (see [`json_over_lines`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OverLines {
-    /// An array (of documents, most likely).
-    Array,
-    /// Documents, pretty-printed.
-    Documents,
-}
-
-/// Whether `head`, the start of an input, is JSON written over several
-/// lines (pretty-printed documents, or one array of them) rather than one
-/// document per line: no line of it could load. Told by its first value,
-/// which ends past its first line, or which the head ends inside of while
-/// its first line holds nothing but the opening `[` or `{`. A first line
-/// cut short (`{"a":1` and then the next document) is a bad line, not this.
-pub fn json_over_lines(head: &[u8]) -> Option<OverLines> {
-    let head = head.strip_prefix(BOM).unwrap_or(head);
-    let body = &head[head.iter().position(|b| !b.is_ascii_whitespace())?..];
-    let first_line = body.iter().position(|&b| b == b'\n')?;
-    let kind = match body[0] {
-        b'[' => OverLines::Array,
-        b'{' => OverLines::Documents,
-        _ => return None,
-    };
-    let mut values = serde_json::Deserializer::from_slice(body).into_iter::<IgnoredAny>();
-    match values.next()? {
-        Ok(_) => (values.byte_offset() > first_line).then_some(kind),
-        Err(e) if e.is_eof() => {
-            let opening = body[..first_line].iter().all(|b| b"[{".contains(b) || b.is_ascii_whitespace());
-            opening.then_some(kind)
-        }
-        Err(_) => None,
     }
 }
 
@@ -1066,17 +1034,7 @@ mod tests {
     }
 
     #[test]
-    fn json_written_over_several_lines_is_told_from_json_lines() {
-        let over = |text: &str| json_over_lines(text.as_bytes());
-        assert_eq!(over("[\n  {\"a\": 1},\n  {\"a\": 2}\n]\n"), Some(OverLines::Array));
-        assert_eq!(over("\u{feff}\n{\n  \"a\": 1\n}\n{\n"), Some(OverLines::Documents));
-        assert_eq!(over("[\r\n  {\"a\": 1},\r\n  {\"a\": "), Some(OverLines::Array), "the head ends inside it");
-        assert_eq!(over("[{\"a\": 1},\n{\"a\": "), None, "not only an opening bracket on the first line");
-        assert_eq!(over("[1,2]\n[3]\n"), None, "an array per line");
-        assert_eq!(over("{\"a\":1}\r\n{\"a\":2}\r\n"), None);
-        assert_eq!(over("{\"a\":1\n{\"a\":2}\n"), None, "a line cut short");
-        assert_eq!(over("{\"a\":1}"), None, "one line");
-        assert_eq!(over("a,b\n1,2\n"), None);
+    fn a_line_holding_an_array_is_told() {
         assert!(arrays_in(b"\n[{\"a\":1},{\"a\":2}]\n[]\n") && !arrays_in(b"{\"a\":[1]}\n") && !arrays_in(b"[1,\n"));
     }
 

@@ -10,6 +10,7 @@ pub mod binary;
 pub mod convert;
 pub mod documents;
 pub mod escapes;
+pub mod json_values;
 pub mod pick;
 pub mod scan;
 

@@ -243,7 +243,7 @@ fn renamed_too(
     // A file read as it is begins with no chunk longer than it (a new file
     // in a folder of 20,000 loaded ones: 0.35 s instead of 0.39 s, medians
     // of 9). Not so for one decompressed, transcoded, or read as documents.
-    let as_it_is = |s: &Source| s.compression == Compression::None && s.transcoding.is_none() && s.documents.is_none();
+    let as_it_is = |s: &Source| s.compression == Compression::None && !s.is_rewritten();
     let sizes: Option<Vec<u64>> = unplaced.iter().map(|(_, s)| s.size.filter(|_| as_it_is(s))).collect();
     let within = sizes.and_then(|sizes| sizes.into_iter().max());
     let first_chunks = first_chunks_loaded_by_finished_jobs(control, (&table.display(), table.oid), job, within)?;
@@ -315,7 +315,7 @@ fn compare_all(
             match likeness {
                 Likeness::Same => found.left_out.push(before()),
                 Likeness::Grown { rest, .. } if begun.is_some_and(|(_, end, _)| rest.byte < end) => continue,
-                Likeness::Grown { rest, whole_lines: true } if source.transcoding.is_none() => {
+                Likeness::Grown { rest, whole_lines: true } if source.transcoding.is_none() && !source.json_values => {
                     found.grown.push((before(), Start { by_lines: source.documents.is_some(), ..rest }))
                 }
                 Likeness::Grown { rest, whole_lines } => {
@@ -641,6 +641,25 @@ fn grown(
 ) -> Error {
     let path = shell_word(&source.name);
     let rewritten = source.documents.is_some() || source.transcoding.is_some();
+    let then = loaded.loaded_as.as_ref().map(|name| format!("named {name} then, ")).unwrap_or_default();
+    let loaded_from = |what: &str| {
+        format!(
+            "{then}job {} loaded {} from its first {what}, into {} (finished at {}), and it holds them still, with \
+             more after them (written on since?): loaded whole, those rows would load a second time",
+            loaded.job,
+            count_of(loaded.rows, "row"),
+            table.display(),
+            loaded.finished_at,
+        )
+    };
+    if source.json_values {
+        return source.input_error(&format!(
+            "{}, and sluice reads JSON written over several lines only from its start. Load the documents after \
+             those alone, from a file of their own, and leave this file out of this command from then on; or \
+             pass --load-again to load it whole",
+            loaded_from("documents")
+        ));
+    }
     let (what, why, tail) = match (whole_lines, rewritten) {
         (false, _) => (
             format!("{} bytes, which end inside line {}", thousands(rest.byte), thousands(rest.lines + 1)),
@@ -661,16 +680,10 @@ fn grown(
     };
     let why = if why.is_empty() { String::new() } else { format!(", and {why}") };
     let header = if header { ", without --header" } else { "" };
-    let then = loaded.loaded_as.as_ref().map(|name| format!("named {name} then, ")).unwrap_or_default();
     source.input_error(&format!(
-        "{then}job {} loaded {} from its first {what}, into {} (finished at {}), and it holds them still, with more \
-         after them (written on since?): loaded whole, those rows would load a second time{why}. Load the rest \
-         alone, `{rest_of} | sluice load - ...` with this command's other options{header}, and leave this file \
-         out of this command from then on; or pass --load-again to load it whole",
-        loaded.job,
-        count_of(loaded.rows, "row"),
-        table.display(),
-        loaded.finished_at,
+        "{}{why}. Load the rest alone, `{rest_of} | sluice load - ...` with this command's other options{header}, \
+         and leave this file out of this command from then on; or pass --load-again to load it whole",
+        loaded_from(&what)
     ))
 }
 

@@ -572,6 +572,9 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     format.kind = resolve_kind(req.format, &sources)?;
     format.validate().map_err(Error::Usage)?;
     apply_encoding(&mut sources, format.encoding.take())?;
+    if format.kind == FormatKind::Jsonl {
+        read_json_values(&mut sources);
+    }
     let mut target = PgTarget::new(req.db.as_deref());
     let control = target.connect()?;
     let connection = crate::sink::socket::prefer_local_socket(&mut target, &control, req.keep_tcp);
@@ -868,7 +871,7 @@ fn prepare(
     let (given, mut picks) =
         plan::fields_left_out(req.columns.as_deref(), (format.kind, format.header), req.skip_other_fields)?;
     let documents = match format.kind {
-        FormatKind::Jsonl => match documents_into_columns(req, &refuse_json_over_lines(sources)?, &table, format)? {
+        FormatKind::Jsonl => match documents_into_columns(req, &first_look::first_head(sources), &table, format)? {
             Some(mut columns) => {
                 defaults::apply(control, &table, &mut columns)?;
                 let conversions = plan::conversions(&table.copy_columns(Some(&columns.columns)), format);
@@ -948,6 +951,7 @@ fn prepare(
     let mut early_warnings: Vec<String> = in_the_ledger_schema(&table).into_iter().collect();
     early_warnings.extend(left_out);
     early_warnings.extend(plan::format_by_content_said(req.format, all_sources));
+    early_warnings.extend(json_values_said(all_sources));
     early_warnings.extend(foreign::batch_advice(&table, control.server_version()));
     early_warnings.extend(job.others.said(&table));
     early_warnings.extend(job.started_over.clone());
@@ -962,7 +966,7 @@ fn prepare(
     }
     // Documents become text-format lines on the client, escaped as needed.
     early_warnings.extend(first_look::odd_escapes_warning(sources, format).filter(|_| format.documents.is_none()));
-    if let Some(documents) = format.documents.as_ref().filter(|_| req.columns.is_none()) {
+    if let Some(documents) = format.documents.as_ref().filter(|d| req.columns.is_none() && !d.no_documents) {
         let each = documents.columns.iter().zip(&documents.keys);
         let pairs: Vec<String> =
             each.map(|(column, key)| if column == key { key.clone() } else { format!("{key} as {column}") }).collect();
@@ -1175,28 +1179,6 @@ fn documents_into_columns(
         ));
     }
     plan::document_columns(table, (req.columns.as_deref(), req.skip_other_fields), (name, head)).map(Some)
-}
-
-/// The start of the first input that holds anything, and its name;
-/// refused when it is JSON written over several lines, which no line of
-/// could load (the load would reject every line, or take nothing from a
-/// document's keys).
-fn refuse_json_over_lines(sources: &[Source]) -> Result<(Arc<str>, Vec<u8>), Error> {
-    let (name, head) = first_look::first_head(sources);
-    let (what, jq) = match documents::json_over_lines(&head) {
-        None => return Ok((name, head)),
-        Some(documents::OverLines::Array) => ("one JSON array written over several lines", "jq -c '.[]'"),
-        Some(documents::OverLines::Documents) => {
-            ("JSON documents written over several lines (pretty-printed)", "jq -c .")
-        }
-    };
-    Err(Error::Input {
-        file: name.to_string(),
-        message: format!(
-            "it holds {what}, not JSON lines (one document per line, as COPY and sluice read them); put each \
-             document on a line of its own first, as `{jq}` does"
-        ),
-    })
 }
 
 /// The most workers `--workers auto` may use: `--max-workers`, else the
@@ -1790,6 +1772,28 @@ fn cannot_create_the_ledger(control: &PgSession, state: &str, message: &str) -> 
     ))
 }
 
+/// Reads every input as JSON values (see [`crate::format::json_values`])
+/// when the first one is an array of documents or documents written over
+/// several lines: read line by line, every line of it would be rejected.
+fn read_json_values(sources: &mut [Source]) {
+    let (_, head) = first_look::first_head(sources);
+    if crate::format::json_values::are_json_values(&head) {
+        sources.iter_mut().for_each(|source| source.json_values = true);
+    }
+}
+
+/// What the load says when it reads JSON values: how rejects name a
+/// document, since its line in the file is not counted.
+fn json_values_said(sources: &[Source]) -> Option<String> {
+    let first = sources.iter().find(|s| s.json_values)?;
+    Some(format!(
+        "{}: not JSON lines; reading each document of its JSON array (or each document written over several \
+         lines) as a row: a reject's line and record are the document's number (jq '.[N-1]' shows the Nth of an \
+         array), its byte where it begins in the file",
+        first.name
+    ))
+}
+
 /// Sets every input's transcoding from `--encoding`; without it, refuses
 /// inputs that look like UTF-16 with the flag that loads them.
 fn apply_encoding(sources: &mut [Source], name: Option<String>) -> Result<(), Error> {
@@ -2356,6 +2360,7 @@ mod tests {
             canonical: "f".into(),
             looks_utf16: false,
             transcoding: None,
+            json_values: false,
             documents: None,
             start: None,
             ends_at: None,

@@ -48,6 +48,9 @@ pub fn format_by_content(sources: &[Source]) -> Option<(FormatKind, &'static str
     let (commas, tabs) = (line.contains(&b','), line.contains(&b'\t'));
     match line.trim_ascii_start().first() {
         Some(b'{') => Some((FormatKind::Jsonl, "a JSON object")),
+        Some(b'[') if crate::format::json_values::are_json_values(head) => {
+            Some((FormatKind::Jsonl, "a JSON array of documents"))
+        }
         _ if commas && !tabs => Some((FormatKind::Csv, "commas, no tab")),
         _ if tabs && !commas => Some((FormatKind::Tsv, "tabs, no comma")),
         _ => None,
@@ -59,6 +62,8 @@ pub fn format_by_content(sources: &[Source]) -> Option<(FormatKind, &'static str
 pub fn format_by_content_said(given: Option<FormatKind>, sources: &[Source]) -> Option<String> {
     let named = sources.iter().any(|s| s.path.as_deref().and_then(FormatKind::guess).is_some());
     let (kind, why) = format_by_content(sources).filter(|_| given.is_none() && !named)?;
+    // Read as lines made of them, its first line is a document.
+    let why = if sources[0].json_values { "JSON documents" } else { why };
     Some(format!(
         "{}: no format in its name; loading it as {} by its first line ({why}); pass --format to say otherwise",
         sources[0].name,
@@ -319,6 +324,11 @@ pub fn document_columns(
     let mut lines: Vec<u64> = Vec::new();
     let wanted: Vec<(String, u64)> = match given {
         Some(names) => names.iter().map(|n| (n.trim().to_string(), 0)).collect(),
+        // No input holds a document (an export of no rows, `[]`): nothing
+        // to load, and no key to take the columns from.
+        None if head.strip_prefix(documents::BOM).unwrap_or(head).trim_ascii().is_empty() => {
+            column_names(table).into_iter().map(|column| (column, 0)).collect()
+        }
         None if keys.is_empty() && documents::arrays_in(head) => {
             return Err(Error::Usage(format!(
                 "the lines of {input} hold JSON arrays, not objects whose keys name the columns; to load each \
@@ -392,6 +402,7 @@ pub fn document_columns(
     }
     let mut columns = DocumentColumns::new(pairs, given.is_some() || skip_other_keys);
     columns.keys_left_out = left_out;
+    columns.no_documents = given.is_none() && keys.is_empty();
     Ok(columns)
 }
 
