@@ -638,6 +638,13 @@ fn json_arrays_and_pretty_printed_documents_load_a_row_a_document() {
     let run = db.load(&[log.to_str().unwrap(), "--table", "docs"]);
     run.assert_refused("sluice reads JSON written over several lines only from its start");
     assert_eq!(db.count("docs"), 2);
+    // An array written after another since: what follows loads.
+    let arrays = db.file("arrays.json", b"[\n {\"a\": 3}\n]\n");
+    db.load(&[arrays.to_str().unwrap(), "--table", "docs"]).assert_ok();
+    let arrays = db.file("arrays.json", b"[\n {\"a\": 3}\n]\n[\n {\"a\": 4},\n {\"a\": 5}\n]\n");
+    let run = db.load(&[arrays.to_str().unwrap(), "--table", "docs"]);
+    assert!(run.assert_ok().stderr.contains("arrays.json from line 2 (byte 13)"), "{}", run.stderr);
+    assert_eq!(db.scalar("SELECT string_agg(doc->>'a', ',' ORDER BY doc->>'a') FROM docs"), "1,2,3,4,5");
     // An export of no rows loads none (it was refused: no key to take the
     // columns from), and says nothing of keys.
     for (name, text) in [("none.json", "[]\n"), ("none.jsonl", "")] {

@@ -315,7 +315,7 @@ fn compare_all(
             match likeness {
                 Likeness::Same => found.left_out.push(before()),
                 Likeness::Grown { rest, .. } if begun.is_some_and(|(_, end, _)| rest.byte < end) => continue,
-                Likeness::Grown { rest, whole_lines: true } if source.transcoding.is_none() && !source.json_values => {
+                Likeness::Grown { rest, whole_lines: true } if source.transcoding.is_none() => {
                     found.grown.push((before(), Start { by_lines: source.documents.is_some(), ..rest }))
                 }
                 Likeness::Grown { rest, whole_lines } => {
