@@ -53,7 +53,8 @@ pub struct LoadArgs {
     db: Option<String>,
 
     /// Input format; guessed from the file extension when absent, else
-    /// from the first line (stdin, `.dat`).
+    /// from the first line (stdin, `.dat`). jsonl also reads one JSON array
+    /// of documents, or documents pretty-printed, a row a document.
     #[arg(short, long, value_enum)]
     format: Option<FormatArg>,
 
