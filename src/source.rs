@@ -218,8 +218,10 @@ pub struct Source {
     pub transcoding: Option<Transcoding>,
     /// Set by the load for JSON that is one array of documents, or
     /// documents written over several lines: each becomes a line (see
-    /// [`crate::format::json_values`]).
-    pub json_values: bool,
+    /// [`crate::format::json_values`]); with keys, the documents are the
+    /// elements of the array they lead to in each top-level object
+    /// (`--documents-at`).
+    pub json_values: Option<Arc<[String]>>,
     /// Set by the load for JSON lines read into columns: which key goes
     /// where, and the longest line (`--max-record-size`).
     pub documents: Option<(Arc<DocumentColumns>, u64)>,
@@ -417,7 +419,7 @@ impl Source {
     /// Whether the chunker's bytes are other than the input's (compression
     /// aside): transcoded, or documents turned into lines.
     pub fn is_rewritten(&self) -> bool {
-        self.transcoding.is_some() || self.json_values || self.documents.is_some()
+        self.transcoding.is_some() || self.json_values.is_some() || self.documents.is_some()
     }
 
     /// A record's bytes as the rejects file shows them: a transcoded
@@ -584,9 +586,9 @@ impl Source {
             Some(t) => Box::new(TranscodingReader::new(stream, t)),
             None => stream,
         };
-        let stream: Box<dyn Read + Send> = match self.json_values {
-            true => Box::new(JsonValues::new(stream)),
-            false => stream,
+        let stream: Box<dyn Read + Send> = match &self.json_values {
+            Some(path) => Box::new(JsonValues::new(stream, path.clone())),
+            None => stream,
         };
         let stream = match &self.documents {
             Some((columns, max_line)) => Box::new(DocumentReader::new(stream, columns.clone(), *max_line, originals)),
@@ -923,7 +925,7 @@ fn file_source_with(path: &Path, meta: std::fs::Metadata, canonical: Arc<str>) -
             .map(|d| d.as_nanos()),
         looks_utf16: compression == Compression::None && looks_like_utf16(&head[..n]),
         transcoding: None,
-        json_values: false,
+        json_values: None,
         documents: None,
         start: None,
         after_job: None,
@@ -972,7 +974,7 @@ fn streamed_source(name: &str, path: Option<&Path>, mut reader: Box<dyn Read + S
         canonical: path.map_or_else(|| name.into(), |p| canonical_name(p, name)),
         looks_utf16,
         transcoding: None,
-        json_values: false,
+        json_values: None,
         documents: None,
         start: None,
         ends_at: None,

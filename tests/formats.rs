@@ -654,6 +654,70 @@ fn json_arrays_and_pretty_printed_documents_load_a_row_a_document() {
     }
 }
 
+/// `--documents-at KEY[.KEY]` loads the elements of the array the keys lead
+/// to in each top-level object (an API response, pages of them one after
+/// another, GeoJSON's features, a search engine's hits.hits), and leaves the
+/// rest of the object out. Without it, such a file is one document: loaded
+/// whole into jsonb with a warning, refused for typed columns, each saying
+/// which flag loads its objects.
+#[test]
+fn documents_under_a_key_of_each_object_load_with_documents_at() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE docs (doc jsonb); CREATE TABLE typed (id int, name text)");
+    let page = |first: i64| {
+        let data: Vec<serde_json::Value> =
+            (first..first + 1_000).map(|i| serde_json::json!({"id": i, "name": format!("n{i}")})).collect();
+        serde_json::json!({"page": first / 1_000, "meta": {"data": [{"id": -1}]}, "data": data})
+    };
+    let one = db.file("one.json", serde_json::to_string(&page(0)).unwrap().as_bytes());
+    let pages = (0..3).map(|p| serde_json::to_string_pretty(&page(p * 1_000)).unwrap() + "\n").collect::<String>();
+    let pages = db.file("pages.json", pages.as_bytes());
+    let run = db.load(&[one.to_str().unwrap(), "--table", "typed"]);
+    run.assert_refused("one.json holds one JSON document, whose \"data\" is an array of objects: to load each of them as a row, pass --documents-at data");
+    let run = db.load(&[one.to_str().unwrap(), "--table", "docs"]);
+    assert!(run.assert_ok().stderr.contains("which loads as one row; its \"data\" is an array"), "{}", run.stderr);
+    assert_eq!(db.count("docs"), 1);
+    for (file, rows) in [(&one, 1_000), (&pages, 3_000)] {
+        db.execute("TRUNCATE docs, typed");
+        let path = file.to_str().unwrap();
+        let run = db.load(&[path, "--table", "typed", "--documents-at", "data", "--load-again"]);
+        assert!(run.assert_ok().stderr.contains("reading each element of the array at \"data\""), "{}", run.stderr);
+        assert_eq!(
+            db.scalar("SELECT count(*) || ' ' || sum(id) || ' ' || min(id) FROM typed"),
+            format!("{rows} {} 0", rows * (rows - 1) / 2)
+        );
+        db.load(&[path, "--table", "docs", "--documents-at", "data", "--load-again"]).assert_ok();
+        assert_eq!(db.scalar("SELECT count(*) FROM docs WHERE doc ? 'name' AND NOT doc ? 'page'"), rows.to_string());
+    }
+    let hits = br#"{"took": 3, "hits": {"total": {"value": 2}, "hits": [{"_id": "a"}, {"_id": "b"}]}}"#;
+    let hits = db.file("hits.json", hits);
+    db.execute("TRUNCATE docs");
+    db.load(&[hits.to_str().unwrap(), "--table", "docs", "--documents-at", "hits.hits"]).assert_ok();
+    assert_eq!(db.scalar("SELECT string_agg(doc->>'_id', ',' ORDER BY doc->>'_id') FROM docs"), "a,b");
+    let refused = |args: &[&str], says: &str| {
+        let run = db.load(args);
+        assert_eq!(run.code, 2, "{}", run.output());
+        assert!(run.stderr.contains(says), "{}", run.stderr);
+    };
+    let path = hits.to_str().unwrap();
+    refused(
+        &[path, "--table", "docs", "--documents-at", "hits", "--restart"],
+        "not JSON documents: line 1 (byte 20): \"hits\" is not an array",
+    );
+    refused(
+        &[path, "--table", "docs", "--documents-at", "data", "--restart"],
+        "the object begun at line 1 (byte 0) holds no \"data\"",
+    );
+    let array = db.file("array.json", b"[{\"id\": 1}]");
+    refused(
+        &[array.to_str().unwrap(), "--table", "docs", "--documents-at", "data"],
+        "line 1 (byte 0): a [ where an object with \"data\" belongs",
+    );
+    let csv = db.file("a.csv", b"1,a\n");
+    refused(&[csv.to_str().unwrap(), "--table", "typed", "--documents-at", "data"], "--documents-at applies to JSON");
+    assert_eq!(db.count("docs"), 2);
+}
+
 /// What cannot be read as JSON documents stops the load with the file's
 /// line and byte and what is wrong there: a bracket that closes another
 /// kind, a line break inside a string (a quote left out), an array cut

@@ -118,6 +118,14 @@ pub struct LoadArgs {
     #[arg(long)]
     decimal_comma: bool,
 
+    /// JSON whose documents are the elements of an array under a key of
+    /// each top-level object, as API responses and GeoJSON hold them
+    /// ({"data": [{...}, ...]}: data; {"hits": {"hits": [...]}}: hits.hits;
+    /// features), as jq '.data[]' reads them. The rest of the object is
+    /// left out
+    #[arg(long, value_name = "KEY[.KEY]")]
+    documents_at: Option<String>,
+
     /// Numbers in date and timestamp columns are Unix times in this unit
     /// (s, ms, us, ns), as time.time(), Date.now() and pandas' to_json
     /// write them: sluice converts them to UTC dates and times. Values
@@ -350,6 +358,7 @@ impl LoadArgs {
         options.force_not_null = self.force_not_null.clone();
         options.decimal_comma = self.decimal_comma;
         options.unix_times = self.unix_times;
+        options.documents_at = self.documents_at.as_ref().map(|path| path.split('.').map(String::from).collect());
         LoadRequest {
             inputs: self.files.clone(),
             table: self.table.clone(),

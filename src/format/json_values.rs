@@ -33,6 +33,7 @@
 //! one.
 
 use std::io::{self, Read};
+use std::sync::Arc;
 
 use serde::de::IgnoredAny;
 
@@ -101,6 +102,70 @@ fn first_value_spans_lines(body: &[u8]) -> bool {
         && values.byte_offset() > first_line
 }
 
+/// The keys that lead to an array of objects in `head`'s one document (the
+/// first whose first element is an object, looked for three objects deep),
+/// joined by dots as `--documents-at` takes them: `data` in
+/// `{"count": 2, "data": [{...}, {...}]}`. `None` when `head` (as lines made
+/// of documents) holds more than one document, where an array in each is
+/// part of its row (an order's items).
+pub fn documents_array_in(head: &[u8]) -> Option<String> {
+    let head = head.strip_prefix(BOM).unwrap_or(head).trim_ascii_start();
+    let mut lines = head.split(|&b| b == b'\n');
+    let first = lines.next()?;
+    if !first.starts_with(b"{") || lines.any(|line| !line.trim_ascii().is_empty()) {
+        return None;
+    }
+    // The key of each object open, and whether its value is being read.
+    let mut keys: Vec<Option<String>> = Vec::new();
+    let mut arrays = 0;
+    let (mut i, mut key_next) = (0, false);
+    while i < first.len() {
+        match first[i] {
+            b'"' => {
+                let end = string_end(&first[i..])?;
+                if key_next && arrays == 0 {
+                    *keys.last_mut()? = Some(String::from_utf8_lossy(&first[i + 1..i + end - 1]).into_owned());
+                }
+                i += end;
+                continue;
+            }
+            b'{' if arrays == 0 && keys.len() < 3 => {
+                keys.push(None);
+                key_next = true;
+            }
+            b'[' if arrays == 0 && keys.last().is_some_and(Option::is_some) => {
+                if first[i + 1..].trim_ascii_start().starts_with(b"{") {
+                    let path: Vec<&str> = keys.iter().flatten().map(String::as_str).collect();
+                    return Some(path.join("."));
+                }
+                arrays += 1;
+            }
+            b'{' | b'[' => arrays += 1,
+            b'}' | b']' if arrays > 0 => arrays -= 1,
+            b'}' => drop(keys.pop()),
+            b',' if arrays == 0 => key_next = true,
+            b':' if arrays == 0 => key_next = false,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// How long the string at the start of `text` is, quotes included.
+fn string_end(text: &[u8]) -> Option<usize> {
+    let mut escaped = false;
+    for (i, &b) in text.iter().enumerate().skip(1) {
+        match b {
+            _ if escaped => escaped = false,
+            b'\\' => escaped = true,
+            b'"' => return Some(i + 1),
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Turns JSON values into JSON lines, byte for byte (see the module docs).
 pub struct JsonValues<R> {
     inner: R,
@@ -129,6 +194,46 @@ pub struct JsonValues<R> {
     /// What stopped the reading, given once the output in hand is read.
     failed: Option<io::Error>,
     done: bool,
+    /// `--documents-at`: the keys that lead, in each top-level object, to
+    /// the array of the documents; empty for the documents themselves.
+    path: Arc<[String]>,
+    /// The top-level object being read, with `path`.
+    wrapper: Option<Wrapper>,
+}
+
+/// A top-level object, of which only the array at the path is loaded:
+/// every other byte of it becomes a space.
+#[derive(Debug)]
+struct Wrapper {
+    began: Place,
+    /// The objects entered along the path: the key looked for is `path[level]`.
+    level: usize,
+    step: Wrap,
+    /// The array at the path was read.
+    found: bool,
+    /// The key being read (no longer than a key of the path and one byte).
+    key: Vec<u8>,
+    in_string: bool,
+    escaped: bool,
+    /// How deep in a value passed over.
+    depth: usize,
+}
+
+/// Where a [`Wrapper`]'s reader is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wrap {
+    Key,
+    InKey,
+    Colon {
+        on_path: bool,
+    },
+    Value {
+        on_path: bool,
+    },
+    /// A value passed over: a string or container, or a number or the like.
+    Passing,
+    PassingBare,
+    AfterValue,
 }
 
 /// A line and byte of the input.
@@ -156,6 +261,8 @@ enum State {
     AfterInArray,
     /// After a document outside any array: whitespace comes next.
     AfterAlone,
+    /// In a top-level object that holds the documents' array (see [`Wrapper`]).
+    Wrapper,
 }
 
 /// Why the input cannot be read as documents, as the error a read returns:
@@ -172,7 +279,10 @@ impl std::fmt::Display for NotJson {
 impl std::error::Error for NotJson {}
 
 impl<R: Read> JsonValues<R> {
-    pub fn new(inner: R) -> Self {
+    /// Reads `inner`'s documents: its top-level values and their arrays'
+    /// elements, or with a `path`, the elements of the array it leads to
+    /// in each top-level object.
+    pub fn new(inner: R, path: Arc<[String]>) -> Self {
         JsonValues {
             inner,
             input: vec![0; READ_SIZE],
@@ -191,6 +301,8 @@ impl<R: Read> JsonValues<R> {
             array_began: Place::default(),
             failed: None,
             done: false,
+            path,
+            wrapper: None,
         }
     }
 
@@ -272,6 +384,10 @@ impl<R: Read> JsonValues<R> {
     fn dispatch(&mut self, b: u8) -> Result<(), String> {
         match self.state {
             State::Document { in_array } => self.in_document(b, in_array),
+            State::Wrapper => {
+                self.spaces += 1;
+                self.in_wrapper(b)
+            }
             State::AfterAlone if b.is_ascii_whitespace() => {
                 self.spaces += 1;
                 self.line_to_end = true;
@@ -285,6 +401,24 @@ impl<R: Read> JsonValues<R> {
                 self.spaces += 1;
                 Ok(())
             }
+            State::Between if !self.path.is_empty() => match b {
+                b'{' => {
+                    self.spaces += 1;
+                    self.wrapper = Some(Wrapper {
+                        began: self.at,
+                        level: 0,
+                        step: Wrap::Key,
+                        found: false,
+                        key: Vec::new(),
+                        in_string: false,
+                        escaped: false,
+                        depth: 0,
+                    });
+                    self.state = State::Wrapper;
+                    Ok(())
+                }
+                _ => Err(self.stray(b, &format!("where an object with {} belongs", self.path_named(self.path.len())))),
+            },
             State::Between => match b {
                 b'[' => {
                     self.array_began = self.at;
@@ -298,8 +432,8 @@ impl<R: Read> JsonValues<R> {
             State::InArray => match b {
                 b']' => {
                     self.end_the_line_before();
-                    self.state = State::Between;
                     self.spaces += 1;
+                    self.array_closed();
                     Ok(())
                 }
                 // An empty place (`[1,,2]`): an empty line, rejected as one.
@@ -325,7 +459,7 @@ impl<R: Read> JsonValues<R> {
                 }
                 b']' => {
                     self.end_line();
-                    self.state = State::Between;
+                    self.array_closed();
                     Ok(())
                 }
                 _ => Err(self.stray(b, "after a document, where a comma or the array's ] belongs")),
@@ -396,6 +530,122 @@ impl<R: Read> JsonValues<R> {
         Ok(())
     }
 
+    /// After the array's `]`: outside everything, or in its top-level object.
+    fn array_closed(&mut self) {
+        self.state = match &mut self.wrapper {
+            Some(wrapper) => {
+                wrapper.step = Wrap::AfterValue;
+                State::Wrapper
+            }
+            None => State::Between,
+        };
+    }
+
+    /// A byte of a top-level object that holds the documents' array, which
+    /// becomes a space: its keys are read to find the path's.
+    fn in_wrapper(&mut self, b: u8) -> Result<(), String> {
+        let at = self.at;
+        let path = self.path.clone();
+        let Some(w) = self.wrapper.as_mut() else { return Ok(()) };
+        if w.in_string {
+            match b {
+                _ if w.escaped => w.escaped = false,
+                b'\\' => w.escaped = true,
+                b'"' => w.in_string = false,
+                b'\n' | b'\r' => return Err(format!("{at}: a line break inside a string, which JSON writes as \\n")),
+                _ => {}
+            }
+            match w.step {
+                Wrap::InKey if w.in_string || w.escaped => {
+                    if w.key.len() <= path[w.level].len() {
+                        w.key.push(b);
+                    }
+                }
+                Wrap::InKey => {
+                    let on_path = w.key == path[w.level].as_bytes();
+                    w.step = Wrap::Colon { on_path };
+                }
+                Wrap::Passing if !w.in_string && w.depth == 0 => w.step = Wrap::AfterValue,
+                _ => {}
+            }
+            return Ok(());
+        }
+        if b.is_ascii_whitespace() && w.step != Wrap::PassingBare {
+            return Ok(());
+        }
+        match (w.step, b) {
+            (Wrap::Key, b'"') => {
+                w.key.clear();
+                w.in_string = true;
+                w.step = Wrap::InKey;
+            }
+            (Wrap::Colon { on_path }, b':') => w.step = Wrap::Value { on_path },
+            (Wrap::Value { on_path: true }, b'[') if w.level + 1 == path.len() => {
+                w.found = true;
+                self.array_began = at;
+                self.state = State::InArray;
+            }
+            (Wrap::Value { on_path: true }, b'{') if w.level + 1 < path.len() => {
+                w.level += 1;
+                w.step = Wrap::Key;
+            }
+            (Wrap::Value { on_path: true }, _) => {
+                let kind = if w.level + 1 == path.len() { "an array" } else { "an object" };
+                return Err(format!("{at}: {} is not {kind}", self.path_named(self.wrapper_level() + 1)));
+            }
+            (Wrap::Value { on_path: false }, b'"') => {
+                w.in_string = true;
+                w.step = Wrap::Passing;
+            }
+            (Wrap::Value { on_path: false }, b'{' | b'[') => {
+                w.depth = 1;
+                w.step = Wrap::Passing;
+            }
+            (Wrap::Value { on_path: false }, _) => w.step = Wrap::PassingBare,
+            (Wrap::Passing, b'"') => w.in_string = true,
+            (Wrap::Passing, b'{' | b'[') => w.depth += 1,
+            (Wrap::Passing, b'}' | b']') => {
+                w.depth -= 1;
+                if w.depth == 0 {
+                    w.step = Wrap::AfterValue;
+                }
+            }
+            (Wrap::Passing, _) => {}
+            (Wrap::PassingBare | Wrap::AfterValue, b',') => w.step = Wrap::Key,
+            (Wrap::PassingBare | Wrap::AfterValue | Wrap::Key, b'}') => return self.object_closed(),
+            (Wrap::PassingBare, _) => {}
+            _ => return Err(self.stray(b, "in the object that holds the documents' array")),
+        }
+        Ok(())
+    }
+
+    /// An object on the path closed: the one it is in is read on, or the
+    /// top-level one ended, which must have held the array.
+    fn object_closed(&mut self) -> Result<(), String> {
+        let Some(w) = self.wrapper.as_mut() else { return Ok(()) };
+        if w.level > 0 {
+            w.level -= 1;
+            w.step = Wrap::AfterValue;
+            return Ok(());
+        }
+        let (began, found) = (w.began, w.found);
+        self.wrapper = None;
+        self.state = State::Between;
+        match found {
+            true => Ok(()),
+            false => Err(format!("the object begun at {began} holds no {}", self.path_named(self.path.len()))),
+        }
+    }
+
+    fn wrapper_level(&self) -> usize {
+        self.wrapper.as_ref().map_or(0, |w| w.level)
+    }
+
+    /// The first `keys` keys of the path, as `--documents-at` names them.
+    fn path_named(&self, keys: usize) -> String {
+        format!("\"{}\"", self.path[..keys].join("."))
+    }
+
     fn document_ended(&mut self, in_array: bool) {
         self.state = if in_array { State::AfterInArray } else { State::AfterAlone };
     }
@@ -425,6 +675,10 @@ impl<R: Read> JsonValues<R> {
         let bare_ended = self.bare && self.open.is_empty() && !self.in_string;
         match self.state {
             State::Between | State::AfterAlone => Ok(()),
+            State::Wrapper => Err(format!(
+                "the input ends inside the object begun at {}: cut short?",
+                self.wrapper.as_ref().map_or(Place::default(), |w| w.began)
+            )),
             State::Document { in_array: false } if bare_ended => Ok(()),
             State::Document { .. } if !bare_ended => {
                 Err(format!("the input ends inside the document begun at {}: cut short?", self.document_began))
@@ -471,7 +725,7 @@ mod tests {
 
     fn lines(input: &str) -> Result<String, String> {
         let mut out = Vec::new();
-        match JsonValues::new(input.as_bytes()).read_to_end(&mut out) {
+        match JsonValues::new(input.as_bytes(), Arc::from([])).read_to_end(&mut out) {
             Ok(_) => Ok(String::from_utf8(out).unwrap()),
             Err(e) => Err(e.to_string()),
         }
@@ -503,9 +757,43 @@ mod tests {
     fn the_lines_do_not_depend_on_how_the_input_is_read() {
         for input in ["[\n  {\"a\": 1},\n\n  {\"a\": \"x\\\"\"}\n]\n", "{\n \"a\": 1\n}\n\n{\"b\":[1,2]}", "[1,,2,]"] {
             let mut out = Vec::new();
-            JsonValues::new(ByteByByte(input.as_bytes())).read_to_end(&mut out).unwrap();
+            JsonValues::new(ByteByByte(input.as_bytes()), Arc::from([])).read_to_end(&mut out).unwrap();
             assert_eq!(String::from_utf8(out).unwrap(), lines(input).unwrap());
         }
+    }
+
+    fn lines_at(input: &str, path: &[&str]) -> Result<String, String> {
+        let path: Arc<[String]> = path.iter().map(|key| key.to_string()).collect();
+        let mut out = Vec::new();
+        let read = JsonValues::new(ByteByByte(input.as_bytes()), path.clone()).read_to_end(&mut out);
+        let mut whole = Vec::new();
+        JsonValues::new(input.as_bytes(), path).read_to_end(&mut whole).map_err(|e| e.to_string())?;
+        read.map_err(|e| e.to_string())?;
+        assert_eq!(out, whole, "read a byte at a time");
+        Ok(String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn the_documents_at_a_path_become_lines_and_the_rest_spaces() {
+        let input = r#"{"a\"}":{"data":[{"x":0}]},"n":[1,{"}":"]"}],"data": [{"x":1}, {"x":"]"}], "z":true}"#;
+        let out = lines_at(input, &["data"]).unwrap();
+        let first = input.find(r#"{"x":1}"#).unwrap();
+        assert_eq!(out, format!("{}{{\"x\":1}} \n{{\"x\":\"]\"}}\n", " ".repeat(first)), "{out}");
+        let pages = "{\"hits\": {\"hits\": [{\"i\": 1}]}}\n{\"hits\": {\"total\": 0, \"hits\": []}}\n{\"hits\": {\"hits\": [{\"i\": 2}]}}";
+        let out = lines_at(pages, &["hits", "hits"]).unwrap();
+        assert_eq!(out.split_whitespace().collect::<Vec<_>>(), ["{\"i\":", "1}", "{\"i\":", "2}"]);
+        assert!(lines_at("{\"data\": {\"x\": 1}}", &["data"])
+            .unwrap_err()
+            .contains("line 1 (byte 9): \"data\" is not an array"));
+        assert!(lines_at("{\"x\": [{}]}", &["data"])
+            .unwrap_err()
+            .contains("the object begun at line 1 (byte 0) holds no \"data\""));
+        assert!(lines_at("{\"data\": [{\"x\": 1}", &["data"])
+            .unwrap_err()
+            .contains("ends inside the JSON array begun at line 1 (byte 9)"));
+        assert!(lines_at("{\"data\": [], \"n\": 1", &["data"])
+            .unwrap_err()
+            .contains("ends inside the object begun at line 1 (byte 0)"));
     }
 
     #[test]
@@ -530,6 +818,20 @@ mod tests {
         assert!(broken("{\"a\":1}{\"a\":2}").contains("a { right after a document"));
         assert!(broken("{\"a\":1},\n{\"a\":2}").contains("line 1 (byte 7): a , right after"));
         assert!(broken("\r\n\r\n}").contains("line 3 (byte 4): a } outside any document"));
+    }
+
+    #[test]
+    fn the_keys_that_lead_to_an_array_of_documents_are_found() {
+        let found = |head: &str| documents_array_in(head.as_bytes());
+        assert_eq!(found(r#"{"count": 2, "data": [{"a": 1}, {"a": 2}]}"#).as_deref(), Some("data"));
+        assert_eq!(found(r#"{"took":3,"hits":{"total":{"v":2},"hits":[ {"_id":"a"}"#).as_deref(), Some("hits.hits"));
+        assert_eq!(
+            found(r#"{"t":"x]","crs":{"p":[1,{"x":[{}]}]},"features":[{"type":"F"}]}"#).as_deref(),
+            Some("features")
+        );
+        assert_eq!(found("{\"tags\": [\"a\"], \"n\": 1}"), None, "no array of objects");
+        assert_eq!(found("{\"items\": [{\"a\": 1}]}\n{\"items\": [{\"a\": 2}]}\n"), None, "a row's own array");
+        assert_eq!(found("[{\"a\": [{\"b\": 1}]}]"), None, "not an object");
     }
 
     #[test]

@@ -141,6 +141,9 @@ pub struct FormatOptions {
     /// `--unix-times UNIT|auto`: numbers in date and timestamp columns
     /// count this unit since 1970 (see [`convert`]).
     pub unix_times: Option<convert::UnixTimes>,
+    /// `--documents-at PATH`: the documents are the elements of the array
+    /// these keys lead to in each top-level object (see [`json_values`]).
+    pub documents_at: Option<Vec<String>>,
 }
 
 /// Quote and delimiter bytes that valid JSON can never contain raw (control
@@ -201,6 +204,7 @@ impl FormatOptions {
             picks: None,
             decimal_comma: false,
             unix_times: None,
+            documents_at: None,
         }
     }
 
@@ -211,6 +215,7 @@ impl FormatOptions {
             encoding: self.encoding.clone(),
             decimal_comma: self.decimal_comma,
             unix_times: self.unix_times,
+            documents_at: self.documents_at.clone(),
             documents: Some(std::sync::Arc::new(columns)),
             ..FormatOptions::new(FormatKind::Tsv)
         }
@@ -233,6 +238,16 @@ impl FormatOptions {
                 if b == b'\n' || b == b'\r' || !b.is_ascii() {
                     return Err(format!("--{name} must be one ASCII character other than a newline"));
                 }
+            }
+        }
+        if let Some(path) = &self.documents_at {
+            if self.kind != FormatKind::Jsonl {
+                return Err("--documents-at applies to JSON (--format jsonl)".into());
+            }
+            if path.iter().any(String::is_empty) {
+                return Err("--documents-at: name the keys that lead to the documents' array, joined by dots \
+                            (data, or hits.hits)"
+                    .into());
             }
         }
         match self.kind {

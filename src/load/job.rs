@@ -82,6 +82,9 @@ fn chunk_identity(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, 
         };
         parts.push(format!("decimal comma {} unix times {unix_times}", format.decimal_comma));
     }
+    if let Some(path) = &format.documents_at {
+        parts.push(format!("documents at {path:?}"));
+    }
     if let Some(documents) = &format.documents {
         parts.push(format!("documents {:?} {:?} {}", documents.columns, documents.keys, documents.other_keys_left_out));
     }

@@ -652,7 +652,7 @@ fn grown(
             loaded.finished_at,
         )
     };
-    if source.json_values {
+    if source.json_values.is_some() {
         return source.input_error(&format!(
             "{}, and sluice reads JSON written over several lines only from its start. Load the documents after \
              those alone, from a file of their own, and leave this file out of this command from then on; or \

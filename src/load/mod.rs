@@ -573,7 +573,7 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
     format.validate().map_err(Error::Usage)?;
     apply_encoding(&mut sources, format.encoding.take())?;
     if format.kind == FormatKind::Jsonl {
-        read_json_values(&mut sources);
+        read_json_values(&mut sources, format.documents_at.as_deref());
     }
     let mut target = PgTarget::new(req.db.as_deref());
     let control = target.connect()?;
@@ -871,7 +871,9 @@ fn prepare(
     let (given, mut picks) =
         plan::fields_left_out(req.columns.as_deref(), (format.kind, format.header), req.skip_other_fields)?;
     let documents = match format.kind {
-        FormatKind::Jsonl => match documents_into_columns(req, &first_look::first_head(sources), &table, format)? {
+        FormatKind::Jsonl => match documents_into_columns(req, &first_look::first_head(sources), &table, format)
+            .map_err(|e| documents_at_advised(e, sources, format))?
+        {
             Some(mut columns) => {
                 defaults::apply(control, &table, &mut columns)?;
                 let conversions = plan::conversions(&table.copy_columns(Some(&columns.columns)), format);
@@ -951,7 +953,8 @@ fn prepare(
     let mut early_warnings: Vec<String> = in_the_ledger_schema(&table).into_iter().collect();
     early_warnings.extend(left_out);
     early_warnings.extend(plan::format_by_content_said(req.format, all_sources));
-    early_warnings.extend(json_values_said(all_sources));
+    early_warnings.extend(json_values_said(all_sources, format));
+    early_warnings.extend(one_document_said(all_sources, format));
     early_warnings.extend(foreign::batch_advice(&table, control.server_version()));
     early_warnings.extend(job.others.said(&table));
     early_warnings.extend(job.started_over.clone());
@@ -1774,18 +1777,69 @@ fn cannot_create_the_ledger(control: &PgSession, state: &str, message: &str) -> 
 
 /// Reads every input as JSON values (see [`crate::format::json_values`])
 /// when the first one is an array of documents or documents written over
-/// several lines: read line by line, every line of it would be rejected.
-fn read_json_values(sources: &mut [Source]) {
-    let (_, head) = first_look::first_head(sources);
-    if crate::format::json_values::are_json_values(&head) {
-        sources.iter_mut().for_each(|source| source.json_values = true);
+/// several lines (read line by line, every line of it would be rejected),
+/// or when `--documents-at` names the keys that lead to the documents.
+fn read_json_values(sources: &mut [Source], documents_at: Option<&[String]>) {
+    let values = match documents_at {
+        Some(path) => Some(Arc::from(path)),
+        None => {
+            let (_, head) = first_look::first_head(sources);
+            crate::format::json_values::are_json_values(&head).then(|| Arc::from([]))
+        }
+    };
+    if let Some(path) = values {
+        sources.iter_mut().for_each(|source| source.json_values = Some(Arc::clone(&path)));
     }
+}
+
+/// `error`, about the keys of the documents, with `--documents-at` advised
+/// when the first input is one document that holds an array of objects (an
+/// API response, GeoJSON): its keys are the wrapper's.
+fn documents_at_advised(error: Error, sources: &[Source], format: &FormatOptions) -> Error {
+    let (name, head) = first_look::first_head(sources);
+    let Some(path) = crate::format::json_values::documents_array_in(&head).filter(|_| format.documents_at.is_none())
+    else {
+        return error;
+    };
+    let advice = format!(
+        "{name} holds one JSON document, whose \"{path}\" is an array of objects: to load each of them as a row, \
+         pass --documents-at {path}"
+    );
+    match error {
+        Error::Usage(message) => Error::Usage(format!("{message}. {advice}")),
+        Error::Target(message) => Error::Target(format!("{message}. {advice}")),
+        other => other,
+    }
+}
+
+/// The warning for JSON documents loaded whole whose first input is one
+/// document holding an array of objects (an API response, GeoJSON): it
+/// loads as one row, where its objects were likely meant.
+fn one_document_said(sources: &[Source], format: &FormatOptions) -> Option<String> {
+    if format.kind != FormatKind::Jsonl || format.documents_at.is_some() {
+        return None;
+    }
+    let (name, head) = first_look::first_head(sources);
+    let path = crate::format::json_values::documents_array_in(&head)?;
+    Some(format!(
+        "{name} holds one JSON document, which loads as one row; its \"{path}\" is an array of objects: to load \
+         each of them as a row, pass --documents-at {path}"
+    ))
 }
 
 /// What the load says when it reads JSON values: how rejects name a
 /// document, since its line in the file is not counted.
-fn json_values_said(sources: &[Source]) -> Option<String> {
-    let first = sources.iter().find(|s| s.json_values)?;
+fn json_values_said(sources: &[Source], format: &FormatOptions) -> Option<String> {
+    let first = sources.iter().find(|s| s.json_values.is_some())?;
+    if let Some(path) = &format.documents_at {
+        return Some(format!(
+            "{}: reading each element of the array at \"{}\" of each top-level object as a row (the rest of the \
+             object is left out): a reject's line and record are the document's number, its byte where it begins \
+             in the file",
+            first.name,
+            path.join(".")
+        ));
+    }
     Some(format!(
         "{}: not JSON lines; reading each document of its JSON array (or each document written over several \
          lines) as a row: a reject's line and record are the document's number (jq '.[N-1]' shows the Nth of an \
@@ -2360,7 +2414,7 @@ mod tests {
             canonical: "f".into(),
             looks_utf16: false,
             transcoding: None,
-            json_values: false,
+            json_values: None,
             documents: None,
             start: None,
             ends_at: None,

@@ -63,7 +63,7 @@ pub fn format_by_content_said(given: Option<FormatKind>, sources: &[Source]) -> 
     let named = sources.iter().any(|s| s.path.as_deref().and_then(FormatKind::guess).is_some());
     let (kind, why) = format_by_content(sources).filter(|_| given.is_none() && !named)?;
     // Read as lines made of them, its first line is a document.
-    let why = if sources[0].json_values { "JSON documents" } else { why };
+    let why = if sources[0].json_values.is_some() { "JSON documents" } else { why };
     Some(format!(
         "{}: no format in its name; loading it as {} by its first line ({why}); pass --format to say otherwise",
         sources[0].name,
