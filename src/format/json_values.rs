@@ -556,11 +556,9 @@ impl<R: Read> JsonValues<R> {
                 _ => {}
             }
             match w.step {
-                Wrap::InKey if w.in_string || w.escaped => {
-                    if w.key.len() <= path[w.level].len() {
-                        w.key.push(b);
-                    }
-                }
+                // Kept no longer than the key looked for and one byte.
+                Wrap::InKey if (w.in_string || w.escaped) && w.key.len() <= path[w.level].len() => w.key.push(b),
+                Wrap::InKey if w.in_string || w.escaped => {}
                 Wrap::InKey => {
                     let on_path = w.key == path[w.level].as_bytes();
                     w.step = Wrap::Colon { on_path };
