@@ -675,7 +675,11 @@ fn documents_under_a_key_of_each_object_load_with_documents_at() {
     let run = db.load(&[one.to_str().unwrap(), "--table", "typed"]);
     run.assert_refused("one.json holds one JSON document, whose \"data\" is an array of objects: to load each of them as a row, pass --documents-at data");
     let run = db.load(&[one.to_str().unwrap(), "--table", "docs"]);
-    assert!(run.assert_ok().stderr.contains("which loads as one row; its \"data\" is an array"), "{}", run.stderr);
+    assert!(
+        run.assert_ok().stderr.contains("pass --documents-at data (loaded whole, it is one row)"),
+        "{}",
+        run.stderr
+    );
     assert_eq!(db.count("docs"), 1);
     for (file, rows) in [(&one, 1_000), (&pages, 3_000)] {
         db.execute("TRUNCATE docs, typed");

@@ -333,22 +333,20 @@ impl<R: Read> JsonValues<R> {
         Ok(())
     }
 
-    /// A block of input: runs of a string's plain bytes at memchr speed
-    /// (most of a document's bytes), each other byte by itself.
+    /// A block of input: runs of a document's bytes that pass as they are
+    /// (most of them) copied at once, each other byte taken by itself.
     fn take_all(&mut self, bytes: &[u8]) -> Result<(), String> {
         let mut i = 0;
         while i < bytes.len() {
-            if self.in_string && !self.escaped {
+            let in_document = matches!(self.state, State::Document { .. }) && !self.bare;
+            let looked_at = match (self.in_string, self.escaped) {
+                (true, false) => Some(&IN_STRINGS),
+                (false, _) if in_document => Some(&OUTSIDE_STRINGS),
+                _ => None,
+            };
+            if let Some(looked_at) = looked_at {
                 let rest = &bytes[i..];
-                let run = rest.iter().position(|&b| IN_STRINGS[b as usize]).unwrap_or(rest.len());
-                if run > 0 {
-                    self.copy_run(&rest[..run]);
-                    i += run;
-                    continue;
-                }
-            } else if matches!(self.state, State::Document { .. }) && !self.in_string && !self.bare {
-                let rest = &bytes[i..];
-                let run = rest.iter().position(|&b| OUTSIDE_STRINGS[b as usize]).unwrap_or(rest.len());
+                let run = rest.iter().position(|&b| looked_at[b as usize]).unwrap_or(rest.len());
                 if run > 0 {
                     self.copy_run(&rest[..run]);
                     i += run;

@@ -1796,15 +1796,7 @@ fn read_json_values(sources: &mut [Source], documents_at: Option<&[String]>) {
 /// when the first input is one document that holds an array of objects (an
 /// API response, GeoJSON): its keys are the wrapper's.
 fn documents_at_advised(error: Error, sources: &[Source], format: &FormatOptions) -> Error {
-    let (name, head) = first_look::first_head(sources);
-    let Some(path) = crate::format::json_values::documents_array_in(&head).filter(|_| format.documents_at.is_none())
-    else {
-        return error;
-    };
-    let advice = format!(
-        "{name} holds one JSON document, whose \"{path}\" is an array of objects: to load each of them as a row, \
-         pass --documents-at {path}"
-    );
+    let Some(advice) = documents_at_advice(sources, format) else { return error };
     match error {
         Error::Usage(message) => Error::Usage(format!("{message}. {advice}")),
         Error::Target(message) => Error::Target(format!("{message}. {advice}")),
@@ -1816,14 +1808,21 @@ fn documents_at_advised(error: Error, sources: &[Source], format: &FormatOptions
 /// document holding an array of objects (an API response, GeoJSON): it
 /// loads as one row, where its objects were likely meant.
 fn one_document_said(sources: &[Source], format: &FormatOptions) -> Option<String> {
-    if format.kind != FormatKind::Jsonl || format.documents_at.is_some() {
+    let advice = documents_at_advice(sources, format).filter(|_| format.kind == FormatKind::Jsonl)?;
+    Some(format!("{advice} (loaded whole, it is one row)"))
+}
+
+/// What `--documents-at` would load, when the first input is one JSON
+/// document holding an array of objects and the flag is not given.
+fn documents_at_advice(sources: &[Source], format: &FormatOptions) -> Option<String> {
+    if format.documents_at.is_some() {
         return None;
     }
     let (name, head) = first_look::first_head(sources);
     let path = crate::format::json_values::documents_array_in(&head)?;
     Some(format!(
-        "{name} holds one JSON document, which loads as one row; its \"{path}\" is an array of objects: to load \
-         each of them as a row, pass --documents-at {path}"
+        "{name} holds one JSON document, whose \"{path}\" is an array of objects: to load each of them as a row, \
+         pass --documents-at {path}"
     ))
 }
 
