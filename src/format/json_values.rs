@@ -166,6 +166,14 @@ fn string_end(text: &[u8]) -> Option<usize> {
     None
 }
 
+/// The lines [`JsonValues`] makes of `head`, the start of an input, up to
+/// where it breaks or is cut.
+pub fn lines_of(head: &[u8]) -> Vec<u8> {
+    let mut lines = Vec::new();
+    let _ = JsonValues::new(head, Arc::from([])).read_to_end(&mut lines);
+    lines
+}
+
 /// Turns JSON values into JSON lines, byte for byte (see the module docs).
 pub struct JsonValues<R> {
     inner: R,

@@ -870,6 +870,8 @@ fn prepare(
     crate::report::ensure_writable_or_stream(&rejects_path, "rejects", "--rejects")?;
     let (given, mut picks) =
         plan::fields_left_out(req.columns.as_deref(), (format.kind, format.header), req.skip_other_fields)?;
+    let arrays_read = (format.kind == FormatKind::Jsonl).then(|| arrays_of_rows(sources, &table, req)).flatten();
+    let sources = arrays_read.as_deref().unwrap_or(sources);
     let documents = match format.kind {
         FormatKind::Jsonl => match documents_into_columns(req, &first_look::first_head(sources), &table, format)
             .map_err(|e| documents_at_advised(e, sources, format))?
@@ -1056,7 +1058,7 @@ fn prepare(
         unique_keys,
         keys_in_place,
         stageable,
-        kept_sources: kept_sources.or(marked),
+        kept_sources: kept_sources.or(marked).or(arrays_read),
         goes_on_from,
     })
 }
@@ -1792,6 +1794,25 @@ fn read_json_values(sources: &mut [Source], documents_at: Option<&[String]>) {
     }
 }
 
+/// The inputs read as JSON values (see [`read_json_values`]) when each of
+/// the first input's lines is an array of documents (batches, as some logs
+/// write them) whose keys name the table's columns: their elements are the
+/// rows, where each array would be one document for a json column.
+fn arrays_of_rows(sources: &[Source], table: &TableInfo, req: &LoadRequest) -> Option<Vec<Source>> {
+    if sources.first()?.json_values.is_some() {
+        return None;
+    }
+    let (_, head) = first_look::first_head(sources);
+    if !documents::arrays_in(&head) {
+        return None;
+    }
+    let lines = crate::format::json_values::lines_of(&head);
+    if plan::whole_documents(table, req.columns.as_deref(), || &lines) {
+        return None;
+    }
+    Some(sources.iter().map(|s| Source { json_values: Some(Arc::from([])), ..s.clone() }).collect())
+}
+
 /// `error`, about the keys of the documents, with `--documents-at` advised
 /// when the first input is one document that holds an array of objects (an
 /// API response, GeoJSON): its keys are the wrapper's.
@@ -1840,7 +1861,7 @@ fn json_values_said(sources: &[Source], format: &FormatOptions) -> Option<String
         ));
     }
     Some(format!(
-        "{}: not JSON lines; reading each document of its JSON array (or each document written over several \
+        "{}: not JSON lines; reading each document of its JSON arrays (or each document written over several \
          lines) as a row: a reject's line and record are the document's number (jq '.[N-1]' shows the Nth of an \
          array), its byte where it begins in the file",
         first.name

@@ -329,12 +329,6 @@ pub fn document_columns(
         None if head.strip_prefix(documents::BOM).unwrap_or(head).trim_ascii().is_empty() => {
             column_names(table).into_iter().map(|column| (column, 0)).collect()
         }
-        None if keys.is_empty() && documents::arrays_in(head) => {
-            return Err(Error::Usage(format!(
-                "the lines of {input} hold JSON arrays, not objects whose keys name the columns; to load each \
-                 element of an array as a row, put each on a line of its own first, as `jq -c '.[]'` does"
-            )))
-        }
         None if keys.is_empty() => {
             return Err(Error::Usage(format!(
                 "found no JSON object in the first {head_size} of {input} to take the columns from; name the \
