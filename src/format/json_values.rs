@@ -6,8 +6,13 @@
 //! everything after (chunking, documents into columns, isolation, resume)
 //! works on JSON lines.
 //!
+//! With `--documents-at data`, the documents are the elements of the array
+//! at that key of each top-level object (`{"count": 2, "data": [...]}`, as
+//! API responses and GeoJSON hold them): every other byte of the object
+//! becomes a space ([`Wrapper`]).
+//!
 //! Why our own: the fix the peers' users reach for, `jq -c '.[]'`, holds the
-//! whole array in memory (some 10 times the file's size) and writes a
+//! whole array in memory (7 times the size of a 523 MB array) and writes a
 //! second copy of it; psql, pgloader and timescaledb-parallel-copy read
 //! lines only. This reader looks at each byte once and keeps nothing but
 //! the brackets open in the document it is in.
