@@ -685,6 +685,9 @@ fn documents_under_a_key_of_each_object_load_with_documents_at() {
         "{}",
         run.stderr
     );
+    let run = db.load(&[one.to_str().unwrap(), "--table", "not_yet"]);
+    run.assert_refused("Or, for each document whole: CREATE TABLE \"not_yet\" (\"doc\" jsonb); ");
+    assert!(run.stderr.trim_end().ends_with("one.json holds one JSON document, whose \"data\" is an array of objects: to load each of them as a row, pass --documents-at data"), "{}", run.stderr);
     assert_eq!(db.count("docs"), 1);
     for (file, rows) in [(&one, 1_000), (&pages, 3_000)] {
         db.execute("TRUNCATE docs, typed");

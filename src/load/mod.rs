@@ -856,6 +856,11 @@ fn prepare(
         Error::NoSuchTable(mut missing) => {
             let (input, head) = first_look::first_head(sources);
             missing.sketch = sketch::create_table(&req.table, format, req.columns.as_deref(), (&input, &head));
+            if let Some(advice) = documents_at_advice(sources, format).filter(|_| format.kind == FormatKind::Jsonl) {
+                // A sketch ends with its statement's semicolon.
+                missing.sketch =
+                    Some(missing.sketch.take().map_or(advice.clone(), |sketch| format!("{sketch} {advice}")));
+            }
             Error::NoSuchTable(missing)
         }
         other => other,
