@@ -791,18 +791,15 @@ mod tests {
         let pages = "{\"hits\": {\"hits\": [{\"i\": 1}]}}\n{\"hits\": {\"total\": 0, \"hits\": []}}\n{\"hits\": {\"hits\": [{\"i\": 2}]}}";
         let out = lines_at(pages, &["hits", "hits"]).unwrap();
         assert_eq!(out.split_whitespace().collect::<Vec<_>>(), ["{\"i\":", "1}", "{\"i\":", "2}"]);
-        assert!(lines_at("{\"data\": {\"x\": 1}}", &["data"])
-            .unwrap_err()
-            .contains("line 1 (byte 9): \"data\" is not an array"));
-        assert!(lines_at("{\"x\": [{}]}", &["data"])
-            .unwrap_err()
-            .contains("the object begun at line 1 (byte 0) holds no \"data\""));
-        assert!(lines_at("{\"data\": [{\"x\": 1}", &["data"])
-            .unwrap_err()
-            .contains("ends inside the JSON array begun at line 1 (byte 9)"));
-        assert!(lines_at("{\"data\": [], \"n\": 1", &["data"])
-            .unwrap_err()
-            .contains("ends inside the object begun at line 1 (byte 0)"));
+        for (input, says) in [
+            ("{\"data\": {\"x\": 1}}", "line 1 (byte 9): \"data\" is not an array"),
+            ("{\"x\": [{}]}", "the object begun at line 1 (byte 0) holds no \"data\""),
+            ("{\"data\": [{\"x\": 1}", "ends inside the JSON array begun at line 1 (byte 9)"),
+            ("{\"data\": [], \"n\": 1", "ends inside the object begun at line 1 (byte 0)"),
+        ] {
+            let error = lines_at(input, &["data"]).unwrap_err();
+            assert!(error.contains(says), "{input}: {error}");
+        }
     }
 
     #[test]
