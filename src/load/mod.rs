@@ -856,7 +856,7 @@ fn prepare(
         Error::NoSuchTable(mut missing) => {
             let (input, head) = first_look::first_head(sources);
             missing.sketch = sketch::create_table(&req.table, format, req.columns.as_deref(), (&input, &head));
-            if let Some(advice) = documents_at_advice(sources, format).filter(|_| format.kind == FormatKind::Jsonl) {
+            if let Some(advice) = documents_at_advice((&input, &head), format) {
                 // A sketch ends with its statement's semicolon.
                 missing.sketch =
                     Some(missing.sketch.take().map_or(advice.clone(), |sketch| format!("{sketch} {advice}")));
@@ -877,9 +877,13 @@ fn prepare(
         plan::fields_left_out(req.columns.as_deref(), (format.kind, format.header), req.skip_other_fields)?;
     let arrays_read = (format.kind == FormatKind::Jsonl).then(|| arrays_of_rows(sources, &table, req)).flatten();
     let sources = arrays_read.as_deref().unwrap_or(sources);
-    let documents = match format.kind {
-        FormatKind::Jsonl => match documents_into_columns(req, &first_look::first_head(sources), &table, format)
-            .map_err(|e| documents_at_advised(e, sources, format))?
+    // The first input's head, read once for the documents' keys and the
+    // advice for a document that holds the rows (`--documents-at`).
+    let jsonl_head = (format.kind == FormatKind::Jsonl).then(|| first_look::first_head(sources));
+    let one_document = jsonl_head.as_ref().and_then(|(name, head)| documents_at_advice((name, head), format));
+    let documents = match &jsonl_head {
+        Some(head) => match documents_into_columns(req, head, &table, format)
+            .map_err(|e| documents_at_advised(e, one_document.as_deref()))?
         {
             Some(mut columns) => {
                 defaults::apply(control, &table, &mut columns)?;
@@ -889,7 +893,7 @@ fn prepare(
             }
             None => None,
         },
-        _ => None,
+        None => None,
     };
     let format = documents.as_ref().unwrap_or(format);
     let (header_columns, without_header) = match given {
@@ -961,7 +965,12 @@ fn prepare(
     early_warnings.extend(left_out);
     early_warnings.extend(plan::format_by_content_said(req.format, all_sources));
     early_warnings.extend(json_values_said(all_sources, format));
-    early_warnings.extend(one_document_said(all_sources, format));
+    // Loaded whole, such a document is one row.
+    early_warnings.extend(
+        one_document
+            .filter(|_| format.documents.is_none())
+            .map(|advice| format!("{advice} (loaded whole, it is one row)")),
+    );
     early_warnings.extend(foreign::batch_advice(&table, control.server_version()));
     early_warnings.extend(job.others.said(&table));
     early_warnings.extend(job.started_over.clone());
@@ -1821,8 +1830,8 @@ fn arrays_of_rows(sources: &[Source], table: &TableInfo, req: &LoadRequest) -> O
 /// `error`, about the keys of the documents, with `--documents-at` advised
 /// when the first input is one document that holds an array of objects (an
 /// API response, GeoJSON): its keys are the wrapper's.
-fn documents_at_advised(error: Error, sources: &[Source], format: &FormatOptions) -> Error {
-    let Some(advice) = documents_at_advice(sources, format) else { return error };
+fn documents_at_advised(error: Error, advice: Option<&str>) -> Error {
+    let Some(advice) = advice else { return error };
     match error {
         Error::Usage(message) => Error::Usage(format!("{message}. {advice}")),
         Error::Target(message) => Error::Target(format!("{message}. {advice}")),
@@ -1830,22 +1839,14 @@ fn documents_at_advised(error: Error, sources: &[Source], format: &FormatOptions
     }
 }
 
-/// The warning for JSON documents loaded whole whose first input is one
-/// document holding an array of objects (an API response, GeoJSON): it
-/// loads as one row, where its objects were likely meant.
-fn one_document_said(sources: &[Source], format: &FormatOptions) -> Option<String> {
-    let advice = documents_at_advice(sources, format).filter(|_| format.kind == FormatKind::Jsonl)?;
-    Some(format!("{advice} (loaded whole, it is one row)"))
-}
-
-/// What `--documents-at` would load, when the first input is one JSON
-/// document holding an array of objects and the flag is not given.
-fn documents_at_advice(sources: &[Source], format: &FormatOptions) -> Option<String> {
-    if format.documents_at.is_some() {
+/// What `--documents-at` would load, when the first input (`name`, whose
+/// start is `head`) is one JSON document holding an array of objects (an
+/// API response, GeoJSON) and the flag is not given.
+fn documents_at_advice((name, head): (&str, &[u8]), format: &FormatOptions) -> Option<String> {
+    if format.kind != FormatKind::Jsonl || format.documents_at.is_some() {
         return None;
     }
-    let (name, head) = first_look::first_head(sources);
-    let path = crate::format::json_values::documents_array_in(&head)?;
+    let path = crate::format::json_values::documents_array_in(head)?;
     Some(format!(
         "{name} holds one JSON document, whose \"{path}\" is an array of objects: to load each of them as a row, \
          pass --documents-at {path}"
