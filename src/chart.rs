@@ -148,6 +148,7 @@ mod tests {
             worker,
             binary: false,
             staged: false,
+            replaced: 0,
             batch: 0,
             start_s,
             end_s,

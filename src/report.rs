@@ -40,6 +40,9 @@ pub struct ChunkRecord {
     /// records whose key was held (`--on-conflict-do-nothing` once most
     /// keys were: see `load::stage`).
     pub staged: bool,
+    /// Of `rows`, those that replaced the row holding their key, the
+    /// table's or an earlier record's (`--on-conflict-do-update`).
+    pub replaced: u64,
     /// The first chunk (`seq`) of the batch it was loaded with: small inputs
     /// share one COPY and one transaction (see `load::batch`); a chunk
     /// loaded alone names itself.
@@ -88,6 +91,9 @@ pub struct Summary {
     pub suppressed: u64,
     /// Records skipped (see [`ChunkRecord::skipped`]).
     pub skipped: u64,
+    /// With `--on-conflict-do-update`: of this run's rows, those that
+    /// replaced a row (see [`ChunkRecord::replaced`]).
+    pub replaced: Option<u64>,
     /// Where the rejected records were written, when there were any.
     pub rejects_file: Option<String>,
     /// How many records that file holds: every reject the job has
@@ -277,6 +283,9 @@ pub struct CopyPath {
     pub first_fallback: Option<String>,
     /// Chunks inserted from a staging table (see [`ChunkRecord::staged`]).
     pub staged_chunks: u64,
+    /// Every chunk was merged by key from a staging table
+    /// (`--on-conflict-do-update`).
+    pub merged: bool,
 }
 
 impl CopyPath {
@@ -292,6 +301,9 @@ impl CopyPath {
             _ => format!("text COPY ({})", self.why),
         };
         match self.staged_chunks {
+            _ if self.merged => {
+                format!("{format}, merged by key from a temporary table (INSERT ... ON CONFLICT DO UPDATE)")
+            }
             0 => format,
             n => format!(
                 "{format}, {n} chunk{} staged (most of their keys held: inserted from a temporary table, ON CONFLICT DO NOTHING)",
@@ -326,6 +338,10 @@ impl LoadReport {
     /// 3.21 M rows/s, 126.6 MB/s, 2 workers, 24 chunks`
     pub fn summary_line(&self) -> String {
         let s = &self.summary;
+        let replaced = match s.replaced {
+            Some(n) if n > 0 => format!(", {} of them replacing the row with their key", thousands(n)),
+            _ => String::new(),
+        };
         let mut not_loaded = match s.rejected {
             0 => String::new(),
             n => format!(", rejected {}", thousands(n)),
@@ -338,7 +354,7 @@ impl LoadReport {
             not_loaded.push_str(&format!(", skipped {} duplicate {keys}", thousands(s.skipped)));
         }
         format!(
-            "loaded {} row{}{not_loaded} ({}, {} file{}) into {} in {:.2} s: {} rows/s, {:.1} MB/s, {} worker{}, {} chunk{}, {}{}",
+            "loaded {} row{}{replaced}{not_loaded} ({}, {} file{}) into {} in {:.2} s: {} rows/s, {:.1} MB/s, {} worker{}, {} chunk{}, {}{}",
             thousands(s.rows_loaded),
             plural(s.rows_loaded),
             human_bytes(s.bytes),

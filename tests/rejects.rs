@@ -2431,6 +2431,77 @@ fn an_export_that_overlaps_the_table_loads_its_new_keys_and_skips_the_others_on_
     assert_eq!(db.scalar("SELECT count(*) FROM e WHERE note <> 'line ' || (id - 5000)"), "0", "first lines kept");
 }
 
+/// An export of what changed, loaded with `--on-conflict-do-update` (as
+/// pg_bulkload's `ON_DUPLICATE_KEEP = NEW`): each record replaces the row
+/// that holds its key, of the records sharing a key the last one stays,
+/// whatever chunk and worker loaded each, and only the records bad for
+/// another reason are rejected: a value the column cannot take, and one
+/// a CHECK refuses (found by bisection, the statement's refusal naming no
+/// line). The summary says how many replaced a row. The key must stay in
+/// place, and be loaded; a table without one is refused.
+#[test]
+fn an_export_of_changes_replaces_the_rows_with_its_keys_and_each_keys_last_record_stays() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE r (id int PRIMARY KEY, note text, amount int CHECK (amount >= 0)); \
+         INSERT INTO r SELECT g, 'old', 0 FROM generate_series(1, 10000) g",
+    );
+    // Lines 1-20,000 hold ids 5,001-25,000; every 50th line after the
+    // 10,000th repeats the id of the line 7 back (or, every 150th, 3,000
+    // back: another chunk); line 15,000 has a bad id, line 12,345 a
+    // negative amount.
+    let (mut data, mut model, mut replaced) = (String::new(), std::collections::BTreeMap::new(), 0);
+    for id in 1..=10_000u64 {
+        model.insert(id, ("old".to_string(), 0));
+    }
+    for line in 1..=20_000u64 {
+        let id = match line {
+            _ if line > 10_000 && line % 150 == 0 => line - 3_000 + 5_000,
+            _ if line > 10_000 && line % 50 == 0 => line - 7 + 5_000,
+            _ => line + 5_000,
+        };
+        let amount = if line == 12_345 { -1 } else { line as i64 };
+        match line {
+            15_000 => data.push_str(&format!("x\tline {line}\t{amount}\n")),
+            _ => data.push_str(&format!("{id}\tline {line}\t{amount}\n")),
+        }
+        if line != 15_000 && line != 12_345 {
+            replaced += u64::from(model.insert(id, (format!("line {line}"), amount)).is_some());
+        }
+    }
+    let file = db.file("r.tsv", data.as_bytes());
+    let args = ["--on-conflict-do-update", "--workers", "2", "--chunk-size", "64KiB"];
+    let loaded = load_with_rejects(&db, &file, "r", &args);
+    assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
+    assert_accounts(&loaded.report);
+    assert_eq!(loaded.sorted_lines(), [12_345, 15_000], "{:?}", loaded.rejects);
+    let check = loaded.rejects.iter().find(|r| r["line"] == 12_345).unwrap();
+    assert_eq!(check["sqlstate"], "23514", "{check}");
+    let summary = &loaded.report["summary"];
+    assert_eq!(summary["rows_loaded"], 19_998, "{summary}");
+    // The 5,000 ids the table held, and the repeats of an earlier line's.
+    assert!(replaced > 5_100, "{replaced}");
+    assert_eq!(summary["replaced"], replaced, "{summary}");
+    let said =
+        format!("loaded 19,998 rows, {} of them replacing the row with their key", sluice::report::thousands(replaced));
+    assert!(loaded.run.stdout.contains(&said), "{}", loaded.run.stdout);
+    assert!(loaded.run.stdout.contains("merged by key"), "{}", loaded.run.stdout);
+    let rows = "SELECT string_agg(id || ':' || note || ':' || amount, ',' ORDER BY id) FROM r";
+    let expected: Vec<String> = model.iter().map(|(id, (note, amount))| format!("{id}:{note}:{amount}")).collect();
+    assert_eq!(db.scalar(rows), expected.join(","), "each key's last record");
+    // Refused before anything loads: a table without a key, a key left out.
+    db.execute("CREATE TABLE public.nokey (id int, note text, amount int)");
+    let refused = load_with_rejects(&db, &file, "nokey", &args);
+    assert_eq!(refused.run.code, 2);
+    assert!(refused.run.stderr.contains("public.nokey has no primary key or unique index"), "{}", refused.run.stderr);
+    db.execute("CREATE TABLE public.numbered (id serial PRIMARY KEY, note text, amount int)");
+    let left_out = load_with_rejects(&db, &file, "numbered", &[&args[..], &["--columns=-,note,amount"]].concat());
+    assert_eq!(left_out.run.code, 2);
+    let said = "the key (id) of public.numbered is not among the columns loaded (note, amount)";
+    assert!(left_out.run.stderr.contains(said), "{}", left_out.run.stderr);
+    assert_eq!(db.scalar(rows), expected.join(","), "nothing changed");
+}
+
 /// With `--on-conflict-do-nothing`, once a chunk skipped most of its
 /// records, the next chunks are staged: copied into a temporary table and
 /// inserted from there with `ON CONFLICT DO NOTHING`, faster where most keys

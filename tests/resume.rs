@@ -288,6 +288,42 @@ fn kill_at_random_moments_of_a_load_with_repeated_keys_then_resume_keeps_each_ke
     );
 }
 
+/// `--on-conflict-do-update` over a file whose keys repeat (one line in
+/// 100, half of them near, half far back) into a table that holds a row,
+/// killed at 10 moments, then run to its end: each key holds its last
+/// line, as one run of the whole file leaves it (chunks merge in input
+/// order, and a chunk rolled back by a kill merges again in its place),
+/// and each bad key is rejected once.
+#[test]
+fn kill_at_random_moments_of_a_load_replacing_rows_then_resume_keeps_each_keys_last_line() {
+    let rows = if cfg!(debug_assertions) { 300_000 } else { 1_000_000 };
+    let mut f =
+        fixture_with_keys_repeated(rows, Repeats { every: 100, near: 500, far_too: true, held_row: true, bad: 997 });
+    f.args.push("--on-conflict-do-update".into());
+    // The model: each key's last line.
+    let (mut last, mut bad) = (std::collections::HashMap::from([(0u64, 0u64)]), 0);
+    let input = std::fs::read_to_string(&f.args[1]).unwrap();
+    for (line, record) in input.lines().enumerate() {
+        match record.split('\t').next().unwrap().parse::<u64>() {
+            Ok(tid) => _ = last.insert(tid, line as u64 + 1),
+            Err(_) => bad += 1,
+        }
+    }
+    let killed = f.kill_after_each(moments(10, 29));
+    assert!(killed >= 5, "only {killed} of 10 runs were killed mid-load: the test lost its teeth");
+    let out = f.spawn().wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let db = &f.db;
+    assert_eq!(db.count("t"), last.len() as u64, "one row a key");
+    let checksum: u128 = last.iter().map(|(&tid, &line)| u128::from(tid) * u128::from(line)).sum();
+    let held = "SELECT sum(tid::numeric * substr(description, 13)::numeric) FROM t";
+    assert_eq!(db.scalar(held), checksum.to_string(), "each key's last line");
+    let stored = "SELECT count(*) || ' ' || count(DISTINCT (file, byte)) FROM sluice.rejects";
+    assert_eq!(db.scalar(stored), format!("{bad} {bad}"), "rejects in the database");
+    let file = std::fs::read_to_string(db.dir.path().join("t.rejects.jsonl")).unwrap();
+    assert_eq!(file.lines().count() as u64, bad, "rejects in the file");
+}
+
 /// The same where keys repeat rarely (one line in 1,000, at most 10,000
 /// lines back: often in the chunk before) into a table that holds a row,
 /// so the key stays in place: the chunks then commit in the file's order

@@ -180,6 +180,21 @@ pub struct LoadArgs {
     #[arg(long)]
     on_conflict_do_nothing: bool,
 
+    /// A record whose key a row of the table already holds replaces that
+    /// row's loaded columns, as INSERT ... ON CONFLICT (key) DO UPDATE does,
+    /// and of the records sharing a key the last one stays: for exports of
+    /// what changed. The key: the table's primary key (or its only unique
+    /// key), or the unique key on the columns given (=A,B)
+    #[arg(
+        long,
+        value_name = "A,B",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "",
+        conflicts_with = "on_conflict_do_nothing"
+    )]
+    on_conflict_do_update: Option<String>,
+
     /// A record longer than this (usually a quote left open) is rejected;
     /// loading goes on at the next line.
     #[arg(long, value_parser = super::parse_byte_size, default_value = "64MiB", value_name = "SIZE")]
@@ -373,6 +388,10 @@ impl LoadArgs {
             rejects: self.rejects.clone(),
             max_errors: self.max_errors,
             on_conflict_do_nothing: self.on_conflict_do_nothing,
+            on_conflict_do_update: self
+                .on_conflict_do_update
+                .as_ref()
+                .map(|key| key.split(',').map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect()),
             max_record_size: self.max_record_size,
             job: self.job.clone(),
             restart: self.restart,

@@ -53,6 +53,7 @@ use super::in_flight::{ChunkKeys, Flight};
 use super::key_check::Repeated;
 use super::leading::leading_rejects;
 use super::plan::BinaryPlan;
+use super::replace::{unexpected_merge_reply, Merged};
 use super::stage::Staging;
 use super::suspect::{misshapen, suspect, suspect_json};
 use super::value_check::{Checked, MIN_SUSPECTS};
@@ -112,6 +113,10 @@ pub(super) struct Isolated {
     pub copies: u64,
     /// Inserted from a staging table (see [`super::stage`]).
     pub staged: bool,
+    /// Of `rows`, those that replaced a row holding their key, or that a
+    /// later record replaced (`--on-conflict-do-update`, see
+    /// [`super::replace`]).
+    pub replaced: u64,
 }
 
 impl Isolated {
@@ -125,6 +130,7 @@ impl Isolated {
             rejects: Vec::new(),
             copies: 0,
             staged: false,
+            replaced: 0,
         }
     }
 
@@ -139,6 +145,21 @@ impl Isolated {
             rejects: Vec::new(),
             copies: 0,
             staged: true,
+            replaced: 0,
+        }
+    }
+
+    /// A chunk staged whole and merged (see [`super::replace`]).
+    pub fn merged(merged: Merged, binary: bool) -> Isolated {
+        Isolated {
+            rows: merged.rows,
+            binary_rows: if binary { merged.rows } else { 0 },
+            suppressed: merged.suppressed,
+            skipped: 0,
+            rejects: Vec::new(),
+            copies: 0,
+            staged: true,
+            replaced: merged.replaced,
         }
     }
 
@@ -351,6 +372,8 @@ struct Isolator<'a> {
     waits_for: Vec<u64>,
     /// Copying into the staging table (see [`Route::Staged`]).
     staging: Option<&'a Staging>,
+    /// See [`Isolated::replaced`].
+    replaced: u64,
 }
 
 /// Where isolation copies a chunk's records.
@@ -432,6 +455,7 @@ pub(super) fn isolate(
             Route::Staged(staging) => Some(staging),
             _ => None,
         },
+        replaced: 0,
     };
     let looks_up_keys = iso.staging.is_none();
     iso.note_refusal(refusal.as_ref());
@@ -518,10 +542,12 @@ pub(super) fn isolate(
             None => iso.copy_text(session, prelude, &stream)?,
         };
         let outcome = iso.stopped_early_as_refused(&run, outcome);
+        let (outcome, replaced) = merge_run(session, iso.staging, outcome)?;
         refused_last = matches!(outcome, CopyOutcome::Refused(_));
         prelude = match outcome {
             CopyOutcome::Loaded(rows) => {
                 iso.rows += rows;
+                iso.replaced += replaced;
                 iso.binary_rows += if went_binary { rows } else { 0 };
                 iso.suppressed += suppressed(run.len() as u64, rows);
                 iso.seen += run.len();
@@ -563,7 +589,30 @@ pub(super) fn isolate(
         rejects: iso.rejects,
         copies: iso.copies,
         staged: false,
+        replaced: iso.replaced,
     })
+}
+
+/// With `--on-conflict-do-update`, a run copied into the staging table
+/// merged into the table at once, under the run's savepoint (see
+/// [`super::replace`]): so the runs apply in input order, and a refusal of
+/// the merge, which names no line, is the run's, split in two until the
+/// record that breaks it stands alone. Returns how many rows it replaced.
+fn merge_run(
+    session: &PgSession,
+    staging: Option<&Staging>,
+    outcome: CopyOutcome,
+) -> Result<(CopyOutcome, u64), Error> {
+    let (Some(staging), CopyOutcome::Loaded(_)) = (staging.filter(|s| s.merges()), &outcome) else {
+        return Ok((outcome, 0));
+    };
+    match session.query_statements(staging.insert_sql())? {
+        Ok(rows) => {
+            let merged = Merged::of(&rows).ok_or_else(|| unexpected_merge_reply(&rows))?;
+            Ok((CopyOutcome::Loaded(merged.rows), merged.replaced))
+        }
+        Err(refusal) => Ok((CopyOutcome::Refused(CopyRefusal { server_line: None, ..refusal }), 0)),
+    }
 }
 
 /// The clean records in runs between the suspects, each suspect a run of

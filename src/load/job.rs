@@ -45,6 +45,9 @@ pub fn name(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, source
             if req.on_conflict_do_nothing {
                 identity.push("on conflict do nothing".into());
             }
+            if let Some(key) = &req.on_conflict_do_update {
+                identity.push(format!("on conflict do update {key:?}"));
+            }
             format!("{}-{}", table.name, &stable_hash(&refs(&identity))[..12])
         }
     }

@@ -26,6 +26,7 @@ mod missing_key;
 mod pace;
 pub(crate) mod plan;
 mod renamed;
+mod replace;
 mod retry;
 mod sequences;
 mod sketch;
@@ -137,6 +138,9 @@ pub struct LoadRequest {
     /// `--on-conflict-do-nothing`: a record refused for a unique key or
     /// exclusion constraint is skipped and counted, not rejected.
     pub on_conflict_do_nothing: bool,
+    /// `--on-conflict-do-update`: a record replaces the row that holds its
+    /// key (the columns named, or none: the table's key; see [`replace`]).
+    pub on_conflict_do_update: Option<Vec<String>>,
     /// Records longer than this are rejected as runaways.
     pub max_record_size: u64,
     /// `--job NAME`; default: derived from the command (see `job::name`).
@@ -196,6 +200,7 @@ impl LoadRequest {
             rejects: None,
             max_errors: None,
             on_conflict_do_nothing: false,
+            on_conflict_do_update: None,
             max_record_size: DEFAULT_MAX_RECORD_SIZE,
             job: None,
             restart: false,
@@ -420,7 +425,15 @@ impl Shared<'_> {
 
     /// The staged path (see [`stage`]) for the next chunks: the last
     /// committed chunk skipped a third of its records or more.
+    /// `--on-conflict-do-update` (see [`replace`]).
+    fn replaces(&self) -> bool {
+        self.staging.as_ref().is_some_and(stage::Staging::merges)
+    }
+
     fn stages(&self) -> Option<&stage::Staging> {
+        if let Some(merging) = self.staging.as_ref().filter(|s| s.merges()) {
+            return Some(merging);
+        }
         let mostly_held = self.held_share.load(Ordering::SeqCst) >= stage::MOSTLY_HELD;
         self.staging.as_ref().filter(|_| mostly_held && !self.staging_refused.load(Ordering::SeqCst))
     }
@@ -641,6 +654,7 @@ fn run_connected(
         unique_keys,
         keys_in_place,
         stageable,
+        replacing,
         kept_sources,
         goes_on_from,
     } = reconnecting.run(&mut control, |control| prepare(req, progress, control, &sources, &format))?;
@@ -665,10 +679,11 @@ fn run_connected(
     progress.set_total(sources.iter().map(|s| s.size).sum::<Option<u64>>());
     let copy_columns = table.copy_columns(columns.as_deref());
     let copy_sql = copy_statement(&table, columns.as_deref(), &format);
-    let staging = stageable.then(|| {
-        let binary_sql = copy_plan.as_ref().ok().map(|plan| plan.sql.as_str());
-        stage::Staging::new(&table, &copy_columns, (&copy_sql, binary_sql))
-    });
+    let binary_sql = copy_plan.as_ref().ok().map(|plan| plan.sql.as_str());
+    let staging = match &replacing {
+        Some(replacing) => stage::Staging::replacing(&table, &copy_columns, (&copy_sql, binary_sql), replacing),
+        None => stageable.then(|| stage::Staging::new(&table, &copy_columns, (&copy_sql, binary_sql))).flatten(),
+    };
     let mut shared = Shared {
         sources: &sources,
         to_load_end: bytes_to_load_end(&sources),
@@ -692,7 +707,7 @@ fn run_connected(
         shape,
         leading: leading::LeadingRejects::new(req.max_errors.is_none() && nothing_done(&done)),
         skip_conflicts: req.on_conflict_do_nothing,
-        staging: staging.flatten(),
+        staging,
         held_share: AtomicU64::new(0),
         staging_refused: AtomicBool::new(false),
         job,
@@ -831,6 +846,8 @@ struct Prepared {
     /// a key is in place, and the role may stage rows (see
     /// [`PgSession::may_stage_rows_of`]).
     stageable: bool,
+    /// `--on-conflict-do-update`'s key (see [`replace`]).
+    replacing: Option<replace::Replacing>,
     /// The inputs to load when earlier jobs loaded some in full (see
     /// [`loaded_before`]); `None`: all of them.
     kept_sources: Option<Vec<Source>>,
@@ -933,6 +950,10 @@ fn prepare(
     let (format, unconverted) = first_look::settle_time_units(sources, format)?;
     let format = &format;
     let copy_plan = plan::choose_copy_format(req.copy_format, &table, columns.as_deref(), format)?;
+    let replacing = match &req.on_conflict_do_update {
+        Some(asked) => Some(replace::prepare(control, req, &table, columns.as_deref(), (format, &copy_plan), asked)?),
+        None => None,
+    };
     let fields = format.picks.as_ref().map_or_else(|| table.copy_columns(columns.as_deref()).len(), |p| p.fields());
     let shape = format.record_shape(fields);
     let all_sources = sources;
@@ -955,7 +976,8 @@ fn prepare(
     };
     let sources = kept_sources.as_deref().unwrap_or(sources);
     let wanted = defer::TablePlan {
-        defer: req.defer_indexes,
+        // The key must stay for ON CONFLICT (see `replace`).
+        defer: if replacing.is_some() { DeferIndexes::No } else { req.defer_indexes },
         truncate: req.truncate,
         unlogged: req.unlogged,
         read_once: any_read_once(sources),
@@ -1025,7 +1047,10 @@ fn prepare(
         early_warnings
             .push(format!("loading the columns the header of {source} names, in its order: {}", names.join(", ")));
     }
-    let defer_plan = std::mem::take(&mut job.defer_plan);
+    let mut defer_plan = std::mem::take(&mut job.defer_plan);
+    if replacing.is_some() && defer_plan.steps.is_empty() {
+        defer_plan.why_not = Some("--on-conflict-do-update: the key stays in place for ON CONFLICT".into());
+    }
     if let Some(why) =
         defer_plan.why_not.as_ref().filter(|_| req.defer_indexes == DeferIndexes::Yes && job.steps.is_empty())
     {
@@ -1072,6 +1097,7 @@ fn prepare(
         unique_keys,
         keys_in_place,
         stageable,
+        replacing,
         kept_sources: kept_sources.or(marked).or(arrays_read),
         goes_on_from,
     })
@@ -1541,7 +1567,11 @@ fn conclude(
     }
     warnings.extend(shared.blockers.warnings());
     // Not with --on-conflict-do-nothing: keys the table holds are expected.
-    if shared.keys_collide.load(Ordering::SeqCst) && shared.workers(req) > 1 && !shared.skip_conflicts {
+    if shared.keys_collide.load(Ordering::SeqCst)
+        && shared.workers(req) > 1
+        && !shared.skip_conflicts
+        && !shared.replaces()
+    {
         let how = match shared.keys_in_parallel() {
             true => {
                 "workers loaded side by side, each chunk copying last the records whose keys an earlier chunk \
@@ -1558,9 +1588,10 @@ fn conclude(
     if gave_way > 0 {
         warnings.push(format!(
             "{} loading alongside an earlier one copied a key first that the earlier one also holds: {} back \
-             and loaded again after it, so that the key's first line is the one kept",
+             and loaded again after it, so that the key's {} line is the one kept",
             count_of(gave_way, "chunk"),
-            if gave_way == 1 { "it rolled" } else { "each rolled" }
+            if gave_way == 1 { "it rolled" } else { "each rolled" },
+            if shared.replaces() { "last" } else { "first" }
         ));
     }
     for (constraint, refusal) in shared.checked_at_each_row.refused() {
@@ -2078,7 +2109,9 @@ const KEPT_FILE: u64 = 64 << 10;
 fn feed(shared: &Shared, req: &LoadRequest, queue: Sender<Vec<Chunk>>, events: Sender<Event>) -> Vec<InputScan> {
     let mut scans = Vec::new();
     let mut seq = 0;
-    let mut out = Handout { queue, batcher: Batcher::new(shared.chunk_size), block: Vec::new() };
+    // With `--on-conflict-do-update` each chunk goes alone, staged.
+    let budget = if shared.replaces() { 0 } else { shared.chunk_size };
+    let mut out = Handout { queue, batcher: Batcher::new(budget), block: Vec::new() };
     for (index, source) in shared.sources.iter().enumerate() {
         match feed_one(shared, req, index, source, &mut out, &mut seq) {
             Ok(scan) => scans.push(scan),
@@ -2352,6 +2385,7 @@ fn build_report(
         rejected: per_file.iter().map(|f| f.rejected).sum(),
         suppressed,
         skipped: per_file.iter().map(|f| f.skipped).sum(),
+        replaced: shared.replaces().then(|| chunks.iter().map(|c| c.replaced).sum()),
         rejects_file: None,
         rejects_in_file: 0,
         resumed_chunks: scans.iter().map(|s| s.resumed_chunks).sum(),
@@ -2412,6 +2446,7 @@ fn copy_path(shared: &Shared, chunks: &[ChunkRecord]) -> CopyPath {
             text_chunks,
             first_fallback: plan.first_fallback(),
             staged_chunks,
+            merged: shared.replaces(),
         },
         None => CopyPath {
             planned: "text".into(),
@@ -2420,6 +2455,7 @@ fn copy_path(shared: &Shared, chunks: &[ChunkRecord]) -> CopyPath {
             text_chunks,
             first_fallback: None,
             staged_chunks,
+            merged: shared.replaces(),
         },
     }
 }

@@ -602,7 +602,7 @@ pub fn resolve_forced(
 
 /// The table's column that `given` names: as written, or else as psql
 /// reads it in SQL (`"Total"` keeps its case, bare `Total` is `total`).
-fn find_column(table: &TableInfo, given: &str) -> Result<String, Error> {
+pub(super) fn find_column(table: &TableInfo, given: &str) -> Result<String, Error> {
     if let Some(name) = named_in(&column_names(table), given) {
         return Ok(name);
     }

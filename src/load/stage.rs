@@ -43,6 +43,7 @@
 //! table or create temporary tables does not stage (see
 //! `PgSession::may_stage_rows_of`).
 
+use super::replace::{self, Replacing, RECORD_NUMBER};
 use crate::sink::postgres::TableInfo;
 use crate::sql::quote_ident;
 
@@ -72,8 +73,12 @@ pub(super) struct Staging {
     /// into the staging table.
     copy_text: String,
     copy_binary: Option<String>,
-    /// Inserts the staged rows into the table, skipping held keys.
+    /// Inserts the staged rows into the table, skipping held keys (or
+    /// replacing the rows that hold them: see [`super::replace`]).
     insert: String,
+    /// `--on-conflict-do-update`: the INSERT is [`replace::merge_sql`],
+    /// which every chunk and every run of isolation goes through.
+    merges: bool,
 }
 
 impl Staging {
@@ -89,24 +94,57 @@ impl Staging {
         if !table.insert_triggers.is_empty() || table.is_view || table.is_foreign() {
             return None;
         }
-        let list = columns.iter().map(|(name, _)| quote_ident(name)).collect::<Vec<_>>().join(", ");
-        let into_staged = |sql: &str| {
-            let rest = sql.strip_prefix(&format!("COPY {}", table.quoted()))?;
-            Some(format!("COPY {STAGED}{rest}"))
-        };
+        let list = column_list(columns);
         let relation = table.quoted();
         Some(Staging {
             create: format!("CREATE TEMPORARY TABLE {STAGED} AS SELECT {list} FROM {relation} WITH NO DATA"),
-            copy_text: into_staged(copy_sql)?,
+            copy_text: into_staged(table, copy_sql, None)?,
             copy_binary: match binary_sql {
-                Some(sql) => Some(into_staged(sql)?),
+                Some(sql) => Some(into_staged(table, sql, None)?),
                 None => None,
             },
             insert: format!(
                 "INSERT INTO {relation} ({list}) OVERRIDING SYSTEM VALUE SELECT {list} FROM {STAGED} \
                  ON CONFLICT DO NOTHING"
             ),
+            merges: false,
         })
+    }
+
+    /// The staged path of `--on-conflict-do-update` (see
+    /// [`super::replace`]): the staging table numbers its rows, so COPY
+    /// names its columns. A table's triggers run as for any INSERT and
+    /// UPDATE; `None` for a view or a foreign table, which take no ON
+    /// CONFLICT.
+    pub fn replacing(
+        table: &TableInfo,
+        columns: &[(String, String)],
+        (copy_sql, binary_sql): (&str, Option<&str>),
+        replacing: &Replacing,
+    ) -> Option<Staging> {
+        if table.is_view || table.is_foreign() {
+            return None;
+        }
+        let list = column_list(columns);
+        let relation = table.quoted();
+        Some(Staging {
+            create: format!(
+                "CREATE TEMPORARY TABLE {STAGED} AS SELECT {list} FROM {relation} WITH NO DATA; \
+                 ALTER TABLE {STAGED} ADD COLUMN {RECORD_NUMBER} bigserial"
+            ),
+            copy_text: into_staged(table, copy_sql, Some(&list))?,
+            copy_binary: match binary_sql {
+                Some(sql) => Some(into_staged(table, sql, Some(&list))?),
+                None => None,
+            },
+            insert: replace::merge_sql(&relation, columns, STAGED, replacing),
+            merges: true,
+        })
+    }
+
+    /// Whether this is `--on-conflict-do-update`'s (see [`Staging::merges`]).
+    pub fn merges(&self) -> bool {
+        self.merges
     }
 
     /// `prelude` (the chunk's savepoint) with the staging table's creation.
@@ -128,6 +166,20 @@ impl Staging {
 
     pub fn drop_sql(&self) -> String {
         format!("DROP TABLE {STAGED}")
+    }
+}
+
+fn column_list(columns: &[(String, String)]) -> String {
+    columns.iter().map(|(name, _)| quote_ident(name)).collect::<Vec<_>>().join(", ")
+}
+
+/// The load's COPY statement `sql` into `table`, into the staging table
+/// instead; naming `list`, the columns, where `sql` names none.
+fn into_staged(table: &TableInfo, sql: &str, list: Option<&str>) -> Option<String> {
+    let rest = sql.strip_prefix(&format!("COPY {}", table.quoted()))?;
+    match list {
+        Some(list) if rest.starts_with(" FROM ") => Some(format!("COPY {STAGED} ({list}){rest}")),
+        _ => Some(format!("COPY {STAGED}{rest}")),
     }
 }
 

@@ -22,6 +22,7 @@ use super::defaults;
 use super::in_flight::{Flight, Turn};
 use super::isolate::{holds_unreadable, isolate, looks_clean, may_hold_end_of_data_line, BinaryRuns, Isolated, Route};
 use super::leading::Ending;
+use super::replace::{unexpected_merge_reply, Merged};
 use super::retry::Backoff;
 use super::{stage, Event, Shared};
 use crate::chunk::{Chunk, Runaway, RunawayKind};
@@ -597,6 +598,10 @@ impl<'s> Worker<'s> {
     /// now and the chunk may: it commits in input order (or is the only
     /// worker's).
     fn staging_for(&self, chunk: &Chunk) -> Option<&'s Staging> {
+        // Every chunk of `--on-conflict-do-update`'s: there is no other way.
+        if let Some(staging) = self.shared.stages().filter(|s| s.merges()) {
+            return Some(staging);
+        }
         let in_order = match &self.flight {
             Some(flight) => flight.in_order,
             None => !self.shared.keys_in_place,
@@ -621,6 +626,8 @@ impl<'s> Worker<'s> {
             false => match self.copy_staged(chunk, staging)? {
                 Staged::Inserted(done) => return Ok(done),
                 Staged::CopyRefused(refusal) => refusal,
+                // Isolation merges run by run, and finds the record.
+                Staged::InsertRefused if staging.merges() => None,
                 Staged::InsertRefused => return self.isolate(chunk, None),
             },
             true => None,
@@ -632,10 +639,16 @@ impl<'s> Worker<'s> {
         self.session.execute(&staging.prelude(&shared.savepoint(SAVEPOINT, &[chunk])))?;
         let runs = binary_runs(shared, self.encoder.as_mut());
         let done = isolate(&mut self.session, shared, chunk, &bytes, refusal, runs, Route::Staged(staging))?;
+        if staging.merges() {
+            // Every run was merged as it went (see `replace`).
+            self.session.execute(&staging.drop_sql())?;
+            self.last_binary = done.mostly_binary();
+            return Ok(Isolated { staged: true, ..done });
+        }
         match self.insert_staged(staging)? {
             Some(inserted) => {
                 self.last_binary = done.mostly_binary();
-                Ok(done.inserted_from_staging(inserted))
+                Ok(done.inserted_from_staging(inserted.rows))
             }
             None => self.isolate_bytes(chunk, &bytes, None),
         }
@@ -666,20 +679,33 @@ impl<'s> Worker<'s> {
         }
         let Some(inserted) = self.insert_staged(staging)? else { return Ok(Staged::InsertRefused) };
         self.last_binary = binary;
-        Ok(Staged::Inserted(Isolated::staged(records, inserted, binary)))
+        Ok(Staged::Inserted(match staging.merges() {
+            true => Isolated::merged(inserted, binary),
+            false => Isolated::staged(records, inserted.rows, binary),
+        }))
     }
 
-    /// The staged rows inserted into the table, and the staging table
-    /// dropped: how many the server inserted. `None`, rolled back to the
-    /// chunk's savepoint, when it refused one.
-    fn insert_staged(&mut self, staging: &Staging) -> Result<Option<u64>, Error> {
-        match self.session.execute_counted(staging.insert_sql())? {
-            Ok(inserted) => {
+    /// The staged rows inserted into the table (or merged, see
+    /// [`super::replace`]), and the staging table dropped: how many rows
+    /// the server inserted or merged. `None`, rolled back to the chunk's
+    /// savepoint, when it refused one.
+    fn insert_staged(&mut self, staging: &Staging) -> Result<Option<Merged>, Error> {
+        let done = match staging.merges() {
+            true => match self.session.query_statements(staging.insert_sql())? {
+                Ok(rows) => Ok(Merged::of(&rows).ok_or_else(|| unexpected_merge_reply(&rows))?),
+                Err(refusal) => Err(refusal),
+            },
+            false => {
+                self.session.execute_counted(staging.insert_sql())?.map(|rows| Merged { rows, ..Merged::default() })
+            }
+        };
+        match done {
+            Ok(merged) => {
                 self.session.execute(&staging.drop_sql())?;
-                Ok(Some(inserted))
+                Ok(Some(merged))
             }
             Err(refusal) => {
-                if stage::refuses_every_chunk(refusal.sqlstate.as_deref()) {
+                if !staging.merges() && stage::refuses_every_chunk(refusal.sqlstate.as_deref()) {
                     self.shared.staging_refused.store(true, Ordering::SeqCst);
                 }
                 self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
@@ -859,7 +885,7 @@ impl<'s> Worker<'s> {
             .iter()
             .map(|r| Reject::from_row(r))
             .collect();
-        Ok(Some(Isolated { rows, binary_rows: 0, suppressed, skipped, rejects, copies: 0, staged: false }))
+        Ok(Some(Isolated { rows, binary_rows: 0, suppressed, skipped, rejects, copies: 0, staged: false, replaced: 0 }))
     }
 }
 
@@ -1000,6 +1026,7 @@ fn record(shared: &Shared, chunk: &Chunk, done: &Isolated, by: By, start_s: f64)
         worker: by.worker,
         binary: by.binary,
         staged: done.staged,
+        replaced: done.replaced,
         batch: by.batch,
         start_s,
         end_s: shared.clock.elapsed().as_secs_f64(),

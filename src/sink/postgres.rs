@@ -365,6 +365,17 @@ const COLUMNS_AS_BASE_TYPES: &str = "SELECT a.attname, pg_catalog.format_type(ba
      WHERE a.attrelid = $1::int8::oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' \
      ORDER BY a.attnum";
 
+/// A key `INSERT ... ON CONFLICT` can arbitrate by (see
+/// [`PgSession::arbiter_keys`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArbiterKey {
+    pub primary: bool,
+    pub columns: Vec<String>,
+    /// A column of it may be NULL: two rows with a NULL in the key do not
+    /// conflict (unless the index says `NULLS NOT DISTINCT`).
+    pub nullable: bool,
+}
+
 /// A table's unique keys (see [`PgSession::unique_keys`]).
 #[derive(Clone, Debug, Default)]
 pub struct UniqueKeys {
@@ -891,6 +902,32 @@ impl PgSession {
         Ok(UniqueKeys { keys, collations, decide, only_these, byte_equal, partitioned })
     }
 
+    /// The keys of the table `oid` that `INSERT ... ON CONFLICT (columns)`
+    /// can take as its arbiter: unique indexes on columns, without a
+    /// predicate, checked at once (the server refuses a deferrable one);
+    /// the primary key first.
+    pub fn arbiter_keys(&self, oid: u32) -> Result<Vec<ArbiterKey>, Error> {
+        const KEYS: &str = "SELECT i.indisprimary, array_to_json(ARRAY(SELECT a.attname \
+            FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(num, o) \
+            JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.num \
+            WHERE k.o <= i.indnkeyatts ORDER BY k.o))::text, \
+            EXISTS (SELECT 1 FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(num, o) \
+            JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.num \
+            WHERE k.o <= i.indnkeyatts AND NOT a.attnotnull) \
+            FROM pg_catalog.pg_index i WHERE i.indrelid = $1::int8::oid AND i.indisunique AND i.indisvalid \
+            AND i.indimmediate AND i.indexprs IS NULL AND i.indpred IS NULL \
+            ORDER BY i.indisprimary DESC, i.indexrelid";
+        let rows = self.query(KEYS, &[Some(&oid.to_string())])?;
+        Ok(rows
+            .iter()
+            .filter_map(|row| {
+                let columns = serde_json::from_str(row.get(1)?.as_deref()?).ok()?;
+                let is_true = |i: usize| row.get(i).and_then(|v| v.as_deref()) == Some("t");
+                Some(ArbiterKey { primary: is_true(0), columns, nullable: is_true(2) })
+            })
+            .collect())
+    }
+
     /// Whether the table `oid` or one of its partitions has a unique index
     /// or an exclusion constraint, valid or being built: one session's
     /// insert may then wait for another's transaction, and which of two
@@ -1109,7 +1146,11 @@ impl PgSession {
 fn refusal(result: &libpq::PQResult, relname: &str) -> CopyRefusal {
     let field = |f: ErrorField| result.error_field(f).ok().flatten().map(str::to_string);
     let context = field(ErrorField::Context).unwrap_or_default();
-    let (server_line, context_column) = parse_copy_context(&context, relname);
+    // Or the staging table's (`load::stage`), named in its own context.
+    let (server_line, context_column) = match parse_copy_context(&context, relname) {
+        (None, None) => parse_copy_context(&context, "sluice_staged"),
+        found => found,
+    };
     CopyRefusal {
         sqlstate: field(ErrorField::Sqlstate),
         message: field(ErrorField::MessagePrimary).unwrap_or_else(|| server_message(result)),

@@ -1,0 +1,329 @@
+//! `--on-conflict-do-update`: a record whose key a row of the table holds
+//! replaces that row's loaded columns, and of the records of the load that
+//! share a key the last one stays, as pg_bulkload's `ON_DUPLICATE_KEEP =
+//! NEW` and MySQL's `REPLACE` do: for the daily export of what changed.
+//!
+//! Why our own: COPY takes no ON CONFLICT, and psql, pgloader and
+//! timescaledb-parallel-copy offer no such load; by hand it is a staging
+//! table and `INSERT ... ON CONFLICT (key) DO UPDATE`, one session, and an
+//! error (`ON CONFLICT DO UPDATE command cannot affect row a second time`)
+//! as soon as the file repeats a key. Here every chunk goes through the
+//! staging path of [`super::stage`]:
+//!
+//! - **Which record stays.** The staging table numbers its rows as COPY
+//!   writes them (a `bigserial` column), and the statement keeps each key's
+//!   last row (`DISTINCT ON (key) ... ORDER BY key, number DESC`) before
+//!   `INSERT ... ON CONFLICT (key) DO UPDATE`. Chunks commit in input order
+//!   (see [`super::in_flight`]): a later chunk's update of a key waits for
+//!   the earlier chunk's transaction, and gives way should the earlier one
+//!   wait for it. So the row holds the key's last record, however many
+//!   workers load. Not across processes sharing one job (`--job` on several
+//!   hosts): there the one committed last stays.
+//! - **Rejects.** A value COPY cannot read into the staging table is
+//!   rejected there, as on the staged path; a refusal of the statement (a
+//!   NOT NULL, CHECK or foreign key, another unique key) is isolated by
+//!   bisection, each run of records copied and merged under its savepoint,
+//!   so the record that breaks it is rejected for the server's reason and
+//!   the others stay applied, in input order. A record that a later one of
+//!   the same run replaces is not checked against the table's constraints.
+//! - **Counts.** Every record applied counts as loaded; the summary says
+//!   how many of them replaced a row (the table's, or an earlier record's):
+//!   those the statement updated (`xmax` of the row it returns is set), and
+//!   those a later record of the same chunk replaced before it ran.
+//! - **Keys stay in place.** The arbiter index is what the statement looks
+//!   keys up in, so nothing is deferred (`--defer-indexes yes` is refused).
+
+use super::plan::{copy_statement, find_column, BinaryPlan};
+use super::stage::Staging;
+use super::{DeferIndexes, LoadRequest};
+use crate::error::Error;
+use crate::format::FormatOptions;
+use crate::sink::postgres::{ArbiterKey, PgSession, Rows, TableInfo};
+use crate::sql::quote_ident;
+
+/// The staging table's column that numbers its rows in input order.
+pub(super) const RECORD_NUMBER: &str = "\"sluice record\"";
+
+/// The key the load's records replace rows by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Replacing {
+    pub key: Vec<String>,
+    /// A column of the key may be NULL: such rows do not conflict, so each
+    /// stays a row of its own.
+    pub nullable: bool,
+    /// A partitioned table, whose rows' `xmax` RETURNING cannot read: the
+    /// rows held are counted by looking their keys up first.
+    pub partitioned: bool,
+}
+
+/// The key `--on-conflict-do-update` replaces rows by (see [`arbiter`]),
+/// once the load is known to be one it can do: into a table (not a view
+/// or a foreign table, which take no ON CONFLICT), by a role that may
+/// stage rows, with the key in place, and a statement the server plans.
+pub(super) fn prepare(
+    control: &PgSession,
+    req: &LoadRequest,
+    table: &TableInfo,
+    columns: Option<&[String]>,
+    (format, copy_plan): (&FormatOptions, &Result<BinaryPlan, String>),
+    asked: &[String],
+) -> Result<Replacing, Error> {
+    let refused = |why: String| Err(Error::Usage(format!("--on-conflict-do-update: {why}")));
+    if table.is_view || table.is_foreign() {
+        let what = if table.is_view { "a view" } else { "a foreign table (or has foreign partitions)" };
+        return refused(format!("{} is {what}, which takes no INSERT ... ON CONFLICT", table.display()));
+    }
+    if req.defer_indexes == DeferIndexes::Yes {
+        return refused(
+            "records replace rows by the table's key, which must stay in place: leave out \
+                        --defer-indexes"
+                .into(),
+        );
+    }
+    let copy_columns = table.copy_columns(columns);
+    let replacing = arbiter(control, table, asked, &copy_columns)?;
+    if !control.may_stage_rows_of(table.oid)? {
+        return refused(format!(
+            "the rows go through a temporary table made like {}, so the role needs to read it (SELECT) and to \
+             create temporary tables in the database (TEMPORARY)",
+            table.display()
+        ));
+    }
+    let copy_sql = copy_statement(table, columns, format);
+    let binary_sql = copy_plan.as_ref().ok().map(|plan| plan.sql.as_str());
+    let staging = Staging::replacing(table, &copy_columns, (&copy_sql, binary_sql), &replacing)
+        .ok_or_else(|| Error::Usage(format!("--on-conflict-do-update: {} cannot be staged", table.display())))?;
+    // Planned once on no rows, so that what the server refuses for every
+    // chunk (a key of another operator class, a partitioned table whose
+    // key leaves out the partition key) stops the load before it begins.
+    control.execute(&staging.prelude("BEGIN"))?;
+    let planned = control.query_statements(staging.insert_sql());
+    control.execute("ROLLBACK")?;
+    match planned? {
+        Ok(_) => Ok(replacing),
+        Err(refusal) => refused(format!(
+            "the server refuses the statement that replaces rows by ({}): {}",
+            replacing.key.join(", "),
+            refusal.message
+        )),
+    }
+}
+
+/// The key `--on-conflict-do-update` replaces rows by: the one `asked`
+/// names (its columns, in any order), else the primary key, else the
+/// table's only unique key. Its columns must be among `copy_columns`.
+pub(super) fn arbiter(
+    control: &PgSession,
+    table: &TableInfo,
+    asked: &[String],
+    copy_columns: &[(String, String)],
+) -> Result<Replacing, Error> {
+    let asked = asked.iter().map(|given| find_column(table, given)).collect::<Result<Vec<_>, _>>()?;
+    let key = choose(&control.arbiter_keys(table.oid)?, &asked, &table.display())?;
+    let missing: Vec<&str> =
+        key.columns.iter().filter(|k| !copy_columns.iter().any(|(c, _)| c == *k)).map(String::as_str).collect();
+    if !missing.is_empty() {
+        let loaded: Vec<&str> = copy_columns.iter().map(|(c, _)| c.as_str()).collect();
+        return Err(Error::Usage(format!(
+            "--on-conflict-do-update: the key ({}) of {} is not among the columns loaded ({}): a record would \
+             replace no row; load the key's columns too, or load without --on-conflict-do-update",
+            key.columns.join(", "),
+            table.display(),
+            loaded.join(", ")
+        )));
+    }
+    const PARTITIONED: &str = "SELECT relkind = 'p' FROM pg_catalog.pg_class WHERE oid = $1::int8::oid";
+    let partitioned = control.query(PARTITIONED, &[Some(&table.oid.to_string())])?;
+    let partitioned = partitioned.first().and_then(|r| r.first()?.as_deref()) == Some("t");
+    Ok(Replacing { key: key.columns, nullable: key.nullable, partitioned })
+}
+
+/// The key among `keys` (see [`arbiter`]).
+fn choose(keys: &[ArbiterKey], asked: &[String], table: &str) -> Result<ArbiterKey, Error> {
+    let listed = || {
+        let each = |k: &ArbiterKey| {
+            let primary = if k.primary { " (primary key)" } else { "" };
+            format!("({}){primary}", k.columns.join(", "))
+        };
+        keys.iter().map(each).collect::<Vec<_>>().join(", ")
+    };
+    if !asked.is_empty() {
+        let same = |k: &&ArbiterKey| k.columns.len() == asked.len() && asked.iter().all(|a| k.columns.contains(a));
+        return match keys.iter().find(same) {
+            Some(key) => Ok(ArbiterKey { columns: asked.to_vec(), ..key.clone() }),
+            None if keys.is_empty() => Err(no_key(table)),
+            None => Err(Error::Usage(format!(
+                "--on-conflict-do-update={}: no unique key of {table} is on exactly these columns; its keys: {}",
+                asked.join(","),
+                listed()
+            ))),
+        };
+    }
+    match keys {
+        [] => Err(no_key(table)),
+        [only] => Ok(only.clone()),
+        [first, ..] if first.primary => Ok(first.clone()),
+        [first, ..] => Err(Error::Usage(format!(
+            "--on-conflict-do-update: {table} has no primary key and several unique keys: {}; name the one whose \
+             value tells which row a record replaces, as --on-conflict-do-update={}",
+            listed(),
+            first.columns.join(",")
+        ))),
+    }
+}
+
+fn no_key(table: &str) -> Error {
+    Error::Usage(format!(
+        "--on-conflict-do-update: {table} has no primary key or unique index on its columns (without WHERE, \
+         not deferrable) to tell which row a record replaces: add one (ALTER TABLE {table} ADD PRIMARY KEY \
+         (...)), or load without --on-conflict-do-update"
+    ))
+}
+
+/// The statement that moves the staged rows into `relation`: each key's
+/// last row, inserted or replacing the row that holds its key, the staging
+/// table emptied. Returns one row of counts (see [`Merged::of`]).
+pub(super) fn merge_sql(relation: &str, columns: &[(String, String)], staged: &str, replacing: &Replacing) -> String {
+    let list = columns.iter().map(|(name, _)| quote_ident(name)).collect::<Vec<_>>().join(", ");
+    let key: Vec<String> = replacing.key.iter().map(|k| quote_ident(k)).collect();
+    let mut distinct = key.clone();
+    if replacing.nullable {
+        // Rows with a NULL in the key conflict with none: each stays.
+        let any_null = key.iter().map(|k| format!("{k} IS NULL")).collect::<Vec<_>>().join(" OR ");
+        distinct.push(format!("CASE WHEN {any_null} THEN {RECORD_NUMBER} END"));
+    }
+    let distinct = distinct.join(", ");
+    let mut updates: Vec<String> = columns
+        .iter()
+        .map(|(name, _)| quote_ident(name))
+        .filter(|c| !key.contains(c))
+        .map(|c| format!("{c} = EXCLUDED.{c}"))
+        .collect();
+    if updates.is_empty() {
+        // Only key columns: the row is its key; updated to itself, so the
+        // count of replaced rows holds.
+        updates.push(format!("{0} = EXCLUDED.{0}", key[0]));
+    }
+    // An updated row's `xmax` is set (the row lock the update took), an
+    // inserted one's is not. The lookup sees the rows committed before the
+    // statement began: a key an earlier chunk still loading inserted counts
+    // as new.
+    let (returning, held) = match replacing.partitioned {
+        false => ("RETURNING t.xmax <> 0 AS held", "count(*) FILTER (WHERE held)".to_string()),
+        true => {
+            let same = key.iter().map(|k| format!("h.{k} = l.{k}")).collect::<Vec<_>>().join(" AND ");
+            (
+                "RETURNING 1",
+                format!("(SELECT count(*) FROM latest l WHERE EXISTS (SELECT FROM {relation} h WHERE {same}))"),
+            )
+        }
+    };
+    format!(
+        "WITH moved AS (DELETE FROM {staged} RETURNING *), \
+         latest AS (SELECT DISTINCT ON ({distinct}) {list} FROM moved ORDER BY {distinct}, {RECORD_NUMBER} DESC), \
+         merged AS (INSERT INTO {relation} AS t ({list}) OVERRIDING SYSTEM VALUE SELECT {list} FROM latest \
+         ON CONFLICT ({}) DO UPDATE SET {} {returning}) \
+         SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM latest), count(*), {held} FROM merged",
+        key.join(", "),
+        updates.join(", ")
+    )
+}
+
+/// What one merge did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Merged {
+    /// Records applied: inserted, replacing a row, or replaced by a later
+    /// record of the same statement.
+    pub rows: u64,
+    /// Records a BEFORE trigger returned NULL for.
+    pub suppressed: u64,
+    /// Of `rows`, those that replaced a row or were replaced.
+    pub replaced: u64,
+}
+
+impl Merged {
+    /// From the counts [`merge_sql`] returns: the staged rows, the keys'
+    /// last ones, the rows inserted or updated, and the updated ones.
+    pub fn of(rows: &Rows) -> Option<Merged> {
+        let row = rows.first()?;
+        let count = |i: usize| row.get(i)?.as_deref()?.parse::<u64>().ok();
+        let (staged, latest, merged, held) = (count(0)?, count(1)?, count(2)?, count(3)?);
+        let suppressed = latest.saturating_sub(merged);
+        let rows = staged.saturating_sub(suppressed);
+        Some(Merged { rows, suppressed, replaced: staged.saturating_sub(latest) + held })
+    }
+}
+
+/// The error for a reply to [`merge_sql`] without its counts.
+pub(super) fn unexpected_merge_reply(rows: &Rows) -> Error {
+    Error::Server(format!("the statement that replaces rows returned no counts but {rows:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(primary: bool, columns: &[&str]) -> ArbiterKey {
+        ArbiterKey { primary, columns: columns.iter().map(|c| c.to_string()).collect(), nullable: !primary }
+    }
+
+    fn asked(columns: &[&str]) -> Vec<String> {
+        columns.iter().map(|c| c.to_string()).collect()
+    }
+
+    #[test]
+    fn the_primary_key_or_the_only_key_or_the_one_named_arbitrates() {
+        let pk = key(true, &["id"]);
+        let email = key(false, &["email"]);
+        let pair = key(false, &["region", "code"]);
+        assert_eq!(choose(&[pk.clone(), email.clone()], &[], "t").unwrap(), pk);
+        assert_eq!(choose(std::slice::from_ref(&email), &[], "t").unwrap(), email);
+        assert_eq!(choose(&[pk.clone(), email.clone()], &asked(&["email"]), "t").unwrap(), email);
+        let named = choose(&[email.clone(), pair.clone()], &asked(&["code", "region"]), "t").unwrap();
+        assert_eq!(named.columns, ["code", "region"], "in the order named");
+        let several = choose(&[email.clone(), pair.clone()], &[], "t").unwrap_err().to_string();
+        assert!(several.contains("several unique keys: (email), (region, code)"), "{several}");
+        assert!(several.contains("--on-conflict-do-update=email"), "{several}");
+        let none = choose(&[], &[], "public.t").unwrap_err().to_string();
+        assert!(none.contains("public.t has no primary key or unique index"), "{none}");
+        let other = choose(&[pk, pair], &asked(&["region"]), "t").unwrap_err().to_string();
+        assert!(
+            other.contains("no unique key of t is on exactly these columns; its keys: (id) (primary key)"),
+            "{other}"
+        );
+    }
+
+    #[test]
+    fn the_merge_keeps_each_keys_last_row_and_replaces_the_other_columns() {
+        let columns = [("id".to_string(), "int".to_string()), ("Na me".to_string(), "text".to_string())];
+        let by_id = Replacing { key: vec!["id".into()], nullable: false, partitioned: false };
+        let sql = merge_sql("\"s\".\"t\"", &columns, "pg_temp.x", &by_id);
+        assert!(sql.starts_with("WITH moved AS (DELETE FROM pg_temp.x RETURNING *)"), "{sql}");
+        assert!(sql.contains(
+            "SELECT DISTINCT ON (\"id\") \"id\", \"Na me\" FROM moved ORDER BY \"id\", \"sluice record\" DESC"
+        ));
+        assert!(sql.contains("ON CONFLICT (\"id\") DO UPDATE SET \"Na me\" = EXCLUDED.\"Na me\" RETURNING"), "{sql}");
+        assert!(sql.ends_with("count(*), count(*) FILTER (WHERE held) FROM merged"), "{sql}");
+        let partitioned = merge_sql("t", &columns, "s", &Replacing { partitioned: true, ..by_id });
+        let looked_up = "(SELECT count(*) FROM latest l WHERE EXISTS (SELECT FROM t h WHERE h.\"id\" = l.\"id\"))";
+        assert!(partitioned.ends_with(&format!("count(*), {looked_up} FROM merged")), "{partitioned}");
+        assert!(!partitioned.contains("xmax"), "{partitioned}");
+        let nullable = Replacing { key: vec!["id".into(), "Na me".into()], nullable: true, partitioned: false };
+        let sql = merge_sql("t", &columns, "s", &nullable);
+        let distinct = "DISTINCT ON (\"id\", \"Na me\", CASE WHEN \"id\" IS NULL OR \"Na me\" IS NULL THEN \
+                        \"sluice record\" END)";
+        assert!(sql.contains(distinct), "{sql}");
+        assert!(sql.contains("DO UPDATE SET \"id\" = EXCLUDED.\"id\" RETURNING"), "only key columns: {sql}");
+    }
+
+    #[test]
+    fn the_counts_say_what_was_applied_and_replaced() {
+        let row = |v: [&str; 4]| vec![v.iter().map(|s| Some(s.to_string())).collect::<Vec<_>>()];
+        // 10 staged, 8 keys, all 8 merged, 3 of them held: 2 replaced by a
+        // later record, 3 rows replaced.
+        assert_eq!(Merged::of(&row(["10", "8", "8", "3"])), Some(Merged { rows: 10, suppressed: 0, replaced: 5 }));
+        // A trigger suppressed one of the 8.
+        assert_eq!(Merged::of(&row(["10", "8", "7", "3"])), Some(Merged { rows: 9, suppressed: 1, replaced: 5 }));
+        assert_eq!(Merged::of(&Vec::new()), None);
+    }
+}
