@@ -603,10 +603,10 @@ fn merge_run(
     staging: Option<&Staging>,
     outcome: CopyOutcome,
 ) -> Result<(CopyOutcome, u64), Error> {
-    let (Some(staging), CopyOutcome::Loaded(_)) = (staging.filter(|s| s.merges()), &outcome) else {
+    let (Some(merging), CopyOutcome::Loaded(_)) = (staging.and_then(Staging::merging), &outcome) else {
         return Ok((outcome, 0));
     };
-    match session.query_statements(staging.insert_sql())? {
+    match session.query_statements(&merging.run)? {
         Ok(rows) => {
             let merged = Merged::of(&rows).ok_or_else(|| unexpected_merge_reply(&rows))?;
             Ok((CopyOutcome::Loaded(merged.rows), merged.replaced))

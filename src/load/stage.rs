@@ -43,7 +43,9 @@
 //! table or create temporary tables does not stage (see
 //! `PgSession::may_stage_rows_of`).
 
-use super::replace::{self, Replacing, RECORD_NUMBER};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::replace::{Merging, Replacing};
 use crate::sink::postgres::TableInfo;
 use crate::sql::quote_ident;
 
@@ -76,9 +78,12 @@ pub(super) struct Staging {
     /// Inserts the staged rows into the table, skipping held keys (or
     /// replacing the rows that hold them: see [`super::replace`]).
     insert: String,
-    /// `--on-conflict-do-update`: the INSERT is [`replace::merge_sql`],
+    /// `--on-conflict-do-update`'s statements (see [`replace::Merging`]),
     /// which every chunk and every run of isolation goes through.
-    merges: bool,
+    merging: Option<Merging>,
+    /// A chunk met a key twice: the next ones merge each key's last row
+    /// at once (see [`Merging::latest`]).
+    keys_repeat: AtomicBool,
 }
 
 impl Staging {
@@ -107,7 +112,8 @@ impl Staging {
                 "INSERT INTO {relation} ({list}) OVERRIDING SYSTEM VALUE SELECT {list} FROM {STAGED} \
                  ON CONFLICT DO NOTHING"
             ),
-            merges: false,
+            merging: None,
+            keys_repeat: AtomicBool::new(false),
         })
     }
 
@@ -127,29 +133,58 @@ impl Staging {
         }
         let list = column_list(columns);
         let relation = table.quoted();
+        let merging = Merging::new(&relation, columns, STAGED, replacing);
         Some(Staging {
-            create: format!(
-                "CREATE TEMPORARY TABLE {STAGED} AS SELECT {list} FROM {relation} WITH NO DATA; \
-                 ALTER TABLE {STAGED} ADD COLUMN {RECORD_NUMBER} bigserial"
-            ),
+            create: format!("CREATE TEMPORARY TABLE {STAGED} AS SELECT {list} FROM {relation} WITH NO DATA"),
             copy_text: into_staged(table, copy_sql, Some(&list))?,
             copy_binary: match binary_sql {
                 Some(sql) => Some(into_staged(table, sql, Some(&list))?),
                 None => None,
             },
-            insert: replace::merge_sql(&relation, columns, STAGED, replacing),
-            merges: true,
+            insert: merging.whole.clone(),
+            merging: Some(merging),
+            keys_repeat: AtomicBool::new(false),
         })
     }
 
-    /// Whether this is `--on-conflict-do-update`'s (see [`Staging::merges`]).
+    /// Whether this is `--on-conflict-do-update`'s (see [`Staging::merging`]).
     pub fn merges(&self) -> bool {
-        self.merges
+        self.merging.is_some()
+    }
+
+    /// `--on-conflict-do-update`'s statements.
+    pub fn merging(&self) -> Option<&Merging> {
+        self.merging.as_ref()
+    }
+
+    /// The merge for a chunk copied whole (see [`Merging`]): as staged,
+    /// until a chunk met a key twice.
+    pub fn merge_whole_sql(&self) -> Option<&str> {
+        let merging = self.merging.as_ref()?;
+        Some(match self.keys_repeat.load(Ordering::SeqCst) {
+            true => &merging.latest,
+            false => &merging.whole,
+        })
+    }
+
+    /// Notes that a chunk met a key twice; returns the merge to run again.
+    pub fn keys_repeat(&self) -> Option<&str> {
+        self.keys_repeat.store(true, Ordering::SeqCst);
+        self.merging.as_ref().map(|m| m.again.as_str())
     }
 
     /// `prelude` (the chunk's savepoint) with the staging table's creation.
     pub fn prelude(&self, prelude: &str) -> String {
         format!("{prelude}; {}", self.create)
+    }
+
+    /// [`Staging::prelude`] for isolation, whose runs are merged one by one
+    /// by their rows' numbers (see [`Merging`]).
+    pub fn isolation_prelude(&self, prelude: &str) -> String {
+        match &self.merging {
+            Some(merging) => format!("{prelude}; {}; {}", self.create, merging.numbered),
+            None => self.prelude(prelude),
+        }
     }
 
     /// The COPY into the staging table: binary or text.

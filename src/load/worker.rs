@@ -22,7 +22,7 @@ use super::defaults;
 use super::in_flight::{Flight, Turn};
 use super::isolate::{holds_unreadable, isolate, looks_clean, may_hold_end_of_data_line, BinaryRuns, Isolated, Route};
 use super::leading::Ending;
-use super::replace::{unexpected_merge_reply, Merged};
+use super::replace::{met_a_key_twice, unexpected_merge_reply, Merged};
 use super::retry::Backoff;
 use super::{stage, Event, Shared};
 use crate::chunk::{Chunk, Runaway, RunawayKind};
@@ -636,7 +636,7 @@ impl<'s> Worker<'s> {
             Some(bytes) => bytes,
             None => self.reader.bytes_of(shared, chunk)?,
         };
-        self.session.execute(&staging.prelude(&shared.savepoint(SAVEPOINT, &[chunk])))?;
+        self.session.execute(&staging.isolation_prelude(&shared.savepoint(SAVEPOINT, &[chunk])))?;
         let runs = binary_runs(shared, self.encoder.as_mut());
         let done = isolate(&mut self.session, shared, chunk, &bytes, refusal, runs, Route::Staged(staging))?;
         if staging.merges() {
@@ -690,12 +690,21 @@ impl<'s> Worker<'s> {
     /// the server inserted or merged. `None`, rolled back to the chunk's
     /// savepoint, when it refused one.
     fn insert_staged(&mut self, staging: &Staging) -> Result<Option<Merged>, Error> {
-        let done = match staging.merges() {
-            true => match self.session.query_statements(staging.insert_sql())? {
-                Ok(rows) => Ok(Merged::of(&rows).ok_or_else(|| unexpected_merge_reply(&rows))?),
-                Err(refusal) => Err(refusal),
-            },
-            false => {
+        let done = match staging.merge_whole_sql() {
+            Some(merge) => {
+                let merged = match self.session.query_statements(merge)? {
+                    Err(refusal) if met_a_key_twice(refusal.sqlstate.as_deref()) && merge == staging.insert_sql() => {
+                        let again = staging.keys_repeat().expect("a merging staging table");
+                        self.session.query_statements(again)?
+                    }
+                    merged => merged,
+                };
+                match merged {
+                    Ok(rows) => Ok(Merged::of(&rows).ok_or_else(|| unexpected_merge_reply(&rows))?),
+                    Err(refusal) => Err(refusal),
+                }
+            }
+            None => {
                 self.session.execute_counted(staging.insert_sql())?.map(|rows| Merged { rows, ..Merged::default() })
             }
         };
