@@ -321,7 +321,8 @@ fn held_key_warning(shared: &Shared) -> Option<String> {
     let (count, first) = shared.notes.held_keys.seen().filter(|(count, _)| *count >= HELD_KEYS_HINT)?;
     Some(format!(
         "{} rejected for a key that a row already held (the first: {first}): if the input overlaps what is loaded, \
-         --on-conflict-do-nothing skips such records instead, and counts them",
+         --on-conflict-do-nothing skips such records instead, and counts them (--on-conflict-do-update replaces \
+         those rows with them)",
         how_many_were(count, "record"),
     ))
 }

@@ -2088,8 +2088,8 @@ const LOADED_ALREADY: &str = "as if this data were loaded already";
 
 /// What to do then.
 const LOAD_ONLY_NEW_KEYS: &str = "`sluice status` lists the jobs that loaded into the table. To load only the \
-     records whose keys are new, pass --on-conflict-do-nothing; to load every record again, empty the table first \
-     (--truncate)";
+     records whose keys are new, pass --on-conflict-do-nothing (or, to replace the rows that hold their keys, \
+     --on-conflict-do-update); to load every record again, empty the table first (--truncate)";
 
 /// The feeder thread: chunks every input in order onto the queue.
 /// Whether the source's chunks carry their bytes to the workers: those of
