@@ -10,10 +10,12 @@
 //! as soon as the file repeats a key. Here every chunk goes through the
 //! staging path of [`super::stage`]:
 //!
-//! - **Which record stays.** The staging table numbers its rows as COPY
-//!   writes them (a `bigserial` column), and the statement keeps each key's
-//!   last row (`DISTINCT ON (key) ... ORDER BY key, number DESC`) before
-//!   `INSERT ... ON CONFLICT (key) DO UPDATE`. Chunks commit in input order
+//! - **Which record stays.** A chunk whose keys are each met once goes
+//!   from the staging table as it is; where the server finds a key twice,
+//!   the statement keeps each key's last row (`DISTINCT ON (key) ... ORDER
+//!   BY key, ctid DESC`, the order COPY wrote them in; isolation's runs
+//!   number theirs) before `INSERT ... ON CONFLICT (key) DO UPDATE` (see
+//!   [`Merging`]). Chunks commit in input order
 //!   (see [`super::in_flight`]): a later chunk's update of a key waits for
 //!   the earlier chunk's transaction, and gives way should the earlier one
 //!   wait for it. So the row holds the key's last record, however many
@@ -25,7 +27,8 @@
 //!   bisection, each run of records copied and merged under its savepoint,
 //!   so the record that breaks it is rejected for the server's reason and
 //!   the others stay applied, in input order. A record that a later one of
-//!   the same run replaces is not checked against the table's constraints.
+//!   the same chunk (or run) replaces is not checked against the table's
+//!   constraints.
 //! - **Counts.** Every record applied counts as loaded; the summary says
 //!   how many of them replaced a row (the table's, or an earlier record's):
 //!   those the statement updated (`xmax` of the row it returns is set), and

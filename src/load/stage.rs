@@ -78,7 +78,7 @@ pub(super) struct Staging {
     /// Inserts the staged rows into the table, skipping held keys (or
     /// replacing the rows that hold them: see [`super::replace`]).
     insert: String,
-    /// `--on-conflict-do-update`'s statements (see [`replace::Merging`]),
+    /// `--on-conflict-do-update`'s statements (see [`Merging`]),
     /// which every chunk and every run of isolation goes through.
     merging: Option<Merging>,
     /// A chunk met a key twice: the next ones merge each key's last row
@@ -118,9 +118,9 @@ impl Staging {
     }
 
     /// The staged path of `--on-conflict-do-update` (see
-    /// [`super::replace`]): the staging table numbers its rows, so COPY
-    /// names its columns. A table's triggers run as for any INSERT and
-    /// UPDATE; `None` for a view or a foreign table, which take no ON
+    /// [`super::replace`]): isolation's staging table numbers its rows, so
+    /// COPY names its columns. A table's triggers run as for any INSERT
+    /// and UPDATE; `None` for a view or a foreign table, which take no ON
     /// CONFLICT.
     pub fn replacing(
         table: &TableInfo,
@@ -167,8 +167,9 @@ impl Staging {
         })
     }
 
-    /// Notes that a chunk met a key twice; returns the merge to run again.
-    pub fn keys_repeat(&self) -> Option<&str> {
+    /// Notes that a chunk met a key twice (the next ones merge each key's
+    /// last row at once); returns the merge to run again.
+    pub fn note_keys_repeat(&self) -> Option<&str> {
         self.keys_repeat.store(true, Ordering::SeqCst);
         self.merging.as_ref().map(|m| m.again.as_str())
     }

@@ -690,21 +690,9 @@ impl<'s> Worker<'s> {
     /// the server inserted or merged. `None`, rolled back to the chunk's
     /// savepoint, when it refused one.
     fn insert_staged(&mut self, staging: &Staging) -> Result<Option<Merged>, Error> {
-        let done = match staging.merge_whole_sql() {
-            Some(merge) => {
-                let merged = match self.session.query_statements(merge)? {
-                    Err(refusal) if met_a_key_twice(refusal.sqlstate.as_deref()) && merge == staging.insert_sql() => {
-                        let again = staging.keys_repeat().expect("a merging staging table");
-                        self.session.query_statements(again)?
-                    }
-                    merged => merged,
-                };
-                match merged {
-                    Ok(rows) => Ok(Merged::of(&rows).ok_or_else(|| unexpected_merge_reply(&rows))?),
-                    Err(refusal) => Err(refusal),
-                }
-            }
-            None => {
+        let done = match staging.merges() {
+            true => self.merge_whole(staging)?,
+            false => {
                 self.session.execute_counted(staging.insert_sql())?.map(|rows| Merged { rows, ..Merged::default() })
             }
         };
@@ -721,6 +709,24 @@ impl<'s> Worker<'s> {
                 Ok(None)
             }
         }
+    }
+
+    /// `--on-conflict-do-update`'s merge of a chunk staged whole (see
+    /// [`super::replace::Merging`]): as it is, and again on each key's
+    /// last row where the server met a key twice.
+    fn merge_whole(&mut self, staging: &Staging) -> Result<Result<Merged, CopyRefusal>, Error> {
+        let merge = staging.merge_whole_sql().expect("a merging staging table");
+        let merged = match self.session.query_statements(merge)? {
+            Err(refusal) if met_a_key_twice(refusal.sqlstate.as_deref()) && merge == staging.insert_sql() => {
+                let again = staging.note_keys_repeat().expect("a merging staging table");
+                self.session.query_statements(again)?
+            }
+            merged => merged,
+        };
+        Ok(match merged {
+            Ok(rows) => Ok(Merged::of(&rows).ok_or_else(|| unexpected_merge_reply(&rows))?),
+            Err(refusal) => Err(refusal),
+        })
     }
 
     /// Reject isolation over the chunk's text (see [`isolate`]).
