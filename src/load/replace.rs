@@ -312,7 +312,7 @@ pub(super) struct Merged {
 }
 
 impl Merged {
-    /// From the counts [`merge_sql`] returns: the staged rows, the keys'
+    /// From the counts each of [`Merging`] returns: the staged rows, the keys'
     /// last ones, the rows inserted or updated, and the updated ones.
     pub fn of(rows: &Rows) -> Option<Merged> {
         let row = rows.first()?;
@@ -324,7 +324,7 @@ impl Merged {
     }
 }
 
-/// The error for a reply to [`merge_sql`] without its counts.
+/// The error for a reply to a merge of [`Merging`] without its counts.
 pub(super) fn unexpected_merge_reply(rows: &Rows) -> Error {
     Error::Server(format!("the statement that replaces rows returned no counts but {rows:?}"))
 }
