@@ -423,13 +423,14 @@ impl Shared<'_> {
         }
     }
 
-    /// The staged path (see [`stage`]) for the next chunks: the last
-    /// committed chunk skipped a third of its records or more.
     /// `--on-conflict-do-update` (see [`replace`]).
     fn replaces(&self) -> bool {
         self.staging.as_ref().is_some_and(stage::Staging::merges)
     }
 
+    /// The staged path (see [`stage`]) for the next chunks: the last
+    /// committed chunk skipped a third of its records or more (with
+    /// `--on-conflict-do-update`, always).
     fn stages(&self) -> Option<&stage::Staging> {
         if let Some(merging) = self.staging.as_ref().filter(|s| s.merges()) {
             return Some(merging);

@@ -312,8 +312,9 @@ pub(super) struct Merged {
 }
 
 impl Merged {
-    /// From the counts each of [`Merging`] returns: the staged rows, the keys'
-    /// last ones, the rows inserted or updated, and the updated ones.
+    /// From the counts each statement of [`Merging`] returns: the staged
+    /// rows, the keys' last ones, the rows inserted or updated, and the
+    /// updated ones.
     pub fn of(rows: &Rows) -> Option<Merged> {
         let row = rows.first()?;
         let count = |i: usize| row.get(i)?.as_deref()?.parse::<u64>().ok();
