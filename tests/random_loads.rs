@@ -4,7 +4,8 @@
 //! in any order named by the header or `--columns`, defaults, line ends,
 //! encodings, several files,
 //! stdin, gzip, chunk sizes, workers, binary and text plans, a table with a
-//! key, an index, a CHECK and triggers, isolation of bad records), where the
+//! key, an index, a CHECK and triggers, isolation of bad records, the key's
+//! merge of `--on-conflict-do-update`), where the
 //! other tests take one at a time. Its first runs
 //! found two bugs where parts meet that every test of one part passed: a
 //! header read without its `--escape` loaded by position, into the wrong
@@ -90,6 +91,10 @@ struct Options {
     chunk_size: &'static str,
     workers: &'static str,
     copy_format: &'static str,
+    /// `--on-conflict-do-update` into the table with its key (each id is
+    /// new: it loads what a plain load does, every chunk merged from a
+    /// staging table).
+    replace: bool,
 }
 
 impl Options {
@@ -151,8 +156,16 @@ impl Options {
             workers: rng.pick(&["1", "2", "3", "auto"]),
             copy_format: rng.pick(&["auto", "auto", "text", "binary"]),
             trigger: rng.below(2) == 0,
+            replace: false,
         }
         .with_header_in_first_file(rng)
+        .replacing_sometimes(rng)
+    }
+
+    /// Some loads into the table with its key by `--on-conflict-do-update`.
+    fn replacing_sometimes(self, rng: &mut Rng) -> Options {
+        let replace = self.constraints && rng.below(3) == 0;
+        Options { replace, ..self }
     }
 
     /// Some loads of several files with a header under `--header=first-file`.
@@ -185,6 +198,9 @@ impl Options {
         flags.extend(["--copy-format".to_string(), self.copy_format.to_string()]);
         if let Some((name, _)) = self.encoding {
             flags.extend(["--encoding".to_string(), name.to_string()]);
+        }
+        if self.replace {
+            flags.push("--on-conflict-do-update".into());
         }
         flags
     }
