@@ -1270,6 +1270,17 @@ pub fn presence_key(job: &str) -> i64 {
     fnv1a(&["running", job]) as i64
 }
 
+/// How many of `job`'s chunks another process (another pid, or another
+/// host) committed since `since_unix_ms`: processes sharing the job now.
+pub fn committed_by_others_since(session: &PgSession, job: &str, since_unix_ms: u128) -> Result<u64, Error> {
+    let rows = session.query(
+        "SELECT count(*) FROM sluice.chunks WHERE job = $1 AND state = 'done' \
+         AND committed_at >= to_timestamp($2::float8 / 1000) AND (host <> $3 OR pid <> $4::int)",
+        &[Some(job), Some(&since_unix_ms.to_string()), Some(host_name()), Some(&std::process::id().to_string())],
+    )?;
+    Ok(rows.first().and_then(|r| r.first()?.as_deref()?.parse().ok()).unwrap_or(0))
+}
+
 /// Marks this session as one of `job`'s while it lasts (see
 /// [`presence_key`]). Taken again on the same session, it only counts up.
 pub fn hold_presence(session: &PgSession, job: &str) -> Result<(), Error> {

@@ -2486,6 +2486,7 @@ fn an_export_of_changes_replaces_the_rows_with_its_keys_and_each_keys_last_recor
         format!("loaded 19,998 rows, {} of them replacing the row with their key", sluice::report::thousands(replaced));
     assert!(loaded.run.stdout.contains(&said), "{}", loaded.run.stdout);
     assert!(loaded.run.stdout.contains("merged by key"), "{}", loaded.run.stdout);
+    assert!(!loaded.run.stderr.contains("another process"), "one process: {}", loaded.run.stderr);
     let rows = "SELECT string_agg(id || ':' || note || ':' || amount, ',' ORDER BY id) FROM r";
     let expected: Vec<String> = model.iter().map(|(id, (note, amount))| format!("{id}:{note}:{amount}")).collect();
     assert_eq!(db.scalar(rows), expected.join(","), "each key's last record");

@@ -1318,6 +1318,37 @@ fn two_processes_share_the_chunks() {
     assert_eq!(f.db.scalar(ledger), format!("{} {}", f.good, f.bad));
 }
 
+/// Two processes on one job with `--on-conflict-do-update`: each commits its
+/// chunks in input order, but not in order with the other's, so each says
+/// so when the other committed chunks while it ran; every key is loaded
+/// once all the same.
+#[test]
+fn two_processes_replacing_rows_on_one_job_say_which_line_stays() {
+    let mut f = fixture_with_keys_repeated(
+        300_000,
+        Repeats { every: 100, near: 500, far_too: true, held_row: true, bad: 997 },
+    );
+    f.args.extend(["--job", "pair", "--on-conflict-do-update"].map(String::from));
+    let reports: Vec<_> = ["a", "b"].iter().map(|n| f.db.dir.path().join(format!("{n}.json"))).collect();
+    let spawn = |report: &std::path::Path| f.spawn_with(&["--report", report.to_str().unwrap()]);
+    let (a, b) = (spawn(&reports[0]), spawn(&reports[1]));
+    for out in [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()] {
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let per_pid = "SELECT count(DISTINCT pid) FROM sluice.chunks WHERE job = 'pair'";
+    assert_eq!(f.db.scalar(per_pid), "2", "both processes loaded chunks");
+    let keys = "SELECT count(*) || ' ' || count(DISTINCT tid) FROM t";
+    let distinct = f.good.to_string();
+    assert_eq!(f.db.scalar(keys), format!("{distinct} {distinct}"), "each key once");
+    let warned = reports.iter().filter(|r| {
+        let report: serde_json::Value = serde_json::from_slice(&std::fs::read(r).unwrap()).unwrap();
+        report["warnings"].as_array().unwrap().iter().any(|w| {
+            w.as_str().unwrap().contains("committed by another process meanwhile: with --on-conflict-do-update")
+        })
+    });
+    assert!(warned.count() >= 1, "neither process said the other committed chunks");
+}
+
 /// Two processes on one job of small files: a batch may find some of its
 /// chunks claimed by the other process (skipped, then waited for), and each
 /// process counts only the rows it committed.

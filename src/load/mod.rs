@@ -1641,6 +1641,7 @@ fn conclude(
     report.warnings.splice(0..0, warnings);
     report.summary.job = shared.job.clone();
     report.summary.chunks_by_others = elsewhere;
+    report.warnings.extend(shared_while_replacing(shared, control.as_ref(), started_unix_ms));
     if let Some((kept, of)) = rejects.kept_aside() {
         report.warnings.push(format!(
             "{} held the rejects of another load (of {of}): it was moved to {}, so that this load's did not replace \
@@ -2086,6 +2087,24 @@ fn is_key_conflict(sqlstate: Option<&str>) -> bool {
 /// "a wrong option" before, and to check --delimiter and --header, for a
 /// file loaded a second time under another name.
 const LOADED_ALREADY: &str = "as if this data were loaded already";
+
+/// With `--on-conflict-do-update`, a warning where another process
+/// committed chunks of the job during this run: the chunks commit in input
+/// order within a process, not across processes (see [`replace`]).
+fn shared_while_replacing(shared: &Shared, control: Option<&PgSession>, started_unix_ms: u128) -> Option<String> {
+    let control = control.filter(|_| shared.replaces())?;
+    let others = ledger::committed_by_others_since(control, &shared.job, started_unix_ms).ok()?;
+    let were = if others == 1 { "was" } else { "were" };
+    (others > 0).then(|| {
+        format!(
+            "{} of job {} {were} committed by another process meanwhile: with --on-conflict-do-update, of two \
+             records sharing a key in chunks of different processes the one committed last stays, which may be \
+             the earlier line; from one process, the last line always stays",
+            count_of(others, "chunk"),
+            shared.job
+        )
+    })
+}
 
 /// What to do then.
 const LOAD_ONLY_NEW_KEYS: &str = "`sluice status` lists the jobs that loaded into the table. To load only the \

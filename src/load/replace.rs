@@ -20,7 +20,8 @@
 //!   the earlier chunk's transaction, and gives way should the earlier one
 //!   wait for it. So the row holds the key's last record, however many
 //!   workers load. Not across processes sharing one job (`--job` on several
-//!   hosts): there the one committed last stays.
+//!   hosts): there the one committed last stays, and a process that saw
+//!   another commit chunks meanwhile says so.
 //! - **Rejects.** A value COPY cannot read into the staging table is
 //!   rejected there, as on the staged path; a refusal of the statement (a
 //!   NOT NULL, CHECK or foreign key, another unique key) is isolated by
