@@ -1324,10 +1324,8 @@ fn two_processes_share_the_chunks() {
 /// once all the same.
 #[test]
 fn two_processes_replacing_rows_on_one_job_say_which_line_stays() {
-    let mut f = fixture_with_keys_repeated(
-        300_000,
-        Repeats { every: 100, near: 500, far_too: true, held_row: true, bad: 997 },
-    );
+    let mut f =
+        fixture_with_keys_repeated(300_000, Repeats { every: 100, near: 500, far_too: true, held_row: true, bad: 997 });
     f.args.extend(["--job", "pair", "--on-conflict-do-update"].map(String::from));
     let reports: Vec<_> = ["a", "b"].iter().map(|n| f.db.dir.path().join(format!("{n}.json"))).collect();
     let spawn = |report: &std::path::Path| f.spawn_with(&["--report", report.to_str().unwrap()]);
