@@ -432,8 +432,8 @@ impl Shared<'_> {
     /// committed chunk skipped a third of its records or more (with
     /// `--on-conflict-do-update`, always).
     fn stages(&self) -> Option<&stage::Staging> {
-        if let Some(merging) = self.staging.as_ref().filter(|s| s.merges()) {
-            return Some(merging);
+        if self.replaces() {
+            return self.staging.as_ref();
         }
         let mostly_held = self.held_share.load(Ordering::SeqCst) >= stage::MOSTLY_HELD;
         self.staging.as_ref().filter(|_| mostly_held && !self.staging_refused.load(Ordering::SeqCst))
@@ -681,10 +681,8 @@ fn run_connected(
     let copy_columns = table.copy_columns(columns.as_deref());
     let copy_sql = copy_statement(&table, columns.as_deref(), &format);
     let binary_sql = copy_plan.as_ref().ok().map(|plan| plan.sql.as_str());
-    let staging = match &replacing {
-        Some(replacing) => stage::Staging::replacing(&table, &copy_columns, (&copy_sql, binary_sql), replacing),
-        None => stageable.then(|| stage::Staging::new(&table, &copy_columns, (&copy_sql, binary_sql))).flatten(),
-    };
+    let staging = replacing
+        .or_else(|| stageable.then(|| stage::Staging::new(&table, &copy_columns, (&copy_sql, binary_sql))).flatten());
     let mut shared = Shared {
         sources: &sources,
         to_load_end: bytes_to_load_end(&sources),
@@ -847,8 +845,9 @@ struct Prepared {
     /// a key is in place, and the role may stage rows (see
     /// [`PgSession::may_stage_rows_of`]).
     stageable: bool,
-    /// `--on-conflict-do-update`'s key (see [`replace`]).
-    replacing: Option<replace::Replacing>,
+    /// `--on-conflict-do-update`'s staged path, planned by the server
+    /// (see [`replace::prepare`]).
+    replacing: Option<stage::Staging>,
     /// The inputs to load when earlier jobs loaded some in full (see
     /// [`loaded_before`]); `None`: all of them.
     kept_sources: Option<Vec<Source>>,

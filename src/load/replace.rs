@@ -38,7 +38,7 @@
 //!   keys up in, so nothing is deferred (`--defer-indexes yes` is refused).
 
 use super::plan::{copy_statement, find_column, BinaryPlan};
-use super::stage::Staging;
+use super::stage::{column_list, Staging};
 use super::{DeferIndexes, LoadRequest};
 use crate::error::Error;
 use crate::format::FormatOptions;
@@ -60,10 +60,11 @@ pub(super) struct Replacing {
     pub partitioned: bool,
 }
 
-/// The key `--on-conflict-do-update` replaces rows by (see [`arbiter`]),
-/// once the load is known to be one it can do: into a table (not a view
-/// or a foreign table, which take no ON CONFLICT), by a role that may
-/// stage rows, with the key in place, and a statement the server plans.
+/// The staged path of `--on-conflict-do-update`, by the key rows are
+/// replaced by (see [`arbiter`]), once the load is known to be one it can
+/// do: into a table (not a view or a foreign table, which take no ON
+/// CONFLICT), by a role that may stage rows, with the key in place, and
+/// statements the server plans. Built once, here, and used by the load.
 pub(super) fn prepare(
     control: &PgSession,
     req: &LoadRequest,
@@ -71,7 +72,7 @@ pub(super) fn prepare(
     columns: Option<&[String]>,
     (format, copy_plan): (&FormatOptions, &Result<BinaryPlan, String>),
     asked: &[String],
-) -> Result<Replacing, Error> {
+) -> Result<Staging, Error> {
     let refused = |why: String| Err(Error::Usage(format!("--on-conflict-do-update: {why}")));
     if table.is_view || table.is_foreign() {
         let what = if table.is_view { "a view" } else { "a foreign table (or has foreign partitions)" };
@@ -111,7 +112,7 @@ pub(super) fn prepare(
     }
     control.execute("ROLLBACK")?;
     match planned? {
-        Ok(_) => Ok(replacing),
+        Ok(_) => Ok(staging),
         Err(refusal) => refused(format!(
             "the server refuses the statement that replaces rows by ({}): {}",
             replacing.key.join(", "),
@@ -223,7 +224,7 @@ pub(super) struct Merging {
 
 impl Merging {
     pub fn new(relation: &str, columns: &[(String, String)], staged: &str, replacing: &Replacing) -> Merging {
-        let list = columns.iter().map(|(name, _)| quote_ident(name)).collect::<Vec<_>>().join(", ");
+        let list = column_list(columns);
         let key: Vec<String> = replacing.key.iter().map(|k| quote_ident(k)).collect();
         let merge = merge_into(relation, columns, &key, replacing.partitioned);
         let last_of_each = |from: &str, order: &str| {
@@ -265,7 +266,7 @@ fn merge_into<'a>(
     key: &'a [String],
     partitioned: bool,
 ) -> impl Fn(&str, &str) -> String + 'a {
-    let list = columns.iter().map(|(name, _)| quote_ident(name)).collect::<Vec<_>>().join(", ");
+    let list = column_list(columns);
     let mut updates: Vec<String> = columns
         .iter()
         .map(|(name, _)| quote_ident(name))

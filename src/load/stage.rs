@@ -157,13 +157,14 @@ impl Staging {
         self.merging.as_ref()
     }
 
-    /// The merge for a chunk copied whole (see [`Merging`]): as staged,
-    /// until a chunk met a key twice.
-    pub fn merge_whole_sql(&self) -> Option<&str> {
+    /// The merge for a chunk copied whole (see [`Merging`]): as staged
+    /// (`true`: run [`Staging::note_keys_repeat`]'s merge should the server
+    /// meet a key twice), until a chunk met a key twice.
+    pub fn merge_whole_sql(&self) -> Option<(&str, bool)> {
         let merging = self.merging.as_ref()?;
         Some(match self.keys_repeat.load(Ordering::SeqCst) {
-            true => &merging.latest,
-            false => &merging.whole,
+            true => (&merging.latest, false),
+            false => (&merging.whole, true),
         })
     }
 
@@ -205,7 +206,8 @@ impl Staging {
     }
 }
 
-fn column_list(columns: &[(String, String)]) -> String {
+/// The COPY columns' names, quoted, joined by commas.
+pub(super) fn column_list(columns: &[(String, String)]) -> String {
     columns.iter().map(|(name, _)| quote_ident(name)).collect::<Vec<_>>().join(", ")
 }
 

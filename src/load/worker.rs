@@ -715,9 +715,9 @@ impl<'s> Worker<'s> {
     /// [`super::replace::Merging`]): as it is, and again on each key's
     /// last row where the server met a key twice.
     fn merge_whole(&mut self, staging: &Staging) -> Result<Result<Merged, CopyRefusal>, Error> {
-        let merge = staging.merge_whole_sql().expect("a merging staging table");
+        let (merge, as_staged) = staging.merge_whole_sql().expect("a merging staging table");
         let merged = match self.session.query_statements(merge)? {
-            Err(refusal) if met_a_key_twice(refusal.sqlstate.as_deref()) && merge == staging.insert_sql() => {
+            Err(refusal) if as_staged && met_a_key_twice(refusal.sqlstate.as_deref()) => {
                 let again = staging.note_keys_repeat().expect("a merging staging table");
                 self.session.query_statements(again)?
             }
