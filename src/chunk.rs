@@ -73,6 +73,12 @@ pub struct Location {
     pub first_line: u64,
     /// 1-based number of the first data record (header excluded).
     pub first_record: u64,
+    /// JSON values: the line of the file each record's document begins at,
+    /// where `first_line` counts the lines made of them, one a document
+    /// (see [`crate::format::json_values::DocumentLines`]). Set by the
+    /// load's feeder.
+    #[serde(skip)]
+    pub document_lines: Option<std::sync::Arc<[u64]>>,
 }
 
 impl Location {
@@ -81,10 +87,17 @@ impl Location {
     pub fn position(&self, file: &str, index: u64, lines_before: u64, byte_in_chunk: u64) -> Position {
         Position {
             file: file.to_string(),
-            line: self.first_line + lines_before,
+            line: self.line_of(index, lines_before),
             record: self.first_record + index,
             byte: self.byte_offset + byte_in_chunk,
         }
+    }
+
+    /// The file's line record `index` of the chunk begins at, after
+    /// `lines_before` line ends in the chunk.
+    pub fn line_of(&self, index: u64, lines_before: u64) -> u64 {
+        let of_its_document = self.document_lines.as_ref().and_then(|lines| lines.get(index as usize));
+        of_its_document.copied().unwrap_or(self.first_line + lines_before)
     }
 }
 
@@ -528,6 +541,7 @@ impl<R: Read> Chunker<R> {
                 byte_len: cut.len,
                 first_line: before.lines + start.1 + 1,
                 first_record: before.records + start.2 + 1,
+                document_lines: None,
             },
             records: cut.records,
             source_span: self.take_span(),

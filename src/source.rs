@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use crate::encoding::{looks_like_utf16, unmark, Transcoding, TranscodingReader};
 use crate::error::Error;
 use crate::format::documents::{DocumentColumns, DocumentReader, OriginalLines};
-use crate::format::json_values::{JsonValues, NotJson};
+use crate::format::json_values::{DocumentLines, JsonValues, NotJson};
 
 /// How a source is compressed, from its first bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -276,6 +276,9 @@ pub struct StreamCounts {
     pub input: RawCounter,
     /// The input lines as read, for documents read into columns.
     pub originals: Option<OriginalLines>,
+    /// For JSON values, the input line each line made begins at (see
+    /// [`DocumentLines`]).
+    pub document_lines: Option<DocumentLines>,
 }
 
 /// Stdin or a pipe named on the command line, opened when the inputs are
@@ -518,6 +521,8 @@ impl Source {
         let (seek_to, skip) = match (from, self.compression) {
             (None, _) => (0, None),
             (Some(start), _) if start.by_lines => (0, Some(Skip::Lines(start.lines))),
+            // Read from the start, for the lines before (see `DocumentLines`).
+            (Some(start), _) if self.json_values.is_some() => (0, Some(Skip::Bytes(start.byte))),
             (Some(start), Compression::None) => (start.byte, None),
             (Some(start), _) => (0, Some(Skip::Bytes(start.byte))),
         };
@@ -536,9 +541,14 @@ impl Source {
             }
         };
         let originals = (keep_lines && self.documents.is_some()).then(OriginalLines::default);
+        let document_lines = self.json_values.as_ref().map(|_| match skip {
+            Some(Skip::Lines(documents)) => DocumentLines::dropping(documents),
+            _ => DocumentLines::default(),
+        });
         let input = RawCounter::default();
-        let (stream, raw) = self.decoded(raw, originals.clone(), (Some(input.clone()), skip))?;
-        Ok((stream, StreamCounts { raw, input, originals }))
+        let kept = Kept { originals: originals.clone(), document_lines: document_lines.clone() };
+        let (stream, raw) = self.decoded(raw, kept, (Some(input.clone()), skip))?;
+        Ok((stream, StreamCounts { raw, input, originals, document_lines }))
     }
 
     /// The start of the source, to read its header before the load: a file
@@ -550,17 +560,20 @@ impl Source {
             let (stream, counter) = self.open_stream()?;
             return Ok((stream, counter, true));
         };
-        let (stream, counter) = self.decoded(Box::new(io::Cursor::new(pipe.head.clone())), None, (None, None))?;
+        let head = Box::new(io::Cursor::new(pipe.head.clone()));
+        let (stream, counter) = self.decoded(head, Kept::default(), (None, None))?;
         Ok((Box::new(EndsAtCut(stream)), counter, pipe.head.len() < STREAM_HEAD))
     }
 
     /// `raw` decompressed, transcoded and turned from documents into lines
-    /// as the source needs (keeping the input lines in `originals`, and
-    /// counting the decompressed bytes after those `skip` lets go in `input`).
+    /// as the source needs (keeping what [`Kept`] asks for, and counting
+    /// the decompressed bytes after those `skip` lets go in `input`). The
+    /// lines of JSON values are skipped once they are made: they are the
+    /// documents, which the chunker counts.
     fn decoded(
         &self,
         raw: Box<dyn Read + Send>,
-        originals: Option<OriginalLines>,
+        kept: Kept,
         (input, skip): (Option<RawCounter>, Option<Skip>),
     ) -> Result<(Box<dyn Read + Send>, RawCounter), Error> {
         let counter = RawCounter::default();
@@ -572,14 +585,13 @@ impl Source {
             Compression::None => Box::new(counted),
             compressed => compressed.decoder(buffered(counted)).map_err(|e| self.input_error(&e.to_string()))?,
         };
-        let stream: Box<dyn Read + Send> = match skip {
-            None => stream,
-            skip => {
-                Box::new(Skipping { inner: stream, skip, kept: io::Cursor::default(), originals: originals.clone() })
-            }
+        let (skip_first, skip_made) = match skip {
+            Some(Skip::Lines(_)) if self.json_values.is_some() => (None, skip),
+            skip => (skip, None),
         };
-        let stream: Box<dyn Read + Send> = match input {
-            Some(counter) => Box::new(Counting { inner: stream, counter }),
+        let stream = Skipping::over(stream, skip_first, kept.clone(), None);
+        let stream: Box<dyn Read + Send> = match &input {
+            Some(counter) => Box::new(Counting { inner: stream, counter: counter.clone() }),
             None => stream,
         };
         let stream = match self.transcoding {
@@ -587,11 +599,14 @@ impl Source {
             None => stream,
         };
         let stream: Box<dyn Read + Send> = match &self.json_values {
-            Some(path) => Box::new(JsonValues::new(stream, path.clone())),
+            Some(path) => Box::new(JsonValues::new(stream, path.clone()).noting_lines(kept.document_lines.clone())),
             None => stream,
         };
+        let stream = Skipping::over(stream, skip_made, kept.clone(), input);
         let stream = match &self.documents {
-            Some((columns, max_line)) => Box::new(DocumentReader::new(stream, columns.clone(), *max_line, originals)),
+            Some((columns, max_line)) => {
+                Box::new(DocumentReader::new(stream, columns.clone(), *max_line, kept.originals))
+            }
             None => stream,
         };
         Ok((stream, counter))
@@ -655,6 +670,15 @@ enum Skip {
     Lines(u64),
 }
 
+/// What a stream opened for the chunker keeps beside its bytes, for the
+/// rejects file: the input lines of documents read into columns, and the
+/// input line each line made of JSON values begins at.
+#[derive(Clone, Default)]
+struct Kept {
+    originals: Option<OriginalLines>,
+    document_lines: Option<DocumentLines>,
+}
+
 /// Lets go of the first bytes or lines of `inner` at the first read: a
 /// compressed file, or one read by lines, loaded from a [`Start`] is read
 /// from its beginning.
@@ -664,19 +688,48 @@ struct Skipping<R> {
     skip: Option<Skip>,
     /// What was read past the last line let go, served first.
     kept: io::Cursor<Vec<u8>>,
-    /// The input lines kept for the rejects file, which start where the
-    /// bytes let go end.
-    originals: Option<OriginalLines>,
+    /// What the stream keeps beside its bytes, which starts where the bytes
+    /// let go end: told where that is.
+    told: Kept,
+    /// Counted the lines let go of as they were made (JSON values, byte for
+    /// byte the input's): the count takes them back.
+    counted: Option<RawCounter>,
+}
+
+impl<'a> Skipping<Box<dyn Read + Send + 'a>> {
+    /// `inner`, letting go of what `skip` says, if anything.
+    fn over(
+        inner: Box<dyn Read + Send + 'a>,
+        skip: Option<Skip>,
+        told: Kept,
+        counted: Option<RawCounter>,
+    ) -> Box<dyn Read + Send + 'a> {
+        match skip {
+            None => inner,
+            skip => Box::new(Skipping { inner, skip, kept: io::Cursor::default(), told, counted }),
+        }
+    }
 }
 
 impl<R: Read> Skipping<R> {
     fn let_go(&mut self, skip: Skip) -> io::Result<()> {
         let short = |what: String| io::Error::new(io::ErrorKind::UnexpectedEof, format!("it ends {what}"));
         match skip {
-            Skip::Bytes(left) => {
-                let skipped = io::copy(&mut (&mut self.inner).take(left), &mut io::sink())?;
-                if skipped < left {
-                    return Err(short(format!("{} bytes before the byte the load begins at", left - skipped)));
+            Skip::Bytes(mut left) => {
+                let (mut block, mut line_breaks, mut after_cr) = (vec![0u8; 64 << 10], 0, false);
+                while left > 0 {
+                    let n = self.inner.read(&mut block[..left.min(64 << 10) as usize])?;
+                    if n == 0 {
+                        return Err(short(format!("{left} bytes before the byte the load begins at")));
+                    }
+                    if self.told.document_lines.is_some() {
+                        let (breaks, cr) = crate::format::json_values::line_breaks(&block[..n], after_cr);
+                        (line_breaks, after_cr) = (line_breaks + breaks, cr);
+                    }
+                    left -= n as u64;
+                }
+                if let Some(lines) = &self.told.document_lines {
+                    lines.begin_after(line_breaks);
                 }
             }
             Skip::Lines(mut left) => {
@@ -695,8 +748,12 @@ impl<R: Read> Skipping<R> {
                         }
                     }
                 }
-                if let Some(originals) = &self.originals {
-                    originals.begin_at(read - self.kept.get_ref().len() as u64);
+                let let_go = read - self.kept.get_ref().len() as u64;
+                if let Some(originals) = &self.told.originals {
+                    originals.begin_at(let_go);
+                }
+                if let Some(counted) = &self.counted {
+                    counted.0.fetch_sub(let_go, Ordering::Relaxed);
                 }
             }
         }

@@ -25,8 +25,10 @@
 //! bracket, after its last document); what follows the last document is
 //! left out. A line break inside a document (which JSON allows only
 //! between tokens) becomes a space. The lines are the documents, so a
-//! reject's `line` and `record` are the document's number (`jq '.[N-1]'`
-//! shows it).
+//! reject's `record` is the document's number (`jq '.[N-1]'` shows it);
+//! its `line` is the input's line where the document begins, which the
+//! reader notes for each line it makes ([`DocumentLines`]), since the
+//! chunker counts the lines made.
 //!
 //! What cannot be read as documents stops the load, naming the file's line
 //! and byte: a bracket that closes another kind, a line break inside a
@@ -37,8 +39,9 @@
 //! document alone. Two commas in a row leave an empty line, rejected as
 //! one.
 
+use std::collections::VecDeque;
 use std::io::{self, Read};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde::de::IgnoredAny;
 
@@ -212,6 +215,75 @@ pub struct JsonValues<R> {
     path: Arc<[String]>,
     /// The top-level object being read, with `path`.
     wrapper: Option<Wrapper>,
+    /// Where to note the input line of each line made, and those of the
+    /// block being read (see [`DocumentLines`]).
+    lines: Option<DocumentLines>,
+    made: Vec<u64>,
+}
+
+/// The input line each line [`JsonValues`] makes begins at: where its
+/// document begins (for an empty place, `[1,,2]`, its second comma). The
+/// chunker counts the lines made, one a document, so a reject's line in
+/// the file comes from here: the feeder takes each chunk's lines as it
+/// cuts the chunk. Noted a block of input at a time, so it holds the lines
+/// of the blocks read ahead of the chunker and no more.
+#[derive(Clone, Debug, Default)]
+pub struct DocumentLines(Arc<Mutex<NotedLines>>);
+
+#[derive(Debug, Default)]
+struct NotedLines {
+    lines: VecDeque<u64>,
+    /// Line breaks before the byte the reader began at (a file loaded from
+    /// where earlier jobs ended), which its own count leaves out.
+    base: u64,
+    /// Lines made that the load lets go of (documents an earlier job loaded).
+    to_drop: u64,
+}
+
+impl DocumentLines {
+    /// For a reader whose first `documents` lines are let go of.
+    pub fn dropping(documents: u64) -> DocumentLines {
+        let lines = DocumentLines::default();
+        lines.held().to_drop = documents;
+        lines
+    }
+
+    /// The reader began after `line_breaks` line breaks of the input.
+    pub fn begin_after(&self, line_breaks: u64) {
+        self.held().base = line_breaks;
+    }
+
+    /// The input lines of the next `count` lines made, fewer where fewer
+    /// were noted.
+    pub fn take(&self, count: u64) -> Arc<[u64]> {
+        let mut held = self.held();
+        let dropped = held.to_drop.min(held.lines.len() as u64);
+        held.lines.drain(..dropped as usize);
+        held.to_drop -= dropped;
+        let count = count.min(held.lines.len() as u64) as usize;
+        let base = held.base;
+        held.lines.drain(..count).map(|line| base + line).collect()
+    }
+
+    fn note(&self, made: &mut Vec<u64>) {
+        self.held().lines.extend(made.drain(..));
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, NotedLines> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Line breaks in `bytes` as [`JsonValues`] counts them: a line feed, a
+/// carriage return, a pair of them once; `after_cr` when the bytes before
+/// ended with a carriage return, which the result says of these.
+pub fn line_breaks(bytes: &[u8], after_cr: bool) -> (u64, bool) {
+    let returns = memchr::memchr_iter(b'\r', bytes).count() as u64;
+    let paired = memchr::memmem::find_iter(bytes, b"\r\n").count() as u64;
+    let feeds = memchr::memchr_iter(b'\n', bytes).count() as u64;
+    let first_paired = after_cr && bytes.first() == Some(&b'\n');
+    let breaks = returns + feeds - paired - u64::from(first_paired);
+    (breaks, bytes.last().map_or(after_cr, |&b| b == b'\r'))
 }
 
 /// A top-level object, of which only the array at the path is loaded:
@@ -316,6 +388,20 @@ impl<R: Read> JsonValues<R> {
             done: false,
             path,
             wrapper: None,
+            lines: None,
+            made: Vec::new(),
+        }
+    }
+
+    /// Notes the input line of each line made in `lines`.
+    pub fn noting_lines(self, lines: Option<DocumentLines>) -> Self {
+        JsonValues { lines, ..self }
+    }
+
+    /// A line made begins here.
+    fn note_line(&mut self) {
+        if self.lines.is_some() {
+            self.made.push(self.at.line);
         }
     }
 
@@ -339,6 +425,9 @@ impl<R: Read> JsonValues<R> {
         }
         let result = self.take_all(bytes);
         self.input = input;
+        if let Some(lines) = &self.lines {
+            lines.note(&mut self.made);
+        }
         if let Err(message) = result {
             self.done = true;
             self.failed = Some(not_json(io::ErrorKind::InvalidData)(message));
@@ -450,11 +539,14 @@ impl<R: Read> JsonValues<R> {
                 // An empty place (`[1,,2]`): an empty line, rejected as one.
                 b',' if self.line_to_end => {
                     self.end_the_line_before();
+                    self.note_line();
                     self.spaces = 1;
                     self.line_to_end = true;
                     Ok(())
                 }
+                // An empty place first in the array: an empty line too.
                 b',' => {
+                    self.note_line();
                     self.end_line();
                     Ok(())
                 }
@@ -483,6 +575,7 @@ impl<R: Read> JsonValues<R> {
         self.end_the_line_before();
         self.write_spaces();
         self.document_began = self.at;
+        self.note_line();
         self.bare = !matches!(b, b'{' | b'[' | b'"');
         self.state = State::Document { in_array };
         self.in_document(b, in_array)
@@ -810,6 +903,62 @@ mod tests {
         assert_eq!(lines("[] [{\"a\":1}]\n[\n]").unwrap(), "    {\"a\":1}\n");
         assert_eq!(lines("[{\"a\":1},,{\"a\":2},]").unwrap(), " {\"a\":1}\n\n{\"a\":2}\n", "an empty place, rejected");
         assert_eq!(lines(r#"["a\"]\\", "\\"]"#).unwrap(), " \"a\\\"]\\\\\" \n\"\\\\\"\n");
+    }
+
+    /// The lines made, and the input line each begins at as noted.
+    fn noted(input: &str, by_bytes: bool) -> (Vec<String>, Vec<u64>) {
+        let noted = DocumentLines::default();
+        let mut out = Vec::new();
+        let path: Arc<[String]> = match input.contains("\"data\"") {
+            true => Arc::from(["data".to_string()]),
+            false => Arc::from([]),
+        };
+        let read = match by_bytes {
+            true => JsonValues::new(ByteByByte(input.as_bytes()), path)
+                .noting_lines(Some(noted.clone()))
+                .read_to_end(&mut out),
+            false => JsonValues::new(input.as_bytes(), path).noting_lines(Some(noted.clone())).read_to_end(&mut out),
+        };
+        read.unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let mut made: Vec<String> = text.split('\n').map(str::to_string).collect();
+        if made.last().is_some_and(String::is_empty) {
+            made.pop();
+        }
+        (made, noted.take(u64::MAX).to_vec())
+    }
+
+    #[test]
+    fn each_line_made_is_noted_with_the_input_line_its_document_begins_at() {
+        let cases: [(&str, &[u64]); 9] = [
+            ("[\n  {\n    \"a\": 1\n  },\n  {\"a\": 2}\n]\n", &[2, 5]),
+            ("[{\"a\":1},{\"a\":2}]\n[{\"a\":3}]\n", &[1, 1, 2]),
+            ("{\n \"a\": 1\n}\r\n{\n \"a\": 2\n}\n", &[1, 4]),
+            ("[1,\n,2,]", &[1, 2, 2]),
+            ("[,\n1]", &[1, 2]),
+            ("[1][,2]", &[1, 1, 1]),
+            ("\r\r[\r{\"a\":1}]", &[4]),
+            ("[] [{\"a\":1}]\n[\n]", &[1]),
+            ("{\"n\": 1,\n \"data\": [\n  {\"a\": 1},\n  {\"a\": 2}\n]}\n{\"data\": [{\"a\": 3}]}", &[3, 4, 6]),
+        ];
+        for (input, lines) in cases {
+            for by_bytes in [false, true] {
+                let (made, noted) = noted(input, by_bytes);
+                assert_eq!(noted, lines, "{input:?}: {made:?}");
+                assert_eq!(made.len(), noted.len(), "a line noted for each made: {input:?}");
+            }
+        }
+        let lines = DocumentLines::dropping(1);
+        lines.begin_after(10);
+        lines.note(&mut vec![1, 2, 3]);
+        assert_eq!((&*lines.take(1), &*lines.take(5), &*lines.take(1)), (&[12][..], &[13][..], &[][..]));
+    }
+
+    #[test]
+    fn line_breaks_are_counted_as_the_reader_counts_them() {
+        assert_eq!(line_breaks(b"a\nb\r\nc\rd", false), (3, false));
+        assert_eq!(line_breaks(b"\na\r", true), (1, true), "a pair across two reads counts once");
+        assert_eq!(line_breaks(b"", true), (0, true));
     }
 
     #[test]

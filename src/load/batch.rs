@@ -101,7 +101,14 @@ mod tests {
     fn chunk(seq: u64, source: usize, len: u64) -> Chunk {
         Chunk {
             seq,
-            loc: Location { source, byte_offset: 0, byte_len: len, first_line: 1, first_record: 1 },
+            loc: Location {
+                source,
+                byte_offset: 0,
+                byte_len: len,
+                first_line: 1,
+                first_record: 1,
+                document_lines: None,
+            },
             records: 1,
             source_span: len,
             data: None,

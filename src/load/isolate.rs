@@ -1264,9 +1264,11 @@ impl<'a> Isolator<'a> {
         }
         reason.push_str(advice);
         let (first_line, lines_before) = (loc.first_line, self.index.lines_before[i]);
+        let line_of_document = loc.line_of(i as u64, lines_before);
         let (raw, at) = self.as_in_input(i);
         let position = match at {
-            Some((byte, lines)) => Position { byte, line: first_line + lines.unwrap_or(lines_before), ..position },
+            Some((byte, Some(lines))) => Position { byte, line: first_line + lines, ..position },
+            Some((byte, None)) => Position { byte, line: line_of_document, ..position },
             None => position,
         };
         let mut reject = Reject::new(position, reason, &raw);

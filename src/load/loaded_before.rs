@@ -712,14 +712,17 @@ fn begins(source: &Source, table: &TableInfo, loaded: &FinishedChunk, end: u64, 
 /// (The byte only where it is the file's: not for JSON lines read into
 /// columns, see [`Start::by_lines`].)
 pub fn grown_said(before: &LoadedBefore, start: Start, sources: &[Source], table: &TableInfo) -> String {
+    let source = &sources[before.input];
     let byte = match start.by_lines {
         true => String::new(),
         false => format!(" (byte {})", thousands(start.byte)),
     };
+    // JSON values are counted in documents, their lines made one a document.
+    let line = if source.json_values.is_some() { "its document" } else { "line" };
     format!(
-        "loading {} from line {}{byte}: job {} loaded the {} before it{} into {} (finished at {}), and the file \
+        "loading {} from {line} {}{byte}: job {} loaded the {} before it{} into {} (finished at {}), and the file \
          holds them still; pass --load-again to load it whole",
-        sources[before.input].name,
+        source.name,
         thousands(start.lines + 1),
         before.job,
         count_of(before.rows, "row"),

@@ -1886,13 +1886,13 @@ fn documents_at_advice((name, head): (&str, &[u8]), format: &FormatOptions) -> O
 }
 
 /// What the load says when it reads JSON values: how rejects name a
-/// document, since its line in the file is not counted.
+/// document (its line where it begins, its record its number).
 fn json_values_said(sources: &[Source], format: &FormatOptions) -> Option<String> {
     let first = sources.iter().find(|s| s.json_values.is_some())?;
     if let Some(path) = &format.documents_at {
         return Some(format!(
             "{}: reading each element of the array at \"{}\" of each top-level object as a row (the rest of the \
-             object is left out): a reject's line and record are the document's number, its byte where it begins \
+             object is left out): a reject's record is the document's number, its line and byte where it begins \
              in the file",
             first.name,
             path.join(".")
@@ -1900,8 +1900,8 @@ fn json_values_said(sources: &[Source], format: &FormatOptions) -> Option<String
     }
     Some(format!(
         "{}: not JSON lines; reading each document of its JSON arrays (or each document written over several \
-         lines) as a row: a reject's line and record are the document's number (jq '.[N-1]' shows the Nth of an \
-         array), its byte where it begins in the file",
+         lines) as a row: a reject's record is the document's number (jq '.[N-1]' shows the Nth of an array), \
+         its line and byte where it begins in the file",
         first.name
     ))
 }
@@ -2190,6 +2190,9 @@ fn feed_one(
         };
         if let Some(originals) = &opened.originals {
             chunk.original = Some(Arc::new(originals.take(chunk.records)));
+        }
+        if let Some(lines) = &opened.document_lines {
+            chunk.loc.document_lines = Some(lines.take(chunk.records));
         }
         scan.chunks += 1;
         scan.bytes = chunk.loc.byte_offset + chunk.loc.byte_len - source.start.map_or(0, |s| s.byte);

@@ -1030,7 +1030,7 @@ fn record(shared: &Shared, chunk: &Chunk, done: &Isolated, by: By, start_s: f64)
         file: shared.sources[chunk.loc.source].name.to_string(),
         byte_offset: chunk.loc.byte_offset,
         byte_len: chunk.loc.byte_len,
-        first_line: chunk.loc.first_line,
+        first_line: chunk.loc.line_of(0, 0),
         first_record: chunk.loc.first_record,
         records: chunk.records,
         rows: done.rows,
