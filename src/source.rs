@@ -808,6 +808,8 @@ pub fn resolve_inputs(args: &[String]) -> Result<Vec<Source>, Error> {
             }
             stdin_seen = true;
             sources.push(stdin_source()?);
+        } else if let Some(refusal) = url_refused(arg) {
+            return Err(refusal);
         } else if arg.contains(['*', '?', '[']) {
             sources.extend(glob_sources(arg)?);
         } else {
@@ -819,6 +821,63 @@ pub fn resolve_inputs(args: &[String]) -> Result<Vec<Source>, Error> {
     }
     refuse_a_file_named_twice(&sources)?;
     Ok(sources)
+}
+
+/// The refusal of an argument that is a URL (`https://...`, `s3://...`) and
+/// names no file, with the command that streams it into sluice's stdin:
+/// it was "No such file or directory" (or, with a query string, a glob
+/// that matched nothing). sluice reads no URL itself: a download is read
+/// once, front to back, as stdin is, so piping it in loses nothing, and
+/// the tool that fetches it knows its credentials. A password or query
+/// string in the URL is not repeated (a signed URL's token is a secret).
+fn url_refused(arg: &str) -> Option<Error> {
+    let (scheme, rest) = arg.split_once("://")?;
+    let is_scheme = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c));
+    if !is_scheme || Path::new(arg).exists() {
+        return None;
+    }
+    let (before_query, query) = rest.split_once(['?', '#']).map_or((rest, false), |(path, _)| (path, true));
+    let (authority, path) = before_query.split_at(before_query.find('/').unwrap_or(before_query.len()));
+    let (authority, password) = match authority.rsplit_once('@') {
+        Some((user, host)) => match user.split_once(':') {
+            Some((name, _)) => (format!("{name}@{host}"), true),
+            None => (authority.to_string(), false),
+        },
+        None => (authority.to_string(), false),
+    };
+    let shown = format!("{scheme}://{authority}{path}{}", if query { "?..." } else { "" });
+    if path.contains(['*', '[']) {
+        let message = "a URL with wildcards, not files: sluice reads files and stdin; download the files first (`aws \
+                       s3 cp --recursive` with --exclude and --include, `gcloud storage cp`), then load them with a \
+                       glob";
+        return Some(Error::Input { file: shown, message: message.into() });
+    }
+    let hidden = query || password;
+    let url = if hidden { "URL".to_string() } else { shell_word(arg) };
+    let fetch = match scheme.to_ascii_lowercase().as_str() {
+        "http" | "https" | "ftp" | "ftps" => format!("curl -fsSL {url}"),
+        "s3" => format!("aws s3 cp {url} -"),
+        "gs" => format!("gcloud storage cat {url}"),
+        "hdfs" => format!("hdfs dfs -cat {url}"),
+        _ => return Some(Error::Input {
+            file: shown,
+            message:
+                "a URL, not a file: sluice reads files and stdin; download it first, or stream it into `sluice load -`"
+                    .into(),
+        }),
+    };
+    let format = crate::format::FormatKind::guess(Path::new(path)).map(|f| format!(" --format {}", f.name()));
+    let url_note = if hidden { " (URL: the one you gave, in full)" } else { "" };
+    Some(Error::Input {
+        file: shown,
+        message: format!(
+            "a URL, not a file: sluice reads files and stdin. Stream it in, `{fetch} | sluice load -{} ...` with \
+             this command's other options{url_note}, or download it first (a compressed download is recognised \
+             by its first bytes)",
+            format.unwrap_or_default()
+        ),
+    })
 }
 
 /// A file named twice (`'data/*.csv' data/extra.csv`, `a.csv ./a.csv`, a
@@ -1067,6 +1126,26 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_url_is_refused_with_the_command_that_streams_it_in() {
+        let refusal = |arg: &str| super::url_refused(arg).map(|e| e.to_string());
+        let said = refusal("https://example.com/exports/orders.csv.gz").unwrap();
+        assert!(said.starts_with("https://example.com/exports/orders.csv.gz: a URL, not a file"), "{said}");
+        assert!(
+            said.contains("`curl -fsSL https://example.com/exports/orders.csv.gz | sluice load - --format csv ...`")
+        );
+        let said = refusal("s3://bucket/day=1/part-0.jsonl").unwrap();
+        assert!(said.contains("`aws s3 cp s3://bucket/day=1/part-0.jsonl - | sluice load - --format jsonl ...`"));
+        let said = refusal("https://me:pw9876@host/f.tsv?X-Amz-Signature=abcdef").unwrap();
+        assert!(!said.contains("pw9876") && !said.contains("abcdef"), "{said}");
+        assert!(said.starts_with("https://me@host/f.tsv?...: ") && said.contains("`curl -fsSL URL |"), "{said}");
+        let said = refusal("s3://me:pw9876@bucket/part-*.csv").unwrap();
+        assert!(said.contains("wildcards") && !said.contains("pw9876"), "{said}");
+        assert!(refusal("abfss://c@acct.dfs.core.windows.net/x.csv").unwrap().contains("download it first"));
+        assert_eq!(refusal("data/orders.csv"), None);
+        assert_eq!(refusal("1://x"), None, "not a scheme");
+    }
+
     use super::*;
 
     #[test]

@@ -231,6 +231,11 @@ fn missing_file_and_refused_connection() {
     let run = db.load(&[folder, "--table", "t"]);
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("a folder, not a file; name its files, or a glob"), "{}", run.stderr);
+    // A URL: the command that streams it in (it was "No such file or directory").
+    let run = db.load(&["https://loader:pw9876@example.com/data.csv?token=t0k3n", "--table", "t"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("a URL, not a file: sluice reads files and stdin. Stream it in, `curl -fsSL URL | sluice load - --format csv ...`"), "{}", run.stderr);
+    assert!(!run.output().contains("pw9876") && !run.output().contains("t0k3n"), "{}", run.stderr);
     let file = db.file("x.csv", b"1,a\n");
     let mut cmd = sluice_command();
     cmd.args(["load", file.to_str().unwrap(), "--table", "t", "--db", "postgresql://u:pw9876@127.0.0.1:1/db"]);
