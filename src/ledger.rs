@@ -43,7 +43,7 @@
 //! chunking, table_oid, command, input_bytes, emptied_at, input_sizes)` and
 //! `sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, state
 //! ('pending' or 'done'), rows_loaded, rows_rejected, host, pid, committed_at,
-//! content_hash, rows_suppressed, rows_skipped, line_samples)`,
+//! content_hash, rows_suppressed, rows_skipped, line_samples, rows_replaced)`,
 //! `sluice.steps (job, step, target_table, name, drop_sql, create_sql,
 //! violations_sql, state ('dropped' or 'rebuilt'), recorded_at, rebuilt_at)` and
 //! `sluice.xacts (job, seq)` (one row per COPY of a deferred load, whose
@@ -84,7 +84,8 @@ pub const CREATE_TABLES: &str =
      first_line bigint NOT NULL, state text NOT NULL, rows_loaded bigint NOT NULL DEFAULT 0, \
      rows_rejected bigint NOT NULL DEFAULT 0, host text NOT NULL, pid integer NOT NULL, \
      committed_at timestamptz, content_hash bigint, rows_suppressed bigint NOT NULL DEFAULT 0, \
-     rows_skipped bigint NOT NULL DEFAULT 0, line_samples text, PRIMARY KEY (job, seq)); \
+     rows_skipped bigint NOT NULL DEFAULT 0, line_samples text, rows_replaced bigint NOT NULL DEFAULT 0, \
+     PRIMARY KEY (job, seq)); \
      CREATE TABLE IF NOT EXISTS sluice.steps (job text NOT NULL, step integer NOT NULL, \
      target_table text NOT NULL, name text NOT NULL, drop_sql text NOT NULL, create_sql text NOT NULL, \
      violations_sql text, state text NOT NULL, recorded_at timestamptz NOT NULL DEFAULT now(), \
@@ -146,7 +147,7 @@ pub fn refuse_out_of_reach(control: &PgSession, usage: LedgerUse) -> Result<(), 
 /// altering the ledger while another one loads could deadlock with it.
 /// Listed in the order loads lock the tables (jobs, then a chunk's rejects,
 /// then its row in chunks).
-const ADDED_COLUMNS: [(&str, &str, &str); 13] = [
+const ADDED_COLUMNS: [(&str, &str, &str); 14] = [
     ("jobs", "chunking", "text"),
     ("jobs", "table_oid", "bigint"),
     ("jobs", "command", "text"),
@@ -160,6 +161,7 @@ const ADDED_COLUMNS: [(&str, &str, &str); 13] = [
     ("chunks", "rows_suppressed", "bigint NOT NULL DEFAULT 0"),
     ("chunks", "rows_skipped", "bigint NOT NULL DEFAULT 0"),
     ("chunks", "line_samples", "text"),
+    ("chunks", "rows_replaced", "bigint NOT NULL DEFAULT 0"),
 ];
 
 /// One row per column of [`ADDED_COLUMNS`] missing from an existing ledger
@@ -201,6 +203,9 @@ pub struct Done {
     pub suppressed: u64,
     /// Records skipped for a key a row held (`--on-conflict-do-nothing`).
     pub skipped: u64,
+    /// Of `rows`, those that replaced a row holding their key
+    /// (`--on-conflict-do-update`).
+    pub replaced: u64,
     /// Where the chunk lay in its input, to tell whether a resumed load
     /// cuts the same chunk (stdin cannot be checked any other way).
     pub byte_offset: u64,
@@ -681,7 +686,7 @@ pub fn xact_marker_sql(job: &str, seqs: &[u64]) -> String {
 pub fn done_chunks(session: &PgSession, job: &str) -> Result<HashMap<u64, Done>, Error> {
     let rows = session.query(
         "SELECT seq, rows_loaded, rows_rejected, byte_offset, byte_len, content_hash, rows_suppressed, \
-         rows_skipped FROM sluice.chunks WHERE job = $1 AND state = 'done'",
+         rows_skipped, rows_replaced FROM sluice.chunks WHERE job = $1 AND state = 'done'",
         &[Some(job)],
     )?;
     let num = |v: &Option<String>| v.as_deref().and_then(|s| s.parse().ok()).unwrap_or(0);
@@ -693,6 +698,7 @@ pub fn done_chunks(session: &PgSession, job: &str) -> Result<HashMap<u64, Done>,
         content_hash: r[5].as_deref().and_then(|s| s.parse::<i64>().ok()).map(|h| h as u64),
         suppressed: num(&r[6]),
         skipped: num(&r[7]),
+        replaced: num(&r[8]),
     };
     Ok(rows.iter().map(|r| (num(&r[0]), done(r))).collect())
 }
@@ -946,17 +952,27 @@ pub fn files_read(session: &PgSession, job: &str) -> Result<Vec<String>, Error> 
     Ok(rows.into_iter().filter_map(|r| r[0].clone()).collect())
 }
 
-/// The rows a chunk loaded, those a trigger suppressed and the records it
-/// skipped, when this process committed its ledger row (not another process
-/// sharing the job, which counts them itself).
-pub fn committed_rows(session: &PgSession, job: &str, seq: u64) -> Result<Option<(u64, u64, u64)>, Error> {
+/// The rows a chunk loaded, those a trigger suppressed, the records it
+/// skipped and the rows it replaced, when this process committed its ledger
+/// row (not another process sharing the job, which counts them itself).
+pub fn committed_rows(session: &PgSession, job: &str, seq: u64) -> Result<Option<Committed>, Error> {
     let rows = session.query(
-        "SELECT rows_loaded, rows_suppressed, rows_skipped FROM sluice.chunks WHERE job = $1 AND seq = $2::bigint \
-         AND state = 'done' AND host = $3 AND pid = $4::integer",
+        "SELECT rows_loaded, rows_suppressed, rows_skipped, rows_replaced FROM sluice.chunks WHERE job = $1 \
+         AND seq = $2::bigint AND state = 'done' AND host = $3 AND pid = $4::integer",
         &[Some(job), Some(&seq.to_string()), Some(host_name()), Some(&std::process::id().to_string())],
     )?;
     let num = |r: &Vec<Option<String>>, i: usize| r[i].as_deref().and_then(|v| v.parse().ok());
-    Ok(rows.first().and_then(|r| Some((num(r, 0)?, num(r, 1)?, num(r, 2)?))))
+    Ok(rows.first().and_then(|r| {
+        Some(Committed { rows: num(r, 0)?, suppressed: num(r, 1)?, skipped: num(r, 2)?, replaced: num(r, 3)? })
+    }))
+}
+
+/// A chunk's counts as its ledger row has them (see [`committed_rows`]).
+pub struct Committed {
+    pub rows: u64,
+    pub suppressed: u64,
+    pub skipped: u64,
+    pub replaced: u64,
 }
 
 /// Puts `chunks` back to pending, with their stored rejects and markers
@@ -969,7 +985,8 @@ pub fn reopen_chunks(session: &PgSession, job: &str, chunks: &[u64]) -> Result<(
          AND r.byte < c.byte_offset + c.byte_len) RETURNING 1",
         "DELETE FROM sluice.xacts WHERE job = $1 AND seq = ANY($2::bigint[]) RETURNING 1",
         "UPDATE sluice.chunks SET state = 'pending', rows_loaded = 0, rows_rejected = 0, rows_suppressed = 0, \
-         rows_skipped = 0, committed_at = NULL WHERE job = $1 AND seq = ANY($2::bigint[]) RETURNING 1",
+         rows_skipped = 0, rows_replaced = 0, committed_at = NULL WHERE job = $1 AND seq = ANY($2::bigint[]) \
+         RETURNING 1",
     ] {
         session.query(sql, &[Some(job), Some(&list)])?;
     }
@@ -1092,6 +1109,9 @@ pub struct ChunkRow<'a> {
     pub rejected: u64,
     pub suppressed: u64,
     pub skipped: u64,
+    /// Of `rows`, those that replaced a row holding their key
+    /// (`--on-conflict-do-update`).
+    pub replaced: u64,
 }
 
 /// What a claim found.
@@ -1165,8 +1185,9 @@ pub fn done_sql(rows: &[ChunkRow<'_>]) -> String {
     format!(
         "UPDATE sluice.chunks c SET state = 'done', rows_loaded = v.rows, rows_rejected = v.rejected, \
          rows_suppressed = v.suppressed, rows_skipped = v.skipped, content_hash = v.hash, \
-         line_samples = v.samples, host = {}, pid = {}, committed_at = now() \
-         FROM unnest({}, {}, {}, {}, {}, {}, {}) v (seq, rows, rejected, suppressed, skipped, hash, samples) \
+         line_samples = v.samples, rows_replaced = v.replaced, host = {}, pid = {}, committed_at = now() \
+         FROM unnest({}, {}, {}, {}, {}, {}, {}, {}) v (seq, rows, rejected, suppressed, skipped, hash, samples, \
+         replaced) \
          WHERE c.job = {} AND c.seq = v.seq AND c.seq {} AND c.state <> 'done' RETURNING c.seq",
         quote_literal(host_name()),
         std::process::id(),
@@ -1177,6 +1198,7 @@ pub fn done_sql(rows: &[ChunkRow<'_>]) -> String {
         bigint_array(rows, |r| r.skipped.to_string()),
         bigint_array(rows, ChunkRow::hash_element),
         text_array(rows, |r| samples::to_text(r.line_samples)),
+        bigint_array(rows, |r| r.replaced.to_string()),
         quote_literal(rows.first().map_or("", |r| r.job)),
         seq_range(rows),
     )
@@ -1184,8 +1206,8 @@ pub fn done_sql(rows: &[ChunkRow<'_>]) -> String {
 
 /// Adds the rows of claimed chunks the ledger did not list, `done`.
 pub const COPY_DONE: &str = "COPY sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, content_hash, \
-     state, rows_loaded, rows_rejected, rows_suppressed, rows_skipped, host, pid, committed_at, line_samples) \
-     FROM STDIN";
+     state, rows_loaded, rows_rejected, rows_suppressed, rows_skipped, host, pid, committed_at, line_samples, \
+     rows_replaced) FROM STDIN";
 
 /// The rows as [`COPY_DONE`] takes them, committed `at`.
 pub fn done_copy_text(rows: &[ChunkRow<'_>], at: &str) -> Vec<u8> {
@@ -1194,7 +1216,7 @@ pub fn done_copy_text(rows: &[ChunkRow<'_>], at: &str) -> Vec<u8> {
     for r in rows {
         let hash = r.content_hash.map_or("\\N".to_string(), |h| (h as i64).to_string());
         out.push_str(&format!(
-            "{}\t{}\t{}\t{}\t{}\t{}\t{hash}\tdone\t{}\t{}\t{}\t{}\t{host}\t{pid}\t{at}\t{}\n",
+            "{}\t{}\t{}\t{}\t{}\t{}\t{hash}\tdone\t{}\t{}\t{}\t{}\t{host}\t{pid}\t{at}\t{}\t{}\n",
             copy_text_value(r.job),
             r.seq,
             copy_text_value(r.file),
@@ -1206,6 +1228,7 @@ pub fn done_copy_text(rows: &[ChunkRow<'_>], at: &str) -> Vec<u8> {
             r.suppressed,
             r.skipped,
             samples::to_text(r.line_samples),
+            r.replaced,
         ));
     }
     out.into_bytes()
@@ -1503,6 +1526,8 @@ pub struct JobStatus {
     pub rejected: u64,
     /// Records `--on-conflict-do-nothing` skipped.
     pub skipped: u64,
+    /// Rows that replaced a row holding their key (`--on-conflict-do-update`).
+    pub replaced: u64,
     /// Hosts (and processes) that committed a chunk in the last minute,
     /// but not the processes of this host that have stopped since.
     pub active: Vec<String>,
@@ -1543,7 +1568,8 @@ pub fn status(session: &PgSession, job: Option<&str>, table: Option<&str>) -> Re
            (SELECT coalesce(string_agg(s.name, '; ' ORDER BY s.step), '') FROM sluice.steps s \
              WHERE s.job = j.job AND s.state = 'dropped'), min(to_jsonb(j)->>'command'), \
            coalesce(sum(c.byte_len) FILTER (WHERE c.state = 'done'), 0), min(to_jsonb(j)->>'input_bytes'), \
-           coalesce(sum((to_jsonb(c)->>'rows_skipped')::bigint), 0), min(to_jsonb(j)->>'stopped_by') \
+           coalesce(sum((to_jsonb(c)->>'rows_skipped')::bigint), 0), min(to_jsonb(j)->>'stopped_by'), \
+           coalesce(sum((to_jsonb(c)->>'rows_replaced')::bigint), 0) \
          FROM sluice.jobs j LEFT JOIN sluice.chunks c ON c.job = j.job \
          WHERE ($1::text IS NULL OR j.job = $1) AND ($2::text IS NULL OR j.target_table = $2) \
          GROUP BY j.job ORDER BY max(j.created_at) DESC",
@@ -1564,6 +1590,7 @@ pub fn status(session: &PgSession, job: Option<&str>, table: Option<&str>) -> Re
             rows: num(r, 5),
             rejected: num(r, 6),
             skipped: num(r, 12),
+            replaced: num(r, 14),
             active: text(r, 7).split(", ").filter(|s| !s.is_empty() && still_running(s)).map(str::to_string).collect(),
             dropped: text(r, 8).split("; ").filter(|s| !s.is_empty()).map(str::to_string).collect(),
             command: r[9].clone(),
@@ -1633,6 +1660,7 @@ mod tests {
             rejected: 1,
             suppressed: 4,
             skipped: 5,
+            replaced: 6,
         };
         let next = ChunkRow { seq: 4, file: "b'\\\"\t{}.csv", content_hash: None, line_samples: &[], ..row };
         let rows = [row, next];
@@ -1642,7 +1670,7 @@ mod tests {
         let samples = "0000000000000001ffffffffffffffff";
         assert_eq!(
             copy,
-            format!("j'1\t3\ta.csv\t0\t9\t1\t-1{end}{samples}\nj'1\t4\tb'\\\\\"\\t{{}}.csv\t0\t9\t1\t\\N{end}\n")
+            format!("j'1\t3\ta.csv\t0\t9\t1\t-1{end}{samples}\t6\nj'1\t4\tb'\\\\\"\\t{{}}.csv\t0\t9\t1\t\\N{end}\t6\n")
         );
         assert_eq!(
             listed_sql(&rows),
@@ -1655,7 +1683,9 @@ mod tests {
         );
         let done = done_sql(&rows);
         let arrays = "'{3,4}'::bigint[], '{2,2}'::bigint[], '{1,1}'::bigint[], '{4,4}'::bigint[], '{5,5}'::bigint[]";
-        let unnest = format!("FROM unnest({arrays}, '{{-1,NULL}}'::bigint[], '{{\"{samples}\",\"\"}}'::text[]) v ");
+        let unnest = format!(
+            "FROM unnest({arrays}, '{{-1,NULL}}'::bigint[], '{{\"{samples}\",\"\"}}'::text[], '{{6,6}}'::bigint[]) v "
+        );
         assert!(done.contains(&unnest), "{done}");
         assert!(done.ends_with("WHERE c.job = E'j''1' AND c.seq = v.seq AND c.seq BETWEEN 3 AND 4 AND c.state <> 'done' RETURNING c.seq"), "{done}");
     }

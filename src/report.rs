@@ -106,6 +106,9 @@ pub struct Summary {
     pub resumed_rejected: u64,
     pub resumed_suppressed: u64,
     pub resumed_skipped: u64,
+    /// With `--on-conflict-do-update`: of `resumed_rows`, those that
+    /// replaced a row.
+    pub resumed_replaced: Option<u64>,
     /// The job this load belongs to (the ledger's name for it).
     pub job: String,
     /// Chunks another process of the same job committed first.

@@ -300,9 +300,12 @@ fn kill_at_random_moments_of_a_load_replacing_rows_then_resume_keeps_each_keys_l
     let mut f =
         fixture_with_keys_repeated(rows, Repeats { every: 100, near: 500, far_too: true, held_row: true, bad: 997 });
     f.args.push("--on-conflict-do-update".into());
+    let report = f.db.dir.path().join("replacing.json");
+    f.args.extend(["--report".into(), report.display().to_string()]);
     // The model: each key's last line.
     let (mut last, mut bad) = (std::collections::HashMap::from([(0u64, 0u64)]), 0);
     let input = std::fs::read_to_string(&f.args[1]).unwrap();
+    let lines = input.lines().count() as u64;
     for (line, record) in input.lines().enumerate() {
         match record.split('\t').next().unwrap().parse::<u64>() {
             Ok(tid) => _ = last.insert(tid, line as u64 + 1),
@@ -322,6 +325,16 @@ fn kill_at_random_moments_of_a_load_replacing_rows_then_resume_keeps_each_keys_l
     assert_eq!(db.scalar(stored), format!("{bad} {bad}"), "rejects in the database");
     let file = std::fs::read_to_string(db.dir.path().join("t.rejects.jsonl")).unwrap();
     assert_eq!(file.lines().count() as u64, bad, "rejects in the file");
+    // Each good record inserted a new key or replaced a row: the runs'
+    // counts together, earlier runs' from the ledger (this run's alone
+    // before), say which.
+    let summary =
+        &serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&report).unwrap()).unwrap()["summary"];
+    let count = |key: &str| summary[key].as_u64().unwrap_or_else(|| panic!("{key} in {summary}"));
+    assert_eq!(count("rows_loaded") + count("resumed_rows"), lines - bad, "{summary}");
+    assert!(count("resumed_replaced") > 0, "{summary}");
+    let new_keys = last.len() as u64 - 1;
+    assert_eq!(count("replaced") + count("resumed_replaced"), lines - bad - new_keys, "{summary}");
 }
 
 /// The same where keys repeat rarely (one line in 1,000, at most 10,000
@@ -1555,7 +1568,8 @@ fn stdin_with_other_data_is_a_new_job_and_never_skipped() {
     // chunking hashes gets the columns on the next load, and its rejects
     // their index.
     db.execute(
-        "ALTER TABLE sluice.chunks DROP COLUMN content_hash, DROP COLUMN rows_suppressed, DROP COLUMN rows_skipped",
+        "ALTER TABLE sluice.chunks DROP COLUMN content_hash, DROP COLUMN rows_suppressed, DROP COLUMN rows_skipped, \
+         DROP COLUMN rows_replaced",
     );
     db.execute("DROP INDEX sluice.rejects_job");
     db.execute(
@@ -1570,8 +1584,9 @@ fn stdin_with_other_data_is_a_new_job_and_never_skipped() {
     // chunks' content hashes tell them apart.
     let same_lengths = [&args[..], &["--job", "fixed-width"]].concat();
     sluice_with_stdin(&same_lengths, &day(1000, 1400)).assert_ok();
-    let hashed = "SELECT count(content_hash) || ' ' || sum(rows_skipped) FROM sluice.chunks WHERE job = 'fixed-width'";
-    assert_eq!(db.scalar(hashed), "5 0");
+    let hashed = "SELECT count(content_hash) || ' ' || sum(rows_skipped) || ' ' || sum(rows_replaced) FROM sluice.chunks \
+                  WHERE job = 'fixed-width'";
+    assert_eq!(db.scalar(hashed), "5 0 0");
     let recorded = "SELECT count(*) FROM sluice.jobs WHERE job = 'fixed-width' AND command LIKE '% --job fixed-width%'";
     assert_eq!(db.scalar(recorded), "1", "the command, recorded once the column is back");
     let unsized_input = "SELECT count(*) FROM sluice.jobs WHERE job = 'fixed-width' AND input_bytes IS NULL";

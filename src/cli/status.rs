@@ -78,6 +78,10 @@ pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
         if j.skipped > 0 {
             println!("  skipped {} (--on-conflict-do-nothing)", count_of(j.skipped, "duplicate key"));
         }
+        if j.replaced > 0 {
+            let replacing = "replacing the row with their key (--on-conflict-do-update)";
+            println!("  {} of the rows {replacing}", thousands(j.replaced));
+        }
         let in_progress = j.state == "in progress";
         if j.state == "emptied" {
             println!(
@@ -204,6 +208,7 @@ mod tests {
             rows: 0,
             rejected: 0,
             skipped: 0,
+            replaced: 0,
             active: vec![],
             dropped: vec![],
             command: None,

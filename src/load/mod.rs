@@ -1377,6 +1377,7 @@ fn merge_reload(shared: &Shared, first: PipelineResult, again: PipelineResult) -
             scan.resumed_rejected -= done.rejected;
             scan.resumed_suppressed -= done.suppressed;
             scan.resumed_skipped -= done.skipped;
+            scan.resumed_replaced -= done.replaced;
         }
     }
     records.extend(again.0);
@@ -1940,6 +1941,7 @@ struct InputScan {
     resumed_rejected: u64,
     resumed_suppressed: u64,
     resumed_skipped: u64,
+    resumed_replaced: u64,
 }
 
 /// Committed chunks, what the feeder saw, the first error, and the chunks
@@ -2213,6 +2215,7 @@ fn feed_one(
             scan.resumed_rejected += done.rejected;
             scan.resumed_suppressed += done.suppressed;
             scan.resumed_skipped += done.skipped;
+            scan.resumed_replaced += done.replaced;
             scan.resumed_chunks += 1;
             shared.progress.chunk_skipped(chunk.source_span);
             continue;
@@ -2415,6 +2418,7 @@ fn build_report(
         resumed_rejected: per_file.iter().map(|f| f.resumed_rejected).sum(),
         resumed_suppressed: per_file.iter().map(|f| f.resumed_suppressed).sum(),
         resumed_skipped: per_file.iter().map(|f| f.resumed_skipped).sum(),
+        resumed_replaced: shared.replaces().then(|| scans.iter().map(|s| s.resumed_replaced).sum()),
         job: String::new(),
         chunks_by_others: 0,
         header_lines: per_file.iter().map(|f| f.header_lines).sum(),

@@ -888,7 +888,7 @@ impl<'s> Worker<'s> {
     /// row: an attempt whose connection was lost after the server committed.
     fn committed_before(&self, chunk: &Chunk) -> Result<Option<Isolated>, Error> {
         let shared = self.shared;
-        let Some((rows, suppressed, skipped)) = ledger::committed_rows(&self.session, &shared.job, chunk.seq)? else {
+        let Some(counts) = ledger::committed_rows(&self.session, &shared.job, chunk.seq)? else {
             return Ok(None);
         };
         let (from, to) = (chunk.loc.byte_offset.to_string(), (chunk.loc.byte_offset + chunk.loc.byte_len).to_string());
@@ -900,7 +900,8 @@ impl<'s> Worker<'s> {
             .iter()
             .map(|r| Reject::from_row(r))
             .collect();
-        Ok(Some(Isolated { rows, binary_rows: 0, suppressed, skipped, rejects, copies: 0, staged: false, replaced: 0 }))
+        let ledger::Committed { rows, suppressed, skipped, replaced } = counts;
+        Ok(Some(Isolated { rows, binary_rows: 0, suppressed, skipped, rejects, copies: 0, staged: false, replaced }))
     }
 }
 
@@ -1011,6 +1012,7 @@ fn ledger_row<'a>(shared: &'a Shared, chunk: &'a Chunk, done: Option<&Isolated>)
         rejected: done.map_or(0, |d| d.rejects.len() as u64),
         suppressed: done.map_or(0, |d| d.suppressed),
         skipped: done.map_or(0, |d| d.skipped),
+        replaced: done.map_or(0, |d| d.replaced),
     }
 }
 
