@@ -1584,7 +1584,8 @@ fn stdin_with_other_data_is_a_new_job_and_never_skipped() {
     // chunks' content hashes tell them apart.
     let same_lengths = [&args[..], &["--job", "fixed-width"]].concat();
     sluice_with_stdin(&same_lengths, &day(1000, 1400)).assert_ok();
-    let hashed = "SELECT count(content_hash) || ' ' || sum(rows_skipped) || ' ' || sum(rows_replaced) FROM sluice.chunks \
+    let hashed =
+        "SELECT count(content_hash) || ' ' || sum(rows_skipped) || ' ' || sum(rows_replaced) FROM sluice.chunks \
                   WHERE job = 'fixed-width'";
     assert_eq!(db.scalar(hashed), "5 0 0");
     let recorded = "SELECT count(*) FROM sluice.jobs WHERE job = 'fixed-width' AND command LIKE '% --job fixed-width%'";
