@@ -247,8 +247,13 @@ fn missing_file_and_refused_connection() {
 
 /// A refusal that is not about a record (here: no INSERT privilege) is the
 /// database's trouble (exit 4), not blamed on the first record.
+/// A role that may not insert into the table (or into one of the columns
+/// loaded, or with `--truncate` empty it) is refused before the job is
+/// opened, with the GRANT to ask the owner for: COPY said it at the first
+/// chunk (`COPY refused: permission denied for table t`, exit 4), with
+/// advice to resume.
 #[test]
-fn copy_refused_for_privileges_is_a_database_error() {
+fn a_role_without_the_right_to_insert_is_refused_before_anything_is_done() {
     let db = TestDb::new();
     let file = table_and_file(&db);
     // The ledger tables exist (an earlier load by their owner made them) and
@@ -256,17 +261,35 @@ fn copy_refused_for_privileges_is_a_database_error() {
     let other = db.file("other.csv", b"1,x\n");
     db.execute("CREATE TABLE other (id int, name text)");
     db.load(&[other.to_str().unwrap(), "--table", "other"]).assert_ok();
+    let role = format!("reader_{}", db.name);
     db.execute(&format!(
-        "CREATE ROLE reader_{0} LOGIN; GRANT SELECT ON t TO reader_{0}; GRANT USAGE ON SCHEMA sluice TO reader_{0}; \
-         GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA sluice TO reader_{0}",
-        db.name
+        "CREATE ROLE {role} LOGIN; GRANT SELECT ON t TO {role}; GRANT USAGE ON SCHEMA sluice TO {role}; \
+         GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA sluice TO {role}"
     ));
-    let conninfo = format!("{} user=reader_{}", db.conninfo(), db.name);
+    let conninfo = format!("{} user={role}", db.conninfo());
+    let jobs = || db.scalar("SELECT count(*) FROM sluice.jobs");
+    let jobs_before = jobs();
     let run = sluice_as(&conninfo, &["load", &file, "--table", "t"]);
-    assert_eq!(run.code, 4, "{}", run.stderr);
-    let first = run.stderr.lines().next().unwrap_or_default();
-    assert_eq!(first, "sluice: COPY refused: permission denied for table t [42501]");
-    assert!(run.stderr.contains("sluice: 0 rows in 0 chunks were committed"), "{}", run.stderr);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let owner = db.scalar("SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = 't'::regclass");
+    let says = format!(
+        "sluice: role \"{role}\" may not insert into public.t: ask its owner, \"{owner}\" (or a superuser), to run GRANT \
+         INSERT ON \"public\".\"t\" TO \"{role}\", or load as a role that may"
+    );
+    assert_eq!(run.stderr.trim(), says);
+    db.execute(&format!("GRANT INSERT (id) ON t TO {role}"));
+    let run = sluice_as(&conninfo, &["load", &file, "--table", "t"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("may not insert into column \"name\" of public.t"), "{}", run.stderr);
+    assert!(run.stderr.contains("GRANT INSERT (\"name\") ON \"public\".\"t\""), "{}", run.stderr);
+    db.execute(&format!("GRANT INSERT ON t TO {role}"));
+    let run = sluice_as(&conninfo, &["load", &file, "--table", "t", "--truncate"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("may not empty public.t (--truncate)"), "{}", run.stderr);
+    assert!(run.stderr.contains("GRANT TRUNCATE ON \"public\".\"t\""), "{}", run.stderr);
+    assert_eq!((jobs(), db.count("t")), (jobs_before, 0), "no job opened, nothing loaded");
+    sluice_as(&conninfo, &["load", &file, "--table", "t"]).assert_ok();
+    assert_eq!(db.count("t"), 3);
 }
 
 /// COPY needs INSERT alone, and so does sluice: a loading role that may not

@@ -938,6 +938,7 @@ fn prepare(
     let marked = (!without_header.is_empty()).then(|| headers::marked_without_header(sources, &without_header));
     let sources = marked.as_deref().unwrap_or(sources);
     plan::refuse_required_left_out(control, &table, columns.as_deref())?;
+    plan::refuse_without_rights(control, &table, columns.as_deref(), req.truncate)?;
     let conversions = match format.documents {
         None => plan::conversions(&table.copy_columns(columns.as_deref()), format),
         Some(_) => Vec::new(),

@@ -116,6 +116,65 @@ pub fn refuse_required_left_out(
     )))
 }
 
+/// The role, the table's owner, whether the role may empty the table, and
+/// the table's columns it may not insert into (separated by 0x1F).
+const RIGHTS: &str = "SELECT current_user, pg_catalog.pg_get_userbyid(c.relowner), \
+     pg_catalog.has_table_privilege(c.oid, 'TRUNCATE')::text, \
+     coalesce((SELECT string_agg(a.attname, E'\\x1f' ORDER BY a.attnum) FROM pg_catalog.pg_attribute a \
+       WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped \
+       AND NOT pg_catalog.has_column_privilege(c.oid, a.attnum, 'INSERT')), '') \
+     FROM pg_catalog.pg_class c WHERE c.oid = $1::int8::oid";
+
+/// Refuses, before anything is set up, a load the role has not the right
+/// to do: insert into a loaded column, or with `--truncate`, empty the
+/// table. COPY said so only at the first chunk (`COPY refused: permission
+/// denied for table t`), with advice to resume once the cause is fixed,
+/// after the job was opened in the ledger.
+pub fn refuse_without_rights(
+    control: &PgSession,
+    table: &TableInfo,
+    columns: Option<&[String]>,
+    truncate: bool,
+) -> Result<(), Error> {
+    let rows = control.query(RIGHTS, &[Some(&table.oid.to_string())])?;
+    let Some(row) = rows.first() else { return Ok(()) };
+    let text = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
+    let (role, owner) = (quote_ident(&text(0)), quote_ident(&text(1)));
+    let barred: Vec<String> = text(3).split('\x1f').map(str::to_string).collect();
+    let loaded = table.copy_columns(columns);
+    let cannot: Vec<&str> =
+        loaded.iter().map(|(name, _)| name.as_str()).filter(|c| barred.iter().any(|b| b == c)).collect();
+    let ask = |grant: String| {
+        format!("ask its owner, {owner} (or a superuser), to run {grant} TO {role}, or load as a role that may")
+    };
+    if !cannot.is_empty() {
+        let all = cannot.len() == loaded.len();
+        let (what, grant) = match all {
+            true => (String::new(), format!("GRANT INSERT ON {}", table.quoted())),
+            false => {
+                let names: Vec<String> = cannot.iter().map(|c| quote_ident(c)).collect();
+                (
+                    format!(" column {}", names.join(", ")),
+                    format!("GRANT INSERT ({}) ON {}", names.join(", "), table.quoted()),
+                )
+            }
+        };
+        return Err(Error::Target(format!(
+            "role {role} may not insert into{what} {}: {}",
+            if all { table.display() } else { format!("of {}", table.display()) },
+            ask(grant)
+        )));
+    }
+    if truncate && text(2) != "true" {
+        return Err(Error::Target(format!(
+            "role {role} may not empty {} (--truncate): {}; or leave --truncate out",
+            table.display(),
+            ask(format!("GRANT TRUNCATE ON {}", table.quoted()))
+        )));
+    }
+    Ok(())
+}
+
 /// Each of `columns`' conversion under `format`'s `--decimal-comma` and
 /// `--unix-times`, with the column's name, in order: empty when no column
 /// has one.
