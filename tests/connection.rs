@@ -338,6 +338,18 @@ fn a_role_that_may_only_insert_loads_once_it_owns_the_ledger_schema() {
         db.scalar("SELECT count(*) FILTER (WHERE name = 'held') || ' ' || count(*) FROM public.k"),
         "20000 30000"
     );
+    // Replacing the rows needs UPDATE on the columns set, which the role
+    // is told to ask for (the server said `permission denied for table k`).
+    db.execute(&format!("GRANT SELECT ON public.k TO {role}"));
+    let replace = ["load", export.to_str().unwrap(), "--table", "k", "--on-conflict-do-update", "--load-again"];
+    let run = sluice_as(&conninfo, &replace);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let ask = format!("ask the table's owner to run GRANT SELECT, UPDATE (\"name\") ON \"public\".\"k\" TO \"{role}\"");
+    assert!(run.stderr.contains(&ask), "{}", run.stderr);
+    db.execute(&format!("GRANT UPDATE (name) ON public.k TO {role}"));
+    let run = sluice_as(&conninfo, &replace);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(db.scalar("SELECT count(*) FILTER (WHERE name LIKE 'new %') FROM public.k"), "30000");
     // Nor temporary objects: the check of many suspects' values together
     // (a function in the session's temporary schema) cannot run, and each
     // suspect is copied alone instead.

@@ -596,10 +596,11 @@ fn a_user_who_may_only_insert_loads_with_indexes_kept() {
         assert_eq!(run.code, 2, "{}", run.stderr);
         assert!(run.stderr.contains("which only its owner may do; connect as the owner"), "{}", run.stderr);
     }
-    // A refused first step names itself, with the server's SQLSTATE.
+    // Emptying the table needs TRUNCATE, which the role is told to ask for
+    // before anything is done (the first step was refused by the server).
     let run = as_inserter(&["--truncate", "--restart"]);
-    assert_ne!(run.code, 0);
-    assert!(run.stderr.contains("TRUNCATE \"public\".\"t\": permission denied for table t [42501]"), "{}", run.stderr);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("may not empty public.t (--truncate)"), "{}", run.stderr);
     assert_eq!(db.count("t"), 2);
 }
 

@@ -113,12 +113,41 @@ pub(super) fn prepare(
     control.execute("ROLLBACK")?;
     match planned? {
         Ok(_) => Ok(staging),
+        Err(refusal) if refusal.sqlstate.as_deref() == Some("42501") => {
+            refused(rights_to_replace(control, table, &copy_columns, &replacing.key, &refusal.message)?)
+        }
         Err(refusal) => refused(format!(
             "the server refuses the statement that replaces rows by ({}): {}",
             replacing.key.join(", "),
             refusal.message
         )),
     }
+}
+
+/// What a role that may insert into the table but not replace its rows
+/// (INSERT ... ON CONFLICT DO UPDATE reads the table and updates the
+/// columns it sets) is to ask for: the server says only `permission
+/// denied for table t`.
+fn rights_to_replace(
+    control: &PgSession,
+    table: &TableInfo,
+    copy_columns: &[(String, String)],
+    key: &[String],
+    message: &str,
+) -> Result<String, Error> {
+    let set: Vec<String> =
+        copy_columns.iter().map(|(name, _)| name).filter(|c| !key.contains(c)).map(|c| quote_ident(c)).collect();
+    let set = if set.is_empty() { key.iter().take(1).map(|c| quote_ident(c)).collect() } else { set };
+    let role = control.query("SELECT current_user", &[])?;
+    let role = role.first().and_then(|r| r[0].clone()).unwrap_or_default();
+    Ok(format!(
+        "{message}: a record whose key a row holds updates that row, which needs SELECT on {0} and UPDATE on the \
+         columns it sets; ask the table's owner to run GRANT SELECT, UPDATE ({1}) ON {0} TO {2}, or load without \
+         --on-conflict-do-update",
+        table.quoted(),
+        set.join(", "),
+        quote_ident(&role)
+    ))
 }
 
 /// The key `--on-conflict-do-update` replaces rows by: the one `asked`
