@@ -837,46 +837,64 @@ fn url_refused(arg: &str) -> Option<Error> {
     if !is_scheme || Path::new(arg).exists() {
         return None;
     }
-    let (before_query, query) = rest.split_once(['?', '#']).map_or((rest, false), |(path, _)| (path, true));
-    let (authority, path) = before_query.split_at(before_query.find('/').unwrap_or(before_query.len()));
-    let (authority, password) = match authority.rsplit_once('@') {
-        Some((user, host)) => match user.split_once(':') {
-            Some((name, _)) => (format!("{name}@{host}"), true),
-            None => (authority.to_string(), false),
-        },
-        None => (authority.to_string(), false),
-    };
-    let shown = format!("{scheme}://{authority}{path}{}", if query { "?..." } else { "" });
-    if path.contains(['*', '[']) {
-        let message = "a URL with wildcards, not files: sluice reads files and stdin; download the files first (`aws \
-                       s3 cp --recursive` with --exclude and --include, `gcloud storage cp`), then load them with a \
-                       glob";
-        return Some(Error::Input { file: shown, message: message.into() });
+    let url = Url::of(scheme, rest);
+    let refused = |message: String| Some(Error::Input { file: url.shown.clone(), message });
+    if url.path.contains(['*', '[']) {
+        return refused(
+            "a URL with wildcards, not files: sluice reads files and stdin; download the files first (`aws s3 cp \
+             --recursive` with --exclude and --include, `gcloud storage cp`), then load them with a glob"
+                .into(),
+        );
     }
-    let hidden = query || password;
-    let url = if hidden { "URL".to_string() } else { shell_word(arg) };
-    let fetch = match scheme.to_ascii_lowercase().as_str() {
+    let given = if url.secret { "URL".to_string() } else { shell_word(arg) };
+    let Some(fetch) = fetch_command(scheme, &given) else {
+        return refused(
+            "a URL, not a file: sluice reads files and stdin; download it first, or stream it into `sluice load -`"
+                .into(),
+        );
+    };
+    let format = crate::format::FormatKind::guess(Path::new(&url.path)).map(|f| format!(" --format {}", f.name()));
+    let note = if url.secret { " (URL: the one you gave, in full)" } else { "" };
+    refused(format!(
+        "a URL, not a file: sluice reads files and stdin. Stream it in, `{fetch} | sluice load -{} ...` with this \
+         command's other options{note}, or download it first (a compressed download is recognised by its first \
+         bytes)",
+        format.unwrap_or_default()
+    ))
+}
+
+/// A URL as messages show it, and its path.
+struct Url {
+    /// Without its password or query string.
+    shown: String,
+    path: String,
+    /// It had a password or a query string (a signed URL's token).
+    secret: bool,
+}
+
+impl Url {
+    /// The URL `scheme://rest`.
+    fn of(scheme: &str, rest: &str) -> Url {
+        let (before_query, query) = rest.split_once(['?', '#']).map_or((rest, false), |(path, _)| (path, true));
+        let (authority, path) = before_query.split_at(before_query.find('/').unwrap_or(before_query.len()));
+        let (authority, password) = match authority.rsplit_once('@').map(|(user, host)| (user.split_once(':'), host)) {
+            Some((Some((name, _)), host)) => (format!("{name}@{host}"), true),
+            _ => (authority.to_string(), false),
+        };
+        let shown = format!("{scheme}://{authority}{path}{}", if query { "?..." } else { "" });
+        Url { shown, path: path.to_string(), secret: query || password }
+    }
+}
+
+/// The command that writes the file at a URL of `scheme` to its standard
+/// output, `url` as given to it.
+fn fetch_command(scheme: &str, url: &str) -> Option<String> {
+    Some(match scheme.to_ascii_lowercase().as_str() {
         "http" | "https" | "ftp" | "ftps" => format!("curl -fsSL {url}"),
         "s3" => format!("aws s3 cp {url} -"),
         "gs" => format!("gcloud storage cat {url}"),
         "hdfs" => format!("hdfs dfs -cat {url}"),
-        _ => return Some(Error::Input {
-            file: shown,
-            message:
-                "a URL, not a file: sluice reads files and stdin; download it first, or stream it into `sluice load -`"
-                    .into(),
-        }),
-    };
-    let format = crate::format::FormatKind::guess(Path::new(path)).map(|f| format!(" --format {}", f.name()));
-    let url_note = if hidden { " (URL: the one you gave, in full)" } else { "" };
-    Some(Error::Input {
-        file: shown,
-        message: format!(
-            "a URL, not a file: sluice reads files and stdin. Stream it in, `{fetch} | sluice load -{} ...` with \
-             this command's other options{url_note}, or download it first (a compressed download is recognised \
-             by its first bytes)",
-            format.unwrap_or_default()
-        ),
+        _ => return None,
     })
 }
 
@@ -1126,9 +1144,11 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn a_url_is_refused_with_the_command_that_streams_it_in() {
-        let refusal = |arg: &str| super::url_refused(arg).map(|e| e.to_string());
+        let refusal = |arg: &str| url_refused(arg).map(|e| e.to_string());
         let said = refusal("https://example.com/exports/orders.csv.gz").unwrap();
         assert!(said.starts_with("https://example.com/exports/orders.csv.gz: a URL, not a file"), "{said}");
         assert!(
@@ -1145,8 +1165,6 @@ mod tests {
         assert_eq!(refusal("data/orders.csv"), None);
         assert_eq!(refusal("1://x"), None, "not a scheme");
     }
-
-    use super::*;
 
     #[test]
     fn detects_compression_by_magic_bytes() {
