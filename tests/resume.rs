@@ -332,7 +332,9 @@ fn kill_at_random_moments_of_a_load_replacing_rows_then_resume_keeps_each_keys_l
         &serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&report).unwrap()).unwrap()["summary"];
     let count = |key: &str| summary[key].as_u64().unwrap_or_else(|| panic!("{key} in {summary}"));
     assert_eq!(count("rows_loaded") + count("resumed_rows"), lines - bad, "{summary}");
-    assert!(count("resumed_replaced") > 0, "{summary}");
+    // (Kills before the first commit, as in a slow debug build, leave no
+    // earlier run's chunks.)
+    assert_eq!(count("resumed_replaced") > 0, count("resumed_rows") > 0, "{summary}");
     let new_keys = last.len() as u64 - 1;
     assert_eq!(count("replaced") + count("resumed_replaced"), lines - bad - new_keys, "{summary}");
 }
