@@ -347,6 +347,19 @@ fn a_role_that_may_only_insert_loads_once_it_owns_the_ledger_schema() {
     let ask = format!("ask the table's owner to run GRANT SELECT, UPDATE (\"name\") ON \"public\".\"k\" TO \"{role}\"");
     assert!(run.stderr.contains(&ask), "{}", run.stderr);
     db.execute(&format!("GRANT UPDATE (name) ON public.k TO {role}"));
+    // The file the do-nothing job loaded is left out unless asked, saying
+    // that job kept records out and what loading it again does.
+    let run = sluice_as(&conninfo, &replace[..replace.len() - 1]);
+    assert_eq!(
+        (run.code, db.scalar("SELECT count(*) FILTER (WHERE name = 'held') FROM public.k")),
+        (0, "20000".into())
+    );
+    assert!(
+        run.stderr.contains("(10,000 rows of 30,000 records (the others skipped or rejected then), finished at"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("pass --load-again to load it a second time, which with --on-conflict-do-update replaces the rows their records' keys hold"), "{}", run.stderr);
     let run = sluice_as(&conninfo, &replace);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(db.scalar("SELECT count(*) FILTER (WHERE name LIKE 'new %') FROM public.k"), "30000");

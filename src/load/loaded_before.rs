@@ -68,6 +68,9 @@ pub struct LoadedBefore {
     /// The job, or jobs one after the other (`a, then b`), that loaded it.
     pub job: String,
     pub rows: u64,
+    /// The records of its chunks: more than `rows` where some were
+    /// skipped, rejected or suppressed then.
+    pub records: u64,
     pub finished_at: String,
     /// The name of the file it was loaded from, where another (renamed or
     /// copied since).
@@ -309,6 +312,7 @@ fn compare_all(
                 input,
                 job: jobs_of(loaded),
                 rows: loaded.iter().map(|c| c.rows).sum(),
+                records: loaded.iter().map(|c| c.records).sum(),
                 finished_at: loaded.last().map(|c| c.finished_at.clone()).unwrap_or_default(),
                 loaded_as: Some(&loaded[0].file).filter(|f| !source.goes_by(f)).cloned(),
             };
@@ -808,7 +812,7 @@ pub fn went_on_after(control: &PgSession, table: &TableInfo, job: &str, sources:
 }
 
 /// What the summary says of the inputs left out, one sentence a job.
-pub fn said(found: &[LoadedBefore], sources: &[Source], table: &TableInfo) -> Vec<String> {
+pub fn said(found: &[LoadedBefore], sources: &[Source], table: &TableInfo, replacing: bool) -> Vec<String> {
     let mut jobs: Vec<(&str, Vec<&LoadedBefore>)> = Vec::new();
     let mut place: HashMap<&str, usize> = HashMap::new();
     for before in found {
@@ -825,12 +829,24 @@ pub fn said(found: &[LoadedBefore], sources: &[Source], table: &TableInfo) -> Ve
                 1 => ("it", "it", "holds"),
                 _ => ("they", "them", "hold"),
             };
+            let (rows, records) = of_job.iter().fold((0, 0), |(rows, records), f| (rows + f.rows, records + f.records));
+            // A job that kept some records out (--on-conflict-do-nothing):
+            // its rows are not all the file's, which a replacing load
+            // would make them.
+            let kept_out = match rows < records {
+                true => format!(" of {} (the others skipped or rejected then)", count_of(records, "record")),
+                false => String::new(),
+            };
+            let again = match replacing && rows < records {
+                true => ", which with --on-conflict-do-update replaces the rows their records' keys hold",
+                false => "",
+            };
             format!(
-                "left out {names}: job {job} loaded {them}{} into {} in full ({}, finished at {}), and {it} {hold} \
-                 the same bytes now; pass --load-again to load {them} a second time",
+                "left out {names}: job {job} loaded {them}{} into {} in full ({}{kept_out}, finished at {}), and {it} \
+                 {hold} the same bytes now; pass --load-again to load {them} a second time{again}",
                 from_other_names(of_job),
                 table.display(),
-                count_of(of_job.iter().map(|f| f.rows).sum(), "row"),
+                count_of(rows, "row"),
                 of_job[0].finished_at,
             )
         })

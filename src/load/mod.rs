@@ -1120,7 +1120,7 @@ fn inputs_to_load(
     let (_, fingerprint) = job::chunking_and_fingerprint(req, table, format, sources, shape);
     let job = (named.as_str(), req.job.is_none().then_some(fingerprint.as_str()));
     let found = loaded_before::find(control, (req, job, progress), table, &as_chunked(sources, format, req))?;
-    let mut said = loaded_before::said(&found.left_out, sources, table);
+    let mut said = loaded_before::said(&found.left_out, sources, table, req.on_conflict_do_update.is_some());
     said.extend(found.grown.iter().map(|(before, start)| loaded_before::grown_said(before, *start, sources, table)));
     said.extend(
         found.replaced.iter().map(|r| loaded_before::replaced_said(&r.before, sources, table, found.none_twice)),
