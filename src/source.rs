@@ -521,7 +521,8 @@ impl Source {
         let (seek_to, skip) = match (from, self.compression) {
             (None, _) => (0, None),
             (Some(start), _) if start.by_lines => (0, Some(Skip::Lines(start.lines))),
-            // Read from the start, for the lines before (see `DocumentLines`).
+            // Read from the start, so that the reader counts the file's lines
+            // (see `DocumentLines`); its lines before are let go of.
             (Some(start), _) if self.json_values.is_some() => (0, Some(Skip::Bytes(start.byte))),
             (Some(start), Compression::None) => (start.byte, None),
             (Some(start), _) => (0, Some(Skip::Bytes(start.byte))),
@@ -541,10 +542,7 @@ impl Source {
             }
         };
         let originals = (keep_lines && self.documents.is_some()).then(OriginalLines::default);
-        let document_lines = self.json_values.as_ref().map(|_| match skip {
-            Some(Skip::Lines(documents)) => DocumentLines::dropping(documents),
-            _ => DocumentLines::default(),
-        });
+        let document_lines = self.json_values.as_ref().map(|_| DocumentLines::dropping(from.map_or(0, |s| s.lines)));
         let input = RawCounter::default();
         let kept = Kept { originals: originals.clone(), document_lines: document_lines.clone() };
         let (stream, raw) = self.decoded(raw, kept, (Some(input.clone()), skip))?;
@@ -567,9 +565,10 @@ impl Source {
 
     /// `raw` decompressed, transcoded and turned from documents into lines
     /// as the source needs (keeping what [`Kept`] asks for, and counting
-    /// the decompressed bytes after those `skip` lets go in `input`). The
-    /// lines of JSON values are skipped once they are made: they are the
-    /// documents, which the chunker counts.
+    /// the decompressed bytes after those `skip` lets go in `input`). JSON
+    /// values are skipped once made into lines: their lines are the
+    /// documents, which the chunker counts, and the reader counts the
+    /// file's lines from its start.
     fn decoded(
         &self,
         raw: Box<dyn Read + Send>,
@@ -585,9 +584,9 @@ impl Source {
             Compression::None => Box::new(counted),
             compressed => compressed.decoder(buffered(counted)).map_err(|e| self.input_error(&e.to_string()))?,
         };
-        let (skip_first, skip_made) = match skip {
-            Some(Skip::Lines(_)) if self.json_values.is_some() => (None, skip),
-            skip => (skip, None),
+        let (skip_first, skip_made) = match self.json_values {
+            Some(_) => (None, skip),
+            None => (skip, None),
         };
         let stream = Skipping::over(stream, skip_first, kept.clone(), None);
         let stream: Box<dyn Read + Send> = match &input {
@@ -691,8 +690,8 @@ struct Skipping<R> {
     /// What the stream keeps beside its bytes, which starts where the bytes
     /// let go end: told where that is.
     told: Kept,
-    /// Counted the lines let go of as they were made (JSON values, byte for
-    /// byte the input's): the count takes them back.
+    /// Counted what it lets go of as it was made (JSON values, byte for
+    /// byte the input's): the count takes it back.
     counted: Option<RawCounter>,
 }
 
@@ -712,25 +711,24 @@ impl<'a> Skipping<Box<dyn Read + Send + 'a>> {
 }
 
 impl<R: Read> Skipping<R> {
+    /// Takes the `let_go` bytes back from the count of the input read,
+    /// where they were counted as they were made (JSON values, byte for
+    /// byte the input's).
+    fn take_back(&self, let_go: u64) {
+        if let Some(counted) = &self.counted {
+            counted.0.fetch_sub(let_go, Ordering::Relaxed);
+        }
+    }
+
     fn let_go(&mut self, skip: Skip) -> io::Result<()> {
         let short = |what: String| io::Error::new(io::ErrorKind::UnexpectedEof, format!("it ends {what}"));
         match skip {
-            Skip::Bytes(mut left) => {
-                let (mut block, mut line_breaks, mut after_cr) = (vec![0u8; 64 << 10], 0, false);
-                while left > 0 {
-                    let n = self.inner.read(&mut block[..left.min(64 << 10) as usize])?;
-                    if n == 0 {
-                        return Err(short(format!("{left} bytes before the byte the load begins at")));
-                    }
-                    if self.told.document_lines.is_some() {
-                        let (breaks, cr) = crate::format::json_values::line_breaks(&block[..n], after_cr);
-                        (line_breaks, after_cr) = (line_breaks + breaks, cr);
-                    }
-                    left -= n as u64;
+            Skip::Bytes(left) => {
+                let skipped = io::copy(&mut (&mut self.inner).take(left), &mut io::sink())?;
+                if skipped < left {
+                    return Err(short(format!("{} bytes before the byte the load begins at", left - skipped)));
                 }
-                if let Some(lines) = &self.told.document_lines {
-                    lines.begin_after(line_breaks);
-                }
+                self.take_back(left);
             }
             Skip::Lines(mut left) => {
                 let (mut block, mut read) = (vec![0u8; 64 << 10], 0);
@@ -752,9 +750,7 @@ impl<R: Read> Skipping<R> {
                 if let Some(originals) = &self.told.originals {
                     originals.begin_at(let_go);
                 }
-                if let Some(counted) = &self.counted {
-                    counted.0.fetch_sub(let_go, Ordering::Relaxed);
-                }
+                self.take_back(let_go);
             }
         }
         Ok(())

@@ -233,9 +233,6 @@ pub struct DocumentLines(Arc<Mutex<NotedLines>>);
 #[derive(Debug, Default)]
 struct NotedLines {
     lines: VecDeque<u64>,
-    /// Line breaks before the byte the reader began at (a file loaded from
-    /// where earlier jobs ended), which its own count leaves out.
-    base: u64,
     /// Lines made that the load lets go of (documents an earlier job loaded).
     to_drop: u64,
 }
@@ -248,11 +245,6 @@ impl DocumentLines {
         lines
     }
 
-    /// The reader began after `line_breaks` line breaks of the input.
-    pub fn begin_after(&self, line_breaks: u64) {
-        self.held().base = line_breaks;
-    }
-
     /// The input lines of the next `count` lines made, fewer where fewer
     /// were noted.
     pub fn take(&self, count: u64) -> Arc<[u64]> {
@@ -261,8 +253,7 @@ impl DocumentLines {
         held.lines.drain(..dropped as usize);
         held.to_drop -= dropped;
         let count = count.min(held.lines.len() as u64) as usize;
-        let base = held.base;
-        held.lines.drain(..count).map(|line| base + line).collect()
+        held.lines.drain(..count).collect()
     }
 
     fn note(&self, made: &mut Vec<u64>) {
@@ -272,18 +263,6 @@ impl DocumentLines {
     fn held(&self) -> std::sync::MutexGuard<'_, NotedLines> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
-}
-
-/// Line breaks in `bytes` as [`JsonValues`] counts them: a line feed, a
-/// carriage return, a pair of them once; `after_cr` when the bytes before
-/// ended with a carriage return, which the result says of these.
-pub fn line_breaks(bytes: &[u8], after_cr: bool) -> (u64, bool) {
-    let returns = memchr::memchr_iter(b'\r', bytes).count() as u64;
-    let paired = memchr::memmem::find_iter(bytes, b"\r\n").count() as u64;
-    let feeds = memchr::memchr_iter(b'\n', bytes).count() as u64;
-    let first_paired = after_cr && bytes.first() == Some(&b'\n');
-    let breaks = returns + feeds - paired - u64::from(first_paired);
-    (breaks, bytes.last().map_or(after_cr, |&b| b == b'\r'))
 }
 
 /// A top-level object, of which only the array at the path is loaded:
@@ -949,16 +928,8 @@ mod tests {
             }
         }
         let lines = DocumentLines::dropping(1);
-        lines.begin_after(10);
         lines.note(&mut vec![1, 2, 3]);
-        assert_eq!((&*lines.take(1), &*lines.take(5), &*lines.take(1)), (&[12][..], &[13][..], &[][..]));
-    }
-
-    #[test]
-    fn line_breaks_are_counted_as_the_reader_counts_them() {
-        assert_eq!(line_breaks(b"a\nb\r\nc\rd", false), (3, false));
-        assert_eq!(line_breaks(b"\na\r", true), (1, true), "a pair across two reads counts once");
-        assert_eq!(line_breaks(b"", true), (0, true));
+        assert_eq!((&*lines.take(1), &*lines.take(5), &*lines.take(1)), (&[2][..], &[3][..], &[][..]));
     }
 
     #[test]
