@@ -20,13 +20,16 @@
 # numbers the staged rows to keep each id's last (DISTINCT ON (id) ...
 # ORDER BY id, n DESC), without which the INSERT is refused (`cannot affect
 # row a second time`). Against any server the PG* variables name (a
-# throwaway one: the table `up` is dropped).
+# throwaway one: the table `up` is dropped). FILES=N: the export split into
+# N files by lines (a folder of change files), which sluice loads as a glob
+# and psql's way copies from `cat` of them all.
 set -euo pipefail
 rows=${1:-2000000}
 rounds=${2:-3}
 sluice=${3:-target/release/sluice}
 overlap=${OVERLAP:-0.5}
 repeat_every=${REPEAT_EVERY:-0}
+files=${FILES:-1}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
@@ -45,6 +48,15 @@ with open(f"{dir}/export.tsv", "w") as out:
 print(len(ids))
 PY
 )
+
+input="$dir/export.tsv"
+copy_from="'$input'"
+if [ "$files" -gt 1 ]; then
+    split -n "l/$files" -d -a 6 --additional-suffix .tsv "$input" "$dir/part_"
+    rm "$input"
+    input="$dir/part_*.tsv"
+    copy_from="PROGRAM 'cat $input'"
+fi
 
 reset() {
     psql -qX -c "TRUNCATE up" -c "INSERT INTO up SELECT g, 0, 0, '2024-01-01', 'held' FROM generate_series(1, $rows) g" \
@@ -75,7 +87,7 @@ by_hand() {
     psql -qX -v ON_ERROR_STOP=1 <<SQL
 CREATE TEMP TABLE staged (LIKE up);
 $number
-\copy staged (id, ms, amount, day, note) FROM '$dir/export.tsv'
+\copy staged (id, ms, amount, day, note) FROM $copy_from
 INSERT INTO up SELECT id, ms, amount, day, note FROM $from
   ON CONFLICT (id) DO UPDATE SET ms = EXCLUDED.ms, amount = EXCLUDED.amount, day = EXCLUDED.day, note = EXCLUDED.note;
 SQL
@@ -83,6 +95,6 @@ SQL
 
 for round in $(seq "$rounds"); do
     echo "round $round $(timed psql by_hand)"
-    echo "round $round $(timed sluice "$sluice" load "$dir/export.tsv" --table up --restart --quiet --on-conflict-do-update)"
+    echo "round $round $(timed sluice "$sluice" load "$input" --table up --restart --quiet --on-conflict-do-update)"
 done
 psql -qX -c "DROP TABLE up"

@@ -23,7 +23,9 @@
 //! chunks around the one the server's line falls in go on as batches and
 //! that one is isolated (see `Worker::copy_split`); when it loads another
 //! number of rows (a `\.` line, a trigger), the batch's chunks go one at a
-//! time, each as it would alone.
+//! time, each as it would alone. With `--on-conflict-do-update` the batch
+//! is copied into the staging table and merged by one statement (see
+//! `replace::Merging::batch`).
 
 use crate::chunk::Chunk;
 

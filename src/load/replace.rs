@@ -34,6 +34,12 @@
 //!   how many of them replaced a row (the table's, or an earlier record's):
 //!   those the statement updated (`xmax` of the row it returns is set), and
 //!   those a later record of the same chunk replaced before it ran.
+//! - **Small files.** The chunks of consecutive small files share a batch
+//!   (see `load::batch`): one COPY stages them all, and one statement
+//!   merges each key's last row and counts each chunk's rows for its ledger
+//!   row (see [`Merging::batch`]); a refused batch goes on in parts, as on
+//!   the direct path. Not into a partitioned table, whose merge cannot
+//!   tell which rows it replaced.
 //! - **Keys stay in place.** The arbiter index is what the statement looks
 //!   keys up in, so nothing is deferred (`--defer-indexes yes` is refused).
 
@@ -249,6 +255,10 @@ pub(super) struct Merging {
     pub again: String,
     /// An isolation run, each key's last row, the staging table emptied.
     pub run: String,
+    /// Several chunks staged by one COPY (see [`Merging::batch`]), split
+    /// where the chunks' bounds go; `None` for a partitioned table, whose
+    /// rows' `xmax` RETURNING cannot read.
+    batch: Option<(String, String)>,
 }
 
 impl Merging {
@@ -257,16 +267,11 @@ impl Merging {
         let key: Vec<String> = replacing.key.iter().map(|k| quote_ident(k)).collect();
         let merge = merge_into(relation, columns, &key, replacing.partitioned);
         let last_of_each = |from: &str, order: &str| {
-            let mut distinct = key.clone();
-            if replacing.nullable {
-                // Rows with a NULL in the key conflict with none: each stays.
-                let any_null = key.iter().map(|k| format!("{k} IS NULL")).collect::<Vec<_>>().join(" OR ");
-                distinct.push(format!("CASE WHEN {any_null} THEN {order} END"));
-            }
-            let distinct = distinct.join(", ");
+            let distinct = distinct_keys(&key, replacing.nullable, order);
             format!("latest AS (SELECT DISTINCT ON ({distinct}) {list} FROM {from} ORDER BY {distinct}, {order} DESC)")
         };
         let latest = format!("WITH {}, {}", last_of_each(staged, "ctid"), merge(staged, "latest"));
+        let batch = (!replacing.partitioned).then(|| batch_merge(relation, columns, staged, &key, replacing.nullable));
         Merging {
             numbered: format!("ALTER TABLE {staged} ADD COLUMN {RECORD_NUMBER} bigserial"),
             whole: format!("SAVEPOINT {MERGE_SAVEPOINT}; WITH {}", merge(staged, staged)),
@@ -277,8 +282,94 @@ impl Merging {
                 last_of_each("moved", RECORD_NUMBER),
                 merge("moved", "latest")
             ),
+            batch,
         }
     }
+
+    /// Whether chunks may share a batch: [`Merging::batch`] is there.
+    pub fn batches(&self) -> bool {
+        self.batch.is_some()
+    }
+
+    /// The merge of a batch's chunks staged by one COPY, `records` a chunk:
+    /// each key's last row, and a row of counts per chunk with a record
+    /// applied (its index, then as [`Merged::of`] reads them), each also
+    /// with every row the statement merged, which [`Merged::of_batch`]
+    /// checks their sum against.
+    ///
+    /// Why its own: the chunks of a glob of small files share a batch (see
+    /// `load::batch`), whose ledger rows keep each chunk's counts. A row the
+    /// merge returns says whether it replaced one, but not which record it
+    /// came from: it is found again by its key among the staged rows,
+    /// numbered in the order COPY wrote them, and counted in the chunk that
+    /// number falls in. A key the join does not find again (one with a
+    /// NULL, which conflicts with none; one a trigger changed) makes the
+    /// sums differ, and the batch goes a chunk at a time.
+    pub fn batch(&self, records: &[u64]) -> Option<String> {
+        let (head, tail) = self.batch.as_ref()?;
+        let mut first = 1;
+        let bounds: Vec<String> = records
+            .iter()
+            .map(|count| {
+                let bound = first;
+                first += count;
+                bound.to_string()
+            })
+            .collect();
+        Some(format!("{head}'{{{}}}'::bigint[]{tail}", bounds.join(",")))
+    }
+}
+
+/// What tells each key's last row: the key's columns, and with a column
+/// that may be NULL, the row's `order` where it holds one, since such rows
+/// conflict with none and each stays.
+fn distinct_keys(key: &[String], nullable: bool, order: &str) -> String {
+    let mut distinct = key.to_vec();
+    if nullable {
+        let any_null = key.iter().map(|k| format!("{k} IS NULL")).collect::<Vec<_>>().join(" OR ");
+        distinct.push(format!("CASE WHEN {any_null} THEN {order} END"));
+    }
+    distinct.join(", ")
+}
+
+/// What the batch's merge may sort and hash in memory (`work_mem`, raised
+/// for its transaction only): a batch's rows hold 4 MiB of input at most
+/// (`load::batch::MAX_BYTES`), which its sorts took 7 MB for.
+const BATCH_WORK_MEM: &str = "32MB";
+
+/// [`Merging::batch`]'s statement, split where the bounds go.
+fn batch_merge(
+    relation: &str,
+    columns: &[(String, String)],
+    staged: &str,
+    key: &[String],
+    nullable: bool,
+) -> (String, String) {
+    let (list, number) = (column_list(columns), RECORD_NUMBER);
+    let distinct = distinct_keys(key, nullable, number);
+    let returned: Vec<String> = key.iter().map(|k| format!("t.{k}")).collect();
+    let same_key: Vec<String> = key.iter().map(|k| format!("m.{k} = l.{k}")).collect();
+    // The rows numbered as a sequential scan reads them, the order COPY
+    // wrote them in (see `stage`; sorting by `ctid` cost 4 % more); the
+    // sorts and the hash get the memory a batch's rows take (at the
+    // default 4 MB they spilled to disk: 10 % of a batch's time).
+    let head = format!(
+        "SELECT set_config('work_mem', '{BATCH_WORK_MEM}', true) \
+         WHERE pg_size_bytes(current_setting('work_mem')) < pg_size_bytes('{BATCH_WORK_MEM}'); \
+         WITH numbered AS (SELECT {list}, row_number() OVER () AS {number} FROM {staged}), \
+         latest AS (SELECT DISTINCT ON ({distinct}) {list}, {number} FROM numbered \
+         ORDER BY {distinct}, {number} DESC), \
+         merged AS ({} RETURNING {}, t.xmax <> 0 AS \"sluice held\") \
+         SELECT width_bucket(l.{number}, ",
+        upsert(relation, columns, key, "latest"),
+        returned.join(", ")
+    );
+    let tail = format!(
+        ") - 1, count(*), count(m.\"sluice held\"), count(*) FILTER (WHERE m.\"sluice held\"), \
+         (SELECT count(*) FROM merged) FROM latest l LEFT JOIN merged m ON {} GROUP BY 1",
+        same_key.join(" AND ")
+    );
+    (head, tail)
 }
 
 /// Whether the server refused [`Merging::whole`] for a key it met twice.
@@ -295,19 +386,6 @@ fn merge_into<'a>(
     key: &'a [String],
     partitioned: bool,
 ) -> impl Fn(&str, &str) -> String + 'a {
-    let list = column_list(columns);
-    let mut updates: Vec<String> = columns
-        .iter()
-        .map(|(name, _)| quote_ident(name))
-        .filter(|c| !key.contains(c))
-        .map(|c| format!("{c} = EXCLUDED.{c}"))
-        .collect();
-    if updates.is_empty() {
-        // Only key columns: the row is its key; updated to itself, so the
-        // count of replaced rows holds.
-        updates.push(format!("{0} = EXCLUDED.{0}", key[0]));
-    }
-    let (updates, key_list) = (updates.join(", "), key.join(", "));
     move |staged: &str, from: &str| {
         // An updated row's `xmax` is set (the row lock the update took), an
         // inserted one's is not; a partitioned table's RETURNING cannot read
@@ -323,11 +401,34 @@ fn merge_into<'a>(
             }
         };
         format!(
-            "merged AS (INSERT INTO {relation} AS t ({list}) OVERRIDING SYSTEM VALUE SELECT {list} FROM {from} \
-             ON CONFLICT ({key_list}) DO UPDATE SET {updates} {returning}) \
-             SELECT (SELECT count(*) FROM {staged}), (SELECT count(*) FROM {from}), count(*), {held} FROM merged"
+            "merged AS ({} {returning}) \
+             SELECT (SELECT count(*) FROM {staged}), (SELECT count(*) FROM {from}), count(*), {held} FROM merged",
+            upsert(relation, columns, key, from)
         )
     }
+}
+
+/// The rows of `from` inserted into `relation` (as `t`), or replacing the
+/// loaded columns of the row that holds their `key`.
+fn upsert(relation: &str, columns: &[(String, String)], key: &[String], from: &str) -> String {
+    let list = column_list(columns);
+    let mut updates: Vec<String> = columns
+        .iter()
+        .map(|(name, _)| quote_ident(name))
+        .filter(|c| !key.contains(c))
+        .map(|c| format!("{c} = EXCLUDED.{c}"))
+        .collect();
+    if updates.is_empty() {
+        // Only key columns: the row is its key; updated to itself, so the
+        // count of replaced rows holds.
+        updates.push(format!("{0} = EXCLUDED.{0}", key[0]));
+    }
+    format!(
+        "INSERT INTO {relation} AS t ({list}) OVERRIDING SYSTEM VALUE SELECT {list} FROM {from} \
+         ON CONFLICT ({}) DO UPDATE SET {}",
+        key.join(", "),
+        updates.join(", ")
+    )
 }
 
 /// What one merge did.
@@ -347,13 +448,37 @@ impl Merged {
     /// rows, the keys' last ones, the rows inserted or updated, and the
     /// updated ones.
     pub fn of(rows: &Rows) -> Option<Merged> {
-        let row = rows.first()?;
-        let count = |i: usize| row.get(i)?.as_deref()?.parse::<u64>().ok();
-        let (staged, latest, merged, held) = (count(0)?, count(1)?, count(2)?, count(3)?);
+        Some(Merged::of_counts(&counts(rows.first()?)?))
+    }
+
+    fn of_counts(counts: &[u64]) -> Merged {
+        let (staged, latest, merged, held) = (counts[0], counts[1], counts[2], counts[3]);
         let suppressed = latest.saturating_sub(merged);
         let rows = staged.saturating_sub(suppressed);
-        Some(Merged { rows, suppressed, replaced: staged.saturating_sub(latest) + held })
+        Merged { rows, suppressed, replaced: staged.saturating_sub(latest) + held }
     }
+
+    /// Each chunk's, from [`Merging::batch`]'s counts, `records` a chunk
+    /// (all staged: the COPY took as many rows): `Ok(None)` when they do
+    /// not add up (a row merged that no chunk's count holds), and the batch
+    /// goes a chunk at a time; `Err` for a reply without counts.
+    pub fn of_batch(rows: &Rows, records: &[u64]) -> Result<Option<Vec<Merged>>, Error> {
+        let mut merged: Vec<Merged> = records.iter().map(|&r| Merged::of_counts(&[r, 0, 0, 0])).collect();
+        let (mut counted, mut all) = (0, 0);
+        for row in rows {
+            let counts = counts(row).ok_or_else(|| unexpected_merge_reply(rows))?;
+            let part = usize::try_from(counts[0]).ok().filter(|&p| p < records.len() && counts[1] <= records[p]);
+            let part = part.ok_or_else(|| unexpected_merge_reply(rows))?;
+            merged[part] = Merged::of_counts(&[records[part], counts[1], counts[2], counts[3]]);
+            (counted, all) = (counted + counts[2], counts[4]);
+        }
+        Ok((counted == all).then_some(merged))
+    }
+}
+
+/// A row of counts, each a whole number.
+fn counts(row: &[Option<String>]) -> Option<Vec<u64>> {
+    row.iter().map(|value| value.as_deref()?.parse::<u64>().ok()).collect()
 }
 
 /// The error for a reply to a merge of [`Merging`] without its counts.
@@ -432,6 +557,46 @@ mod tests {
         assert!(m.latest.contains(&distinct("ctid")), "{}", m.latest);
         assert!(m.run.contains(&distinct("\"sluice record\"")), "{}", m.run);
         assert!(m.whole.contains("DO UPDATE SET \"id\" = EXCLUDED.\"id\" RETURNING"), "only key columns: {}", m.whole);
+    }
+
+    #[test]
+    fn a_batch_merges_each_keys_last_row_and_counts_by_chunk() {
+        let columns = [("id".to_string(), "int".to_string()), ("v".to_string(), "text".to_string())];
+        let by_id = Replacing { key: vec!["id".into()], nullable: false, partitioned: false };
+        let m = Merging::new("t", &columns, "s", &by_id);
+        let sql = m.batch(&[3, 0, 2]).expect("a plain table batches");
+        let numbered = "WITH numbered AS (SELECT \"id\", \"v\", row_number() OVER () AS \"sluice record\" FROM s)";
+        assert!(sql.starts_with("SELECT set_config('work_mem', '32MB', true) WHERE"), "{sql}");
+        assert!(sql.contains(numbered), "{sql}");
+        assert!(sql.contains("ORDER BY \"id\", \"sluice record\" DESC)"), "the last of each key: {sql}");
+        assert!(sql.contains("RETURNING t.\"id\", t.xmax <> 0 AS \"sluice held\")"), "{sql}");
+        // Chunk 1 holds rows 1-3, chunk 2 none, chunk 3 rows 4-5.
+        assert!(sql.contains("SELECT width_bucket(l.\"sluice record\", '{1,4,4}'::bigint[]) - 1, count(*)"), "{sql}");
+        assert!(sql.ends_with("FROM latest l LEFT JOIN merged m ON m.\"id\" = l.\"id\" GROUP BY 1"), "{sql}");
+        assert!(m.batches());
+        let partitioned = Merging::new("t", &columns, "s", &Replacing { partitioned: true, ..by_id });
+        assert!(!partitioned.batches() && partitioned.batch(&[1]).is_none(), "no xmax to read");
+    }
+
+    #[test]
+    fn a_batchs_counts_go_to_their_chunks_when_they_add_up() {
+        let rows = |parts: &[[&str; 5]]| -> Rows {
+            parts.iter().map(|p| p.iter().map(|s| Some(s.to_string())).collect()).collect()
+        };
+        // Chunk 0: 2 keys' last rows of its 3, both merged, 1 held; chunk 2:
+        // both of its 2 last, one suppressed; chunk 3: its record replaced
+        // by a later one. 3 rows merged in all.
+        let counts = rows(&[["0", "2", "2", "1", "3"], ["2", "2", "1", "0", "3"]]);
+        let merged = Merged::of_batch(&counts, &[3, 0, 2, 1]).unwrap().expect("they add up");
+        assert_eq!(merged[0], Merged { rows: 3, suppressed: 0, replaced: 2 });
+        assert_eq!(merged[1], Merged::default());
+        assert_eq!(merged[2], Merged { rows: 1, suppressed: 1, replaced: 0 });
+        assert_eq!(merged[3], Merged { rows: 1, suppressed: 0, replaced: 1 });
+        // A row merged that no chunk counted (its key had a NULL).
+        let lost = rows(&[["0", "2", "2", "1", "4"], ["2", "2", "1", "0", "4"]]);
+        assert_eq!(Merged::of_batch(&lost, &[3, 0, 2, 1]).unwrap(), None);
+        assert!(Merged::of_batch(&rows(&[["5", "1", "1", "1", "1"]]), &[3]).is_err(), "no such chunk");
+        assert!(Merged::of_batch(&rows(&[["0", "4", "4", "1", "4"]]), &[3]).is_err(), "more keys than records");
     }
 
     #[test]

@@ -471,7 +471,11 @@ impl<'s> Worker<'s> {
             let bytes = self.reader.bytes_of(self.shared, chunk)?;
             if !looks_clean(self.shared, chunk, &bytes) {
                 dones.extend(self.copy_split(&mine[from..at])?);
-                let done = self.isolate_bytes(chunk, &bytes, None)?;
+                let done = match self.merging() {
+                    // Staged, where isolation screens it too.
+                    Some(_) => self.copy_or_isolate(chunk)?,
+                    None => self.isolate_bytes(chunk, &bytes, None)?,
+                };
                 dones.push((done, self.last_binary));
                 from = at + 1;
             }
@@ -494,7 +498,10 @@ impl<'s> Worker<'s> {
             Together::Loaded(dones) => Ok(dones.into_iter().map(|done| (done, self.last_binary)).collect()),
             Together::Refused(Some(bad)) => {
                 let mut dones = self.copy_split(&mine[..bad])?;
-                let done = self.isolate(mine[bad], None)?;
+                let done = match self.merging() {
+                    Some(_) => self.copy_or_isolate(mine[bad])?,
+                    None => self.isolate(mine[bad], None)?,
+                };
                 dones.push((done, self.last_binary));
                 dones.extend(self.copy_split(&mine[bad + 1..])?);
                 Ok(dones)
@@ -518,6 +525,9 @@ impl<'s> Worker<'s> {
     /// savepoint, rolled back unless the server took exactly their records.
     fn copy_together(&mut self, mine: &[&Chunk]) -> Result<Together, Error> {
         self.last_binary = false;
+        if let Some(staging) = self.merging() {
+            return self.merge_together(mine, staging);
+        }
         let records: u64 = mine.iter().map(|c| c.copied_records()).sum();
         let (binary, outcome) = match self.copy_binary(mine)? {
             Some(outcome) => (true, outcome),
@@ -538,6 +548,49 @@ impl<'s> Worker<'s> {
             }
             CopyOutcome::Loaded(_) => Together::Uneven,
         })
+    }
+
+    /// `--on-conflict-do-update`'s staging, which every chunk goes through.
+    fn merging(&self) -> Option<&'s Staging> {
+        self.shared.stages().filter(|s| s.merges())
+    }
+
+    /// A batch's chunks staged by one COPY and merged by one statement,
+    /// which counts each chunk's rows (see
+    /// [`super::replace::Merging::batch`]); under the batch's savepoint,
+    /// rolled back unless the counts add up.
+    fn merge_together(&mut self, mine: &[&Chunk], staging: &Staging) -> Result<Together, Error> {
+        let records: Vec<u64> = mine.iter().map(|c| c.copied_records()).collect();
+        let Some(merge) = staging.merging().and_then(|m| m.batch(&records)) else { return Ok(Together::Uneven) };
+        let (binary, outcome) = match self.copy_binary_into(mine, Some(staging))? {
+            Some(outcome) => (true, outcome),
+            None => (false, self.copy_text_into(mine, Some(staging))?),
+        };
+        let refusal = match outcome {
+            CopyOutcome::Loaded(rows) if rows == records.iter().sum::<u64>() => None,
+            CopyOutcome::Loaded(_) => Some(Together::Uneven),
+            CopyOutcome::Refused(refusal) => {
+                Some(Together::Refused(refusal.server_line.filter(|&l| l > 0).and_then(|l| chunk_of_line(mine, l))))
+            }
+        };
+        let merged = match refusal {
+            Some(refusal) => Err(refusal),
+            // A refusal names no record: halves of the batch go again.
+            None => match self.session.query_statements(&merge)? {
+                Ok(rows) => Merged::of_batch(&rows, &records)?.ok_or(Together::Uneven),
+                Err(_) => Err(Together::Refused(None)),
+            },
+        };
+        let merged = match merged {
+            Ok(merged) => merged,
+            Err(together) => {
+                self.session.execute(ROLLBACK_TO_SAVEPOINT)?;
+                return Ok(together);
+            }
+        };
+        self.session.execute(&staging.drop_sql())?;
+        self.last_binary = binary;
+        Ok(Together::Loaded(merged.into_iter().map(|m| Isolated::merged(m, binary)).collect()))
     }
 
     /// The fast path (one COPY of the whole chunk, under a savepoint so a
@@ -599,7 +652,7 @@ impl<'s> Worker<'s> {
     /// worker's).
     fn staging_for(&self, chunk: &Chunk) -> Option<&'s Staging> {
         // Every chunk of `--on-conflict-do-update`'s: there is no other way.
-        if let Some(staging) = self.shared.stages().filter(|s| s.merges()) {
+        if let Some(staging) = self.merging() {
             return Some(staging);
         }
         let in_order = match &self.flight {
