@@ -34,6 +34,16 @@ pub fn copy_text_value(value: &str) -> String {
     value.replace('\\', "\\\\").replace('\n', "\\n").replace('\r', "\\r").replace('\t', "\\t")
 }
 
+/// A table as the user named it (`-t`, `--table`), quoted as SQL reads it
+/// back: each part of a name psql would read (`sales.Orders` is
+/// `"sales"."orders"`), or the whole when it is no such name.
+pub fn quote_qualified_name(table: &str) -> String {
+    match parse_qualified_name(table) {
+        Some(parts) => parts.iter().map(|p| quote_ident(p)).collect::<Vec<_>>().join("."),
+        None => quote_ident(table),
+    }
+}
+
 /// A name as psql reads it in SQL: dot-separated parts, each either
 /// double-quoted (kept as written, `""` standing for `"`) or bare (ASCII
 /// letters folded to lower case, as the server folds them). `None` when it is

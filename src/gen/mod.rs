@@ -51,12 +51,15 @@ impl Dataset {
         }
     }
 
-    /// `CREATE TABLE` for the dataset, with every identifier quoted.
+    /// `CREATE TABLE` for the dataset, with every identifier quoted; the
+    /// table named as `sluice load -t` reads it (`public.tx` was one name,
+    /// `"public.tx"`, which `load -t public.tx` then found before the
+    /// table `tx`).
     pub fn ddl(self, table: &str) -> String {
         let columns = datasets::columns(self);
         let body: Vec<String> =
             columns.iter().map(|(name, ty)| format!("    {} {ty}", crate::sql::quote_ident(name))).collect();
-        format!("CREATE TABLE {} (\n{}\n);", crate::sql::quote_ident(table), body.join(",\n"))
+        format!("CREATE TABLE {} (\n{}\n);", crate::sql::quote_qualified_name(table), body.join(",\n"))
     }
 }
 
@@ -161,5 +164,14 @@ mod tests {
             assert_eq!(line.split('\t').count(), 29);
         }
         assert!(Dataset::Flights.ddl("extract").contains("\"home_flight_sector_3_flight_code_id\" integer"));
+    }
+
+    #[test]
+    fn the_ddl_names_the_table_as_load_reads_it() {
+        assert!(Dataset::Transactions.ddl("public.tx").starts_with("CREATE TABLE \"public\".\"tx\" ("));
+        assert!(Dataset::Transactions
+            .ddl("\"My Schema\".\"Q1.t\"")
+            .starts_with("CREATE TABLE \"My Schema\".\"Q1.t\" ("));
+        assert!(Dataset::Transactions.ddl("a\"b").starts_with("CREATE TABLE \"a\"\"b\" ("), "no name SQL reads");
     }
 }

@@ -127,24 +127,18 @@ pub(super) fn create_table(
     // Documents also load whole, into a table's one json or jsonb column.
     let whole = match format.kind {
         FormatKind::Jsonl => {
-            format!(" Or, for each document whole: CREATE TABLE {} (\"doc\" jsonb);", table_name(table))
+            format!(
+                " Or, for each document whole: CREATE TABLE {} (\"doc\" jsonb);",
+                crate::sql::quote_qualified_name(table)
+            )
         }
         _ => String::new(),
     };
     Some(format!(
         "The first {records} of {input} fit this table{header}: CREATE TABLE {} ({});{whole}",
-        table_name(table),
+        crate::sql::quote_qualified_name(table),
         columns.join(", ")
     ))
-}
-
-/// The table as the user named it (`-t`), as SQL reads it back: each part
-/// as psql shows it, or the whole quoted when it is no name SQL reads.
-fn table_name(table: &str) -> String {
-    match crate::sql::parse_qualified_name(table) {
-        Some(parts) => parts.iter().map(|p| quote_ident(p)).collect::<Vec<_>>().join("."),
-        None => quote_ident(table),
-    }
 }
 
 /// CSV and TSV: the header's names (or none) and each field's guess. A
