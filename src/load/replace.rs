@@ -300,9 +300,10 @@ impl Merging {
     /// Why its own: the chunks of a glob of small files share a batch (see
     /// `load::batch`), whose ledger rows keep each chunk's counts. A row the
     /// merge returns says whether it replaced one, but not which record it
-    /// came from: it is found again by its key among the staged rows,
+    /// came from: it is found again by its key among the keys' last rows,
     /// numbered in the order COPY wrote them, and counted in the chunk that
-    /// number falls in. A key the join does not find again (one with a
+    /// number falls in (the records a later one replaced count as such in
+    /// their own chunk). A key the join does not find again (one with a
     /// NULL, which conflicts with none; one a trigger changed) makes the
     /// sums differ, and the batch goes a chunk at a time.
     pub fn batch(&self, records: &[u64]) -> Option<String> {
