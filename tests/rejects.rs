@@ -3224,3 +3224,38 @@ fn small_files_of_changes_share_batches_and_each_chunk_counts_its_own_replaced_r
     let rows = "SELECT string_agg(coalesce(code, '-') || v, ',' ORDER BY code, v) FROM public.n";
     assert_eq!(db.scalar(rows), "a3,c00,c11,c22,c33,-0,-1,-2,-3");
 }
+
+/// Keys every small file of a glob repeats (a status that changes every
+/// hour), loaded with `--on-conflict-do-update` by four workers: the
+/// batches commit in input order, so each key keeps the last file's line.
+/// The batches of several files used to commit as they ended: a later
+/// batch that merged first left its lines to an earlier one (3 loads in 6
+/// of 500 files each kept the values of file 485 or 493).
+#[test]
+fn keys_every_small_file_repeats_keep_the_last_files_line_whichever_worker_merged_first() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE hot (id int PRIMARY KEY, v text)");
+    let files: u64 = 120;
+    for f in 0..files {
+        let hot = (0..20).map(|k| format!("{k}\tfile {f}\n"));
+        let own = (0..40).map(|i| format!("{}\tfile {f}\n", 1000 + f * 40 + i));
+        db.file(&format!("hot/h_{f:03}.tsv"), hot.chain(own).collect::<String>().as_bytes());
+    }
+    let glob = db.dir.path().join("hot/h_*.tsv");
+    // Five rounds: the old order left stale lines in 2 runs of 3 rounds in 3.
+    for round in 0..5 {
+        let args = ["--on-conflict-do-update", "--workers", "4", "--chunk-size", "4KiB", "--restart"];
+        let loaded = load_with_rejects(&db, &glob, "hot", &args);
+        loaded.run.assert_ok();
+        let summary = &loaded.report["summary"];
+        assert!(summary["batches"].as_u64().unwrap() >= 10, "{summary}");
+        assert_eq!(summary["rows_loaded"], files * 60, "{summary}");
+        // Each hot key's first line inserted, each later one replacing it.
+        assert_eq!(summary["replaced"], 20 * (files - 1), "{summary}");
+        let last = format!("file {}", files - 1);
+        let stale = format!("SELECT count(*) FROM hot WHERE id < 20 AND v <> '{last}'");
+        assert_eq!(db.scalar(&stale), "0", "round {round}: each hot key's last line");
+        assert_eq!(db.count("hot") as u64, 20 + files * 40);
+        db.execute("TRUNCATE hot");
+    }
+}

@@ -96,7 +96,13 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, event
         // loading.
         worker.flight = match batch.as_slice() {
             // Staged chunks load side by side and commit in input order,
-            // whether or not keys collide (see `stage`).
+            // whether or not keys collide (see `stage`); with
+            // `--on-conflict-do-update`, batches of small files too, or a
+            // key's earlier line stays where a later batch merged first.
+            [first, ..] if !wait && shared.replaces() => {
+                turn = None;
+                Some(shared.in_flight.board_in_order(first.seq))
+            }
             [chunk] if !wait && shared.stages().is_some() => {
                 turn = None;
                 Some(shared.in_flight.board_in_order(chunk.seq))
