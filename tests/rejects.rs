@@ -3255,7 +3255,7 @@ fn keys_every_small_file_repeats_keep_the_last_files_line_whichever_worker_merge
         let last = format!("file {}", files - 1);
         let stale = format!("SELECT count(*) FROM hot WHERE id < 20 AND v <> '{last}'");
         assert_eq!(db.scalar(&stale), "0", "round {round}: each hot key's last line");
-        assert_eq!(db.count("hot") as u64, 20 + files * 40);
+        assert_eq!(db.count("hot"), 20 + files * 40);
         db.execute("TRUNCATE hot");
     }
 }
