@@ -833,11 +833,12 @@ pub fn said(found: &[LoadedBefore], sources: &[Source], table: &TableInfo, repla
             // A job that kept some records out (--on-conflict-do-nothing):
             // its rows are not all the file's, which a replacing load
             // would make them.
-            let kept_out = match rows < records {
+            let some_kept_out = rows < records;
+            let kept_out = match some_kept_out {
                 true => format!(" of {} (the others skipped or rejected then)", count_of(records, "record")),
                 false => String::new(),
             };
-            let again = match replacing && rows < records {
+            let again = match replacing && some_kept_out {
                 true => ", which with --on-conflict-do-update replaces the rows their records' keys hold",
                 false => "",
             };

@@ -477,11 +477,7 @@ impl<'s> Worker<'s> {
             let bytes = self.reader.bytes_of(self.shared, chunk)?;
             if !looks_clean(self.shared, chunk, &bytes) {
                 dones.extend(self.copy_split(&mine[from..at])?);
-                let done = match self.merging() {
-                    // Staged, where isolation screens it too.
-                    Some(_) => self.copy_or_isolate(chunk)?,
-                    None => self.isolate_bytes(chunk, &bytes, None)?,
-                };
+                let done = self.isolate_from_batch(chunk, Some(&bytes))?;
                 dones.push((done, self.last_binary));
                 from = at + 1;
             }
@@ -504,10 +500,7 @@ impl<'s> Worker<'s> {
             Together::Loaded(dones) => Ok(dones.into_iter().map(|done| (done, self.last_binary)).collect()),
             Together::Refused(Some(bad)) => {
                 let mut dones = self.copy_split(&mine[..bad])?;
-                let done = match self.merging() {
-                    Some(_) => self.copy_or_isolate(mine[bad])?,
-                    None => self.isolate(mine[bad], None)?,
-                };
+                let done = self.isolate_from_batch(mine[bad], None)?;
                 dones.push((done, self.last_binary));
                 dones.extend(self.copy_split(&mine[bad + 1..])?);
                 Ok(dones)
@@ -519,6 +512,19 @@ impl<'s> Worker<'s> {
                 Ok(dones)
             }
             Together::Uneven => self.copy_each(mine),
+        }
+    }
+
+    /// A chunk of a batch that the server refused or the client suspects,
+    /// by isolation (over `bytes` when read already); with
+    /// `--on-conflict-do-update`, through the staging table, whose path
+    /// screens and isolates it (into the table it would be rejected for
+    /// every key the table holds).
+    fn isolate_from_batch(&mut self, chunk: &Chunk, bytes: Option<&[u8]>) -> Result<Isolated, Error> {
+        match (self.merging(), bytes) {
+            (Some(_), _) => self.copy_or_isolate(chunk),
+            (None, Some(bytes)) => self.isolate_bytes(chunk, bytes, None),
+            (None, None) => self.isolate(chunk, None),
         }
     }
 
@@ -535,10 +541,7 @@ impl<'s> Worker<'s> {
             return self.merge_together(mine, staging);
         }
         let records: u64 = mine.iter().map(|c| c.copied_records()).sum();
-        let (binary, outcome) = match self.copy_binary(mine)? {
-            Some(outcome) => (true, outcome),
-            None => (false, self.copy_text_into(mine, None)?),
-        };
+        let (binary, outcome) = self.copy_into(mine, None)?;
         if let CopyOutcome::Loaded(rows) = outcome {
             if rows == records {
                 self.last_binary = binary;
@@ -568,10 +571,7 @@ impl<'s> Worker<'s> {
     fn merge_together(&mut self, mine: &[&Chunk], staging: &Staging) -> Result<Together, Error> {
         let records: Vec<u64> = mine.iter().map(|c| c.copied_records()).collect();
         let Some(merge) = staging.merging().and_then(|m| m.batch(&records)) else { return Ok(Together::Uneven) };
-        let (binary, outcome) = match self.copy_binary_into(mine, Some(staging))? {
-            Some(outcome) => (true, outcome),
-            None => (false, self.copy_text_into(mine, Some(staging))?),
-        };
+        let (binary, outcome) = self.copy_into(mine, Some(staging))?;
         let refusal = match outcome {
             CopyOutcome::Loaded(rows) if rows == records.iter().sum::<u64>() => None,
             CopyOutcome::Loaded(_) => Some(Together::Uneven),
@@ -718,10 +718,7 @@ impl<'s> Worker<'s> {
     /// chunk's savepoint when the server refused a record on the way.
     fn copy_staged(&mut self, chunk: &Chunk, staging: &Staging) -> Result<Staged, Error> {
         let records = chunk.copied_records();
-        let (binary, outcome) = match self.copy_binary_into(&[chunk], Some(staging))? {
-            Some(outcome) => (true, outcome),
-            None => (false, self.copy_text_into(&[chunk], Some(staging))?),
-        };
+        let (binary, outcome) = self.copy_into(&[chunk], Some(staging))?;
         match outcome {
             CopyOutcome::Loaded(rows) if rows == records => {}
             // Fewer rows than records: a `\.` line, the end of COPY's data.
@@ -812,6 +809,17 @@ impl<'s> Worker<'s> {
     /// encoder was unsure of a record (the chunks then go as text).
     fn copy_binary(&mut self, chunks: &[&Chunk]) -> Result<Option<CopyOutcome>, Error> {
         self.copy_binary_into(chunks, None)
+    }
+
+    /// The chunks in one COPY under the savepoint (which the caller rolls
+    /// back to after a refusal), into the table or into the staging
+    /// table: binary where the plan says so and the encoder was sure of
+    /// every record, else as the input's text; with whether it was binary.
+    fn copy_into(&mut self, chunks: &[&Chunk], staging: Option<&Staging>) -> Result<(bool, CopyOutcome), Error> {
+        Ok(match self.copy_binary_into(chunks, staging)? {
+            Some(outcome) => (true, outcome),
+            None => (false, self.copy_text_into(chunks, staging)?),
+        })
     }
 
     /// The chunks as the input's text under the savepoint (which the caller
