@@ -5,26 +5,37 @@
 # same rows already written as the server reads them (ISO times, decimal
 # points) loaded by psql \copy and by sluice, in interleaved rounds; prints
 # each round's seconds and the medians' ratios. Checks that every path
-# loaded the same sum. Not a test.
+# loaded the same sum. Not a test. NUMBERS=thousands writes the prices with
+# commas between thousands and a decimal point (1,234,567.89) instead, for
+# --thousands ',' (and replace(price, ',', '') by hand).
 #
-#   PGHOST=... PGPORT=... PGUSER=... bash bench/converted.sh [ROWS] [ROUNDS] [SLUICE]
+#   PGHOST=... PGPORT=... PGUSER=... [NUMBERS=thousands] bash bench/converted.sh [ROWS] [ROUNDS] [SLUICE]
 set -euo pipefail
 rows=${1:-2000000}
 rounds=${2:-5}
 sluice=${3:-sluice}
+numbers=${NUMBERS:-decimal-comma}
+case $numbers in
+  decimal-comma) number_flag=(--decimal-comma); by_hand="replace(replace(price, '.', ''), ',', '.')" ;;
+  thousands) number_flag=(--thousands ,); by_hand="replace(price, ',', '')" ;;
+  *) echo "NUMBERS is decimal-comma or thousands" >&2; exit 2 ;;
+esac
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-python3 - "$rows" "$dir" <<'EOF'
+python3 - "$rows" "$dir" "$numbers" <<'EOF'
 import datetime, random, sys
-rows, out = int(sys.argv[1]), sys.argv[2]
+rows, out, numbers = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 random.seed(7)
 epoch = datetime.datetime(1970, 1, 1)
 with open(f"{out}/converted.csv", "w") as converted, open(f"{out}/plain.csv", "w") as plain:
     for i in range(rows):
         whole, cents = random.randrange(1, 10**7), random.randrange(100)
         ms = random.randrange(1_500_000_000_000, 1_800_000_000_000)
-        grouped = f"{whole:,}".replace(",", ".")
-        converted.write(f"{i};{grouped},{cents:02d};{ms};{ms}\n")
+        if numbers == "thousands":
+            price = f"{whole:,}.{cents:02d}"
+        else:
+            price = f"{whole:,}".replace(",", ".") + f",{cents:02d}"
+        converted.write(f"{i};{price};{ms};{ms}\n")
         iso = (epoch + datetime.timedelta(milliseconds=ms)).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
         plain.write(f"{i};{whole}.{cents:02d};{iso}+00;{iso}\n")
 EOF
@@ -40,10 +51,10 @@ run() {
   sql 'TRUNCATE converted, converted_stage'; sql 'CHECKPOINT'
   start=$(now)
   case $path in
-    sluice_converting) "$sluice" load "$dir/converted.csv" --table converted --delimiter ';' --decimal-comma \
+    sluice_converting) "$sluice" load "$dir/converted.csv" --table converted --delimiter ';' "${number_flag[@]}" \
                          --unix-times ms --quiet --restart ;;
     hand_sql) sql "\\copy converted_stage FROM '$dir/converted.csv' WITH (format csv, delimiter ';')"
-              sql "INSERT INTO converted SELECT id::int, replace(replace(price, '.', ''), ',', '.')::numeric,
+              sql "INSERT INTO converted SELECT id::int, $by_hand::numeric,
                      'epoch'::timestamptz + at::int8 * interval '1 millisecond',
                      ('epoch'::timestamptz + ts::int8 * interval '1 millisecond') AT TIME ZONE 'UTC'
                    FROM converted_stage" ;;
@@ -65,6 +76,6 @@ median() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{a[NR]=$1} END {print (
 base=$(median "${times[sluice_converting]}")
 for path in "${paths[@]}"; do
   m=$(median "${times[$path]}")
-  echo "median $path: $m s; sluice --decimal-comma --unix-times ms runs at $(echo "scale=2; $m / $base" | bc)x its speed"
+  echo "median $path: $m s; sluice ${number_flag[*]} --unix-times ms runs at $(echo "scale=2; $m / $base" | bc)x its speed"
 done
 sql 'DROP TABLE converted, converted_stage'

@@ -1983,6 +1983,114 @@ fn numbers_with_a_decimal_comma_are_named_as_such() {
     assert!(!run.stderr.contains("decimal comma"), "{}", run.stderr);
 }
 
+/// A formatted export with commas between thousands (`"1,234.50"`, as US
+/// spreadsheets write them; `12,34,567` as Indian ones group them): without
+/// `--thousands` the summary counts those numbers and names the flag; a
+/// lone `1,234`, which a decimal comma reads too, names both flags unless
+/// another number told which. With the flag, in text and binary COPY, each
+/// value loads as the server reads it with its commas removed, and a comma
+/// elsewhere (`1,5`) is rejected at its line with its column named.
+#[test]
+fn numbers_with_commas_between_thousands_are_named_and_load_with_thousands() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, price numeric(20,4), qty bigint, f float8, price_text text)");
+    let file = db.file("us.csv", b"id,price\n1,\"1,234.50\"\n2,\"12,34,567.5\"\n3,7\n4,\"-1,000\"\n");
+    let Loaded { run, rejects: found, report: r, rejects_path } =
+        load_with_rejects(&db, &file, "t", &["--header", "--truncate"]);
+    assert_eq!((run.code, found.len(), db.count("t")), (1, 3, 1), "{}", run.stderr);
+    let warning = "2 numbers were rejected for marks between thousands (the first: \"1,234.50\", ";
+    assert!(run.stderr.contains(warning), "{}", run.stderr);
+    let fix = "us.csv line 2, column price): PostgreSQL reads numbers without them; pass --thousands ',', which \
+               removes the commas between thousands";
+    assert!(run.stderr.contains(fix), "{}", run.stderr);
+    assert_reported(&r, warning);
+    assert!(!run.stderr.contains("decimal comma") && !run.stderr.contains("either"), "{}", run.stderr);
+    // Another job: the file is left out as loaded, not the job found finished.
+    let run = db.load(&[file.to_str().unwrap(), "--table", "t", "--header", "--thousands", ","]);
+    assert!(run.stderr.contains("loaded it into public.t in full"), "{}", run.stderr);
+    // As the warning says: the rejected records alone, with the flag.
+    let records = sluice(&["rejects", rejects_path.to_str().unwrap()]);
+    let db_arg = db.conninfo();
+    let args = ["load", "--db", &db_arg, "-", "--table", "t", "--format", "csv", "--columns", "id,price"];
+    let again = crate::util::sluice_with_stdin(&[&args[..], &["--thousands", ","]].concat(), records.stdout.as_bytes());
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(again.stderr.contains("reading the numbers of id, price with commas between thousands, as asked"));
+    assert_eq!(
+        db.scalar("SELECT string_agg(price::text, ' ' ORDER BY id) FROM t"),
+        "1234.5000 1234567.5000 7.0000 -1000.0000"
+    );
+    // `1,234` alone reads either way; beside `2,5` it is a decimal comma.
+    let either = db.file("either.csv", b"id,price\n1,\"1,234\"\n2,\"-12,500\"\n");
+    let Loaded { run, report: r, .. } = load_with_rejects(&db, &either, "t", &["--header"]);
+    let warning = "2 numbers were rejected for a comma (the first: \"1,234\", ";
+    let fix = "either.csv line 2, column price) that stands either between thousands or before a fraction, and \
+               PostgreSQL reads neither: as the file writes its numbers, pass --thousands ',' (1,234 is 1234) or \
+               --decimal-comma (1,234 is 1.234)";
+    assert!(run.stderr.contains(warning) && run.stderr.contains(fix), "{}", run.stderr);
+    assert_reported(&r, fix);
+    let told = db.file("told.csv", b"id,price\n1,\"1,234\"\n2,\"2,5\"\n");
+    let Loaded { run, .. } = load_with_rejects(&db, &told, "t", &["--header"]);
+    assert!(run.stderr.contains("1 number was rejected for a decimal comma (the first: \"2,5\""), "{}", run.stderr);
+    assert!(!run.stderr.contains("either"), "{}", run.stderr);
+    // Every record with one: the stop says it. Apostrophes, as Swiss exports write them.
+    let all: String = (0..1_200).map(|i| format!("{i}\t{i}'000.5\n")).collect();
+    let all = db.file("all.tsv", all.as_bytes());
+    let Loaded { run, .. } = load_with_rejects(&db, &all, "t", &["--columns", "id,price"]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    let advice = "\"0'000.5\" has marks between thousands, which PostgreSQL does not read: pass --thousands \"'\", \
+                  which removes the apostrophes between thousands (1'234.5)";
+    assert!(run.stderr.contains(advice), "{}", run.stderr);
+    // Random numbers grouped the Western or the Indian way, some misplaced.
+    let mut rng = Rng(fuzz_seed() ^ 0x7_4005);
+    let (mut data, mut bad_lines) = ("id,price,qty,f,price_text\n".to_string(), Vec::new());
+    for id in 0..3_000u64 {
+        let width = 1 + rng.below(11) as u32;
+        let digits = rng.below(10u64.pow(width)).to_string();
+        let mut groups = vec![&digits[digits.len().saturating_sub(3)..]];
+        let mut rest = &digits[..digits.len().saturating_sub(3)];
+        let width = if rng.below(2) == 0 { 3 } else { 2 };
+        while !rest.is_empty() {
+            groups.insert(0, &rest[rest.len().saturating_sub(width)..]);
+            rest = &rest[..rest.len().saturating_sub(width)];
+        }
+        let fraction = if rng.below(2) == 0 { String::new() } else { format!(".{}", rng.below(10_000)) };
+        let mut price = format!("{}{}{fraction}", rng.pick(&["", "-", "+"]), groups.join(","));
+        if id % 997 == 5 {
+            price = format!("{},{}", 1 + rng.below(99), 1 + rng.below(99));
+            bad_lines.push(id + 2);
+        }
+        let qty = rng.pick(&["1,234,567", "-12"]);
+        data.push_str(&format!("{id},\"{price}\",\"{qty}\",\"{price}\",\"{price}\"\n"));
+    }
+    let random = db.file("random.csv", data.as_bytes());
+    for copy_format in ["text", "binary"] {
+        let flags = ["--header", "--truncate", "--restart", "--thousands", ",", "--chunk-size", "16KiB"];
+        let Loaded { run, rejects: found, .. } =
+            load_with_rejects(&db, &random, "t", &[&flags[..], &["--copy-format", copy_format]].concat());
+        assert_eq!(run.code, 1, "{copy_format}: {}", run.stderr);
+        let copied =
+            if copy_format == "binary" { "10 chunks, binary COPY\n" } else { "text COPY (--copy-format text)" };
+        assert!(run.stdout.contains(copied), "{copy_format}: {}", run.stdout);
+        let rejected: Vec<u64> = found.iter().map(|r| r["line"].as_u64().unwrap()).collect();
+        assert_eq!(rejected, bad_lines, "{copy_format}: {}", run.stderr);
+        let reason = found[0]["reason"].as_str().unwrap().replace('\'', "\"");
+        assert!(reason.starts_with("column \"price\": \""), "{reason}");
+        assert!(reason.contains("is no number as --thousands reads them"), "{reason}");
+        assert_eq!(db.count("t") as usize, 3_000 - bad_lines.len(), "{copy_format}");
+        let wrong = db.scalar(
+            "SELECT count(*) || coalesce(' ' || (array_agg(t::text))[1], '') FROM t \
+             WHERE price IS DISTINCT FROM replace(price_text, ',', '')::numeric(20,4) \
+             OR f IS DISTINCT FROM replace(price_text, ',', '')::float8 OR qty NOT IN (1234567, -12)",
+        );
+        assert_eq!(wrong, "0", "{copy_format}");
+    }
+    // A JSON string in a number column is converted; a JSON number is one already.
+    let docs = db.file("docs.jsonl", b"{\"id\": 1, \"price\": \"1,234.5\", \"qty\": 12}\n");
+    let Loaded { run, .. } = load_with_rejects(&db, &docs, "t", &["--truncate", "--thousands", ","]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(db.scalar("SELECT price || ' ' || qty FROM t"), "1234.5000 12");
+}
+
 /// JSON documents into typed columns give the same warnings for the values
 /// in them: dates written day first and numbers with a decimal comma (the
 /// rejects hold the documents, so their values are read from the records

@@ -118,6 +118,14 @@ pub struct LoadArgs {
     #[arg(long)]
     decimal_comma: bool,
 
+    /// Number columns' values are written with a decimal point and this
+    /// mark between thousands (`,` for 1,234.5; `'` for 1'234.5; or a
+    /// space, `_`), as spreadsheets in the US, the UK, India and
+    /// Switzerland export formatted numbers: sluice removes it. A value
+    /// with the mark elsewhere (1,5) is rejected.
+    #[arg(long, value_parser = sluice::format::convert::thousands_mark, value_name = "CHAR", conflicts_with = "decimal_comma")]
+    thousands: Option<u8>,
+
     /// JSON whose documents are the elements of an array under a key of
     /// each top-level object, as API responses and GeoJSON hold them
     /// ({"data": [{...}, ...]}: data; {"hits": {"hits": [...]}}: hits.hits;
@@ -372,6 +380,7 @@ impl LoadArgs {
         options.force_null = self.force_null.clone();
         options.force_not_null = self.force_not_null.clone();
         options.decimal_comma = self.decimal_comma;
+        options.thousands = self.thousands;
         options.unix_times = self.unix_times;
         options.documents_at = self.documents_at.as_ref().map(|path| path.split('.').map(String::from).collect());
         LoadRequest {

@@ -1034,7 +1034,7 @@ fn integer(text: &[u8], min: i64, max: i64) -> Option<i64> {
     (i128::from(min)..=i128::from(max)).contains(&v).then_some(v as i64)
 }
 
-/// `[-]digits[.digits][e[-+]digits]` (digits on one side of the point may
+/// `[-+]digits[.digits][e[-+]digits]` (digits on one side of the point may
 /// be missing, as in `.5`), finite and normal (the server refuses what
 /// overflows and reads subnormals its own way), or one of the words of
 /// [`float_word`].
@@ -1045,7 +1045,7 @@ pub(super) fn float(text: &[u8]) -> Option<f64> {
 
 fn finite_float(text: &[u8]) -> Option<f64> {
     let s = std::str::from_utf8(text).ok()?;
-    let body = s.strip_prefix('-').unwrap_or(s);
+    let body = s.strip_prefix(['-', '+']).unwrap_or(s);
     let (mantissa, exponent) = match body.find(['e', 'E']) {
         Some(i) => (&body[..i], Some(&body[i + 1..])),
         None => (body, None),
@@ -2626,6 +2626,8 @@ mod tests {
         assert_eq!(float(b"-5."), Some(-5.0));
         assert_eq!(float(b"."), None);
         assert_eq!(float(b"-.e5"), None);
+        assert_eq!(float(b"+6629339.25"), Some(6629339.25), "a plus, as strtod reads it");
+        assert_eq!(float(b"+-5"), None);
         for (word, want) in [("Infinity", f64::INFINITY), ("-inf", f64::NEG_INFINITY), ("+INF", f64::INFINITY)] {
             assert_eq!(float(word.as_bytes()), Some(want), "{word}");
         }

@@ -1,7 +1,10 @@
 //! Values written in a way the server does not read, rewritten on the
 //! client when the user says how they are written: `--decimal-comma`
 //! (numbers with a decimal comma, dots or spaces between thousands:
-//! `1.234,5`, as spreadsheets in much of Europe export them) and
+//! `1.234,5`, as spreadsheets in much of Europe export them),
+//! `--thousands CHAR` (numbers with a decimal point and commas or other
+//! marks between thousands: `1,234.5`, as spreadsheets in the US, the UK,
+//! India or Switzerland export formatted numbers) and
 //! `--unix-times UNIT` (dates and times as a count of seconds, milliseconds,
 //! microseconds or nanoseconds since 1970: what `time.time()`, JavaScript's
 //! `Date.now()` and pandas' `to_json` write).
@@ -31,6 +34,9 @@ pub enum Conversion {
     /// A number column's value with a decimal comma, as a number with a
     /// decimal point.
     DecimalComma,
+    /// A number column's value with this mark between thousands (and a
+    /// decimal point), without it.
+    Thousands(u8),
     /// A number in a date or timestamp column, as the time it counts since
     /// 1970-01-01 00:00 UTC.
     UnixTime { unit: TimeUnit, into: TimeColumn },
@@ -248,11 +254,14 @@ pub enum TimeColumn {
 impl Conversion {
     /// The conversion the user's flags give a column of (base) type
     /// `sql_type`, as `format_type` writes it; `None` for other types.
-    pub fn for_column(sql_type: &str, decimal_comma: bool, unix_times: Option<TimeUnit>) -> Option<Conversion> {
+    /// `numbers` is how number columns' values are written
+    /// ([`Conversion::DecimalComma`] or [`Conversion::Thousands`]), if
+    /// not plainly.
+    pub fn for_column(sql_type: &str, numbers: Option<Conversion>, unix_times: Option<TimeUnit>) -> Option<Conversion> {
         let base = sql_type.split('(').next().unwrap_or(sql_type);
         let number = matches!(base, "smallint" | "integer" | "bigint" | "numeric" | "real" | "double precision");
-        if number && decimal_comma {
-            return Some(Conversion::DecimalComma);
+        if number && numbers.is_some() {
+            return numbers;
         }
         let into = match base {
             "date" => TimeColumn::Date,
@@ -271,7 +280,7 @@ impl Conversion {
     pub fn in_unit(self, unit: TimeUnit) -> Conversion {
         match self {
             Conversion::UnixTime { into, .. } => Conversion::UnixTime { unit, into },
-            Conversion::DecimalComma => self,
+            Conversion::DecimalComma | Conversion::Thousands(_) => self,
         }
     }
 
@@ -288,6 +297,7 @@ impl Conversion {
     pub fn apply(self, value: &[u8], out: &mut Vec<u8>) -> Result<bool, String> {
         match self {
             Conversion::DecimalComma => decimal_comma(value, out),
+            Conversion::Thousands(mark) => thousands(value, mark, out),
             Conversion::UnixTime { unit, into } => unix_time(value, unit, into, out),
         }
     }
@@ -302,45 +312,126 @@ fn decimal_comma(value: &[u8], out: &mut Vec<u8>) -> Result<bool, String> {
     if !value.iter().any(|&b| matches!(b, b',' | b'.' | b' ')) {
         return Ok(false);
     }
-    let refuse = || {
-        format!(
+    let number = Written::split(value, b',');
+    if !in_thousands(number.whole) || !number.rest_reads() {
+        return Err(format!(
             "\"{}\" is no number as --decimal-comma reads them: a comma before the fraction, and dots or spaces \
              only between thousands (1.234,5)",
             String::from_utf8_lossy(value)
-        )
-    };
-    let (sign, rest) = match value.first() {
-        Some(&sign @ (b'-' | b'+')) => (Some(sign), &value[1..]),
-        _ => (None, value),
-    };
-    let exponent_at = rest.iter().position(|&b| b == b'e' || b == b'E').unwrap_or(rest.len());
-    let (number, exponent) = rest.split_at(exponent_at);
-    let (whole, fraction) = match number.iter().position(|&b| b == b',') {
-        Some(comma) => (&number[..comma], Some(&number[comma + 1..])),
-        None => (number, None),
-    };
-    let digits = |part: &[u8]| part.iter().all(u8::is_ascii_digit);
-    let fraction_ok = fraction.map_or(true, |f| digits(f) && !(f.is_empty() && whole.is_empty()));
-    let exponent_ok = match exponent.get(1..) {
-        None => true,
-        Some(power) => {
-            let power = power.strip_prefix(b"-").or_else(|| power.strip_prefix(b"+")).unwrap_or(power);
-            !power.is_empty() && digits(power)
-        }
-    };
-    if !in_thousands(whole) || !fraction_ok || !exponent_ok || (whole.is_empty() && fraction.is_none()) {
-        return Err(refuse());
+        ));
     }
-    out.extend(sign);
-    for group in whole.split(|b| !b.is_ascii_digit()) {
-        out.extend_from_slice(group);
-    }
-    if let Some(fraction) = fraction {
-        out.push(b'.');
-        out.extend_from_slice(fraction);
-    }
-    out.extend_from_slice(exponent);
+    number.write_plain(out);
     Ok(true)
+}
+
+/// With `mark` `,`: `1,234.5` as `1234.5`, `-12,34,567` (Indian lakhs) as
+/// `-1234567`. Values without the mark (`2.5`, `NaN`, `\N`) stay as they
+/// are; one with the mark elsewhere (`1,5`: a decimal comma?) is refused.
+fn thousands(value: &[u8], mark: u8, out: &mut Vec<u8>) -> Result<bool, String> {
+    let value = if mark == b' ' { with_plain_spaces(value) } else { std::borrow::Cow::Borrowed(value) };
+    let value = value.trim_ascii();
+    if !value.contains(&mark) {
+        return Ok(false);
+    }
+    let number = Written::split(value, b'.');
+    if !(in_groups_of_three(number.whole, mark) || in_lakhs(number.whole, mark)) || !number.rest_reads() {
+        return Err(format!(
+            "\"{}\" is no number as --thousands reads them: a decimal point before the fraction, and {} only \
+             between thousands (1{}234.5)",
+            String::from_utf8_lossy(value),
+            mark_words(mark),
+            mark as char,
+        ));
+    }
+    number.write_plain(out);
+    Ok(true)
+}
+
+/// `--thousands`' value: the mark between the thousands of numbers written
+/// with a decimal point. Not a dot: that goes with a decimal comma.
+pub fn thousands_mark(text: &str) -> Result<u8, String> {
+    match text {
+        "," | "'" | " " | "_" => Ok(text.as_bytes()[0]),
+        "." => Err("a dot between thousands goes with a decimal comma (1.234,5): pass --decimal-comma".into()),
+        _ => Err(format!("\"{text}\" is no mark between thousands sluice reads: use ',', \"'\", ' ' or '_'")),
+    }
+}
+
+/// The marks `--thousands` takes, in words (they are hard to read
+/// quoted): `commas`.
+pub fn mark_words(mark: u8) -> &'static str {
+    match mark {
+        b',' => "commas",
+        b'\'' => "apostrophes",
+        b' ' => "spaces",
+        _ => "underscores",
+    }
+}
+
+/// `--thousands` with `mark`, quoted for the shell.
+pub fn thousands_flag(mark: u8) -> String {
+    match mark {
+        b'\'' => "--thousands \"'\"".into(),
+        mark => format!("--thousands '{}'", mark as char),
+    }
+}
+
+/// A number's parts as written, around its decimal mark.
+struct Written<'v> {
+    sign: Option<u8>,
+    /// Digits, with marks between thousands where written so.
+    whole: &'v [u8],
+    /// After the decimal mark, when there is one.
+    fraction: Option<&'v [u8]>,
+    /// `e-3`, with its `e`; empty without one.
+    exponent: &'v [u8],
+}
+
+impl<'v> Written<'v> {
+    /// `value` (trimmed) split at its sign, its first `point` and its `e`.
+    fn split(value: &'v [u8], point: u8) -> Written<'v> {
+        let (sign, rest) = match value.first() {
+            Some(&sign @ (b'-' | b'+')) => (Some(sign), &value[1..]),
+            _ => (None, value),
+        };
+        let exponent_at = rest.iter().position(|&b| b == b'e' || b == b'E').unwrap_or(rest.len());
+        let (number, exponent) = rest.split_at(exponent_at);
+        let (whole, fraction) = match number.iter().position(|&b| b == point) {
+            Some(at) => (&number[..at], Some(&number[at + 1..])),
+            None => (number, None),
+        };
+        Written { sign, whole, fraction, exponent }
+    }
+
+    /// Whether the fraction and exponent are digits, and the number has
+    /// some (`,` and `1,5e` are none).
+    fn rest_reads(&self) -> bool {
+        let digits = |part: &[u8]| part.iter().all(u8::is_ascii_digit);
+        let fraction_ok =
+            self.fraction.map_or(!self.whole.is_empty(), |f| digits(f) && !(f.is_empty() && self.whole.is_empty()));
+        let exponent_ok = match self.exponent.get(1..) {
+            None => true,
+            Some(power) => {
+                let power = power.strip_prefix(b"-").or_else(|| power.strip_prefix(b"+")).unwrap_or(power);
+                !power.is_empty() && digits(power)
+            }
+        };
+        fraction_ok && exponent_ok
+    }
+
+    /// The number as the server reads it: the whole part's digits alone,
+    /// a decimal point.
+    fn write_plain(&self, out: &mut Vec<u8>) {
+        out.extend(self.sign);
+        for group in self.whole.split(|b| !b.is_ascii_digit()) {
+            out.extend_from_slice(group);
+        }
+        if let Some(fraction) = self.fraction {
+            out.push(b'.');
+            out.extend_from_slice(fraction);
+        }
+        out.extend_from_slice(self.exponent);
+    }
 }
 
 /// `value` with its no-break spaces (U+00A0, and U+202F, the narrow one)
@@ -372,12 +463,34 @@ pub fn with_plain_spaces(value: &[u8]) -> std::borrow::Cow<'_, [u8]> {
 /// its thousands (`1.234.567`, `1 234`, `1234`); not when a separator
 /// stands elsewhere (`1.23`, `12.3456`) or two kinds are mixed.
 pub fn in_thousands(whole: &[u8]) -> bool {
-    let separator = whole.iter().copied().find(|&b| b == b'.' || b == b' ');
+    match whole.iter().copied().find(|&b| b == b'.' || b == b' ') {
+        Some(mark) => in_groups_of_three(whole, mark),
+        None => whole.iter().all(u8::is_ascii_digit),
+    }
+}
+
+/// Whether `whole` is digits with `mark` between each three of them from
+/// the right (`1,234,567`), or with no mark (`1234`).
+pub fn in_groups_of_three(whole: &[u8], mark: u8) -> bool {
     let digits = |g: &[u8]| g.iter().all(u8::is_ascii_digit);
-    let Some(separator) = separator else { return digits(whole) };
-    let mut groups = whole.split(|&b| b == separator);
+    let mut groups = whole.split(|&b| b == mark);
     let first = groups.next().unwrap_or_default();
     (1..=3).contains(&first.len()) && digits(first) && groups.all(|g| g.len() == 3 && digits(g))
+        || !whole.contains(&mark) && !whole.is_empty() && digits(whole)
+}
+
+/// Whether `whole` is grouped as in India (lakhs and crores): three digits
+/// on the right, then twos (`12,34,567`).
+fn in_lakhs(whole: &[u8], mark: u8) -> bool {
+    let groups: Vec<&[u8]> = whole.split(|&b| b == mark).collect();
+    let Some((last, before)) = groups.split_last() else { return false };
+    let digits = |g: &[u8]| !g.is_empty() && g.iter().all(u8::is_ascii_digit);
+    let Some((first, middle)) = before.split_first() else { return false };
+    last.len() == 3
+        && digits(last)
+        && (1..=2).contains(&first.len())
+        && digits(first)
+        && middle.iter().all(|g| g.len() == 2 && digits(g))
 }
 
 /// The most digits a Unix time may have, fraction included: an `i128`
@@ -522,6 +635,40 @@ mod tests {
         }
     }
 
+    fn marked(mark: u8, value: &str) -> Result<Option<String>, String> {
+        converted(Conversion::Thousands(mark), value)
+    }
+
+    #[test]
+    fn marks_between_thousands_are_removed_and_misplaced_ones_refused() {
+        assert_eq!(marked(b',', "1,234.50"), Ok(Some("1234.50".into())));
+        assert_eq!(marked(b',', "-1,234,567"), Ok(Some("-1234567".into())));
+        assert_eq!(marked(b',', " +12,34,567.125 "), Ok(Some("+1234567.125".into())), "Indian lakhs");
+        assert_eq!(marked(b',', "1,234.5e-3"), Ok(Some("1234.5e-3".into())));
+        assert_eq!(marked(b'\'', "1'234'567.5"), Ok(Some("1234567.5".into())));
+        assert_eq!(marked(b' ', "1\u{a0}234.5"), Ok(Some("1234.5".into())));
+        assert_eq!(marked(b'_', "1_000"), Ok(Some("1000".into())));
+        assert_eq!(marked(b',', "1,234."), Ok(Some("1234.".into())), "as PostgreSQL reads 1234.");
+        for plain in ["12", "2.5", "-0.75", "NaN", "\\N", "", "1e5", "1234567.891"] {
+            assert_eq!(marked(b',', plain), Ok(None), "{plain}");
+        }
+        for odd in ["1,5", "12,3456", "1234,567", "1,23,4", ",234", "1,234.5.6", "1,234.x", "1,234e", "1.234,5"] {
+            let refused = marked(b',', odd).expect_err(odd);
+            let why = "is no number as --thousands reads them: a decimal point before the fraction, and commas only";
+            assert!(refused.starts_with(&format!("\"{odd}\" {why}")), "{refused}");
+        }
+        assert!(marked(b'\'', "1'5").unwrap_err().contains("apostrophes only between thousands (1'234.5)"));
+        assert_eq!(thousands_mark(","), Ok(b','));
+        assert_eq!(thousands_mark("'"), Ok(b'\''));
+        assert!(thousands_mark(".").unwrap_err().contains("pass --decimal-comma"));
+        assert!(thousands_mark(";").unwrap_err().contains("is no mark between thousands"));
+        assert_eq!(thousands_flag(b'\''), "--thousands \"'\"");
+        assert_eq!(thousands_flag(b','), "--thousands ','");
+        let marks = Some(Conversion::Thousands(b','));
+        assert_eq!(Conversion::for_column("bigint", marks, None), marks);
+        assert_eq!(Conversion::for_column("text", marks, None), None);
+    }
+
     #[test]
     fn values_that_fit_neither_way_are_refused_with_why() {
         for odd in ["2.5", "1.23,4", "1.234 567", "12.3456", "1,2,3", ",", "1,5e", "1,5e+", "x,5", "1234.567,8"] {
@@ -632,18 +779,19 @@ mod tests {
     #[test]
     fn columns_get_conversions_by_type_and_flag() {
         let unit = Some(TimeUnit::Milliseconds);
+        let comma = Some(Conversion::DecimalComma);
         let time = |into| Some(Conversion::UnixTime { unit: TimeUnit::Milliseconds, into });
-        assert_eq!(Conversion::for_column("numeric(12,2)", true, None), Some(Conversion::DecimalComma));
-        assert_eq!(Conversion::for_column("double precision", true, unit), Some(Conversion::DecimalComma));
-        assert_eq!(Conversion::for_column("numeric", false, unit), None);
-        assert_eq!(Conversion::for_column("text", true, unit), None);
-        assert_eq!(Conversion::for_column("date", true, unit), time(TimeColumn::Date));
-        assert_eq!(Conversion::for_column("timestamp(3) with time zone", false, unit), time(TimeColumn::TimestampTz));
-        assert_eq!(Conversion::for_column("timestamp with time zone", false, unit), time(TimeColumn::TimestampTz));
-        assert_eq!(Conversion::for_column("timestamp(3) without time zone", false, unit), time(TimeColumn::Timestamp));
-        assert_eq!(Conversion::for_column("timestamp without time zone", false, unit), time(TimeColumn::Timestamp));
-        assert_eq!(Conversion::for_column("date", true, None), None);
-        assert_eq!(Conversion::for_column("time without time zone", false, unit), None);
+        assert_eq!(Conversion::for_column("numeric(12,2)", comma, None), Some(Conversion::DecimalComma));
+        assert_eq!(Conversion::for_column("double precision", comma, unit), Some(Conversion::DecimalComma));
+        assert_eq!(Conversion::for_column("numeric", None, unit), None);
+        assert_eq!(Conversion::for_column("text", comma, unit), None);
+        assert_eq!(Conversion::for_column("date", comma, unit), time(TimeColumn::Date));
+        assert_eq!(Conversion::for_column("timestamp(3) with time zone", None, unit), time(TimeColumn::TimestampTz));
+        assert_eq!(Conversion::for_column("timestamp with time zone", None, unit), time(TimeColumn::TimestampTz));
+        assert_eq!(Conversion::for_column("timestamp(3) without time zone", None, unit), time(TimeColumn::Timestamp));
+        assert_eq!(Conversion::for_column("timestamp without time zone", None, unit), time(TimeColumn::Timestamp));
+        assert_eq!(Conversion::for_column("date", comma, None), None);
+        assert_eq!(Conversion::for_column("time without time zone", None, unit), None);
     }
 
     proptest::proptest! {

@@ -138,6 +138,9 @@ pub struct FormatOptions {
     /// `--decimal-comma`: number columns' values are written with a
     /// decimal comma (see [`convert`]).
     pub decimal_comma: bool,
+    /// `--thousands CHAR`: number columns' values are written with this
+    /// mark between thousands and a decimal point (see [`convert`]).
+    pub thousands: Option<u8>,
     /// `--unix-times UNIT|auto`: numbers in date and timestamp columns
     /// count this unit since 1970 (see [`convert`]).
     pub unix_times: Option<convert::UnixTimes>,
@@ -203,6 +206,7 @@ impl FormatOptions {
             documents: None,
             picks: None,
             decimal_comma: false,
+            thousands: None,
             unix_times: None,
             documents_at: None,
         }
@@ -214,10 +218,21 @@ impl FormatOptions {
         FormatOptions {
             encoding: self.encoding.clone(),
             decimal_comma: self.decimal_comma,
+            thousands: self.thousands,
             unix_times: self.unix_times,
             documents_at: self.documents_at.clone(),
             documents: Some(std::sync::Arc::new(columns)),
             ..FormatOptions::new(FormatKind::Tsv)
+        }
+    }
+
+    /// How number columns' values are rewritten, when the user said they
+    /// are not written plainly (`--decimal-comma`, `--thousands`).
+    pub fn number_conversion(&self) -> Option<convert::Conversion> {
+        match (self.decimal_comma, self.thousands) {
+            (true, _) => Some(convert::Conversion::DecimalComma),
+            (false, Some(mark)) => Some(convert::Conversion::Thousands(mark)),
+            (false, None) => None,
         }
     }
 

@@ -2,7 +2,7 @@
 //! out) and `--skip-other-fields` (with `--header`: the fields whose name
 //! is no column's) load only some of each record's fields. The same
 //! rewriting converts the values of some columns (`--decimal-comma`,
-//! `--unix-times`: see [`crate::format::convert`]).
+//! `--thousands`, `--unix-times`: see [`crate::format::convert`]).
 //!
 //! COPY takes every field of a record into a column and cannot leave one
 //! out, so the peers' users cut their files first (`cut`, which splits a

@@ -13,6 +13,7 @@ use std::sync::Mutex;
 
 use super::{suspect, Shared};
 use crate::format::binary::DateOrder;
+use crate::format::convert;
 use crate::format::{delimiter_text, FormatKind};
 use crate::rejects::Reject;
 use crate::report::{count_of, thousands};
@@ -36,6 +37,13 @@ pub(super) struct RejectNotes {
     quoted_empties: Tally,
     /// Numbers rejected for a decimal comma (see [`decimal_comma_warning`]).
     decimal_commas: Tally,
+    /// Numbers rejected for marks between thousands, with the mark of the
+    /// first (see [`thousands_warning`]).
+    thousands_marks: Tally,
+    thousands_mark: Mutex<Option<u8>>,
+    /// Numbers rejected for a comma that reads either way (see
+    /// [`comma_either_way_warning`]).
+    commas_either_way: Tally,
     /// Numbers where a date or time goes that read as Unix times, with
     /// the unit of the first (see [`unix_time_warning`]).
     unix_times: Tally,
@@ -57,13 +65,15 @@ pub(super) struct RejectNotes {
 /// option, so the rows being committed may hold wrong values (a swapped
 /// day and month, a word for NULL or an empty string in a text column) and
 /// the file will be loaded again anyway.
-const ALERTS: [fn(&Shared) -> Option<String>; 7] = [
+const ALERTS: [fn(&Shared) -> Option<String>; 9] = [
     date_order_warning,
     unix_time_warning,
     encoding_warning,
     empty_field_warning,
     quoted_empty_warning,
     decimal_comma_warning,
+    thousands_warning,
+    comma_either_way_warning,
     null_word_warning,
 ];
 
@@ -130,6 +140,11 @@ pub(super) fn note(shared: &Shared, rejects: &[Reject]) {
         match sign {
             Sign::OtherDateOrder(value) => notes.dates_the_other_way.add(|| format!("\"{value}\" ({})", place())),
             Sign::DecimalComma(value) => notes.decimal_commas.add(|| format!("\"{value}\", {}", place())),
+            Sign::Thousands(value, mark) => notes.thousands_marks.add(|| {
+                *notes.thousands_mark.lock().unwrap_or_else(|e| e.into_inner()) = Some(mark);
+                format!("\"{value}\", {}", place())
+            }),
+            Sign::CommaEitherWay(value) => notes.commas_either_way.add(|| format!("\"{value}\", {}", place())),
             Sign::UnixTime(time) => notes.unix_times.add(|| {
                 let mut unit = notes.unix_time_unit.lock().unwrap_or_else(|e| e.into_inner());
                 *unit = Some((time.unit, time.per_second));
@@ -152,6 +167,12 @@ enum Sign {
     OtherDateOrder(String),
     /// A number written with a decimal comma (see [`decimal_comma_warning`]).
     DecimalComma(String),
+    /// A number written with this mark between thousands (see
+    /// [`thousands_warning`]).
+    Thousands(String, u8),
+    /// A number whose comma reads either way (see
+    /// [`comma_either_way_warning`]).
+    CommaEitherWay(String),
     /// A number where a date or time goes that reads as a Unix time (see
     /// [`unix_time_warning`]).
     UnixTime(suspect::UnixTime),
@@ -182,6 +203,12 @@ fn sign<'a>(shared: &Shared, reject: &'a Reject) -> Option<(Sign, &'a str)> {
     }
     if let Some(value) = suspect::decimal_comma(rule, field) {
         return Some((Sign::DecimalComma(value), column));
+    }
+    if let Some((value, mark)) = suspect::thousands_marked(rule, field) {
+        return Some((Sign::Thousands(value, mark), column));
+    }
+    if let Some(value) = suspect::comma_either_way(rule, field) {
+        return Some((Sign::CommaEitherWay(value), column));
     }
     if let Some(time) = suspect::unix_time(rule, field) {
         return Some((Sign::UnixTime(time), column));
@@ -221,6 +248,10 @@ pub(super) fn first_reject_advice(shared: &Shared, first: &Reject) -> Option<Str
         Sign::DecimalComma(value) => {
             format!("\"{value}\" has a decimal comma, which PostgreSQL does not read: {DECIMAL_COMMA_FIX}")
         }
+        Sign::Thousands(value, mark) => {
+            format!("\"{value}\" has marks between thousands, which PostgreSQL does not read: {}", thousands_fix(mark))
+        }
+        Sign::CommaEitherWay(value) => format!("\"{value}\" {COMMA_EITHER_WAY}"),
         Sign::UnixTime(time) => format!(
             "\"{}\" looks like a Unix time in {} ({}), which PostgreSQL does not read as a date or time: {}",
             time.value,
@@ -237,6 +268,21 @@ pub(super) fn first_reject_advice(shared: &Shared, first: &Reject) -> Option<Str
 /// How to load numbers written with a decimal comma.
 const DECIMAL_COMMA_FIX: &str = "pass --decimal-comma, which reads a comma before the fraction and dots or \
                                  spaces between thousands (1.234,5) in number columns";
+
+/// How to load numbers written with `mark` between thousands.
+fn thousands_fix(mark: u8) -> String {
+    format!(
+        "pass {}, which removes the {} between thousands (1{}234.5) in number columns",
+        convert::thousands_flag(mark),
+        convert::mark_words(mark),
+        mark as char
+    )
+}
+
+/// What a comma before three digits may mean, and the option for each.
+const COMMA_EITHER_WAY: &str = "has a comma that stands either between thousands or before a fraction, and \
+                                PostgreSQL reads neither: as the file writes its numbers, pass --thousands ',' \
+                                (1,234 is 1234) or --decimal-comma (1,234 is 1.234)";
 
 /// How to load only the records a wrong option rejected, when the rows
 /// that loaded are right.
@@ -360,6 +406,38 @@ fn decimal_comma_warning(shared: &Shared) -> Option<String> {
         "{} rejected for a decimal comma (the first: {first}): PostgreSQL reads numbers with a decimal point only; \
          {DECIMAL_COMMA_FIX}. {RELOAD_REJECTS}",
         how_many_were(count, "number"),
+    ))
+}
+
+/// Numbers rejected for marks between thousands (`1,234.50`), as
+/// spreadsheets in the US, the UK, India and Switzerland export formatted
+/// numbers. Why: the server's reason (`invalid input syntax for type
+/// numeric`) does not say what is wrong with the value.
+fn thousands_warning(shared: &Shared) -> Option<String> {
+    let (count, first) = shared.notes.thousands_marks.seen()?;
+    let mark = shared.notes.thousands_mark.lock().unwrap_or_else(|e| e.into_inner()).unwrap_or(b',');
+    Some(format!(
+        "{} rejected for marks between thousands (the first: {first}): PostgreSQL reads numbers without them; {}. \
+         {RELOAD_REJECTS}",
+        how_many_were(count, "number"),
+        thousands_fix(mark),
+    ))
+}
+
+/// Numbers rejected for a comma before three digits (`1,234`), when no
+/// other number showed which way the file writes them. Why: one option
+/// reads it as 1234 and the other as 1.234, so guessing could load every
+/// such number a thousand times off; only the user can tell.
+fn comma_either_way_warning(shared: &Shared) -> Option<String> {
+    let notes = &shared.notes;
+    if notes.decimal_commas.seen().is_some() || notes.thousands_marks.seen().is_some() {
+        return None;
+    }
+    let (count, first) = notes.commas_either_way.seen()?;
+    Some(format!(
+        "{} rejected for a comma (the first: {first}) that {}. {RELOAD_REJECTS}",
+        how_many_were(count, "number"),
+        COMMA_EITHER_WAY.trim_start_matches("has a comma that "),
     ))
 }
 

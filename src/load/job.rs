@@ -85,6 +85,9 @@ fn chunk_identity(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, 
         };
         parts.push(format!("decimal comma {} unix times {unix_times}", format.decimal_comma));
     }
+    if let Some(mark) = format.thousands {
+        parts.push(format!("thousands {:?}", mark as char));
+    }
     if let Some(path) = &format.documents_at {
         parts.push(format!("documents at {path:?}"));
     }

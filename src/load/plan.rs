@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use crate::error::Error;
 use crate::format::binary::{unescape_text, BinaryEncoder};
-use crate::format::convert::{Conversion, TimeUnit, UnixTimes};
+use crate::format::convert::{self, Conversion, TimeUnit, UnixTimes};
 use crate::format::documents::{self, ColumnKind, DocumentColumns};
 use crate::format::pick::FieldPicks;
 use crate::format::{FormatKind, FormatOptions, COMMON_DELIMITERS};
@@ -175,13 +175,13 @@ pub fn refuse_without_rights(
     Ok(())
 }
 
-/// Each of `columns`' conversion under `format`'s `--decimal-comma` and
-/// `--unix-times`, with the column's name, in order: empty when no column
+/// Each of `columns`' conversion under `format`'s `--decimal-comma`,
+/// `--thousands` and `--unix-times`, with the column's name, in order: empty when no column
 /// has one.
 pub fn conversions(columns: &[(String, String)], format: &FormatOptions) -> Vec<Option<(Conversion, String)>> {
     let each = columns.iter().map(|(name, ty)| {
         let unit = format.unix_times.map(UnixTimes::unit_to_begin_with);
-        Conversion::for_column(ty, format.decimal_comma, unit).map(|c| (c, name.clone()))
+        Conversion::for_column(ty, format.number_conversion(), unit).map(|c| (c, name.clone()))
     });
     let each: Vec<_> = each.collect();
     match each.iter().any(Option::is_some) {
@@ -190,24 +190,28 @@ pub fn conversions(columns: &[(String, String)], format: &FormatOptions) -> Vec<
     }
 }
 
-/// What `--decimal-comma` and `--unix-times` do in this load, for the
-/// start of its summary: the columns they convert, or that they convert
-/// none; `unconverted`, the time columns `--unix-times auto` could not
-/// tell a unit for.
+/// What `--decimal-comma` (or `--thousands`) and `--unix-times` do in
+/// this load, for the start of its summary: the columns they convert, or
+/// that they convert none; `unconverted`, the time columns `--unix-times
+/// auto` could not tell a unit for.
 pub fn conversions_said(
     converted: &[(Conversion, String)],
     unconverted: &[String],
     format: &FormatOptions,
 ) -> Vec<String> {
-    let named = |decimal: bool| -> Vec<String> {
-        let matching = converted.iter().filter(|(c, _)| (*c == Conversion::DecimalComma) == decimal);
-        matching.map(|(_, name)| display_ident(name)).collect()
-    };
     let mut said = Vec::new();
-    if format.decimal_comma {
-        said.push(match named(true).as_slice() {
-            [] => "--decimal-comma: no loaded column is a number, so nothing is converted".to_string(),
-            names => format!("reading the numbers of {} with a decimal comma, as asked", names.join(", ")),
+    if let Some(numbers) = format.number_conversion() {
+        let names: Vec<String> =
+            converted.iter().filter(|(c, _)| *c == numbers).map(|(_, name)| display_ident(name)).collect();
+        let (flag, written) = match numbers {
+            Conversion::Thousands(mark) => {
+                ("--thousands", format!("with {} between thousands", convert::mark_words(mark)))
+            }
+            _ => ("--decimal-comma", "with a decimal comma".to_string()),
+        };
+        said.push(match names.as_slice() {
+            [] => format!("{flag}: no loaded column is a number, so nothing is converted"),
+            names => format!("reading the numbers of {} {written}, as asked", names.join(", ")),
         });
     }
     if let Some(unix_times) = format.unix_times {
@@ -223,7 +227,7 @@ fn unix_times_said(converted: &[(Conversion, String)], unconverted: &[String], u
         .iter()
         .filter_map(|(c, name)| match c {
             Conversion::UnixTime { unit, .. } => Some((*unit, display_ident(name))),
-            Conversion::DecimalComma => None,
+            Conversion::DecimalComma | Conversion::Thousands(_) => None,
         })
         .collect();
     if !unconverted.is_empty() {

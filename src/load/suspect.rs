@@ -552,7 +552,39 @@ pub fn decimal_comma(rule: &ColumnRule, value: &[u8]) -> Option<String> {
     let digits = |part: &[u8]| !part.is_empty() && part.iter().all(u8::is_ascii_digit);
     // Thousands grouped by dots or spaces, as `--decimal-comma` reads them.
     let grouped = !whole.is_empty() && crate::format::convert::in_thousands(whole);
-    (grouped && digits(&fraction[1..])).then(|| String::from_utf8_lossy(written).into_owned())
+    let either_way = comma_either_way(rule, value).is_some();
+    (grouped && digits(&fraction[1..]) && !either_way).then(|| String::from_utf8_lossy(written).into_owned())
+}
+
+/// `value` (of a number column) with its mark between thousands, when it
+/// is written with commas or apostrophes between them and a decimal point
+/// (`1,234.50`, `1,234,567`, `12,34,567`, `1'234.5`), as spreadsheets in
+/// the US, the UK, India and Switzerland export formatted numbers. Not
+/// `1,234` alone: see [`comma_either_way`].
+pub fn thousands_marked(rule: &ColumnRule, value: &[u8]) -> Option<(String, u8)> {
+    let ValueRule::Number { .. } = rule.kind else { return None };
+    if comma_either_way(rule, value).is_some() {
+        return None;
+    }
+    let written = value.trim_ascii();
+    let mark = [b',', b'\''].into_iter().find(|mark| written.contains(mark))?;
+    let mut plain = Vec::new();
+    let read = crate::format::convert::Conversion::Thousands(mark).apply(written, &mut plain) == Ok(true);
+    read.then(|| (String::from_utf8_lossy(written).into_owned(), mark))
+}
+
+/// `value` (of a number column) when its one comma stands before three
+/// digits, after one to three (`1,234`, `-12,500`): between thousands as
+/// `--thousands ','` reads it, or before a fraction as `--decimal-comma`
+/// does. Only the file's other numbers can tell.
+pub fn comma_either_way(rule: &ColumnRule, value: &[u8]) -> Option<String> {
+    let ValueRule::Number { .. } = rule.kind else { return None };
+    let written = value.trim_ascii();
+    let unsigned = written.strip_prefix(b"-").or_else(|| written.strip_prefix(b"+")).unwrap_or(written);
+    let (whole, fraction) = unsigned.split_at(unsigned.iter().position(|&b| b == b',')?);
+    let digits = |part: &[u8]| part.iter().all(u8::is_ascii_digit);
+    let either = (1..=3).contains(&whole.len()) && digits(whole) && fraction.len() == 4 && digits(&fraction[1..]);
+    either.then(|| String::from_utf8_lossy(written).into_owned())
 }
 
 /// A number read as a Unix time (see [`unix_time`]).
@@ -996,14 +1028,39 @@ mod tests {
             let (rule, value) = column_field(record.as_bytes(), &rules, &csv, "c")?;
             decimal_comma(rule, value)
         };
-        for value in ["2,50", "-0,5", "+12,0", "1.234,56", "1 234 567,8", "1234,5", " 3,25 ", "1\u{a0}234,5"] {
+        for value in
+            ["2,50", "-0,5", "+12,0", "1.234,56", "1 234 567,8", "1234,5", " 3,25 ", "1\u{a0}234,5", "1.234,567"]
+        {
             assert_eq!(comma("numeric(10,2)", value).as_deref(), Some(value.trim()), "{value}");
         }
         assert!(comma("double precision", "2,5").is_some());
-        for value in ["2.50", "2,", ",5", "1.23,4", "12.345.6,7", "1,234,567", "a,5", "2,5e3", ""] {
+        for value in ["2.50", "2,", ",5", "1.23,4", "12.345.6,7", "1,234,567", "a,5", "2,5e3", "", "1,234", "-12,500"] {
             assert_eq!(comma("numeric", value), None, "{value}");
         }
         assert_eq!(comma("text", "2,50"), None, "not a number column");
+    }
+
+    #[test]
+    fn numbers_with_marks_between_thousands_are_found_and_a_lone_comma_before_three_digits_is_either() {
+        let rules = [rule("numeric", None)];
+        let marked = |value: &str| thousands_marked(&rules[0], value.as_bytes());
+        for (value, mark) in
+            [("1,234.50", b','), ("1,234,567", b','), ("-12,34,567.5", b','), ("1'234.5", b'\''), (" 9,999.9 ", b',')]
+        {
+            assert_eq!(marked(value), Some((value.trim().to_string(), mark)), "{value}");
+        }
+        for value in ["1,234", "2,50", "1.234,5", "1234.5", "1,23.4", "12,3456.7", "1,234.5.6", "a,234.5", ""] {
+            assert_eq!(marked(value), None, "{value}");
+        }
+        let either = |value: &str| comma_either_way(&rules[0], value.as_bytes());
+        for value in ["1,234", "-12,500", "+100,000", " 999,000 "] {
+            assert_eq!(either(value).as_deref(), Some(value.trim()), "{value}");
+        }
+        for value in ["1,23", "1,2345", "1234,567", "1,234.5", "1.234,567", ",234", "1,234,567"] {
+            assert_eq!(either(value), None, "{value}");
+        }
+        assert_eq!(thousands_marked(&rule("text", None), b"1,234.5"), None, "not a number column");
+        assert_eq!(comma_either_way(&rule("date", None), b"1,234"), None, "not a number column");
     }
 
     #[test]
