@@ -303,10 +303,15 @@ impl CopyPath {
             },
             _ => format!("text COPY ({})", self.why),
         };
+        let chunks = self.binary_chunks + self.text_chunks;
+        const MERGED: &str = "merged by key from a temporary table (INSERT ... ON CONFLICT DO UPDATE)";
         match self.staged_chunks {
-            _ if self.merged => {
-                format!("{format}, merged by key from a temporary table (INSERT ... ON CONFLICT DO UPDATE)")
-            }
+            n if self.merged && n == chunks => format!("{format}, {MERGED}"),
+            0 if self.merged => format!("{format}, straight into the table: no record's key was held or repeated"),
+            n if self.merged => format!(
+                "{format}, {n} chunk{} of {chunks} {MERGED}, the others straight into the table (no key held)",
+                plural(n)
+            ),
             0 => format,
             n => format!(
                 "{format}, {n} chunk{} staged (most of their keys held: inserted from a temporary table, ON CONFLICT DO NOTHING)",

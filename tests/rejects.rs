@@ -3217,6 +3217,107 @@ fn columns_that_leave_out_a_required_one_are_refused_up_front() {
     assert_eq!(db.scalar("SELECT count(*) FROM t WHERE b = 'filled'"), "2");
 }
 
+/// `--on-conflict-do-update` into a table that holds none of the keys (the
+/// first run of a job that loads with the flag every night): the chunks go
+/// straight into the table by COPY, as without the flag, and the summary
+/// says so. In a file of changes, a chunk with a held key, a key repeated
+/// in it, or a record a trigger suppresses (COPY's count would not add up)
+/// is refused that way and merged; after a refusal the worker skips the
+/// try for 1, 2, 4, ... chunks (modelled here, one worker, chunk by chunk),
+/// and every key keeps its last line, with the counts a merge gives.
+#[test]
+fn changes_no_row_holds_go_straight_into_the_table_and_the_others_are_merged() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE s (id int PRIMARY KEY, v text); \
+         CREATE FUNCTION skip_marked() RETURNS trigger LANGUAGE plpgsql AS \
+         $$BEGIN IF NEW.v = 'skip' THEN RETURN NULL; END IF; RETURN NEW; END$$; \
+         CREATE TRIGGER skip_marked BEFORE INSERT ON s FOR EACH ROW EXECUTE FUNCTION skip_marked()",
+    );
+    for f in 0..60u64 {
+        let data: String = (1..=40).map(|line| format!("{}\tf{f} l{line}\n", f * 100 + line)).collect();
+        db.file(&format!("new/n_{f:02}.tsv"), data.as_bytes());
+    }
+    let glob = db.dir.path().join("new/n_*.tsv");
+    let first = load_with_rejects(&db, &glob, "s", &["--on-conflict-do-update", "--chunk-size", "16KiB"]);
+    first.run.assert_ok();
+    let summary = &first.report["summary"];
+    assert_eq!((summary["rows_loaded"].as_u64(), summary["replaced"].as_u64()), (Some(2400), Some(0)), "{summary}");
+    assert_eq!(summary["copy"]["staged_chunks"], 0, "{summary}");
+    assert!(summary["batches"].as_u64().unwrap() >= 2, "{summary}");
+    let said = "straight into the table: no record's key was held or repeated";
+    assert!(first.run.stdout.contains(said), "{}", first.run.stdout);
+    // One file of changes: runs of 1,000 lines of held ids between runs
+    // of new ones, a new id repeated 14 lines on, a record suppressed.
+    let mut model: std::collections::BTreeMap<u64, String> =
+        (0..60u64).flat_map(|f| (1..=40).map(move |l| (f * 100 + l, format!("f{f} l{l}")))).collect();
+    let lines: Vec<(u64, String)> = (0..9_000u64)
+        .map(|i| {
+            let id = match i {
+                2_717 => 100_000 + 2_703,
+                _ if (i / 1_000) % 3 == 1 => (i * 7) % 60 * 100 + 1 + i % 40,
+                _ => 100_000 + i,
+            };
+            (id, if i == 5_555 { "skip".to_string() } else { format!("c{i}") })
+        })
+        .collect();
+    let data: String = lines.iter().map(|(id, v)| format!("{id}\t{v}\n")).collect();
+    let changes = db.file("changes.tsv", data.as_bytes());
+    let args = ["--on-conflict-do-update", "--chunk-size", "4KiB", "--workers", "1"];
+    let second = load_with_rejects(&db, &changes, "s", &args);
+    second.run.assert_ok();
+    // Each chunk in turn: straight when no key of it is held or repeated
+    // and no record suppressed, unless the worker skips the try: it does
+    // after a try refused late (past the chunk's first eighth, or with no
+    // line: the suppressed record), for 1, 2, 4, ... chunks.
+    let (mut skip, mut backoff, mut replaced) = (0u32, 0u32, 0u64);
+    let chunks = second.report["chunks"].as_array().unwrap();
+    assert!(chunks.len() >= 20, "{}", chunks.len());
+    let mut tried = Vec::new();
+    for chunk in chunks {
+        let from = chunk["first_line"].as_u64().unwrap() as usize - 1;
+        let mine = &lines[from..from + chunk["records"].as_u64().unwrap() as usize];
+        let mut ids = std::collections::HashSet::new();
+        let refused_at = mine.iter().position(|(id, _)| model.contains_key(id) || !ids.insert(*id));
+        let suppressed = mine.iter().any(|(_, v)| v == "skip");
+        let straight = match (skip, refused_at, suppressed) {
+            (0, None, false) => {
+                backoff = 0;
+                true
+            }
+            (0, Some(at), _) if (at + 1) * 8 <= mine.len() => false,
+            (0, _, _) => {
+                backoff = (backoff * 2).clamp(1, 64);
+                skip = backoff;
+                false
+            }
+            _ => {
+                skip -= 1;
+                false
+            }
+        };
+        tried.push((from + 1, refused_at, straight));
+        assert_eq!(chunk["staged"], !straight, "chunk at line {}: {chunk}, tries: {tried:?}", from + 1);
+        let mut chunk_replaced = 0;
+        for (id, v) in mine.iter().filter(|(_, v)| v != "skip") {
+            chunk_replaced += u64::from(model.insert(*id, v.clone()).is_some());
+        }
+        assert_eq!(chunk["replaced"], chunk_replaced, "{chunk}");
+        replaced += chunk_replaced;
+    }
+    let staged = chunks.iter().filter(|c| c["staged"] == true).count();
+    assert!(staged > 1 && staged < chunks.len() - 1, "{staged} of {}", chunks.len());
+    let summary = &second.report["summary"];
+    assert_eq!(summary["replaced"], replaced, "{summary}");
+    assert_eq!(summary["suppressed"], 1, "{summary}");
+    let said = format!("{staged} chunks of {} merged by key from a temporary table", chunks.len());
+    assert!(second.run.stdout.contains(&said), "{}", second.run.stdout);
+    assert!(second.run.stdout.contains("the others straight into the table (no key held)"));
+    let rows = db.scalar("SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM s");
+    let expected: Vec<String> = model.iter().map(|(id, v)| format!("{id}:{v}")).collect();
+    assert_eq!(rows, expected.join(","));
+}
+
 /// A glob of small files of changes (a folder a change-data export drops a
 /// file an hour into) with `--on-conflict-do-update`: their chunks share
 /// batches, each staged by one COPY and merged by one statement, as the
