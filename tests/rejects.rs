@@ -2040,6 +2040,12 @@ fn numbers_with_commas_between_thousands_are_named_and_load_with_thousands() {
     let advice = "\"0'000.5\" has marks between thousands, which PostgreSQL does not read: pass --thousands \"'\", \
                   which removes the apostrophes between thousands (1'234.5)";
     assert!(run.stderr.contains(advice), "{}", run.stderr);
+    let all: String = (0..1_200).map(|i| format!("{i},\"{},500\"\n", i % 1_000)).collect();
+    let all = db.file("either_all.csv", all.as_bytes());
+    let Loaded { run, .. } = load_with_rejects(&db, &all, "t", &["--columns", "id,price"]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    let advice = "\"0,500\" has a comma that stands either between thousands or before a fraction";
+    assert!(run.stderr.contains(advice), "{}", run.stderr);
     // Random numbers grouped the Western or the Indian way, some misplaced.
     let mut rng = Rng(fuzz_seed() ^ 0x7_4005);
     let (mut data, mut bad_lines) = ("id,price,qty,f,price_text\n".to_string(), Vec::new());

@@ -251,7 +251,7 @@ pub(super) fn first_reject_advice(shared: &Shared, first: &Reject) -> Option<Str
         Sign::Thousands(value, mark) => {
             format!("\"{value}\" has marks between thousands, which PostgreSQL does not read: {}", thousands_fix(mark))
         }
-        Sign::CommaEitherWay(value) => format!("\"{value}\" {COMMA_EITHER_WAY}"),
+        Sign::CommaEitherWay(value) => format!("\"{value}\" has a comma that {COMMA_EITHER_WAY}"),
         Sign::UnixTime(time) => format!(
             "\"{}\" looks like a Unix time in {} ({}), which PostgreSQL does not read as a date or time: {}",
             time.value,
@@ -280,9 +280,9 @@ fn thousands_fix(mark: u8) -> String {
 }
 
 /// What a comma before three digits may mean, and the option for each.
-const COMMA_EITHER_WAY: &str = "has a comma that stands either between thousands or before a fraction, and \
-                                PostgreSQL reads neither: as the file writes its numbers, pass --thousands ',' \
-                                (1,234 is 1234) or --decimal-comma (1,234 is 1.234)";
+const COMMA_EITHER_WAY: &str = "stands either between thousands or before a fraction, and PostgreSQL reads \
+                                neither: as the file writes its numbers, pass --thousands ',' (1,234 is 1234) or \
+                                --decimal-comma (1,234 is 1.234)";
 
 /// How to load only the records a wrong option rejected, when the rows
 /// that loaded are right.
@@ -435,9 +435,8 @@ fn comma_either_way_warning(shared: &Shared) -> Option<String> {
     }
     let (count, first) = notes.commas_either_way.seen()?;
     Some(format!(
-        "{} rejected for a comma (the first: {first}) that {}. {RELOAD_REJECTS}",
+        "{} rejected for a comma (the first: {first}) that {COMMA_EITHER_WAY}. {RELOAD_REJECTS}",
         how_many_were(count, "number"),
-        COMMA_EITHER_WAY.trim_start_matches("has a comma that "),
     ))
 }
 

@@ -759,19 +759,21 @@ impl<'s> Worker<'s> {
     /// record COPY could not read, by isolation (straight away after a chunk
     /// with rejects, unless its records all look clean: a refusal costs the
     /// whole COPY). Any refusal of the INSERT sends the chunk the direct way,
-    /// where each record is rejected for the reason it would be there.
+    /// where each record is rejected for the reason it would be there. A
+    /// chunk of `--on-conflict-do-update` tries COPY straight into the table
+    /// first (see [`Worker::copy_straight`]).
     fn stage(&mut self, chunk: &Chunk, staging: &Staging) -> Result<Isolated, Error> {
+        if staging.merges() {
+            if let Some(mut done) = self.copy_straight(&[chunk])? {
+                return Ok(done.remove(0));
+            }
+        }
         let shared = self.shared;
         // Read once: after a chunk with rejects, to screen, and for isolation.
         let read = match self.expect_rejects {
             true => Some(self.reader.bytes_of(shared, chunk)?),
             false => None,
         };
-        if staging.merges() {
-            if let Some(mut done) = self.copy_straight(&[chunk])? {
-                return Ok(done.remove(0));
-            }
-        }
         let refusal = match read.as_ref().is_some_and(|bytes| !looks_clean(shared, chunk, bytes)) {
             false => match self.copy_staged(chunk, staging)? {
                 Staged::Inserted(done) => return Ok(done),
