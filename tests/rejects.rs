@@ -3223,6 +3223,70 @@ fn columns_that_leave_out_a_required_one_are_refused_up_front() {
     assert_eq!(db.scalar("SELECT count(*) FROM t WHERE b = 'filled'"), "2");
 }
 
+/// `--on-conflict-do-update` into a partitioned table, whose merge cannot
+/// count a batch's rows file by file, so each small file goes in a
+/// transaction of its own: a file that COPY straight into the table takes
+/// goes so, one it refuses is merged (its held keys counted by a lookup,
+/// RETURNING reading no `xmax` there). Each file's counts are its own, a
+/// key a later file repeats keeps that file's line, and a bad value is
+/// rejected at its line.
+#[test]
+fn small_files_of_changes_into_a_partitioned_table_count_each_files_replaced_rows() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE pt (id int PRIMARY KEY, v text, n int) PARTITION BY RANGE (id); \
+         CREATE TABLE pt_low PARTITION OF pt FOR VALUES FROM (MINVALUE) TO (50000); \
+         CREATE TABLE pt_high PARTITION OF pt FOR VALUES FROM (50000) TO (MAXVALUE); \
+         INSERT INTO pt SELECT g, 'old', 0 FROM generate_series(1, 2000) g",
+    );
+    let mut model: std::collections::BTreeMap<u64, String> = (1..=2000).map(|id| (id, "old".to_string())).collect();
+    let (bad, mut expected_replaced) = ((40u64, 3u64), Vec::new());
+    for f in 0..60u64 {
+        let mut data = String::new();
+        let mut replaced = 0;
+        for line in 1..=40u64 {
+            let id = match (f, line) {
+                (31, 5) => 100_000 + 30 * 40 + 7,
+                _ if f < 30 => f * 80 + line * 2,
+                _ => 100_000 + f * 40 + line,
+            };
+            let n = if (f, line) == bad { "x".to_string() } else { line.to_string() };
+            data.push_str(&format!("{id}\tf{f} l{line}\t{n}\n"));
+            if (f, line) != bad {
+                replaced += u64::from(model.insert(id, format!("f{f} l{line}")).is_some());
+            }
+        }
+        expected_replaced.push(replaced);
+        db.file(&format!("pchanges/p_{f:02}.tsv"), data.as_bytes());
+    }
+    let glob = db.dir.path().join("pchanges/p_*.tsv");
+    let args = ["--on-conflict-do-update", "--chunk-size", "16KiB", "--workers", "1"];
+    let loaded = load_with_rejects(&db, &glob, "pt", &args);
+    assert_eq!(loaded.run.code, 1, "{}", loaded.run.stderr);
+    let lines: Vec<(String, u64)> = loaded
+        .rejects
+        .iter()
+        .map(|r| (r["file"].as_str().unwrap().rsplit('/').next().unwrap().to_string(), r["line"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(lines, vec![("p_40.tsv".to_string(), 3)]);
+    let summary = &loaded.report["summary"];
+    let chunks = loaded.report["chunks"].as_array().unwrap();
+    let replaced: Vec<u64> = chunks.iter().map(|c| c["replaced"].as_u64().unwrap()).collect();
+    assert_eq!(replaced, expected_replaced);
+    assert_eq!(summary["replaced"], expected_replaced.iter().sum::<u64>(), "{summary}");
+    assert_eq!(summary["rows_loaded"], 60 * 40 - 1, "{summary}");
+    // The files of new keys only went straight: from the 26th on, but the
+    // one repeating a key, the one with a bad value and the one after it
+    // (after rejects, the worker expects more and stages).
+    let straight: Vec<u64> =
+        chunks.iter().filter(|c| c["staged"] == false).map(|c| c["seq"].as_u64().unwrap()).collect();
+    let new_only: Vec<u64> = (25..60).filter(|f| ![31, 40, 41].contains(f)).collect();
+    assert_eq!(straight, new_only);
+    let rows = db.scalar("SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM pt");
+    let expected: Vec<String> = model.iter().map(|(id, v)| format!("{id}:{v}")).collect();
+    assert_eq!(rows, expected.join(","));
+}
+
 /// `--on-conflict-do-update` into a table that holds none of the keys (the
 /// first run of a job that loads with the flag every night): the chunks go
 /// straight into the table by COPY, as without the flag, and the summary
