@@ -2131,11 +2131,15 @@ const KEPT_FILE: u64 = 64 << 10;
 fn feed(shared: &Shared, req: &LoadRequest, queue: Sender<Vec<Chunk>>, events: Sender<Event>) -> Vec<InputScan> {
     let mut scans = Vec::new();
     let mut seq = 0;
-    // With `--on-conflict-do-update` into a partitioned table each chunk
-    // goes alone: its batch's merge could not count each chunk's rows.
-    let alone = shared.staging.as_ref().and_then(|s| s.merging()).is_some_and(|m| !m.batches());
-    let budget = if alone { 0 } else { shared.chunk_size };
-    let mut out = Handout { queue, batcher: Batcher::new(budget), block: Vec::new() };
+    // With `--on-conflict-do-update` into a partitioned table a batch that
+    // COPY straight into the table refuses is merged a chunk at a time (its
+    // batch's merge could not count each chunk's rows): a few chunks.
+    let one_by_one = shared.staging.as_ref().and_then(|s| s.merging()).is_some_and(|m| !m.batches());
+    let batcher = match one_by_one {
+        true => Batcher::new(shared.chunk_size).at_most(batch::MERGED_ONE_BY_ONE),
+        false => Batcher::new(shared.chunk_size),
+    };
+    let mut out = Handout { queue, batcher, block: Vec::new() };
     for (index, source) in shared.sources.iter().enumerate() {
         match feed_one(shared, req, index, source, &mut out, &mut seq) {
             Ok(scan) => scans.push(scan),

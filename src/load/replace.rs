@@ -38,8 +38,10 @@
 //!   (see `load::batch`): one COPY stages them all, and one statement
 //!   merges each key's last row and counts each chunk's rows for its ledger
 //!   row (see [`Merging::batch`]); a refused batch goes on in parts, as on
-//!   the direct path. Not into a partitioned table, whose merge cannot
-//!   tell which rows it replaced.
+//!   the direct path. Into a partitioned table, whose merge cannot tell
+//!   which rows it replaced, a batch of a few chunks (see
+//!   `load::batch::MERGED_ONE_BY_ONE`) that COPY straight into the table
+//!   refused goes a chunk at a time, in its one transaction.
 //! - **Keys stay in place.** The arbiter index is what the statement looks
 //!   keys up in, so nothing is deferred (`--defer-indexes yes` is refused).
 
