@@ -288,7 +288,9 @@ impl Merging {
         }
     }
 
-    /// Whether chunks may share a batch: [`Merging::batch`] is there.
+    /// Whether a batch's chunks merge by one statement ([`Merging::batch`]);
+    /// else a batch COPY straight into the table refuses merges a chunk at
+    /// a time, and holds a few chunks (`load::batch::MERGED_ONE_BY_ONE`).
     pub fn batches(&self) -> bool {
         self.batch.is_some()
     }
