@@ -3223,6 +3223,13 @@ fn columns_that_leave_out_a_required_one_are_refused_up_front() {
     assert_eq!(db.scalar("SELECT count(*) FROM t WHERE b = 'filled'"), "2");
 }
 
+/// Asserts that `table`'s rows (`id`, `v`) are `model`'s, in id order.
+fn assert_holds(db: &TestDb, table: &str, model: &std::collections::BTreeMap<u64, String>) {
+    let rows = db.scalar(&format!("SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM {table}"));
+    let expected: Vec<String> = model.iter().map(|(id, v)| format!("{id}:{v}")).collect();
+    assert_eq!(rows, expected.join(","), "{table}");
+}
+
 /// `--on-conflict-do-update` into a partitioned table, whose merge cannot
 /// count a batch's rows file by file: small files share batches of 16 all
 /// the same. A batch that COPY straight into the table takes goes so; one
@@ -3286,9 +3293,7 @@ fn small_files_of_changes_into_a_partitioned_table_share_small_batches() {
         chunks.iter().filter(|c| c["staged"] == false).map(|c| c["seq"].as_u64().unwrap()).collect();
     let expected: Vec<u64> = (25..60).filter(|f| ![31, 48, 59].contains(f)).collect();
     assert_eq!(straight, expected);
-    let rows = db.scalar("SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM pt");
-    let expected: Vec<String> = model.iter().map(|(id, v)| format!("{id}:{v}")).collect();
-    assert_eq!(rows, expected.join(","));
+    assert_holds(&db, "pt", &model);
 }
 
 /// `--on-conflict-do-update` into a table that holds none of the keys (the
@@ -3387,9 +3392,7 @@ fn changes_no_row_holds_go_straight_into_the_table_and_the_others_are_merged() {
     let said = format!("{staged} chunks of {} merged by key from a temporary table", chunks.len());
     assert!(second.run.stdout.contains(&said), "{}", second.run.stdout);
     assert!(second.run.stdout.contains("the others straight into the table (no key held)"));
-    let rows = db.scalar("SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM s");
-    let expected: Vec<String> = model.iter().map(|(id, v)| format!("{id}:{v}")).collect();
-    assert_eq!(rows, expected.join(","));
+    assert_holds(&db, "s", &model);
 }
 
 /// A glob of small files of changes (a folder a change-data export drops a

@@ -470,13 +470,12 @@ pub fn in_thousands(whole: &[u8]) -> bool {
 }
 
 /// Whether `whole` is digits with `mark` between each three of them from
-/// the right (`1,234,567`), or with no mark (`1234`).
-pub fn in_groups_of_three(whole: &[u8], mark: u8) -> bool {
+/// the right (`1,234,567`; `123` too, one group).
+fn in_groups_of_three(whole: &[u8], mark: u8) -> bool {
     let digits = |g: &[u8]| g.iter().all(u8::is_ascii_digit);
     let mut groups = whole.split(|&b| b == mark);
     let first = groups.next().unwrap_or_default();
     (1..=3).contains(&first.len()) && digits(first) && groups.all(|g| g.len() == 3 && digits(g))
-        || !whole.contains(&mark) && !whole.is_empty() && digits(whole)
 }
 
 /// Whether `whole` is grouped as in India (lakhs and crores): three digits
