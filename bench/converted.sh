@@ -7,9 +7,14 @@
 # each round's seconds and the medians' ratios. Checks that every path
 # loaded the same sum. Not a test. NUMBERS=thousands writes the prices with
 # commas between thousands and a decimal point (1,234,567.89) instead, for
-# --thousands ',' (and replace(price, ',', '') by hand).
+# --thousands ',' (and replace(price, ',', '') by hand). NUMBERS=currency
+# writes them as amounts in dollars ($1,234,567.89), one in ten negative in
+# accounting's parentheses (($12.50)), for --currency '$' --thousands ','
+# (and translate() with a CASE by hand). NUMBERS=percent writes them as
+# percentages of a hundredth of the price (123456789% for 1234567.89), for
+# --percent (and rtrim(price, '%')::numeric / 100 by hand).
 #
-#   PGHOST=... PGPORT=... PGUSER=... [NUMBERS=thousands] bash bench/converted.sh [ROWS] [ROUNDS] [SLUICE]
+#   PGHOST=... PGPORT=... PGUSER=... [NUMBERS=thousands|currency|percent] bash bench/converted.sh [ROWS] [ROUNDS] [SLUICE]
 set -euo pipefail
 rows=${1:-2000000}
 rounds=${2:-5}
@@ -18,7 +23,10 @@ numbers=${NUMBERS:-decimal-comma}
 case $numbers in
   decimal-comma) number_flag=(--decimal-comma); by_hand="replace(replace(price, '.', ''), ',', '.')" ;;
   thousands) number_flag=(--thousands ,); by_hand="replace(price, ',', '')" ;;
-  *) echo "NUMBERS is decimal-comma or thousands" >&2; exit 2 ;;
+  currency) number_flag=(--currency '$' --thousands ,)
+            by_hand="(CASE WHEN price LIKE '(%' THEN -1 ELSE 1 END) * translate(price, '\$,()', '')" ;;
+  percent) number_flag=(--percent); by_hand="rtrim(price, '%')::numeric / 100" ;;
+  *) echo "NUMBERS is decimal-comma, thousands, currency or percent" >&2; exit 2 ;;
 esac
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
@@ -31,13 +39,20 @@ with open(f"{out}/converted.csv", "w") as converted, open(f"{out}/plain.csv", "w
     for i in range(rows):
         whole, cents = random.randrange(1, 10**7), random.randrange(100)
         ms = random.randrange(1_500_000_000_000, 1_800_000_000_000)
+        sign = ""
         if numbers == "thousands":
             price = f"{whole:,}.{cents:02d}"
+        elif numbers == "percent":
+            price = f"{whole}{cents:02d}%"
+        elif numbers == "currency":
+            price = f"${whole:,}.{cents:02d}"
+            if i % 10 == 3:
+                price, sign = f"({price})", "-"
         else:
             price = f"{whole:,}".replace(",", ".") + f",{cents:02d}"
         converted.write(f"{i};{price};{ms};{ms}\n")
         iso = (epoch + datetime.timedelta(milliseconds=ms)).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-        plain.write(f"{i};{whole}.{cents:02d};{iso}+00;{iso}\n")
+        plain.write(f"{i};{sign}{whole}.{cents:02d};{iso}+00;{iso}\n")
 EOF
 sql() { psql -X -q -v ON_ERROR_STOP=1 -c "$1"; }
 sql 'SET client_min_messages = warning; DROP TABLE IF EXISTS converted, converted_stage'

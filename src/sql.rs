@@ -28,6 +28,13 @@ pub fn quote_literal(value: &str) -> String {
     format!("E'{}'", value.replace('\\', "\\\\").replace('\'', "''"))
 }
 
+/// `{1,2,3}`: server process ids as a PostgreSQL array literal, for a
+/// `$1::int[]` parameter.
+pub fn pid_array(pids: &[u32]) -> String {
+    let list: Vec<String> = pids.iter().map(u32::to_string).collect();
+    format!("{{{}}}", list.join(","))
+}
+
 /// A value as a field of PostgreSQL's text COPY format: backslashes, line
 /// ends and tabs escaped.
 pub fn copy_text_value(value: &str) -> String {
@@ -94,6 +101,12 @@ pub fn parse_qualified_name(name: &str) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pids_make_an_array_literal() {
+        assert_eq!(pid_array(&[]), "{}");
+        assert_eq!(pid_array(&[12, 345]), "{12,345}");
+    }
 
     #[test]
     fn quotes_identifiers_and_literals() {

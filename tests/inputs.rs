@@ -1492,6 +1492,43 @@ fn a_missing_table_is_refused_with_a_create_table_its_file_loads_into() {
     assert_eq!(db.scalar("SELECT count(*) FROM whole_docs WHERE doc ? 'tags'"), "500");
 }
 
+/// A spreadsheet's export, as Excel saves a US sheet: dates month first
+/// with times, amounts with a dollar sign and commas, negative ones in
+/// parentheses. The sketch reads the dates as the session's DateStyle does
+/// (a timestamp where it is month first; where it is day first, a note
+/// with the setting that reads them), and names the amounts' column with
+/// the flags that read it; the table so made loads every value exactly.
+#[test]
+fn a_spreadsheets_dates_and_amounts_are_sketched_as_the_session_and_flags_read_them() {
+    let db = TestDb::new();
+    let mut csv = String::from("Order ID,Ordered,Amount\n");
+    for i in 0..500u32 {
+        let amount = format!("${},{:03}.{:02}", i + 1, i % 1000, i % 100);
+        let amount = if i % 5 == 0 { format!("({amount})") } else { amount };
+        csv.push_str(&format!("{i},{}/{}/2024 {}:05,\"{amount}\"\n", i % 12 + 1, i % 28 + 1, i % 24));
+    }
+    let file = db.file("sheet.csv", csv.as_bytes());
+    let path = file.to_str().unwrap();
+    let run = db.load(&[path, "--table", "sheet", "--header"]);
+    let sketch = run.stderr.split_once("fit this table: ").expect(&run.stderr).1.lines().next().unwrap().to_string();
+    let (create, note) = sketch.split_once("; ").unwrap();
+    assert_eq!(create, "CREATE TABLE \"sheet\" (\"order_id\" bigint, \"ordered\" timestamp, \"amount\" text)");
+    let want = "Column \"amount\" is text here, but holds numbers as --currency '$' --thousands ',' reads them \
+                (\"($1,000.00)\"): with those flags, it loads as numeric.";
+    assert_eq!(note, want);
+    let day_first = format!("{} options='-c datestyle=ISO,DMY'", db.conninfo());
+    let run = sluice(&["load", "--db", &day_first, path, "--table", "sheet", "--header"]);
+    let want = "Column \"ordered\" is text here, but holds dates month first (\"1/13/2024 12:05\"): with \
+                PGDATESTYLE='ISO, MDY' (or options='-c datestyle=ISO,MDY' in --db), it loads as timestamp.";
+    assert!(run.stderr.contains(want), "{}", run.stderr);
+    db.execute(&create.replace("\"amount\" text", "\"amount\" numeric"));
+    db.load(&[path, "--table", "sheet", "--header", "--currency", "$", "--thousands", ","]).assert_ok();
+    let wrong = "SELECT count(*) FROM sheet WHERE ordered <> make_timestamp(2024, (order_id % 12 + 1)::int, \
+                 (order_id % 28 + 1)::int, (order_id % 24)::int, 5, 0) OR amount <> (CASE WHEN order_id % 5 = 0 THEN -1 ELSE 1 END) * ((order_id + 1) * \
+                 1000 + order_id % 1000 + (order_id % 100) / 100.0)";
+    assert_eq!((db.count("sheet"), db.scalar(wrong)), (500, "0".to_string()));
+}
+
 /// Excel's `sep=;` line before the header (some exports write it, for
 /// Excel to split the fields): taken for the header, it named no column and
 /// every record was rejected at the comma. Refused before anything loads,

@@ -2097,6 +2097,157 @@ fn numbers_with_commas_between_thousands_are_named_and_load_with_thousands() {
     assert_eq!(db.scalar("SELECT price || ' ' || qty FROM t"), "1234.5000 12");
 }
 
+/// Amounts saved from currency-formatted cells (`$1,234.50`, `($5.00)`,
+/// `1.234,50 €`): named with the flags that read them (the marks of a
+/// later amount's number when the first had none), loaded with them
+/// exactly (random amounts, each way a sign and a minus stand, text and
+/// binary COPY, JSON strings), another currency's sign rejected, the stop
+/// advised, and the table sketched with number columns.
+#[test]
+fn amounts_with_a_currency_sign_are_named_and_load_with_currency() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE public.m (id int, price numeric(20,4), refund numeric, f float8, want text)");
+    let file = db.file("us.csv", b"id,price,refund\n1,$12.00,($5.00)\n2,\"$1,234.50\",-$3.25\n3,7,$ -\n");
+    let Loaded { run, rejects: found, report: r, .. } = load_with_rejects(&db, &file, "m", &["--header"]);
+    assert_eq!((run.code, found.len(), db.count("m")), (1, 3, 0), "{}", run.stderr);
+    let warning = "3 numbers were rejected for a currency sign (the first: \"$12.00\", ";
+    let fix = "us.csv line 2, column price): PostgreSQL reads numbers without one; pass --currency '$' --thousands \
+               ',', which removes the sign (and reads amounts in parentheses as negative) in number columns";
+    assert!(run.stderr.contains(warning) && run.stderr.contains(fix), "{}", run.stderr);
+    assert_reported(&r, fix);
+    let flags = ["--header", "--load-again", "--currency", "$", "--thousands", ","];
+    let Loaded { run, .. } = load_with_rejects(&db, &file, "m", &flags);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run
+        .stderr
+        .contains("reading the numbers of id, price, refund as amounts in $ with commas between thousands"));
+    let loaded = db.scalar("SELECT string_agg(price || '/' || refund, ' ' ORDER BY id) FROM m");
+    assert_eq!(loaded, "12.0000/-5.00 1234.5000/-3.25 7.0000/0");
+    // Random amounts, the sign and a minus where spreadsheets put them.
+    let mut rng = Rng(fuzz_seed() ^ 0xC_0113);
+    let (mut data, mut bad_lines) = ("id,price,refund,f,want\n".to_string(), Vec::new());
+    for id in 0..3_000u64 {
+        let width = 1 + rng.below(10) as u32;
+        let digits = rng.below(10u64.pow(width)).to_string();
+        let mut grouped = String::new();
+        for (at, digit) in digits.chars().enumerate() {
+            if at > 0 && (digits.len() - at) % 3 == 0 {
+                grouped.push(',');
+            }
+            grouped.push(digit);
+        }
+        let cents = format!(".{:02}", rng.below(100));
+        let (number, plain) = (format!("{grouped}{cents}"), format!("{digits}{cents}"));
+        let ways = ["$N", "-$N", "($N)", "$(N)", "$ N", "$-N", "N", "(N)", "- $N"];
+        let way = rng.pick(&ways);
+        let negative = way.contains('-') || way.contains('(');
+        let mut price = way.replace('N', &number);
+        if id % 997 == 5 {
+            price = format!("€{number}");
+            bad_lines.push(id + 2);
+        } else if id % 991 == 7 {
+            price = format!("$1,{}", rng.below(100));
+            bad_lines.push(id + 2);
+        }
+        let want = format!("{}{plain}", if negative { "-" } else { "" });
+        data.push_str(&format!("{id},\"{price}\",\"{price}\",\"{price}\",{want}\n"));
+    }
+    let random = db.file("amounts.csv", data.as_bytes());
+    for copy_format in ["text", "binary"] {
+        let flags =
+            ["--header", "--truncate", "--restart", "--currency", "$", "--thousands", ",", "--chunk-size", "16KiB"];
+        let Loaded { run, rejects: found, .. } =
+            load_with_rejects(&db, &random, "m", &[&flags[..], &["--copy-format", copy_format]].concat());
+        assert_eq!(run.code, 1, "{copy_format}: {}", run.stderr);
+        assert!(run.stdout.contains(&format!("{copy_format} COPY")), "{copy_format}: {}", run.stdout);
+        let rejected: Vec<u64> = found.iter().map(|r| r["line"].as_u64().unwrap()).collect();
+        assert_eq!(rejected, bad_lines, "{copy_format}: {}", run.stderr);
+        for reject in &found {
+            let reason = reject["reason"].as_str().unwrap().replace('\'', "\"");
+            let why = if reason.contains("\"€") { "reads them: its sign is not \"$\"" } else { "\"1," };
+            assert!(reason.contains("is no amount as --currency \"$\" reads them") && reason.contains(why), "{reason}");
+        }
+        assert_eq!(db.count("m") as usize, 3_000 - bad_lines.len(), "{copy_format}");
+        let wrong = db.scalar(
+            "SELECT count(*) || coalesce(' ' || (array_agg(m::text))[1], '') FROM m \
+             WHERE price IS DISTINCT FROM want::numeric(20,4) OR refund IS DISTINCT FROM want::numeric \
+             OR f IS DISTINCT FROM want::float8",
+        );
+        assert_eq!(wrong, "0", "{copy_format}");
+    }
+    // Euros in JSON strings; a JSON number is one already.
+    let docs = db.file("docs.jsonl", "{\"id\": 1, \"price\": \"1.234,50\u{a0}€\", \"refund\": 2.5}\n".as_bytes());
+    let Loaded { run, .. } = load_with_rejects(&db, &docs, "m", &["--truncate", "--currency", "€", "--decimal-comma"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(db.scalar("SELECT price || ' ' || refund FROM m"), "1234.5000 2.5");
+    // Every record with one: the stop says it.
+    let all: String = (0..1_200).map(|i| format!("{i}\t€{i},5\n")).collect();
+    let all = db.file("all.tsv", all.as_bytes());
+    let Loaded { run, .. } = load_with_rejects(&db, &all, "m", &["--columns", "id,price"]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    let advice = "\"€0,5\" is an amount with a currency sign, which PostgreSQL does not read as a number: pass \
+                  --currency '€' --decimal-comma, which removes the sign";
+    assert!(run.stderr.contains(advice), "{}", run.stderr);
+    // A table that does not exist yet: sketched with the amounts as numbers.
+    let run = db.load(&[file.to_str().unwrap(), "--table", "fresh", "--header", "--currency", "$", "--thousands", ","]);
+    assert!(run.stderr.contains("(\"id\" bigint, \"price\" numeric, \"refund\" numeric);"), "{}", run.stderr);
+    let run = db.load(&[file.to_str().unwrap(), "--table", "fresh", "--header"]);
+    let note = "(\"id\" bigint, \"price\" text, \"refund\" text); Columns \"price\", \"refund\" are text here, but \
+                hold numbers as --currency '$' --thousands ',' reads them (\"$12.00\"): with those flags, they load as \
+                numeric.";
+    assert!(run.stderr.contains(note), "{}", run.stderr);
+    let run = db.load(&[file.to_str().unwrap(), "--table", "m", "--currency", "1$"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("\"1$\" is no currency sign sluice reads"), "{}", run.stderr);
+}
+
+/// Percentages as spreadsheets save percentage cells (`12.5%`): named
+/// with `--percent` (and the marks their numbers need), loaded with it as
+/// the hundredths they stand for, exactly (numeric and float, text and
+/// binary COPY), and the stop advised when every first record has one.
+#[test]
+fn percentages_are_named_and_load_as_hundredths() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE public.p (id int, share numeric, f float8, want text)");
+    let mut rng = Rng(fuzz_seed() ^ 0x9E4C);
+    let mut data = String::from("id,share,f,want\n");
+    for id in 0..2_000u64 {
+        let width = 1 + rng.below(4) as u32;
+        let whole = rng.below(10u64.pow(width));
+        let fraction = rng.pick(&["", ".5", ".125", ".07", ".999"]);
+        let sign = rng.pick(&["", "-"]);
+        let space = rng.pick(&["", " ", "\u{a0}"]);
+        let share = format!("{sign}{whole}{fraction}{space}%");
+        data.push_str(&format!("{id},\"{share}\",\"{share}\",{sign}{whole}{fraction}\n"));
+    }
+    let file = db.file("shares.csv", data.as_bytes());
+    let Loaded { run, .. } = load_with_rejects(&db, &file, "p", &["--header", "--max-errors", "10000"]);
+    assert_eq!((run.code, db.count("p")), (1, 0), "{}", run.stderr);
+    let warning = "2,000 numbers were rejected for a percent sign (the first: ";
+    let fix = "PostgreSQL reads numbers without one; pass --percent, which reads 12.5% as 0.125 in number columns";
+    assert!(run.stderr.contains(warning) && run.stderr.contains(fix), "{}", run.stderr);
+    for copy_format in ["text", "binary"] {
+        let flags = ["--header", "--load-again", "--truncate", "--restart", "--percent", "--chunk-size", "16KiB"];
+        let Loaded { run, .. } =
+            load_with_rejects(&db, &file, "p", &[&flags[..], &["--copy-format", copy_format]].concat());
+        assert_eq!(run.code, 0, "{copy_format}: {}", run.stderr);
+        assert!(run.stdout.contains(&format!("{copy_format} COPY")), "{copy_format}: {}", run.stdout);
+        let wrong = db.scalar(
+            "SELECT count(*) || coalesce(' ' || (array_agg(p::text))[1], '') FROM p \
+             WHERE share IS DISTINCT FROM want::numeric / 100 OR f IS DISTINCT FROM (want || 'e-2')::float8",
+        );
+        assert_eq!((db.count("p"), wrong), (2_000, "0".to_string()), "{copy_format}");
+    }
+    // Every record with one, in a decimal comma: the stop names both flags.
+    let all: String = (0..1_200).map(|i| format!("{i};{i},5 %\n")).collect();
+    let all = db.file("all.csv", all.as_bytes());
+    let Loaded { run, .. } = load_with_rejects(&db, &all, "p", &["--columns", "id,share", "--delimiter", ";"]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    let advice =
+        "\"0,5 %\" is a percentage, which PostgreSQL does not read as a number: pass --decimal-comma --percent";
+    assert!(run.stderr.contains(advice), "{}", run.stderr);
+}
+
 /// JSON documents into typed columns give the same warnings for the values
 /// in them: dates written day first and numbers with a decimal comma (the
 /// rejects hold the documents, so their values are read from the records

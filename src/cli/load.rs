@@ -126,6 +126,21 @@ pub struct LoadArgs {
     #[arg(long, value_parser = sluice::format::convert::thousands_mark, value_name = "CHAR", conflicts_with = "decimal_comma")]
     thousands: Option<u8>,
 
+    /// Number columns' values may be amounts with this currency sign
+    /// before or after them ($1,234.50, -$5, 1.234,50 €), negative ones
+    /// also in parentheses ($(5.00), (5.00)), as spreadsheets save
+    /// currency-formatted cells: sluice removes the sign. Give the marks
+    /// with --thousands or --decimal-comma. A value with another sign is
+    /// rejected
+    #[arg(long, value_parser = sluice::format::currency::Currency::parse, value_name = "SIGN")]
+    currency: Option<sluice::format::currency::Currency>,
+
+    /// Number columns' values may be percentages with a % after them
+    /// (12.5%, as spreadsheets save percentage cells): sluice loads each
+    /// as the hundredth it stands for, exactly (12.5% as 0.125)
+    #[arg(long)]
+    percent: bool,
+
     /// JSON whose documents are the elements of an array under a key of
     /// each top-level object, as API responses and GeoJSON hold them
     /// ({"data": [{...}, ...]}: data; {"hits": {"hits": [...]}}: hits.hits;
@@ -381,6 +396,8 @@ impl LoadArgs {
         options.force_not_null = self.force_not_null.clone();
         options.decimal_comma = self.decimal_comma;
         options.thousands = self.thousands;
+        options.currency = self.currency;
+        options.percent = self.percent;
         options.unix_times = self.unix_times;
         options.documents_at = self.documents_at.as_ref().map(|path| path.split('.').map(String::from).collect());
         LoadRequest {

@@ -124,6 +124,22 @@ impl DateOrder {
             _ => None,
         }
     }
+
+    /// The other order.
+    pub fn other(self) -> DateOrder {
+        match self {
+            DateOrder::MonthFirst => DateOrder::DayFirst,
+            DateOrder::DayFirst => DateOrder::MonthFirst,
+        }
+    }
+
+    /// The order as DateStyle names it: `MDY` or `DMY`.
+    pub fn date_style(self) -> &'static str {
+        match self {
+            DateOrder::MonthFirst => "MDY",
+            DateOrder::DayFirst => "DMY",
+        }
+    }
 }
 
 /// How a session reads the dates and times that leave something unsaid:

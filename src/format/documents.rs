@@ -907,7 +907,7 @@ mod tests {
         let pair = |c: &str| (c.to_string(), c.to_string(), ColumnKind::Plain);
         let mut columns = DocumentColumns::new(vec![pair("price"), pair("at")], false);
         let time = Conversion::UnixTime { unit: TimeUnit::Milliseconds, into: TimeColumn::TimestampTz };
-        columns.conversions = vec![Some(Conversion::DecimalComma), Some(time)];
+        columns.conversions = vec![Some(Conversion::DECIMAL_COMMA), Some(time)];
         let line = r#"{"price":"1.234,5","at":1706702400123}"#;
         assert_eq!(converted_into(line, &columns).unwrap(), "1234.5\t2024-01-31 12:00:00.123+00\n");
         // A JSON number's point is a decimal point; a date stays a date.

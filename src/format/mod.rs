@@ -8,6 +8,7 @@
 
 pub mod binary;
 pub mod convert;
+pub mod currency;
 pub mod documents;
 pub mod escapes;
 pub mod json_values;
@@ -141,6 +142,12 @@ pub struct FormatOptions {
     /// `--thousands CHAR`: number columns' values are written with this
     /// mark between thousands and a decimal point (see [`convert`]).
     pub thousands: Option<u8>,
+    /// `--currency SIGN`: number columns' values may be amounts written
+    /// with this sign, negative ones in parentheses (see [`currency`]).
+    pub currency: Option<currency::Currency>,
+    /// `--percent`: a number with `%` after it in a number column is a
+    /// hundredth of it (see [`convert`]).
+    pub percent: bool,
     /// `--unix-times UNIT|auto`: numbers in date and timestamp columns
     /// count this unit since 1970 (see [`convert`]).
     pub unix_times: Option<convert::UnixTimes>,
@@ -207,6 +214,8 @@ impl FormatOptions {
             picks: None,
             decimal_comma: false,
             thousands: None,
+            currency: None,
+            percent: false,
             unix_times: None,
             documents_at: None,
         }
@@ -219,6 +228,8 @@ impl FormatOptions {
             encoding: self.encoding.clone(),
             decimal_comma: self.decimal_comma,
             thousands: self.thousands,
+            currency: self.currency,
+            percent: self.percent,
             unix_times: self.unix_times,
             documents_at: self.documents_at.clone(),
             documents: Some(std::sync::Arc::new(columns)),
@@ -227,13 +238,29 @@ impl FormatOptions {
     }
 
     /// How number columns' values are rewritten, when the user said they
-    /// are not written plainly (`--decimal-comma`, `--thousands`).
+    /// are not written plainly (`--decimal-comma`, `--thousands`,
+    /// `--currency`).
     pub fn number_conversion(&self) -> Option<convert::Conversion> {
-        match (self.decimal_comma, self.thousands) {
-            (true, _) => Some(convert::Conversion::DecimalComma),
-            (false, Some(mark)) => Some(convert::Conversion::Thousands(mark)),
-            (false, None) => None,
-        }
+        use convert::NumberMarks;
+        let marks = match (self.decimal_comma, self.thousands) {
+            (true, _) => NumberMarks::DecimalComma,
+            (false, Some(mark)) => NumberMarks::Thousands(mark),
+            (false, None) => NumberMarks::Plain,
+        };
+        let (currency, percent) = (self.currency, self.percent);
+        (marks != NumberMarks::Plain || currency.is_some() || percent)
+            .then_some(convert::Conversion::Number(convert::NumberWriting { marks, currency, percent }))
+    }
+
+    /// These options with numbers written with `marks` (`--decimal-comma`,
+    /// `--thousands`, or neither).
+    pub fn with_number_marks(self, marks: convert::NumberMarks) -> FormatOptions {
+        let (decimal_comma, thousands) = match marks {
+            convert::NumberMarks::Plain => (false, None),
+            convert::NumberMarks::DecimalComma => (true, None),
+            convert::NumberMarks::Thousands(mark) => (false, Some(mark)),
+        };
+        FormatOptions { decimal_comma, thousands, ..self }
     }
 
     /// The format as the user knows it: jsonl for documents read into columns.

@@ -411,7 +411,7 @@ mod tests {
         let time = Conversion::UnixTime { unit: TimeUnit::Milliseconds, into: TimeColumn::TimestampTz };
         let picks = FieldPicks::new(vec![true, false, true, true]).converting(vec![
             None,
-            Some((Conversion::DecimalComma, "price".into())),
+            Some((Conversion::DECIMAL_COMMA, "price".into())),
             Some((time, "at".into())),
         ]);
         let csv = Splitter { dialect: CSV, delimiter: b',', null: b"" };
@@ -434,7 +434,7 @@ mod tests {
         let (out, _) = pick_records(b"1:x:2:1706702400123\n", coloned, LineEnd::Lf, &picks);
         assert_eq!(out, b"1:2:2024-01-31 12\\:00\\:00.123+00\n");
         // Another count of fields: nothing is left out, but which is which?
-        let all = FieldPicks::all(2).converting(vec![None, Some((Conversion::DecimalComma, "price".into()))]);
+        let all = FieldPicks::all(2).converting(vec![None, Some((Conversion::DECIMAL_COMMA, "price".into()))]);
         let (out, _) = pick_records(b"1,2,5\n", csv, LineEnd::Lf, &all);
         let reason = crate::format::documents::marked_reason(&out).expect("a marked line");
         assert!(reason.contains("so sluice cannot tell which field is which column's to convert"), "{reason}");

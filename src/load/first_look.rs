@@ -93,7 +93,7 @@ fn units_told(columns: &[(String, Vec<Vec<u8>>)]) -> Result<(HashMap<String, Tim
 fn with_time_units(format: &FormatOptions, units: &HashMap<String, TimeUnit>) -> FormatOptions {
     let settled = |conversion: Conversion, column: &str| match conversion {
         Conversion::UnixTime { .. } => Some(conversion.in_unit(*units.get(column)?)),
-        Conversion::DecimalComma | Conversion::Thousands(_) => Some(conversion),
+        Conversion::Number(_) => Some(conversion),
     };
     let mut format = format.clone();
     if let Some(picks) = &format.picks {

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use super::{suspect, Shared};
 use crate::format::binary::DateOrder;
-use crate::format::convert;
+use crate::format::convert::{self, NumberMarks};
 use crate::format::{delimiter_text, FormatKind};
 use crate::rejects::Reject;
 use crate::report::{count_of, thousands};
@@ -44,6 +44,14 @@ pub(super) struct RejectNotes {
     /// Numbers rejected for a comma that reads either way (see
     /// [`comma_either_way_warning`]).
     commas_either_way: Tally,
+    /// Amounts rejected for a currency sign, with the first's sign and
+    /// marks (see [`currency_warning`]).
+    currency_amounts: Tally,
+    currency_amount: Mutex<Option<suspect::SignedAmount>>,
+    /// Numbers rejected for a percent sign, with the flags that read the
+    /// first (see [`percent_warning`]).
+    percentages: Tally,
+    percent_flags: Mutex<Option<String>>,
     /// Numbers where a date or time goes that read as Unix times, with
     /// the unit of the first (see [`unix_time_warning`]).
     unix_times: Tally,
@@ -65,7 +73,7 @@ pub(super) struct RejectNotes {
 /// option, so the rows being committed may hold wrong values (a swapped
 /// day and month, a word for NULL or an empty string in a text column) and
 /// the file will be loaded again anyway.
-const ALERTS: [fn(&Shared) -> Option<String>; 9] = [
+const ALERTS: [fn(&Shared) -> Option<String>; 11] = [
     date_order_warning,
     unix_time_warning,
     encoding_warning,
@@ -74,6 +82,8 @@ const ALERTS: [fn(&Shared) -> Option<String>; 9] = [
     decimal_comma_warning,
     thousands_warning,
     comma_either_way_warning,
+    currency_warning,
+    percent_warning,
     null_word_warning,
 ];
 
@@ -145,6 +155,14 @@ pub(super) fn note(shared: &Shared, rejects: &[Reject]) {
                 format!("\"{value}\", {}", place())
             }),
             Sign::CommaEitherWay(value) => notes.commas_either_way.add(|| format!("\"{value}\", {}", place())),
+            Sign::Currency(amount) => {
+                notes.currency_amounts.add(|| format!("\"{}\", {}", amount.value, place()));
+                note_currency(&notes.currency_amount, amount);
+            }
+            Sign::Percent(value, flags) => notes.percentages.add(|| {
+                *notes.percent_flags.lock().unwrap_or_else(|e| e.into_inner()) = Some(flags);
+                format!("\"{value}\", {}", place())
+            }),
             Sign::UnixTime(time) => notes.unix_times.add(|| {
                 let mut unit = notes.unix_time_unit.lock().unwrap_or_else(|e| e.into_inner());
                 *unit = Some((time.unit, time.per_second));
@@ -157,6 +175,19 @@ pub(super) fn note(shared: &Shared, rejects: &[Reject]) {
     }
     if !rejects.is_empty() {
         alert_new_warnings(shared);
+    }
+}
+
+/// Keeps the first amount's sign, with the marks of the first whose number
+/// has some: `$12.00` first, then `$1,234.50`, needs `--thousands ','`.
+fn note_currency(kept: &Mutex<Option<suspect::SignedAmount>>, amount: suspect::SignedAmount) {
+    let mut kept = kept.lock().unwrap_or_else(|e| e.into_inner());
+    match kept.as_mut() {
+        None => *kept = Some(amount),
+        Some(first) if first.marks == [NumberMarks::Plain] && first.currency == amount.currency => {
+            first.marks = amount.marks;
+        }
+        Some(_) => {}
     }
 }
 
@@ -173,6 +204,10 @@ enum Sign {
     /// A number whose comma reads either way (see
     /// [`comma_either_way_warning`]).
     CommaEitherWay(String),
+    /// An amount with a currency sign (see [`currency_warning`]).
+    Currency(suspect::SignedAmount),
+    /// A percentage, with the flags that read it (see [`percent_warning`]).
+    Percent(String, String),
     /// A number where a date or time goes that reads as a Unix time (see
     /// [`unix_time_warning`]).
     UnixTime(suspect::UnixTime),
@@ -209,6 +244,12 @@ fn sign<'a>(shared: &Shared, reject: &'a Reject) -> Option<(Sign, &'a str)> {
     }
     if let Some(value) = suspect::comma_either_way(rule, field) {
         return Some((Sign::CommaEitherWay(value), column));
+    }
+    if let Some(amount) = suspect::currency_amount(rule, field, format.currency) {
+        return Some((Sign::Currency(amount), column));
+    }
+    if let Some((value, flags)) = suspect::percentage(rule, field, format) {
+        return Some((Sign::Percent(value, flags), column));
     }
     if let Some(time) = suspect::unix_time(rule, field) {
         return Some((Sign::UnixTime(time), column));
@@ -252,6 +293,14 @@ pub(super) fn first_reject_advice(shared: &Shared, first: &Reject) -> Option<Str
             format!("\"{value}\" has marks between thousands, which PostgreSQL does not read: {}", thousands_fix(mark))
         }
         Sign::CommaEitherWay(value) => format!("\"{value}\" has a comma that {COMMA_EITHER_WAY}"),
+        Sign::Currency(amount) => format!(
+            "\"{}\" is an amount with a currency sign, which PostgreSQL does not read as a number: {}",
+            amount.value,
+            currency_fix(&amount)
+        ),
+        Sign::Percent(value, flags) => {
+            format!("\"{value}\" is a percentage, which PostgreSQL does not read as a number: {}", percent_fix(&flags))
+        }
         Sign::UnixTime(time) => format!(
             "\"{}\" looks like a Unix time in {} ({}), which PostgreSQL does not read as a date or time: {}",
             time.value,
@@ -277,6 +326,28 @@ fn thousands_fix(mark: u8) -> String {
         convert::mark_words(mark),
         mark as char
     )
+}
+
+/// How to load amounts written as `amount` is: `--currency` with its sign,
+/// and the marks its number is written with.
+fn currency_fix(amount: &suspect::SignedAmount) -> String {
+    let flags: Vec<String> = amount.marks.iter().filter_map(|marks| marks.flag()).collect();
+    let marks = match flags.as_slice() {
+        [] => String::new(),
+        [flag] => format!(" {flag}"),
+        flags => format!(" with {}, as the file writes its numbers", flags.join(" or ")),
+    };
+    format!(
+        "pass --currency {}{marks}, which removes the sign (and reads amounts in parentheses as negative) in number \
+         columns",
+        amount.currency.flag_value()
+    )
+}
+
+/// How to load percentages: `flags`, `--percent` with those the numbers
+/// need.
+fn percent_fix(flags: &str) -> String {
+    format!("pass {flags}, which reads 12.5% as 0.125 in number columns")
 }
 
 /// What a comma before three digits may mean, and the option for each.
@@ -307,7 +378,7 @@ fn date_orders(shared: &Shared) -> Option<(&'static str, &'static str, &'static 
 }
 
 /// The setting that loads dates in the `other` order (`DMY` or `MDY`).
-fn date_style_setting(other: &str) -> String {
+pub(super) fn date_style_setting(other: &str) -> String {
     format!("PGDATESTYLE='ISO, {other}' (or options='-c datestyle=ISO,{other}' in --db)")
 }
 
@@ -436,6 +507,35 @@ fn comma_either_way_warning(shared: &Shared) -> Option<String> {
     let (count, first) = notes.commas_either_way.seen()?;
     Some(format!(
         "{} rejected for a comma (the first: {first}) that {COMMA_EITHER_WAY}. {RELOAD_REJECTS}",
+        how_many_were(count, "number"),
+    ))
+}
+
+/// Amounts rejected for a currency sign (`$1,234.50`, `1.234,50 €`), as
+/// spreadsheets save currency-formatted cells. Why: the server's reason
+/// (`invalid input syntax for type numeric`) does not say what is wrong
+/// with the value, and the peers' users remove the signs with `sed`,
+/// which also removes them from text columns.
+fn currency_warning(shared: &Shared) -> Option<String> {
+    let amount = shared.notes.currency_amount.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
+    signed_numbers_warning(&shared.notes.currency_amounts, "a currency sign", currency_fix(&amount))
+}
+
+/// Percentages rejected (`12.5%`), as spreadsheets save percentage cells.
+/// Why: the server's reason (`invalid input syntax for type numeric`) does
+/// not say what is wrong with the value, and `sed 's/%//'` loads 12.5% as
+/// 12.5, a hundred times what the cell held.
+fn percent_warning(shared: &Shared) -> Option<String> {
+    let flags = shared.notes.percent_flags.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
+    signed_numbers_warning(&shared.notes.percentages, "a percent sign", percent_fix(&flags))
+}
+
+/// The warning for the numbers of `tally`, rejected for `sign`, with the
+/// flags that read them.
+fn signed_numbers_warning(tally: &Tally, sign: &str, fix: String) -> Option<String> {
+    let (count, first) = tally.seen()?;
+    Some(format!(
+        "{} rejected for {sign} (the first: {first}): PostgreSQL reads numbers without one; {fix}. {RELOAD_REJECTS}",
         how_many_were(count, "number"),
     ))
 }

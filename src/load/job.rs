@@ -88,6 +88,12 @@ fn chunk_identity(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, 
     if let Some(mark) = format.thousands {
         parts.push(format!("thousands {:?}", mark as char));
     }
+    if let Some(currency) = format.currency {
+        parts.push(format!("currency {currency:?}"));
+    }
+    if format.percent {
+        parts.push("percent".into());
+    }
     if let Some(path) = &format.documents_at {
         parts.push(format!("documents at {path:?}"));
     }

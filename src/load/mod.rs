@@ -872,7 +872,8 @@ fn prepare(
     let table = control.resolve_table(&req.table).map_err(|e| match e {
         Error::NoSuchTable(mut missing) => {
             let (input, head) = first_look::first_head(sources);
-            missing.sketch = sketch::create_table(&req.table, format, req.columns.as_deref(), (&input, &head));
+            let order = control.date_order();
+            missing.sketch = sketch::create_table(&req.table, format, req.columns.as_deref(), (&input, &head), order);
             if let Some(advice) = documents_at_advice((&input, &head), format) {
                 // A sketch ends with its statement's semicolon.
                 missing.sketch =

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use crate::error::Error;
 use crate::format::binary::{unescape_text, BinaryEncoder};
-use crate::format::convert::{self, Conversion, TimeUnit, UnixTimes};
+use crate::format::convert::{self, Conversion, NumberMarks, TimeUnit, UnixTimes};
 use crate::format::documents::{self, ColumnKind, DocumentColumns};
 use crate::format::pick::FieldPicks;
 use crate::format::{FormatKind, FormatOptions, COMMON_DELIMITERS};
@@ -203,12 +203,7 @@ pub fn conversions_said(
     if let Some(numbers) = format.number_conversion() {
         let names: Vec<String> =
             converted.iter().filter(|(c, _)| *c == numbers).map(|(_, name)| display_ident(name)).collect();
-        let (flag, written) = match numbers {
-            Conversion::Thousands(mark) => {
-                ("--thousands", format!("with {} between thousands", convert::mark_words(mark)))
-            }
-            _ => ("--decimal-comma", "with a decimal comma".to_string()),
-        };
+        let (flag, written) = number_writing_said(numbers);
         said.push(match names.as_slice() {
             [] => format!("{flag}: no loaded column is a number, so nothing is converted"),
             names => format!("reading the numbers of {} {written}, as asked", names.join(", ")),
@@ -220,6 +215,33 @@ pub fn conversions_said(
     said
 }
 
+/// The flags that say how numbers are written (`--currency, --thousands`)
+/// and how, in words (`as amounts in $ with commas between thousands`).
+fn number_writing_said(numbers: Conversion) -> (String, String) {
+    let Conversion::Number(writing) = numbers else { return Default::default() };
+    let (mut flags, mut written) = (Vec::new(), Vec::new());
+    if let Some(currency) = writing.currency {
+        flags.push("--currency");
+        written.push(format!("as amounts in {}", currency.as_str()));
+    }
+    match writing.marks {
+        NumberMarks::Plain => {}
+        NumberMarks::DecimalComma => {
+            flags.push("--decimal-comma");
+            written.push("with a decimal comma".into());
+        }
+        NumberMarks::Thousands(mark) => {
+            flags.push("--thousands");
+            written.push(format!("with {} between thousands", convert::mark_words(mark)));
+        }
+    }
+    if writing.percent {
+        flags.push("--percent");
+        written.push("(a percentage as its hundredth: 12.5% as 0.125)".into());
+    }
+    (flags.join(", "), written.join(" "))
+}
+
 /// What `--unix-times` does in this load (see [`conversions_said`]).
 fn unix_times_said(converted: &[(Conversion, String)], unconverted: &[String], unix_times: UnixTimes) -> Vec<String> {
     let mut said = Vec::new();
@@ -227,7 +249,7 @@ fn unix_times_said(converted: &[(Conversion, String)], unconverted: &[String], u
         .iter()
         .filter_map(|(c, name)| match c {
             Conversion::UnixTime { unit, .. } => Some((*unit, display_ident(name))),
-            Conversion::DecimalComma | Conversion::Thousands(_) => None,
+            Conversion::Number(_) => None,
         })
         .collect();
     if !unconverted.is_empty() {

@@ -16,16 +16,26 @@
 //! JSON objects and arrays, and `text` for anything else or a mix. Empty
 //! values are NULL and say nothing. Names are the header's (or the keys'),
 //! written as SQL names (`Order ID` as `order_id`, which `--header` matches
-//! to the field), or `column1`... without a header.
+//! to the field), or `column1`... without a header. Numbers are read as
+//! `--decimal-comma`, `--thousands`, `--currency` and `--percent` say, and a text column
+//! whose values are numbers written another way is named after the
+//! statement with the flags that read them, and one of dates in the other
+//! order of day and month with the DateStyle that reads them (see
+//! [`ReadOtherwise`]).
+
+use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::format::binary::{time_value, Codec};
+use crate::format::binary::{time_value, Codec, DateOrder};
+use crate::format::convert::{Conversion, NumberMarks, NumberWriting};
+use crate::format::currency::Currency;
 use crate::format::{documents, head_records, FormatKind, FormatOptions};
 use crate::report::thousands;
 use crate::sql::quote_ident;
 
 use super::plan::header_fields;
+use super::suspect;
 
 /// How many records of the first input the guess reads.
 const SAMPLED_RECORDS: usize = 1_000;
@@ -38,6 +48,38 @@ struct Sampled {
     guesses: Vec<Guess>,
     read: usize,
     header_guessed: bool,
+    /// Text columns whose values are numbers as other flags write them,
+    /// or dates in the order of day and month the session does not read.
+    otherwise: Vec<ReadOtherwise>,
+}
+
+/// Columns guessed text whose every value reads as a number with the
+/// flags that say how numbers are written (`--currency '$' --thousands
+/// ','` for `$1,234.50`), or as a date or time in the other order of day
+/// and month than the session's DateStyle (`31/01/2024` where it is MDY).
+/// Why: the sketch fits the load as given, so such a column was `text`,
+/// and the table made from it loaded the amounts or dates as text without
+/// a word.
+#[derive(Debug, PartialEq)]
+struct ReadOtherwise {
+    /// The columns, by place.
+    columns: Vec<usize>,
+    /// What reads them.
+    by: ReadBy,
+    /// The first value of the first column that is read only so.
+    example: String,
+    /// What each column then fits: bigint or numeric (one for all), a
+    /// date or time.
+    guesses: Vec<Guess>,
+}
+
+/// What reads a text column's values as numbers, or as dates or times.
+#[derive(Debug, PartialEq)]
+enum ReadBy {
+    /// These flags, or two ways for a lone comma before three digits.
+    Flags(String),
+    /// A session whose DateStyle reads dates in this order.
+    DateStyle(DateOrder),
 }
 
 /// What a column's values so far fit, narrowest first.
@@ -100,10 +142,11 @@ pub(super) fn create_table(
     format: &FormatOptions,
     given: Option<&[String]>,
     (input, head): (&str, &[u8]),
+    order: Option<DateOrder>,
 ) -> Option<String> {
-    let Sampled { mut names, mut guesses, read, header_guessed } = match format.kind {
-        FormatKind::Jsonl => documents(head)?,
-        _ => records(format, head)?,
+    let Sampled { mut names, mut guesses, read, header_guessed, otherwise } = match format.kind {
+        FormatKind::Jsonl => documents(head, order)?,
+        _ => records(format, head, order)?,
     };
     if let Some(given) = given {
         if given.iter().any(|name| name.trim() == "-") || format.kind == FormatKind::Jsonl {
@@ -124,6 +167,7 @@ pub(super) fn create_table(
         false => "",
     };
     let input = if input == "-" { "standard input" } else { input };
+    let otherwise: String = otherwise.iter().map(|o| read_otherwise_said(o, &names)).collect();
     // Documents also load whole, into a table's one json or jsonb column.
     let whole = match format.kind {
         FormatKind::Jsonl => {
@@ -135,7 +179,7 @@ pub(super) fn create_table(
         _ => String::new(),
     };
     Some(format!(
-        "The first {records} of {input} fit this table{header}: CREATE TABLE {} ({});{whole}",
+        "The first {records} of {input} fit this table{header}: CREATE TABLE {} ({});{otherwise}{whole}",
         crate::sql::quote_qualified_name(table),
         columns.join(", ")
     ))
@@ -144,13 +188,13 @@ pub(super) fn create_table(
 /// CSV and TSV: the header's names (or none) and each field's guess. A
 /// first line without `--header` whose every field is text where the
 /// records after it have a typed column is taken for a header (and said).
-fn records(format: &FormatOptions, head: &[u8]) -> Option<Sampled> {
+fn records(format: &FormatOptions, head: &[u8], order: Option<DateOrder>) -> Option<Sampled> {
     // Whole records only: the head may end inside one.
     let all = head_records(head, &FormatOptions { header: false, ..format.clone() });
     let all = &all[..all.len().min(SAMPLED_RECORDS + 1)];
     let (names, body, header_guessed) = match (format.header, all.split_first()) {
         (true, Some((header, body))) => (header_fields(header, format).unwrap_or_default(), body, false),
-        (false, Some((first, rest))) if is_a_header(first, rest, format) => {
+        (false, Some((first, rest))) if is_a_header(first, rest, format, order) => {
             (header_fields(first, format).unwrap_or_default(), rest, true)
         }
         _ => (Vec::new(), all, false),
@@ -159,13 +203,188 @@ fn records(format: &FormatOptions, head: &[u8]) -> Option<Sampled> {
     if body.is_empty() && names.is_empty() {
         return None;
     }
-    let mut guesses = guesses_of(body, format);
+    let mut guesses = guesses_of(body, format, order);
     guesses.resize(guesses.len().max(names.len()), Guess::Nothing);
-    Some(Sampled { names, guesses, read: body.len(), header_guessed })
+    let mut otherwise = numbers_otherwise(body, format, &guesses, order);
+    otherwise.extend(dates_otherwise(body, format, &guesses, order));
+    otherwise.sort_by_key(|read| read.columns[0]);
+    Some(Sampled { names, guesses, read: body.len(), header_guessed, otherwise })
+}
+
+/// The text columns of `guesses` whose every value in `body` reads as a
+/// number when written as other flags say, grouped by those flags (all
+/// of them: a column the user's flags read is a number column already).
+fn numbers_otherwise(
+    body: &[&[u8]],
+    format: &FormatOptions,
+    guesses: &[Guess],
+    order: Option<DateOrder>,
+) -> Vec<ReadOtherwise> {
+    let text: Vec<usize> = (0..guesses.len()).filter(|&at| guesses[at] == Guess::Text).collect();
+    let number = |value: &str| matches!(guess_text(value, None), Guess::Bigint | Guess::Numeric | Guess::Nothing);
+    let firsts = first_values(body, format, &text, |value| !number(value));
+    let mut currencies: Vec<Option<Currency>> = vec![None];
+    for (_, value) in &firsts {
+        let sign = suspect::currency_sign_in(value).and_then(|sign| Currency::parse(sign).ok());
+        if sign.is_some() && !currencies.contains(&sign) {
+            currencies.push(sign);
+        }
+    }
+    let percents = firsts.iter().any(|(_, value)| value.ends_with('%'));
+    let signs = currencies
+        .into_iter()
+        .flat_map(|currency| std::iter::once((currency, false)).chain(percents.then_some((currency, true))));
+    // Each column's ways, the simplest that read it (two for `1,234`).
+    let mut ways: Vec<(usize, Vec<NumberWriting>, Guess)> = Vec::new();
+    for (currency, percent) in signs {
+        let signed = currency.is_some() || percent;
+        for marks in NumberMarks::ALL.into_iter().filter(|m| signed || *m != NumberMarks::Plain) {
+            let options = FormatOptions { currency, percent, ..format.clone() }.with_number_marks(marks);
+            let read = guesses_of(body, &options, order);
+            for &at in &text {
+                let guess = read.get(at).copied().unwrap_or(Guess::Nothing);
+                if !matches!(guess, Guess::Bigint | Guess::Numeric) {
+                    continue;
+                }
+                let writing = NumberWriting { marks, currency, percent };
+                let other_signs = |found: &NumberWriting| found.currency != currency || found.percent != percent;
+                match ways.iter_mut().find(|(column, ..)| *column == at) {
+                    // A simpler way read it already; a lone comma reads two ways.
+                    Some((_, found, _)) if other_signs(&found[0]) || found[0].marks == NumberMarks::Plain => {}
+                    Some((_, found, joined)) => {
+                        found.push(writing);
+                        *joined = joined.join(guess);
+                    }
+                    None => ways.push((at, vec![writing], guess)),
+                }
+            }
+        }
+    }
+    settle_ways(&mut ways);
+    let mut grouped: Vec<ReadOtherwise> = Vec::new();
+    for (at, writings, guess) in ways {
+        let flags: Vec<String> = writings.iter().map(NumberWriting::flags).collect();
+        let by = ReadBy::Flags(flags.join(" or "));
+        match grouped.iter_mut().find(|group| group.by == by) {
+            Some(group) => {
+                group.columns.push(at);
+                let joined = group.guesses[0].join(guess);
+                group.guesses = vec![joined; group.columns.len()];
+            }
+            None => {
+                let example =
+                    firsts.iter().find(|(column, _)| *column == at).map(|(_, v)| v.clone()).unwrap_or_default();
+                grouped.push(ReadOtherwise { columns: vec![at], by, example, guesses: vec![guess] });
+            }
+        }
+    }
+    grouped
+}
+
+/// Each column's ways as one set of flags reads every column: a column
+/// read by the sign alone (`$12.00`) takes the way of one read by the
+/// sign and marks (`$1,234.50`), which reads it too, and one read two
+/// ways (`1,234`) the way another column is read in (`1,5`: a decimal
+/// comma), as the file writes all its numbers one way.
+fn settle_ways(ways: &mut [(usize, Vec<NumberWriting>, Guess)]) {
+    let settled: Vec<NumberWriting> = ways
+        .iter()
+        .filter(|(_, writings, _)| writings.len() == 1 && writings[0].marks != NumberMarks::Plain)
+        .map(|(_, writings, _)| writings[0])
+        .collect();
+    for (_, writings, _) in ways.iter_mut() {
+        let signed_alone =
+            |way: &NumberWriting| writings.as_slice() == [NumberWriting { marks: NumberMarks::Plain, ..*way }];
+        if let Some(way) = settled.iter().find(|way| writings.contains(way) || signed_alone(way)) {
+            *writings = vec![*way];
+        }
+    }
+    ways.sort_by_key(|(at, ..)| *at);
+}
+
+/// The text columns of `guesses` whose every value in `body` reads as a
+/// date or time in the other `order` of day and month than the session's:
+/// one note for them all, since DateStyle is the session's.
+fn dates_otherwise(
+    body: &[&[u8]],
+    format: &FormatOptions,
+    guesses: &[Guess],
+    order: Option<DateOrder>,
+) -> Option<ReadOtherwise> {
+    let other = order?.other();
+    let read = guesses_of(body, format, Some(other));
+    let timed = |guess: &Guess| matches!(guess, Guess::Date | Guess::Timestamp | Guess::TimestampTz);
+    let columns: Vec<usize> =
+        (0..guesses.len()).filter(|&at| guesses[at] == Guess::Text && read.get(at).is_some_and(timed)).collect();
+    let guesses: Vec<Guess> = columns.iter().map(|&at| read[at]).collect();
+    let firsts = first_values(body, format, &columns, |value| guess_text(value, order) == Guess::Text);
+    let example = firsts.first().map(|(_, value)| value.clone())?;
+    Some(ReadOtherwise { columns, by: ReadBy::DateStyle(other), example, guesses })
+}
+
+/// For each of the `columns`, its first value in `body` that is `wanted`,
+/// if any.
+fn first_values(
+    body: &[&[u8]],
+    format: &FormatOptions,
+    columns: &[usize],
+    wanted: impl Fn(&str) -> bool,
+) -> Vec<(usize, String)> {
+    let mut firsts: Vec<(usize, String)> = Vec::new();
+    for record in body {
+        let Some(fields) = header_fields(record, format) else { continue };
+        for &at in columns {
+            let Some(value) = fields.get(at) else { continue };
+            if wanted(value) && !firsts.iter().any(|(column, _)| *column == at) {
+                firsts.push((at, value.trim().to_string()));
+            }
+        }
+        if firsts.len() == columns.len() {
+            break;
+        }
+    }
+    firsts
+}
+
+/// The sentence for `otherwise`, its columns named from `names`.
+fn read_otherwise_said(otherwise: &ReadOtherwise, names: &[String]) -> String {
+    let sql = sql_names(names);
+    let columns: Vec<&str> = otherwise.columns.iter().filter_map(|&at| sql.get(at).map(String::as_str)).collect();
+    let (column, is, holds, it) = match columns.len() {
+        1 => ("Column", "is", "holds", "it loads"),
+        _ => ("Columns", "are", "hold", "they load"),
+    };
+    let (what, with) = match &otherwise.by {
+        ReadBy::Flags(flags) if flags.contains(" or ") => {
+            (format!("numbers as {flags} reads them"), "either, as the file writes its numbers".to_string())
+        }
+        ReadBy::Flags(flags) if flags.matches("--").count() == 1 => {
+            (format!("numbers as {flags} reads them"), "that flag".to_string())
+        }
+        ReadBy::Flags(flags) => (format!("numbers as {flags} reads them"), "those flags".to_string()),
+        ReadBy::DateStyle(order) => {
+            let first = if *order == DateOrder::DayFirst { "day" } else { "month" };
+            (format!("dates {first} first"), super::hints::date_style_setting(order.date_style()))
+        }
+    };
+    let mut types: Vec<&str> = otherwise.guesses.iter().map(|guess| guess.sql()).collect();
+    let types = match types.windows(2).all(|pair| pair[0] == pair[1]) {
+        true => types[0].to_string(),
+        false => {
+            let last = types.pop().unwrap_or_default();
+            format!("{} and {last} respectively", types.join(", "))
+        }
+    };
+    format!(
+        " {column} {} {is} text here, but {holds} {what} (\"{}\"): with {with}, {it} as {types}.",
+        columns.join(", "),
+        otherwise.example,
+    )
 }
 
 /// Each field's guess over `records`.
-fn guesses_of(records: &[&[u8]], format: &FormatOptions) -> Vec<Guess> {
+fn guesses_of(records: &[&[u8]], format: &FormatOptions, order: Option<DateOrder>) -> Vec<Guess> {
+    let numbers = format.number_conversion();
     let mut guesses = Vec::new();
     for record in records {
         let Some(fields) = header_fields(record, format) else { continue };
@@ -177,19 +396,30 @@ fn guesses_of(records: &[&[u8]], format: &FormatOptions) -> Vec<Guess> {
             guesses.iter_mut().zip(&fields).zip(nulls.into_iter().chain(std::iter::repeat(false)))
         {
             if !null {
-                *guess = guess.join(guess_text(value));
+                *guess = guess.join(guess_text(&as_numbers_written(value, numbers), order));
             }
         }
     }
     guesses
 }
 
+/// `value` as a number column reads it under `--decimal-comma`,
+/// `--thousands` or `--currency` (`$1,234.50` as `1234.50`), so that a
+/// column of such values is guessed a number, as it then loads.
+fn as_numbers_written(value: &str, numbers: Option<Conversion>) -> Cow<'_, str> {
+    let mut plain = Vec::new();
+    match numbers.map(|numbers| numbers.apply(value.as_bytes(), &mut plain)) {
+        Some(Ok(true)) => String::from_utf8(plain).map_or(Cow::Borrowed(value), Cow::Owned),
+        _ => Cow::Borrowed(value),
+    }
+}
+
 /// Whether `first` reads as a header of the records after it: every field
 /// text, not empty, and some column typed in the `rest`.
-fn is_a_header(first: &[u8], rest: &[&[u8]], format: &FormatOptions) -> bool {
+fn is_a_header(first: &[u8], rest: &[&[u8]], format: &FormatOptions, order: Option<DateOrder>) -> bool {
     let Some(fields) = header_fields(first, format) else { return false };
-    let labels = fields.iter().all(|f| guess_text(f) == Guess::Text);
-    labels && guesses_of(rest, format).iter().any(|g| !matches!(g, Guess::Text | Guess::Nothing))
+    let labels = fields.iter().all(|f| guess_text(f, order) == Guess::Text);
+    labels && guesses_of(rest, format, order).iter().any(|g| !matches!(g, Guess::Text | Guess::Nothing))
 }
 
 /// Which of a record's `count` fields are the NULL string: in TSV, `\N`
@@ -213,7 +443,7 @@ fn nulls_in(record: &[u8], format: &FormatOptions, count: usize) -> Vec<bool> {
 
 /// JSON lines: the keys, in the order the documents first have them, and
 /// each key's guess.
-fn documents(head: &[u8]) -> Option<Sampled> {
+fn documents(head: &[u8], order: Option<DateOrder>) -> Option<Sampled> {
     let lines: Vec<&[u8]> = head.split(|&b| b == b'\n').take(SAMPLED_RECORDS).collect();
     let names: Vec<String> = documents::keys_in(&lines.join(&b'\n')).into_iter().map(|(key, _)| key).collect();
     let mut guesses = vec![Guess::Nothing; names.len()];
@@ -222,7 +452,7 @@ fn documents(head: &[u8]) -> Option<Sampled> {
         let Ok(Value::Object(document)) = serde_json::from_slice::<Value>(line) else { continue };
         read += 1;
         for (guess, name) in guesses.iter_mut().zip(&names) {
-            let value = document.get(name).map_or(Guess::Nothing, guess_json);
+            let value = document.get(name).map_or(Guess::Nothing, |value| guess_json(value, order));
             // A jsonb column takes any JSON value: sluice loads each as JSON.
             *guess = match (*guess, value) {
                 (Guess::Jsonb, _) | (_, Guess::Jsonb) => Guess::Jsonb,
@@ -230,17 +460,17 @@ fn documents(head: &[u8]) -> Option<Sampled> {
             };
         }
     }
-    (read > 0).then_some(Sampled { names, guesses, read, header_guessed: false })
+    (read > 0).then_some(Sampled { names, guesses, read, header_guessed: false, otherwise: Vec::new() })
 }
 
-fn guess_json(value: &Value) -> Guess {
+fn guess_json(value: &Value, order: Option<DateOrder>) -> Guess {
     match value {
         Value::Null => Guess::Nothing,
         Value::Bool(_) => Guess::Boolean,
         Value::Number(n) if n.is_i64() => Guess::Bigint,
         // Beyond i64: numeric takes it, exactly.
         Value::Number(_) => Guess::Numeric,
-        Value::String(text) => match guess_text(text) {
+        Value::String(text) => match guess_text(text, order) {
             // A number in quotes is text to whoever wrote it.
             Guess::Bigint | Guess::Numeric | Guess::Boolean => Guess::Text,
             guess => guess,
@@ -249,8 +479,10 @@ fn guess_json(value: &Value) -> Guess {
     }
 }
 
-/// What one text value fits (an empty one: anything, as NULL).
-fn guess_text(value: &str) -> Guess {
+/// What one text value fits (an empty one: anything, as NULL), dates
+/// and times read as a session with DateStyle's `order` of day and month
+/// reads them (`1/31/2024 14:05` is a timestamp month first).
+fn guess_text(value: &str, order: Option<DateOrder>) -> Guess {
     let text = value.trim();
     let bytes = text.as_bytes();
     if text.is_empty() {
@@ -265,13 +497,15 @@ fn guess_text(value: &str) -> Guess {
     if ["true", "false", "t", "f", "yes", "no"].iter().any(|word| text.eq_ignore_ascii_case(word)) {
         return Guess::Boolean;
     }
-    if bytes.len() == 10 && time_value(Codec::Date, bytes, None).is_some() {
+    // A date input function reads a timestamp too, and leaves out its time.
+    let timed = bytes.contains(&b':');
+    if !timed && time_value(Codec::Date, bytes, order).is_some() {
         return Guess::Date;
     }
-    if bytes.len() > 10 && time_value(Codec::Timestamp, bytes, None).is_some() {
+    if timed && time_value(Codec::Timestamp, bytes, order).is_some() {
         return Guess::Timestamp;
     }
-    if bytes.len() > 10 && time_value(Codec::TimestampTz, bytes, None).is_some() {
+    if timed && time_value(Codec::TimestampTz, bytes, order).is_some() {
         return Guess::TimestampTz;
     }
     if is_time_of_day(bytes) {
@@ -385,7 +619,7 @@ mod tests {
             ("Ann", Guess::Text),
         ];
         for (value, want) in cases {
-            assert_eq!(guess_text(value), want, "{value:?}");
+            assert_eq!(guess_text(value, None), want, "{value:?}");
         }
     }
 
@@ -412,25 +646,123 @@ mod tests {
     #[test]
     fn the_statement_fits_the_first_records() {
         let head = b"id,Name,amount,day,note\n1,a,1.5,2024-01-02,\n2,\"b, c\",2,2024-01-03,x\n3,d,";
-        let said = create_table("Sales.orders", &csv(true), None, ("o.csv", head)).unwrap();
+        let said = create_table("Sales.orders", &csv(true), None, ("o.csv", head), None).unwrap();
         let want = "The first 2 records of o.csv fit this table: CREATE TABLE \"sales\".\"orders\" (\"id\" bigint, \
                     \"name\" text, \"amount\" numeric, \"day\" date, \"note\" text);";
         assert_eq!(said, want);
         let given = ["a", "b"].map(String::from);
-        let said = create_table("t", &csv(false), Some(&given), ("o.csv", b"1,x,3\n")).unwrap();
+        let said = create_table("t", &csv(false), Some(&given), ("o.csv", b"1,x,3\n"), None).unwrap();
         assert!(said.ends_with("CREATE TABLE \"t\" (\"a\" bigint, \"b\" text, \"column3\" bigint);"), "{said}");
         let left_out = ["a", "-"].map(String::from);
-        assert_eq!(create_table("t", &csv(false), Some(&left_out), ("o.csv", b"1,x\n")), None);
-        assert_eq!(create_table("t", &csv(false), None, ("o.csv", b"")), None);
+        assert_eq!(create_table("t", &csv(false), Some(&left_out), ("o.csv", b"1,x\n"), None), None);
+        assert_eq!(create_table("t", &csv(false), None, ("o.csv", b""), None), None);
+    }
+
+    #[test]
+    fn numbers_written_as_the_flags_say_are_numbers() {
+        let head = b"id,price,note\n1,\"$1,234.50\",\"a, b\"\n2,($5.00),\"1,5\"\n";
+        let plain = create_table("t", &csv(true), None, ("m.csv", head), None).unwrap();
+        let note = "(\"id\" bigint, \"price\" text, \"note\" text); Column \"price\" is text here, but holds numbers \
+                    as --currency '$' --thousands ',' reads them (\"$1,234.50\"): with those flags, it loads as numeric.";
+        assert!(plain.ends_with(note), "{plain}");
+        let currency = Some(crate::format::currency::Currency::parse("$").unwrap());
+        let money = FormatOptions { thousands: Some(b','), currency, ..csv(true) };
+        let said = create_table("t", &money, None, ("m.csv", head), None).unwrap();
+        assert!(said.ends_with("(\"id\" bigint, \"price\" numeric, \"note\" text);"), "{said}");
+    }
+
+    #[test]
+    fn text_columns_of_numbers_written_otherwise_are_named_with_the_flags_that_read_them() {
+        let said = |head: &[u8]| {
+            let said = create_table("t", &csv(true), None, ("m.csv", head), None).unwrap();
+            said.split_once("); ").map(|(_, note)| note.to_string()).unwrap_or_default()
+        };
+        // The sign alone reads refund, and with commas price: one set of flags for both.
+        let money = said(b"id,refund,price\n1,$0.00,\"$1,234.50\"\n2,($5),$7\n");
+        assert_eq!(
+            money,
+            "Columns \"refund\", \"price\" are text here, but hold numbers as --currency '$' --thousands ',' reads \
+             them (\"$0.00\"): with those flags, they load as numeric."
+        );
+        let euro = said("p\n\"1.234,50\u{a0}€\"\n-2 €\n".as_bytes());
+        assert!(
+            euro.starts_with("Column \"p\" is text here, but holds numbers as --currency '€' --decimal-comma"),
+            "{euro}"
+        );
+        assert!(euro.ends_with("with those flags, it loads as numeric."), "{euro}");
+        // A lone comma before three digits reads two ways, unless another column tells.
+        let either = said(b"a\n\"1,234\"\n\"2,000\"\n");
+        assert_eq!(
+            either,
+            "Column \"a\" is text here, but holds numbers as --thousands ',' or --decimal-comma reads them (\"1,234\"): \
+             with either, as the file writes its numbers, it loads as numeric."
+        );
+        let told = said(b"a,b\n\"1,234\",\"1,5\"\n");
+        assert!(told.starts_with("Columns \"a\", \"b\" are text here, but hold numbers as --decimal-comma reads"));
+        let swiss = said(b"a,b\n1'234.5,CHF 12\n");
+        assert!(
+            swiss.starts_with("Column \"a\" is text here, but holds numbers as --thousands \"'\" reads"),
+            "{swiss}"
+        );
+        assert!(swiss.contains("Column \"b\" is text here, but holds numbers as --currency 'CHF' reads"), "{swiss}");
+        let shares = said(b"p,q\n12.5%,\"1,250.5%\"\n-3 %,7\n");
+        assert_eq!(
+            said(b"p\n12.5%\n"),
+            "Column \"p\" is text here, but holds numbers as --percent reads them \
+                                        (\"12.5%\"): with that flag, it loads as numeric."
+        );
+        assert_eq!(
+            shares,
+            "Columns \"p\", \"q\" are text here, but hold numbers as --thousands ',' --percent reads them \
+             (\"12.5%\"): with those flags, they load as numeric."
+        );
+        // Notes in the columns' order, whichever flags read them.
+        let two = said(b"a,b\n\"1,5\",\"1,234.5\"\n");
+        assert!(two.starts_with("Column \"a\" is text here, but holds numbers as --decimal-comma"), "{two}");
+        assert!(two.contains(". Column \"b\" is text here, but holds numbers as --thousands ','"), "{two}");
+        // Codes, names and a mix of numbers and words get no note.
+        assert_eq!(said(b"zip,name,n\n01234,\"Bo, C\",\"1,5\"\n00501,Ann,x\n"), "");
+        // A column the flags given read is a number; one they do not is named with all it needs.
+        let given = FormatOptions { decimal_comma: true, ..csv(true) };
+        let read = create_table("t", &given, None, ("m.csv", "a,b\n\"1,5\",\"€5,50\"\n".as_bytes()), None).unwrap();
+        let note = "(\"a\" numeric, \"b\" text); Column \"b\" is text here, but holds numbers as --currency '€' \
+                    --decimal-comma reads them";
+        assert!(read.contains(note), "{read}");
+    }
+
+    #[test]
+    fn dates_are_read_in_the_sessions_order_and_named_when_they_are_in_the_other() {
+        use DateOrder::*;
+        let head = b"id,d,t,code\n1,1/31/2024,1/31/2024 14:05,2024-1-5\n2,2/1/2024,,2024-12-31\n";
+        let said = |order| create_table("t", &csv(true), None, ("d.csv", head), order).unwrap();
+        let month_first = "(\"id\" bigint, \"d\" date, \"t\" timestamp, \"code\" date);";
+        assert!(said(Some(MonthFirst)).ends_with(month_first), "{}", said(Some(MonthFirst)));
+        let note = "(\"id\" bigint, \"d\" text, \"t\" text, \"code\" date); Columns \"d\", \"t\" are text here, but \
+                    hold dates month first (\"1/31/2024\"): with PGDATESTYLE='ISO, MDY' (or options='-c \
+                    datestyle=ISO,MDY' in --db), they load as date and timestamp respectively.";
+        assert!(said(Some(DayFirst)).ends_with(note), "{}", said(Some(DayFirst)));
+        // Year first (or not known): ISO dates only, and no note.
+        assert!(said(None).ends_with("(\"id\" bigint, \"d\" text, \"t\" text, \"code\" date);"), "{}", said(None));
+        // A first line of such dates is a record, not a header.
+        let headless = create_table("t", &csv(false), None, ("d.csv", b"1/31/2024,a\n2/1/2024,b\n"), Some(MonthFirst));
+        assert!(headless.unwrap().starts_with("The first 2 records of d.csv fit this table: "));
+        // Notes in the columns' order, dates' and numbers' alike.
+        let mixed = create_table("t", &csv(true), None, ("d.csv", b"d,p\n31/01/2024,\"1,5\"\n"), Some(MonthFirst));
+        let (dates, numbers) =
+            (mixed.as_deref().unwrap().find("dates day first"), mixed.as_deref().unwrap().find("--decimal-comma"));
+        assert!(dates.unwrap() < numbers.unwrap(), "{mixed:?}");
+        // Dates either order reads say nothing of the order.
+        let both = create_table("t", &csv(true), None, ("d.csv", b"d\n01/02/2024\n"), Some(DayFirst)).unwrap();
+        assert!(both.ends_with("(\"d\" date);"), "{both}");
     }
 
     #[test]
     fn a_first_line_of_labels_over_typed_records_is_taken_for_a_header() {
-        let said = create_table("t", &csv(false), None, ("h.csv", b"id,name,amount\n1,a,1.5\n2,b,\n")).unwrap();
+        let said = create_table("t", &csv(false), None, ("h.csv", b"id,name,amount\n1,a,1.5\n2,b,\n"), None).unwrap();
         let want = "The first 2 records of h.csv fit this table, its first line read as a header (pass --header, \
                     which skips it): CREATE TABLE \"t\" (\"id\" bigint, \"name\" text, \"amount\" numeric);";
         assert_eq!(said, want);
-        let all_text = create_table("t", &csv(false), None, ("h.csv", b"a,b\nc,d\n")).unwrap();
+        let all_text = create_table("t", &csv(false), None, ("h.csv", b"a,b\nc,d\n"), None).unwrap();
         assert!(
             all_text.ends_with("this table: CREATE TABLE \"t\" (\"column1\" text, \"column2\" text);"),
             "{all_text}"
@@ -440,10 +772,10 @@ mod tests {
     #[test]
     fn tsv_nulls_say_nothing_of_their_column() {
         let tsv = FormatOptions::new(FormatKind::Tsv);
-        let said = create_table("t", &tsv, None, ("n.tsv", b"1\t\\N\tx\n\\N\t3.5\t\\N\n")).unwrap();
+        let said = create_table("t", &tsv, None, ("n.tsv", b"1\t\\N\tx\n\\N\t3.5\t\\N\n"), None).unwrap();
         assert!(said.ends_with("(\"column1\" bigint, \"column2\" numeric, \"column3\" text);"), "{said}");
         let custom = FormatOptions { null: Some("NULL".into()), ..csv(false) };
-        let said = create_table("t", &custom, None, ("n.csv", b"1,NULL\nNULL,2024-01-01\n")).unwrap();
+        let said = create_table("t", &custom, None, ("n.csv", b"1,NULL\nNULL,2024-01-01\n"), None).unwrap();
         assert!(said.ends_with("(\"column1\" bigint, \"column2\" date);"), "{said}");
     }
 
@@ -452,7 +784,7 @@ mod tests {
         let jsonl = FormatOptions::new(FormatKind::Jsonl);
         let head =
             b"{\"zid\":1,\"tags\":[1],\"at\":\"2024-01-02\",\"n\":\"5\"}\n{\"zid\":2.5,\"tags\":\"x\",\"ok\":true}\n";
-        let said = create_table("t", &jsonl, None, ("d.jsonl", head)).unwrap();
+        let said = create_table("t", &jsonl, None, ("d.jsonl", head), None).unwrap();
         let want = "(\"zid\" numeric, \"tags\" jsonb, \"at\" date, \"n\" text, \"ok\" boolean); Or, for each \
                     document whole: CREATE TABLE \"t\" (\"doc\" jsonb);";
         assert!(said.ends_with(want), "{said}");

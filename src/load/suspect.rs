@@ -30,6 +30,8 @@
 //! record costs a re-copy.
 
 use crate::format::binary::{iso_date, type_modifiers, unescape_text, without_modifier, DateOrder};
+use crate::format::convert::{Conversion, NumberMarks, NumberWriting};
+use crate::format::currency::Currency;
 use crate::format::{FormatKind, FormatOptions, COMMON_DELIMITERS};
 use crate::sink::postgres::TableInfo;
 
@@ -569,7 +571,7 @@ pub fn thousands_marked(rule: &ColumnRule, value: &[u8]) -> Option<(String, u8)>
     let written = value.trim_ascii();
     let mark = [b',', b'\''].into_iter().find(|mark| written.contains(mark))?;
     let mut plain = Vec::new();
-    let read = crate::format::convert::Conversion::Thousands(mark).apply(written, &mut plain) == Ok(true);
+    let read = Conversion::thousands(mark).apply(written, &mut plain) == Ok(true);
     read.then(|| (String::from_utf8_lossy(written).into_owned(), mark))
 }
 
@@ -585,6 +587,82 @@ pub fn comma_either_way(rule: &ColumnRule, value: &[u8]) -> Option<String> {
     let digits = |part: &[u8]| part.iter().all(u8::is_ascii_digit);
     let either = (1..=3).contains(&whole.len()) && digits(whole) && fraction.len() == 4 && digits(&fraction[1..]);
     either.then(|| String::from_utf8_lossy(written).into_owned())
+}
+
+/// A rejected amount with a currency sign (see [`currency_amount`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignedAmount {
+    /// The value as written.
+    pub value: String,
+    /// Its sign, as `--currency` takes it.
+    pub currency: Currency,
+    /// The marks its number reads with: one, or two for a lone comma
+    /// before three digits (`$1,234`), which only the user can tell.
+    pub marks: Vec<NumberMarks>,
+}
+
+/// Currency symbols a rejected number's sign is looked for among, with
+/// three capital letters (an ISO code: `USD 5`, `5 EUR`).
+const CURRENCY_SYMBOLS: &str = "$€£¥₹₩₽₺₪₫฿₱₦₴₸₡₲₵₭₮₨¢";
+
+/// `value` (of a number column) when it is an amount written with a
+/// currency sign (`$1,234.50`, `-$5`, `($5.00)`, `1.234,50 €`, `R$ 10,00`,
+/// `USD 5`), as spreadsheets save currency-formatted cells, with the
+/// marks `--currency` would read its number with. Not for a sign other
+/// than one `--currency` already gives (amounts in two currencies: the
+/// rejects are right).
+pub fn currency_amount(rule: &ColumnRule, value: &[u8], given: Option<Currency>) -> Option<SignedAmount> {
+    let ValueRule::Number { .. } = rule.kind else { return None };
+    let written = crate::format::convert::with_plain_spaces(value.trim_ascii()).into_owned();
+    let text = std::str::from_utf8(written.trim_ascii()).ok()?;
+    let currency = Currency::parse(currency_sign_in(text)?).ok()?;
+    if given.is_some_and(|given| given != currency) {
+        return None;
+    }
+    let signed = NumberWriting { marks: NumberMarks::Plain, currency: Some(currency), percent: false };
+    let marks = signed.marks_that_read(text.as_bytes());
+    // A number without marks reads with each; a lone `1,234` with two.
+    let marks = if marks.first() == Some(&NumberMarks::Plain) { vec![NumberMarks::Plain] } else { marks };
+    let value = String::from_utf8_lossy(value.trim_ascii()).into_owned();
+    (!marks.is_empty()).then_some(SignedAmount { value, currency, marks })
+}
+
+/// `value` (of a number column) when it is a percentage (`12.5%`,
+/// `-3 %`), as spreadsheets save percentage cells, with the flags that
+/// read it: `--percent`, and the flags given or those its number needs.
+pub fn percentage(rule: &ColumnRule, value: &[u8], format: &FormatOptions) -> Option<(String, String)> {
+    let ValueRule::Number { .. } = rule.kind else { return None };
+    let written = value.trim_ascii();
+    if format.percent || !written.ends_with(b"%") {
+        return None;
+    }
+    let given = match format.number_conversion() {
+        Some(Conversion::Number(writing)) => writing,
+        _ => NumberWriting { marks: NumberMarks::Plain, currency: None, percent: false },
+    };
+    let reading = NumberWriting { percent: true, ..given }.marks_that_read(written);
+    // The marks given first; else the first that read it.
+    let marks = if reading.contains(&given.marks) { given.marks } else { *reading.first()? };
+    let writing = NumberWriting { marks, percent: true, ..given };
+    Some((String::from_utf8_lossy(written).into_owned(), writing.flags()))
+}
+
+/// The currency sign before or after the number in `text` (inside a minus
+/// or parentheses), when it is a currency symbol or an ISO code.
+pub(super) fn currency_sign_in(text: &str) -> Option<&str> {
+    let core = text.trim_start_matches(['-', '(', ' ']).trim_end_matches([')', ' ']);
+    let in_number = |c: char| c.is_ascii_digit() || "-+.,'() ".contains(c);
+    let before = &core[..core.find(in_number)?];
+    let after = &core[core.rfind(in_number)? + 1..];
+    // No-break spaces between the sign and the number, as French exports write them.
+    let (before, after) = (before.trim(), after.trim());
+    let sign = match (before.is_empty(), after.is_empty()) {
+        (false, true) => before,
+        (true, false) => after,
+        _ => return None,
+    };
+    let iso_code = sign.len() == 3 && sign.bytes().all(|b| b.is_ascii_uppercase());
+    (iso_code || sign.contains(|c| CURRENCY_SYMBOLS.contains(c))).then_some(sign)
 }
 
 /// A number read as a Unix time (see [`unix_time`]).
@@ -1061,6 +1139,55 @@ mod tests {
         }
         assert_eq!(thousands_marked(&rule("text", None), b"1,234.5"), None, "not a number column");
         assert_eq!(comma_either_way(&rule("date", None), b"1,234"), None, "not a number column");
+    }
+
+    #[test]
+    fn percentages_are_found_with_the_flags_that_read_them() {
+        let rules = [rule("numeric", None)];
+        let csv = FormatOptions::new(FormatKind::Csv);
+        let found = |value: &str, format: &FormatOptions| percentage(&rules[0], value.as_bytes(), format);
+        assert_eq!(found(" 12.5% ", &csv), Some(("12.5%".into(), "--percent".into())));
+        assert_eq!(found("1,250.5 %", &csv), Some(("1,250.5 %".into(), "--thousands ',' --percent".into())));
+        let comma = FormatOptions { decimal_comma: true, ..FormatOptions::new(FormatKind::Csv) };
+        assert_eq!(found("1,5%", &comma), Some(("1,5%".into(), "--decimal-comma --percent".into())), "the flag given");
+        for odd in ["12.5", "%", "x%", "12.5%x"] {
+            assert_eq!(found(odd, &csv), None, "{odd}");
+        }
+        let given = FormatOptions { percent: true, ..FormatOptions::new(FormatKind::Csv) };
+        assert_eq!(found("1,5%", &given), None, "--percent given: its own reason says why");
+        assert_eq!(percentage(&rule("text", None), b"5%", &csv), None, "not a number column");
+    }
+
+    #[test]
+    fn amounts_with_a_currency_sign_are_found_with_the_marks_their_numbers_need() {
+        use NumberMarks::*;
+        let rules = [rule("numeric", None)];
+        let found = |value: &str, given: Option<&str>| {
+            let given = given.map(|sign| Currency::parse(sign).unwrap());
+            let amount = currency_amount(&rules[0], value.as_bytes(), given)?;
+            Some((amount.value, amount.currency.as_str().to_string(), amount.marks))
+        };
+        let sign = |value: &str, sign: &str, marks: Vec<NumberMarks>| {
+            assert_eq!(found(value, None), Some((value.trim().to_string(), sign.to_string(), marks)), "{value}")
+        };
+        sign("$12.00", "$", vec![Plain]);
+        sign(" $1,234.50 ", "$", vec![Thousands(b',')]);
+        sign("-$1,234,567", "$", vec![Thousands(b',')]);
+        sign("($5.00)", "$", vec![Plain]);
+        sign("$ (1,234.50)", "$", vec![Thousands(b',')]);
+        sign("1.234,50 €", "€", vec![DecimalComma]);
+        sign("1\u{a0}234,50\u{a0}€", "€", vec![DecimalComma]);
+        sign("R$ 10,00", "R$", vec![DecimalComma]);
+        sign("CHF 1'234.50", "CHF", vec![Thousands(b'\'')]);
+        sign("USD 5", "USD", vec![Plain]);
+        sign("£1,234", "£", vec![Thousands(b','), DecimalComma]);
+        sign("$ -", "$", vec![Plain]);
+        for odd in ["12", "1,234.50", "(5)", "kr 10", "abc 5", "12 kg", "$", "$x", "5 $ 5", "USD", "$1,2,3"] {
+            assert_eq!(found(odd, None), None, "{odd}");
+        }
+        assert_eq!(found("€5", Some("$")), None, "another sign than --currency's");
+        assert!(found("$1,234.5", Some("$")).is_some(), "--currency's own, without --thousands");
+        assert_eq!(currency_amount(&rule("text", None), b"$5", None), None, "not a number column");
     }
 
     #[test]
