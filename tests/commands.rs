@@ -6,7 +6,7 @@ use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::util::{server, sluice, sluice_command, sluice_with_stdin, TestDb, PASSWORD};
+use crate::util::{server, sluice, sluice_command, sluice_with_stdin, Finish, TestDb, PASSWORD};
 
 /// Starts `sluice args` with stderr read line by line on a thread: the lines
 /// arrive on the channel as they are printed.
@@ -114,14 +114,14 @@ fn demo_runs_end_to_end() {
 /// and removes its files and the generated data.
 #[test]
 fn demo_interrupted_stops_its_server_and_cleans_up() {
-    let (mut child, lines) = spawn_watched(&["demo", "--rows", "1M"]);
+    let (child, lines) = spawn_watched(&["demo", "--rows", "1M"]);
     let seen = wait_for_line(&lines, "sluice demo: sluice load ");
     let data_dir = seen.iter().find_map(|l| l.split(" into ").nth(1)).expect("the demo names its data folder");
     let children = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", child.id())).unwrap();
     let children: Vec<String> = children.split_whitespace().map(String::from).collect();
     assert!(!children.is_empty(), "the demo's server runs as its child");
     terminate(&child);
-    let status = child.wait().unwrap();
+    let status = child.finish().status;
     let rest: Vec<String> = lines.iter().collect();
     assert_eq!(status.code(), Some(3), "{rest:?}");
     assert!(rest.iter().any(|l| l.contains("stopping the server and removing its files")), "{rest:?}");
@@ -243,10 +243,10 @@ fn bench_interrupted_leaves_nothing_behind() {
     let conninfo = db.conninfo();
     let csv = db.dir.path().join("runs.csv");
     let args = ["bench", "--db", &conninfo, file.to_str().unwrap(), "--table", "orders", "--rounds", "5"];
-    let (mut child, lines) = spawn_watched(&[&args[..], &["--csv", csv.to_str().unwrap()]].concat());
+    let (child, lines) = spawn_watched(&[&args[..], &["--csv", csv.to_str().unwrap()]].concat());
     wait_for_line(&lines, "sluice bench: round 1 ");
     terminate(&child);
-    let status = child.wait().unwrap();
+    let status = child.finish().status;
     let rest: Vec<String> = lines.iter().collect();
     assert_eq!(status.code(), Some(3), "{rest:?}");
     assert!(rest.iter().any(|l| l.contains("interrupted; its scratch table and ledger rows were removed")), "{rest:?}");

@@ -4,7 +4,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::util::{sluice_command, sluice_with_stdin, TestDb};
+use crate::util::{sluice_command, sluice_with_stdin, Finish, TestDb};
 
 const SCHEMA: &str = "CREATE TABLE kinds (k int PRIMARY KEY); INSERT INTO kinds SELECT generate_series(0, 9); \
      CREATE TABLE {t} (id int PRIMARY KEY, code text UNIQUE, k int REFERENCES kinds, \
@@ -874,7 +874,7 @@ fn kill_between_drop_and_rebuild(partitioned: bool) {
         std::thread::sleep(Duration::from_millis(20));
     }
     child.kill().unwrap();
-    let status = child.wait().unwrap();
+    let status = child.finish().status;
     assert!(status.code().is_none(), "the load finished before the kill: the test lost its teeth");
     assert_eq!(db.scalar("SELECT count(*) FROM sluice.steps WHERE state = 'dropped'"), "2", "both pending");
     assert_eq!(db.scalar("SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass"), "0", "dropped");
@@ -962,7 +962,7 @@ fn unlogged_load_and_a_crash(loader_dies: bool) {
             .spawn()
             .unwrap();
     }
-    let out = child.wait_with_output().unwrap();
+    let out = child.finish();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stderr = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
     assert!(stderr.contains("restarted meanwhile"), "{stderr}");
@@ -1040,7 +1040,7 @@ impl Keyed {
             let mut child = sluice_command().args(&self.args).stderr(Stdio::piped()).spawn().unwrap();
             std::thread::sleep(Duration::from_millis(30 + rng.below(spread_ms)));
             let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
+            let out = child.finish();
             let stderr = String::from_utf8_lossy(&out.stderr);
             assert!(matches!(out.status.code(), None | Some(0 | 1)), "run {i}: {stderr}");
             killed += u32::from(out.status.code().is_none());
@@ -1074,7 +1074,7 @@ fn two_processes_share_a_deferred_load() {
     let k = keyed(300_000, 50_000, 1_000, &["--job", "pair", "--chunk-size", "64KiB"]);
     let spawn = || sluice_command().args(&k.args).stderr(Stdio::piped()).spawn().unwrap();
     let (a, b) = (spawn(), spawn());
-    for out in [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()] {
+    for out in [a.finish(), b.finish()] {
         assert_eq!(out.status.code(), Some(1), "rejects: exit 1: {}", String::from_utf8_lossy(&out.stderr));
     }
     k.assert_exact();

@@ -25,11 +25,11 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
 use super::retry::keep_watching;
-use super::waits::pid_array;
 use crate::error::Error;
 use crate::progress::Progress;
 use crate::report::count_of;
 use crate::sink::postgres::{PgSession, PgTarget};
+use crate::sql::pid_array;
 
 /// Time between looks.
 const PERIOD: Duration = Duration::from_millis(500);

@@ -202,8 +202,9 @@ pub(super) enum Turn {
     /// They have committed: this one may.
     Commit,
     /// One of them waits on the server for this chunk's transaction (or a
-    /// later chunk's): this one must roll back and load again, so that the
-    /// earlier one takes the key they share.
+    /// later chunk's), directly or queued behind another session: this one
+    /// must roll back and load again, so that the earlier one takes the key
+    /// they share.
     GiveWay,
 }
 
@@ -328,8 +329,9 @@ impl Flight<'_> {
     /// Waits until `ended` finds the chunks waited for ended (`Some(true)`:
     /// one was abandoned, an error that may pass), looking every `every`
     /// at the load's stop and at whether one of the sessions loading them
-    /// waits on the server for a transaction of the others (see
-    /// [`Sessions`]): [`Turn::GiveWay`] then.
+    /// waits on the server for a transaction of the others, directly or
+    /// queued behind another session (see [`Sessions`] and
+    /// [`PgSession::waits_on`]): [`Turn::GiveWay`] then.
     fn wait_while_loading(
         &self,
         session: &PgSession,
@@ -348,7 +350,7 @@ impl Flight<'_> {
                 return Err(Error::Transient("the load is stopping".into()));
             }
             let Sessions { waiting, holding } = sessions(&self.board.lock());
-            if !waiting.is_empty() && waits_for_transactions(session, &waiting, &holding)? {
+            if !waiting.is_empty() && session.waits_on(&waiting, &holding)? {
                 return Ok(Turn::GiveWay);
             }
         }
@@ -362,25 +364,6 @@ impl Flight<'_> {
 struct Sessions {
     waiting: Vec<u32>,
     holding: Vec<u32>,
-}
-
-/// Whether one of the `waiting` sessions waits for a transaction (or
-/// subtransaction) of one of the `holding` ones: a key one of them copied
-/// first. Only transaction locks: a session queued to grow the table
-/// (PostgreSQL 15 and older do it under one lock) waits for the others
-/// too, for a moment, and `pg_blocking_pids` counted those.
-fn waits_for_transactions(session: &PgSession, waiting: &[u32], holding: &[u32]) -> Result<bool, Error> {
-    let list = |pids: &[u32]| pids.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
-    let sql = format!(
-        "SELECT count(*) FROM pg_catalog.pg_locks w JOIN pg_catalog.pg_locks h \
-         ON h.locktype = 'transactionid' AND h.granted AND h.transactionid = w.transactionid \
-         WHERE w.locktype = 'transactionid' AND NOT w.granted \
-         AND w.pid = ANY(ARRAY[{}]::int[]) AND h.pid = ANY(ARRAY[{}]::int[])",
-        list(waiting),
-        list(holding)
-    );
-    let rows = session.query(&sql, &[])?;
-    Ok(rows.first().and_then(|r| r.first()?.as_deref()) != Some("0"))
 }
 
 impl Flight<'_> {

@@ -39,6 +39,7 @@ use crate::doctor::EXTENSION_LOCK_MEASURED;
 use crate::error::Error;
 use crate::report::{ServerWait, ServerWaits};
 use crate::sink::postgres::{PgSession, PgTarget};
+use crate::sql::pid_array;
 
 /// Time between samples: 20 a second, each 0.15 ms of the server's time
 /// once prepared (0.5 ms unprepared: 2 % of a core at this rate, measured
@@ -164,12 +165,6 @@ impl WaitSampler {
     }
 }
 
-/// `{1,2,3}`: the pids as a PostgreSQL array literal.
-pub(super) fn pid_array(pids: &[u32]) -> String {
-    let list: Vec<String> = pids.iter().map(u32::to_string).collect();
-    format!("{{{}}}", list.join(","))
-}
-
 /// What a slow disk did to this project's benchmark (bench/README.md).
 const SLOW_DISK_MEASURED: &str = "with the server's writes throttled to 100 MB/s, 10 M rows loaded at \
      1.0-1.1x psql \\copy, against 1.6x unthrottled, and no other load path was faster";
@@ -293,11 +288,5 @@ mod tests {
         assert!(locked.hint.is_some_and(|h| h.contains("a key attaches") && h.contains("parallel maintenance")));
         let wal = sampler(&[(ON_CPU, 60), ("LWLock:WALWrite", 40)], 150013).summary(Work::IndexBuilds);
         assert!(wal.hint.is_some_and(|h| h.contains("write speed")), "the rest is shared with loads");
-    }
-
-    #[test]
-    fn pids_make_an_array_literal() {
-        assert_eq!(pid_array(&[]), "{}");
-        assert_eq!(pid_array(&[12, 345]), "{12,345}");
     }
 }

@@ -4,9 +4,10 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{mpsc, OnceLock};
+use std::time::Duration;
 
 use sluice::local_pg::{LocalOptions, LocalPostgres, SUPERUSER};
 use sluice::sink::postgres::{PgSession, PgTarget};
@@ -216,11 +217,42 @@ pub fn sluice_command() -> Command {
 /// committed once) or a folder other tests share.
 pub fn sluice(args: &[&str]) -> Run {
     let scratch = tempfile::tempdir().unwrap();
-    Run::from(sluice_command().args(args).current_dir(scratch.path()).output().expect("run sluice"))
+    let mut cmd = sluice_command();
+    cmd.args(args).current_dir(scratch.path());
+    run_command(cmd)
 }
 
+/// How long one run of sluice may take before the test calls it hung: far
+/// over the longest (some seconds), far under CI's limit. A load that hung
+/// once (1 in 40, two workers waiting for each other) ran until CI's 90
+/// minutes were up, and said nothing of which test it was.
+const HUNG_AFTER: Duration = Duration::from_secs(600);
+
+/// Runs `cmd` to its end (see [`Finish`]).
 pub fn run_command(mut cmd: Command) -> Run {
-    Run::from(cmd.output().expect("run sluice"))
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("run sluice");
+    Run::from(child.finish())
+}
+
+/// A child's end, awaited for [`HUNG_AFTER`] at most: then it is killed,
+/// and the test fails with what it printed.
+pub trait Finish {
+    fn finish(self) -> Output;
+}
+
+impl Finish for Child {
+    fn finish(self) -> Output {
+        let pid = self.id();
+        let (done, ended) = mpsc::channel();
+        std::thread::spawn(move || done.send(self.wait_with_output()));
+        if let Ok(out) = ended.recv_timeout(HUNG_AFTER) {
+            return out.expect("wait for sluice");
+        }
+        // SAFETY: kill(2) on our own child, which has not been reaped.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        let run = Run::from(ended.recv().unwrap().expect("wait for sluice"));
+        panic!("sluice (pid {pid}) ran over {HUNG_AFTER:?}, killed:\n{}", run.output());
+    }
 }
 
 /// Runs sluice with `input` on stdin.
@@ -240,7 +272,7 @@ pub fn sluice_with_stdin(args: &[&str], input: &[u8]) -> Run {
     let writer = std::thread::spawn(move || {
         let _ = stdin.write_all(&data);
     });
-    let out = child.wait_with_output().unwrap();
+    let out = child.finish();
     writer.join().unwrap();
     Run::from(out)
 }
