@@ -28,7 +28,7 @@ use super::retry::keep_watching;
 use crate::error::Error;
 use crate::progress::Progress;
 use crate::report::count_of;
-use crate::sink::postgres::{PgSession, PgTarget};
+use crate::sink::postgres::{PgSession, PgTarget, Rows};
 use crate::sql::pid_array;
 
 /// Time between looks.
@@ -42,9 +42,10 @@ const FIRST_LOOK: Duration = Duration::from_secs(1);
 /// A wait shorter than this in all does not make the report.
 const WORTH_REPORTING: Duration = Duration::from_secs(1);
 
-/// The load's sessions ($1) that wait for a lock held by a session not
-/// theirs, with what they wait for and who holds it. Waits to grow the table
-/// (`extend`, `page`) are the load's own sessions taking turns (see `waits`).
+/// The load's sessions ($1) that wait for a lock, with what they wait for
+/// and who holds it, the load's own sessions too (see [`Wait::holders`]).
+/// Waits to grow the table (`extend`, `page`) are the load's own sessions
+/// taking turns (see `waits`).
 const BLOCKED: &str = "sluice_blocked";
 const BLOCKED_SQL: &str = "SELECT w.pid::text, w.wait_event, \
     extract(epoch FROM clock_timestamp() - w.query_start)::float8::text, coalesce((SELECT l.relation::regclass::text \
@@ -53,7 +54,7 @@ const BLOCKED_SQL: &str = "SELECT w.pid::text, w.wait_event, \
     FROM pg_stat_activity w CROSS JOIN LATERAL unnest(pg_blocking_pids(w.pid)) AS b(pid) \
     LEFT JOIN pg_stat_activity a ON a.pid = b.pid \
     WHERE w.pid = ANY($1::int[]) AND w.wait_event_type = 'Lock' AND w.wait_event NOT IN ('extend', 'page') \
-    AND b.pid <> ALL($1::int[]) ORDER BY w.pid, b.pid";
+    ORDER BY w.pid, b.pid";
 
 /// What was seen: the longest each wait lasted, and whether a Ctrl-C
 /// cancelled one.
@@ -99,14 +100,15 @@ impl Blockers {
                 Ok(waits) => waits,
                 Err(e) => return e.may_pass(),
             };
+            let on_others = || waits.iter().filter(|w| !w.holders.is_empty());
             let mut waited = self.waited.lock().unwrap();
-            for wait in &waits {
+            for wait in on_others() {
                 let longest = waited.entry(wait.describe()).or_default();
                 *longest = wait.waited.max(*longest);
             }
             drop(waited);
             let now = Instant::now();
-            let shown = waits.first().map(|w| (w.describe(), now.checked_sub(w.waited).unwrap_or(now)));
+            let shown = on_others().next().map(|w| (w.describe(), now.checked_sub(w.waited).unwrap_or(now)));
             progress.set_blocked(shown);
             if interrupt.is_some_and(|i| i.load(Ordering::SeqCst)) {
                 let stop = to_stop_on_interrupt(&waits, &ours, progress.is_building());
@@ -147,7 +149,10 @@ impl Blockers {
 }
 
 /// The sessions whose statements a Ctrl-C cancels: those waiting for a
-/// lock, which would otherwise run whenever it comes; and, while deferred
+/// lock, which would otherwise run whenever it comes, whoever holds it
+/// (a session of the load that waits for this one to commit first holds
+/// it for good, where the give-way missed the wait: the first Ctrl-C did
+/// not end such a load); and, while deferred
 /// objects are built after the copy, every session of the load. A build
 /// runs for minutes, where a chunk in flight takes seconds; a cancelled
 /// build rolls back, its object stays recorded as dropped, and the same
@@ -170,6 +175,9 @@ struct Wait {
     waited: Duration,
     /// The relation it waits for, when it is one.
     relation: String,
+    /// The holders that are not the load's sessions: what the progress line
+    /// and the report name. Empty for a wait on the load's own sessions,
+    /// which only a Ctrl-C acts on.
     holders: Vec<Holder>,
 }
 
@@ -183,12 +191,16 @@ struct Holder {
     state: String,
 }
 
-/// The load's sessions that wait for another's lock, holders grouped by
-/// waiter; the session's failure when the question failed, or an error
+/// The load's sessions that wait for another's lock, holders not the
+/// load's grouped by waiter; the session's failure when the question failed, or an error
 /// when a row was not what the query returns (either ends the watch unless
 /// it may pass).
 fn blocked_sessions(session: &PgSession, ours: &[u32]) -> Result<Vec<Wait>, Error> {
-    let rows = session.query_prepared(BLOCKED, &[Some(&pid_array(ours))])?;
+    waits_of(session.query_prepared(BLOCKED, &[Some(&pid_array(ours))])?, ours)
+}
+
+/// [`BLOCKED_SQL`]'s rows as waits, the holders among `ours` left out.
+fn waits_of(rows: Rows, ours: &[u32]) -> Result<Vec<Wait>, Error> {
     let mut waits: Vec<Wait> = Vec::new();
     for row in rows {
         let text: Vec<String> = row.into_iter().map(Option::unwrap_or_default).collect();
@@ -197,12 +209,12 @@ fn blocked_sessions(session: &PgSession, ours: &[u32]) -> Result<Vec<Wait>, Erro
             <[String; 8]>::try_from(text).map_err(|_| unexpected())?;
         let holder = Holder { pid: pid.parse().map_err(|_| unexpected())?, role, application, state };
         let waiter = waiter.parse().map_err(|_| unexpected())?;
-        match waits.last_mut() {
-            Some(last) if last.waiter == waiter => last.holders.push(holder),
-            _ => {
-                let waited = Duration::from_secs_f64(seconds.parse::<f64>().unwrap_or(0.0).max(0.0));
-                waits.push(Wait { waiter, event, waited, relation, holders: vec![holder] })
-            }
+        if !matches!(waits.last(), Some(last) if last.waiter == waiter) {
+            let waited = Duration::from_secs_f64(seconds.parse::<f64>().unwrap_or(0.0).max(0.0));
+            waits.push(Wait { waiter, event, waited, relation, holders: Vec::new() });
+        }
+        if !ours.contains(&holder.pid) {
+            waits.last_mut().expect("pushed above").holders.push(holder);
         }
     }
     Ok(waits)
@@ -261,6 +273,21 @@ mod tests {
         assert_eq!(to_stop_on_interrupt(&[wait], &ours, false), vec![7]);
         assert_eq!(to_stop_on_interrupt(&[], &ours, false), Vec::<u32>::new(), "a COPY in flight commits");
         assert_eq!(to_stop_on_interrupt(&[], &ours, true), vec![7, 8, 9]);
+    }
+
+    #[test]
+    fn a_wait_on_the_loads_own_sessions_is_not_named_but_a_ctrl_c_cancels_it() {
+        let row = |waiter: &str, holder: &str| {
+            [waiter, "advisory", "2.5", "", holder, "sluice", "sluice", "idle in transaction"]
+                .map(|v| Some(v.to_string()))
+                .to_vec()
+        };
+        let ours = [7, 8, 9];
+        let waits = waits_of(vec![row("7", "8"), row("9", "8"), row("9", "4242")], &ours).unwrap();
+        assert_eq!(waits.len(), 2);
+        assert!(waits[0].holders.is_empty(), "only the load's own session holds it");
+        assert_eq!(waits[1].holders.iter().map(|h| h.pid).collect::<Vec<_>>(), [4242]);
+        assert_eq!(to_stop_on_interrupt(&waits, &ours, false), vec![7, 9]);
     }
 
     #[test]

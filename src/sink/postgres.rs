@@ -654,7 +654,6 @@ impl PgSession {
         self.refused(&result).map(Err)
     }
 
-    /// Runs a query with text parameters; returns rows of text values.
     /// The order of day and month the session's DateStyle reads dates in
     /// (`None` for year first, or when the server does not say).
     pub fn date_order(&self) -> Option<DateOrder> {
@@ -663,6 +662,7 @@ impl PgSession {
         DateOrder::of_date_style(&date_style)
     }
 
+    /// Runs a query with text parameters; returns rows of text values.
     pub fn query(&self, sql: &str, params: &[Option<&str>]) -> Result<Rows, Error> {
         let owned = c_strings(params);
         let values: Vec<Option<&[u8]>> = owned.iter().map(Option::as_deref).collect();
@@ -980,16 +980,24 @@ impl PgSession {
     /// committing in input order missed an earlier chunk queued so behind a
     /// later one, which waited for this chunk's transaction, and the load
     /// hung (1 run in 40 of 120 small files sharing keys, 4 workers, on a
-    /// busy machine). Only waits on transactions, tuples and speculative
-    /// insertions: a session queued to grow the table (PostgreSQL 15 and
-    /// older do it under one lock) waits for the others too, for a moment,
-    /// and would make every load look stuck. Prepared once: asked every
+    /// busy machine). Every kind of lock is followed but three held for a
+    /// moment: a session queued to grow the table (PostgreSQL 15 and older
+    /// do it under one lock, `extend`) waits for the others too, and would
+    /// make every load look stuck (`page` and `frozenid` are alike). Only
+    /// transactions, tuples and speculative insertions were followed, and
+    /// a load hung for good where an earlier chunk waited on a later one
+    /// otherwise: for an advisory lock a trigger took (a row's key), or
+    /// for the table, queued behind someone's `ALTER TABLE` or `LOCK TABLE`
+    /// that waits for the later chunk's transaction. Lock modes are not
+    /// compared: for the few a load takes, a holder of the lock a session
+    /// is queued for blocks it or the request queued before it (an
+    /// `ALTER TABLE` waits for each writer's lock). Prepared once: asked every
     /// 10 ms by a chunk waiting to commit in input order, parsing and
     /// planning it took 0.55 ms a time, against 0.25 ms prepared.
     pub fn waits_on(&self, waiting: &[u32], holding: &[u32]) -> Result<bool, Error> {
         const WAITS_ON: &str = "WITH RECURSIVE locks AS (SELECT locktype, database, relation, page, tuple, \
             transactionid, classid, objid, objsubid, pid, granted FROM pg_catalog.pg_locks \
-            WHERE locktype IN ('transactionid', 'tuple', 'spectoken')), \
+            WHERE locktype NOT IN ('extend', 'page', 'frozenid')), \
             waits(pid, holder) AS (SELECT DISTINCT w.pid, h.pid FROM locks w JOIN locks h \
             ON h.granted AND h.pid <> w.pid AND h.locktype = w.locktype \
             AND h.database IS NOT DISTINCT FROM w.database AND h.relation IS NOT DISTINCT FROM w.relation \
@@ -1059,14 +1067,20 @@ impl PgSession {
     /// The one rule for what is worth retrying: a lost connection (or a
     /// failure without a message or without a SQLSTATE, which the server
     /// always sends: libpq's own, such as "server closed the connection
-    /// unexpectedly" after a crash) and a transient SQLSTATE are
-    /// [`Error::Transient`]; anything else is the statement's own failure.
+    /// unexpectedly" after a crash), a transient SQLSTATE and a cancelled
+    /// statement are [`Error::Transient`]; anything else is the statement's
+    /// own failure. A session sets no timeout (see [`PgSession::set_up`]),
+    /// so a statement is cancelled by someone: by sluice on a Ctrl-C (see
+    /// `load::blockers`), when the error is the interrupt's. It was the
+    /// statement's: a merge cancelled so was halved and merged again, its
+    /// halves waiting for the same lock, and a COPY cancelled at a line
+    /// would have rejected that line.
     fn retryable(&self, r: &CopyRefusal) -> Option<Error> {
         let bad = self.conn.status() == libpq::connection::Status::Bad;
         if bad || r.message.is_empty() || r.sqlstate.is_none() {
             return Some(Error::Transient(self.connection_trouble()));
         }
-        let transient = r.sqlstate.as_deref().is_some_and(is_transient);
+        let transient = r.sqlstate.as_deref().is_some_and(|state| is_transient(state) || state == QUERY_CANCELED);
         transient.then(|| Error::Transient(describe_refusal(r)))
     }
 
