@@ -149,11 +149,11 @@ impl Blockers {
 }
 
 /// The sessions whose statements a Ctrl-C cancels: those waiting for a
-/// lock, which would otherwise run whenever it comes, whoever holds it
-/// (a session of the load that waits for this one to commit first holds
-/// it for good, where the give-way missed the wait: the first Ctrl-C did
-/// not end such a load); and, while deferred
-/// objects are built after the copy, every session of the load. A build
+/// lock, which would otherwise run whenever it comes, whoever holds it (a
+/// session of the load that waits for this one to commit first holds it
+/// for good where the give-way missed the wait, and the first Ctrl-C did
+/// not end such a load); and, while deferred objects are built after the
+/// copy, every session of the load. A build
 /// runs for minutes, where a chunk in flight takes seconds; a cancelled
 /// build rolls back, its object stays recorded as dropped, and the same
 /// command builds it.
@@ -191,10 +191,10 @@ struct Holder {
     state: String,
 }
 
-/// The load's sessions that wait for another's lock, holders not the
-/// load's grouped by waiter; the session's failure when the question failed, or an error
-/// when a row was not what the query returns (either ends the watch unless
-/// it may pass).
+/// The load's sessions that wait for another's lock, each with the
+/// holders that are not the load's (see [`waits_of`]); the session's
+/// failure when the question failed, or an error when a row was not what
+/// the query returns (either ends the watch unless it may pass).
 fn blocked_sessions(session: &PgSession, ours: &[u32]) -> Result<Vec<Wait>, Error> {
     waits_of(session.query_prepared(BLOCKED, &[Some(&pid_array(ours))])?, ours)
 }
