@@ -8,8 +8,8 @@
 //!
 //! One sign per load: it is removed where it stands before or after the
 //! number, a minus or the parentheses around it. A value with another
-//! sign (`€5` under `--currency '$'`) is left as written, so the server
-//! rejects it rather than load euros as dollars. Why our own: the rules
+//! sign (`€5` under `--currency '$'`) is rejected on the client (see
+//! `convert::another_sign`) rather than loaded as dollars. Why our own: the rules
 //! are a few lines beside [`super::convert`]'s marks, and the sign must
 //! stay a small `Copy` value inside each column's conversion.
 
