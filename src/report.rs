@@ -179,7 +179,7 @@ impl ServerWaits {
         if rest > 0.0 {
             parts.push(format!("{} other", percent(rest)));
         }
-        Some(format!("{sessions} ({} samples): {}", thousands(self.samples), parts.join(", ")))
+        Some(format!("{sessions} ({}): {}", count_of(self.samples, "sample"), parts.join(", ")))
     }
 }
 

@@ -1596,7 +1596,10 @@ fn of_two_chunks_loading_at_once_the_earlier_keeps_a_key_they_share() {
         assert_eq!(rejected, expected, "{table}: the key's later lines");
         assert!(loaded.rejects.iter().all(|r| r["sqlstate"] == "23505"), "{:?}", loaded.rejects);
         assert_eq!(db.scalar(&format!("SELECT note FROM public.{table} WHERE id = {first}")), note(first), "{table}");
-        assert_reported(&loaded.report, "1 chunk loading alongside an earlier one copied a key first");
+        assert_reported(
+            &loaded.report,
+            "1 chunk loading alongside an earlier one held a lock that the earlier one waited for",
+        );
     }
 }
 
@@ -3731,4 +3734,12 @@ fn a_trigger_that_takes_an_advisory_lock_by_key_does_not_hang_a_load_replacing_r
         kept,
         "each key's last line"
     );
+    // The batches took turns at the trigger's locks: the report says so,
+    // rather than blame another session, and names the cure.
+    let hint = loaded.report["summary"]["server_waits"]["hint"].as_str().unwrap_or_default().to_string();
+    assert!(
+        hint.starts_with("Lock:advisory: the load's sessions took turns") && hint.contains("--workers 1"),
+        "{hint}"
+    );
+    assert!(loaded.run.stdout.contains(&hint), "{}", loaded.run.stdout);
 }

@@ -1590,8 +1590,9 @@ fn conclude(
     let gave_way = shared.gave_way.load(Ordering::SeqCst);
     if gave_way > 0 {
         warnings.push(format!(
-            "{} loading alongside an earlier one copied a key first that the earlier one also holds: {} back \
-             and loaded again after it, so that the key's {} line is the one kept",
+            "{} loading alongside an earlier one held a lock that the earlier one waited for (a key both copy, \
+             or a lock their rows take, as a trigger's): {} back and loaded again after it, so that each key's {} \
+             line is the one kept",
             count_of(gave_way, "chunk"),
             if gave_way == 1 { "it rolled" } else { "each rolled" },
             if shared.replaces() { "last" } else { "first" }
