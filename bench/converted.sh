@@ -12,9 +12,12 @@
 # accounting's parentheses (($12.50)), for --currency '$' --thousands ','
 # (and translate() with a CASE by hand). NUMBERS=percent writes them as
 # percentages of a hundredth of the price (123456789% for 1234567.89), for
-# --percent (and rtrim(price, '%')::numeric / 100 by hand).
+# --percent (and rtrim(price, '%')::numeric / 100 by hand). NUMBERS=sap
+# writes them as SAP exports them (1.234.567,89), one in ten negative with
+# its minus after the digits (12,50-), for --decimal-comma --trailing-minus
+# (and rtrim() and replace() with a CASE by hand).
 #
-#   PGHOST=... PGPORT=... PGUSER=... [NUMBERS=thousands|currency|percent] bash bench/converted.sh [ROWS] [ROUNDS] [SLUICE]
+#   PGHOST=... PGPORT=... PGUSER=... [NUMBERS=thousands|currency|percent|sap] bash bench/converted.sh [ROWS] [ROUNDS] [SLUICE]
 set -euo pipefail
 rows=${1:-2000000}
 rounds=${2:-5}
@@ -26,7 +29,9 @@ case $numbers in
   currency) number_flag=(--currency '$' --thousands ,)
             by_hand="(CASE WHEN price LIKE '(%' THEN -1 ELSE 1 END) * translate(price, '\$,()', '')" ;;
   percent) number_flag=(--percent); by_hand="rtrim(price, '%')::numeric / 100" ;;
-  *) echo "NUMBERS is decimal-comma, thousands, currency or percent" >&2; exit 2 ;;
+  sap) number_flag=(--decimal-comma --trailing-minus)
+       by_hand="(CASE WHEN price LIKE '%-' THEN -1 ELSE 1 END) * replace(replace(rtrim(price, '-'), '.', ''), ',', '.')::numeric" ;;
+  *) echo "NUMBERS is decimal-comma, thousands, currency, percent or sap" >&2; exit 2 ;;
 esac
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
@@ -50,6 +55,8 @@ with open(f"{out}/converted.csv", "w") as converted, open(f"{out}/plain.csv", "w
                 price, sign = f"({price})", "-"
         else:
             price = f"{whole:,}".replace(",", ".") + f",{cents:02d}"
+            if numbers == "sap" and i % 10 == 3:
+                price, sign = f"{price}-", "-"
         converted.write(f"{i};{price};{ms};{ms}\n")
         iso = (epoch + datetime.timedelta(milliseconds=ms)).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
         plain.write(f"{i};{sign}{whole}.{cents:02d};{iso}+00;{iso}\n")

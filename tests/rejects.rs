@@ -2251,6 +2251,68 @@ fn percentages_are_named_and_load_as_hundredths() {
     assert!(run.stderr.contains(advice), "{}", run.stderr);
 }
 
+/// Negative numbers with their minus after the digits (`1.234,50-`), as
+/// SAP's exports write them: named with `--trailing-minus` (and the marks
+/// their numbers need), loaded with it (text and binary COPY), a part
+/// number with a minus at its end left as it is in its text column, and
+/// the sketch of a missing table names the flags.
+#[test]
+fn minuses_after_the_digits_are_named_and_load_negative() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE public.sap (material text, amount numeric, f float8, want text)");
+    let mut rng = Rng(fuzz_seed() ^ 0x5A9);
+    let mut data = String::from("Material;Amount;F;Want\n");
+    for _ in 0..2_000u64 {
+        let digits = 1 + rng.below(7) as u32;
+        let whole = rng.below(10u64.pow(digits));
+        let cents = rng.below(100);
+        let grouped = whole
+            .to_string()
+            .as_bytes()
+            .rchunks(3)
+            .rev()
+            .map(|g| std::str::from_utf8(g).unwrap())
+            .collect::<Vec<_>>()
+            .join(".");
+        let (minus, sign) = if rng.below(2) == 0 { ("-", "-") } else { ("", "") };
+        let amount = format!("{grouped},{cents:02}{minus}");
+        data.push_str(&format!("M-{whole}-;{amount};{amount};{sign}{whole}.{cents:02}\n"));
+    }
+    let file = db.file("sap.csv", data.as_bytes());
+    let flags = ["--header", "--delimiter", ";", "--max-errors", "10000"];
+    let missing = db.load(&[file.to_str().unwrap(), "--table", "missing", "--delimiter", ";", "--header"]);
+    let sketched = "numbers as --decimal-comma --trailing-minus reads them";
+    assert!(missing.stderr.contains(sketched), "{}", missing.stderr);
+    // No flag: the server refuses every number; the warning names both flags.
+    let Loaded { run, .. } = load_with_rejects(&db, &file, "sap", &flags);
+    assert_eq!((run.code, db.count("sap")), (1, 0), "{}", run.stderr);
+    let warning = "rejected for a minus after the digits (the first: ";
+    let fix = "PostgreSQL reads a minus only before them; pass --decimal-comma --trailing-minus, which reads 5.00- \
+               as -5.00 in number columns";
+    assert!(run.stderr.contains(warning) && run.stderr.contains(fix), "{}", run.stderr);
+    // --decimal-comma alone: refused on the client, with the flag named.
+    let again = ["--load-again", "--truncate", "--restart"];
+    let Loaded { run, rejects, .. } =
+        load_with_rejects(&db, &file, "sap", &[&flags[..], &again[..], &["--decimal-comma"]].concat());
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let minuses = data.lines().filter(|l| l.ends_with(|c: char| c.is_ascii_digit()) && l.contains(";-")).count();
+    assert!(minuses > 900, "{minuses} of 2,000");
+    assert_eq!(db.count("sap"), 2_000 - minuses as u64, "the rows without a minus loaded");
+    let reason = "with its minus after the digits, it reads with --trailing-minus";
+    assert!(rejects.iter().all(|r| r["reason"].as_str().unwrap().ends_with(reason)), "{rejects:?}");
+    for copy_format in ["text", "binary"] {
+        let both = ["--decimal-comma", "--trailing-minus", "--copy-format", copy_format];
+        let Loaded { run, .. } = load_with_rejects(&db, &file, "sap", &[&flags[..], &again[..], &both[..]].concat());
+        assert_eq!(run.code, 0, "{copy_format}: {}", run.stderr);
+        let wrong = db.scalar(
+            "SELECT count(*) || coalesce(' ' || (array_agg(sap::text))[1], '') FROM sap \
+             WHERE amount IS DISTINCT FROM want::numeric OR f IS DISTINCT FROM want::float8 \
+             OR material NOT LIKE 'M-%-'",
+        );
+        assert_eq!((db.count("sap"), wrong), (2_000, "0".to_string()), "{copy_format}");
+    }
+}
+
 /// JSON documents into typed columns give the same warnings for the values
 /// in them: dates written day first and numbers with a decimal comma (the
 /// rejects hold the documents, so their values are read from the records

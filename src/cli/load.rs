@@ -141,6 +141,13 @@ pub struct LoadArgs {
     #[arg(long)]
     percent: bool,
 
+    /// Number columns' values may have their minus after the digits
+    /// (1.234,50-, 5.00-), as SAP's exports and COBOL reports write
+    /// negative numbers: sluice puts it in front. Give the marks with
+    /// --thousands or --decimal-comma
+    #[arg(long)]
+    trailing_minus: bool,
+
     /// JSON whose documents are the elements of an array under a key of
     /// each top-level object, as API responses and GeoJSON hold them
     /// ({"data": [{...}, ...]}: data; {"hits": {"hits": [...]}}: hits.hits;
@@ -398,6 +405,7 @@ impl LoadArgs {
         options.thousands = self.thousands;
         options.currency = self.currency;
         options.percent = self.percent;
+        options.trailing_minus = self.trailing_minus;
         options.unix_times = self.unix_times;
         options.documents_at = self.documents_at.as_ref().map(|path| path.split('.').map(String::from).collect());
         LoadRequest {

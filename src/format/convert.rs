@@ -8,7 +8,9 @@
 //! (amounts with a currency sign and accounting's parentheses around
 //! negative ones: `$1,234.50`, `($5.00)`, `1.234,50 €`; see
 //! [`super::currency`]), `--percent` (`12.5%` as 0.125, the value a
-//! spreadsheet's percentage cell holds) and `--unix-times UNIT` (dates and
+//! spreadsheet's percentage cell holds), `--trailing-minus` (`1.234,50-`
+//! and `5.00-`, negative numbers as SAP's exports and COBOL reports write
+//! them) and `--unix-times UNIT` (dates and
 //! times as a count of seconds, milliseconds, microseconds or nanoseconds
 //! since 1970: what `time.time()`, JavaScript's `Date.now()` and pandas'
 //! `to_json` write).
@@ -53,9 +55,21 @@ pub struct NumberWriting {
     pub currency: Option<Currency>,
     /// `--percent`: a number with `%` after it is a hundredth of it.
     pub percent: bool,
+    /// `--trailing-minus`: a number with `-` right after its last digit
+    /// is negative.
+    pub trailing_minus: bool,
 }
 
 impl NumberWriting {
+    /// Numbers as the server reads them.
+    pub const PLAIN: NumberWriting =
+        NumberWriting { marks: NumberMarks::Plain, currency: None, percent: false, trailing_minus: false };
+
+    /// Numbers written with these marks and nothing else.
+    pub const fn with_marks(marks: NumberMarks) -> NumberWriting {
+        NumberWriting { marks, ..NumberWriting::PLAIN }
+    }
+
     /// The marks with which this writing's sign and `%` read `value`, in
     /// [`NumberMarks::ALL`]'s order: for the hints and refusals that name
     /// the flag a value needs.
@@ -71,7 +85,8 @@ impl NumberWriting {
     pub fn flags(&self) -> String {
         let currency = self.currency.map(|currency| format!("--currency {}", currency.flag_value()));
         let percent = self.percent.then(|| "--percent".to_string());
-        currency.into_iter().chain(self.marks.flag()).chain(percent).collect::<Vec<_>>().join(" ")
+        let minus = self.trailing_minus.then(|| "--trailing-minus".to_string());
+        currency.into_iter().chain(self.marks.flag()).chain(percent).chain(minus).collect::<Vec<_>>().join(" ")
     }
 }
 
@@ -121,12 +136,11 @@ impl NumberMarks {
 
 impl Conversion {
     /// Numbers written with a decimal comma (`--decimal-comma`).
-    pub const DECIMAL_COMMA: Conversion =
-        Conversion::Number(NumberWriting { marks: NumberMarks::DecimalComma, currency: None, percent: false });
+    pub const DECIMAL_COMMA: Conversion = Conversion::Number(NumberWriting::with_marks(NumberMarks::DecimalComma));
 
     /// Numbers written with `mark` between thousands (`--thousands`).
     pub fn thousands(mark: u8) -> Conversion {
-        Conversion::Number(NumberWriting { marks: NumberMarks::Thousands(mark), currency: None, percent: false })
+        Conversion::Number(NumberWriting::with_marks(NumberMarks::Thousands(mark)))
     }
 }
 
@@ -436,10 +450,10 @@ fn thousands(value: &[u8], mark: u8, out: &mut Vec<u8>) -> Result<bool, String> 
 /// A number column's `value` written as `writing` says, as a plain
 /// number; with `--percent`, `12.5%` as `0.125`, exactly.
 fn number(value: &[u8], writing: NumberWriting, out: &mut Vec<u8>) -> Result<bool, String> {
-    let NumberWriting { marks, currency, percent } = writing;
+    let NumberWriting { currency, percent, .. } = writing;
     let read = |value: &[u8], out: &mut Vec<u8>| match currency {
-        Some(currency) => amount(value, marks, currency, out),
-        None => marks.apply(value, out),
+        Some(currency) => amount(value, writing, currency, out),
+        None => with_marks(value, writing, out),
     };
     let Some(number) = percent.then(|| without_percent_sign(value)).flatten() else { return read(value, out) };
     let start = out.len();
@@ -500,12 +514,53 @@ fn without_percent_sign(value: &[u8]) -> Option<&[u8]> {
     }
 }
 
-/// An amount written with `currency`'s sign, and numbers as `marks` say,
-/// as a plain number: `$1,234.50` as `1234.50`, `($5.00)` and `-$5.00`
-/// as `-5.00`, `$ -` (how Excel's accounting format writes 0) as `0`.
-/// A value with neither the sign nor parentheses is read as `marks` read
-/// it.
-fn amount(value: &[u8], marks: NumberMarks, currency: Currency, out: &mut Vec<u8>) -> Result<bool, String> {
+/// `value` read as `writing`'s marks read it and, with `--trailing-minus`,
+/// with a minus right after its last digit (`1.234,50-`, `5-`) as
+/// negative. Only right after a digit: `$ -` is Excel's zero, and a
+/// minus after a `%` or a currency sign is written nowhere we know of.
+fn with_marks(value: &[u8], writing: NumberWriting, out: &mut Vec<u8>) -> Result<bool, String> {
+    let Some(number) = writing.trailing_minus.then(|| before_trailing_minus(value)).flatten() else {
+        return writing.marks.apply(value, out).map_err(|why| match before_trailing_minus(value) {
+            Some(number) if writing.marks.apply(number, &mut Vec::new()).is_ok() => {
+                format!("{why}; with its minus after the digits, it reads with --trailing-minus")
+            }
+            _ => why,
+        });
+    };
+    let start = out.len();
+    out.push(b'-');
+    match writing.marks.apply(number, out) {
+        Ok(false) => out.extend_from_slice(number),
+        Ok(true) => {}
+        Err(why) => {
+            out.truncate(start);
+            return Err(why);
+        }
+    }
+    // A sign of its own (`-5-`) makes the number no plain one.
+    if is_plain_number(&out[start..]) {
+        return Ok(true);
+    }
+    out.truncate(start);
+    Err(format!(
+        "\"{}\" is no number as --trailing-minus reads them: digits, then the minus (1234.50-)",
+        String::from_utf8_lossy(value.trim_ascii())
+    ))
+}
+
+/// The number before the minus of `value` (trimmed) when it ends with a
+/// minus right after a digit: `1.234,50` of `1.234,50-`.
+pub fn before_trailing_minus(value: &[u8]) -> Option<&[u8]> {
+    let number = value.trim_ascii().strip_suffix(b"-")?;
+    number.last().is_some_and(u8::is_ascii_digit).then_some(number)
+}
+
+/// An amount written with `currency`'s sign, and numbers as `writing`'s
+/// marks say, as a plain number: `$1,234.50` as `1234.50`, `($5.00)` and
+/// `-$5.00` as `-5.00`, `$ -` (how Excel's accounting format writes 0) as
+/// `0`. A value with neither the sign nor parentheses is read as the
+/// marks read it.
+fn amount(value: &[u8], writing: NumberWriting, currency: Currency, out: &mut Vec<u8>) -> Result<bool, String> {
     let spaced = with_plain_spaces(value);
     let refused = |why: String| {
         let value = String::from_utf8_lossy(value.trim_ascii());
@@ -515,7 +570,7 @@ fn amount(value: &[u8], marks: NumberMarks, currency: Currency, out: &mut Vec<u8
         if another_sign(spaced.trim_ascii()) {
             return Err(refused(format!("its sign is not {}", currency.flag_value())));
         }
-        return marks.apply(value, out);
+        return with_marks(value, writing, out);
     };
     let Some(number) = amount.number else {
         out.push(b'0');
@@ -530,7 +585,7 @@ fn amount(value: &[u8], marks: NumberMarks, currency: Currency, out: &mut Vec<u8
         out.push(b'-');
     }
     let at = out.len();
-    match marks.apply(number, out) {
+    match with_marks(number, writing, out) {
         Ok(false) => out.extend_from_slice(number),
         Ok(true) => {}
         Err(why) => {
@@ -568,8 +623,7 @@ fn another_sign(value: &[u8]) -> bool {
 /// `1,234.5`; both it and `--decimal-comma` for `1,234`), for a refused
 /// amount's or percentage's reason.
 fn marks_that_read(number: &[u8]) -> Vec<String> {
-    let plain = NumberWriting { marks: NumberMarks::Plain, currency: None, percent: false };
-    plain.marks_that_read(number).into_iter().filter_map(NumberMarks::flag).collect()
+    NumberWriting::PLAIN.marks_that_read(number).into_iter().filter_map(NumberMarks::flag).collect()
 }
 
 /// Whether `value` is a number as the server reads one: a sign, digits
@@ -907,14 +961,17 @@ mod tests {
 
     fn money(sign: &str, marks: NumberMarks, value: &str) -> Result<Option<String>, String> {
         let currency = Some(Currency::parse(sign).unwrap());
-        converted(Conversion::Number(NumberWriting { marks, currency, percent: false }), value)
+        converted(Conversion::Number(NumberWriting { marks, currency, percent: false, trailing_minus: false }), value)
     }
 
     #[test]
     fn percentages_are_hundredths_exactly() {
         let percent = |marks, currency: Option<&str>, value| {
             let currency = currency.map(|sign| Currency::parse(sign).unwrap());
-            converted(Conversion::Number(NumberWriting { marks, currency, percent: true }), value)
+            converted(
+                Conversion::Number(NumberWriting { marks, currency, percent: true, trailing_minus: false }),
+                value,
+            )
         };
         let plain = |value| percent(NumberMarks::Plain, None, value);
         assert_eq!(plain("12.5%"), Ok(Some("0.125".into())));
@@ -939,8 +996,44 @@ mod tests {
         for odd in ["%", "1e3%", "NaN%", "x%", "5%%"] {
             assert!(plain(odd).unwrap_err().contains("is no percentage as --percent reads them"), "{odd}");
         }
-        let flags = NumberWriting { marks: NumberMarks::Thousands(b','), currency: None, percent: true }.flags();
+        let flags = NumberWriting { percent: true, ..NumberWriting::with_marks(NumberMarks::Thousands(b',')) }.flags();
         assert_eq!(flags, "--thousands ',' --percent");
+    }
+
+    #[test]
+    fn minuses_after_the_digits_move_in_front() {
+        let minus = |marks, currency: Option<&str>, percent, value| {
+            let currency = currency.map(|sign| Currency::parse(sign).unwrap());
+            converted(Conversion::Number(NumberWriting { marks, currency, percent, trailing_minus: true }), value)
+        };
+        let plain = |value| minus(NumberMarks::Plain, None, false, value);
+        assert_eq!(plain("5.00-"), Ok(Some("-5.00".into())));
+        assert_eq!(plain(" 12- "), Ok(Some("-12".into())));
+        assert_eq!(plain("1e3-"), Ok(Some("-1e3".into())));
+        for as_written in ["5.00", "-5.00", "", "NaN", "-", "x-"] {
+            assert_eq!(plain(as_written), Ok(None), "{as_written}: the server reads it, or refuses it");
+        }
+        for odd in ["-5-", "+5-", "5-5-", "1.2.3-", "a5-"] {
+            let refused = plain(odd).expect_err(odd);
+            assert!(refused.contains("is no number as --trailing-minus reads them"), "{refused}");
+        }
+        let comma = |value| minus(NumberMarks::DecimalComma, None, false, value);
+        assert_eq!(comma("1.234,50-"), Ok(Some("-1234.50".into())));
+        assert_eq!(comma("0,5-"), Ok(Some("-0.5".into())));
+        assert!(comma("1.23,4-").unwrap_err().contains("--decimal-comma reads them"));
+        let thousands = minus(NumberMarks::Thousands(b','), None, false, "1,234.50-");
+        assert_eq!(thousands, Ok(Some("-1234.50".into())));
+        let dollars = |value| minus(NumberMarks::Thousands(b','), Some("$"), false, value);
+        assert_eq!(dollars("$1,234.50-"), Ok(Some("-1234.50".into())));
+        assert_eq!(dollars("$ -"), Ok(Some("0".into())), "Excel's zero is no minus after digits");
+        assert!(dollars("($5.00-)").unwrap_err().contains("has a sign of its own"));
+        assert_eq!(minus(NumberMarks::DecimalComma, None, true, "12,5-%"), Ok(Some("-0.125".into())));
+        // Without the flag, the refusal names it.
+        let without = converted(Conversion::DECIMAL_COMMA, "1.234,50-").unwrap_err();
+        assert!(without.ends_with("with its minus after the digits, it reads with --trailing-minus"), "{without}");
+        assert!(!converted(Conversion::DECIMAL_COMMA, "1.2,50-").unwrap_err().contains("--trailing-minus"));
+        let flags = NumberWriting { trailing_minus: true, ..NumberWriting::with_marks(NumberMarks::DecimalComma) };
+        assert_eq!(flags.flags(), "--decimal-comma --trailing-minus");
     }
 
     #[test]

@@ -148,6 +148,9 @@ pub struct FormatOptions {
     /// `--percent`: a number with `%` after it in a number column is a
     /// hundredth of it (see [`convert`]).
     pub percent: bool,
+    /// `--trailing-minus`: a number with `-` right after its last digit in
+    /// a number column is negative (see [`convert`]).
+    pub trailing_minus: bool,
     /// `--unix-times UNIT|auto`: numbers in date and timestamp columns
     /// count this unit since 1970 (see [`convert`]).
     pub unix_times: Option<convert::UnixTimes>,
@@ -216,6 +219,7 @@ impl FormatOptions {
             thousands: None,
             currency: None,
             percent: false,
+            trailing_minus: false,
             unix_times: None,
             documents_at: None,
         }
@@ -230,6 +234,7 @@ impl FormatOptions {
             thousands: self.thousands,
             currency: self.currency,
             percent: self.percent,
+            trailing_minus: self.trailing_minus,
             unix_times: self.unix_times,
             documents_at: self.documents_at.clone(),
             documents: Some(std::sync::Arc::new(columns)),
@@ -239,7 +244,7 @@ impl FormatOptions {
 
     /// How number columns' values are rewritten, when the user said they
     /// are not written plainly (`--decimal-comma`, `--thousands`,
-    /// `--currency`).
+    /// `--currency`, `--percent`, `--trailing-minus`).
     pub fn number_conversion(&self) -> Option<convert::Conversion> {
         use convert::NumberMarks;
         let marks = match (self.decimal_comma, self.thousands) {
@@ -247,9 +252,9 @@ impl FormatOptions {
             (false, Some(mark)) => NumberMarks::Thousands(mark),
             (false, None) => NumberMarks::Plain,
         };
-        let (currency, percent) = (self.currency, self.percent);
-        (marks != NumberMarks::Plain || currency.is_some() || percent)
-            .then_some(convert::Conversion::Number(convert::NumberWriting { marks, currency, percent }))
+        let (currency, percent, trailing_minus) = (self.currency, self.percent, self.trailing_minus);
+        let writing = convert::NumberWriting { marks, currency, percent, trailing_minus };
+        (writing != convert::NumberWriting::PLAIN).then_some(convert::Conversion::Number(writing))
     }
 
     /// These options with numbers written with `marks` (`--decimal-comma`,

@@ -52,6 +52,10 @@ pub(super) struct RejectNotes {
     /// first (see [`percent_warning`]).
     percentages: Tally,
     percent_flags: Mutex<Option<String>>,
+    /// Numbers rejected for a minus after their digits, with the flags
+    /// that read the first (see [`trailing_minus_warning`]).
+    trailing_minuses: Tally,
+    trailing_minus_flags: Mutex<Option<String>>,
     /// Numbers where a date or time goes that read as Unix times, with
     /// the unit of the first (see [`unix_time_warning`]).
     unix_times: Tally,
@@ -73,7 +77,7 @@ pub(super) struct RejectNotes {
 /// option, so the rows being committed may hold wrong values (a swapped
 /// day and month, a word for NULL or an empty string in a text column) and
 /// the file will be loaded again anyway.
-const ALERTS: [fn(&Shared) -> Option<String>; 11] = [
+const ALERTS: [fn(&Shared) -> Option<String>; 12] = [
     date_order_warning,
     unix_time_warning,
     encoding_warning,
@@ -84,6 +88,7 @@ const ALERTS: [fn(&Shared) -> Option<String>; 11] = [
     comma_either_way_warning,
     currency_warning,
     percent_warning,
+    trailing_minus_warning,
     null_word_warning,
 ];
 
@@ -163,6 +168,10 @@ pub(super) fn note(shared: &Shared, rejects: &[Reject]) {
                 *notes.percent_flags.lock().unwrap_or_else(|e| e.into_inner()) = Some(flags);
                 format!("\"{value}\", {}", place())
             }),
+            Sign::TrailingMinus(value, flags) => notes.trailing_minuses.add(|| {
+                *notes.trailing_minus_flags.lock().unwrap_or_else(|e| e.into_inner()) = Some(flags);
+                format!("\"{value}\", {}", place())
+            }),
             Sign::UnixTime(time) => notes.unix_times.add(|| {
                 let mut unit = notes.unix_time_unit.lock().unwrap_or_else(|e| e.into_inner());
                 *unit = Some((time.unit, time.per_second));
@@ -208,6 +217,9 @@ enum Sign {
     Currency(suspect::SignedAmount),
     /// A percentage, with the flags that read it (see [`percent_warning`]).
     Percent(String, String),
+    /// A number with its minus after the digits, with the flags that read
+    /// it (see [`trailing_minus_warning`]).
+    TrailingMinus(String, String),
     /// A number where a date or time goes that reads as a Unix time (see
     /// [`unix_time_warning`]).
     UnixTime(suspect::UnixTime),
@@ -250,6 +262,9 @@ fn sign<'a>(shared: &Shared, reject: &'a Reject) -> Option<(Sign, &'a str)> {
     }
     if let Some((value, flags)) = suspect::percentage(rule, field, format) {
         return Some((Sign::Percent(value, flags), column));
+    }
+    if let Some((value, flags)) = suspect::trailing_minus(rule, field, format) {
+        return Some((Sign::TrailingMinus(value, flags), column));
     }
     if let Some(time) = suspect::unix_time(rule, field) {
         return Some((Sign::UnixTime(time), column));
@@ -301,6 +316,10 @@ pub(super) fn first_reject_advice(shared: &Shared, first: &Reject) -> Option<Str
         Sign::Percent(value, flags) => {
             format!("\"{value}\" is a percentage, which PostgreSQL does not read as a number: {}", percent_fix(&flags))
         }
+        Sign::TrailingMinus(value, flags) => format!(
+            "\"{value}\" has its minus after the digits, which PostgreSQL does not read: {}",
+            trailing_minus_fix(&flags)
+        ),
         Sign::UnixTime(time) => format!(
             "\"{}\" looks like a Unix time in {} ({}), which PostgreSQL does not read as a date or time: {}",
             time.value,
@@ -348,6 +367,12 @@ fn currency_fix(amount: &suspect::SignedAmount) -> String {
 /// need.
 fn percent_fix(flags: &str) -> String {
     format!("pass {flags}, which reads 12.5% as 0.125 in number columns")
+}
+
+/// How to load numbers with their minus after the digits: `flags`,
+/// `--trailing-minus` with those the numbers need.
+fn trailing_minus_fix(flags: &str) -> String {
+    format!("pass {flags}, which reads 5.00- as -5.00 in number columns")
 }
 
 /// What a comma before three digits may mean, and the option for each.
@@ -528,6 +553,22 @@ fn currency_warning(shared: &Shared) -> Option<String> {
 fn percent_warning(shared: &Shared) -> Option<String> {
     let flags = shared.notes.percent_flags.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
     signed_numbers_warning(&shared.notes.percentages, "a percent sign", percent_fix(&flags))
+}
+
+/// Negative numbers rejected for their minus after the digits
+/// (`1.234,50-`), as SAP's exports and COBOL reports write them. Why: the
+/// server's reason (`invalid input syntax for type numeric`) does not say
+/// what is wrong with the value, and a `sed` that moves the minus also
+/// moves it in text columns (a part number `A-12-`).
+fn trailing_minus_warning(shared: &Shared) -> Option<String> {
+    let flags = shared.notes.trailing_minus_flags.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
+    let (count, first) = shared.notes.trailing_minuses.seen()?;
+    Some(format!(
+        "{} rejected for a minus after the digits (the first: {first}): PostgreSQL reads a minus only before \
+         them; {}. {RELOAD_REJECTS}",
+        how_many_were(count, "number"),
+        trailing_minus_fix(&flags)
+    ))
 }
 
 /// The warning for the numbers of `tally`, rejected for `sign`, with the

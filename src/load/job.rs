@@ -94,6 +94,9 @@ fn chunk_identity(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, 
     if format.percent {
         parts.push("percent".into());
     }
+    if format.trailing_minus {
+        parts.push("trailing minus".into());
+    }
     if let Some(path) = &format.documents_at {
         parts.push(format!("documents at {path:?}"));
     }

@@ -239,6 +239,10 @@ fn number_writing_said(numbers: Conversion) -> (String, String) {
         flags.push("--percent");
         written.push("(a percentage as its hundredth: 12.5% as 0.125)".into());
     }
+    if writing.trailing_minus {
+        flags.push("--trailing-minus");
+        written.push("(negative ones with the minus after the digits: 5- as -5)".into());
+    }
     (flags.join(", "), written.join(" "))
 }
 

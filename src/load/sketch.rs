@@ -17,7 +17,8 @@
 //! values are NULL and say nothing. Names are the header's (or the keys'),
 //! written as SQL names (`Order ID` as `order_id`, which `--header` matches
 //! to the field), or `column1`... without a header. Numbers are read as
-//! `--decimal-comma`, `--thousands`, `--currency` and `--percent` say, and a text column
+//! `--decimal-comma`, `--thousands`, `--currency`, `--percent` and
+//! `--trailing-minus` say, and a text column
 //! whose values are numbers written another way is named after the
 //! statement with the flags that read them, and one of dates in the other
 //! order of day and month with the DateStyle that reads them (see
@@ -28,7 +29,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use crate::format::binary::{time_value, Codec, DateOrder};
-use crate::format::convert::{Conversion, NumberMarks, NumberWriting};
+use crate::format::convert::{before_trailing_minus, Conversion, NumberMarks, NumberWriting};
 use crate::format::currency::Currency;
 use crate::format::{documents, head_records, FormatKind, FormatOptions};
 use crate::report::thousands;
@@ -231,23 +232,29 @@ fn numbers_otherwise(
         }
     }
     let percents = firsts.iter().any(|(_, value)| value.ends_with('%'));
-    let signs = currencies
-        .into_iter()
-        .flat_map(|currency| std::iter::once((currency, false)).chain(percents.then_some((currency, true))));
+    let minuses = firsts.iter().any(|(_, value)| before_trailing_minus(value.as_bytes()).is_some());
+    // Without a sign first, so that the simplest way reads a column.
+    let either = |found: bool| [false, true].into_iter().filter(move |&with| found || !with);
+    let signs = currencies.into_iter().flat_map(|currency| {
+        either(percents).flat_map(move |percent| either(minuses).map(move |minus| (currency, percent, minus)))
+    });
     // Each column's ways, the simplest that read it (two for `1,234`).
     let mut ways: Vec<(usize, Vec<NumberWriting>, Guess)> = Vec::new();
-    for (currency, percent) in signs {
-        let signed = currency.is_some() || percent;
+    for (currency, percent, trailing_minus) in signs {
+        let signed = currency.is_some() || percent || trailing_minus;
         for marks in NumberMarks::ALL.into_iter().filter(|m| signed || *m != NumberMarks::Plain) {
-            let options = FormatOptions { currency, percent, ..format.clone() }.with_number_marks(marks);
+            let options =
+                FormatOptions { currency, percent, trailing_minus, ..format.clone() }.with_number_marks(marks);
             let read = guesses_of(body, &options, order);
             for &at in &text {
                 let guess = read.get(at).copied().unwrap_or(Guess::Nothing);
                 if !matches!(guess, Guess::Bigint | Guess::Numeric) {
                     continue;
                 }
-                let writing = NumberWriting { marks, currency, percent };
-                let other_signs = |found: &NumberWriting| found.currency != currency || found.percent != percent;
+                let writing = NumberWriting { marks, currency, percent, trailing_minus };
+                let other_signs = |found: &NumberWriting| {
+                    (found.currency, found.percent, found.trailing_minus) != (currency, percent, trailing_minus)
+                };
                 match ways.iter_mut().find(|(column, ..)| *column == at) {
                     // A simpler way read it already; a lone comma reads two ways.
                     Some((_, found, _)) if other_signs(&found[0]) || found[0].marks == NumberMarks::Plain => {}

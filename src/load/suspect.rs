@@ -619,7 +619,7 @@ pub fn currency_amount(rule: &ColumnRule, value: &[u8], given: Option<Currency>)
     if given.is_some_and(|given| given != currency) {
         return None;
     }
-    let signed = NumberWriting { marks: NumberMarks::Plain, currency: Some(currency), percent: false };
+    let signed = NumberWriting { currency: Some(currency), ..NumberWriting::PLAIN };
     let marks = signed.marks_that_read(text.as_bytes());
     // A number without marks reads with each; a lone `1,234` with two.
     let marks = if marks.first() == Some(&NumberMarks::Plain) { vec![NumberMarks::Plain] } else { marks };
@@ -638,12 +638,35 @@ pub fn percentage(rule: &ColumnRule, value: &[u8], format: &FormatOptions) -> Op
     }
     let given = match format.number_conversion() {
         Some(Conversion::Number(writing)) => writing,
-        _ => NumberWriting { marks: NumberMarks::Plain, currency: None, percent: false },
+        _ => NumberWriting::PLAIN,
     };
     let reading = NumberWriting { percent: true, ..given }.marks_that_read(written);
     // The marks given first; else the first that read it.
     let marks = if reading.contains(&given.marks) { given.marks } else { *reading.first()? };
     let writing = NumberWriting { marks, percent: true, ..given };
+    Some((String::from_utf8_lossy(written).into_owned(), writing.flags()))
+}
+
+/// `value` (of a number column) when it has its minus after the digits
+/// (`1.234,50-`, `5.00-`), as SAP's exports and COBOL reports write
+/// negative numbers, with the flags that read it: `--trailing-minus`, and
+/// the flags given or those its number needs.
+pub fn trailing_minus(rule: &ColumnRule, value: &[u8], format: &FormatOptions) -> Option<(String, String)> {
+    let ValueRule::Number { .. } = rule.kind else { return None };
+    let written = value.trim_ascii();
+    // `12.5-%`: a percentage's minus stands before its `%`.
+    let number = written.strip_suffix(b"%").unwrap_or(written);
+    if format.trailing_minus || crate::format::convert::before_trailing_minus(number).is_none() {
+        return None;
+    }
+    let given = match format.number_conversion() {
+        Some(Conversion::Number(writing)) => writing,
+        _ => NumberWriting::PLAIN,
+    };
+    let reading = NumberWriting { trailing_minus: true, ..given }.marks_that_read(written);
+    // The marks given first; else the first that read it.
+    let marks = if reading.contains(&given.marks) { given.marks } else { *reading.first()? };
+    let writing = NumberWriting { marks, trailing_minus: true, ..given };
     Some((String::from_utf8_lossy(written).into_owned(), writing.flags()))
 }
 
@@ -1156,6 +1179,23 @@ mod tests {
         let given = FormatOptions { percent: true, ..FormatOptions::new(FormatKind::Csv) };
         assert_eq!(found("1,5%", &given), None, "--percent given: its own reason says why");
         assert_eq!(percentage(&rule("text", None), b"5%", &csv), None, "not a number column");
+    }
+
+    #[test]
+    fn minuses_after_the_digits_are_found_with_the_flags_that_read_them() {
+        let rules = [rule("numeric", None)];
+        let csv = FormatOptions::new(FormatKind::Csv);
+        let found = |value: &str, format: &FormatOptions| trailing_minus(&rules[0], value.as_bytes(), format);
+        assert_eq!(found(" 5.00- ", &csv), Some(("5.00-".into(), "--trailing-minus".into())));
+        assert_eq!(found("1.234,50-", &csv), Some(("1.234,50-".into(), "--decimal-comma --trailing-minus".into())));
+        let percent = FormatOptions { percent: true, ..FormatOptions::new(FormatKind::Csv) };
+        assert_eq!(found("12.5-%", &percent), Some(("12.5-%".into(), "--percent --trailing-minus".into())));
+        for odd in ["5", "-5", "-", "$ -", "x-", "5-x", "1.2.3-"] {
+            assert_eq!(found(odd, &csv), None, "{odd}");
+        }
+        let given = FormatOptions { trailing_minus: true, ..FormatOptions::new(FormatKind::Csv) };
+        assert_eq!(found("5-", &given), None, "--trailing-minus given: its own reason says why");
+        assert_eq!(trailing_minus(&rule("text", None), b"5-", &csv), None, "not a number column");
     }
 
     #[test]
