@@ -845,12 +845,46 @@ fn only_rejects_stop_the_load_unless_max_errors_is_given() {
     let file = db.file("names.tsv", names.as_bytes());
     let Loaded { run, .. } = load_with_rejects(&db, &file, "v", &[]);
     assert_eq!(run.code, 5, "{}", run.stderr);
-    let advice = "Its record has 1 field and COPY fills 2 columns (id, name): check --delimiter, or name the \
-                  columns the file holds with --columns (the others get their defaults), or pass --max-errors";
+    let advice = "Its record has 1 field and COPY fills 2 columns (id, name): if the file holds the columns \
+                  without a default, pass --columns name (the others get their defaults: id); else check \
+                  --delimiter, or name the columns the file holds with --columns, or pass --max-errors";
     assert!(run.stderr.contains(advice), "{}", run.stderr);
     let Loaded { run, .. } = load_with_rejects(&db, &file, "v", &["--columns", "name"]);
     run.assert_ok();
     assert_eq!(db.scalar("SELECT max(id) || ' ' || count(*) FROM v"), "3000 3000");
+    // Too few records for the stop: the summary gives the same advice. The
+    // defaults are a serial's, a `DEFAULT now()` and a domain's.
+    db.execute(
+        "CREATE DOMAIN public.flag AS boolean DEFAULT false; \
+         CREATE TABLE public.\"Few\" (id serial, \"Name\" text, amount numeric, created timestamptz DEFAULT now(), \
+         seen public.flag, total numeric GENERATED ALWAYS AS (amount * 2) STORED)",
+    );
+    let few = db.file("few.csv", b"a,5\nb,6\nc,7\n");
+    let Loaded { run, .. } = load_with_rejects(&db, &few, "public.\"Few\"", &[]);
+    assert_eq!((run.code, db.count("public.\"Few\"")), (1, 0), "{}", run.stderr);
+    let warning = "all 3 records were rejected, which looks like a wrong option rather than bad data; the first: ";
+    let advice = "Its record has 2 fields and COPY fills 5 columns (id, Name, amount, created, seen): if the file \
+                  holds the columns without a default, pass --columns Name,amount (the others get their defaults: \
+                  id, created, seen); else check --delimiter";
+    assert!(run.stderr.contains(warning) && run.stderr.contains(advice), "{}", run.stderr);
+    let Loaded { run, .. } = load_with_rejects(&db, &few, "public.\"Few\"", &["--columns", "Name,amount", "--restart"]);
+    run.assert_ok();
+    let loaded =
+        "SELECT string_agg(id || \"Name\" || amount || total || (created IS NOT NULL) || seen, ' ' ORDER BY id) \
+                  FROM public.\"Few\"";
+    assert_eq!(db.scalar(loaded), "1a510truefalse 2b612truefalse 3c714truefalse");
+    // Some records loaded: no such warning; none named without a default.
+    db.execute("CREATE TABLE public.pair (a text, b text)");
+    let mixed = db.file("mixed.csv", b"a,b\nc\n");
+    let Loaded { run, .. } = load_with_rejects(&db, &mixed, "pair", &[]);
+    assert_eq!((run.code, db.count("pair")), (1, 1), "{}", run.stderr);
+    assert!(!run.stderr.contains("were rejected, which looks like"), "{}", run.stderr);
+    let only = db.file("only.csv", b"c\n");
+    let Loaded { run, .. } = load_with_rejects(&db, &only, "pair", &[]);
+    let generic = "the only record was rejected, which looks like a wrong option rather than bad data; the first: ";
+    let advice = "Its record has 1 field and COPY fills 2 columns (a, b): check --delimiter, or name the columns \
+                  the file holds with --columns (the others get their defaults)";
+    assert!(run.stderr.contains(generic) && run.stderr.contains(advice), "{}", run.stderr);
 }
 
 /// Values their type refuses for their shape rather than their range: a

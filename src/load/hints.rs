@@ -790,9 +790,17 @@ pub(super) fn field_count_advice(shared: &Shared, first: &Reject) -> Option<Stri
             delimiter_shown(delimiter),
             count_of(rules.len() as u64, "field")
         ),
-        None => "check --delimiter, or name the columns the file holds with --columns (the others get their \
-                 defaults)"
-            .into(),
+        None => match without_defaults(shared, &names, fields) {
+            Some((needing, defaulted)) => format!(
+                "if the file holds the columns without a default, pass --columns {} (the others get their \
+                 defaults: {}); else check --delimiter, or name the columns the file holds with --columns",
+                shell_list(&needing.join(",")),
+                defaulted.join(", ")
+            ),
+            None => "check --delimiter, or name the columns the file holds with --columns (the others get their \
+                     defaults)"
+                .into(),
+        },
     };
     (fields != rules.len()).then(|| {
         format!(
@@ -807,11 +815,31 @@ pub(super) fn field_count_advice(shared: &Shared, first: &Reject) -> Option<Stri
 /// `--columns` naming `names` (as written, which it takes) and then a
 /// field to leave out, quoted for the shell when it needs to be.
 fn columns_and_one_left_out(names: &[&str]) -> String {
-    let list = format!("{},-", names.join(","));
+    shell_list(&format!("{},-", names.join(",")))
+}
+
+/// A list of names for `--columns`, quoted for the shell when it needs to be.
+fn shell_list(list: &str) -> String {
     match list.chars().all(|c| c.is_ascii_alphanumeric() || "_,-".contains(c)) {
-        true => list,
+        true => list.to_string(),
         false => format!("'{}'", list.replace('\'', "'\\''")),
     }
+}
+
+/// When COPY fills all of the table's columns (`names`), and the columns
+/// without a default are as many as a record's `fields`: those, and the
+/// others. Why: an export of a table whose key is an identity, or whose
+/// `created` is `DEFAULT now()`, leaves them out, and COPY then fills the
+/// key with the first field (every record rejected, `invalid input syntax
+/// for type integer`, or loaded one column off where the types allow).
+fn without_defaults(shared: &Shared, names: &[&str], fields: usize) -> Option<(Vec<String>, Vec<String>)> {
+    let table = &shared.table;
+    if names.len() != table.columns.len() || fields >= names.len() {
+        return None;
+    }
+    let (defaulted, needing): (Vec<String>, Vec<String>) =
+        names.iter().map(|name| name.to_string()).partition(|name| table.defaulted.contains(name));
+    (needing.len() == fields).then_some((needing, defaulted))
 }
 
 /// A delimiter in a message: quoted, a tab as `\t`.

@@ -150,6 +150,16 @@ impl LeadingRejects {
         }
     }
 
+    /// Every record handed out so far rejected, too few to stop the load:
+    /// how many, and the first; for the summary of a load that ended so.
+    pub fn all_rejected(&self) -> Option<Reached> {
+        let line = self.line();
+        match (line.stops, &line.first) {
+            (None, Some(first)) if line.waiting.is_empty() => Some((line.counted, first.clone())),
+            _ => None,
+        }
+    }
+
     /// For chunk `seq`, not yet committed, whose isolation rejected
     /// `leading` of its first records one after the other (the first of them
     /// `first`): whether that reaches the stop, the chunks before it having

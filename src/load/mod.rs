@@ -1566,7 +1566,10 @@ fn conclude(
         Some(Error::NothingLoads { .. }) => {
             warnings.extend(reopen_what_loaded_nothing(shared, req, control, &mut records, rejects))
         }
-        _ => warnings.extend(hints::warnings(shared)),
+        _ => {
+            warnings.extend(all_rejected_warning(shared));
+            warnings.extend(hints::warnings(shared))
+        }
     }
     warnings.extend(shared.blockers.warnings());
     // Not with --on-conflict-do-nothing: keys the table holds are expected.
@@ -2079,6 +2082,22 @@ fn first_records_rejected(shared: &Shared, (rejected, first): leading::Reached) 
             .or_else(|| hints::first_reject_advice(shared, &first))
             .unwrap_or_else(|| "Check --format, --delimiter, --header, --columns and the table".into()),
     }
+}
+
+/// A load whose every record was rejected, too few for the stop (see
+/// [`first_records_rejected`]), where the first has another number of
+/// fields than COPY fills columns: the stop's advice, which a file of a few
+/// hundred lines did not get (a file without the table's identity key
+/// loaded its first field into the key, and the summary said only that
+/// every record was rejected).
+fn all_rejected_warning(shared: &Shared) -> Option<String> {
+    let (rejected, first) = shared.leading.all_rejected()?;
+    let advice = hints::field_count_advice(shared, &first)?;
+    let all = match rejected {
+        1 => "the only record was rejected".to_string(),
+        n => format!("all {} records were rejected", thousands(n)),
+    };
+    Some(format!("{all}, which looks like a wrong option rather than bad data; the first: {first}. {advice}"))
 }
 
 /// Whether `sqlstate` is a unique key's or an exclusion constraint's

@@ -864,6 +864,7 @@ pub(crate) mod tests {
             name: "T x".into(),
             columns: cols.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
             not_null: Vec::new(),
+            defaulted: Vec::new(),
             generated: Vec::new(),
             enums: Vec::new(),
             text_like: Vec::new(),

@@ -1056,6 +1056,7 @@ mod tests {
             name: "t".into(),
             columns: vec![("id".into(), "integer".into()), ("name".into(), "character varying(5)".into())],
             not_null: vec!["id".into()],
+            defaulted: Vec::new(),
             generated: Vec::new(),
             enums: Vec::new(),
             text_like: Vec::new(),

@@ -355,16 +355,19 @@ fn one_line(message: &str) -> String {
 /// A table's columns with their types, a domain's as its base type (with
 /// the domain's modifier): COPY reads a domain as its base type, binary
 /// included, then checks the domain's constraints, so the column's values
-/// are encoded, and judged by `suspect`, as the base type's. The last three
+/// are encoded, and judged by `suspect`, as the base type's. The next three
 /// columns say whether that type is an enum, its labels (a JSON array), and
 /// whether its input and receive functions are the server's own for text
-/// (as citext's are).
+/// (as citext's are); the last whether the column has a default (its own,
+/// an identity, or its domain's).
 const COLUMNS_AS_BASE_TYPES: &str = "SELECT a.attname, pg_catalog.format_type(base.typ, base.typmod), a.attnotnull, \
        t.typtype = 'e', (SELECT pg_catalog.array_to_json(pg_catalog.array_agg(e.enumlabel ORDER BY e.enumsortorder)) \
          FROM pg_catalog.pg_enum e WHERE e.enumtypid = t.oid), \
        EXISTS (SELECT FROM pg_catalog.pg_proc i JOIN pg_catalog.pg_proc r ON r.oid = t.typreceive \
          JOIN pg_catalog.pg_language l ON l.oid = i.prolang AND l.lanname = 'internal' \
-         WHERE i.oid = t.typinput AND i.prosrc = 'textin' AND r.prosrc = 'textrecv' AND r.prolang = i.prolang) \
+         WHERE i.oid = t.typinput AND i.prosrc = 'textin' AND r.prosrc = 'textrecv' AND r.prolang = i.prolang), \
+       a.atthasdef OR a.attidentity <> '' \
+         OR EXISTS (SELECT FROM pg_catalog.pg_type d WHERE d.oid = a.atttypid AND d.typdefaultbin IS NOT NULL) \
      FROM pg_catalog.pg_attribute a CROSS JOIN LATERAL (WITH RECURSIVE chain(typ, typmod, depth) AS ( \
        SELECT a.atttypid, a.atttypmod, 0 \
        UNION ALL SELECT t.typbasetype, t.typtypmod, depth + 1 FROM chain JOIN pg_catalog.pg_type t ON t.oid = typ \
@@ -424,6 +427,10 @@ pub struct TableInfo {
     pub columns: Vec<(String, String)>,
     /// The columns declared NOT NULL.
     pub not_null: Vec<String>,
+    /// The columns with a default (`DEFAULT now()`, a serial's sequence,
+    /// an identity, their domain's): what a file that holds only the
+    /// others leaves out (see `hints::field_count_advice`).
+    pub defaulted: Vec<String>,
     /// The generated columns (`GENERATED ALWAYS AS (...) STORED`), which
     /// are not among `columns`: the server computes them and COPY cannot
     /// fill them, so a header or `--columns` naming one is refused by name
@@ -797,6 +804,7 @@ impl PgSession {
             .map(|r| (text(r, 0), serde_json::from_str(&text(r, 4)).unwrap_or_default()))
             .collect();
         let text_like = rows.iter().filter(|r| text(r, 5) == "t").map(|r| text(r, 0)).collect();
+        let defaulted = rows.iter().filter(|r| text(r, 6) == "t").map(|r| text(r, 0)).collect();
         let generated = self.query(
             "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = $1::int8::oid AND attnum > 0 \
              AND NOT attisdropped AND attgenerated <> '' ORDER BY attnum",
@@ -818,6 +826,7 @@ impl PgSession {
             name: table,
             columns,
             not_null,
+            defaulted,
             generated,
             enums,
             text_like,
