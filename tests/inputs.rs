@@ -1492,6 +1492,46 @@ fn a_missing_table_is_refused_with_a_create_table_its_file_loads_into() {
     assert_eq!(db.scalar("SELECT count(*) FROM whole_docs WHERE doc ? 'tags'"), "500");
 }
 
+/// The sketch reads records from across a plain file too, not only its
+/// first 1,000: an export whose later records hold decimals and other
+/// postcodes is sketched with the types that load all of it (the table so
+/// made loads every record); a compressed file, which cannot be read
+/// anywhere but from its start, by its first records, as it says.
+#[test]
+fn the_sketch_of_a_big_file_fits_records_from_across_it() {
+    let db = TestDb::new();
+    let mut csv = String::from("id,amount,zip,note\n");
+    for i in 0..60_000u64 {
+        let amount = if i < 45_000 { format!("{}", i % 997) } else { format!("{}.{:02}", i % 997, i % 100) };
+        let zip = if i < 30_000 { format!("{}", 10_000 + i % 89_999) } else { "K1A 0B1".to_string() };
+        csv.push_str(&format!("{i},{amount},{zip},\"line {i},\nof two\"\n"));
+    }
+    assert!(csv.len() > 2 << 20, "{} bytes: past the head and a block", csv.len());
+    let file = db.file("export.csv", csv.as_bytes());
+    let run = db.load(&[file.to_str().unwrap(), "--table", "fresh", "--header"]);
+    let sketch = run.stderr.split_once("The first 1,000 records of ").expect(&run.stderr).1;
+    let (read, create) = sketch.split_once(" fit this table: ").unwrap();
+    let create = create.lines().next().unwrap();
+    let across: u64 = read.split(" and ").nth(1).unwrap().split(' ').next().unwrap().replace(',', "").parse().unwrap();
+    assert!(across >= 1_000, "{read}");
+    let want = "CREATE TABLE \"fresh\" (\"id\" bigint, \"amount\" numeric, \"zip\" text, \"note\" text);";
+    assert_eq!(create, want);
+    db.execute(create);
+    let loaded = db.load(&[file.to_str().unwrap(), "--table", "fresh", "--header"]);
+    loaded.assert_ok();
+    assert_eq!(
+        db.scalar("SELECT count(*) || ' ' || count(*) FILTER (WHERE zip = 'K1A 0B1') FROM fresh"),
+        "60000 30000"
+    );
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, csv.as_bytes()).unwrap();
+    let packed = db.file("export.csv.gz", &gz.finish().unwrap());
+    let run = db.load(&[packed.to_str().unwrap(), "--table", "packed", "--header"]);
+    let first_only = "The first 1,000 records of ";
+    assert!(run.stderr.contains(first_only) && run.stderr.contains(".gz fit this table"), "{}", run.stderr);
+    assert!(run.stderr.contains("\"amount\" bigint, \"zip\" bigint"), "{}", run.stderr);
+}
+
 /// A spreadsheet's export, as Excel saves a US sheet: dates month first
 /// with times, amounts with a dollar sign and commas, negative ones in
 /// parentheses. The sketch reads the dates as the session's DateStyle does

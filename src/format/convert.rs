@@ -1027,6 +1027,8 @@ mod tests {
         assert_eq!(dollars("$1,234.50-"), Ok(Some("-1234.50".into())));
         assert_eq!(dollars("$ -"), Ok(Some("0".into())), "Excel's zero is no minus after digits");
         assert!(dollars("($5.00-)").unwrap_err().contains("has a sign of its own"));
+        let euros = minus(NumberMarks::DecimalComma, Some("EUR"), false, "1.234,50- EUR");
+        assert_eq!(euros, Ok(Some("-1234.50".into())), "SAP writes the currency after the minus");
         assert_eq!(minus(NumberMarks::DecimalComma, None, true, "12,5-%"), Ok(Some("-0.125".into())));
         // Without the flag, the refusal names it.
         let without = converted(Conversion::DECIMAL_COMMA, "1.234,50-").unwrap_err();

@@ -873,7 +873,9 @@ fn prepare(
         Error::NoSuchTable(mut missing) => {
             let (input, head) = first_look::first_head(sources);
             let order = control.date_order();
-            missing.sketch = sketch::create_table(&req.table, format, req.columns.as_deref(), (&input, &head), order);
+            let across = first_look::across(sources, &input);
+            let columns = req.columns.as_deref();
+            missing.sketch = sketch::create_table(&req.table, format, columns, (&input, &head), order, &across);
             if let Some(advice) = documents_at_advice((&input, &head), format) {
                 // A sketch ends with its statement's semicolon.
                 missing.sketch =

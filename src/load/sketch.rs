@@ -41,13 +41,19 @@ use super::suspect;
 /// How many records of the first input the guess reads.
 const SAMPLED_RECORDS: usize = 1_000;
 
+/// How many records of each block from across the input (see
+/// `first_look::across`) the guess reads besides.
+const RECORDS_A_BLOCK: usize = 250;
+
 /// What the first records say: the columns' names (as many as known) and
-/// guesses, how many records were read, and whether a first line was taken
-/// for a header without `--header`.
+/// guesses, how many records were read (from the start, and from across
+/// the input), and whether a first line was taken for a header without
+/// `--header`.
 struct Sampled {
     names: Vec<String>,
     guesses: Vec<Guess>,
     read: usize,
+    read_across: usize,
     header_guessed: bool,
     /// Text columns whose values are numbers as other flags write them,
     /// or dates in the order of day and month the session does not read.
@@ -134,20 +140,25 @@ impl Guess {
 }
 
 /// The statement that creates `table` (as the user named it) for the
-/// first records of `head`, the first input's start (named `input`), with
-/// the columns `given` (`--columns`) or else those the header or keys
+/// first records of `head`, the first input's start (named `input`), and
+/// those of `across`, blocks of whole lines from across the rest of it,
+/// with the columns `given` (`--columns`) or else those the header or keys
 /// name, and how many records it read; `None` when it holds none, or when
-/// `--columns` leaves fields out.
+/// `--columns` leaves fields out. Why across: the first records of an
+/// export are often its oldest, or the first ids, and a column whole there
+/// (`bigint`) held `12.5` or `n/a` further on, where every such record was
+/// then rejected by the table made from the sketch.
 pub(super) fn create_table(
     table: &str,
     format: &FormatOptions,
     given: Option<&[String]>,
     (input, head): (&str, &[u8]),
     order: Option<DateOrder>,
+    across: &[Vec<u8>],
 ) -> Option<String> {
-    let Sampled { mut names, mut guesses, read, header_guessed, otherwise } = match format.kind {
-        FormatKind::Jsonl => documents(head, order)?,
-        _ => records(format, head, order)?,
+    let Sampled { mut names, mut guesses, read, read_across, header_guessed, otherwise } = match format.kind {
+        FormatKind::Jsonl => documents(head, order, across)?,
+        _ => records(format, head, order, across)?,
     };
     if let Some(given) = given {
         if given.iter().any(|name| name.trim() == "-") || format.kind == FormatKind::Jsonl {
@@ -162,6 +173,10 @@ pub(super) fn create_table(
     let records = match read {
         1 => "record".to_string(),
         n => format!("{} records", thousands(n as u64)),
+    };
+    let across = match read_across {
+        0 => String::new(),
+        n => format!(" and {} from across it", thousands(n as u64)),
     };
     let header = match header_guessed && given.is_none() {
         true => ", its first line read as a header (pass --header, which skips it)",
@@ -180,7 +195,7 @@ pub(super) fn create_table(
         _ => String::new(),
     };
     Some(format!(
-        "The first {records} of {input} fit this table{header}: CREATE TABLE {} ({});{otherwise}{whole}",
+        "The first {records} of {input}{across} fit this table{header}: CREATE TABLE {} ({});{otherwise}{whole}",
         crate::sql::quote_qualified_name(table),
         columns.join(", ")
     ))
@@ -189,7 +204,7 @@ pub(super) fn create_table(
 /// CSV and TSV: the header's names (or none) and each field's guess. A
 /// first line without `--header` whose every field is text where the
 /// records after it have a typed column is taken for a header (and said).
-fn records(format: &FormatOptions, head: &[u8], order: Option<DateOrder>) -> Option<Sampled> {
+fn records(format: &FormatOptions, head: &[u8], order: Option<DateOrder>, across: &[Vec<u8>]) -> Option<Sampled> {
     // Whole records only: the head may end inside one.
     let all = head_records(head, &FormatOptions { header: false, ..format.clone() });
     let all = &all[..all.len().min(SAMPLED_RECORDS + 1)];
@@ -204,13 +219,51 @@ fn records(format: &FormatOptions, head: &[u8], order: Option<DateOrder>) -> Opt
     if body.is_empty() && names.is_empty() {
         return None;
     }
-    let mut guesses = guesses_of(body, format, order);
+    let read = body.len();
+    let body = [body, &records_across(format, across, &names, body)].concat();
+    let mut guesses = guesses_of(&body, format, order);
     guesses.resize(guesses.len().max(names.len()), Guess::Nothing);
-    let mut otherwise = numbers_otherwise(body, format, &guesses, order);
-    otherwise.extend(dates_otherwise(body, format, &guesses, order));
+    let mut otherwise = numbers_otherwise(&body, format, &guesses, order);
+    otherwise.extend(dates_otherwise(&body, format, &guesses, order));
     otherwise.sort_by_key(|read| read.columns[0]);
-    Some(Sampled { names, guesses, read: body.len(), header_guessed, otherwise })
+    Some(Sampled { names, guesses, read, read_across: body.len() - read, header_guessed, otherwise })
 }
+
+/// The records of `across`'s blocks (see [`RECORDS_A_BLOCK`]) that have as
+/// many fields as the header `names` (or the first of `body`). A block
+/// begins after a line end, which may be inside a quoted field: read from
+/// there, its quotes open where they close and most records have another
+/// count. So each block is read from after each of its first
+/// [`STARTS_TRIED`] line ends, and the start that gives the most such
+/// records is taken.
+fn records_across<'a>(
+    format: &FormatOptions,
+    across: &'a [Vec<u8>],
+    names: &[String],
+    body: &[&[u8]],
+) -> Vec<&'a [u8]> {
+    let count = |record: &[u8]| header_fields(record, format).map(|fields| fields.len());
+    let Some(fields) = (!names.is_empty()).then_some(names.len()).or_else(|| count(body.first()?)) else {
+        return Vec::new();
+    };
+    let unheaded = FormatOptions { header: false, ..format.clone() };
+    let fitting = |block: &'a [u8]| -> Vec<&'a [u8]> {
+        let records = head_records(block, &unheaded).into_iter().take(RECORDS_A_BLOCK);
+        records.filter(|record| count(record) == Some(fields)).collect()
+    };
+    let mut found = Vec::new();
+    for block in across {
+        let starts = std::iter::once(0).chain(memchr::memchr_iter(b'\n', block).map(|at| at + 1));
+        let best = starts.take(STARTS_TRIED).map(|start| fitting(&block[start..])).max_by_key(Vec::len);
+        found.extend(best.unwrap_or_default());
+    }
+    found
+}
+
+/// How many line ends of a block from across the input are tried as its
+/// first record's start (see [`records_across`]): a record of a quoted
+/// field with line ends in it spans as many lines and one more.
+const STARTS_TRIED: usize = 4;
 
 /// The text columns of `guesses` whose every value in `body` reads as a
 /// number when written as other flags say, grouped by those flags (all
@@ -450,14 +503,19 @@ fn nulls_in(record: &[u8], format: &FormatOptions, count: usize) -> Vec<bool> {
 
 /// JSON lines: the keys, in the order the documents first have them, and
 /// each key's guess.
-fn documents(head: &[u8], order: Option<DateOrder>) -> Option<Sampled> {
+fn documents(head: &[u8], order: Option<DateOrder>, across: &[Vec<u8>]) -> Option<Sampled> {
     let lines: Vec<&[u8]> = head.split(|&b| b == b'\n').take(SAMPLED_RECORDS).collect();
     let names: Vec<String> = documents::keys_in(&lines.join(&b'\n')).into_iter().map(|(key, _)| key).collect();
     let mut guesses = vec![Guess::Nothing; names.len()];
-    let mut read = 0;
-    for line in lines {
+    let (mut read, mut read_across) = (0, 0);
+    let lines_across = across.iter().flat_map(|block| block.split(|&b| b == b'\n').take(RECORDS_A_BLOCK));
+    let from_head = lines.into_iter().map(|line| (line, true));
+    for (line, in_head) in from_head.chain(lines_across.map(|line| (line, false))) {
         let Ok(Value::Object(document)) = serde_json::from_slice::<Value>(line) else { continue };
-        read += 1;
+        match in_head {
+            true => read += 1,
+            false => read_across += 1,
+        }
         for (guess, name) in guesses.iter_mut().zip(&names) {
             let value = document.get(name).map_or(Guess::Nothing, |value| guess_json(value, order));
             // A jsonb column takes any JSON value: sluice loads each as JSON.
@@ -467,7 +525,7 @@ fn documents(head: &[u8], order: Option<DateOrder>) -> Option<Sampled> {
             };
         }
     }
-    (read > 0).then_some(Sampled { names, guesses, read, header_guessed: false, otherwise: Vec::new() })
+    (read > 0).then_some(Sampled { names, guesses, read, read_across, header_guessed: false, otherwise: Vec::new() })
 }
 
 fn guess_json(value: &Value, order: Option<DateOrder>) -> Guess {
@@ -653,35 +711,35 @@ mod tests {
     #[test]
     fn the_statement_fits_the_first_records() {
         let head = b"id,Name,amount,day,note\n1,a,1.5,2024-01-02,\n2,\"b, c\",2,2024-01-03,x\n3,d,";
-        let said = create_table("Sales.orders", &csv(true), None, ("o.csv", head), None).unwrap();
+        let said = create_table("Sales.orders", &csv(true), None, ("o.csv", head), None, &[]).unwrap();
         let want = "The first 2 records of o.csv fit this table: CREATE TABLE \"sales\".\"orders\" (\"id\" bigint, \
                     \"name\" text, \"amount\" numeric, \"day\" date, \"note\" text);";
         assert_eq!(said, want);
         let given = ["a", "b"].map(String::from);
-        let said = create_table("t", &csv(false), Some(&given), ("o.csv", b"1,x,3\n"), None).unwrap();
+        let said = create_table("t", &csv(false), Some(&given), ("o.csv", b"1,x,3\n"), None, &[]).unwrap();
         assert!(said.ends_with("CREATE TABLE \"t\" (\"a\" bigint, \"b\" text, \"column3\" bigint);"), "{said}");
         let left_out = ["a", "-"].map(String::from);
-        assert_eq!(create_table("t", &csv(false), Some(&left_out), ("o.csv", b"1,x\n"), None), None);
-        assert_eq!(create_table("t", &csv(false), None, ("o.csv", b""), None), None);
+        assert_eq!(create_table("t", &csv(false), Some(&left_out), ("o.csv", b"1,x\n"), None, &[]), None);
+        assert_eq!(create_table("t", &csv(false), None, ("o.csv", b""), None, &[]), None);
     }
 
     #[test]
     fn numbers_written_as_the_flags_say_are_numbers() {
         let head = b"id,price,note\n1,\"$1,234.50\",\"a, b\"\n2,($5.00),\"1,5\"\n";
-        let plain = create_table("t", &csv(true), None, ("m.csv", head), None).unwrap();
+        let plain = create_table("t", &csv(true), None, ("m.csv", head), None, &[]).unwrap();
         let note = "(\"id\" bigint, \"price\" text, \"note\" text); Column \"price\" is text here, but holds numbers \
                     as --currency '$' --thousands ',' reads them (\"$1,234.50\"): with those flags, it loads as numeric.";
         assert!(plain.ends_with(note), "{plain}");
         let currency = Some(crate::format::currency::Currency::parse("$").unwrap());
         let money = FormatOptions { thousands: Some(b','), currency, ..csv(true) };
-        let said = create_table("t", &money, None, ("m.csv", head), None).unwrap();
+        let said = create_table("t", &money, None, ("m.csv", head), None, &[]).unwrap();
         assert!(said.ends_with("(\"id\" bigint, \"price\" numeric, \"note\" text);"), "{said}");
     }
 
     #[test]
     fn text_columns_of_numbers_written_otherwise_are_named_with_the_flags_that_read_them() {
         let said = |head: &[u8]| {
-            let said = create_table("t", &csv(true), None, ("m.csv", head), None).unwrap();
+            let said = create_table("t", &csv(true), None, ("m.csv", head), None, &[]).unwrap();
             said.split_once("); ").map(|(_, note)| note.to_string()).unwrap_or_default()
         };
         // The sign alone reads refund, and with commas price: one set of flags for both.
@@ -731,7 +789,8 @@ mod tests {
         assert_eq!(said(b"zip,name,n\n01234,\"Bo, C\",\"1,5\"\n00501,Ann,x\n"), "");
         // A column the flags given read is a number; one they do not is named with all it needs.
         let given = FormatOptions { decimal_comma: true, ..csv(true) };
-        let read = create_table("t", &given, None, ("m.csv", "a,b\n\"1,5\",\"€5,50\"\n".as_bytes()), None).unwrap();
+        let read =
+            create_table("t", &given, None, ("m.csv", "a,b\n\"1,5\",\"€5,50\"\n".as_bytes()), None, &[]).unwrap();
         let note = "(\"a\" numeric, \"b\" text); Column \"b\" is text here, but holds numbers as --currency '€' \
                     --decimal-comma reads them";
         assert!(read.contains(note), "{read}");
@@ -741,7 +800,7 @@ mod tests {
     fn dates_are_read_in_the_sessions_order_and_named_when_they_are_in_the_other() {
         use DateOrder::*;
         let head = b"id,d,t,code\n1,1/31/2024,1/31/2024 14:05,2024-1-5\n2,2/1/2024,,2024-12-31\n";
-        let said = |order| create_table("t", &csv(true), None, ("d.csv", head), order).unwrap();
+        let said = |order| create_table("t", &csv(true), None, ("d.csv", head), order, &[]).unwrap();
         let month_first = "(\"id\" bigint, \"d\" date, \"t\" timestamp, \"code\" date);";
         assert!(said(Some(MonthFirst)).ends_with(month_first), "{}", said(Some(MonthFirst)));
         let note = "(\"id\" bigint, \"d\" text, \"t\" text, \"code\" date); Columns \"d\", \"t\" are text here, but \
@@ -751,25 +810,50 @@ mod tests {
         // Year first (or not known): ISO dates only, and no note.
         assert!(said(None).ends_with("(\"id\" bigint, \"d\" text, \"t\" text, \"code\" date);"), "{}", said(None));
         // A first line of such dates is a record, not a header.
-        let headless = create_table("t", &csv(false), None, ("d.csv", b"1/31/2024,a\n2/1/2024,b\n"), Some(MonthFirst));
+        let headless =
+            create_table("t", &csv(false), None, ("d.csv", b"1/31/2024,a\n2/1/2024,b\n"), Some(MonthFirst), &[]);
         assert!(headless.unwrap().starts_with("The first 2 records of d.csv fit this table: "));
         // Notes in the columns' order, dates' and numbers' alike.
-        let mixed = create_table("t", &csv(true), None, ("d.csv", b"d,p\n31/01/2024,\"1,5\"\n"), Some(MonthFirst));
+        let mixed = create_table("t", &csv(true), None, ("d.csv", b"d,p\n31/01/2024,\"1,5\"\n"), Some(MonthFirst), &[]);
         let (dates, numbers) =
             (mixed.as_deref().unwrap().find("dates day first"), mixed.as_deref().unwrap().find("--decimal-comma"));
         assert!(dates.unwrap() < numbers.unwrap(), "{mixed:?}");
         // Dates either order reads say nothing of the order.
-        let both = create_table("t", &csv(true), None, ("d.csv", b"d\n01/02/2024\n"), Some(DayFirst)).unwrap();
+        let both = create_table("t", &csv(true), None, ("d.csv", b"d\n01/02/2024\n"), Some(DayFirst), &[]).unwrap();
         assert!(both.ends_with("(\"d\" date);"), "{both}");
     }
 
     #[test]
+    fn records_from_across_the_input_widen_the_columns_they_fit_with_the_same_field_count() {
+        let head = b"id,amount,zip\n1,5,10115\n2,7,20095\n";
+        let first = create_table("t", &csv(true), None, ("o.csv", head), None, &[]).unwrap();
+        assert!(first.contains("(\"id\" bigint, \"amount\" bigint, \"zip\" bigint)"), "{first}");
+        // A block begins after a line end: inside a quoted field, its
+        // records have another field count and are left out.
+        let across = [b"3,7.5,K1A 0B1\n4,8,10117\n".to_vec(), b"x, y\"\n5,\"a,b\",c,d\n".to_vec()];
+        let said = create_table("t", &csv(true), None, ("o.csv", head), None, &across).unwrap();
+        let want = "The first 2 records of o.csv and 2 from across it fit this table: CREATE TABLE \"t\" (\"id\" \
+                    bigint, \"amount\" numeric, \"zip\" text);";
+        assert_eq!(said, want);
+        // Without a header, the first record's field count.
+        let headless = create_table("t", &csv(false), None, ("o.csv", b"1,5\n"), None, &[b"2,x\n3\n".to_vec()]);
+        assert!(headless.unwrap().contains(
+            "and 1 from across it fit this table: CREATE TABLE \"t\" (\"column1\" bigint, \"column2\" text)"
+        ));
+        let jsonl = FormatOptions::new(FormatKind::Jsonl);
+        let across = [b"{\"id\": 3, \"at\": \"n/a\"}\n\"id\": 4}\n".to_vec()];
+        let said = create_table("t", &jsonl, None, ("d.jsonl", b"{\"id\": 1, \"at\": 5}\n"), None, &across).unwrap();
+        assert!(said.contains("and 1 from across it") && said.contains("(\"id\" bigint, \"at\" text)"), "{said}");
+    }
+
+    #[test]
     fn a_first_line_of_labels_over_typed_records_is_taken_for_a_header() {
-        let said = create_table("t", &csv(false), None, ("h.csv", b"id,name,amount\n1,a,1.5\n2,b,\n"), None).unwrap();
+        let said =
+            create_table("t", &csv(false), None, ("h.csv", b"id,name,amount\n1,a,1.5\n2,b,\n"), None, &[]).unwrap();
         let want = "The first 2 records of h.csv fit this table, its first line read as a header (pass --header, \
                     which skips it): CREATE TABLE \"t\" (\"id\" bigint, \"name\" text, \"amount\" numeric);";
         assert_eq!(said, want);
-        let all_text = create_table("t", &csv(false), None, ("h.csv", b"a,b\nc,d\n"), None).unwrap();
+        let all_text = create_table("t", &csv(false), None, ("h.csv", b"a,b\nc,d\n"), None, &[]).unwrap();
         assert!(
             all_text.ends_with("this table: CREATE TABLE \"t\" (\"column1\" text, \"column2\" text);"),
             "{all_text}"
@@ -779,10 +863,10 @@ mod tests {
     #[test]
     fn tsv_nulls_say_nothing_of_their_column() {
         let tsv = FormatOptions::new(FormatKind::Tsv);
-        let said = create_table("t", &tsv, None, ("n.tsv", b"1\t\\N\tx\n\\N\t3.5\t\\N\n"), None).unwrap();
+        let said = create_table("t", &tsv, None, ("n.tsv", b"1\t\\N\tx\n\\N\t3.5\t\\N\n"), None, &[]).unwrap();
         assert!(said.ends_with("(\"column1\" bigint, \"column2\" numeric, \"column3\" text);"), "{said}");
         let custom = FormatOptions { null: Some("NULL".into()), ..csv(false) };
-        let said = create_table("t", &custom, None, ("n.csv", b"1,NULL\nNULL,2024-01-01\n"), None).unwrap();
+        let said = create_table("t", &custom, None, ("n.csv", b"1,NULL\nNULL,2024-01-01\n"), None, &[]).unwrap();
         assert!(said.ends_with("(\"column1\" bigint, \"column2\" date);"), "{said}");
     }
 
@@ -791,7 +875,7 @@ mod tests {
         let jsonl = FormatOptions::new(FormatKind::Jsonl);
         let head =
             b"{\"zid\":1,\"tags\":[1],\"at\":\"2024-01-02\",\"n\":\"5\"}\n{\"zid\":2.5,\"tags\":\"x\",\"ok\":true}\n";
-        let said = create_table("t", &jsonl, None, ("d.jsonl", head), None).unwrap();
+        let said = create_table("t", &jsonl, None, ("d.jsonl", head), None, &[]).unwrap();
         let want = "(\"zid\" numeric, \"tags\" jsonb, \"at\" date, \"n\" text, \"ok\" boolean); Or, for each \
                     document whole: CREATE TABLE \"t\" (\"doc\" jsonb);";
         assert!(said.ends_with(want), "{said}");
