@@ -159,8 +159,8 @@ const BLOCKS_ACROSS: u64 = 16;
 const BLOCK_ACROSS: u64 = 64 << 10;
 
 /// Blocks of whole lines (each from after a line end to its last) from
-/// evenly apart across `name`'s input past its first [`STREAM_HEAD`]
-/// bytes, for the `CREATE TABLE` sketch (see `sketch::create_table`):
+/// places evenly apart across `name`'s input past its first
+/// [`STREAM_HEAD`] bytes, for the `CREATE TABLE` sketch (see `sketch::create_table`):
 /// 1 MiB more read, in milliseconds. Only for a plain file, which can be
 /// read anywhere; none for a compressed one or a pipe, or one whose head
 /// is all of it.

@@ -636,15 +636,7 @@ pub fn percentage(rule: &ColumnRule, value: &[u8], format: &FormatOptions) -> Op
     if format.percent || !written.ends_with(b"%") {
         return None;
     }
-    let given = match format.number_conversion() {
-        Some(Conversion::Number(writing)) => writing,
-        _ => NumberWriting::PLAIN,
-    };
-    let reading = NumberWriting { percent: true, ..given }.marks_that_read(written);
-    // The marks given first; else the first that read it.
-    let marks = if reading.contains(&given.marks) { given.marks } else { *reading.first()? };
-    let writing = NumberWriting { marks, percent: true, ..given };
-    Some((String::from_utf8_lossy(written).into_owned(), writing.flags()))
+    with_the_flags_that_read(written, format, |writing| NumberWriting { percent: true, ..writing })
 }
 
 /// `value` (of a number column) when it has its minus after the digits
@@ -659,15 +651,25 @@ pub fn trailing_minus(rule: &ColumnRule, value: &[u8], format: &FormatOptions) -
     if format.trailing_minus || crate::format::convert::before_trailing_minus(number).is_none() {
         return None;
     }
+    with_the_flags_that_read(written, format, |writing| NumberWriting { trailing_minus: true, ..writing })
+}
+
+/// `written` with the flags that read it: those `format` gives, with what
+/// `adding` adds (`--percent`), and the marks given, or else the first
+/// marks that read it; `None` when none do.
+fn with_the_flags_that_read(
+    written: &[u8],
+    format: &FormatOptions,
+    adding: impl Fn(NumberWriting) -> NumberWriting,
+) -> Option<(String, String)> {
     let given = match format.number_conversion() {
         Some(Conversion::Number(writing)) => writing,
         _ => NumberWriting::PLAIN,
     };
-    let reading = NumberWriting { trailing_minus: true, ..given }.marks_that_read(written);
+    let reading = adding(given).marks_that_read(written);
     // The marks given first; else the first that read it.
     let marks = if reading.contains(&given.marks) { given.marks } else { *reading.first()? };
-    let writing = NumberWriting { marks, trailing_minus: true, ..given };
-    Some((String::from_utf8_lossy(written).into_owned(), writing.flags()))
+    Some((String::from_utf8_lossy(written).into_owned(), adding(NumberWriting { marks, ..given }).flags()))
 }
 
 /// The currency sign before or after the number in `text` (inside a minus

@@ -67,14 +67,17 @@ const RECONNECT_PAUSE: Duration = Duration::from_secs(1);
 /// asked only of a session queued for a lock (not to grow the table, which
 /// the sessions do in turn), where the load already waits.
 const SAMPLE: &str = "sluice_waits";
-const SAMPLE_SQL: &str = "SELECT coalesce(wait_event_type || ':' || wait_event, $2), \
-    CASE WHEN wait_event_type = 'Lock' AND wait_event NOT IN ('extend', 'page') THEN \
-    (SELECT b.pids <> '{}' AND b.pids <@ $1::int[] FROM pg_blocking_pids(pid) AS b(pids))::text END \
-    FROM pg_stat_activity WHERE pid = ANY($1::int[]) AND state = 'active'";
-const SAMPLE_WITH_HELPERS_SQL: &str = "SELECT coalesce(wait_event_type || ':' || wait_event, $2), \
-    CASE WHEN wait_event_type = 'Lock' AND wait_event NOT IN ('extend', 'page') THEN \
-    (SELECT b.pids <> '{}' AND b.pids <@ $1::int[] FROM pg_blocking_pids(pid) AS b(pids))::text END \
-    FROM pg_stat_activity WHERE (pid = ANY($1::int[]) OR leader_pid = ANY($1::int[])) AND state = 'active'";
+macro_rules! sample_columns {
+    () => {
+        "SELECT coalesce(wait_event_type || ':' || wait_event, $2), \
+         CASE WHEN wait_event_type = 'Lock' AND wait_event NOT IN ('extend', 'page') THEN \
+         (SELECT b.pids <> '{}' AND b.pids <@ $1::int[] FROM pg_blocking_pids(pid) AS b(pids))::text END \
+         FROM pg_stat_activity "
+    };
+}
+const SAMPLE_SQL: &str = concat!(sample_columns!(), "WHERE pid = ANY($1::int[]) AND state = 'active'");
+const SAMPLE_WITH_HELPERS_SQL: &str =
+    concat!(sample_columns!(), "WHERE (pid = ANY($1::int[]) OR leader_pid = ANY($1::int[])) AND state = 'active'");
 
 /// What the watched sessions do, which decides what their waits mean.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
