@@ -1530,6 +1530,17 @@ fn the_sketch_of_a_big_file_fits_records_from_across_it() {
     let first_only = "The first 1,000 records of ";
     assert!(run.stderr.contains(first_only) && run.stderr.contains(".gz fit this table"), "{}", run.stderr);
     assert!(run.stderr.contains("\"amount\" bigint, \"zip\" bigint"), "{}", run.stderr);
+    // A glob of months: the later files' starts (after their headers) too.
+    for month in 1..=12u64 {
+        let amount = |i: u64| if month < 12 { format!("{i}") } else { format!("{i}.5") };
+        let rows: String = (0..100).map(|i| format!("{i},{},2024-{month:02}-01\n", amount(i))).collect();
+        db.file(&format!("months/m{month:02}.csv"), format!("id,amount,day\n{rows}").as_bytes());
+    }
+    let glob = db.dir.path().join("months/m*.csv");
+    let run = db.load(&[glob.to_str().unwrap(), "--table", "monthly", "--header"]);
+    let want = "and 800 from across the inputs fit this table: CREATE TABLE \"monthly\" (\"id\" bigint, \"amount\" \
+                numeric, \"day\" date);";
+    assert!(run.stderr.contains(want), "{}", run.stderr);
 }
 
 /// A spreadsheet's export, as Excel saves a US sheet: dates month first

@@ -875,7 +875,8 @@ fn prepare(
             let order = control.date_order();
             let across = first_look::across(sources, &input);
             let columns = req.columns.as_deref();
-            missing.sketch = sketch::create_table(&req.table, format, columns, (&input, &head), order, &across);
+            let across = (&across.0[..], across.1);
+            missing.sketch = sketch::create_table(&req.table, format, columns, (&input, &head), order, across);
             if let Some(advice) = documents_at_advice((&input, &head), format) {
                 // A sketch ends with its statement's semicolon.
                 missing.sketch =

@@ -141,7 +141,8 @@ impl Guess {
 
 /// The statement that creates `table` (as the user named it) for the
 /// first records of `head`, the first input's start (named `input`), and
-/// those of `across`, blocks of whole lines from across the rest of it,
+/// those of `across`, blocks of whole lines from across the rest of it
+/// (and from other inputs, the `bool`),
 /// with the columns `given` (`--columns`) or else those the header or keys
 /// name, and how many records it read; `None` when it holds none, or when
 /// `--columns` leaves fields out. Why across: the first records of an
@@ -154,7 +155,7 @@ pub(super) fn create_table(
     given: Option<&[String]>,
     (input, head): (&str, &[u8]),
     order: Option<DateOrder>,
-    across: &[Vec<u8>],
+    (across, from_others): (&[Vec<u8>], bool),
 ) -> Option<String> {
     let Sampled { mut names, mut guesses, read, read_across, header_guessed, otherwise } = match format.kind {
         FormatKind::Jsonl => documents(head, order, across)?,
@@ -176,6 +177,7 @@ pub(super) fn create_table(
     };
     let across = match read_across {
         0 => String::new(),
+        n if from_others => format!(" and {} from across the inputs", thousands(n as u64)),
         n => format!(" and {} from across it", thousands(n as u64)),
     };
     let header = match header_guessed && given.is_none() {
@@ -711,35 +713,35 @@ mod tests {
     #[test]
     fn the_statement_fits_the_first_records() {
         let head = b"id,Name,amount,day,note\n1,a,1.5,2024-01-02,\n2,\"b, c\",2,2024-01-03,x\n3,d,";
-        let said = create_table("Sales.orders", &csv(true), None, ("o.csv", head), None, &[]).unwrap();
+        let said = create_table("Sales.orders", &csv(true), None, ("o.csv", head), None, (&[], false)).unwrap();
         let want = "The first 2 records of o.csv fit this table: CREATE TABLE \"sales\".\"orders\" (\"id\" bigint, \
                     \"name\" text, \"amount\" numeric, \"day\" date, \"note\" text);";
         assert_eq!(said, want);
         let given = ["a", "b"].map(String::from);
-        let said = create_table("t", &csv(false), Some(&given), ("o.csv", b"1,x,3\n"), None, &[]).unwrap();
+        let said = create_table("t", &csv(false), Some(&given), ("o.csv", b"1,x,3\n"), None, (&[], false)).unwrap();
         assert!(said.ends_with("CREATE TABLE \"t\" (\"a\" bigint, \"b\" text, \"column3\" bigint);"), "{said}");
         let left_out = ["a", "-"].map(String::from);
-        assert_eq!(create_table("t", &csv(false), Some(&left_out), ("o.csv", b"1,x\n"), None, &[]), None);
-        assert_eq!(create_table("t", &csv(false), None, ("o.csv", b""), None, &[]), None);
+        assert_eq!(create_table("t", &csv(false), Some(&left_out), ("o.csv", b"1,x\n"), None, (&[], false)), None);
+        assert_eq!(create_table("t", &csv(false), None, ("o.csv", b""), None, (&[], false)), None);
     }
 
     #[test]
     fn numbers_written_as_the_flags_say_are_numbers() {
         let head = b"id,price,note\n1,\"$1,234.50\",\"a, b\"\n2,($5.00),\"1,5\"\n";
-        let plain = create_table("t", &csv(true), None, ("m.csv", head), None, &[]).unwrap();
+        let plain = create_table("t", &csv(true), None, ("m.csv", head), None, (&[], false)).unwrap();
         let note = "(\"id\" bigint, \"price\" text, \"note\" text); Column \"price\" is text here, but holds numbers \
                     as --currency '$' --thousands ',' reads them (\"$1,234.50\"): with those flags, it loads as numeric.";
         assert!(plain.ends_with(note), "{plain}");
         let currency = Some(crate::format::currency::Currency::parse("$").unwrap());
         let money = FormatOptions { thousands: Some(b','), currency, ..csv(true) };
-        let said = create_table("t", &money, None, ("m.csv", head), None, &[]).unwrap();
+        let said = create_table("t", &money, None, ("m.csv", head), None, (&[], false)).unwrap();
         assert!(said.ends_with("(\"id\" bigint, \"price\" numeric, \"note\" text);"), "{said}");
     }
 
     #[test]
     fn text_columns_of_numbers_written_otherwise_are_named_with_the_flags_that_read_them() {
         let said = |head: &[u8]| {
-            let said = create_table("t", &csv(true), None, ("m.csv", head), None, &[]).unwrap();
+            let said = create_table("t", &csv(true), None, ("m.csv", head), None, (&[], false)).unwrap();
             said.split_once("); ").map(|(_, note)| note.to_string()).unwrap_or_default()
         };
         // The sign alone reads refund, and with commas price: one set of flags for both.
@@ -790,7 +792,8 @@ mod tests {
         // A column the flags given read is a number; one they do not is named with all it needs.
         let given = FormatOptions { decimal_comma: true, ..csv(true) };
         let read =
-            create_table("t", &given, None, ("m.csv", "a,b\n\"1,5\",\"€5,50\"\n".as_bytes()), None, &[]).unwrap();
+            create_table("t", &given, None, ("m.csv", "a,b\n\"1,5\",\"€5,50\"\n".as_bytes()), None, (&[], false))
+                .unwrap();
         let note = "(\"a\" numeric, \"b\" text); Column \"b\" is text here, but holds numbers as --currency '€' \
                     --decimal-comma reads them";
         assert!(read.contains(note), "{read}");
@@ -800,7 +803,7 @@ mod tests {
     fn dates_are_read_in_the_sessions_order_and_named_when_they_are_in_the_other() {
         use DateOrder::*;
         let head = b"id,d,t,code\n1,1/31/2024,1/31/2024 14:05,2024-1-5\n2,2/1/2024,,2024-12-31\n";
-        let said = |order| create_table("t", &csv(true), None, ("d.csv", head), order, &[]).unwrap();
+        let said = |order| create_table("t", &csv(true), None, ("d.csv", head), order, (&[], false)).unwrap();
         let month_first = "(\"id\" bigint, \"d\" date, \"t\" timestamp, \"code\" date);";
         assert!(said(Some(MonthFirst)).ends_with(month_first), "{}", said(Some(MonthFirst)));
         let note = "(\"id\" bigint, \"d\" text, \"t\" text, \"code\" date); Columns \"d\", \"t\" are text here, but \
@@ -810,50 +813,66 @@ mod tests {
         // Year first (or not known): ISO dates only, and no note.
         assert!(said(None).ends_with("(\"id\" bigint, \"d\" text, \"t\" text, \"code\" date);"), "{}", said(None));
         // A first line of such dates is a record, not a header.
-        let headless =
-            create_table("t", &csv(false), None, ("d.csv", b"1/31/2024,a\n2/1/2024,b\n"), Some(MonthFirst), &[]);
+        let headless = create_table(
+            "t",
+            &csv(false),
+            None,
+            ("d.csv", b"1/31/2024,a\n2/1/2024,b\n"),
+            Some(MonthFirst),
+            (&[], false),
+        );
         assert!(headless.unwrap().starts_with("The first 2 records of d.csv fit this table: "));
         // Notes in the columns' order, dates' and numbers' alike.
-        let mixed = create_table("t", &csv(true), None, ("d.csv", b"d,p\n31/01/2024,\"1,5\"\n"), Some(MonthFirst), &[]);
+        let mixed = create_table(
+            "t",
+            &csv(true),
+            None,
+            ("d.csv", b"d,p\n31/01/2024,\"1,5\"\n"),
+            Some(MonthFirst),
+            (&[], false),
+        );
         let (dates, numbers) =
             (mixed.as_deref().unwrap().find("dates day first"), mixed.as_deref().unwrap().find("--decimal-comma"));
         assert!(dates.unwrap() < numbers.unwrap(), "{mixed:?}");
         // Dates either order reads say nothing of the order.
-        let both = create_table("t", &csv(true), None, ("d.csv", b"d\n01/02/2024\n"), Some(DayFirst), &[]).unwrap();
+        let both =
+            create_table("t", &csv(true), None, ("d.csv", b"d\n01/02/2024\n"), Some(DayFirst), (&[], false)).unwrap();
         assert!(both.ends_with("(\"d\" date);"), "{both}");
     }
 
     #[test]
     fn records_from_across_the_input_widen_the_columns_they_fit_with_the_same_field_count() {
         let head = b"id,amount,zip\n1,5,10115\n2,7,20095\n";
-        let first = create_table("t", &csv(true), None, ("o.csv", head), None, &[]).unwrap();
+        let first = create_table("t", &csv(true), None, ("o.csv", head), None, (&[], false)).unwrap();
         assert!(first.contains("(\"id\" bigint, \"amount\" bigint, \"zip\" bigint)"), "{first}");
         // A block begins after a line end: inside a quoted field, its
         // records have another field count and are left out.
         let across = [b"3,7.5,K1A 0B1\n4,8,10117\n".to_vec(), b"x, y\"\n5,\"a,b\",c,d\n".to_vec()];
-        let said = create_table("t", &csv(true), None, ("o.csv", head), None, &across).unwrap();
+        let said = create_table("t", &csv(true), None, ("o.csv", head), None, (&across, false)).unwrap();
         let want = "The first 2 records of o.csv and 2 from across it fit this table: CREATE TABLE \"t\" (\"id\" \
                     bigint, \"amount\" numeric, \"zip\" text);";
         assert_eq!(said, want);
         // Without a header, the first record's field count.
-        let headless = create_table("t", &csv(false), None, ("o.csv", b"1,5\n"), None, &[b"2,x\n3\n".to_vec()]);
+        let headless = create_table("t", &csv(false), None, ("o.csv", b"1,5\n"), None, (&[b"2,x\n3\n".to_vec()], true));
         assert!(headless.unwrap().contains(
-            "and 1 from across it fit this table: CREATE TABLE \"t\" (\"column1\" bigint, \"column2\" text)"
+            "and 1 from across the inputs fit this table: CREATE TABLE \"t\" (\"column1\" bigint, \"column2\" text)"
         ));
         let jsonl = FormatOptions::new(FormatKind::Jsonl);
         let across = [b"{\"id\": 3, \"at\": \"n/a\"}\n\"id\": 4}\n".to_vec()];
-        let said = create_table("t", &jsonl, None, ("d.jsonl", b"{\"id\": 1, \"at\": 5}\n"), None, &across).unwrap();
+        let said =
+            create_table("t", &jsonl, None, ("d.jsonl", b"{\"id\": 1, \"at\": 5}\n"), None, (&across, false)).unwrap();
         assert!(said.contains("and 1 from across it") && said.contains("(\"id\" bigint, \"at\" text)"), "{said}");
     }
 
     #[test]
     fn a_first_line_of_labels_over_typed_records_is_taken_for_a_header() {
         let said =
-            create_table("t", &csv(false), None, ("h.csv", b"id,name,amount\n1,a,1.5\n2,b,\n"), None, &[]).unwrap();
+            create_table("t", &csv(false), None, ("h.csv", b"id,name,amount\n1,a,1.5\n2,b,\n"), None, (&[], false))
+                .unwrap();
         let want = "The first 2 records of h.csv fit this table, its first line read as a header (pass --header, \
                     which skips it): CREATE TABLE \"t\" (\"id\" bigint, \"name\" text, \"amount\" numeric);";
         assert_eq!(said, want);
-        let all_text = create_table("t", &csv(false), None, ("h.csv", b"a,b\nc,d\n"), None, &[]).unwrap();
+        let all_text = create_table("t", &csv(false), None, ("h.csv", b"a,b\nc,d\n"), None, (&[], false)).unwrap();
         assert!(
             all_text.ends_with("this table: CREATE TABLE \"t\" (\"column1\" text, \"column2\" text);"),
             "{all_text}"
@@ -863,10 +882,11 @@ mod tests {
     #[test]
     fn tsv_nulls_say_nothing_of_their_column() {
         let tsv = FormatOptions::new(FormatKind::Tsv);
-        let said = create_table("t", &tsv, None, ("n.tsv", b"1\t\\N\tx\n\\N\t3.5\t\\N\n"), None, &[]).unwrap();
+        let said = create_table("t", &tsv, None, ("n.tsv", b"1\t\\N\tx\n\\N\t3.5\t\\N\n"), None, (&[], false)).unwrap();
         assert!(said.ends_with("(\"column1\" bigint, \"column2\" numeric, \"column3\" text);"), "{said}");
         let custom = FormatOptions { null: Some("NULL".into()), ..csv(false) };
-        let said = create_table("t", &custom, None, ("n.csv", b"1,NULL\nNULL,2024-01-01\n"), None, &[]).unwrap();
+        let said =
+            create_table("t", &custom, None, ("n.csv", b"1,NULL\nNULL,2024-01-01\n"), None, (&[], false)).unwrap();
         assert!(said.ends_with("(\"column1\" bigint, \"column2\" date);"), "{said}");
     }
 
@@ -875,7 +895,7 @@ mod tests {
         let jsonl = FormatOptions::new(FormatKind::Jsonl);
         let head =
             b"{\"zid\":1,\"tags\":[1],\"at\":\"2024-01-02\",\"n\":\"5\"}\n{\"zid\":2.5,\"tags\":\"x\",\"ok\":true}\n";
-        let said = create_table("t", &jsonl, None, ("d.jsonl", head), None, &[]).unwrap();
+        let said = create_table("t", &jsonl, None, ("d.jsonl", head), None, (&[], false)).unwrap();
         let want = "(\"zid\" numeric, \"tags\" jsonb, \"at\" date, \"n\" text, \"ok\" boolean); Or, for each \
                     document whole: CREATE TABLE \"t\" (\"doc\" jsonb);";
         assert!(said.ends_with(want), "{said}");
