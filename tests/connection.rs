@@ -292,6 +292,46 @@ fn a_role_without_the_right_to_insert_is_refused_before_anything_is_done() {
     assert_eq!(db.count("t"), 3);
 }
 
+/// A role given INSERT on a table and not USAGE on its serial's sequence,
+/// loading a file without the key, is refused before anything is done,
+/// with the GRANT to ask for: every record was rejected, `permission
+/// denied for sequence`. An identity's sequence needs no right of its own.
+#[test]
+fn a_role_that_may_not_use_the_sequence_of_a_key_left_out_is_refused_before_anything_is_done() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE public.serial_key (id serial, name text); CREATE TABLE public.identity_key (id int GENERATED ALWAYS AS IDENTITY, name text)");
+    let file = db.file("names.csv", b"a\nb\n");
+    // The ledger's tables, made by their owner's load.
+    let seed = db.file("seed.csv", b"s\n");
+    db.load(&[seed.to_str().unwrap(), "--table", "identity_key", "--columns", "name"]).assert_ok();
+    let role = format!("keyless_{}", db.name);
+    db.execute(&format!(
+        "CREATE ROLE {role} LOGIN; GRANT INSERT ON serial_key, identity_key TO {role}; \
+         GRANT USAGE ON SCHEMA sluice TO {role}; GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA sluice TO {role}"
+    ));
+    let conninfo = format!("{} user={role}", db.conninfo());
+    let load =
+        |table: &str| sluice_as(&conninfo, &["load", file.to_str().unwrap(), "--table", table, "--columns", "name"]);
+    let jobs_before = db.scalar("SELECT count(*) FROM sluice.jobs");
+    let run = load("serial_key");
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let says = format!(
+        "role \"{role}\" may not take values from sequence serial_key_id_seq, which gives column \"id\" of \
+         public.serial_key its default, and the columns loaded leave \"id\" out: ask its owner"
+    );
+    assert!(run.stderr.contains(&says), "{}", run.stderr);
+    assert!(run.stderr.contains(&format!("GRANT USAGE ON SEQUENCE serial_key_id_seq TO \"{role}\"")), "{}", run.stderr);
+    assert_eq!((db.scalar("SELECT count(*) FROM sluice.jobs"), db.count("serial_key")), (jobs_before, 0));
+    load("identity_key").assert_ok();
+    assert_eq!(db.count("identity_key"), 3);
+    // A file with the key takes no value from the sequence.
+    let keyed = db.file("keyed.csv", b"10,x\n");
+    sluice_as(&conninfo, &["load", keyed.to_str().unwrap(), "--table", "serial_key"]).assert_ok();
+    db.execute(&format!("GRANT USAGE ON SEQUENCE serial_key_id_seq TO {role}"));
+    load("serial_key").assert_ok();
+    assert_eq!(db.scalar("SELECT string_agg(id || name, ' ' ORDER BY id) FROM serial_key"), "1a 2b 10x");
+}
+
 /// COPY needs INSERT alone, and so does sluice: a loading role that may not
 /// read the table nor create schemas is told the one statement to ask for
 /// (a schema of its own for the ledger), and then loads, rejects included,

@@ -116,20 +116,41 @@ pub fn refuse_required_left_out(
     )))
 }
 
-/// The role, the table's owner, whether the role may empty the table, and
-/// the table's columns it may not insert into (separated by 0x1F).
+/// The role, the table's owner, whether the role may empty the table, the
+/// table's columns it may not insert into (separated by 0x1F), and the
+/// sequences it may not take values from (`nextval` needs USAGE or UPDATE)
+/// that columns' defaults take them from: a serial's, or a `DEFAULT
+/// nextval(...)` (an identity's needs no right of its own, and has no
+/// `pg_attrdef` row to depend on it), each as its
+/// column, its name and its owner, separated by 0x1E. The CASE keeps the
+/// privilege check from a relation that is no sequence: the planner may
+/// evaluate it before the join has filtered them out.
 const RIGHTS: &str = "SELECT current_user, pg_catalog.pg_get_userbyid(c.relowner), \
      pg_catalog.has_table_privilege(c.oid, 'TRUNCATE')::text, \
      coalesce((SELECT string_agg(a.attname, E'\\x1f' ORDER BY a.attnum) FROM pg_catalog.pg_attribute a \
        WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped \
-       AND NOT pg_catalog.has_column_privilege(c.oid, a.attnum, 'INSERT')), '') \
+       AND NOT pg_catalog.has_column_privilege(c.oid, a.attnum, 'INSERT')), ''), \
+     coalesce((SELECT string_agg(a.attname || E'\\x1e' || s.oid::regclass::text || E'\\x1e' \
+         || pg_catalog.pg_get_userbyid(s.relowner), E'\\x1f' ORDER BY a.attnum) \
+       FROM pg_catalog.pg_attribute a \
+       JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum \
+       JOIN pg_catalog.pg_depend dep ON dep.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass \
+         AND dep.objid = d.oid AND dep.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass \
+       JOIN pg_catalog.pg_class s ON s.oid = dep.refobjid AND s.relkind = 'S' \
+       WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped \
+         AND CASE WHEN s.relkind = 'S' THEN NOT pg_catalog.has_sequence_privilege(s.oid, 'USAGE') \
+           AND NOT pg_catalog.has_sequence_privilege(s.oid, 'UPDATE') END), '') \
      FROM pg_catalog.pg_class c WHERE c.oid = $1::int8::oid";
 
 /// Refuses, before anything is set up, a load the role has not the right
-/// to do: insert into a loaded column, or with `--truncate`, empty the
-/// table. COPY said so only at the first chunk (`COPY refused: permission
-/// denied for table t`), with advice to resume once the cause is fixed,
-/// after the job was opened in the ledger.
+/// to do: insert into a loaded column, take a value from the sequence of
+/// a column left to its default (a serial key the file leaves out), or with
+/// `--truncate`, empty the table. COPY said so only at the first chunk
+/// (`COPY refused: permission denied for table t`), with advice to resume
+/// once the cause is fixed, after the job was opened in the ledger; and
+/// of the sequence, at each record: every record was rejected, `permission
+/// denied for sequence t_id_seq` (a role given INSERT on a table and not
+/// USAGE on its serial's sequence, PostgreSQL's classic).
 pub fn refuse_without_rights(
     control: &PgSession,
     table: &TableInfo,
@@ -163,6 +184,21 @@ pub fn refuse_without_rights(
             "role {role} may not insert into{what} {}: {}",
             if all { table.display() } else { format!("of {}", table.display()) },
             ask(grant)
+        )));
+    }
+    let sequences = text(4);
+    let left_out = |column: &str| !loaded.iter().any(|(name, _)| name == column);
+    let taken = sequences.split('\x1f').map(|s| s.split('\x1e').collect::<Vec<_>>());
+    if let Some([column, sequence, sequence_owner]) =
+        taken.filter(|s| s.len() == 3 && left_out(s[0])).map(|s| [s[0], s[1], s[2]]).next()
+    {
+        return Err(Error::Target(format!(
+            "role {role} may not take values from sequence {sequence}, which gives column {column} of {} its \
+             default, and the columns loaded leave {column} out: ask its owner, {} (or a superuser), to run GRANT \
+             USAGE ON SEQUENCE {sequence} TO {role}, or load as a role that may",
+            table.display(),
+            quote_ident(sequence_owner),
+            column = quote_ident(column),
         )));
     }
     if truncate && text(2) != "true" {
