@@ -296,6 +296,7 @@ fn a_role_without_the_right_to_insert_is_refused_before_anything_is_done() {
 /// loading a file without the key, is refused before anything is done,
 /// with the GRANT to ask for: every record was rejected, `permission
 /// denied for sequence`. An identity's sequence needs no right of its own.
+/// A right a view's trigger needs is told once its records are refused.
 #[test]
 fn a_role_that_may_not_use_the_sequence_of_a_key_left_out_is_refused_before_anything_is_done() {
     let db = TestDb::new();
@@ -330,6 +331,28 @@ fn a_role_that_may_not_use_the_sequence_of_a_key_left_out_is_refused_before_anyt
     db.execute(&format!("GRANT USAGE ON SEQUENCE serial_key_id_seq TO {role}"));
     load("serial_key").assert_ok();
     assert_eq!(db.scalar("SELECT string_agg(id || name, ' ' ORDER BY id) FROM serial_key"), "1a 2b 10x");
+    // A view's trigger that writes where the role may not: every record is
+    // refused for that right, which the summary (or the stop) says.
+    db.execute(&format!(
+        "CREATE TABLE public.backing (name text); CREATE VIEW public.entry AS SELECT name FROM public.backing; \
+         CREATE FUNCTION public.entry_in() RETURNS trigger LANGUAGE plpgsql AS \
+         $$ BEGIN INSERT INTO public.backing VALUES (NEW.name); RETURN NEW; END $$; \
+         CREATE TRIGGER entry_in INSTEAD OF INSERT ON public.entry FOR EACH ROW EXECUTE FUNCTION public.entry_in(); \
+         GRANT INSERT ON public.entry TO {role}"
+    ));
+    let run = load("entry");
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let says = "all 2 records were rejected for a right the role lacks, not for their values; the first: ";
+    assert!(run.stderr.contains(says) && run.stderr.contains("permission denied for table backing"), "{}", run.stderr);
+    let many: String = (0..1_200).map(|i| format!("n{i}\n")).collect();
+    let many = db.file("many.csv", many.as_bytes());
+    let run = sluice_as(&conninfo, &["load", many.to_str().unwrap(), "--table", "entry", "--columns", "name"]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    let stop = "the first 1,000 records were all rejected, for a right the role lacks, not for their values";
+    assert!(run.stderr.contains(stop) && run.stderr.contains("GRANT INSERT ON TABLE ..."), "{}", run.stderr);
+    db.execute(&format!("GRANT INSERT ON public.backing TO {role}"));
+    sluice_as(&conninfo, &["load", many.to_str().unwrap(), "--table", "entry", "--columns", "name"]).assert_ok();
+    assert_eq!(db.count("backing"), 1_200);
 }
 
 /// COPY needs INSERT alone, and so does sluice: a loading role that may not

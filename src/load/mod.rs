@@ -2077,6 +2077,14 @@ fn first_records_rejected(shared: &Shared, (rejected, first): leading::Reached) 
             advice: "Create the partitions they need (or a DEFAULT partition)".into(),
         };
     }
+    if is_missing_right(first.sqlstate.as_deref()) {
+        return Error::NothingLoads {
+            rejected,
+            seems: "for a right the role lacks, not for their values",
+            first: first.to_string(),
+            advice: format!("{MISSING_RIGHT}, then run the same command again"),
+        };
+    }
     Error::NothingLoads {
         rejected,
         seems: "which looks like a wrong option rather than bad data",
@@ -2095,13 +2103,32 @@ fn first_records_rejected(shared: &Shared, (rejected, first): leading::Reached) 
 /// every record was rejected).
 fn all_rejected_warning(shared: &Shared) -> Option<String> {
     let (rejected, first) = shared.leading.all_rejected()?;
-    let advice = hints::field_count_advice(shared, &first)?;
     let all = match rejected {
         1 => "the only record was rejected".to_string(),
         n => format!("all {} records were rejected", thousands(n)),
     };
+    if is_missing_right(first.sqlstate.as_deref()) {
+        return Some(format!(
+            "{all} for a right the role lacks, not for their values; the first: {first}. {MISSING_RIGHT}, then \
+             load the rejected records again: pipe `sluice rejects` of the rejects file to `sluice load -` with the \
+             same options"
+        ));
+    }
+    let advice = hints::field_count_advice(shared, &first)?;
     Some(format!("{all}, which looks like a wrong option rather than bad data; the first: {first}. {advice}"))
 }
+
+/// Whether `sqlstate` is a missing privilege's (`permission denied for
+/// table backing`): where COPY names a line, a trigger or a default of the
+/// table used an object the role may not, and every record is refused.
+fn is_missing_right(sqlstate: Option<&str>) -> bool {
+    sqlstate == Some("42501")
+}
+
+/// What to do about records refused for a missing right.
+const MISSING_RIGHT: &str = "A trigger of the table (or a default, or a view's INSTEAD OF trigger) uses an object \
+                             the role may not: ask its owner for the right the reason names (GRANT INSERT ON \
+                             TABLE ..., GRANT USAGE ON SEQUENCE ..., GRANT EXECUTE ON FUNCTION ...)";
 
 /// Whether `sqlstate` is a unique key's or an exclusion constraint's
 /// conflict: what ON CONFLICT DO NOTHING would skip.
