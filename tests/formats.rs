@@ -846,6 +846,36 @@ fn jsonl_skip_other_fields_leaves_out_the_keys_that_name_no_column() {
     run.assert_refused("--skip-other-fields reads the fields to load from the header: pass --header too");
 }
 
+/// A key that only documents further in have, naming a column of the
+/// table the first documents' keys leave out, is rejected with the
+/// `--columns` that loads it (it said `not one of the loaded columns`, as
+/// for a key that names none), and that command loads every document.
+#[test]
+fn a_later_documents_key_that_names_a_column_is_rejected_with_the_columns_that_load_it() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE sparse (id int, a text, \"B\" text)");
+    let pad = "x".repeat(500);
+    let docs: String = (0..3_000)
+        .map(|i| match i < 2_500 {
+            true => format!("{{\"id\":{i},\"a\":\"{pad}\"}}\n"),
+            false => format!("{{\"id\":{i},\"a\":\"{pad}\",\"B\":\"late\"}}\n"),
+        })
+        .collect();
+    let file = db.file("sparse.jsonl", docs.as_bytes());
+    let rejects = db.dir.path().join("sparse.rejects.jsonl");
+    let run = db.load(&[file.to_str().unwrap(), "--table", "sparse", "--rejects", rejects.to_str().unwrap()]);
+    assert_eq!((run.code, db.count("sparse")), (1, 2_500), "{}", run.output());
+    let first = std::fs::read_to_string(&rejects).unwrap().lines().next().unwrap().to_string();
+    let reason =
+        "the document has the key \\\"B\\\", which names column \\\"B\\\" of the table, but the documents at the \
+                  start of the input have no such key, so the loaded columns are theirs (id, a); to load it, name the \
+                  columns with --columns id,a,B (or leave such keys out with --skip-other-fields)";
+    assert!(first.contains(reason), "{first}");
+    let args = ["--table", "sparse", "--columns", "id,a,B", "--truncate", "--load-again"];
+    db.load(&[&[file.to_str().unwrap()][..], &args[..]].concat()).assert_ok();
+    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(\"B\") FROM sparse"), "3000 500");
+}
+
 /// JSON from an API names its keys in camelCase (`orderId`), tables name
 /// columns in snake_case (`order_id`): such a key used to stop the load as
 /// "not a column". A key that spells one column's name and no other's, case

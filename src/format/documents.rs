@@ -73,6 +73,10 @@ pub struct DocumentColumns {
     /// No input holds a document to take the keys from (an export of no
     /// rows): the columns are the table's, and nothing is said of them.
     pub no_documents: bool,
+    /// The table's columns that no key of the first documents named, when
+    /// the columns were taken from those keys: a later document's key that
+    /// names one is rejected with the `--columns` that loads it.
+    pub unloaded: Vec<String>,
     /// What each column gets from a document without its key, as a field
     /// of the text format: `\N`, the column's default when it is a
     /// constant, or [`DEFAULT_MARK`] (see `load::defaults`). Why not always NULL: documents
@@ -113,6 +117,33 @@ impl DocumentColumns {
             columns.missing.push(b"\\N".to_vec());
         }
         columns
+    }
+
+    /// Why a document with `key`, which no loaded column takes, is
+    /// rejected, and what loads it: when it names one of the table's
+    /// [`Self::unloaded`] columns (as a header's field does, case and all
+    /// but letters and digits aside), the first documents had no such key,
+    /// and `--columns` naming it too loads it.
+    fn unloaded_key(&self, key: &str) -> String {
+        let folded = |name: &str| name.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect();
+        let wanted: String = folded(key);
+        let loaded = self.keys.join(", ");
+        let Some(column) = self.unloaded.iter().find(|column| !wanted.is_empty() && folded(column) == wanted) else {
+            return format!(
+                "the document has the key \"{key}\", which is not one of the loaded columns ({loaded}); to leave \
+                 such keys out, pass --skip-other-fields (or name the columns to load with --columns)"
+            );
+        };
+        let as_named = self.columns.iter().zip(&self.keys).all(|(c, k)| c == k) && column == key;
+        let columns = match as_named {
+            true => format!("--columns {},{key}", self.keys.join(",")),
+            false => "--columns, each loaded from the key of its name".to_string(),
+        };
+        format!(
+            "the document has the key \"{key}\", which names column \"{column}\" of the table, but the documents \
+             at the start of the input have no such key, so the loaded columns are theirs ({loaded}); to load it, \
+             name the columns with {columns} (or leave such keys out with --skip-other-fields)"
+        )
     }
 
     /// Makes a document without the key of column `index` load a value of
@@ -462,11 +493,7 @@ impl<'de> Visitor<'de> for Slots<'_> {
                     map.next_value::<IgnoredAny>()?;
                 }
                 None => {
-                    *self.problem = Some(format!(
-                        "the document has the key \"{key}\", which is not one of the loaded columns ({}); to leave \
-                         such keys out, pass --skip-other-fields (or name the columns to load with --columns)",
-                        self.columns.keys.join(", ")
-                    ));
+                    *self.problem = Some(self.columns.unloaded_key(&key));
                     return Err(de::Error::custom("unknown key"));
                 }
             }

@@ -903,7 +903,7 @@ fn prepare(
     let jsonl_head = (format.kind == FormatKind::Jsonl).then(|| first_look::first_head(sources));
     let one_document = jsonl_head.as_ref().and_then(|(name, head)| documents_at_advice((name, head), format));
     let documents = match &jsonl_head {
-        Some(head) => match documents_into_columns(req, head, &table, format)
+        Some(head) => match documents_into_columns(req, head, &table, format, sources)
             .map_err(|e| documents_at_advised(e, one_document.as_deref()))?
         {
             Some(mut columns) => {
@@ -1218,6 +1218,7 @@ fn documents_into_columns(
     (name, head): &(Arc<str>, Vec<u8>),
     table: &TableInfo,
     format: &FormatOptions,
+    sources: &[Source],
 ) -> Result<Option<documents::DocumentColumns>, Error> {
     if plan::whole_documents(table, req.columns.as_deref(), || head) {
         return Ok(None);
@@ -1228,7 +1229,13 @@ fn documents_into_columns(
                 .into(),
         ));
     }
-    plan::document_columns(table, (req.columns.as_deref(), req.skip_other_fields), (name, head)).map(Some)
+    // Read only when --columns names a key the head's documents lack.
+    let across = match req.columns {
+        Some(_) => first_look::across(sources, name).0,
+        None => Vec::new(),
+    };
+    let given = (req.columns.as_deref(), req.skip_other_fields);
+    plan::document_columns(table, given, (name, head), &across).map(Some)
 }
 
 /// The most workers `--workers auto` may use: `--max-workers`, else the

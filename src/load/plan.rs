@@ -434,12 +434,16 @@ fn is_json(ty: &str) -> bool {
 /// see [`spelt_in`]) unless `skip_other_keys` (`--skip-other-fields`)
 /// leaves out those that name none.
 ///
-/// Why check the named keys against the head: a misspelt one would load
-/// NULL into its column in every row, without a reject to show it.
+/// Why check the named keys against the head (and `across`, blocks of
+/// documents from across the inputs, see `first_look::across`): a misspelt
+/// one would load NULL into its column in every row, without a reject to
+/// show it. Why `across` too: a key that only documents further in have
+/// could not be named at all, and such documents were all rejected.
 pub fn document_columns(
     table: &TableInfo,
     (given, skip_other_keys): (Option<&[String]>, bool),
     (input, head): (&str, &[u8]),
+    across: &[Vec<u8>],
 ) -> Result<DocumentColumns, Error> {
     let keys = documents::keys_in(head);
     let head_size = crate::report::human_bytes(head.len() as u64);
@@ -464,6 +468,9 @@ pub fn document_columns(
     };
     let loadable = column_names(table);
     let mut left_out = Vec::new();
+    // The keys of the documents read from across the inputs, for a key
+    // `--columns` names that the head's documents do not have.
+    let later_keys = documents::keys_in(&across.concat());
     for (key, line) in wanted {
         // A key names its column as a header's field does (`orderId` names
         // order_id); a name given with --columns is a column's, as SQL reads it.
@@ -487,10 +494,15 @@ pub fn document_columns(
                 column_list(table)
             )),
         })?;
-        if given.is_some() && !keys.is_empty() && !keys.iter().any(|(k, _)| *k == key) {
+        if given.is_some()
+            && !keys.is_empty()
+            && !keys.iter().any(|(k, _)| *k == key)
+            && !later_keys.iter().any(|(k, _)| *k == key)
+        {
             return Err(Error::Usage(format!(
-                "--columns names \"{key}\", but no document in the first {head_size} of {input} has that key \
-                 (they have: {}), so its column would be NULL in every row; name the columns by the documents' keys",
+                "--columns names \"{key}\", but no document in the first {head_size} of {input}, nor of those read \
+                 from across the inputs, has that key (they have: {}), so its column would be NULL in every row; \
+                 name the columns by the documents' keys",
                 keys.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(", ")
             )));
         }
@@ -521,6 +533,9 @@ pub fn document_columns(
     }
     let mut columns = DocumentColumns::new(pairs, given.is_some() || skip_other_keys);
     columns.keys_left_out = left_out;
+    if given.is_none() && !skip_other_keys {
+        columns.unloaded = loadable.iter().filter(|name| !columns.columns.contains(name)).cloned().collect();
+    }
     columns.no_documents = given.is_none() && keys.is_empty();
     Ok(columns)
 }
