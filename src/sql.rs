@@ -28,6 +28,13 @@ pub fn quote_literal(value: &str) -> String {
     format!("E'{}'", value.replace('\\', "\\\\").replace('\'', "''"))
 }
 
+/// `name` with case and everything but letters and digits left out: how a
+/// header's field or a document's key spells a column's name (`Order ID`,
+/// `orderId` and `order_id` are all `orderid`).
+pub fn folded_name(name: &str) -> String {
+    name.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
+}
+
 /// `{1,2,3}`: server process ids as a PostgreSQL array literal, for a
 /// `$1::int[]` parameter.
 pub fn pid_array(pids: &[u32]) -> String {

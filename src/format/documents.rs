@@ -125,10 +125,10 @@ impl DocumentColumns {
     /// but letters and digits aside), the first documents had no such key,
     /// and `--columns` naming it too loads it.
     fn unloaded_key(&self, key: &str) -> String {
-        let folded = |name: &str| name.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect();
-        let wanted: String = folded(key);
+        let wanted = crate::sql::folded_name(key);
         let loaded = self.keys.join(", ");
-        let Some(column) = self.unloaded.iter().find(|column| !wanted.is_empty() && folded(column) == wanted) else {
+        let names_it = |column: &&String| !wanted.is_empty() && crate::sql::folded_name(column) == wanted;
+        let Some(column) = self.unloaded.iter().find(names_it) else {
             return format!(
                 "the document has the key \"{key}\", which is not one of the loaded columns ({loaded}); to leave \
                  such keys out, pass --skip-other-fields (or name the columns to load with --columns)"

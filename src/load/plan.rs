@@ -773,9 +773,8 @@ fn spelt_in(names: &[String], field: &str) -> Option<String> {
     if let Some(name) = named_in(names, field) {
         return Some(name);
     }
-    let folded = |name: &str| name.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect();
-    let wanted: String = folded(field);
-    let mut spelt = names.iter().filter(|name| !wanted.is_empty() && folded(name) == wanted);
+    let wanted = crate::sql::folded_name(field);
+    let mut spelt = names.iter().filter(|name| !wanted.is_empty() && crate::sql::folded_name(name) == wanted);
     match (spelt.next(), spelt.next()) {
         (Some(name), None) => Some(name.clone()),
         _ => None,
