@@ -340,18 +340,24 @@ fn a_role_that_may_not_use_the_sequence_of_a_key_left_out_is_refused_before_anyt
          CREATE TRIGGER entry_in INSTEAD OF INSERT ON public.entry FOR EACH ROW EXECUTE FUNCTION public.entry_in(); \
          GRANT INSERT ON public.entry TO {role}"
     ));
-    let run = load("entry");
+    let rejects = db.dir.path().join("entry.rejects.jsonl");
+    let rejects = rejects.to_str().unwrap();
+    let to_entry = |file: &std::path::Path| {
+        let args = ["load", file.to_str().unwrap(), "--table", "entry", "--columns", "name", "--rejects", rejects];
+        sluice_as(&conninfo, &args)
+    };
+    let run = to_entry(&file);
     assert_eq!(run.code, 1, "{}", run.stderr);
     let says = "all 2 records were rejected for a right the role lacks, not for their values; the first: ";
     assert!(run.stderr.contains(says) && run.stderr.contains("permission denied for table backing"), "{}", run.stderr);
     let many: String = (0..1_200).map(|i| format!("n{i}\n")).collect();
     let many = db.file("many.csv", many.as_bytes());
-    let run = sluice_as(&conninfo, &["load", many.to_str().unwrap(), "--table", "entry", "--columns", "name"]);
+    let run = to_entry(&many);
     assert_eq!(run.code, 5, "{}", run.stderr);
     let stop = "the first 1,000 records were all rejected, for a right the role lacks, not for their values";
     assert!(run.stderr.contains(stop) && run.stderr.contains("GRANT INSERT ON TABLE ..."), "{}", run.stderr);
     db.execute(&format!("GRANT INSERT ON public.backing TO {role}"));
-    sluice_as(&conninfo, &["load", many.to_str().unwrap(), "--table", "entry", "--columns", "name"]).assert_ok();
+    to_entry(&many).assert_ok();
     assert_eq!(db.count("backing"), 1_200);
 }
 
