@@ -1230,12 +1230,9 @@ fn documents_into_columns(
         ));
     }
     // Read only when --columns names a key the head's documents lack.
-    let across = match req.columns {
-        Some(_) => first_look::across(sources, name).0,
-        None => Vec::new(),
-    };
+    let across = || first_look::across(sources, name).0;
     let given = (req.columns.as_deref(), req.skip_other_fields);
-    plan::document_columns(table, given, (name, head), &across).map(Some)
+    plan::document_columns(table, given, (name, head), across).map(Some)
 }
 
 /// The most workers `--workers auto` may use: `--max-workers`, else the

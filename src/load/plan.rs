@@ -187,11 +187,12 @@ pub fn refuse_without_rights(
         )));
     }
     let sequences = text(4);
+    let mut taken = sequences.split('\x1f').filter_map(|taken| {
+        let mut parts = taken.split('\x1e');
+        Some((parts.next()?, parts.next()?, parts.next()?))
+    });
     let left_out = |column: &str| !loaded.iter().any(|(name, _)| name == column);
-    let taken = sequences.split('\x1f').map(|s| s.split('\x1e').collect::<Vec<_>>());
-    if let Some([column, sequence, sequence_owner]) =
-        taken.filter(|s| s.len() == 3 && left_out(s[0])).map(|s| [s[0], s[1], s[2]]).next()
-    {
+    if let Some((column, sequence, sequence_owner)) = taken.find(|(column, ..)| left_out(column)) {
         return Err(Error::Target(format!(
             "role {role} may not take values from sequence {sequence}, which gives column {column} of {} its \
              default, and the columns loaded leave {column} out: ask its owner, {} (or a superuser), to run GRANT \
@@ -434,8 +435,9 @@ fn is_json(ty: &str) -> bool {
 /// see [`spelt_in`]) unless `skip_other_keys` (`--skip-other-fields`)
 /// leaves out those that name none.
 ///
-/// Why check the named keys against the head (and `across`, blocks of
-/// documents from across the inputs, see `first_look::across`): a misspelt
+/// Why check the named keys against the head (and `across`, which reads
+/// blocks of documents from across the inputs, see `first_look::across`,
+/// only for a named key the head's documents lack): a misspelt
 /// one would load NULL into its column in every row, without a reject to
 /// show it. Why `across` too: a key that only documents further in have
 /// could not be named at all, and such documents were all rejected.
@@ -443,7 +445,7 @@ pub fn document_columns(
     table: &TableInfo,
     (given, skip_other_keys): (Option<&[String]>, bool),
     (input, head): (&str, &[u8]),
-    across: &[Vec<u8>],
+    across: impl Fn() -> Vec<Vec<u8>>,
 ) -> Result<DocumentColumns, Error> {
     let keys = documents::keys_in(head);
     let head_size = crate::report::human_bytes(head.len() as u64);
@@ -470,7 +472,9 @@ pub fn document_columns(
     let mut left_out = Vec::new();
     // The keys of the documents read from across the inputs, for a key
     // `--columns` names that the head's documents do not have.
-    let later_keys = documents::keys_in(&across.concat());
+    let later_keys = std::cell::OnceCell::new();
+    let in_later_documents =
+        |key: &str| later_keys.get_or_init(|| documents::keys_in(&across().concat())).iter().any(|(k, _)| k == key);
     for (key, line) in wanted {
         // A key names its column as a header's field does (`orderId` names
         // order_id); a name given with --columns is a column's, as SQL reads it.
@@ -494,11 +498,7 @@ pub fn document_columns(
                 column_list(table)
             )),
         })?;
-        if given.is_some()
-            && !keys.is_empty()
-            && !keys.iter().any(|(k, _)| *k == key)
-            && !later_keys.iter().any(|(k, _)| *k == key)
-        {
+        if given.is_some() && !keys.is_empty() && !keys.iter().any(|(k, _)| *k == key) && !in_later_documents(&key) {
             return Err(Error::Usage(format!(
                 "--columns names \"{key}\", but no document in the first {head_size} of {input}, nor of those read \
                  from across the inputs, has that key (they have: {}), so its column would be NULL in every row; \
