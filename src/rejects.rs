@@ -31,6 +31,9 @@ use serde::Serialize;
 use crate::error::Position;
 use crate::sql::copy_text_value;
 
+mod reasons;
+pub use reasons::{ReasonTally, RejectKind, RejectReasons};
+
 /// One rejected record.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Reject {
@@ -348,6 +351,8 @@ pub struct RejectsFile {
     keep_others: Option<Vec<String>>,
     /// Where such a file was moved, and the input its first reject names.
     kept: Option<(PathBuf, String)>,
+    /// The records written, counted by why they were rejected.
+    reasons: ReasonTally,
 }
 
 /// Rejects in input order, one after another in the file.
@@ -378,6 +383,7 @@ impl RejectsFile {
             line: Vec::new(),
             keep_others: None,
             kept: None,
+            reasons: ReasonTally::default(),
         }
     }
 
@@ -431,6 +437,11 @@ impl RejectsFile {
         self.written
     }
 
+    /// Why the records written were rejected, by kind.
+    pub fn reasons(&self) -> &ReasonTally {
+        &self.reasons
+    }
+
     /// Writes one chunk's rejects, in input order.
     pub fn write_all(&mut self, rejects: &[Reject]) -> std::io::Result<()> {
         let mut sorted: Vec<&Reject> = rejects.iter().collect();
@@ -450,6 +461,7 @@ impl RejectsFile {
         self.line.push(b'\n');
         out.write_all(&self.line)?;
         self.written += 1;
+        self.reasons.add(reject);
         self.add_to_runs(input_order(reject), self.line.len() as u64);
         Ok(())
     }

@@ -99,6 +99,8 @@ pub struct Summary {
     /// How many records that file holds: every reject the job has
     /// committed so far, earlier runs' included.
     pub rejects_in_file: u64,
+    /// Why the records that file holds were rejected, by kind.
+    pub reject_reasons: crate::rejects::RejectReasons,
     /// Chunks, rows, rejects, suppressed and skipped records committed by
     /// earlier runs of the job.
     pub resumed_chunks: u64,
@@ -395,6 +397,26 @@ impl LoadReport {
             .collect()
     }
 
+    /// Why records were rejected: a line for each of the commonest kinds
+    /// (indented, most records first), with the first record of each, and
+    /// one for the rest. Empty when nothing was rejected.
+    pub fn reject_lines(&self) -> Vec<String> {
+        const SHOWN: usize = 5;
+        let reasons = &self.summary.reject_reasons;
+        let mut lines: Vec<String> = reasons.kinds.iter().take(SHOWN).map(reject_kind_line).collect();
+        let rest = &reasons.kinds[reasons.kinds.len().min(SHOWN)..];
+        let rest_records = rest.iter().map(|k| k.records).sum::<u64>() + reasons.other_records;
+        if rest_records > 0 {
+            let reasons = match (rest.len(), reasons.other_records) {
+                (1, 0) => "another reason".to_string(),
+                (n, 0) => format!("{n} other reasons"),
+                _ => "other reasons".to_string(),
+            };
+            lines.push(format!("  {} for {reasons}: see the file", count_of(rest_records, "record")));
+        }
+        lines
+    }
+
     /// Writes the JSON report to `path` and the chart next to it
     /// (`path` with the extension `.html`).
     pub fn write_json(&self, path: &Path) -> std::io::Result<()> {
@@ -469,6 +491,23 @@ pub fn plural(n: u64) -> &'static str {
     } else {
         "s"
     }
+}
+
+/// `  3 records, column "d": invalid input syntax for type date: "x"
+/// (the first: orders.csv line 8)`.
+fn reject_kind_line(kind: &crate::rejects::RejectKind) -> String {
+    let column = match &kind.column {
+        Some(column) if !kind.reason.starts_with("column ") => format!(", column {}", crate::sql::quote_ident(column)),
+        _ => String::new(),
+    };
+    let first = if kind.records == 1 { "" } else { "the first: " };
+    format!(
+        "  {}{column}: {} ({first}{} line {})",
+        count_of(kind.records, "record"),
+        kind.reason,
+        kind.file,
+        thousands(kind.line)
+    )
 }
 
 /// `1 record`, `12,345 records`.

@@ -516,6 +516,7 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
                     "sluice: {} of the committed chunks were rejected; see {file}",
                     count_of(s.rejects_in_file, "record")
                 );
+                print_reject_lines(&args, &partial, &redactor);
             }
             for line in s.deferred.left_undone() {
                 eprintln!("sluice: {line}");
@@ -539,9 +540,21 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
             n => format!(" ({} by earlier runs of the job)", thousands(n)),
         };
         eprintln!("sluice: rejected {rejected}{earlier}; see {file} (one JSON object per record, with the reason)");
+        print_reject_lines(&args, &report, &redactor);
         return Ok(exit::REJECTS);
     }
     Ok(exit::OK)
+}
+
+/// Why records were rejected (see [`LoadReport::reject_lines`]), after the
+/// line that names the rejects file; not with --quiet.
+fn print_reject_lines(args: &LoadArgs, report: &LoadReport, redactor: &Redactor) {
+    if args.quiet {
+        return;
+    }
+    for line in report.reject_lines() {
+        eprintln!("sluice: {}", redactor.apply(&line));
+    }
 }
 
 /// The summary line, then where the server's time went (see

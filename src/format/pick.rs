@@ -285,6 +285,16 @@ fn mark(reason: &str, splitter: Splitter, line_end: LineEnd, ending: &[u8], out:
     }
 }
 
+/// The column a marked line's reason names, when a conversion refused its
+/// value (`column "price": ...`, its quotes maybe apostrophes, see
+/// [`mark`]): the reject names it as the server's refusals name theirs.
+pub fn refused_column(reason: &str) -> Option<&str> {
+    let rest = reason.strip_prefix("column ")?;
+    let quote = rest.chars().next().filter(|&c| c == '"' || c == '\'')?;
+    let (name, after) = rest[1..].split_once(quote)?;
+    after.starts_with(": ").then_some(name)
+}
+
 /// Appends `field` with its value converted. A CSV value keeps its quotes
 /// (a quoted value is never NULL unless FORCE_NULL says so); a value with
 /// escapes or inner quotes, or the NULL string, is no number and goes as
@@ -422,6 +432,7 @@ mod tests {
         assert_eq!(lines[1], b"2,,\"\"\n");
         let reason = crate::format::documents::marked_reason(lines[2]).expect("a marked line");
         assert!(reason.starts_with("column 'price': '2.5' is no number"), "{reason}");
+        assert_eq!(refused_column(&reason), Some("price"));
         // The text format: the NULL string and escaped values go as written.
         let text = Splitter { dialect: Dialect::Text, delimiter: b'\t', null: b"0" };
         let (out, _) = pick_records(b"1\tx\t2,5\t0\n2\ty\t2\\,5\t\\N\n", text, LineEnd::Lf, &picks);

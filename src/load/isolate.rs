@@ -63,8 +63,8 @@ use crate::encoding::{self, Transcoding};
 use crate::error::Error;
 use crate::error::Position;
 use crate::format::binary::{self, BinaryEncoder, Unsure};
-use crate::format::documents;
 use crate::format::scan::LineEnd;
+use crate::format::{documents, pick};
 use crate::format::{FormatKind, RecordScanner};
 use crate::rejects::Reject;
 use crate::sink::postgres::PgSession;
@@ -1042,7 +1042,10 @@ impl<'a> Isolator<'a> {
         let plain = plain_bytes(marks, self.bytes);
         for i in 0..self.index.len() {
             match verdict(self.shared, marks, plain, self.record(i)) {
-                Verdict::Refused(reason) => self.reject(i, CopyRefusal { message: reason, ..CopyRefusal::default() }),
+                Verdict::Refused(reason) => {
+                    let column = pick::refused_column(&reason).map(str::to_string);
+                    self.reject(i, CopyRefusal { message: reason, column, ..CopyRefusal::default() })
+                }
                 Verdict::Suspect => suspects.push(i),
                 Verdict::Clean => clean.push(i),
             }

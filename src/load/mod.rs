@@ -1666,6 +1666,7 @@ fn conclude(
     if rejects.written() > 0 {
         report.summary.rejects_file = Some(rejects.path().display().to_string());
         report.summary.rejects_in_file = rejects.written();
+        report.summary.reject_reasons = rejects.reasons().summed_up();
     }
     let stopped_by = failure.as_ref().filter(|e| !matches!(e, Error::Interrupted { .. }));
     if let (Some(error), Some(session)) = (stopped_by, control.as_ref()) {
@@ -2475,6 +2476,7 @@ fn build_report(
         replaced: shared.replaces().then(|| chunks.iter().map(|c| c.replaced).sum()),
         rejects_file: None,
         rejects_in_file: 0,
+        reject_reasons: Default::default(),
         resumed_chunks: scans.iter().map(|s| s.resumed_chunks).sum(),
         resumed_rows: per_file.iter().map(|f| f.resumed_rows).sum(),
         resumed_rejected: per_file.iter().map(|f| f.resumed_rejected).sum(),
