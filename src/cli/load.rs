@@ -516,7 +516,7 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
                     "sluice: {} of the committed chunks were rejected; see {file}",
                     count_of(s.rejects_in_file, "record")
                 );
-                print_reject_lines(&args, &partial, &redactor);
+                print_reject_lines(&args, &partial, redactor);
             }
             for line in s.deferred.left_undone() {
                 eprintln!("sluice: {line}");
@@ -540,7 +540,7 @@ pub fn run(args: LoadArgs, redactor: &mut Redactor) -> Result<i32, Error> {
             n => format!(" ({} by earlier runs of the job)", thousands(n)),
         };
         eprintln!("sluice: rejected {rejected}{earlier}; see {file} (one JSON object per record, with the reason)");
-        print_reject_lines(&args, &report, &redactor);
+        print_reject_lines(&args, &report, redactor);
         return Ok(exit::REJECTS);
     }
     Ok(exit::OK)
