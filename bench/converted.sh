@@ -15,14 +15,18 @@
 # --percent (and rtrim(price, '%')::numeric / 100 by hand). NUMBERS=sap
 # writes them as SAP exports them (1.234.567,89), one in ten negative with
 # its minus after the digits (12,50-), for --decimal-comma --trailing-minus
-# (and rtrim() and replace() with a CASE by hand).
+# (and rtrim() and replace() with a CASE by hand). NUMBERS=pandas writes the
+# integer ids as pandas writes an integer column that has a missing value,
+# as floats (1234.0), and the prices plainly, for --zero-fractions (and
+# id::numeric::int by hand).
 #
-#   PGHOST=... PGPORT=... PGUSER=... [NUMBERS=thousands|currency|percent|sap] bash bench/converted.sh [ROWS] [ROUNDS] [SLUICE]
+#   PGHOST=... PGPORT=... PGUSER=... [NUMBERS=thousands|currency|percent|sap|pandas] bash bench/converted.sh [ROWS] [ROUNDS] [SLUICE]
 set -euo pipefail
 rows=${1:-2000000}
 rounds=${2:-5}
 sluice=${3:-sluice}
 numbers=${NUMBERS:-decimal-comma}
+id_by_hand="id::int"
 case $numbers in
   decimal-comma) number_flag=(--decimal-comma); by_hand="replace(replace(price, '.', ''), ',', '.')" ;;
   thousands) number_flag=(--thousands ,); by_hand="replace(price, ',', '')" ;;
@@ -31,7 +35,8 @@ case $numbers in
   percent) number_flag=(--percent); by_hand="rtrim(price, '%')::numeric / 100" ;;
   sap) number_flag=(--decimal-comma --trailing-minus)
        by_hand="(CASE WHEN price LIKE '%-' THEN -1 ELSE 1 END) * replace(replace(rtrim(price, '-'), '.', ''), ',', '.')::numeric" ;;
-  *) echo "NUMBERS is decimal-comma, thousands, currency, percent or sap" >&2; exit 2 ;;
+  pandas) number_flag=(--zero-fractions); by_hand="price"; id_by_hand="id::numeric::int" ;;
+  *) echo "NUMBERS is decimal-comma, thousands, currency, percent, sap or pandas" >&2; exit 2 ;;
 esac
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
@@ -44,8 +49,10 @@ with open(f"{out}/converted.csv", "w") as converted, open(f"{out}/plain.csv", "w
     for i in range(rows):
         whole, cents = random.randrange(1, 10**7), random.randrange(100)
         ms = random.randrange(1_500_000_000_000, 1_800_000_000_000)
-        sign = ""
-        if numbers == "thousands":
+        sign, id = "", i
+        if numbers == "pandas":
+            price, id = f"{whole}.{cents:02d}", f"{i}.0"
+        elif numbers == "thousands":
             price = f"{whole:,}.{cents:02d}"
         elif numbers == "percent":
             price = f"{whole}{cents:02d}%"
@@ -57,7 +64,7 @@ with open(f"{out}/converted.csv", "w") as converted, open(f"{out}/plain.csv", "w
             price = f"{whole:,}".replace(",", ".") + f",{cents:02d}"
             if numbers == "sap" and i % 10 == 3:
                 price, sign = f"{price}-", "-"
-        converted.write(f"{i};{price};{ms};{ms}\n")
+        converted.write(f"{id};{price};{ms};{ms}\n")
         iso = (epoch + datetime.timedelta(milliseconds=ms)).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
         plain.write(f"{i};{sign}{whole}.{cents:02d};{iso}+00;{iso}\n")
 EOF
@@ -76,7 +83,7 @@ run() {
     sluice_converting) "$sluice" load "$dir/converted.csv" --table converted --delimiter ';' "${number_flag[@]}" \
                          --unix-times ms --quiet --restart ;;
     hand_sql) sql "\\copy converted_stage FROM '$dir/converted.csv' WITH (format csv, delimiter ';')"
-              sql "INSERT INTO converted SELECT id::int, $by_hand::numeric,
+              sql "INSERT INTO converted SELECT $id_by_hand, $by_hand::numeric,
                      'epoch'::timestamptz + at::int8 * interval '1 millisecond',
                      ('epoch'::timestamptz + ts::int8 * interval '1 millisecond') AT TIME ZONE 'UTC'
                    FROM converted_stage" ;;

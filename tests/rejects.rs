@@ -2347,6 +2347,58 @@ fn minuses_after_the_digits_are_named_and_load_negative() {
     }
 }
 
+/// Integers written with a fraction of zeros (`3.0`), as pandas writes an
+/// integer column that has a missing value: named with `--zero-fractions`
+/// (and the marks their numbers need), loaded with it as the integers they
+/// are (text and binary COPY), while another fraction is still rejected and
+/// a numeric column keeps its fraction.
+#[test]
+fn integers_with_a_fraction_of_zeros_are_named_and_load_whole() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE public.frame (id bigint, qty int, small smallint, price numeric, want int)");
+    let mut rng = Rng(fuzz_seed() ^ 0x0F0);
+    let mut data = String::from("id,qty,small,price,want\n");
+    for i in 0..3_000u64 {
+        let want = rng.below(100_000) as i64 - 50_000;
+        let zeros = "0".repeat(1 + rng.below(3) as usize);
+        let (qty, want) =
+            if i % 7 == 0 { (String::new(), String::new()) } else { (format!("{want}.{zeros}"), want.to_string()) };
+        data.push_str(&format!("{i}.0,{qty},\"{}.0\",{}.50,{want}\n", i % 100, i % 10));
+    }
+    data.push_str("3000.0,2.5,1.0,1.0,\n");
+    let file = db.file("frame.csv", data.as_bytes());
+    let flags = ["--header", "--max-errors", "10000"];
+    // No flag: every record is rejected; the warning names the flag.
+    let Loaded { run, .. } = load_with_rejects(&db, &file, "frame", &flags);
+    assert_eq!((run.code, db.count("frame")), (1, 0), "{}", run.stderr);
+    let warning = "3,001 integers were rejected for a fraction of zeros (the first: \"0.0\", ";
+    let fix = "PostgreSQL reads no fraction in an integer; pass --zero-fractions, which reads 3.0 as 3 in integer \
+               columns";
+    assert!(run.stderr.contains(warning) && run.stderr.contains(fix), "{}", run.stderr);
+    let again = ["--load-again", "--truncate", "--restart"];
+    for copy_format in ["text", "binary"] {
+        let given = ["--zero-fractions", "--copy-format", copy_format];
+        let Loaded { run, rejects, .. } =
+            load_with_rejects(&db, &file, "frame", &[&flags[..], &again[..], &given[..]].concat());
+        assert_eq!((run.code, rejects.len()), (1, 1), "{copy_format}: {}", run.stderr);
+        assert_eq!(rejects[0]["line"], 3_002, "2.5 is no integer: {rejects:?}");
+        let said = "loading values with a fraction of zeros (3.0) in id, qty, small, want as the integers they are";
+        assert!(run.stderr.contains(said), "{}", run.stderr);
+        let wrong = db.scalar(
+            "SELECT count(*) || coalesce(' ' || (array_agg(frame::text))[1], '') FROM frame \
+             WHERE qty IS DISTINCT FROM want OR small <> id % 100 OR price <> id % 10 + 0.5",
+        );
+        assert_eq!((db.count("frame"), wrong), (3_000, "0".to_string()), "{copy_format}");
+    }
+    // With --decimal-comma, as a spreadsheet formats a count: `1.234,00`.
+    db.execute("CREATE TABLE public.counts (n int, share numeric)");
+    let counts = db.file("counts.csv", b"\"1.234,00\";\"0,50\"\n\"-7,0\";\"1,00\"\n");
+    let both = ["--delimiter", ";", "--decimal-comma", "--zero-fractions"];
+    let Loaded { run, .. } = load_with_rejects(&db, &counts, "counts", &both);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(db.scalar("SELECT string_agg(n || ':' || share, ' ' ORDER BY n) FROM counts"), "-7:1.00 1234:0.50");
+}
+
 /// JSON documents into typed columns give the same warnings for the values
 /// in them: dates written day first and numbers with a decimal comma (the
 /// rejects hold the documents, so their values are read from the records

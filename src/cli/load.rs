@@ -148,6 +148,13 @@ pub struct LoadArgs {
     #[arg(long)]
     trailing_minus: bool,
 
+    /// Integer columns' values may have a fraction of zeros (3.0, 12.00),
+    /// as pandas writes an integer column that has a missing value (as
+    /// floats) and spreadsheets write formatted numbers: sluice loads the
+    /// integer. Another fraction (2.5) is still rejected
+    #[arg(long)]
+    zero_fractions: bool,
+
     /// JSON whose documents are the elements of an array under a key of
     /// each top-level object, as API responses and GeoJSON hold them
     /// ({"data": [{...}, ...]}: data; {"hits": {"hits": [...]}}: hits.hits;
@@ -406,6 +413,7 @@ impl LoadArgs {
         options.currency = self.currency;
         options.percent = self.percent;
         options.trailing_minus = self.trailing_minus;
+        options.zero_fractions = self.zero_fractions;
         options.unix_times = self.unix_times;
         options.documents_at = self.documents_at.as_ref().map(|path| path.split('.').map(String::from).collect());
         LoadRequest {

@@ -58,12 +58,20 @@ pub struct NumberWriting {
     /// `--trailing-minus`: a number with `-` right after its last digit
     /// is negative.
     pub trailing_minus: bool,
+    /// `--zero-fractions`, for an integer column: a number whose fraction
+    /// is all zeros (`3.0`) is the integer it is written as.
+    pub zero_fractions: bool,
 }
 
 impl NumberWriting {
     /// Numbers as the server reads them.
-    pub const PLAIN: NumberWriting =
-        NumberWriting { marks: NumberMarks::Plain, currency: None, percent: false, trailing_minus: false };
+    pub const PLAIN: NumberWriting = NumberWriting {
+        marks: NumberMarks::Plain,
+        currency: None,
+        percent: false,
+        trailing_minus: false,
+        zero_fractions: false,
+    };
 
     /// Numbers written with these marks and nothing else.
     pub const fn with_marks(marks: NumberMarks) -> NumberWriting {
@@ -86,7 +94,9 @@ impl NumberWriting {
         let currency = self.currency.map(|currency| format!("--currency {}", currency.flag_value()));
         let percent = self.percent.then(|| "--percent".to_string());
         let minus = self.trailing_minus.then(|| "--trailing-minus".to_string());
-        currency.into_iter().chain(self.marks.flag()).chain(percent).chain(minus).collect::<Vec<_>>().join(" ")
+        let zeros = self.zero_fractions.then(|| "--zero-fractions".to_string());
+        let flags = currency.into_iter().chain(self.marks.flag()).chain(percent).chain(minus).chain(zeros);
+        flags.collect::<Vec<_>>().join(" ")
     }
 }
 
@@ -360,9 +370,12 @@ impl Conversion {
     /// ([`Conversion::Number`]), if not plainly.
     pub fn for_column(sql_type: &str, numbers: Option<Conversion>, unix_times: Option<TimeUnit>) -> Option<Conversion> {
         let base = sql_type.split('(').next().unwrap_or(sql_type);
-        let number = matches!(base, "smallint" | "integer" | "bigint" | "numeric" | "real" | "double precision");
-        if number && numbers.is_some() {
-            return numbers;
+        let integer = matches!(base, "smallint" | "integer" | "bigint");
+        let number = integer || matches!(base, "numeric" | "real" | "double precision");
+        if let (true, Some(Conversion::Number(writing))) = (number, numbers) {
+            // Only an integer's input refuses a fraction of zeros.
+            let writing = NumberWriting { zero_fractions: writing.zero_fractions && integer, ..writing };
+            return (writing != NumberWriting::PLAIN).then_some(Conversion::Number(writing));
         }
         let into = match base {
             "date" => TimeColumn::Date,
@@ -448,8 +461,38 @@ fn thousands(value: &[u8], mark: u8, out: &mut Vec<u8>) -> Result<bool, String> 
 }
 
 /// A number column's `value` written as `writing` says, as a plain
-/// number; with `--percent`, `12.5%` as `0.125`, exactly.
+/// number; with `--zero-fractions`, without a fraction of zeros (`3.0` as
+/// `3`, `1.234,00` with `--decimal-comma` as `1234`). Another fraction
+/// goes to the server as it is, whose refusal says the integer's type.
 fn number(value: &[u8], writing: NumberWriting, out: &mut Vec<u8>) -> Result<bool, String> {
+    if !writing.zero_fractions {
+        return signed_number(value, writing, out);
+    }
+    let start = out.len();
+    let converted = signed_number(value, writing, out)?;
+    let written = if converted { &out[start..] } else { value.trim_ascii() };
+    let Some(point) = zero_fraction_at(written) else { return Ok(converted) };
+    match converted {
+        true => out.truncate(start + point),
+        false => out.extend_from_slice(&value.trim_ascii()[..point]),
+    }
+    Ok(true)
+}
+
+/// Where the fraction of `number` starts, when it is a plain number whose
+/// fraction is all zeros: `[+-]digits.0...`, as pandas writes an integer
+/// column that has a missing value (as floats: `3.0`).
+pub fn zero_fraction_at(number: &[u8]) -> Option<usize> {
+    let digits_at = usize::from(matches!(number.first(), Some(b'-' | b'+')));
+    let point = digits_at + number[digits_at..].iter().position(|b| !b.is_ascii_digit())?;
+    let zeros = &number[point..].strip_prefix(b".")?;
+    let whole = point > digits_at && !zeros.is_empty() && zeros.iter().all(|&b| b == b'0');
+    whole.then_some(point)
+}
+
+/// [`number`] before `--zero-fractions`: with `--percent`, `12.5%` as
+/// `0.125`, exactly.
+fn signed_number(value: &[u8], writing: NumberWriting, out: &mut Vec<u8>) -> Result<bool, String> {
     let NumberWriting { currency, percent, .. } = writing;
     let read = |value: &[u8], out: &mut Vec<u8>| match currency {
         Some(currency) => amount(value, writing, currency, out),
@@ -903,6 +946,28 @@ mod tests {
         Ok(changed.then(|| String::from_utf8(out).unwrap()))
     }
 
+    #[test]
+    fn zero_fractions_leave_an_integer_columns_fraction_of_zeros_off() {
+        let zeros =
+            |marks| Conversion::Number(NumberWriting { zero_fractions: true, ..NumberWriting::with_marks(marks) });
+        let plain = zeros(NumberMarks::Plain);
+        assert_eq!(converted(plain, "3.0"), Ok(Some("3".into())));
+        assert_eq!(converted(plain, " -12.000 "), Ok(Some("-12".into())));
+        assert_eq!(converted(plain, "+0.0"), Ok(Some("+0".into())));
+        for unchanged in ["3", "2.5", "3.", ".0", "3.0e2", "1.0.0", "NaN", ""] {
+            assert_eq!(converted(plain, unchanged), Ok(None), "{unchanged:?} goes as written, for the server to judge");
+        }
+        let comma = zeros(NumberMarks::DecimalComma);
+        assert_eq!(converted(comma, "1.234,00"), Ok(Some("1234".into())));
+        assert_eq!(converted(comma, "1.234,50"), Ok(Some("1234.50".into())));
+        assert_eq!(converted(zeros(NumberMarks::Thousands(b',')), "1,234.0"), Ok(Some("1234".into())));
+        let minus = NumberWriting { trailing_minus: true, zero_fractions: true, ..NumberWriting::PLAIN };
+        assert_eq!(converted(Conversion::Number(minus), "5.00-"), Ok(Some("-5".into())));
+        assert_eq!(Conversion::for_column("bigint", Some(plain), None), Some(plain));
+        assert_eq!(Conversion::for_column("numeric", Some(plain), None), None, "numeric reads a fraction");
+        assert_eq!(Conversion::for_column("numeric(9,2)", Some(comma), None), Some(Conversion::DECIMAL_COMMA));
+    }
+
     fn comma(value: &str) -> Result<Option<String>, String> {
         converted(Conversion::DECIMAL_COMMA, value)
     }
@@ -961,7 +1026,7 @@ mod tests {
 
     fn money(sign: &str, marks: NumberMarks, value: &str) -> Result<Option<String>, String> {
         let currency = Some(Currency::parse(sign).unwrap());
-        converted(Conversion::Number(NumberWriting { marks, currency, percent: false, trailing_minus: false }), value)
+        converted(Conversion::Number(NumberWriting { marks, currency, ..NumberWriting::PLAIN }), value)
     }
 
     #[test]
@@ -969,7 +1034,7 @@ mod tests {
         let percent = |marks, currency: Option<&str>, value| {
             let currency = currency.map(|sign| Currency::parse(sign).unwrap());
             converted(
-                Conversion::Number(NumberWriting { marks, currency, percent: true, trailing_minus: false }),
+                Conversion::Number(NumberWriting { marks, currency, percent: true, ..NumberWriting::PLAIN }),
                 value,
             )
         };
@@ -1004,7 +1069,16 @@ mod tests {
     fn minuses_after_the_digits_move_in_front() {
         let minus = |marks, currency: Option<&str>, percent, value| {
             let currency = currency.map(|sign| Currency::parse(sign).unwrap());
-            converted(Conversion::Number(NumberWriting { marks, currency, percent, trailing_minus: true }), value)
+            converted(
+                Conversion::Number(NumberWriting {
+                    marks,
+                    currency,
+                    percent,
+                    trailing_minus: true,
+                    zero_fractions: false,
+                }),
+                value,
+            )
         };
         let plain = |value| minus(NumberMarks::Plain, None, false, value);
         assert_eq!(plain("5.00-"), Ok(Some("-5.00".into())));

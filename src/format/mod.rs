@@ -151,6 +151,9 @@ pub struct FormatOptions {
     /// `--trailing-minus`: a number with `-` right after its last digit in
     /// a number column is negative (see [`convert`]).
     pub trailing_minus: bool,
+    /// `--zero-fractions`: a number with a fraction of zeros (`3.0`) in an
+    /// integer column is the integer (see [`convert`]).
+    pub zero_fractions: bool,
     /// `--unix-times UNIT|auto`: numbers in date and timestamp columns
     /// count this unit since 1970 (see [`convert`]).
     pub unix_times: Option<convert::UnixTimes>,
@@ -220,6 +223,7 @@ impl FormatOptions {
             currency: None,
             percent: false,
             trailing_minus: false,
+            zero_fractions: false,
             unix_times: None,
             documents_at: None,
         }
@@ -235,6 +239,7 @@ impl FormatOptions {
             currency: self.currency,
             percent: self.percent,
             trailing_minus: self.trailing_minus,
+            zero_fractions: self.zero_fractions,
             unix_times: self.unix_times,
             documents_at: self.documents_at.clone(),
             documents: Some(std::sync::Arc::new(columns)),
@@ -244,7 +249,7 @@ impl FormatOptions {
 
     /// How number columns' values are rewritten, when the user said they
     /// are not written plainly (`--decimal-comma`, `--thousands`,
-    /// `--currency`, `--percent`, `--trailing-minus`).
+    /// `--currency`, `--percent`, `--trailing-minus`, `--zero-fractions`).
     pub fn number_conversion(&self) -> Option<convert::Conversion> {
         use convert::NumberMarks;
         let marks = match (self.decimal_comma, self.thousands) {
@@ -253,7 +258,8 @@ impl FormatOptions {
             (false, None) => NumberMarks::Plain,
         };
         let (currency, percent, trailing_minus) = (self.currency, self.percent, self.trailing_minus);
-        let writing = convert::NumberWriting { marks, currency, percent, trailing_minus };
+        let zero_fractions = self.zero_fractions;
+        let writing = convert::NumberWriting { marks, currency, percent, trailing_minus, zero_fractions };
         (writing != convert::NumberWriting::PLAIN).then_some(convert::Conversion::Number(writing))
     }
 

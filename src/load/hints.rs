@@ -56,6 +56,10 @@ pub(super) struct RejectNotes {
     /// that read the first (see [`trailing_minus_warning`]).
     trailing_minuses: Tally,
     trailing_minus_flags: Mutex<Option<String>>,
+    /// Integers rejected for a fraction of zeros, with the flags that
+    /// read the first (see [`zero_fraction_warning`]).
+    zero_fractions: Tally,
+    zero_fraction_flags: Mutex<Option<String>>,
     /// Numbers where a date or time goes that read as Unix times, with
     /// the unit of the first (see [`unix_time_warning`]).
     unix_times: Tally,
@@ -77,7 +81,7 @@ pub(super) struct RejectNotes {
 /// option, so the rows being committed may hold wrong values (a swapped
 /// day and month, a word for NULL or an empty string in a text column) and
 /// the file will be loaded again anyway.
-const ALERTS: [fn(&Shared) -> Option<String>; 12] = [
+const ALERTS: [fn(&Shared) -> Option<String>; 13] = [
     date_order_warning,
     unix_time_warning,
     encoding_warning,
@@ -89,6 +93,7 @@ const ALERTS: [fn(&Shared) -> Option<String>; 12] = [
     currency_warning,
     percent_warning,
     trailing_minus_warning,
+    zero_fraction_warning,
     null_word_warning,
 ];
 
@@ -172,6 +177,10 @@ pub(super) fn note(shared: &Shared, rejects: &[Reject]) {
                 *notes.trailing_minus_flags.lock().unwrap_or_else(|e| e.into_inner()) = Some(flags);
                 format!("\"{value}\", {}", place())
             }),
+            Sign::ZeroFraction(value, flags) => notes.zero_fractions.add(|| {
+                *notes.zero_fraction_flags.lock().unwrap_or_else(|e| e.into_inner()) = Some(flags);
+                format!("\"{value}\", {}", place())
+            }),
             Sign::UnixTime(time) => notes.unix_times.add(|| {
                 let mut unit = notes.unix_time_unit.lock().unwrap_or_else(|e| e.into_inner());
                 *unit = Some((time.unit, time.per_second));
@@ -220,6 +229,9 @@ enum Sign {
     /// A number with its minus after the digits, with the flags that read
     /// it (see [`trailing_minus_warning`]).
     TrailingMinus(String, String),
+    /// An integer written with a fraction of zeros, with the flags that
+    /// read it (see [`zero_fraction_warning`]).
+    ZeroFraction(String, String),
     /// A number where a date or time goes that reads as a Unix time (see
     /// [`unix_time_warning`]).
     UnixTime(suspect::UnixTime),
@@ -265,6 +277,9 @@ fn sign<'a>(shared: &Shared, reject: &'a Reject) -> Option<(Sign, &'a str)> {
     }
     if let Some((value, flags)) = suspect::trailing_minus(rule, field, format) {
         return Some((Sign::TrailingMinus(value, flags), column));
+    }
+    if let Some((value, flags)) = suspect::zero_fraction(rule, field, format) {
+        return Some((Sign::ZeroFraction(value, flags), column));
     }
     if let Some(time) = suspect::unix_time(rule, field) {
         return Some((Sign::UnixTime(time), column));
@@ -320,6 +335,11 @@ pub(super) fn first_reject_advice(shared: &Shared, first: &Reject) -> Option<Str
             "\"{value}\" has its minus after the digits, which PostgreSQL does not read: {}",
             trailing_minus_fix(&flags)
         ),
+        Sign::ZeroFraction(value, flags) => format!(
+            "\"{value}\" is an integer written with a fraction of zeros, which PostgreSQL does not read as an \
+             integer: {}",
+            zero_fraction_fix(&flags)
+        ),
         Sign::UnixTime(time) => format!(
             "\"{}\" looks like a Unix time in {} ({}), which PostgreSQL does not read as a date or time: {}",
             time.value,
@@ -373,6 +393,12 @@ fn percent_fix(flags: &str) -> String {
 /// `--trailing-minus` with those the numbers need.
 fn trailing_minus_fix(flags: &str) -> String {
     format!("pass {flags}, which reads 5.00- as -5.00 in number columns")
+}
+
+/// How to load integers written with a fraction of zeros: `flags`,
+/// `--zero-fractions` with those the numbers need.
+fn zero_fraction_fix(flags: &str) -> String {
+    format!("pass {flags}, which reads 3.0 as 3 in integer columns")
 }
 
 /// What a comma before three digits may mean, and the option for each.
@@ -568,6 +594,22 @@ fn trailing_minus_warning(shared: &Shared) -> Option<String> {
          them; {}. {RELOAD_REJECTS}",
         how_many_were(count, "number"),
         trailing_minus_fix(&flags)
+    ))
+}
+
+/// Integers rejected for a fraction of zeros (`3.0`), as pandas writes an
+/// integer column that has a missing value (its values become floats).
+/// Why: the server's reason (`invalid input syntax for type bigint:
+/// "3.0"`) does not say that the value is whole, and the peers' users load
+/// such a column as numeric, or change it in pandas and export again.
+fn zero_fraction_warning(shared: &Shared) -> Option<String> {
+    let flags = shared.notes.zero_fraction_flags.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
+    let (count, first) = shared.notes.zero_fractions.seen()?;
+    Some(format!(
+        "{} rejected for a fraction of zeros (the first: {first}), as pandas writes an integer column that has a \
+         missing value: PostgreSQL reads no fraction in an integer; {}. {RELOAD_REJECTS}",
+        how_many_were(count, "integer"),
+        zero_fraction_fix(&flags)
     ))
 }
 

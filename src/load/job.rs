@@ -97,6 +97,9 @@ fn chunk_identity(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, 
     if format.trailing_minus {
         parts.push("trailing minus".into());
     }
+    if format.zero_fractions {
+        parts.push("zero fractions".into());
+    }
     if let Some(path) = &format.documents_at {
         parts.push(format!("documents at {path:?}"));
     }

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use crate::error::Error;
 use crate::format::binary::{unescape_text, BinaryEncoder};
-use crate::format::convert::{self, Conversion, NumberMarks, TimeUnit, UnixTimes};
+use crate::format::convert::{self, Conversion, NumberMarks, NumberWriting, TimeUnit, UnixTimes};
 use crate::format::documents::{self, ColumnKind, DocumentColumns};
 use crate::format::pick::FieldPicks;
 use crate::format::{FormatKind, FormatOptions, COMMON_DELIMITERS};
@@ -237,14 +237,28 @@ pub fn conversions_said(
     format: &FormatOptions,
 ) -> Vec<String> {
     let mut said = Vec::new();
-    if let Some(numbers) = format.number_conversion() {
-        let names: Vec<String> =
-            converted.iter().filter(|(c, _)| *c == numbers).map(|(_, name)| display_ident(name)).collect();
-        let (flag, written) = number_writing_said(numbers);
-        said.push(match names.as_slice() {
-            [] => format!("{flag}: no loaded column is a number, so nothing is converted"),
-            names => format!("reading the numbers of {} {written}, as asked", names.join(", ")),
-        });
+    if let Some(Conversion::Number(writing)) = format.number_conversion() {
+        let names = |integers: bool| -> Vec<String> {
+            let named = |c: &Conversion| matches!(c, Conversion::Number(w) if w.zero_fractions || !integers);
+            converted.iter().filter(|(c, _)| named(c)).map(|(_, name)| display_ident(name)).collect()
+        };
+        let marked = NumberWriting { zero_fractions: false, ..writing };
+        if marked != NumberWriting::PLAIN {
+            let (flag, written) = number_writing_said(Conversion::Number(marked));
+            said.push(match names(false).as_slice() {
+                [] => format!("{flag}: no loaded column is a number, so nothing is converted"),
+                names => format!("reading the numbers of {} {written}, as asked", names.join(", ")),
+            });
+        }
+        if writing.zero_fractions {
+            said.push(match names(true).as_slice() {
+                [] => "--zero-fractions: no loaded column is an integer, so nothing is converted".to_string(),
+                names => format!(
+                    "loading values with a fraction of zeros (3.0) in {} as the integers they are, as asked",
+                    names.join(", ")
+                ),
+            });
+        }
     }
     if let Some(unix_times) = format.unix_times {
         said.extend(unix_times_said(converted, unconverted, unix_times));

@@ -306,7 +306,7 @@ fn numbers_otherwise(
                 if !matches!(guess, Guess::Bigint | Guess::Numeric) {
                     continue;
                 }
-                let writing = NumberWriting { marks, currency, percent, trailing_minus };
+                let writing = NumberWriting { marks, currency, percent, trailing_minus, zero_fractions: false };
                 let other_signs = |found: &NumberWriting| {
                     (found.currency, found.percent, found.trailing_minus) != (currency, percent, trailing_minus)
                 };

@@ -654,6 +654,19 @@ pub fn trailing_minus(rule: &ColumnRule, value: &[u8], format: &FormatOptions) -
     with_the_flags_that_read(written, format, |writing| NumberWriting { trailing_minus: true, ..writing })
 }
 
+/// `value` (of an integer column) when it is written with a fraction of
+/// zeros (`3.0`, `1.234,00` with `--decimal-comma`), as pandas writes an
+/// integer column that has a missing value, with the flags that read it:
+/// `--zero-fractions`, and the flags given or those its number needs.
+pub fn zero_fraction(rule: &ColumnRule, value: &[u8], format: &FormatOptions) -> Option<(String, String)> {
+    let ValueRule::Integer { .. } = rule.kind else { return None };
+    let written = value.trim_ascii();
+    if format.zero_fractions || !written.contains(&b'0') {
+        return None;
+    }
+    with_the_flags_that_read(written, format, |writing| NumberWriting { zero_fractions: true, ..writing })
+}
+
 /// `written` with the flags that read it: those `format` gives, with what
 /// `adding` adds (`--percent`), and the marks given, or else the first
 /// marks that read it; `None` when none do.
@@ -1199,6 +1212,22 @@ mod tests {
         let given = FormatOptions { trailing_minus: true, ..FormatOptions::new(FormatKind::Csv) };
         assert_eq!(found("5-", &given), None, "--trailing-minus given: its own reason says why");
         assert_eq!(trailing_minus(&rule("text", None), b"5-", &csv), None, "not a number column");
+    }
+
+    #[test]
+    fn integers_with_a_fraction_of_zeros_are_found_with_the_flags_that_read_them() {
+        let rules = [rule("bigint", None)];
+        let csv = FormatOptions::new(FormatKind::Csv);
+        let found = |value: &str, format: &FormatOptions| zero_fraction(&rules[0], value.as_bytes(), format);
+        assert_eq!(found(" 3.0 ", &csv), Some(("3.0".into(), "--zero-fractions".into())));
+        assert_eq!(found("-12.000", &csv), Some(("-12.000".into(), "--zero-fractions".into())));
+        assert_eq!(found("1.234,00", &csv), Some(("1.234,00".into(), "--decimal-comma --zero-fractions".into())));
+        for odd in ["3", "2.5", "3.", ".0", "3.0e2", "x.0", "1.0.0"] {
+            assert_eq!(found(odd, &csv), None, "{odd}");
+        }
+        let given = FormatOptions { zero_fractions: true, ..FormatOptions::new(FormatKind::Csv) };
+        assert_eq!(found("3.0", &given), None, "--zero-fractions given: its own reason says why");
+        assert_eq!(zero_fraction(&rule("numeric", None), b"3.0", &csv), None, "numeric reads it");
     }
 
     #[test]
