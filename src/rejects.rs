@@ -258,6 +258,22 @@ pub fn select_for_job(job: &str) -> String {
     format!("{} WHERE job = {} ORDER BY file COLLATE \"C\", byte", read_back!(), crate::sql::quote_literal(job))
 }
 
+/// What a job's rejects were, by kind (see [`ReasonTally`]), read from
+/// the rejects it committed without their records' bytes: for `sluice
+/// status --job`, while it runs too.
+pub fn reasons_of_job(session: &crate::sink::postgres::PgSession, job: &str) -> Result<RejectReasons, crate::Error> {
+    let select = format!(
+        "SELECT file, line, byte, record, reason, sqlstate, column_name FROM sluice.rejects WHERE job = {}",
+        crate::sql::quote_literal(job)
+    );
+    let mut tally = ReasonTally::default();
+    session.each_row(&select, |row| {
+        tally.add(&Reject::from_row(row));
+        Ok(())
+    })?;
+    Ok(tally.summed_up())
+}
+
 /// The rejects a job committed for chunk `$2`: stored with its number, or,
 /// by an older sluice, within its byte range `$4..$5` of file `$3`.
 pub const SELECT_FOR_CHUNK: &str = concat!(

@@ -401,20 +401,7 @@ impl LoadReport {
     /// (indented, most records first), with the first record of each, and
     /// one for the rest. Empty when nothing was rejected.
     pub fn reject_lines(&self) -> Vec<String> {
-        const SHOWN: usize = 5;
-        let reasons = &self.summary.reject_reasons;
-        let mut lines: Vec<String> = reasons.kinds.iter().take(SHOWN).map(reject_kind_line).collect();
-        let rest = &reasons.kinds[reasons.kinds.len().min(SHOWN)..];
-        let rest_records = rest.iter().map(|k| k.records).sum::<u64>() + reasons.other_records;
-        if rest_records > 0 {
-            let reasons = match (rest.len(), reasons.other_records) {
-                (1, 0) => "another reason".to_string(),
-                (n, 0) => format!("{n} other reasons"),
-                _ => "other reasons".to_string(),
-            };
-            lines.push(format!("  {} for {reasons}: see the file", count_of(rest_records, "record")));
-        }
-        lines
+        reject_lines(&self.summary.reject_reasons)
     }
 
     /// Writes the JSON report to `path` and the chart next to it
@@ -491,6 +478,23 @@ pub fn plural(n: u64) -> &'static str {
     } else {
         "s"
     }
+}
+
+/// See [`LoadReport::reject_lines`]; also for `sluice status --job`.
+pub fn reject_lines(reasons: &crate::rejects::RejectReasons) -> Vec<String> {
+    const SHOWN: usize = 5;
+    let mut lines: Vec<String> = reasons.kinds.iter().take(SHOWN).map(reject_kind_line).collect();
+    let rest = &reasons.kinds[reasons.kinds.len().min(SHOWN)..];
+    let rest_records = rest.iter().map(|k| k.records).sum::<u64>() + reasons.other_records;
+    if rest_records > 0 {
+        let reasons = match (rest.len(), reasons.other_records) {
+            (1, 0) => "another reason".to_string(),
+            (n, 0) => format!("{n} other reasons"),
+            _ => "other reasons".to_string(),
+        };
+        lines.push(format!("  {} for {reasons}: see the rejects file", count_of(rest_records, "record")));
+    }
+    lines
 }
 
 /// `  3 records, column "d": invalid input syntax for type date: "x"

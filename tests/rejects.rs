@@ -3931,4 +3931,10 @@ fn the_summary_counts_the_rejects_by_kind_with_the_first_of_each() {
     let records: Vec<u64> = kinds.iter().map(|k| k["records"].as_u64().unwrap()).collect();
     assert_eq!(records, [600, 60, 1]);
     assert_eq!((kinds[1]["line"].as_u64(), kinds[1]["sqlstate"].as_str()), (Some(500), Some("22003")));
+    // `sluice status --job` says the same, read from the ledger.
+    let job = loaded.report["summary"]["job"].as_str().unwrap();
+    let status = sluice(&["status", "--db", &db.conninfo(), "--job", job]).stdout;
+    let from_ledger = |line: &str| format!("  {}", line.strip_prefix("sluice: ").unwrap());
+    let at = |line: &str| status.find(&from_ledger(line)).unwrap_or_else(|| panic!("no {line:?} in {status}"));
+    assert!(at(&days_line) < at(prices_line) && at(prices_line) < at(&key_line), "{status}");
 }

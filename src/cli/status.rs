@@ -110,6 +110,13 @@ pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
             (Some(command), None) => println!("  resume with: {command}"),
             (None, None) => {}
         }
+        if args.job.is_some() && j.rejected > 0 {
+            // One job asked for: what its rejects were, while it runs too.
+            println!("  rejected, by reason:");
+            for line in sluice::report::reject_lines(&sluice::rejects::reasons_of_job(&session, &j.job)?) {
+                println!("  {line}");
+            }
+        }
         if !j.dropped.is_empty() {
             println!(
                 "  dropped for the load, not yet built again: {}; run the job's command again to build them",

@@ -1773,24 +1773,11 @@ fn reopen_what_loaded_nothing(
     }
 }
 
-/// Writes every reject `job` committed into `file`, in input order, through
-/// a cursor a page at a time: a job may hold millions of rejects, and
-/// sluice's memory stays bounded.
+/// Writes every reject `job` committed into `file`, in input order (one
+/// run), a page at a time (see [`PgSession::each_row`]).
 fn write_committed_rejects(control: &PgSession, job: &str, file: &mut RejectsFile) -> Result<(), Error> {
-    const PAGE: usize = 1_000;
-    control.transaction(|| {
-        let select = crate::rejects::select_for_job(job);
-        control.execute(&format!("DECLARE committed_rejects NO SCROLL CURSOR FOR {select}"))?;
-        loop {
-            let rows = control.query(&format!("FETCH {PAGE} FROM committed_rejects"), &[])?;
-            for row in &rows {
-                // One run: they come in input order.
-                file.write(&Reject::from_row(row)).map_err(|e| rejects_file_error(file, &e))?;
-            }
-            if rows.len() < PAGE {
-                return Ok(());
-            }
-        }
+    control.each_row(&crate::rejects::select_for_job(job), |row| {
+        file.write(&Reject::from_row(row)).map_err(|e| rejects_file_error(file, &e))
     })
 }
 

@@ -1109,6 +1109,27 @@ impl PgSession {
         outcome
     }
 
+    /// Calls `each` with every row of `select`, read through a cursor a
+    /// thousand at a time: a job may hold millions of rejects, and
+    /// sluice's memory stays bounded.
+    pub fn each_row(
+        &self,
+        select: &str,
+        mut each: impl FnMut(&[Option<String>]) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        const PAGE: usize = 1_000;
+        self.transaction(|| {
+            self.execute(&format!("DECLARE each_row NO SCROLL CURSOR FOR {select}"))?;
+            loop {
+                let rows = self.query(&format!("FETCH {PAGE} FROM each_row"), &[])?;
+                rows.iter().try_for_each(|row| each(row))?;
+                if rows.len() < PAGE {
+                    return Ok(());
+                }
+            }
+        })
+    }
+
     /// Whether the table holds no row, when this role can tell: `None` when
     /// it may not read the table (COPY needs only INSERT) or row security
     /// may hide rows from it.
