@@ -3938,3 +3938,25 @@ fn the_summary_counts_the_rejects_by_kind_with_the_first_of_each() {
     let at = |line: &str| status.find(&from_ledger(line)).unwrap_or_else(|| panic!("no {line:?} in {status}"));
     assert!(at(&days_line) < at(prices_line) && at(prices_line) < at(&key_line), "{status}");
 }
+
+/// JSON lines whose first line is an array of numbers (a bad line) and
+/// whose later line is a document cut short: each is rejected alone. The
+/// first line made sluice read the input as JSON values, where the cut
+/// document swallowed the lines after it and the load stopped (exit 2).
+#[test]
+fn a_first_line_that_is_an_array_of_numbers_is_a_bad_line_of_json_lines() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE docs (id int, name text)");
+    let mut data = String::from("[1, 2]\n");
+    for i in 2..=200 {
+        match i {
+            100 => data.push_str("{\"id\": 100, \"name\": \"cut\"\n"),
+            _ => data.push_str(&format!("{{\"id\": {i}, \"name\": \"n{i}\"}}\n")),
+        }
+    }
+    let file = db.file("docs.jsonl", data.as_bytes());
+    let Loaded { run, rejects, .. } = load_with_rejects(&db, &file, "docs", &[]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let lines: Vec<u64> = rejects.iter().map(|r| r["line"].as_u64().unwrap()).collect();
+    assert_eq!((lines, db.count("docs")), (vec![1, 100], 198), "{}", run.stderr);
+}

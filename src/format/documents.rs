@@ -541,12 +541,18 @@ pub fn keys_in(head: &[u8]) -> Vec<(String, u64)> {
     keys
 }
 
-/// Whether the first line of `head` that holds anything is a JSON array:
-/// an array of documents on one line, perhaps.
+/// Whether the first line of `head` that holds anything is a JSON array
+/// whose first element is an object: an array of documents on one line,
+/// perhaps. Not an array of other values (`[1, 2]`): as the first line of
+/// JSON lines, a bad line, which read as values made a document cut short
+/// on a later line swallow the rest of the input and stop the load.
 pub fn arrays_in(head: &[u8]) -> bool {
     let head = head.strip_prefix(BOM).unwrap_or(head);
     let mut lines = head.split(|&b| b == b'\n').map(<[u8]>::trim_ascii).filter(|l| !l.is_empty());
-    lines.next().is_some_and(|line| line.starts_with(b"[") && serde_json::from_slice::<IgnoredAny>(line).is_ok())
+    lines.next().is_some_and(|line| {
+        let first = line.strip_prefix(b"[").map(<[u8]>::trim_ascii_start);
+        first.is_some_and(|first| first.starts_with(b"{")) && serde_json::from_slice::<IgnoredAny>(line).is_ok()
+    })
 }
 
 /// An object's keys in their order, its values skipped.
@@ -1063,6 +1069,7 @@ mod tests {
     #[test]
     fn a_line_holding_an_array_is_told() {
         assert!(arrays_in(b"\n[{\"a\":1},{\"a\":2}]\n[]\n") && !arrays_in(b"{\"a\":[1]}\n") && !arrays_in(b"[1,\n"));
+        assert!(!arrays_in(b"[1, 2]\n{\"a\":1}\n") && !arrays_in(b"[]\n{\"a\":1}\n"), "no documents in the array");
     }
 
     #[test]
