@@ -18,6 +18,10 @@ use super::Reject;
 /// The most kinds kept apart; records of further kinds count as "other".
 pub const KINDS_KEPT: usize = 64;
 
+/// The most of a reason a kind keeps: the server quotes a refused value
+/// whole, and a field may be megabytes long.
+const REASON_KEPT: usize = 500;
+
 /// One kind of reject: how many records, and the first of them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RejectKind {
@@ -55,7 +59,7 @@ pub struct ReasonTally {
 
 impl ReasonTally {
     pub fn add(&mut self, reject: &Reject) {
-        let stem = stem(&reject.reason);
+        let stem = stem(shortened(&reject.reason));
         let same = |kind: &&mut RejectKind| {
             kind.stem == stem && kind.column == reject.column && kind.sqlstate == reject.sqlstate
         };
@@ -63,14 +67,15 @@ impl ReasonTally {
             kind.records += 1;
             // Workers commit out of input order: keep the earliest record.
             if (reject.file.as_str(), reject.line) < (kind.file.as_str(), kind.line) {
-                (kind.file, kind.line, kind.reason) = (reject.file.clone(), reject.line, reject.reason.clone());
+                (kind.file, kind.line) = (reject.file.clone(), reject.line);
+                kind.reason = kept(&reject.reason);
             }
         } else if self.kinds.len() < KINDS_KEPT {
             self.kinds.push(RejectKind {
                 records: 1,
                 column: reject.column.clone(),
                 sqlstate: reject.sqlstate.clone(),
-                reason: reject.reason.clone(),
+                reason: kept(&reject.reason),
                 file: reject.file.clone(),
                 line: reject.line,
                 stem,
@@ -86,6 +91,23 @@ impl ReasonTally {
         kinds.sort_by(|a, b| b.records.cmp(&a.records).then_with(|| (&a.file, a.line).cmp(&(&b.file, b.line))));
         RejectReasons { kinds, other_records: self.other }
     }
+}
+
+/// The reason a kind shows: [`shortened`], with `…` where it was cut.
+fn kept(reason: &str) -> String {
+    match shortened(reason) {
+        short if short.len() < reason.len() => format!("{short}…"),
+        short => short.to_string(),
+    }
+}
+
+/// `reason`'s first [`REASON_KEPT`] bytes (to a character's end).
+fn shortened(reason: &str) -> &str {
+    let mut end = reason.len().min(REASON_KEPT);
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    &reason[..end]
 }
 
 /// A reason without what differs from record to record: a value quoted
@@ -168,6 +190,17 @@ mod tests {
             (3, 4, "invalid input syntax for type date: \"y\"")
         );
         assert_eq!((kinds[1].records, kinds[1].column.as_deref()), (1, Some("e")));
+    }
+
+    #[test]
+    fn a_long_reason_is_kept_in_part_and_counts_with_its_kind() {
+        let mut tally = ReasonTally::default();
+        let long = |c: &str| format!("invalid input syntax for type integer: \"{}\"", c.repeat(1 << 20));
+        tally.add(&reject(1, &long("é"), Some("n"), Some("22P02")));
+        tally.add(&reject(2, &long("x"), Some("n"), Some("22P02")));
+        let RejectReasons { kinds, .. } = tally.summed_up();
+        assert_eq!((kinds.len(), kinds[0].records), (1, 2), "one kind: the quoted values differ");
+        assert!(kinds[0].reason.len() <= REASON_KEPT + 3 && kinds[0].reason.ends_with("é…"), "{}", kinds[0].reason);
     }
 
     #[test]
