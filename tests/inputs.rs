@@ -208,6 +208,29 @@ fn a_header_naming_columns_out_of_place_is_refused() {
     );
 }
 
+/// A header that names a column twice (`Email,email`, two spellings of
+/// one name) is refused with the `--columns` that loads the first and
+/// leaves the second out, which then loads; it was refused as a header
+/// with a field that names no column, which each did.
+#[test]
+fn a_header_naming_a_column_twice_is_refused_with_the_columns_that_load_it() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE people (first_name text, email text, backup text)");
+    let twice = db.file("twice.csv", b"first_name,Email,email\nJohn,j@example.com,k@example.com\n");
+    let file = twice.to_str().unwrap();
+    let columns = "--columns first_name,email,-";
+    let says = format!(
+        "twice.csv: its header (first_name,Email,email) names column \"email\" twice, as fields 2 and 3, and a \
+         column loads one field; say which field goes into which column with --columns, in the file's order, a - for \
+         a field to leave out ({columns}), or rename one of them in the header"
+    );
+    db.load(&[file, "--table", "people", "--header"]).assert_refused(&says);
+    db.load(&[file, "--table", "people", "--header", "--skip-other-fields"]).assert_refused(&says);
+    assert_eq!(db.count("people"), 0);
+    db.load(&[file, "--table", "people", "--header", "--columns", "first_name,email,-"]).assert_ok();
+    assert_eq!(db.scalar("SELECT email || ' ' || (backup IS NULL) FROM people"), "j@example.com true");
+}
+
 /// A spreadsheet's header labels the columns its own way (`Last Name`
 /// for last_name) and in its own order: it used to count as labels, so its
 /// fields loaded by position, each name into the other's column (all text:

@@ -13,7 +13,7 @@ use crate::format::pick::FieldPicks;
 use crate::format::{Dialect, FormatKind, FormatOptions};
 use crate::sink::postgres::TableInfo;
 use crate::source::Source;
-use crate::sql::quote_ident;
+use crate::sql::{display_ident, quote_ident};
 
 use super::plan::{self, HeaderColumns};
 use super::{chunker_config, hints, LoadRequest};
@@ -54,6 +54,9 @@ pub(super) fn names_in_headers(
         let columns = plan::header_columns(table, &header, format);
         if let HeaderColumns::Misplaced { field, column, instead } = &columns {
             return Err(misplaced_header(source, &header, *field, column, instead.as_deref()));
+        }
+        if let HeaderColumns::Twice { column, fields, named } = &columns {
+            return Err(a_column_named_twice(source, &header, column, *fields, named));
         }
         if let HeaderColumns::Unloadable { kept, others, generated } = &columns {
             return Err(unloadable_header(source, format, table, kept, others, generated));
@@ -244,13 +247,16 @@ pub(super) fn fields_the_headers_name(
                 without.push(a_record_there(source, &header, (first_source, first_header), format, index)?);
             }
             (None, None) => {
+                if let HeaderColumns::Twice { column, fields, named } = plan::header_columns(table, &header, format) {
+                    return Err(a_column_named_twice(source, &header, &column, fields, &named));
+                }
                 return Err(source.input_error(&format!(
-                    "its header ({}) names no column of {} (or one twice), so --skip-other-fields cannot tell \
+                    "its header ({}) names no column of {}, so --skip-other-fields cannot tell \
                      which fields to load; check --delimiter, or name the columns with --columns, a - for each \
                      field to leave out",
                     String::from_utf8_lossy(&header).trim_end(),
                     table.display()
-                )))
+                )));
             }
             (None, Some(named)) => first = Some((source, header, named)),
             (Some((_, _, same)), Some(named)) if *same == named => {}
@@ -436,6 +442,33 @@ fn misplaced_header(source: &Source, header: &[u8], field: usize, column: &str, 
         quote_ident(column),
         field + 1,
         field + 1,
+    ))
+}
+
+fn a_column_named_twice(
+    source: &Source,
+    header: &[u8],
+    column: &str,
+    (first, second): (usize, usize),
+    named: &[Option<String>],
+) -> Error {
+    let columns: Vec<String> = named
+        .iter()
+        .enumerate()
+        .map(|(field, name)| match name {
+            Some(name) if field != second => display_ident(name),
+            _ => "-".to_string(),
+        })
+        .collect();
+    source.input_error(&format!(
+        "its header ({}) names column {} twice, as fields {} and {}, and a column loads one field; say which field \
+         goes into which column with --columns, in the file's order, a - for a field to leave out (--columns {}), \
+         or rename one of them in the header",
+        String::from_utf8_lossy(header).trim_end(),
+        quote_ident(column),
+        first + 1,
+        second + 1,
+        columns.join(",")
     ))
 }
 

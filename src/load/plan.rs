@@ -574,6 +574,11 @@ pub enum HeaderColumns {
     /// one name misspelt would otherwise load by position, each value into
     /// its neighbour's column, and columns of one type take that silently.
     Misplaced { field: usize, column: String, instead: Option<String> },
+    /// Fields `fields` (from 0) name the same column. Why refused: by name
+    /// a column loads once, and by position one of them would go into
+    /// another column; the refusal for a misplaced field said that not
+    /// every field named a column, which each did.
+    Twice { column: String, fields: (usize, usize), named: Vec<Option<String>> },
     /// The header names columns, but some fields name none COPY can fill:
     /// `others` name no column (and there are not as many fields as the
     /// table has columns), `generated` name generated columns; each with
@@ -592,6 +597,9 @@ pub fn header_columns(table: &TableInfo, header: &[u8], format: &FormatOptions) 
         return HeaderColumns::Positional;
     };
     let (named, distinct) = columns_named(table, &fields);
+    if let Some((column, fields)) = named_twice(&named) {
+        return HeaderColumns::Twice { column, fields, named };
+    }
     let found: Vec<&String> = named.iter().flatten().collect();
     if distinct && found.len() == fields.len() {
         return HeaderColumns::Named(found.into_iter().cloned().collect());
@@ -631,6 +639,15 @@ pub fn fields_a_header_names(
     let (named, distinct) = columns_named(table, &header_fields(header, format)?);
     let names: Vec<String> = named.iter().flatten().cloned().collect();
     (distinct && !names.is_empty()).then(|| (names, FieldPicks::new(named.iter().map(Option::is_some).collect())))
+}
+
+/// The first column two fields of `named` name, and the two fields.
+fn named_twice(named: &[Option<String>]) -> Option<(String, (usize, usize))> {
+    named.iter().enumerate().find_map(|(second, column)| {
+        let column = column.as_ref()?;
+        let first = named[..second].iter().position(|c| c.as_ref() == Some(column))?;
+        Some((column.clone(), (first, second)))
+    })
 }
 
 /// The column each header field names (see [`spelt_in`]), and whether no
@@ -997,8 +1014,8 @@ pub(crate) mod tests {
         assert_eq!(read("id,name,total"), HeaderColumns::Positional, "names where position puts them");
         assert_eq!(read("key,label,value"), HeaderColumns::Positional, "labels only");
         assert_eq!(read("Name,id,total"), misplaced(0, "Name", Some("id")), "a misspelt name among swapped ones");
-        assert_eq!(read("id,id"), misplaced(1, "id", Some("Name")), "a name twice");
-        assert_eq!(read("id,Name,amount,x,amount"), misplaced(4, "amount", None), "past the last column");
+        let twice = HeaderColumns::Twice { column: "id".into(), fields: (0, 1), named: vec![Some("id".into()); 2] };
+        assert_eq!(read("id,id"), twice, "a name twice");
     }
 
     #[test]
@@ -1017,10 +1034,8 @@ pub(crate) mod tests {
         assert_eq!(read("id,Name,x"), HeaderColumns::Positional, "a label where a column goes");
         assert_eq!(read("ID,Name,Twice,x"), unloadable(&[0, 1], &[(3, "x")], &[(2, "twice")]), "spelt so");
         assert_eq!(read("a,b,c,d"), HeaderColumns::Positional, "labels only: COPY's own error");
-        assert_eq!(
-            read("n,id,n,x"),
-            HeaderColumns::Misplaced { field: 0, column: "n".into(), instead: Some("id".into()) }
-        );
+        let named = ["n", "id", "n"].map(|c| Some(c.to_string())).into_iter().chain([None]).collect();
+        assert_eq!(read("n,id,n,x"), HeaderColumns::Twice { column: "n".into(), fields: (0, 2), named });
     }
 
     #[test]
