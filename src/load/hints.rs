@@ -406,8 +406,22 @@ const COMMA_EITHER_WAY: &str = "stands either between thousands or before a frac
                                 neither: as the file writes its numbers, pass --thousands ',' (1,234 is 1234) or \
                                 --decimal-comma (1,234 is 1.234)";
 
-/// How to load only the records a wrong option rejected, when the rows
-/// that loaded are right.
+/// What to do once the option is known: load only the rejected records
+/// when the rows that loaded are right, or the whole input again when
+/// none loaded, by this run or an earlier one of the job (the rejects
+/// are all of it).
+fn reload_advice(shared: &Shared) -> &'static str {
+    let none_loaded = shared.progress.snapshot().rows_done == 0 && shared.done.is_empty();
+    match none_loaded || shared.leading.all_rejected().is_some() {
+        true => NOTHING_LOADED,
+        false => RELOAD_REJECTS,
+    }
+}
+
+/// See [`reload_advice`].
+const NOTHING_LOADED: &str = "No row loaded: run the same command again with it";
+
+/// See [`reload_advice`].
 const RELOAD_REJECTS: &str = "The other rows loaded as they should: to load only the rejected records, pipe `sluice \
                               rejects` of the rejects file to `sluice load -` with it";
 
@@ -524,9 +538,10 @@ fn how_many_were(count: u64, noun: &str) -> String {
 /// numeric`) does not say what is wrong with the value.
 fn decimal_comma_warning(shared: &Shared) -> Option<String> {
     let (count, first) = shared.notes.decimal_commas.seen()?;
+    let reload = reload_advice(shared);
     Some(format!(
         "{} rejected for a decimal comma (the first: {first}): PostgreSQL reads numbers with a decimal point only; \
-         {DECIMAL_COMMA_FIX}. {RELOAD_REJECTS}",
+         {DECIMAL_COMMA_FIX}. {reload}",
         how_many_were(count, "number"),
     ))
 }
@@ -538,9 +553,10 @@ fn decimal_comma_warning(shared: &Shared) -> Option<String> {
 fn thousands_warning(shared: &Shared) -> Option<String> {
     let (count, first) = shared.notes.thousands_marks.seen()?;
     let mark = shared.notes.thousands_mark.lock().unwrap_or_else(|e| e.into_inner()).unwrap_or(b',');
+    let reload = reload_advice(shared);
     Some(format!(
         "{} rejected for marks between thousands (the first: {first}): PostgreSQL reads numbers without them; {}. \
-         {RELOAD_REJECTS}",
+         {reload}",
         how_many_were(count, "number"),
         thousands_fix(mark),
     ))
@@ -556,8 +572,9 @@ fn comma_either_way_warning(shared: &Shared) -> Option<String> {
         return None;
     }
     let (count, first) = notes.commas_either_way.seen()?;
+    let reload = reload_advice(shared);
     Some(format!(
-        "{} rejected for a comma (the first: {first}) that {COMMA_EITHER_WAY}. {RELOAD_REJECTS}",
+        "{} rejected for a comma (the first: {first}) that {COMMA_EITHER_WAY}. {reload}",
         how_many_were(count, "number"),
     ))
 }
@@ -569,7 +586,7 @@ fn comma_either_way_warning(shared: &Shared) -> Option<String> {
 /// which also removes them from text columns.
 fn currency_warning(shared: &Shared) -> Option<String> {
     let amount = shared.notes.currency_amount.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
-    signed_numbers_warning(&shared.notes.currency_amounts, "a currency sign", currency_fix(&amount))
+    signed_numbers_warning(shared, &shared.notes.currency_amounts, "a currency sign", currency_fix(&amount))
 }
 
 /// Percentages rejected (`12.5%`), as spreadsheets save percentage cells.
@@ -578,7 +595,7 @@ fn currency_warning(shared: &Shared) -> Option<String> {
 /// 12.5, a hundred times what the cell held.
 fn percent_warning(shared: &Shared) -> Option<String> {
     let flags = shared.notes.percent_flags.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
-    signed_numbers_warning(&shared.notes.percentages, "a percent sign", percent_fix(&flags))
+    signed_numbers_warning(shared, &shared.notes.percentages, "a percent sign", percent_fix(&flags))
 }
 
 /// Negative numbers rejected for their minus after the digits
@@ -589,9 +606,10 @@ fn percent_warning(shared: &Shared) -> Option<String> {
 fn trailing_minus_warning(shared: &Shared) -> Option<String> {
     let flags = shared.notes.trailing_minus_flags.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
     let (count, first) = shared.notes.trailing_minuses.seen()?;
+    let reload = reload_advice(shared);
     Some(format!(
         "{} rejected for a minus after the digits (the first: {first}): PostgreSQL reads a minus only before \
-         them; {}. {RELOAD_REJECTS}",
+         them; {}. {reload}",
         how_many_were(count, "number"),
         trailing_minus_fix(&flags)
     ))
@@ -605,9 +623,10 @@ fn trailing_minus_warning(shared: &Shared) -> Option<String> {
 fn zero_fraction_warning(shared: &Shared) -> Option<String> {
     let flags = shared.notes.zero_fraction_flags.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
     let (count, first) = shared.notes.zero_fractions.seen()?;
+    let reload = reload_advice(shared);
     Some(format!(
         "{} rejected for a fraction of zeros (the first: {first}), as pandas writes an integer column that has a \
-         missing value: PostgreSQL reads no fraction in an integer; {}. {RELOAD_REJECTS}",
+         missing value: PostgreSQL reads no fraction in an integer; {}. {reload}",
         how_many_were(count, "integer"),
         zero_fraction_fix(&flags)
     ))
@@ -615,10 +634,11 @@ fn zero_fraction_warning(shared: &Shared) -> Option<String> {
 
 /// The warning for the numbers of `tally`, rejected for `sign`, with the
 /// flags that read them.
-fn signed_numbers_warning(tally: &Tally, sign: &str, fix: String) -> Option<String> {
+fn signed_numbers_warning(shared: &Shared, tally: &Tally, sign: &str, fix: String) -> Option<String> {
     let (count, first) = tally.seen()?;
+    let reload = reload_advice(shared);
     Some(format!(
-        "{} rejected for {sign} (the first: {first}): PostgreSQL reads numbers without one; {fix}. {RELOAD_REJECTS}",
+        "{} rejected for {sign} (the first: {first}): PostgreSQL reads numbers without one; {fix}. {reload}",
         how_many_were(count, "number"),
     ))
 }
@@ -630,9 +650,10 @@ fn signed_numbers_warning(tally: &Tally, sign: &str, fix: String) -> Option<Stri
 fn unix_time_warning(shared: &Shared) -> Option<String> {
     let (count, first) = shared.notes.unix_times.seen()?;
     let (unit, per_second) = (*shared.notes.unix_time_unit.lock().unwrap_or_else(|e| e.into_inner()))?;
+    let reload = reload_advice(shared);
     Some(format!(
         "{} rejected that look like Unix times in {unit} (the first: {first}): PostgreSQL does not read a number \
-         as a date or time; {}. {RELOAD_REJECTS}",
+         as a date or time; {}. {reload}",
         how_many_were(count, "value"),
         unix_time_fix(per_second)
     ))
