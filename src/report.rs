@@ -9,7 +9,7 @@ use std::path::Path;
 use serde::Serialize;
 
 /// One committed chunk.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct ChunkRecord {
     pub seq: u64,
     pub file: String,

@@ -3960,3 +3960,30 @@ fn a_first_line_that_is_an_array_of_numbers_is_a_bad_line_of_json_lines() {
     let lines: Vec<u64> = rejects.iter().map(|r| r["line"].as_u64().unwrap()).collect();
     assert_eq!((lines, db.count("docs")), (vec![1, 100], 198), "{}", run.stderr);
 }
+
+/// Dense rejects (every tenth record breaks a CHECK constraint) cost a
+/// small COPY or two each, and the server waits for sluice between them:
+/// the report's hint for `Client:ClientRead` says so, instead of blaming
+/// reading or encoding on the client.
+#[test]
+fn the_hint_for_waits_between_isolating_copies_tells_of_the_rejects() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE checked (id int PRIMARY KEY, n int CHECK (n > 0))");
+    let data: String = (0..40_000).map(|i| format!("{i},{}\n", if i % 10 == 0 { -1 } else { i })).collect();
+    let file = db.file("checked.csv", data.as_bytes());
+    let Loaded { run, report, .. } = load_with_rejects(&db, &file, "checked", &[]);
+    assert_eq!((run.code, db.count("checked")), (1, 36_000), "{}", run.stderr);
+    let copies: u64 =
+        report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+    assert!(copies >= 4_000, "{copies}");
+    let waits = &report["summary"]["server_waits"];
+    let client_read = waits["events"].as_array().unwrap().iter().any(|e| e["event"] == "Client:ClientRead");
+    // Which wait leads depends on the samples (CPU, mostly, or the waits).
+    if client_read && waits["hint"].as_str().is_some_and(|h| h.starts_with("Client:ClientRead")) {
+        let told = "small COPYs that set apart the 4,000 rejected records";
+        assert!(waits["hint"].as_str().unwrap().contains(told), "{waits}");
+        assert!(run.stdout.contains(told), "{}", run.stdout);
+    } else {
+        assert!(!run.stdout.contains("small COPYs"), "{}", run.stdout);
+    }
+}

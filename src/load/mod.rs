@@ -2489,7 +2489,7 @@ fn build_report(
         copy: copy_path(shared, &chunks),
         connection: shared.connection.clone(),
         deferred: Deferral::default(),
-        server_waits: shared.waits.summary(waits::Work::Loading),
+        server_waits: waits::isolation_told(shared.waits.summary(waits::Work::Loading), &chunks),
     };
     LoadReport { summary, per_file, chunks, warnings }
 }
