@@ -485,7 +485,7 @@ fn number(value: &[u8], writing: NumberWriting, out: &mut Vec<u8>) -> Result<boo
 pub fn zero_fraction_at(number: &[u8]) -> Option<usize> {
     let digits_at = usize::from(matches!(number.first(), Some(b'-' | b'+')));
     let point = digits_at + number[digits_at..].iter().position(|b| !b.is_ascii_digit())?;
-    let zeros = &number[point..].strip_prefix(b".")?;
+    let zeros = number[point..].strip_prefix(b".")?;
     let whole = point > digits_at && !zeros.is_empty() && zeros.iter().all(|&b| b == b'0');
     whole.then_some(point)
 }
@@ -1069,16 +1069,8 @@ mod tests {
     fn minuses_after_the_digits_move_in_front() {
         let minus = |marks, currency: Option<&str>, percent, value| {
             let currency = currency.map(|sign| Currency::parse(sign).unwrap());
-            converted(
-                Conversion::Number(NumberWriting {
-                    marks,
-                    currency,
-                    percent,
-                    trailing_minus: true,
-                    zero_fractions: false,
-                }),
-                value,
-            )
+            let writing = NumberWriting { marks, currency, percent, trailing_minus: true, ..NumberWriting::PLAIN };
+            converted(Conversion::Number(writing), value)
         };
         let plain = |value| minus(NumberMarks::Plain, None, false, value);
         assert_eq!(plain("5.00-"), Ok(Some("-5.00".into())));

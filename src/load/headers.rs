@@ -445,6 +445,9 @@ fn misplaced_header(source: &Source, header: &[u8], field: usize, column: &str, 
     ))
 }
 
+/// The refusal of a header whose fields `first` and `second` (from 0) name
+/// `column` (see [`HeaderColumns::Twice`]), with the `--columns` that
+/// loads the first of them and leaves the second out.
 fn a_column_named_twice(
     source: &Source,
     header: &[u8],

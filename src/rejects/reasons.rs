@@ -7,9 +7,9 @@
 //! so it must say what the errors were. Records are grouped by what their
 //! reason says without the value it quotes (`invalid input syntax for type
 //! date: "31/01/2024"` and `... "30/01/2024"` are one kind), their column
-//! and SQLSTATE; each kind keeps its first reject's whole reason and place.
-//! Memory stays bounded: past [`KINDS_KEPT`] kinds, records are only
-//! counted.
+//! and SQLSTATE; each kind keeps its first reject's reason (its first
+//! [`REASON_KEPT`] bytes) and place. Memory stays bounded: past
+//! [`KINDS_KEPT`] kinds, records are only counted.
 
 use serde::Serialize;
 
@@ -30,7 +30,7 @@ pub struct RejectKind {
     pub column: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sqlstate: Option<String>,
-    /// The first record's reason, whole.
+    /// The first record's reason (up to [`REASON_KEPT`] bytes, then `…`).
     pub reason: String,
     /// Where the first record of the kind is.
     pub file: String,
