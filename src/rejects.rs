@@ -144,6 +144,7 @@ pub fn write_records(
         });
         wrote.map_err(|e| crate::Error::Input { file: "standard output".into(), message: e.to_string() })?;
         written.records += 1;
+        written.reasons.add(&reject);
     }
     Ok(written)
 }
@@ -157,6 +158,8 @@ pub struct Written {
     pub left_out: u64,
     /// The first of them, and its length.
     pub cut_short: Option<(String, u64)>,
+    /// Why the records written were rejected, by kind.
+    pub reasons: ReasonTally,
 }
 
 impl std::fmt::Display for Reject {

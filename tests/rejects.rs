@@ -2001,6 +2001,11 @@ fn numbers_with_a_decimal_comma_are_named_as_such() {
     let records = sluice(&["rejects", rejects_path.to_str().unwrap(), "--column", "price"]);
     assert_eq!(records.stdout, "1;apple;2,50\r\n2;pear;1.234,00\r\n4;fig;n/a\r\n", "{}", records.stderr);
     assert!(records.stderr.contains("wrote 3 rejected records"), "{}", records.stderr);
+    // With why they were rejected, as the load's summary counted them.
+    let kinds: Vec<&str> = records.stderr.lines().filter_map(|l| l.strip_prefix("sluice:   ")).collect();
+    assert_eq!(kinds.len(), 1, "{}", records.stderr);
+    assert!(kinds[0].starts_with("3 records, column \"price\": invalid input syntax for type numeric: \"2,50\""));
+    assert!(kinds[0].contains("(the first: ") && kinds[0].ends_with("euro.csv line 2)"), "{kinds:?}");
     let only = sluice(&["rejects", rejects_path.to_str().unwrap(), "--reason", "\"1.234,00\""]);
     assert_eq!(only.stdout, "2;pear;1.234,00\r\n", "{}", only.stderr);
     let db_arg = db.conninfo();

@@ -44,6 +44,11 @@ pub fn run(args: RejectsArgs) -> Result<i32, Error> {
     out.flush().map_err(|e| Error::Input { file: "standard output".into(), message: e.to_string() })?;
     let records = written.records;
     eprintln!("sluice: wrote {records} rejected record{}", if records == 1 { "" } else { "s" });
+    // Why they were rejected, as the load's summary said it (on stderr:
+    // stdout holds the records).
+    for line in sluice::report::reject_lines(&written.reasons.summed_up()) {
+        eprintln!("sluice: {line}");
+    }
     if let Some((first, length)) = written.cut_short {
         eprintln!(
             "sluice: left out {} past --max-record-size, of which {name} holds only the beginning (the first, \

@@ -50,7 +50,7 @@ pub struct RejectReasons {
 }
 
 /// Rejects counted by kind, in the order kinds were first met.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ReasonTally {
     kinds: Vec<RejectKind>,
     /// Records of kinds past [`KINDS_KEPT`].
