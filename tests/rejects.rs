@@ -2402,6 +2402,18 @@ fn integers_with_a_fraction_of_zeros_are_named_and_load_whole() {
     let Loaded { run, .. } = load_with_rejects(&db, &counts, "counts", &both);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(db.scalar("SELECT string_agg(n || ':' || share, ' ' ORDER BY n) FROM counts"), "-7:1.00 1234:0.50");
+    // Counts formatted with commas between thousands: named with the flag.
+    db.execute("CREATE TABLE tally (n int, label text)");
+    let counts = db.file("tally.csv", b"\"1,234\",a\n7,b\n\"12,000\",c\n");
+    let Loaded { run, .. } = load_with_rejects(&db, &counts, "tally", &[]);
+    assert_eq!((run.code, db.count("tally")), (1, 1), "{}", run.stderr);
+    let warning = "2 integers were rejected for how they are written (the first: \"1,234\", ";
+    let fix = "PostgreSQL reads an integer as digits alone; pass --thousands ',', which read it as the integer it is \
+               in integer columns. The other rows loaded as they should";
+    assert!(run.stderr.contains(warning) && run.stderr.contains(fix), "{}", run.stderr);
+    let Loaded { run, .. } = load_with_rejects(&db, &counts, "tally", &["--thousands", ",", "--truncate"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(db.scalar("SELECT string_agg(n::text, ' ' ORDER BY n) FROM tally"), "7 1234 12000");
 }
 
 /// JSON documents into typed columns give the same warnings for the values

@@ -56,10 +56,10 @@ pub(super) struct RejectNotes {
     /// that read the first (see [`trailing_minus_warning`]).
     trailing_minuses: Tally,
     trailing_minus_flags: Mutex<Option<String>>,
-    /// Integers rejected for a fraction of zeros, with the flags that
-    /// read the first (see [`zero_fraction_warning`]).
-    zero_fractions: Tally,
-    zero_fraction_flags: Mutex<Option<String>>,
+    /// Integers rejected for how they are written, with the flags that
+    /// read the first (see [`written_integer_warning`]).
+    written_integers: Tally,
+    written_integer_flags: Mutex<Option<String>>,
     /// Numbers where a date or time goes that read as Unix times, with
     /// the unit of the first (see [`unix_time_warning`]).
     unix_times: Tally,
@@ -93,7 +93,7 @@ const ALERTS: [fn(&Shared) -> Option<String>; 13] = [
     currency_warning,
     percent_warning,
     trailing_minus_warning,
-    zero_fraction_warning,
+    written_integer_warning,
     null_word_warning,
 ];
 
@@ -177,8 +177,8 @@ pub(super) fn note(shared: &Shared, rejects: &[Reject]) {
                 *notes.trailing_minus_flags.lock().unwrap_or_else(|e| e.into_inner()) = Some(flags);
                 format!("\"{value}\", {}", place())
             }),
-            Sign::ZeroFraction(value, flags) => notes.zero_fractions.add(|| {
-                *notes.zero_fraction_flags.lock().unwrap_or_else(|e| e.into_inner()) = Some(flags);
+            Sign::WrittenInteger(value, flags) => notes.written_integers.add(|| {
+                *notes.written_integer_flags.lock().unwrap_or_else(|e| e.into_inner()) = Some(flags);
                 format!("\"{value}\", {}", place())
             }),
             Sign::UnixTime(time) => notes.unix_times.add(|| {
@@ -229,9 +229,10 @@ enum Sign {
     /// A number with its minus after the digits, with the flags that read
     /// it (see [`trailing_minus_warning`]).
     TrailingMinus(String, String),
-    /// An integer written with a fraction of zeros, with the flags that
-    /// read it (see [`zero_fraction_warning`]).
-    ZeroFraction(String, String),
+    /// An integer written with a fraction of zeros or marks between
+    /// thousands, with the flags that read it (see
+    /// [`written_integer_warning`]).
+    WrittenInteger(String, String),
     /// A number where a date or time goes that reads as a Unix time (see
     /// [`unix_time_warning`]).
     UnixTime(suspect::UnixTime),
@@ -278,8 +279,8 @@ fn sign<'a>(shared: &Shared, reject: &'a Reject) -> Option<(Sign, &'a str)> {
     if let Some((value, flags)) = suspect::trailing_minus(rule, field, format) {
         return Some((Sign::TrailingMinus(value, flags), column));
     }
-    if let Some((value, flags)) = suspect::zero_fraction(rule, field, format) {
-        return Some((Sign::ZeroFraction(value, flags), column));
+    if let Some((value, flags)) = suspect::written_integer(rule, field, format) {
+        return Some((Sign::WrittenInteger(value, flags), column));
     }
     if let Some(time) = suspect::unix_time(rule, field) {
         return Some((Sign::UnixTime(time), column));
@@ -335,10 +336,10 @@ pub(super) fn first_reject_advice(shared: &Shared, first: &Reject) -> Option<Str
             "\"{value}\" has its minus after the digits, which PostgreSQL does not read: {}",
             trailing_minus_fix(&flags)
         ),
-        Sign::ZeroFraction(value, flags) => format!(
-            "\"{value}\" is an integer written with a fraction of zeros, which PostgreSQL does not read as an \
-             integer: {}",
-            zero_fraction_fix(&flags)
+        Sign::WrittenInteger(value, flags) => format!(
+            "\"{value}\" is an integer written {}, which PostgreSQL does not read as an integer: {}",
+            integer_writing(&flags),
+            written_integer_fix(&flags)
         ),
         Sign::UnixTime(time) => format!(
             "\"{}\" looks like a Unix time in {} ({}), which PostgreSQL does not read as a date or time: {}",
@@ -395,10 +396,21 @@ fn trailing_minus_fix(flags: &str) -> String {
     format!("pass {flags}, which reads 5.00- as -5.00 in number columns")
 }
 
-/// How to load integers written with a fraction of zeros: `flags`,
-/// `--zero-fractions` with those the numbers need.
-fn zero_fraction_fix(flags: &str) -> String {
-    format!("pass {flags}, which reads 3.0 as 3 in integer columns")
+/// How to load integers written as the first rejected one is: `flags`.
+fn written_integer_fix(flags: &str) -> String {
+    match flags {
+        "--zero-fractions" => "pass --zero-fractions, which reads 3.0 as 3 in integer columns".to_string(),
+        flags => format!("pass {flags}, which read it as the integer it is in integer columns"),
+    }
+}
+
+/// How integers whose flags are `flags` are written, in words.
+fn integer_writing(flags: &str) -> &'static str {
+    match (flags.contains("--zero-fractions"), flags.contains("--thousands") || flags.contains("--decimal-comma")) {
+        (true, false) => "with a fraction of zeros",
+        (true, true) => "with marks between thousands and a fraction of zeros",
+        _ => "with marks between thousands",
+    }
 }
 
 /// What a comma before three digits may mean, and the option for each.
@@ -616,19 +628,28 @@ fn trailing_minus_warning(shared: &Shared) -> Option<String> {
 }
 
 /// Integers rejected for a fraction of zeros (`3.0`), as pandas writes an
-/// integer column that has a missing value (its values become floats).
+/// integer column that has a missing value (its values become floats), or
+/// for marks between thousands (`1,234`), as spreadsheets format counts.
 /// Why: the server's reason (`invalid input syntax for type bigint:
-/// "3.0"`) does not say that the value is whole, and the peers' users load
-/// such a column as numeric, or change it in pandas and export again.
-fn zero_fraction_warning(shared: &Shared) -> Option<String> {
-    let flags = shared.notes.zero_fraction_flags.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
-    let (count, first) = shared.notes.zero_fractions.seen()?;
+/// "3.0"`) does not say that the value is whole, the hints for marks were
+/// given for numeric columns only, and the peers' users load such a column
+/// as numeric or text, or change it in pandas and export again.
+fn written_integer_warning(shared: &Shared) -> Option<String> {
+    let flags = shared.notes.written_integer_flags.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
+    let (count, first) = shared.notes.written_integers.seen()?;
     let reload = reload_advice(shared);
+    let (how, why) = match flags.as_str() {
+        "--zero-fractions" => (
+            "for a fraction of zeros",
+            ", as pandas writes an integer column that has a missing value: PostgreSQL reads no fraction in an \
+             integer",
+        ),
+        _ => ("for how they are written", ": PostgreSQL reads an integer as digits alone"),
+    };
     Some(format!(
-        "{} rejected for a fraction of zeros (the first: {first}), as pandas writes an integer column that has a \
-         missing value: PostgreSQL reads no fraction in an integer; {}. {reload}",
+        "{} rejected {how} (the first: {first}){why}; {}. {reload}",
         how_many_were(count, "integer"),
-        zero_fraction_fix(&flags)
+        written_integer_fix(&flags)
     ))
 }
 

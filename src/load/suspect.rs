@@ -654,17 +654,35 @@ pub fn trailing_minus(rule: &ColumnRule, value: &[u8], format: &FormatOptions) -
     with_the_flags_that_read(written, format, |writing| NumberWriting { trailing_minus: true, ..writing })
 }
 
-/// `value` (of an integer column) when it is written with a fraction of
-/// zeros (`3.0`, `1.234,00` with `--decimal-comma`), as pandas writes an
-/// integer column that has a missing value, with the flags that read it:
-/// `--zero-fractions`, and the flags given or those its number needs.
-pub fn zero_fraction(rule: &ColumnRule, value: &[u8], format: &FormatOptions) -> Option<(String, String)> {
+/// `value` (of an integer column) when flags would read it as an integer:
+/// written with a fraction of zeros (`3.0`, as pandas writes an integer
+/// column that has a missing value), marks between thousands (`1,234`, as
+/// spreadsheets format counts) or both (`1.234,00`), with the flags that
+/// read it: those given, and the marks and `--zero-fractions` it needs,
+/// the marks given tried first. In an integer column `1,234` is no decimal
+/// comma's 1.234, which is no integer.
+pub fn written_integer(rule: &ColumnRule, value: &[u8], format: &FormatOptions) -> Option<(String, String)> {
     let ValueRule::Integer { .. } = rule.kind else { return None };
     let written = value.trim_ascii();
-    if format.zero_fractions || !written.contains(&b'0') {
+    if !written.iter().any(|b| matches!(b, b'.' | b',' | b'\'' | b' ')) {
         return None;
     }
-    with_the_flags_that_read(written, format, |writing| NumberWriting { zero_fractions: true, ..writing })
+    let given = match format.number_conversion() {
+        Some(Conversion::Number(writing)) => writing,
+        _ => NumberWriting::PLAIN,
+    };
+    let reads = |writing: NumberWriting| {
+        let mut out = Vec::new();
+        let converted = Conversion::Number(writing).apply(written, &mut out) == Ok(true);
+        let digits = out.strip_prefix(b"-").or_else(|| out.strip_prefix(b"+")).unwrap_or(&out);
+        converted && !digits.is_empty() && digits.iter().all(u8::is_ascii_digit)
+    };
+    let marks = [given.marks].into_iter().chain(NumberMarks::ALL);
+    let writing = marks.map(|marks| NumberWriting { marks, ..given }).find_map(|writing| {
+        let zeros = NumberWriting { zero_fractions: true, ..writing };
+        [writing, zeros].into_iter().find(|&w| reads(w))
+    })?;
+    (writing != given).then(|| (String::from_utf8_lossy(written).into_owned(), writing.flags()))
 }
 
 /// `written` with the flags that read it: those `format` gives, with what
@@ -1215,19 +1233,27 @@ mod tests {
     }
 
     #[test]
-    fn integers_with_a_fraction_of_zeros_are_found_with_the_flags_that_read_them() {
+    fn integers_written_with_a_fraction_of_zeros_or_marks_are_found_with_the_flags_that_read_them() {
         let rules = [rule("bigint", None)];
         let csv = FormatOptions::new(FormatKind::Csv);
-        let found = |value: &str, format: &FormatOptions| zero_fraction(&rules[0], value.as_bytes(), format);
-        assert_eq!(found(" 3.0 ", &csv), Some(("3.0".into(), "--zero-fractions".into())));
-        assert_eq!(found("-12.000", &csv), Some(("-12.000".into(), "--zero-fractions".into())));
-        assert_eq!(found("1.234,00", &csv), Some(("1.234,00".into(), "--decimal-comma --zero-fractions".into())));
-        for odd in ["3", "2.5", "3.", ".0", "3.0e2", "x.0", "1.0.0"] {
+        let found = |value: &str, format: &FormatOptions| written_integer(&rules[0], value.as_bytes(), format);
+        let with = |value: &str, flags: &str| Some((value.to_string(), flags.to_string()));
+        assert_eq!(found(" 3.0 ", &csv), with("3.0", "--zero-fractions"));
+        assert_eq!(found("-12.000", &csv), with("-12.000", "--zero-fractions"));
+        assert_eq!(found("1.234,00", &csv), with("1.234,00", "--decimal-comma --zero-fractions"));
+        assert_eq!(found("1,234", &csv), with("1,234", "--thousands ','"), "no decimal comma: 1.234 is no integer");
+        assert_eq!(found("12,34,567.00", &csv), with("12,34,567.00", "--thousands ',' --zero-fractions"));
+        for odd in ["3", "2.5", "3.", ".0", "3.0e2", "x.0", "1.0.0", "1,5"] {
             assert_eq!(found(odd, &csv), None, "{odd}");
         }
         let given = FormatOptions { zero_fractions: true, ..FormatOptions::new(FormatKind::Csv) };
         assert_eq!(found("3.0", &given), None, "--zero-fractions given: its own reason says why");
-        assert_eq!(zero_fraction(&rule("numeric", None), b"3.0", &csv), None, "numeric reads it");
+        assert_eq!(found("1,234.0", &given), with("1,234.0", "--thousands ',' --zero-fractions"), "and the marks");
+        let comma = FormatOptions { decimal_comma: true, ..FormatOptions::new(FormatKind::Csv) };
+        assert_eq!(found("1.234", &comma), None, "read by the flags given: not rejected for its marks");
+        assert_eq!(found("1.234,00", &comma), with("1.234,00", "--decimal-comma --zero-fractions"));
+        assert_eq!(found("1 234", &comma), None, "spaces between thousands, as --decimal-comma reads them");
+        assert_eq!(written_integer(&rule("numeric", None), b"3.0", &csv), None, "numeric reads it");
     }
 
     #[test]
