@@ -1538,6 +1538,10 @@ pub struct JobStatus {
     /// The error that stopped its last run, when that run could say so (not
     /// after a kill or a crash).
     pub stopped_by: Option<String>,
+    /// What its rejects were, by kind: read for `sluice status --job`
+    /// alone (every reject of the job is read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reject_reasons: Option<crate::rejects::RejectReasons>,
 }
 
 /// Records why a job's run stopped, for `sluice status`: its command alone
@@ -1597,6 +1601,7 @@ pub fn status(session: &PgSession, job: Option<&str>, table: Option<&str>) -> Re
             bytes_done: num(r, 10),
             input_bytes: r[11].as_deref().and_then(|n| n.parse().ok()),
             stopped_by: r[13].clone(),
+            reject_reasons: None,
         })
         .collect())
 }

@@ -3954,6 +3954,11 @@ fn the_summary_counts_the_rejects_by_kind_with_the_first_of_each() {
     let from_ledger = |line: &str| format!("  {}", line.strip_prefix("sluice: ").unwrap());
     let at = |line: &str| status.find(&from_ledger(line)).unwrap_or_else(|| panic!("no {line:?} in {status}"));
     assert!(at(&days_line) < at(prices_line) && at(prices_line) < at(&key_line), "{status}");
+    let json = sluice(&["status", "--db", &db.conninfo(), "--job", job, "--json"]).stdout;
+    let json: Value = serde_json::from_str(&json).unwrap();
+    let kinds = json[0]["reject_reasons"]["kinds"].as_array().unwrap();
+    let records: Vec<u64> = kinds.iter().map(|k| k["records"].as_u64().unwrap()).collect();
+    assert_eq!(records, [600, 60, 1], "{json}");
 }
 
 /// JSON lines whose first line is an array of numbers (a bad line) and

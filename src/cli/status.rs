@@ -44,12 +44,18 @@ pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
         return Ok(exit::OK);
     };
     let table = args.table.as_deref().map(|name| table_as_the_ledger_names_it(&session, name));
-    let jobs = ledger::status(&session, args.job.as_deref(), table.as_deref())?;
+    let mut jobs = ledger::status(&session, args.job.as_deref(), table.as_deref())?;
     if args.job.is_some() && jobs.is_empty() {
         return Err(Error::Usage(format!("no job named {} in the ledger", args.job.unwrap_or_default())));
     }
     if let (Some(table), true) = (&table, jobs.is_empty()) {
         return Err(Error::Usage(format!("no job in the ledger loaded into {table}")));
+    }
+    if args.job.is_some() {
+        // One job asked for: what its rejects were, while it runs too.
+        for job in jobs.iter_mut().filter(|j| j.rejected > 0) {
+            job.reject_reasons = Some(sluice::rejects::reasons_of_job(&session, &job.job)?);
+        }
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&jobs).unwrap_or_default());
@@ -110,10 +116,9 @@ pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
             (Some(command), None) => println!("  resume with: {command}"),
             (None, None) => {}
         }
-        if args.job.is_some() && j.rejected > 0 {
-            // One job asked for: what its rejects were, while it runs too.
+        if let Some(reasons) = &j.reject_reasons {
             println!("  rejected, by reason:");
-            for line in sluice::report::reject_lines(&sluice::rejects::reasons_of_job(&session, &j.job)?) {
+            for line in sluice::report::reject_lines(reasons) {
                 println!("  {line}");
             }
         }
@@ -220,6 +225,7 @@ mod tests {
             dropped: vec![],
             command: None,
             stopped_by: None,
+            reject_reasons: None,
         }
     }
 
