@@ -4009,3 +4009,25 @@ fn the_hint_for_waits_between_isolating_copies_tells_of_the_rejects() {
         assert!(!run.stdout.contains("small COPYs"), "{}", run.stdout);
     }
 }
+
+/// `--max-errors` stops the load while chunks are still setting their
+/// rejects apart, once those and the rejects committed pass it: every
+/// chunk in flight used to isolate to its end and commit, so a limit of
+/// 100 on a file whose every tenth record breaks a CHECK loaded the whole
+/// file and rejected 4,000. The same command without it then resumes.
+#[test]
+fn max_errors_stops_chunks_isolating_dense_rejects_before_they_commit() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE checked (id int PRIMARY KEY, n int CHECK (n > 0))");
+    let data: String = (0..40_000).map(|i| format!("{i},{}\n", if i % 10 == 0 { -1 } else { i })).collect();
+    let file = db.file("checked.csv", data.as_bytes());
+    let Loaded { run, rejects, .. } = load_with_rejects(&db, &file, "checked", &["--max-errors", "100"]);
+    assert_eq!(run.code, 5, "{}", run.stderr);
+    let said = run.stderr.split("stopped: ").nth(1).and_then(|s| s.split(' ').next()).unwrap_or_default();
+    let said: u64 = said.replace(',', "").parse().unwrap_or_else(|_| panic!("{}", run.stderr));
+    assert!(said > 100 && said < 1_000, "{}", run.stderr);
+    assert!(run.stderr.contains("more than --max-errors 100 allows"), "{}", run.stderr);
+    assert!(rejects.len() < 1_000 && db.count("checked") < 10_000, "{} rejects: {}", rejects.len(), run.stderr);
+    let Loaded { run, rejects, .. } = load_with_rejects(&db, &file, "checked", &[]);
+    assert_eq!((run.code, rejects.len(), db.count("checked")), (1, 4_000, 36_000), "{}", run.stderr);
+}

@@ -478,7 +478,7 @@ pub(super) fn isolate(
     }
     // The checks may have rejected the chunk's first records: the same stop
     // as after a COPY.
-    iso.stop_if_first_records_rejected()?;
+    iso.stop_if_the_rejects_stop_the_load()?;
     let mut runs: Vec<Run> = match refusal {
         // The fast path's refusal applies to the whole chunk as it was sent:
         // not once a record was taken out of it (rejected or skipped).
@@ -574,7 +574,7 @@ pub(super) fn isolate(
             prelude = iso.check_pending_keys(session, &mut runs, &suspects, prelude, savepoints)?;
             refused_last = prelude == after_refusal;
         }
-        iso.stop_if_first_records_rejected()?;
+        iso.stop_if_the_rejects_stop_the_load()?;
     }
     // Leave the transaction open and usable: the worker stores the rejects
     // in it and commits.
@@ -956,10 +956,15 @@ impl<'a> Isolator<'a> {
         self.index.bytes(self.bytes, i, i + 1)
     }
 
-    /// The load's first records are all rejected, this chunk's first ones
-    /// among them: the load stops before isolating the rest (the chunk is not
-    /// committed). Whatever else the chunk loads: it would not change that.
-    fn stop_if_first_records_rejected(&self) -> Result<(), Error> {
+    /// The load stops before isolating the rest of the chunk (which is not
+    /// committed) when its rejects, with those committed, pass
+    /// `--max-errors` (see `Shared::over_max_errors`), or when the load's
+    /// first records are all rejected, this chunk's first ones among them.
+    /// Whatever else the chunk loads: it would not change that.
+    fn stop_if_the_rejects_stop_the_load(&self) -> Result<(), Error> {
+        if let Some(error) = self.shared.over_max_errors(self.rejects.len() as u64, self.rejects.last()) {
+            return Err(error);
+        }
         let Some(wanting) = self.shared.leading.wanting(self.chunk.seq) else { return Ok(()) };
         if (self.rejects.len() as u64) < wanting {
             return Ok(());
@@ -1014,7 +1019,7 @@ impl<'a> Isolator<'a> {
             }
             // Taken or not, the next statement rolls it back.
             prelude = after_refusal;
-            self.stop_if_first_records_rejected()?;
+            self.stop_if_the_rejects_stop_the_load()?;
         }
         Ok((taken, prelude))
     }

@@ -246,6 +246,11 @@ struct Shared<'a> {
     /// Whether the load's first records were all rejected (see
     /// [`ALL_REJECTED_STOP`]).
     leading: leading::LeadingRejects,
+    /// `--max-errors`, and the rejects this run committed so far: a chunk's
+    /// isolation stops once they and its own pass it (see
+    /// [`Shared::over_max_errors`]).
+    max_errors: Option<u64>,
+    rejected_committed: AtomicU64,
     /// `--on-conflict-do-nothing` (see [`Shared::skips`]).
     skip_conflicts: bool,
     /// With it, the staged path, where it applies (see [`stage`]).
@@ -371,6 +376,19 @@ const KEY_COLLISIONS: usize = 16;
 pub(super) const DENSE_KEYS: u64 = 256;
 
 impl Shared<'_> {
+    /// The stop for `--max-errors` when a chunk being isolated has found
+    /// `found` rejects, `last` the latest: once they and the rejects
+    /// committed pass it. Why not only as chunks commit: every chunk in
+    /// flight isolated to its end first, so `--max-errors 100` on a file
+    /// whose every tenth record broke a CHECK committed all 200,000
+    /// records' chunks, 20,000 of them rejected, in 1.7 s, and then said
+    /// it stopped.
+    fn over_max_errors(&self, found: u64, last: Option<&Reject>) -> Option<Error> {
+        let max = self.max_errors?;
+        let (rejected, last) = (self.rejected_committed.load(Ordering::SeqCst) + found, last?);
+        (rejected > max).then(|| Error::TooManyRejects { max, rejected, last: last.to_string() })
+    }
+
     /// True once the load should hand out no more chunks.
     fn stopping(&self) -> bool {
         self.stop.load(Ordering::SeqCst) || self.interrupted()
@@ -705,6 +723,8 @@ fn run_connected(
         max_record_size: req.max_record_size,
         shape,
         leading: leading::LeadingRejects::new(req.max_errors.is_none() && nothing_done(&done)),
+        max_errors: req.max_errors,
+        rejected_committed: AtomicU64::new(0),
         skip_conflicts: req.on_conflict_do_nothing,
         staging,
         held_share: AtomicU64::new(0),
@@ -1990,6 +2010,7 @@ fn run_pipeline(shared: &Shared, req: &LoadRequest, rejects: &mut RejectsFile) -
                     }
                     records.push(record);
                     rejected += chunk_rejects.len() as u64;
+                    shared.rejected_committed.store(rejected, Ordering::SeqCst);
                     hints::note(shared, &chunk_rejects);
                     record_rejects(rejects, &chunk_rejects).err().or_else(|| {
                         over_limit(req, rejected, &chunk_rejects)
