@@ -251,6 +251,13 @@ impl FormatOptions {
     /// are not written plainly (`--decimal-comma`, `--thousands`,
     /// `--currency`, `--percent`, `--trailing-minus`, `--zero-fractions`).
     pub fn number_conversion(&self) -> Option<convert::Conversion> {
+        let writing = self.number_writing();
+        (writing != convert::NumberWriting::PLAIN).then_some(convert::Conversion::Number(writing))
+    }
+
+    /// How number columns' values are written, as the flags say (plainly
+    /// when none is given).
+    pub fn number_writing(&self) -> convert::NumberWriting {
         use convert::NumberMarks;
         let marks = match (self.decimal_comma, self.thousands) {
             (true, _) => NumberMarks::DecimalComma,
@@ -259,8 +266,7 @@ impl FormatOptions {
         };
         let (currency, percent, trailing_minus) = (self.currency, self.percent, self.trailing_minus);
         let zero_fractions = self.zero_fractions;
-        let writing = convert::NumberWriting { marks, currency, percent, trailing_minus, zero_fractions };
-        (writing != convert::NumberWriting::PLAIN).then_some(convert::Conversion::Number(writing))
+        convert::NumberWriting { marks, currency, percent, trailing_minus, zero_fractions }
     }
 
     /// These options with numbers written with `marks` (`--decimal-comma`,

@@ -667,10 +667,7 @@ pub fn written_integer(rule: &ColumnRule, value: &[u8], format: &FormatOptions) 
     if !written.iter().any(|b| matches!(b, b'.' | b',' | b'\'' | b' ')) {
         return None;
     }
-    let given = match format.number_conversion() {
-        Some(Conversion::Number(writing)) => writing,
-        _ => NumberWriting::PLAIN,
-    };
+    let given = format.number_writing();
     let reads = |writing: NumberWriting| {
         let mut out = Vec::new();
         let converted = Conversion::Number(writing).apply(written, &mut out) == Ok(true);
@@ -693,10 +690,7 @@ fn with_the_flags_that_read(
     format: &FormatOptions,
     adding: impl Fn(NumberWriting) -> NumberWriting,
 ) -> Option<(String, String)> {
-    let given = match format.number_conversion() {
-        Some(Conversion::Number(writing)) => writing,
-        _ => NumberWriting::PLAIN,
-    };
+    let given = format.number_writing();
     let reading = adding(given).marks_that_read(written);
     // The marks given first; else the first that read it.
     let marks = if reading.contains(&given.marks) { given.marks } else { *reading.first()? };
