@@ -29,8 +29,8 @@ const CONSTRAINTS: &str = "ALTER TABLE {t} ADD CHECK (big IS DISTINCT FROM 4242)
     ALTER TABLE {t} ADD PRIMARY KEY (id); CREATE INDEX ON {t} (big)";
 
 /// A trigger that refuses a value and rewrites a column. With it, keys and
-/// constraints stay in place; without it they are deferred on the empty
-/// table, and the CHECK's violations are found after the load.
+/// constraints stay in place; without it the key is deferred on the empty
+/// table, and its violations are found after the load.
 const TRIGGER: &str = "CREATE TRIGGER {t}_note BEFORE INSERT ON {t} FOR EACH ROW EXECUTE FUNCTION note_check()";
 const NOTE_CHECK: &str = "CREATE FUNCTION note_check() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
     IF NEW.note = 'refuse me' THEN RAISE EXCEPTION 'note refused'; END IF; \

@@ -280,8 +280,9 @@ pub struct LoadArgs {
     #[arg(long, value_enum, default_value = "auto", value_name = "FORMAT")]
     copy_format: CopyFormatArg,
 
-    /// Drop the table's indexes, keys, CHECK and foreign-key constraints for
-    /// the load and build them again after it, several at once. auto: when
+    /// Drop the table's indexes, keys and foreign-key constraints for the
+    /// load and build them again after it, several at once (CHECK
+    /// constraints stay: cheap, checked per row). auto: when
     /// the table is empty (or --truncate). Rows that violate a key or
     /// constraint still end up as rejects; a crash never leaves an index
     /// dropped (the same command builds it). `--defer-indexes` alone: yes.

@@ -19,7 +19,10 @@
 //!    runs of consecutive records, each under a savepoint.
 //!    When the server names the failing line (`COPY t, line N`), reject that
 //!    record, re-copy the good records before it (the failed COPY rolled them
-//!    back) and go on after it. When it names no line, or loads fewer rows
+//!    back) and go on after it. Once the chunk's refusals for a CHECK
+//!    come densely, the records still to copy are looked up for the CHECKs
+//!    they break in one statement (see `check_constraint`), and the rest
+//!    go as one run. When it names no line, or loads fewer rows
 //!    than it was sent with a `\.` line among them (COPY's end-of-data
 //!    marker, which stops it without an error), split the run in two
 //!    (bisection) until the bad record stands alone. Fewer rows without a
@@ -354,6 +357,11 @@ struct Isolator<'a> {
     /// records were looked up for repeated keys (see [`key_check`](super::key_check)).
     key_refusals: usize,
     keys_checked: bool,
+    /// Refusals for one of the table's CHECKs so far, and whether the
+    /// chunk's records were looked up for them (see
+    /// [`check_constraint`](super::check_constraint)).
+    check_refusals: usize,
+    constraints_checked: bool,
     /// Records the key check set aside for repeating an earlier record's
     /// key (sorted), and whether they were looked up again.
     repeats: Vec<usize>,
@@ -442,6 +450,8 @@ pub(super) fn isolate(
         copies: 0,
         key_refusals: 0,
         keys_checked: false,
+        check_refusals: 0,
+        constraints_checked: false,
         repeats: Vec::new(),
         repeats_checked: false,
         missing_looked_up: Vec::new(),
@@ -508,6 +518,11 @@ pub(super) fn isolate(
         if looks_up_keys && iso.shared.key_check.is_some() {
             prelude = iso.check_repeats(session, &mut runs, prelude, savepoints)?;
             refused_last = prelude == after_refusal;
+        }
+        if iso.checks_dense() {
+            prelude = iso.check_pending_constraints(session, &mut runs, &suspects, prelude, &after_refusal)?;
+            refused_last = prelude == after_refusal;
+            iso.stop_if_the_rejects_stop_the_load()?;
         }
         let Some(run) = runs.pop() else { break };
         if run.is_empty() {
@@ -591,6 +606,12 @@ pub(super) fn isolate(
         staged: false,
         replaced: iso.replaced,
     })
+}
+
+/// Whether record `i` goes to COPY alone: a suspect, or one that repeats
+/// an earlier record's key (both sorted).
+fn goes_alone(i: usize, suspects: &[usize], repeats: &[usize]) -> bool {
+    suspects.binary_search(&i).is_ok() || repeats.binary_search(&i).is_ok()
 }
 
 /// With `--on-conflict-do-update`, a run copied into the staging table
@@ -905,9 +926,81 @@ impl<'a> Isolator<'a> {
         Ok("")
     }
 
-    /// Counts a refusal for a duplicate key.
+    /// Counts a refusal for a duplicate key or one of the table's CHECKs.
     fn note_refusal(&mut self, refusal: Option<&CopyRefusal>) {
         self.key_refusals += usize::from(refusal.is_some_and(|r| r.sqlstate.as_deref() == Some("23505")));
+        let check = self.shared.constraint_check.as_ref();
+        self.check_refusals += usize::from(refusal.is_some_and(|r| check.is_some_and(|c| c.breaks(r))));
+    }
+
+    /// Whether the records still to copy are worth looking up for CHECKs
+    /// they break (see [`check_constraint`](super::check_constraint)): this
+    /// chunk's CHECK refusals have come one in [`DENSE_KEYS`] records or
+    /// closer, [`MIN_DUPLICATES`] of them at least, or one came and a
+    /// committed chunk's were dense. Once a chunk; not into the staging
+    /// table, whose rows meet the CHECKs later.
+    fn checks_dense(&self) -> bool {
+        let dense_here = self.check_refusals >= MIN_DUPLICATES
+            && self.check_refusals as u64 * DENSE_KEYS >= (self.seen + self.check_refusals) as u64;
+        !self.constraints_checked
+            && self.staging.is_none()
+            && self.check_refusals > 0
+            && self.shared.constraint_check.as_ref().is_some_and(|c| c.usable())
+            && (dense_here || self.shared.checks_dense.load(SeqCst))
+    }
+
+    /// Rejects the records still to copy (but those that go alone) that
+    /// break one of the table's CHECKs, all found by one statement, and
+    /// joins the runs left between those that go alone: each went to COPY
+    /// as a run refused at its first such record and a re-copy of those
+    /// before it. Runs `prelude` first and returns the next COPY's:
+    /// nothing after a check that ran (the savepoint stands), the rollback
+    /// to it after one that failed.
+    fn check_pending_constraints<'p>(
+        &mut self,
+        session: &PgSession,
+        runs: &mut Vec<Run>,
+        suspects: &[usize],
+        prelude: &'p str,
+        after_refusal: &'p str,
+    ) -> Result<&'p str, Error> {
+        self.constraints_checked = true;
+        let Some(check) = self.shared.constraint_check.as_ref() else { return Ok(prelude) };
+        let lone = |i: &usize| goes_alone(*i, suspects, &self.repeats);
+        // Runs are taken from the end: the records in the order they go.
+        let pending: Run = runs.iter().rev().flatten().copied().filter(|i| !lone(i)).collect();
+        if pending.len() < 2 {
+            return Ok(prelude);
+        }
+        if !prelude.is_empty() {
+            session.execute(prelude)?;
+        }
+        let records: Vec<&[u8]> = pending.iter().map(|&i| self.record(i)).collect();
+        let Some(refused) = check.refused(session, &records)? else { return Ok(after_refusal) };
+        let mut broken: Run = Vec::with_capacity(refused.len());
+        for (k, refusal) in refused {
+            broken.push(pending[k]);
+            self.reject(pending[k], refusal);
+            // The stop names the reject past `--max-errors`, not the
+            // chunk's last.
+            if self.shared.over_max_errors(self.rejects.len() as u64, self.rejects.last()).is_some() {
+                break;
+            }
+        }
+        broken.sort_unstable();
+        let mut going: Vec<Run> = Vec::new();
+        for run in runs.drain(..).rev() {
+            let run: Run = run.into_iter().filter(|i| broken.binary_search(i).is_err()).collect();
+            let alone = |run: &Run| run.len() == 1 && goes_alone(run[0], suspects, &self.repeats);
+            match going.last_mut() {
+                _ if run.is_empty() => {}
+                Some(last) if !alone(last) && !alone(&run) => last.extend(run),
+                _ => going.push(run),
+            }
+        }
+        going.reverse();
+        *runs = going;
+        Ok("")
     }
 
     /// Whether this chunk's duplicate keys, unchecked so far, have come one

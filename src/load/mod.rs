@@ -10,6 +10,7 @@
 
 mod batch;
 mod blockers;
+mod check_constraint;
 mod defaults;
 mod defer;
 mod first_look;
@@ -277,6 +278,13 @@ struct Shared<'a> {
     rules: Option<Vec<suspect::ColumnRule>>,
     /// Checks isolation's suspects with the server's input functions.
     value_check: Option<value_check::ValueCheck>,
+    /// Finds the records that break the table's CHECKs in one statement
+    /// (see [`check_constraint`]).
+    constraint_check: Option<check_constraint::ConstraintCheck>,
+    /// Set once a committed chunk had a CHECK refusal in [`DENSE_KEYS`]
+    /// records or fewer: from then on a chunk's first CHECK refusal makes
+    /// isolation look for the others at once.
+    checks_dense: AtomicBool,
     /// Finds isolation's repeated keys once duplicates are dense.
     key_check: Option<key_check::KeyCheck>,
     /// Finds the records a foreign key's refusal is about.
@@ -420,7 +428,8 @@ impl Shared<'_> {
     /// [`Shared::skips`]) among its `records`: enough duplicate keys make
     /// the workers take turns from now on, dense ones make isolation look
     /// for them first, and any (or a conflict of an exclusion constraint)
-    /// make chunks commit in input order.
+    /// make chunks commit in input order; dense CHECK violations make
+    /// isolation look for the others at a chunk's first.
     fn note_duplicates(&self, rejects: &[crate::rejects::Reject], skipped: u64, records: u64) {
         if self.skip_conflicts && records > 0 {
             self.held_share.store(skipped * 1000 / records, Ordering::SeqCst);
@@ -434,6 +443,11 @@ impl Shared<'_> {
         }
         if duplicates > 0 && duplicates as u64 * DENSE_KEYS >= records {
             self.keys_dense.store(true, Ordering::SeqCst);
+        }
+        let checks =
+            rejects.iter().filter(|r| r.sqlstate.as_deref() == Some(check_constraint::CHECK_VIOLATION)).count();
+        if checks > 0 && checks as u64 * DENSE_KEYS >= records {
+            self.checks_dense.store(true, Ordering::SeqCst);
         }
         let conflicts = rejects.iter().filter(|r| r.sqlstate.as_deref() == Some("23P01")).count();
         if duplicates + conflicts > 0 && self.keys_in_place {
@@ -671,6 +685,7 @@ fn run_connected(
         server_is_local,
         mut rejects,
         unique_keys,
+        check_constraints,
         keys_in_place,
         stageable,
         replacing,
@@ -747,6 +762,8 @@ fn run_connected(
         )
         .map(|check| if req.on_conflict_do_nothing { check.skipping() } else { check }),
         missing_keys: missing_key::MissingKeys::new(&table, &copy_columns, &format),
+        constraint_check: check_constraint::ConstraintCheck::new(&table, &check_constraints, &copy_columns, &format),
+        checks_dense: AtomicBool::new(false),
         text_why: copy_plan.as_ref().err().cloned().unwrap_or_default(),
         binary: copy_plan.ok(),
         marked: steps.iter().any(|s| !s.rebuilt && s.deferred.violations_sql.is_some()),
@@ -858,6 +875,7 @@ struct Prepared {
     rejects: RejectsFile,
     /// The table's unique keys, read before any was deferred.
     unique_keys: crate::sink::postgres::UniqueKeys,
+    check_constraints: crate::sink::postgres::CheckConstraints,
     /// The table has a unique key in place for the load (see
     /// [`Shared::commit_in_order`]).
     keys_in_place: bool,
@@ -907,6 +925,7 @@ fn prepare(
         other => other,
     })?;
     let unique_keys = control.unique_keys(table.oid)?;
+    let check_constraints = control.check_constraints(table.oid)?;
     let nothing_to_skip = req.on_conflict_do_nothing && !control.holds_unique_keys(table.oid)?;
     refuse_the_ledger(req, &table)?;
     refuse_table_flags_on_a_view(req, &table)?;
@@ -1120,6 +1139,7 @@ fn prepare(
         server_is_local,
         rejects,
         unique_keys,
+        check_constraints,
         keys_in_place,
         stageable,
         replacing,

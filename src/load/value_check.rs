@@ -382,22 +382,28 @@ fn text_array(values: &[Option<String>]) -> String {
         if i > 0 {
             out.push(',');
         }
-        match value {
-            None => out.push_str("NULL"),
-            Some(v) => {
-                out.push('"');
-                for c in v.chars() {
-                    if c == '"' || c == '\\' {
-                        out.push('\\');
-                    }
-                    out.push(c);
-                }
-                out.push('"');
-            }
-        }
+        push_array_element(&mut out, value.as_deref());
     }
     out.push('}');
     out
+}
+
+/// Appends `value` to an array literal being written: quoted, with its
+/// quotes and backslashes escaped, or `NULL` bare.
+pub(super) fn push_array_element(out: &mut String, value: Option<&str>) {
+    let Some(mut rest) = value else {
+        out.push_str("NULL");
+        return;
+    };
+    out.push('"');
+    while let Some(at) = rest.find(['"', '\\']) {
+        out.push_str(&rest[..at]);
+        out.push('\\');
+        out.push_str(&rest[at..=at]);
+        rest = &rest[at + 1..];
+    }
+    out.push_str(rest);
+    out.push('"');
 }
 
 #[cfg(test)]

@@ -416,6 +416,49 @@ pub struct UniqueKeys {
     pub partitioned: bool,
 }
 
+/// A table's CHECK constraints, as [`PgSession::check_constraints`] reads
+/// them for `load::check_constraint`.
+#[derive(Clone, Debug, Default)]
+pub struct CheckConstraints {
+    /// The table's name as the server's message names it (unquoted).
+    pub relation: String,
+    /// A plain table (not partitioned, a view or foreign): the server
+    /// checks its constraints alone on the rows COPY inserts.
+    pub plain: bool,
+    /// The session may read every column, so a refusal shows the row.
+    pub readable: bool,
+    /// Every column in order (generated ones too): its name, its declared
+    /// type (a domain as itself, with the modifier), its collation where it
+    /// is not its type's (quoted, with its schema), and whether it is
+    /// generated.
+    pub columns: Vec<DeclaredColumn>,
+    /// The enforced CHECK constraints, in the order the server checks them
+    /// (by name, byte by byte).
+    pub checks: Vec<CheckConstraint>,
+}
+
+/// A column as declared (see [`CheckConstraints::columns`]).
+#[derive(Clone, Debug, Default)]
+pub struct DeclaredColumn {
+    pub name: String,
+    pub declared_type: String,
+    pub collation: Option<String>,
+    pub generated: bool,
+}
+
+/// One CHECK constraint (see [`CheckConstraints::checks`]).
+#[derive(Clone, Debug, Default)]
+pub struct CheckConstraint {
+    pub name: String,
+    /// Its expression as the server prints it (`(n > 0)`).
+    pub expression: String,
+    /// The columns it reads (`None`: the catalog's answer was unreadable).
+    pub columns: Option<Vec<String>>,
+    /// It calls a volatile function, whose every call may answer another
+    /// way or change something.
+    pub volatile: bool,
+}
+
 /// A resolved target table.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct TableInfo {
@@ -928,6 +971,64 @@ impl PgSession {
         let byte_equal =
             self.query(&byte_equal, &[Some(&oid)])?.into_iter().filter_map(|r| r.first()?.clone()).collect();
         Ok(UniqueKeys { keys, collations, decide, only_these, byte_equal, partitioned })
+    }
+
+    /// The CHECK constraints of the table `oid` and what is needed to
+    /// evaluate them as the server does (see [`CheckConstraints`]).
+    /// PostgreSQL 18's `NOT ENFORCED` ones are left out: the server does
+    /// not check them.
+    pub fn check_constraints(&self, oid: u32) -> Result<CheckConstraints, Error> {
+        const TABLE: &str = "SELECT c.relname, c.relkind = 'r', pg_catalog.has_table_privilege(c.oid, 'SELECT') \
+            FROM pg_catalog.pg_class c WHERE c.oid = $1::int8::oid";
+        const COLUMNS: &str = "SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), \
+            CASE WHEN a.attcollation <> t.typcollation \
+              THEN pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(co.collname) END, \
+            a.attgenerated <> '' \
+            FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid \
+            LEFT JOIN pg_catalog.pg_collation co ON co.oid = a.attcollation \
+            LEFT JOIN pg_catalog.pg_namespace n ON n.oid = co.collnamespace \
+            WHERE a.attrelid = $1::int8::oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum";
+        let enforced = if self.server_version() >= 180_000 { " AND c.conenforced" } else { "" };
+        let checks = format!(
+            "SELECT c.conname, pg_catalog.pg_get_expr(c.conbin, c.conrelid), \
+             pg_catalog.array_to_json(ARRAY(SELECT a.attname FROM unnest(c.conkey) AS k(num) \
+               JOIN pg_catalog.pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.num))::text, \
+             EXISTS (SELECT FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_proc p ON p.oid = d.refobjid \
+               WHERE d.classid = 'pg_catalog.pg_constraint'::pg_catalog.regclass AND d.objid = c.oid \
+               AND d.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND p.provolatile = 'v') \
+             FROM pg_catalog.pg_constraint c WHERE c.conrelid = $1::int8::oid AND c.contype = 'c'{enforced} \
+             ORDER BY c.conname COLLATE \"C\""
+        );
+        let oid = oid.to_string();
+        let text = |r: &Vec<Option<String>>, i: usize| r.get(i).cloned().flatten().unwrap_or_default();
+        let is_true = |r: &Vec<Option<String>>, i: usize| r.get(i).and_then(|v| v.as_deref()) == Some("t");
+        let table = self.query(TABLE, &[Some(&oid)])?;
+        let Some(table) = table.first() else { return Ok(CheckConstraints::default()) };
+        let columns = self.query(COLUMNS, &[Some(&oid)])?;
+        let checks = self.query(&checks, &[Some(&oid)])?;
+        Ok(CheckConstraints {
+            relation: text(table, 0),
+            plain: is_true(table, 1),
+            readable: is_true(table, 2),
+            columns: columns
+                .iter()
+                .map(|r| DeclaredColumn {
+                    name: text(r, 0),
+                    declared_type: text(r, 1),
+                    collation: r.get(2).cloned().flatten(),
+                    generated: is_true(r, 3),
+                })
+                .collect(),
+            checks: checks
+                .iter()
+                .map(|r| CheckConstraint {
+                    name: text(r, 0),
+                    expression: text(r, 1),
+                    columns: serde_json::from_str(&text(r, 2)).ok(),
+                    volatile: is_true(r, 3),
+                })
+                .collect(),
+        })
     }
 
     /// The keys of the table `oid` that `INSERT ... ON CONFLICT (columns)`
