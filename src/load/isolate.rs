@@ -720,6 +720,45 @@ impl<'a> Isolator<'a> {
         Ok("")
     }
 
+    /// Where the key check names held records only once they pass the
+    /// table's CHECKs (see
+    /// [`KeyCheck::deciding_after_checks`](super::key_check::KeyCheck::deciding_after_checks)):
+    /// the CHECK that each of `held` (indexes among `records`) without a
+    /// value refused (`values`) breaks, looked up in one statement (see
+    /// [`check_constraint`](super::check_constraint)), by record. `None`
+    /// when the statement failed: those records are then suspects, each
+    /// for COPY alone. Runs `prelude` first, and returns the next COPY's,
+    /// as [`Isolator::check_held_values`] does.
+    fn check_held_constraints<'p>(
+        &self,
+        session: &PgSession,
+        (held, records): (&[usize], &[&[u8]]),
+        values: &ByRecord,
+        prelude: &'p str,
+        savepoints: Savepoints<'p>,
+    ) -> Result<(Option<ByRecord>, &'p str), Error> {
+        let mut by_record = vec![None; records.len()];
+        let needed = self.shared.key_check.as_ref().is_some_and(|k| k.after_checks());
+        let asked: Vec<usize> = held.iter().copied().filter(|&k| needed && values[k].is_none()).collect();
+        let Some(check) = self.shared.constraint_check.as_ref().filter(|_| !asked.is_empty()) else {
+            return Ok((Some(by_record), prelude));
+        };
+        if !check.usable() {
+            return Ok((None, prelude));
+        }
+        if !prelude.is_empty() {
+            session.execute(prelude)?;
+        }
+        let asked_records: Vec<&[u8]> = asked.iter().map(|&k| records[k]).collect();
+        let Some(refused) = check.refused(session, &asked_records)? else {
+            return Ok((None, savepoints.after_refusal));
+        };
+        for (i, refusal) in refused {
+            by_record[asked[i]] = Some(refusal);
+        }
+        Ok((Some(by_record), ""))
+    }
+
     /// Once duplicate keys are known to be dense (see
     /// [`key_check`](super::key_check)), rejects the records of
     /// `candidates` whose key the table holds and moves to `suspects`
@@ -759,12 +798,19 @@ impl<'a> Isolator<'a> {
             .filter_map(|found| if let Repeated::Held(k, _) = found { Some(*k) } else { None })
             .collect();
         let (mut value_refusals, prelude) = self.check_held_values(session, &held, &records, savepoints)?;
+        let (mut check_refusals, prelude) =
+            self.check_held_constraints(session, (&held, &records), &value_refusals, prelude, savepoints)?;
         let mut taken = vec![false; clean.len()];
         for found in repeated {
+            let found = match (found, &mut check_refusals) {
+                (Repeated::Held(k, _), None) if value_refusals[k].is_none() => Repeated::Suspect(k),
+                (found, _) => found,
+            };
             match found {
                 Repeated::Held(k, refusal) => {
                     taken[k] = true;
-                    self.reject(clean[k], value_refusals[k].take().unwrap_or(refusal));
+                    let broken = check_refusals.as_mut().and_then(|by_record| by_record[k].take());
+                    self.reject(clean[k], value_refusals[k].take().or(broken).unwrap_or(refusal));
                 }
                 Repeated::Suspect(k) => {
                     taken[k] = true;

@@ -716,6 +716,7 @@ fn run_connected(
     let binary_sql = copy_plan.as_ref().ok().map(|plan| plan.sql.as_str());
     let staging = replacing
         .or_else(|| stageable.then(|| stage::Staging::new(&table, &copy_columns, (&copy_sql, binary_sql))).flatten());
+    let constraint_check = check_constraint::ConstraintCheck::new(&table, &check_constraints, &copy_columns, &format);
     let mut shared = Shared {
         sources: &sources,
         to_load_end: bytes_to_load_end(&sources),
@@ -760,9 +761,15 @@ fn run_connected(
             &format,
             table.session_dates(),
         )
-        .map(|check| if req.on_conflict_do_nothing { check.skipping() } else { check }),
+        .map(|check| if req.on_conflict_do_nothing { check.skipping() } else { check })
+        .map(|check| {
+            match !unique_keys.decide && unique_keys.decide_after_checks && constraint_check.is_some() {
+                true => check.deciding_after_checks(),
+                false => check,
+            }
+        }),
         missing_keys: missing_key::MissingKeys::new(&table, &copy_columns, &format),
-        constraint_check: check_constraint::ConstraintCheck::new(&table, &check_constraints, &copy_columns, &format),
+        constraint_check,
         checks_dense: AtomicBool::new(false),
         text_why: copy_plan.as_ref().err().cloned().unwrap_or_default(),
         binary: copy_plan.ok(),

@@ -399,6 +399,9 @@ pub struct UniqueKeys {
     pub collations: Vec<Vec<Option<String>>>,
     /// Whether a key's conflict is surely the server's reason to refuse.
     pub decide: bool,
+    /// Whether it is once the table's CHECKs pass: no trigger the user
+    /// made, on the table or any of its partitions.
+    pub decide_after_checks: bool,
     /// Whether `keys` are every constraint that can make one session's
     /// insert wait for another's, comparing values as their columns do:
     /// the table (a plain or partitioned one, without foreign partitions)
@@ -921,7 +924,7 @@ impl PgSession {
         // own comes before the keys for its rows.
         const FIRST: &str =
             "SELECT NOT EXISTS (SELECT 1 FROM tree JOIN pg_catalog.pg_trigger t ON t.tgrelid = tree.oid \
-            WHERE NOT t.tgisinternal) AND NOT EXISTS (SELECT 1 FROM tree JOIN pg_catalog.pg_constraint c \
+            WHERE NOT t.tgisinternal), NOT EXISTS (SELECT 1 FROM tree JOIN pg_catalog.pg_constraint c \
             ON c.conrelid = tree.oid WHERE c.contype = 'c')";
         let oid = oid.to_string();
         let rows = self.query(KEYS, &[Some(&oid)])?;
@@ -956,7 +959,9 @@ impl PgSession {
             AND NOT EXISTS (SELECT 1 FROM tree JOIN pg_catalog.pg_class f ON f.oid = tree.oid WHERE f.relkind = 'f') \
             , c.relkind = 'p' FROM pg_catalog.pg_class c WHERE c.oid = $1::int8::oid";
         let is_true = |rows: Vec<Vec<Option<String>>>| rows.first().and_then(|r| r.first()?.as_deref()) == Some("t");
-        let decide = is_true(self.query(&format!("{PARTITION_TREE}{FIRST}"), &[Some(&oid)])?);
+        let first = self.query(&format!("{PARTITION_TREE}{FIRST}"), &[Some(&oid)])?;
+        let first_is = |i: usize| first.first().and_then(|r| r.get(i)?.as_deref()) == Some("t");
+        let (decide_after_checks, decide) = (first_is(0), first_is(0) && first_is(1));
         let kind = self.query(&format!("{PARTITION_TREE}{ONLY_THESE}"), &[Some(&oid)])?;
         let partitioned = kind.first().and_then(|r| r.get(1)?.as_deref()) == Some("t");
         let only_these = is_true(kind);
@@ -970,7 +975,7 @@ impl PgSession {
         );
         let byte_equal =
             self.query(&byte_equal, &[Some(&oid)])?.into_iter().filter_map(|r| r.first()?.clone()).collect();
-        Ok(UniqueKeys { keys, collations, decide, only_these, byte_equal, partitioned })
+        Ok(UniqueKeys { keys, collations, decide, decide_after_checks, only_these, byte_equal, partitioned })
     }
 
     /// The CHECK constraints of the table `oid` and what is needed to
