@@ -13,8 +13,8 @@
 //! the records still to copy are split as COPY splits them (see
 //! [`value_check`](super::value_check)) and sent as text arrays to one
 //! query, which casts each value to its column's declared type and
-//! collation (a domain's constraints and a type's modifier apply there as
-//! COPY applies them) under the column's name, and evaluates each
+//! collation (a domain's constraints and a number's or time's modifier
+//! apply there as COPY applies them) under the column's name, and evaluates each
 //! constraint's expression as the server prints it, in the server's order
 //! (by name), as the server does: only a false result refuses. A record
 //! refused is rejected with the server's words: `new row for relation "t"
@@ -48,10 +48,9 @@ use crate::format::binary::BinaryEncoder;
 use crate::format::FormatOptions;
 use crate::sink::postgres::{CheckConstraints, PgSession, TableInfo};
 use crate::sink::CopyRefusal;
-use crate::sql::quote_ident;
+use crate::sql::{quote_ident, quote_literal};
 
 use super::value_check::{fields_of, push_array_element, text_splitter};
-use crate::sql::quote_literal;
 
 /// Most COPY columns the query is made for.
 const MAX_COLUMNS: usize = 100;
@@ -92,7 +91,7 @@ pub(super) struct ConstraintCheck {
 }
 
 impl ConstraintCheck {
-    /// `None` where the function cannot judge the table's CHECKs as the
+    /// `None` where the query cannot judge the table's CHECKs as the
     /// server does (see the module's doc) or there are none.
     pub fn new(
         table: &TableInfo,
@@ -101,14 +100,14 @@ impl ConstraintCheck {
         format: &FormatOptions,
     ) -> Option<ConstraintCheck> {
         let copied = |name: &str| copy_columns.iter().position(|(c, _)| c == name);
-        let readable = checks.checks.iter().all(|c| {
+        let judged = checks.checks.iter().all(|c| {
             !c.volatile && c.columns.as_ref().is_some_and(|columns| columns.iter().all(|n| copied(n).is_some()))
         });
         let not_null_filled = table.not_null.iter().all(|n| copied(n).is_some() || table.defaulted.contains(n));
         if checks.checks.is_empty()
             || !checks.plain
             || !table.insert_triggers.is_empty()
-            || !readable
+            || !judged
             || !not_null_filled
             || copy_columns.len() > MAX_COLUMNS
             || copy_columns.iter().any(|(name, _)| name.starts_with(OWN))
