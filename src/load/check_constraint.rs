@@ -1,6 +1,6 @@
 //! Finding, in one statement, the records of a refused chunk that break
-//! the table's CHECK constraints, so that isolation does not meet them one
-//! COPY at a time.
+//! the table's CHECK constraints or hold a NULL in a NOT NULL column, so
+//! that isolation does not meet them one COPY at a time.
 //!
 //! Why our own: a CHECK the server finds part way through a COPY costs that
 //! COPY and a re-copy of the records before it, each a round trip. 200,000
@@ -16,7 +16,11 @@
 //! collation (a domain's constraints and a number's or time's modifier
 //! apply there as COPY applies them) under the column's name, and evaluates each
 //! constraint's expression as the server prints it, in the server's order
-//! (by name), as the server does: only a false result refuses. A record
+//! (by name), as the server does: only a false result refuses; before them,
+//! in the table's order, a NULL in a NOT NULL column refuses (`null value
+//! in column "n" of relation "t" violates not-null constraint`). The
+//! records the client suspects only for such a NULL go to the query as
+//! soon as there are 8 of them (each went to COPY alone). A record
 //! refused is rejected with the server's words: `new row for relation "t"
 //! violates check constraint "c"`, and the row it shows (`Failing row
 //! contains (...)`, each value cut at 64 bytes) where the session may read
@@ -69,6 +73,9 @@ const SHOWN_BYTES: usize = 64;
 /// SQLSTATE of a CHECK violation.
 pub(super) const CHECK_VIOLATION: &str = "23514";
 
+/// SQLSTATE of a NULL in a NOT NULL column.
+pub(super) const NOT_NULL_VIOLATION: &str = "23502";
+
 /// The check for one load's CHECK constraints.
 pub(super) struct ConstraintCheck {
     /// Splits records as COPY does, every column read as text.
@@ -83,6 +90,10 @@ pub(super) struct ConstraintCheck {
     /// `constraint` names them.
     schema: String,
     names: Vec<String>,
+    /// The COPY columns declared NOT NULL, in the table's order.
+    not_null: Vec<String>,
+    /// Whether a NULL's refusal names the relation (PostgreSQL 13 on).
+    of_relation: bool,
     /// For the failing row shown: each of the table's columns' place among
     /// COPY's, in the table's order (`None`: not shown).
     shown: Option<Vec<usize>>,
@@ -104,7 +115,8 @@ impl ConstraintCheck {
             !c.volatile && c.columns.as_ref().is_some_and(|columns| columns.iter().all(|n| copied(n).is_some()))
         });
         let not_null_filled = table.not_null.iter().all(|n| copied(n).is_some() || table.defaulted.contains(n));
-        if checks.checks.is_empty()
+        let not_null: Vec<String> = table.not_null.iter().filter(|n| copied(n).is_some()).cloned().collect();
+        if (checks.checks.is_empty() && not_null.is_empty())
             || !checks.plain
             || !table.insert_triggers.is_empty()
             || !judged
@@ -120,7 +132,7 @@ impl ConstraintCheck {
             .map(|c| copied(&c.name).filter(|_| !c.generated))
             .collect::<Option<Vec<usize>>>()
             .filter(|places| checks.readable && places.len() == copy_columns.len());
-        let query = query(table, checks, copy_columns, shown.is_some())?;
+        let query = query(checks, copy_columns, &not_null, shown.is_some())?;
         Some(ConstraintCheck {
             splitter: text_splitter(copy_columns, format)?,
             columns: copy_columns.len(),
@@ -128,6 +140,8 @@ impl ConstraintCheck {
             relation: checks.relation.clone(),
             schema: table.schema.clone(),
             names: checks.checks.iter().map(|c| c.name.clone()).collect(),
+            not_null,
+            of_relation: checks.server_version >= 130_000,
             shown,
             broken: AtomicBool::new(false),
         })
@@ -138,10 +152,16 @@ impl ConstraintCheck {
     }
 
     /// Whether the server refused a record for one of the table's CHECKs
-    /// (not a domain's, which COPY meets reading the value).
+    /// (not a domain's, which COPY meets reading the value) or for a NULL
+    /// in one of its NOT NULL columns.
     pub fn breaks(&self, refusal: &CopyRefusal) -> bool {
-        refusal.sqlstate.as_deref() == Some(CHECK_VIOLATION)
-            && refusal.constraint.as_ref().is_some_and(|c| self.names.iter().any(|n| *c == self.qualified(n)))
+        match refusal.sqlstate.as_deref() {
+            Some(CHECK_VIOLATION) => {
+                refusal.constraint.as_ref().is_some_and(|c| self.names.iter().any(|n| *c == self.qualified(n)))
+            }
+            Some(NOT_NULL_VIOLATION) => refusal.column.as_ref().is_some_and(|c| self.not_null.contains(c)),
+            _ => false,
+        }
     }
 
     /// A constraint's name as a refusal's `constraint` gives it.
@@ -221,18 +241,35 @@ impl ConstraintCheck {
     /// record it numbers among those `sent`.
     fn refusal(&self, row: &[Option<String>], sent: &[usize]) -> Option<(usize, CopyRefusal)> {
         let n: usize = row.first()?.as_deref()?.parse().ok()?;
-        let at: usize = row.get(1)?.as_deref()?.parse().ok()?;
-        let (record, name) = (*sent.get(n.checked_sub(1)?)?, self.names.get(at)?);
+        let at: i64 = row.get(1)?.as_deref()?.parse().ok()?;
+        let record = *sent.get(n.checked_sub(1)?)?;
         let detail = self.shown.as_ref().map(|places| {
             let values: Vec<String> = places.iter().map(|&p| shown_value(row.get(p + 2).cloned().flatten())).collect();
             format!("Failing row contains ({}).", values.join(", "))
         });
-        let refusal = CopyRefusal {
-            sqlstate: Some(CHECK_VIOLATION.into()),
-            message: format!("new row for relation \"{}\" violates check constraint \"{name}\"", self.relation),
-            detail,
-            constraint: Some(self.qualified(name)),
-            ..CopyRefusal::default()
+        let relation = &self.relation;
+        let refusal = match usize::try_from(at) {
+            Ok(at) => {
+                let name = self.names.get(at)?;
+                CopyRefusal {
+                    sqlstate: Some(CHECK_VIOLATION.into()),
+                    message: format!("new row for relation \"{relation}\" violates check constraint \"{name}\""),
+                    constraint: Some(self.qualified(name)),
+                    detail,
+                    ..CopyRefusal::default()
+                }
+            }
+            Err(_) => {
+                let column = self.not_null.get(usize::try_from(-at - 1).ok()?)?;
+                let of = if self.of_relation { format!(" of relation \"{relation}\"") } else { String::new() };
+                CopyRefusal {
+                    sqlstate: Some(NOT_NULL_VIOLATION.into()),
+                    message: format!("null value in column \"{column}\"{of} violates not-null constraint"),
+                    column: Some(column.clone()),
+                    detail,
+                    ..CopyRefusal::default()
+                }
+            }
         };
         Some((record, refusal))
     }
@@ -259,9 +296,9 @@ fn shown_value(value: Option<String>) -> String {
 /// output function writes it. `None` where a column's declared type is
 /// unknown, or a cast would not read a value as COPY does.
 fn query(
-    table: &TableInfo,
     checks: &CheckConstraints,
     copy_columns: &[(String, String)],
+    not_null: &[String],
     show: bool,
 ) -> Option<(String, String)> {
     let (mut casts, mut fits, mut shown) = (Vec::new(), Vec::new(), Vec::new());
@@ -279,20 +316,13 @@ fn query(
     // reads it and no row is shown (the planner leaves out the columns a
     // query does not use): a domain's refusal comes first.
     let names: Vec<String> = copy_columns.iter().map(|(name, _)| quote_ident(name)).collect();
-    let mut filled = vec![format!("pg_catalog.num_nulls({}) >= 0", names.join(", "))];
-    filled.extend(
-        table
-            .not_null
-            .iter()
-            .filter(|n| copy_columns.iter().any(|(c, _)| c == *n))
-            .map(|n| format!("{} IS NOT NULL", quote_ident(n))),
-    );
-    let broken: String = checks
-        .checks
-        .iter()
-        .enumerate()
-        .map(|(at, c)| format!(" WHEN ({}) IS FALSE THEN {at}", c.expression))
-        .collect();
+    let filled = vec![format!("pg_catalog.num_nulls({}) >= 0", names.join(", "))];
+    // The server checks NOT NULL columns first, in the table's order, then
+    // the CHECKs.
+    let nulls = not_null.iter().enumerate().map(|(k, n)| format!(" WHEN {} IS NULL THEN -{}", quote_ident(n), k + 1));
+    let checked =
+        checks.checks.iter().enumerate().map(|(at, c)| format!(" WHEN ({}) IS FALSE THEN {at}", c.expression));
+    let broken: String = nulls.chain(checked).collect();
     let values: Vec<String> = (1..=copy_columns.len()).map(|k| format!("{OWN}v{k}")).collect();
     let filter = |conditions: Vec<String>| match conditions.is_empty() {
         true => String::new(),
@@ -367,6 +397,7 @@ mod tests {
                 check("a", "(n > 0)", &["n"]),
                 check("b", "((\"Note\" < 'x'::text) OR (n < 5))", &["Note", "n"]),
             ],
+            server_version: 150_000,
         };
         (t, checks)
     }
@@ -380,12 +411,12 @@ mod tests {
         let casts = "CAST(u.sluice_v1 AS integer)) AS \"id\", (CAST(u.sluice_v2 AS text) COLLATE pg_catalog.\"C\") \
                      AS \"Note\", (CAST(u.sluice_v3 AS positive)) AS \"n\" FROM unnest(";
         assert!(before.ends_with(casts), "{before}");
-        let cases =
-            "CASE WHEN ((n > 0)) IS FALSE THEN 0 WHEN (((\"Note\" < 'x'::text) OR (n < 5))) IS FALSE THEN 1 END";
+        let cases = "CASE WHEN \"id\" IS NULL THEN -1 WHEN ((n > 0)) IS FALSE THEN 0 \
+                     WHEN (((\"Note\" < 'x'::text) OR (n < 5))) IS FALSE THEN 1 END";
         assert!(before.contains(cases), "{before}");
         assert!(before.contains("pg_catalog.format('%s', \"Note\")"), "the row is shown: {before}");
-        let filled = "WHERE pg_catalog.num_nulls(\"id\", \"Note\", \"n\") >= 0 AND \"id\" IS NOT NULL";
-        assert!(after.contains(filled), "every value cast, a NULL in id left to COPY: {after}");
+        let filled = "WHERE pg_catalog.num_nulls(\"id\", \"Note\", \"n\") >= 0) AS c";
+        assert!(after.contains(filled), "every value cast: {after}");
         assert!(!after.contains("char_length"), "{after}");
         assert_eq!(check.shown, Some(vec![0, 1, 2]));
         // `--columns n,id,Note`: the row is shown in the table's order.
@@ -401,6 +432,23 @@ mod tests {
         assert_eq!(refusal.constraint.as_deref(), Some("\"public\".\"b\""));
         assert!(check.breaks(&refusal));
         assert!(!check.breaks(&CopyRefusal { constraint: Some("\"public\".\"c\"".into()), ..refusal }));
+        // -1: the first NOT NULL column, `id`.
+        let row: Vec<Option<String>> = vec![Some("1".into()), Some("-1".into()), Some("3".into()), None, None];
+        let (_, refusal) = check.refusal(&row, &[10]).unwrap();
+        let message = "null value in column \"id\" of relation \"T x\" violates not-null constraint";
+        assert_eq!((refusal.message.as_str(), refusal.sqlstate.as_deref()), (message, Some("23502")));
+        assert_eq!(refusal.detail.as_deref(), Some("Failing row contains (null, null, 3)."));
+        assert_eq!(refusal.column.as_deref(), Some("id"));
+        assert!(check.breaks(&refusal));
+        let twelve = CheckConstraints { server_version: 120_000, ..checks.clone() };
+        let check = ConstraintCheck::new(&t, &twelve, &reordered, &csv).expect("a check");
+        let (_, refusal) = check.refusal(&row, &[10]).unwrap();
+        assert_eq!(refusal.message, "null value in column \"id\" violates not-null constraint");
+        // NOT NULL columns alone make a check.
+        let unchecked = CheckConstraints { checks: Vec::new(), ..checks.clone() };
+        assert!(ConstraintCheck::new(&t, &unchecked, &t.columns, &csv).is_some());
+        let nullable = TableInfo { not_null: Vec::new(), ..t.clone() };
+        assert!(ConstraintCheck::new(&nullable, &unchecked, &t.columns, &csv).is_none());
     }
 
     #[test]
@@ -423,7 +471,7 @@ mod tests {
         let defaulted = TableInfo { defaulted: vec!["id".into()], ..t.clone() };
         let check = ConstraintCheck::new(&defaulted, &checks, without_id, &csv).expect("id has a default");
         assert_eq!(check.shown, None, "the default is the server's to show");
-        assert!(!check.query.1.contains("\"id\" IS NOT NULL"), "{}", check.query.1);
+        assert!(!check.query.0.contains("\"id\" IS NULL THEN"), "{}", check.query.0);
         let unread = CheckConstraints {
             checks: vec![CheckConstraint { columns: None, ..checks.checks[0].clone() }],
             ..checks.clone()

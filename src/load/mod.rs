@@ -444,8 +444,8 @@ impl Shared<'_> {
         if duplicates > 0 && duplicates as u64 * DENSE_KEYS >= records {
             self.keys_dense.store(true, Ordering::SeqCst);
         }
-        let checks =
-            rejects.iter().filter(|r| r.sqlstate.as_deref() == Some(check_constraint::CHECK_VIOLATION)).count();
+        let constraints = [check_constraint::CHECK_VIOLATION, check_constraint::NOT_NULL_VIOLATION];
+        let checks = rejects.iter().filter(|r| r.sqlstate.as_deref().is_some_and(|s| constraints.contains(&s))).count();
         if checks > 0 && checks as u64 * DENSE_KEYS >= records {
             self.checks_dense.store(true, Ordering::SeqCst);
         }

@@ -508,6 +508,25 @@ pub fn misshapen(record: &[u8], rules: &[ColumnRule], format: &FormatOptions) ->
         || fields.next().is_some()
 }
 
+/// True when a NULL in a NOT NULL column is all the client finds wrong
+/// with `record` (terminator included): one such NULL or more, the right
+/// number of fields, and every other value plausible. COPY refuses it for
+/// the first such column, unless a value before the constraints are checked
+/// refuses it first; the CHECK query (see `check_constraint`) can tell.
+pub fn only_nulls_where_none_go(record: &[u8], rules: &[ColumnRule], format: &FormatOptions) -> bool {
+    let mut fields = fields(record, format);
+    let mut null = false;
+    for rule in rules {
+        let Some(field) = fields.next() else { return false };
+        if field.is_none() && rule.not_null {
+            null = true;
+        } else if !plausible(&field, rule, format) {
+            return false;
+        }
+    }
+    null && fields.next().is_none()
+}
+
 /// Whether `record` reads as a header line: every field a label (not
 /// empty, not a number), and one at least the name of one of `columns` (in
 /// any case, with quotes and spaces around or not). Why not every field a
@@ -1327,6 +1346,19 @@ mod tests {
             &rule(sql_type, Some(DateOrder::MonthFirst)),
             &FormatOptions::new(FormatKind::Csv),
         )
+    }
+
+    #[test]
+    fn records_whose_only_fault_is_a_null_where_none_goes_are_told_apart() {
+        let csv = FormatOptions::new(FormatKind::Csv);
+        let mut rules = vec![rule("integer", None), rule("integer", None)];
+        rules[1].not_null = true;
+        let only = |record: &str| only_nulls_where_none_go(record.as_bytes(), &rules, &csv);
+        assert!(only("1,\n"));
+        assert!(!only("1,2\n"), "nothing wrong");
+        assert!(!only("x,\n"), "a bad value besides");
+        assert!(!only("1,,3\n") && !only("\n"), "a field too many, too few");
+        assert!(!only(",2\n"), "a NULL where one goes");
     }
 
     #[test]

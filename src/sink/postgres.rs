@@ -438,6 +438,8 @@ pub struct CheckConstraints {
     /// The enforced CHECK constraints, in the order the server checks them
     /// (by name, byte by byte).
     pub checks: Vec<CheckConstraint>,
+    /// The server's version number, which its messages' words follow.
+    pub server_version: i32,
 }
 
 /// A column as declared (see [`CheckConstraints::columns`]).
@@ -1012,6 +1014,7 @@ impl PgSession {
         let columns = self.query(COLUMNS, &[Some(&oid)])?;
         let checks = self.query(&checks, &[Some(&oid)])?;
         Ok(CheckConstraints {
+            server_version: self.server_version(),
             relation: text(table, 0),
             plain: is_true(table, 1),
             readable: is_true(table, 2),
