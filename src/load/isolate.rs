@@ -52,7 +52,6 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering::SeqCst;
 
-use super::check_constraint::NOT_NULL_VIOLATION;
 use super::in_flight::{ChunkKeys, Flight};
 use super::key_check::Repeated;
 use super::leading::leading_rejects;
@@ -359,10 +358,9 @@ struct Isolator<'a> {
     key_refusals: usize,
     keys_checked: bool,
     /// Refusals for one of the table's CHECKs or NOT NULL columns so far,
-    /// those for a NULL among them, and whether the chunk's records were
-    /// looked up for them (see [`check_constraint`](super::check_constraint)).
+    /// and whether the chunk's records were looked up for them (see
+    /// [`check_constraint`](super::check_constraint)).
     check_refusals: usize,
-    null_refusals: usize,
     constraints_checked: bool,
     /// Records the key check set aside for repeating an earlier record's
     /// key (sorted), and whether they were looked up again.
@@ -453,7 +451,6 @@ pub(super) fn isolate(
         key_refusals: 0,
         keys_checked: false,
         check_refusals: 0,
-        null_refusals: 0,
         constraints_checked: false,
         repeats: Vec::new(),
         repeats_checked: false,
@@ -980,24 +977,20 @@ impl<'a> Isolator<'a> {
     fn note_refusal(&mut self, refusal: Option<&CopyRefusal>) {
         self.key_refusals += usize::from(refusal.is_some_and(|r| r.sqlstate.as_deref() == Some("23505")));
         let check = self.shared.constraint_check.as_ref();
-        let Some(r) = refusal.filter(|r| check.is_some_and(|c| c.breaks(r))) else { return };
-        self.check_refusals += 1;
-        self.null_refusals += usize::from(r.sqlstate.as_deref() == Some(NOT_NULL_VIOLATION));
+        self.check_refusals += usize::from(refusal.is_some_and(|r| check.is_some_and(|c| c.breaks(r))));
     }
 
     /// Whether the records still to copy are worth looking up for CHECKs
     /// and NOT NULL columns they break (see
     /// [`check_constraint`](super::check_constraint)): this chunk's such
     /// refusals have come one in [`DENSE_KEYS`] records or closer,
-    /// [`MIN_DUPLICATES`] of them at least, or as many for a NULL (those
-    /// records are suspects, each copied alone after the others, whatever
-    /// their density), or one came and a committed chunk's were dense.
-    /// Once a chunk; not into the staging table, whose rows meet the
-    /// constraints later.
+    /// [`MIN_DUPLICATES`] of them at least, or one came and a committed
+    /// chunk's were dense (suspects only for a NULL were looked up at the
+    /// start, see [`Isolator::check_null_suspects`]). Once a chunk; not
+    /// into the staging table, whose rows meet the constraints later.
     fn checks_dense(&self) -> bool {
         let dense_here = self.check_refusals >= MIN_DUPLICATES
-            && (self.check_refusals as u64 * DENSE_KEYS >= (self.seen + self.check_refusals) as u64
-                || self.null_refusals >= MIN_DUPLICATES);
+            && self.check_refusals as u64 * DENSE_KEYS >= (self.seen + self.check_refusals) as u64;
         !self.constraints_checked
             && self.staging.is_none()
             && self.check_refusals > 0
