@@ -36,7 +36,8 @@
 //! (`--on-conflict-do-update` checks at its merge), no CHECK that calls a
 //! volatile function (called for each record here, and again by COPY),
 //! every column a CHECK reads and every NOT NULL one without a default
-//! among the file's, at most 100 columns, no column named `sluice_...`
+//! among the file's, messages in English (`lc_messages`: the query writes
+//! its refusals in English), at most 100 columns, no column named `sluice_...`
 //! (the query's own names) and none of a bit type with a length (a cast
 //! pads or cuts a value COPY refuses). A value longer than its `varchar(n)`
 //! or `char(n)` column allows is left to COPY (a cast cuts it where COPY
@@ -123,6 +124,7 @@ impl ConstraintCheck {
             || !not_null_filled
             || copy_columns.len() > MAX_COLUMNS
             || copy_columns.iter().any(|(name, _)| name.starts_with(OWN))
+            || !in_english(&checks.lc_messages)
         {
             return None;
         }
@@ -275,6 +277,14 @@ impl ConstraintCheck {
     }
 }
 
+/// Whether the server writes its messages in English under `lc_messages`
+/// (the query writes its refusals so; in another language, the records
+/// COPY refuses would say the same in two languages).
+fn in_english(lc_messages: &str) -> bool {
+    let lower = lc_messages.to_ascii_lowercase();
+    ["", "c", "posix"].contains(&lower.as_str()) || lower.starts_with("en") || lower.starts_with("c.")
+}
+
 /// A value as the server shows it in a failing row: `null`, or its text
 /// cut at [`SHOWN_BYTES`] bytes (on a character's boundary) with `...`.
 fn shown_value(value: Option<String>) -> String {
@@ -398,6 +408,7 @@ mod tests {
                 check("b", "((\"Note\" < 'x'::text) OR (n < 5))", &["Note", "n"]),
             ],
             server_version: 150_000,
+            lc_messages: "C".into(),
         };
         (t, checks)
     }
@@ -494,6 +505,19 @@ mod tests {
         long.columns[1].1 = "character varying(20)".into();
         let check = ConstraintCheck::new(&long, &checks, &long.columns, &csv).expect("varchar");
         assert!(check.query.1.contains("WHERE pg_catalog.char_length(u.sluice_v2) <= 20)"), "{}", check.query.1);
+    }
+
+    #[test]
+    fn the_query_writes_refusals_only_where_the_server_writes_english() {
+        for english in ["", "C", "POSIX", "C.UTF-8", "en_US.UTF-8", "English_United States.1252"] {
+            assert!(in_english(english), "{english}");
+        }
+        for other in ["de_DE.UTF-8", "fr_FR", "ja_JP.utf8"] {
+            assert!(!in_english(other), "{other}");
+        }
+        let (t, checks) = checked();
+        let german = CheckConstraints { lc_messages: "de_DE.UTF-8".into(), ..checks };
+        assert!(ConstraintCheck::new(&t, &german, &t.columns, &FormatOptions::new(FormatKind::Csv)).is_none());
     }
 
     #[test]

@@ -440,6 +440,8 @@ pub struct CheckConstraints {
     pub checks: Vec<CheckConstraint>,
     /// The server's version number, which its messages' words follow.
     pub server_version: i32,
+    /// The session's `lc_messages`: the language of the server's messages.
+    pub lc_messages: String,
 }
 
 /// A column as declared (see [`CheckConstraints::columns`]).
@@ -985,8 +987,8 @@ impl PgSession {
     /// PostgreSQL 18's `NOT ENFORCED` ones are left out: the server does
     /// not check them.
     pub fn check_constraints(&self, oid: u32) -> Result<CheckConstraints, Error> {
-        const TABLE: &str = "SELECT c.relname, c.relkind = 'r', pg_catalog.has_table_privilege(c.oid, 'SELECT') \
-            FROM pg_catalog.pg_class c WHERE c.oid = $1::int8::oid";
+        const TABLE: &str = "SELECT c.relname, c.relkind = 'r', pg_catalog.has_table_privilege(c.oid, 'SELECT'), \
+            pg_catalog.current_setting('lc_messages') FROM pg_catalog.pg_class c WHERE c.oid = $1::int8::oid";
         const COLUMNS: &str = "SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), \
             CASE WHEN a.attcollation <> t.typcollation \
               THEN pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(co.collname) END, \
@@ -1015,6 +1017,7 @@ impl PgSession {
         let checks = self.query(&checks, &[Some(&oid)])?;
         Ok(CheckConstraints {
             server_version: self.server_version(),
+            lc_messages: text(table, 3),
             relation: text(table, 0),
             plain: is_true(table, 1),
             readable: is_true(table, 2),
