@@ -87,10 +87,10 @@ pub(super) struct ConstraintCheck {
     query: (String, String),
     /// The table's name, as its refusals name it.
     relation: String,
-    /// The table's schema and the constraints' names, as a refusal's
-    /// `constraint` names them.
-    schema: String,
+    /// The constraints' names, in the server's order, and each as a
+    /// refusal's `constraint` names it (schema and name, quoted).
     names: Vec<String>,
+    qualified: Vec<String>,
     /// The COPY columns declared NOT NULL, in the table's order.
     not_null: Vec<String>,
     /// Whether a NULL's refusal names the relation (PostgreSQL 13 on).
@@ -140,8 +140,12 @@ impl ConstraintCheck {
             columns: copy_columns.len(),
             query,
             relation: checks.relation.clone(),
-            schema: table.schema.clone(),
             names: checks.checks.iter().map(|c| c.name.clone()).collect(),
+            qualified: checks
+                .checks
+                .iter()
+                .map(|c| format!("{}.{}", quote_ident(&table.schema), quote_ident(&c.name)))
+                .collect(),
             not_null,
             of_relation: checks.server_version >= 130_000,
             shown,
@@ -158,17 +162,10 @@ impl ConstraintCheck {
     /// in one of its NOT NULL columns.
     pub fn breaks(&self, refusal: &CopyRefusal) -> bool {
         match refusal.sqlstate.as_deref() {
-            Some(CHECK_VIOLATION) => {
-                refusal.constraint.as_ref().is_some_and(|c| self.names.iter().any(|n| *c == self.qualified(n)))
-            }
+            Some(CHECK_VIOLATION) => refusal.constraint.as_ref().is_some_and(|c| self.qualified.contains(c)),
             Some(NOT_NULL_VIOLATION) => refusal.column.as_ref().is_some_and(|c| self.not_null.contains(c)),
             _ => false,
         }
-    }
-
-    /// A constraint's name as a refusal's `constraint` gives it.
-    fn qualified(&self, name: &str) -> String {
-        format!("{}.{}", quote_ident(&self.schema), quote_ident(name))
     }
 
     /// The `records` (each whole, line end included) that break a CHECK,
@@ -252,11 +249,11 @@ impl ConstraintCheck {
         let relation = &self.relation;
         let refusal = match usize::try_from(at) {
             Ok(at) => {
-                let name = self.names.get(at)?;
+                let (name, qualified) = (self.names.get(at)?, self.qualified.get(at)?);
                 CopyRefusal {
                     sqlstate: Some(CHECK_VIOLATION.into()),
                     message: format!("new row for relation \"{relation}\" violates check constraint \"{name}\""),
-                    constraint: Some(self.qualified(name)),
+                    constraint: Some(qualified.clone()),
                     detail,
                     ..CopyRefusal::default()
                 }

@@ -52,6 +52,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering::SeqCst;
 
+use super::check_constraint::ConstraintCheck;
 use super::in_flight::{ChunkKeys, Flight};
 use super::key_check::Repeated;
 use super::leading::leading_rejects;
@@ -1022,22 +1023,9 @@ impl<'a> Isolator<'a> {
         if pending.len() < 2 {
             return Ok(prelude);
         }
-        if !prelude.is_empty() {
-            session.execute(prelude)?;
-        }
-        let records: Vec<&[u8]> = pending.iter().map(|&i| self.record(i)).collect();
-        let Some(refused) = check.refused(session, &records)? else { return Ok(after_refusal) };
-        let mut broken: Run = Vec::with_capacity(refused.len());
-        for (k, refusal) in refused {
-            broken.push(pending[k]);
-            self.reject(pending[k], refusal);
-            // The stop names the reject past `--max-errors`, not the
-            // chunk's last.
-            if self.shared.over_max_errors(self.rejects.len() as u64, self.rejects.last()).is_some() {
-                break;
-            }
-        }
-        broken.sort_unstable();
+        let Some(broken) = self.reject_what_the_query_refuses(session, check, &pending, prelude)? else {
+            return Ok(after_refusal);
+        };
         let mut going: Vec<Run> = Vec::new();
         for run in runs.drain(..).rev() {
             let run: Run = run.into_iter().filter(|i| broken.binary_search(i).is_err()).collect();
@@ -1110,19 +1098,41 @@ impl<'a> Isolator<'a> {
         if nulls.len() < MIN_SUSPECTS {
             return Ok(prelude);
         }
+        let Some(rejected) = self.reject_what_the_query_refuses(session, check, &nulls, prelude)? else {
+            return Ok(after_refusal);
+        };
+        suspects.retain(|i| rejected.binary_search(i).is_err());
+        Ok("")
+    }
+
+    /// Runs `prelude`, then the CHECK query (see
+    /// [`check_constraint`](super::check_constraint)) over the records
+    /// `asked`, and rejects those it refuses, in input order, stopping at
+    /// the one past `--max-errors` (the stop names it, not the chunk's
+    /// last). Returns the records rejected, sorted; `None` when the query
+    /// failed, which leaves the transaction to roll back to its savepoint.
+    fn reject_what_the_query_refuses(
+        &mut self,
+        session: &PgSession,
+        check: &ConstraintCheck,
+        asked: &[usize],
+        prelude: &str,
+    ) -> Result<Option<Run>, Error> {
         if !prelude.is_empty() {
             session.execute(prelude)?;
         }
-        let records: Vec<&[u8]> = nulls.iter().map(|&i| self.record(i)).collect();
-        let Some(refused) = check.refused(session, &records)? else { return Ok(after_refusal) };
+        let records: Vec<&[u8]> = asked.iter().map(|&i| self.record(i)).collect();
+        let Some(refused) = check.refused(session, &records)? else { return Ok(None) };
         let mut rejected: Run = Vec::with_capacity(refused.len());
         for (k, refusal) in refused {
-            rejected.push(nulls[k]);
-            self.reject(nulls[k], refusal);
+            rejected.push(asked[k]);
+            self.reject(asked[k], refusal);
+            if self.shared.over_max_errors(self.rejects.len() as u64, self.rejects.last()).is_some() {
+                break;
+            }
         }
         rejected.sort_unstable();
-        suspects.retain(|i| rejected.binary_search(i).is_err());
-        Ok("")
+        Ok(Some(rejected))
     }
 
     /// Whether a NULL in a NOT NULL column is all the client finds wrong
