@@ -32,7 +32,8 @@
 //!
 //! Only where nothing else comes between a record and its CHECKs: a plain
 //! table (a partition's own constraints are checked on its rows), no
-//! trigger of the user's (which may change the row), no staging table
+//! BEFORE row trigger of the user's (which may change the row; AFTER
+//! triggers run once the row passed its CHECKs), no staging table
 //! (`--on-conflict-do-update` checks at its merge), no CHECK that calls a
 //! volatile function (called for each record here, and again by COPY),
 //! every column a CHECK reads and every NOT NULL one without a default
@@ -119,7 +120,7 @@ impl ConstraintCheck {
         let not_null: Vec<String> = table.not_null.iter().filter(|n| copied(n).is_some()).cloned().collect();
         if (checks.checks.is_empty() && not_null.is_empty())
             || !checks.plain
-            || !table.insert_triggers.is_empty()
+            || !table.before_row_triggers.is_empty()
             || !judged
             || !not_null_filled
             || copy_columns.len() > MAX_COLUMNS
@@ -467,8 +468,11 @@ mod tests {
             ConstraintCheck::new(t, checks, columns, &csv).is_none()
         };
         assert!(!none(&t, &checks, &t.columns));
-        let triggered = TableInfo { insert_triggers: vec!["audit".into()], ..t.clone() };
-        assert!(none(&triggered, &checks, &t.columns), "a trigger may change the row");
+        let triggered =
+            TableInfo { insert_triggers: vec!["stamp".into()], before_row_triggers: vec!["stamp".into()], ..t.clone() };
+        assert!(none(&triggered, &checks, &t.columns), "a BEFORE trigger may change the row");
+        let audited = TableInfo { insert_triggers: vec!["audit".into()], ..t.clone() };
+        assert!(!none(&audited, &checks, &t.columns), "an AFTER trigger runs once the row passed its CHECKs");
         assert!(none(&t, &CheckConstraints { plain: false, ..checks.clone() }, &t.columns), "partitioned");
         // `n` left to its default: the CHECKs read it.
         let without_n = &t.columns[..2];

@@ -17,7 +17,8 @@
 //! the record is skipped instead, and nothing locked: see
 //! [`KeyCheck::skipping`]). That needs the conflict to be
 //! the first thing the server refuses the record for: the table has no
-//! trigger of the user's (which may change the row), and no CHECK
+//! BEFORE INSERT row trigger of the user's (which may change the row; an
+//! AFTER trigger runs once the row is in its indexes), and no CHECK
 //! constraint (checked first) or only CHECKs the CHECK query judges, which
 //! isolation then asks about the held records (see
 //! [`KeyCheck::deciding_after_checks`]); records with a NULL where none goes are suspects
@@ -207,8 +208,11 @@ impl KeyCheck {
             .iter()
             .map(|(at, ty)| Compared::of_type(ty, unique.byte_equal.contains(&columns[*at].0), dates.bare_is_utc))
             .collect();
-        let in_parallel =
-            unique.decide && unique.only_these && keys.len() == unique.keys.len() && !compared.contains(&Compared::Not);
+        let in_parallel = unique.decide
+            && unique.only_these
+            && unique.untriggered
+            && keys.len() == unique.keys.len()
+            && !compared.contains(&Compared::Not);
         Some(KeyCheck {
             compared,
             date_order: dates.order,
@@ -239,7 +243,7 @@ impl KeyCheck {
     }
 
     /// The check for a table whose CHECKs are all that may refuse a held
-    /// record first (no trigger of the user's): the held records are named
+    /// record first (no BEFORE INSERT row trigger of the user's): the held records are named
     /// as such, and isolation rejects for its key only those whose values
     /// pass the CHECKs (see [`super::check_constraint`]). Why: with any
     /// CHECK on the table, each held record went to COPY alone; 200,000
@@ -730,7 +734,13 @@ mod tests {
     /// trigger or CHECK.
     fn only_key(index: &str, columns: &[&str]) -> UniqueKeys {
         let columns = columns.iter().map(|c| c.to_string()).collect();
-        UniqueKeys { keys: vec![(index.into(), columns)], decide: true, only_these: true, ..UniqueKeys::default() }
+        UniqueKeys {
+            keys: vec![(index.into(), columns)],
+            decide: true,
+            only_these: true,
+            untriggered: true,
+            ..UniqueKeys::default()
+        }
     }
 
     /// The check of `unique` among COPY's `columns` (name, type) of
@@ -821,8 +831,9 @@ mod tests {
         assert_eq!(read[0][3], Null);
         let not_parallel = |unique: UniqueKeys, columns: &[(&str, &str)]| !check_of(columns, &unique).in_parallel();
         let key = || only_key("ab", &["a", "b"]);
-        assert!(not_parallel(UniqueKeys { decide: false, ..key() }, &columns), "a trigger");
+        assert!(not_parallel(UniqueKeys { decide: false, ..key() }, &columns), "a BEFORE trigger or a CHECK");
         assert!(not_parallel(UniqueKeys { only_these: false, ..key() }, &columns), "an expression");
+        assert!(not_parallel(UniqueKeys { untriggered: false, ..key() }, &columns), "an AFTER trigger");
         let mut other = key();
         other.keys.push(("c".into(), vec!["c".into()]));
         assert!(not_parallel(other, &columns), "a key COPY does not fill");

@@ -84,14 +84,16 @@ const REQUIRED_COLUMNS: &str = "SELECT a.attname FROM pg_catalog.pg_attribute a 
 /// Refuses a load whose columns (from `--columns`, a header or the
 /// documents' keys) leave out a column every row must be given: each row
 /// would be refused, and the load would stop after its first 1,000
-/// records, blaming no option in particular. Not where an insert trigger
-/// may fill it.
+/// records, blaming no option in particular. Not where a BEFORE INSERT
+/// row trigger may fill it.
 pub fn refuse_required_left_out(
     control: &PgSession,
     table: &TableInfo,
     columns: Option<&[String]>,
 ) -> Result<(), Error> {
-    let Some(columns) = columns.filter(|_| table.insert_triggers.is_empty() && !table.is_view) else { return Ok(()) };
+    let Some(columns) = columns.filter(|_| table.before_row_triggers.is_empty() && !table.is_view) else {
+        return Ok(());
+    };
     let rows = control.query(REQUIRED_COLUMNS, &[Some(&table.oid.to_string())])?;
     let left_out: Vec<String> = rows
         .into_iter()
@@ -952,6 +954,7 @@ pub(crate) mod tests {
             is_view: false,
             foreign: Vec::new(),
             insert_triggers: Vec::new(),
+            before_row_triggers: Vec::new(),
             session_time_zone: "UTC".into(),
             session_date_style: "ISO, MDY".into(),
         }

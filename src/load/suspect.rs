@@ -1109,6 +1109,7 @@ mod tests {
             is_view: false,
             foreign: Vec::new(),
             insert_triggers: Vec::new(),
+            before_row_triggers: Vec::new(),
             session_time_zone: "UTC".into(),
             session_date_style: "ISO, MDY".into(),
         }

@@ -399,8 +399,8 @@ pub struct UniqueKeys {
     pub collations: Vec<Vec<Option<String>>>,
     /// Whether a key's conflict is surely the server's reason to refuse.
     pub decide: bool,
-    /// Whether it is once the table's CHECKs pass: no trigger the user
-    /// made, on the table or any of its partitions.
+    /// Whether it is once the table's CHECKs pass: no BEFORE INSERT row
+    /// trigger the user made, on the table or any of its partitions.
     pub decide_after_checks: bool,
     /// Whether `keys` are every constraint that can make one session's
     /// insert wait for another's, comparing values as their columns do:
@@ -410,6 +410,10 @@ pub struct UniqueKeys {
     /// of a collation or operator class other than its columns' own, or a
     /// partition's own, and no exclusion constraint.
     pub only_these: bool,
+    /// Whether no trigger of the user's runs on insert (into the table or
+    /// its partitions): one may lock what another session's does (a row it
+    /// counts the inserts in, say).
+    pub untriggered: bool,
     /// The table's columns whose values are equal only when their bytes
     /// are: text, varchar and char(n) with a deterministic collation
     /// (char(n) once the spaces at its end are left out; not citext).
@@ -503,6 +507,11 @@ pub struct TableInfo {
     /// or its partitions (see `load::defer`: a chunk loaded twice runs them
     /// twice).
     pub insert_triggers: Vec<String>,
+    /// Those of `insert_triggers` that run for each row before it is
+    /// inserted: they may change the row or drop it before the server
+    /// checks its constraints and keys, so the client cannot judge a
+    /// record by its fields (AFTER triggers run once the row passed them).
+    pub before_row_triggers: Vec<String>,
     /// The session's TimeZone setting: the server reads a timestamptz
     /// written without an offset in it (sluice's sessions all connect alike).
     pub session_time_zone: String,
@@ -600,11 +609,12 @@ const FOREIGN_TABLES: &str = "SELECT n.nspname, c.relname, s.srvname, w.fdwname,
 
 /// The triggers that run when rows are inserted, in [`PARTITION_TREE`]:
 /// enabled (in a session of the default replication role), the user's
-/// (not the internal ones of foreign keys), row or statement level.
-/// Trigger type bits: INSERT 4.
-const INSERT_TRIGGERS: &str =
-    "SELECT DISTINCT t.tgname FROM tree JOIN pg_catalog.pg_trigger t ON t.tgrelid = tree.oid \
-     WHERE NOT t.tgisinternal AND t.tgenabled IN ('O', 'A') AND t.tgtype & 4 <> 0 ORDER BY 1";
+/// (not the internal ones of foreign keys), row or statement level; and
+/// whether one of that name runs before each row is inserted. Trigger
+/// type bits: ROW 1, BEFORE 2, INSERT 4.
+const INSERT_TRIGGERS: &str = "SELECT t.tgname, pg_catalog.bool_or(t.tgtype & 3 = 3)::text FROM tree \
+     JOIN pg_catalog.pg_trigger t ON t.tgrelid = tree.oid \
+     WHERE NOT t.tgisinternal AND t.tgenabled IN ('O', 'A') AND t.tgtype & 4 <> 0 GROUP BY 1 ORDER BY 1";
 
 /// True for a constraint `con` the server enforces: all but PostgreSQL
 /// 18's `NOT ENFORCED` ones, which check nothing during a load. Read
@@ -867,8 +877,11 @@ impl PgSession {
         let (session_time_zone, session_date_style) = (setting(0), setting(1));
         let is_view = kind == "v";
         let foreign = self.foreign_tables(&oid)?;
-        let insert_triggers = self.query(&format!("{PARTITION_TREE}{INSERT_TRIGGERS}"), &[Some(&oid)])?;
-        let insert_triggers = insert_triggers.into_iter().filter_map(|r| r.into_iter().next().flatten()).collect();
+        let triggers = self.query(&format!("{PARTITION_TREE}{INSERT_TRIGGERS}"), &[Some(&oid)])?;
+        let named = |row: &Vec<Option<String>>| row.first().cloned().flatten();
+        let before_row = |row: &&Vec<Option<String>>| row.get(1).and_then(Option::as_deref) == Some("true");
+        let insert_triggers = triggers.iter().filter_map(named).collect();
+        let before_row_triggers = triggers.iter().filter(before_row).filter_map(named).collect();
         let oid = oid.parse().map_err(|_| Error::Server(format!("the server gave {table} the OID \"{oid}\"")))?;
         Ok(TableInfo {
             oid,
@@ -883,6 +896,7 @@ impl PgSession {
             is_view,
             foreign,
             insert_triggers,
+            before_row_triggers,
             session_time_zone,
             session_date_style,
         })
@@ -924,12 +938,17 @@ impl PgSession {
             JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid \
             WHERE i.indrelid = $1::int8::oid AND i.indisunique AND i.indisvalid AND i.indexprs IS NULL \
             AND i.indpred IS NULL ORDER BY i.indexrelid";
-        // The table's partitions too: a trigger or CHECK of a partition's
-        // own comes before the keys for its rows.
+        // The table's partitions too: a BEFORE INSERT row trigger or a
+        // CHECK of a partition's own comes before the keys for its rows (an
+        // AFTER trigger runs once the row is in its indexes). Then whether
+        // no trigger of the user's runs on insert at all.
         const FIRST: &str =
             "SELECT NOT EXISTS (SELECT 1 FROM tree JOIN pg_catalog.pg_trigger t ON t.tgrelid = tree.oid \
-            WHERE NOT t.tgisinternal), NOT EXISTS (SELECT 1 FROM tree JOIN pg_catalog.pg_constraint c \
-            ON c.conrelid = tree.oid WHERE c.contype = 'c')";
+            WHERE NOT t.tgisinternal AND t.tgenabled IN ('O', 'A') AND t.tgtype & 7 = 7), \
+            NOT EXISTS (SELECT 1 FROM tree JOIN pg_catalog.pg_constraint c \
+            ON c.conrelid = tree.oid WHERE c.contype = 'c'), \
+            NOT EXISTS (SELECT 1 FROM tree JOIN pg_catalog.pg_trigger t ON t.tgrelid = tree.oid \
+            WHERE NOT t.tgisinternal AND t.tgenabled IN ('O', 'A') AND t.tgtype & 4 <> 0)";
         let oid = oid.to_string();
         let rows = self.query(KEYS, &[Some(&oid)])?;
         let json = |r: &Vec<Option<String>>, i: usize| r.get(i)?.as_deref().map(str::to_string);
@@ -965,7 +984,7 @@ impl PgSession {
         let is_true = |rows: Vec<Vec<Option<String>>>| rows.first().and_then(|r| r.first()?.as_deref()) == Some("t");
         let first = self.query(&format!("{PARTITION_TREE}{FIRST}"), &[Some(&oid)])?;
         let first_is = |i: usize| first.first().and_then(|r| r.get(i)?.as_deref()) == Some("t");
-        let (decide_after_checks, decide) = (first_is(0), first_is(0) && first_is(1));
+        let (decide_after_checks, decide, untriggered) = (first_is(0), first_is(0) && first_is(1), first_is(2));
         let kind = self.query(&format!("{PARTITION_TREE}{ONLY_THESE}"), &[Some(&oid)])?;
         let partitioned = kind.first().and_then(|r| r.get(1)?.as_deref()) == Some("t");
         let only_these = is_true(kind);
@@ -979,7 +998,16 @@ impl PgSession {
         );
         let byte_equal =
             self.query(&byte_equal, &[Some(&oid)])?.into_iter().filter_map(|r| r.first()?.clone()).collect();
-        Ok(UniqueKeys { keys, collations, decide, decide_after_checks, only_these, byte_equal, partitioned })
+        Ok(UniqueKeys {
+            keys,
+            collations,
+            decide,
+            decide_after_checks,
+            only_these,
+            untriggered,
+            byte_equal,
+            partitioned,
+        })
     }
 
     /// The CHECK constraints of the table `oid` and what is needed to
