@@ -6,10 +6,11 @@
 #   chromium      the tests open the report's chart in a headless browser
 #   openssl       the TLS test makes a self-signed certificate
 #   pgbouncer     a test loads through a connection pooler in transaction mode
+#   locales       a test makes a German locale, for the server's messages in another language
 # The Rust toolchain is expected to be present.
 set -euo pipefail
 need=()
-for pkg in postgresql libpq-dev libclang-dev chromium openssl pgbouncer; do
+for pkg in postgresql libpq-dev libclang-dev chromium openssl pgbouncer locales; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if ((${#need[@]})); then

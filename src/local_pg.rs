@@ -32,6 +32,9 @@ pub struct LocalOptions {
     /// Serve TLS with a fresh self-signed certificate for `localhost`
     /// (made with the `openssl` tool); its path is [`LocalPostgres::tls_cert`].
     pub tls: bool,
+    /// Variables for the server's environment (a test points `LOCPATH` at
+    /// a locale it made, for the server's messages in another language).
+    pub environment: Vec<(String, String)>,
 }
 
 /// A running throwaway server.
@@ -43,6 +46,7 @@ pub struct LocalPostgres {
     pub tcp: bool,
     bindir: PathBuf,
     settings: Vec<(String, String)>,
+    environment: Vec<(String, String)>,
 }
 
 /// The folder holding `initdb` and `postgres`.
@@ -142,7 +146,8 @@ impl LocalPostgres {
             return Err(setup_error("initdb failed", log_tail(&log)));
         }
         let port = free_port()?;
-        let mut pg = LocalPostgres { root, pid: 0, port, tcp: opts.tcp, bindir, settings };
+        let environment = opts.environment.clone();
+        let mut pg = LocalPostgres { root, pid: 0, port, tcp: opts.tcp, bindir, settings, environment };
         pg.spawn_server()?;
         Ok(pg)
     }
@@ -163,6 +168,7 @@ impl LocalPostgres {
         for (k, v) in &self.settings {
             server.args(["-c", &format!("{k}={v}")]);
         }
+        server.envs(self.environment.iter().map(|(k, v)| (k, v)));
         server.stdin(Stdio::null()).stdout(log_file.try_clone().map_err(|e| setup_error("log", e))?).stderr(log_file);
         as_identity(&mut server, server_identity());
         let child = server.spawn().map_err(|e| setup_error("running postgres", e))?;

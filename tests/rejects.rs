@@ -4278,6 +4278,114 @@ fn a_before_trigger_keeps_the_key_query_from_judging() {
     assert_eq!(db.count("dropped"), 2_000 + 4_000);
 }
 
+/// On a server writing its messages in German (`lc_messages`), the CHECK,
+/// NOT NULL and key lookups word their rejects as COPY does, in German:
+/// each reject reads as in the same load into a table whose BEFORE trigger
+/// (doing nothing) leaves every record to COPY, and the lookups still spare
+/// the COPYs (before, such a server had no lookup for CHECKs, and the key
+/// lookup wrote English).
+#[test]
+fn rejects_are_worded_in_the_servers_language() {
+    use sluice::local_pg::{LocalOptions, LocalPostgres};
+    use std::os::unix::fs::PermissionsExt;
+    // A German locale of our own: the machine may have none.
+    let locales = tempfile::tempdir().unwrap();
+    let made = std::process::Command::new("localedef")
+        .args(["-i", "de_DE", "-f", "UTF-8"])
+        .arg(locales.path().join("de_DE.UTF-8"))
+        .status()
+        .expect("localedef (Debian package libc-bin; its locale sources are in package locales)");
+    assert!(made.success(), "localedef -i de_DE -f UTF-8 failed: is Debian's package locales installed?");
+    for entry in walk(locales.path()) {
+        let mode = if entry.is_dir() { 0o755 } else { 0o644 };
+        std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let settings = vec![("lc_messages".to_string(), "de_DE.UTF-8".to_string()), ("fsync".into(), "off".into())];
+    let environment = vec![("LOCPATH".to_string(), locales.path().display().to_string())];
+    let server = LocalPostgres::start(&LocalOptions { settings, environment, ..LocalOptions::default() }).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // Every third record's key is held, every tenth breaks a CHECK and
+    // every tenth (another) has no n; from line 3,000 on, every 25th
+    // breaks the other CHECK, which COPY has not met when the lookup first
+    // runs (it runs again once COPY has worded it).
+    let id = |i: u64| if i % 3 == 0 { i / 3 } else { 10_000 + i };
+    let n = |i: u64| match i % 10 {
+        _ if i > 3_000 && i % 25 == 7 => "5000",
+        0 => "-1",
+        5 => "",
+        _ => "2",
+    };
+    let data: String = (1..=6_000u64).map(|i| format!("{},{}\n", id(i), n(i))).collect();
+    let file = dir.path().join("t.csv");
+    std::fs::write(&file, data).unwrap();
+    let mut worded = Vec::new();
+    for database in ["looked_up", "copied"] {
+        let admin = sluice::sink::postgres::PgTarget::new(Some(&server.conninfo("postgres"))).connect().unwrap();
+        admin.execute(&format!("CREATE DATABASE {database}")).unwrap();
+        let conninfo = server.conninfo(database);
+        let session = sluice::sink::postgres::PgTarget::new(Some(&conninfo)).connect().unwrap();
+        session
+            .execute(
+                "CREATE TABLE t (id int PRIMARY KEY, n int NOT NULL CHECK (n > 0) CHECK (n < 1000)); \
+                 INSERT INTO t SELECT g, 1 FROM generate_series(1, 2000) g",
+            )
+            .unwrap();
+        if database == "copied" {
+            session
+                .execute(
+                    "CREATE FUNCTION keep() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$; \
+                     CREATE TRIGGER keep BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION keep()",
+                )
+                .unwrap();
+        }
+        let (rejects, report) =
+            (dir.path().join(format!("{database}.jsonl")), dir.path().join(format!("{database}.json")));
+        let run = crate::util::run_command({
+            let mut cmd = crate::util::sluice_command();
+            cmd.args(["load", file.to_str().unwrap(), "--db", &conninfo, "--table", "t"]);
+            cmd.arg("--rejects").arg(&rejects).arg("--report").arg(&report);
+            cmd.args(["--workers", "1", "--chunk-size", "1MiB"]);
+            cmd
+        });
+        assert_eq!(run.code, 1, "{}", run.output());
+        let report = self::report(&report);
+        assert_accounts(&report);
+        let copies: u64 =
+            report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+        if database == "looked_up" {
+            assert!(copies < 100, "{copies} COPYs");
+        }
+        let mut reasons: Vec<(u64, String)> = read_rejects(&rejects)
+            .iter()
+            .map(|r| (r["line"].as_u64().unwrap(), r["reason"].as_str().unwrap().to_string()))
+            .collect();
+        reasons.sort();
+        worded.push(reasons);
+    }
+    let expected: Vec<u64> = (1..=6_000).filter(|&i| i % 3 == 0 || n(i) != "2").collect();
+    assert_eq!(worded[0].iter().map(|(line, _)| *line).collect::<Vec<_>>(), expected);
+    for ((line, looked_up), (_, copied)) in worded[0].iter().zip(&worded[1]) {
+        assert_eq!(looked_up, copied, "line {line}");
+    }
+    let german = |words: &str| worded[0].iter().filter(|(_, reason)| reason.contains(words)).count();
+    assert!(german("verletzt Check-Constraint") > 100, "{:?}", &worded[0][..3]);
+    assert!(german("Schlüssel »(id)=(") > 100, "{:?}", &worded[0][..3]);
+    server.stop();
+}
+
+/// Every file and folder under `root`, and `root`.
+fn walk(root: &Path) -> Vec<PathBuf> {
+    let mut found = vec![root.to_path_buf()];
+    let mut at = 0;
+    while at < found.len() {
+        if found[at].is_dir() {
+            found.extend(std::fs::read_dir(&found[at]).unwrap().map(|e| e.unwrap().path()));
+        }
+        at += 1;
+    }
+    found
+}
+
 /// Records with a NULL in a NOT NULL column, and nothing else the client
 /// finds wrong, are rejected by the CHECK query with the server's words (the
 /// first such column in the table's order, before any CHECK), not copied

@@ -25,7 +25,8 @@
 //! violates check constraint "c"`, and the row it shows (`Failing row
 //! contains (...)`, each value cut at 64 bytes) where the session may read
 //! every column and the file fills them all (defaults are the server's to
-//! compute). The others go to COPY as one run, which still decides keys,
+//! compute); in the server's language (see [`wording`](super::wording)).
+//! The others go to COPY as one run, which still decides keys,
 //! foreign keys and anything the query could not judge. About 0.3 µs a
 //! record of the server's time, most of it reading the arrays; a PL/pgSQL
 //! function assigning the values to variables took twice as long.
@@ -37,8 +38,7 @@
 //! (`--on-conflict-do-update` checks at its merge), no CHECK that calls a
 //! volatile function (called for each record here, and again by COPY),
 //! every column a CHECK reads and every NOT NULL one without a default
-//! among the file's, messages in English (`lc_messages`: the query writes
-//! its refusals in English), at most 100 columns, no column named `sluice_...`
+//! among the file's, at most 100 columns, no column named `sluice_...`
 //! (the query's own names) and none of a bit type with a length (a cast
 //! pads or cuts a value COPY refuses). A value longer than its `varchar(n)`
 //! or `char(n)` column allows is left to COPY (a cast cuts it where COPY
@@ -57,6 +57,7 @@ use crate::sink::CopyRefusal;
 use crate::sql::{quote_ident, quote_literal};
 
 use super::value_check::{fields_of, push_array_element, text_splitter};
+use super::wording::Wording;
 
 /// Most COPY columns the query is made for.
 const MAX_COLUMNS: usize = 100;
@@ -94,6 +95,8 @@ pub(super) struct ConstraintCheck {
     qualified: Vec<String>,
     /// The COPY columns declared NOT NULL, in the table's order.
     not_null: Vec<String>,
+    /// How the refusals are worded.
+    wording: Wording,
     /// Whether a NULL's refusal names the relation (PostgreSQL 13 on).
     of_relation: bool,
     /// For the failing row shown: each of the table's columns' place among
@@ -125,7 +128,6 @@ impl ConstraintCheck {
             || !not_null_filled
             || copy_columns.len() > MAX_COLUMNS
             || copy_columns.iter().any(|(name, _)| name.starts_with(OWN))
-            || !in_english(&checks.lc_messages)
         {
             return None;
         }
@@ -147,8 +149,9 @@ impl ConstraintCheck {
                 .iter()
                 .map(|c| format!("{}.{}", quote_ident(&table.schema), quote_ident(&c.name)))
                 .collect(),
-            not_null,
+            wording: Wording::new(&checks.lc_messages),
             of_relation: checks.server_version >= 130_000,
+            not_null,
             shown,
             broken: AtomicBool::new(false),
         })
@@ -169,11 +172,33 @@ impl ConstraintCheck {
         }
     }
 
+    /// Takes the words of COPY's `refusal` for a constraint (or NOT NULL
+    /// column) the query judges (see [`Wording`]).
+    pub fn learn_wording(&self, refusal: &CopyRefusal) {
+        let at =
+            |names: &[String], name: &Option<String>| name.as_ref().and_then(|n| names.iter().position(|q| q == n));
+        let broken = match refusal.sqlstate.as_deref() {
+            Some(CHECK_VIOLATION) => at(&self.qualified, &refusal.constraint).map(Broken::Check),
+            Some(NOT_NULL_VIOLATION) => at(&self.not_null, &refusal.column).map(Broken::Null),
+            _ => None,
+        };
+        let Some((what, english)) = broken.and_then(|b| Some((self.what(b)?, self.english_message(b)?))) else {
+            return;
+        };
+        self.wording.learn(&what, &english, refusal);
+    }
+
+    /// How many refusals' words are known (see [`Wording::known`]).
+    pub fn words_known(&self) -> usize {
+        self.wording.known()
+    }
+
     /// The `records` (each whole, line end included) that break a CHECK,
-    /// by index, with the server's refusal; `None` when the statement
-    /// failed (the transaction must then roll back to its savepoint). A
-    /// record the splitter is unsure of is left to COPY.
-    pub fn refused(&self, session: &PgSession, records: &[&[u8]]) -> Result<Option<Vec<(usize, CopyRefusal)>>, Error> {
+    /// by index, with the server's refusal (`None` for one the query cannot
+    /// word yet, see [`Wording`]: COPY is to word it); `None`
+    /// when the statement failed (the transaction must then roll back to
+    /// its savepoint). A record the splitter is unsure of is left to COPY.
+    pub fn refused(&self, session: &PgSession, records: &[&[u8]]) -> Result<Option<Refusals>, Error> {
         let mut refused = Vec::new();
         let mut first = 0;
         while first < records.len() {
@@ -191,7 +216,7 @@ impl ConstraintCheck {
     }
 
     /// [`ConstraintCheck::refused`] for one statement's records.
-    fn refused_in(&self, session: &PgSession, records: &[&[u8]]) -> Result<Option<Vec<(usize, CopyRefusal)>>, Error> {
+    fn refused_in(&self, session: &PgSession, records: &[&[u8]]) -> Result<Option<Refusals>, Error> {
         let (arrays, sent) = self.arrays_of(records);
         if sent.is_empty() {
             return Ok(Some(Vec::new()));
@@ -237,50 +262,86 @@ impl ConstraintCheck {
         (literals.join(", "), sent)
     }
 
-    /// A row of [`query`]'s as the refusal of the
-    /// record it numbers among those `sent`.
-    fn refusal(&self, row: &[Option<String>], sent: &[usize]) -> Option<(usize, CopyRefusal)> {
+    /// A row of [`query`]'s as the refusal of the record it numbers among
+    /// those `sent` (`None`: not worded yet).
+    fn refusal(&self, row: &[Option<String>], sent: &[usize]) -> Option<(usize, Option<CopyRefusal>)> {
         let n: usize = row.first()?.as_deref()?.parse().ok()?;
         let at: i64 = row.get(1)?.as_deref()?.parse().ok()?;
         let record = *sent.get(n.checked_sub(1)?)?;
-        let detail = self.shown.as_ref().map(|places| {
+        let failing = self.shown.as_ref().map(|places| {
             let values: Vec<String> = places.iter().map(|&p| shown_value(row.get(p + 2).cloned().flatten())).collect();
-            format!("Failing row contains ({}).", values.join(", "))
+            format!("({})", values.join(", "))
         });
-        let relation = &self.relation;
-        let refusal = match usize::try_from(at) {
+        let (broken, refusal) = match usize::try_from(at) {
             Ok(at) => {
-                let (name, qualified) = (self.names.get(at)?, self.qualified.get(at)?);
-                CopyRefusal {
+                let qualified = self.qualified.get(at)?;
+                let refusal = CopyRefusal {
                     sqlstate: Some(CHECK_VIOLATION.into()),
-                    message: format!("new row for relation \"{relation}\" violates check constraint \"{name}\""),
                     constraint: Some(qualified.clone()),
-                    detail,
                     ..CopyRefusal::default()
-                }
+                };
+                (Broken::Check(at), refusal)
             }
             Err(_) => {
-                let column = self.not_null.get(usize::try_from(-at - 1).ok()?)?;
-                let of = if self.of_relation { format!(" of relation \"{relation}\"") } else { String::new() };
-                CopyRefusal {
+                let at = usize::try_from(-at - 1).ok()?;
+                let column = self.not_null.get(at)?;
+                let refusal = CopyRefusal {
                     sqlstate: Some(NOT_NULL_VIOLATION.into()),
-                    message: format!("null value in column \"{column}\"{of} violates not-null constraint"),
                     column: Some(column.clone()),
-                    detail,
                     ..CopyRefusal::default()
-                }
+                };
+                (Broken::Null(at), refusal)
             }
         };
-        Some((record, refusal))
+        let worded = self.words(broken, failing).map(|(message, detail)| CopyRefusal { message, detail, ..refusal });
+        Some((record, worded))
+    }
+
+    /// The message and detail of a refusal for `broken`, showing the row
+    /// `failing` (`None`: not shown), as the server words them; `None`
+    /// where they are not known yet.
+    fn words(&self, broken: Broken, failing: Option<String>) -> Option<(String, Option<String>)> {
+        let english = || {
+            Some((self.english_message(broken)?, failing.as_ref().map(|row| format!("Failing row contains {row}."))))
+        };
+        self.wording.words(&self.what(broken)?, failing.as_deref(), english)
+    }
+
+    /// What a refusal for `broken` is for, as [`Wording`] keeps its words.
+    fn what(&self, broken: Broken) -> Option<String> {
+        match broken {
+            Broken::Check(at) => self.qualified.get(at).cloned(),
+            Broken::Null(at) => self.not_null.get(at).map(|column| format!("NOT NULL {column}")),
+        }
+    }
+
+    /// The server's message for `broken` in English.
+    fn english_message(&self, broken: Broken) -> Option<String> {
+        let relation = &self.relation;
+        Some(match broken {
+            Broken::Check(at) => {
+                let name = self.names.get(at)?;
+                format!("new row for relation \"{relation}\" violates check constraint \"{name}\"")
+            }
+            Broken::Null(at) => {
+                let column = self.not_null.get(at)?;
+                let of = if self.of_relation { format!(" of relation \"{relation}\"") } else { String::new() };
+                format!("null value in column \"{column}\"{of} violates not-null constraint")
+            }
+        })
     }
 }
 
-/// Whether the server writes its messages in English under `lc_messages`
-/// (the query writes its refusals so; in another language, the records
-/// COPY refuses would say the same in two languages).
-fn in_english(lc_messages: &str) -> bool {
-    let lower = lc_messages.to_ascii_lowercase();
-    ["", "c", "posix"].contains(&lower.as_str()) || lower.starts_with("en") || lower.starts_with("c.")
+/// The records a query refused, by index among those asked about, each
+/// with the server's refusal, or `None` where it is not worded yet (see
+/// [`ConstraintCheck::refused`]).
+pub(super) type Refusals = Vec<(usize, Option<CopyRefusal>)>;
+
+/// What a record breaks: a CHECK or a NOT NULL column, by its place.
+#[derive(Clone, Copy)]
+enum Broken {
+    Check(usize),
+    Null(usize),
 }
 
 /// A value as the server shows it in a failing row: `null`, or its text
@@ -435,6 +496,7 @@ mod tests {
         let row: Vec<Option<String>> =
             ["3", "1", "-1", "7", "long"].iter().map(|v| Some(v.to_string())).collect::<Vec<_>>();
         let (record, refusal) = check.refusal(&row, &[10, 11, 12]).unwrap();
+        let refusal = refusal.expect("worded in English");
         assert_eq!(record, 12);
         assert_eq!(refusal.message, "new row for relation \"T x\" violates check constraint \"b\"");
         assert_eq!(refusal.detail.as_deref(), Some("Failing row contains (7, long, -1)."));
@@ -443,7 +505,7 @@ mod tests {
         assert!(!check.breaks(&CopyRefusal { constraint: Some("\"public\".\"c\"".into()), ..refusal }));
         // -1: the first NOT NULL column, `id`.
         let row: Vec<Option<String>> = vec![Some("1".into()), Some("-1".into()), Some("3".into()), None, None];
-        let (_, refusal) = check.refusal(&row, &[10]).unwrap();
+        let refusal = check.refusal(&row, &[10]).unwrap().1.expect("worded");
         let message = "null value in column \"id\" of relation \"T x\" violates not-null constraint";
         assert_eq!((refusal.message.as_str(), refusal.sqlstate.as_deref()), (message, Some("23502")));
         assert_eq!(refusal.detail.as_deref(), Some("Failing row contains (null, null, 3)."));
@@ -451,7 +513,7 @@ mod tests {
         assert!(check.breaks(&refusal));
         let twelve = CheckConstraints { server_version: 120_000, ..checks.clone() };
         let check = ConstraintCheck::new(&t, &twelve, &reordered, &csv).expect("a check");
-        let (_, refusal) = check.refusal(&row, &[10]).unwrap();
+        let refusal = check.refusal(&row, &[10]).unwrap().1.expect("worded");
         assert_eq!(refusal.message, "null value in column \"id\" violates not-null constraint");
         // NOT NULL columns alone make a check.
         let unchecked = CheckConstraints { checks: Vec::new(), ..checks.clone() };
@@ -509,16 +571,28 @@ mod tests {
     }
 
     #[test]
-    fn the_query_writes_refusals_only_where_the_server_writes_english() {
-        for english in ["", "C", "POSIX", "C.UTF-8", "en_US.UTF-8", "English_United States.1252"] {
-            assert!(in_english(english), "{english}");
-        }
-        for other in ["de_DE.UTF-8", "fr_FR", "ja_JP.utf8"] {
-            assert!(!in_english(other), "{other}");
-        }
+    fn in_another_language_refusals_are_worded_once_copy_worded_their_constraint() {
         let (t, checks) = checked();
         let german = CheckConstraints { lc_messages: "de_DE.UTF-8".into(), ..checks };
-        assert!(ConstraintCheck::new(&t, &german, &t.columns, &FormatOptions::new(FormatKind::Csv)).is_none());
+        let check = ConstraintCheck::new(&t, &german, &t.columns, &FormatOptions::new(FormatKind::Csv)).unwrap();
+        let row: Vec<Option<String>> = ["1", "1", "7", "x", "-1"].iter().map(|v| Some(v.to_string())).collect();
+        assert!(check.refusal(&row, &[4]).unwrap().1.is_none(), "not met yet");
+        let copys = CopyRefusal {
+            sqlstate: Some(CHECK_VIOLATION.into()),
+            message: "neue Zeile für Relation »T x« verletzt Check-Constraint »b«".into(),
+            detail: Some("Fehlgeschlagene Zeile enthält (2, y, -5).".into()),
+            constraint: Some("\"public\".\"b\"".into()),
+            ..CopyRefusal::default()
+        };
+        check.learn_wording(&copys);
+        assert_eq!(check.words_known(), 2, "the message and the row's words");
+        let refusal = check.refusal(&row, &[4]).unwrap().1.expect("worded");
+        assert_eq!(refusal.message, copys.message);
+        assert_eq!(refusal.detail.as_deref(), Some("Fehlgeschlagene Zeile enthält (7, x, -1)."));
+        assert_eq!(refusal.constraint, copys.constraint);
+        // Another constraint's refusal teaches nothing about `b`'s.
+        let null_row: Vec<Option<String>> = vec![Some("1".into()), Some("-1".into()), None, None, None];
+        assert!(check.refusal(&null_row, &[4]).unwrap().1.is_none(), "NOT NULL not met yet");
     }
 
     #[test]

@@ -363,6 +363,10 @@ struct Isolator<'a> {
     /// [`check_constraint`](super::check_constraint)).
     check_refusals: usize,
     constraints_checked: bool,
+    /// Set where the lookup left refusals it could not word yet (see
+    /// [`ConstraintCheck::words_known`]), to the wordings it knew: it runs
+    /// again once COPY has worded one more.
+    unworded_at: Option<usize>,
     /// Records the key check set aside for repeating an earlier record's
     /// key (sorted), and whether they were looked up again.
     repeats: Vec<usize>,
@@ -453,6 +457,7 @@ pub(super) fn isolate(
         keys_checked: false,
         check_refusals: 0,
         constraints_checked: false,
+        unworded_at: None,
         repeats: Vec::new(),
         repeats_checked: false,
         missing_looked_up: Vec::new(),
@@ -756,6 +761,8 @@ impl<'a> Isolator<'a> {
             return Ok((None, savepoints.after_refusal));
         };
         for (i, refusal) in refused {
+            // Not worded yet: COPY is to word it (and the others).
+            let Some(refusal) = refusal else { return Ok((None, "")) };
             by_record[asked[i]] = Some(refusal);
         }
         Ok((Some(by_record), ""))
@@ -979,6 +986,12 @@ impl<'a> Isolator<'a> {
         self.key_refusals += usize::from(refusal.is_some_and(|r| r.sqlstate.as_deref() == Some("23505")));
         let check = self.shared.constraint_check.as_ref();
         self.check_refusals += usize::from(refusal.is_some_and(|r| check.is_some_and(|c| c.breaks(r))));
+        if let (Some(refusal), Some(check)) = (refusal, check) {
+            check.learn_wording(refusal);
+        }
+        if let (Some(refusal), Some(keys)) = (refusal, self.shared.key_check.as_ref()) {
+            keys.learn_wording(refusal);
+        }
     }
 
     /// Whether the records still to copy are worth looking up for CHECKs
@@ -987,16 +1000,21 @@ impl<'a> Isolator<'a> {
     /// refusals have come one in [`DENSE_KEYS`] records or closer,
     /// [`MIN_DUPLICATES`] of them at least, or one came and a committed
     /// chunk's were dense (suspects only for a NULL were looked up at the
-    /// start, see [`Isolator::check_null_suspects`]). Once a chunk; not
-    /// into the staging table, whose rows meet the constraints later.
+    /// start, see [`Isolator::check_null_suspects`]). Once a chunk, and
+    /// again where a lookup left refusals unworded and COPY has worded one
+    /// more since; not into the staging table, whose rows meet the
+    /// constraints later.
     fn checks_dense(&self) -> bool {
+        let Some(check) = self.shared.constraint_check.as_ref().filter(|c| c.usable()) else { return false };
+        if self.staging.is_some() || self.check_refusals == 0 {
+            return false;
+        }
+        if self.unworded_at.is_some_and(|known| check.words_known() > known) {
+            return true;
+        }
         let dense_here = self.check_refusals >= MIN_DUPLICATES
             && self.check_refusals as u64 * DENSE_KEYS >= (self.seen + self.check_refusals) as u64;
-        !self.constraints_checked
-            && self.staging.is_none()
-            && self.check_refusals > 0
-            && self.shared.constraint_check.as_ref().is_some_and(|c| c.usable())
-            && (dense_here || self.shared.checks_dense.load(SeqCst))
+        !self.constraints_checked && (dense_here || self.shared.checks_dense.load(SeqCst))
     }
 
     /// Rejects the records still to copy (but those that go alone, except
@@ -1122,9 +1140,13 @@ impl<'a> Isolator<'a> {
             session.execute(prelude)?;
         }
         let records: Vec<&[u8]> = asked.iter().map(|&i| self.record(i)).collect();
+        let known = check.words_known();
         let Some(refused) = check.refused(session, &records)? else { return Ok(None) };
+        self.unworded_at = refused.iter().any(|(_, refusal)| refusal.is_none()).then_some(known);
         let mut rejected: Run = Vec::with_capacity(refused.len());
         for (k, refusal) in refused {
+            // Not worded yet: left to COPY, which words it.
+            let Some(refusal) = refusal else { continue };
             rejected.push(asked[k]);
             self.reject(asked[k], refusal);
             if self.shared.over_max_errors(self.rejects.len() as u64, self.rejects.last()).is_some() {

@@ -11,7 +11,8 @@
 //! splits them) go to the server as text arrays, cast to the columns'
 //! types. A record whose key a row of the table holds is rejected with the
 //! message the server gives for it (`duplicate key value violates unique
-//! constraint`, the key's index and value), and that row is locked against
+//! constraint`, the key's index and value, in the server's language: see
+//! [`wording`](super::wording)), and that row is locked against
 //! deletion or a change of key (`FOR KEY SHARE`) until the chunk commits,
 //! so the server would refuse the record too (with `--on-conflict-do-nothing`
 //! the record is skipped instead, and nothing locked: see
@@ -49,9 +50,10 @@ use crate::format::binary::{
 use crate::format::FormatOptions;
 use crate::sink::postgres::{PgSession, UniqueKeys};
 use crate::sink::CopyRefusal;
-use crate::sql::{quote_ident, quote_literal};
+use crate::sql::{parse_qualified_name, quote_ident, quote_literal};
 
 use super::value_check::{fields_of, split_columns, text_array_literal, text_splitter};
+use super::wording::Wording;
 
 /// The check for one load's unique keys among its COPY columns.
 pub(super) struct KeyCheck {
@@ -89,6 +91,8 @@ pub(super) struct KeyCheck {
     /// as the server does, and the only constraint that makes one insert
     /// wait for another.
     in_parallel: bool,
+    /// How a held record's refusal is worded: in the server's language.
+    wording: Wording,
 }
 
 /// How the client compares a key column's values as the server does.
@@ -227,6 +231,7 @@ impl KeyCheck {
             partitioned: unique.partitioned,
             relation: relation.to_string(),
             names: columns.iter().map(|(name, _)| name.clone()).collect(),
+            wording: Wording::new(""),
         })
     }
 
@@ -256,6 +261,41 @@ impl KeyCheck {
     /// See [`KeyCheck::deciding_after_checks`].
     pub fn after_checks(&self) -> bool {
         self.after_checks
+    }
+
+    /// The check for a server writing its messages under `lc_messages`
+    /// (see [`Wording`]).
+    pub fn worded_in(self, lc_messages: &str) -> KeyCheck {
+        KeyCheck { wording: Wording::new(lc_messages), ..self }
+    }
+
+    /// Takes the words of COPY's `refusal` for a duplicate key (see
+    /// [`Wording`]).
+    pub fn learn_wording(&self, refusal: &CopyRefusal) {
+        if refusal.sqlstate.as_deref() != Some(UNIQUE_VIOLATION) {
+            return;
+        }
+        let index = refusal.constraint.as_deref().and_then(parse_qualified_name).and_then(|mut parts| parts.pop());
+        if let Some(index) = index {
+            self.wording.learn(&index, &duplicate(&index, None).message, refusal);
+        }
+    }
+
+    /// The refusal of a record whose key `index` holds (`detail` in
+    /// English, from the query), in the server's words; `None` where they
+    /// are not known yet (COPY is to word it). With
+    /// [`KeyCheck::skipping`] it is never shown, and English does.
+    fn held_refusal(&self, index: &str, detail: String) -> Option<CopyRefusal> {
+        if self.skipping {
+            return Some(duplicate(index, Some(detail)));
+        }
+        let inner = detail.strip_prefix("Key ").and_then(|d| d.strip_suffix(" already exists.")).map(str::to_string);
+        let english = || {
+            let refusal = duplicate(index, Some(detail));
+            Some((refusal.message, refusal.detail))
+        };
+        let (message, detail) = self.wording.words(index, inner.as_deref(), english)?;
+        Some(CopyRefusal { message, detail, ..duplicate(index, None) })
     }
 
     /// Whether chunks may load at once while keys repeat densely (see
@@ -357,7 +397,10 @@ impl KeyCheck {
             }
             last = Some(n);
             found.push(match (index, detail) {
-                (Some(index), Some(detail)) if self.decide => Repeated::Held(n - 1, duplicate(&index, detail)),
+                (Some(index), Some(detail)) if self.decide => match self.held_refusal(&index, detail) {
+                    Some(refusal) => Repeated::Held(n - 1, refusal),
+                    None => Repeated::Suspect(n - 1),
+                },
                 _ => Repeated::Suspect(n - 1),
             });
         }
@@ -715,12 +758,16 @@ fn ordered_without_collation(ty: &str) -> bool {
     )
 }
 
-/// The server's refusal of a row whose key `index` already holds.
-fn duplicate(index: &str, detail: String) -> CopyRefusal {
+/// SQLSTATE of a duplicate key.
+const UNIQUE_VIOLATION: &str = "23505";
+
+/// The server's refusal, in English, of a row whose key `index` already
+/// holds.
+fn duplicate(index: &str, detail: Option<String>) -> CopyRefusal {
     CopyRefusal {
-        sqlstate: Some("23505".into()),
+        sqlstate: Some(UNIQUE_VIOLATION.into()),
         message: format!("duplicate key value violates unique constraint \"{index}\""),
-        detail: Some(detail),
+        detail,
         ..CopyRefusal::default()
     }
 }

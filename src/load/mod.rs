@@ -35,6 +35,7 @@ mod stage;
 mod suspect;
 mod value_check;
 mod waits;
+mod wording;
 mod worker;
 
 use std::collections::{HashMap, HashSet};
@@ -761,6 +762,7 @@ fn run_connected(
             &format,
             table.session_dates(),
         )
+        .map(|check| check.worded_in(&check_constraints.lc_messages))
         .map(|check| if req.on_conflict_do_nothing { check.skipping() } else { check })
         .map(|check| {
             match !unique_keys.decide && unique_keys.decide_after_checks && constraint_check.is_some() {

@@ -31,6 +31,7 @@ pub fn server() -> &'static LocalPostgres {
             password: Some(PASSWORD.into()),
             settings: settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             tls: false,
+            environment: Vec::new(),
         };
         let server = LocalPostgres::start(&opts).expect("start the test PostgreSQL server");
         // SAFETY: registering a plain extern "C" function; it runs at exit.
