@@ -732,10 +732,12 @@ impl<'a> Isolator<'a> {
     /// [`KeyCheck::deciding_after_checks`](super::key_check::KeyCheck::deciding_after_checks)):
     /// the CHECK that each of `held` (indexes among `records`) without a
     /// value refused (`values`) breaks, looked up in one statement (see
-    /// [`check_constraint`](super::check_constraint)), by record. `None`
-    /// when the statement failed: those records are then suspects, each
-    /// for COPY alone. Runs `prelude` first, and returns the next COPY's,
-    /// as [`Isolator::check_held_values`] does.
+    /// [`check_constraint`](super::check_constraint)), by record, and
+    /// those (sorted) that break one the query cannot word yet: they go to
+    /// COPY alone, which words it. `None` when the statement failed: the
+    /// held records are then suspects, each for COPY alone. Runs `prelude`
+    /// first, and returns the next COPY's, as
+    /// [`Isolator::check_held_values`] does.
     fn check_held_constraints<'p>(
         &self,
         session: &PgSession,
@@ -743,29 +745,32 @@ impl<'a> Isolator<'a> {
         values: &ByRecord,
         prelude: &'p str,
         savepoints: Savepoints<'p>,
-    ) -> Result<(Option<ByRecord>, &'p str), Error> {
+    ) -> Result<(Option<ByRecord>, Run, &'p str), Error> {
         let mut by_record = vec![None; records.len()];
         let needed = self.shared.key_check.as_ref().is_some_and(|k| k.after_checks());
         let asked: Vec<usize> = held.iter().copied().filter(|&k| needed && values[k].is_none()).collect();
         let Some(check) = self.shared.constraint_check.as_ref().filter(|_| !asked.is_empty()) else {
-            return Ok((Some(by_record), prelude));
+            return Ok((Some(by_record), Vec::new(), prelude));
         };
         if !check.usable() {
-            return Ok((None, prelude));
+            return Ok((None, Vec::new(), prelude));
         }
         if !prelude.is_empty() {
             session.execute(prelude)?;
         }
         let asked_records: Vec<&[u8]> = asked.iter().map(|&k| records[k]).collect();
         let Some(refused) = check.refused(session, &asked_records)? else {
-            return Ok((None, savepoints.after_refusal));
+            return Ok((None, Vec::new(), savepoints.after_refusal));
         };
+        let mut unworded = Vec::new();
         for (i, refusal) in refused {
-            // Not worded yet: COPY is to word it (and the others).
-            let Some(refusal) = refusal else { return Ok((None, "")) };
-            by_record[asked[i]] = Some(refusal);
+            match refusal {
+                Some(refusal) => by_record[asked[i]] = Some(refusal),
+                None => unworded.push(asked[i]),
+            }
         }
-        Ok((Some(by_record), ""))
+        unworded.sort_unstable();
+        Ok((Some(by_record), unworded, ""))
     }
 
     /// Once duplicate keys are known to be dense (see
@@ -807,12 +812,13 @@ impl<'a> Isolator<'a> {
             .filter_map(|found| if let Repeated::Held(k, _) = found { Some(*k) } else { None })
             .collect();
         let (mut value_refusals, prelude) = self.check_held_values(session, &held, &records, savepoints)?;
-        let (mut check_refusals, prelude) =
+        let (mut check_refusals, unworded, prelude) =
             self.check_held_constraints(session, (&held, &records), &value_refusals, prelude, savepoints)?;
         let mut taken = vec![false; clean.len()];
         for found in repeated {
             let found = match (found, &mut check_refusals) {
                 (Repeated::Held(k, _), None) if value_refusals[k].is_none() => Repeated::Suspect(k),
+                (Repeated::Held(k, _), Some(_)) if unworded.binary_search(&k).is_ok() => Repeated::Suspect(k),
                 (found, _) => found,
             };
             match found {
@@ -1445,14 +1451,19 @@ impl<'a> Isolator<'a> {
     ) -> Result<&'p str, Error> {
         let known = self.shared.foreign_key_refusals.lock().unwrap_or_else(|e| e.into_inner()).clone();
         for refusal in known {
+            // Not the records the key check set aside: the server may refuse
+            // one for its key first, at its insert (a foreign key is checked
+            // at the statement's end).
             let mut all: Run = clean.iter().chain(suspects.iter()).copied().collect();
+            all.retain(|i| self.repeats.binary_search(i).is_err());
             all.sort_unstable();
             if let Some(rest) =
                 self.reject_missing_keys(session, &all, (None, &refusal), &mut prelude, after_refusal)?
             {
                 let kept: HashSet<usize> = rest.into_iter().collect();
-                clean.retain(|i| kept.contains(i));
-                suspects.retain(|i| kept.contains(i));
+                let rejected: HashSet<usize> = all.into_iter().filter(|i| !kept.contains(i)).collect();
+                clean.retain(|i| !rejected.contains(i));
+                suspects.retain(|i| !rejected.contains(i));
             }
         }
         Ok(prelude)

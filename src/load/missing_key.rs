@@ -22,9 +22,11 @@
 //! rows of the same run; MATCH FULL; no right to read the referenced
 //! table), the key the refusal names is matched as text (one column);
 //! where nothing matches (a key of two columns, a message in another
-//! language), isolation halves as before.
+//! language), isolation halves as before. Each reject's detail is the
+//! refusal's with its own key's values, in the server's words.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
 
 use crate::error::Error;
 use crate::format::binary::BinaryEncoder;
@@ -72,6 +74,10 @@ pub(super) struct MissingKeys {
     names: Vec<String>,
     /// The table's OID, to find its foreign keys.
     table: u32,
+    /// The words around the key's values in each refusal's detail met so
+    /// far (see [`around_key`]): a chunk looks up the missing keys of
+    /// another chunk's refusal, whose own key is not among its records.
+    words_around: Mutex<HashMap<String, (String, String)>>,
 }
 
 impl MissingKeys {
@@ -83,7 +89,8 @@ impl MissingKeys {
             return None;
         }
         let splitter = text_splitter(columns, format)?;
-        Some(MissingKeys { splitter, names: columns.iter().map(|(name, _)| name.clone()).collect(), table: table.oid })
+        let names = columns.iter().map(|(name, _)| name.clone()).collect();
+        Some(MissingKeys { splitter, names, table: table.oid, words_around: Mutex::default() })
     }
 
     /// The foreign key a refusal names (schema and name, quoted).
@@ -121,9 +128,25 @@ impl MissingKeys {
             .map(|k| text_array_literal(&distinct.iter().map(|key| Some(key[k].clone())).collect::<Vec<_>>()))
             .collect();
         let Some(missing) = missing_keys(session, &columns, &arrays)? else { return Ok(None) };
-        let detail = refusal.detail.as_deref().unwrap_or_default();
-        let for_key = |shown: &[String]| CopyRefusal { detail: key_in_detail(detail, shown), ..refusal.clone() };
+        let around = self.words_around(refusal.detail.as_deref().unwrap_or_default(), &missing);
+        let for_key = |shown: &[String]| CopyRefusal {
+            detail: around.as_ref().map(|(before, after)| format!("{before}{}{after}", shown.join(", "))),
+            ..refusal.clone()
+        };
         Ok(Some(keys.into_iter().filter_map(|(i, key)| Some((i, for_key(missing.get(&key)?)))).collect()))
+    }
+
+    /// The words around the key's values in `detail`, a refusal's, found
+    /// among the keys `missing` or known from an earlier lookup.
+    fn words_around(&self, detail: &str, missing: &HashMap<Vec<String>, Vec<String>>) -> Option<(String, String)> {
+        let mut known = self.words_around.lock().ok()?;
+        if let Some(words) = known.get(detail) {
+            return Some(words.clone());
+        }
+        let (before, after) = around_key(detail, missing.values())?;
+        let words = (before.to_string(), after.to_string());
+        known.insert(detail.to_string(), words.clone());
+        Some(words)
     }
 
     /// The columns of the foreign key `constraint`, when each is loaded and
@@ -198,12 +221,29 @@ fn missing_keys(session: &PgSession, columns: &[KeyColumn], arrays: &[String]) -
     Ok(Some(pairs.collect()))
 }
 
-/// The server's detail for a missing key (`Key (a, b)=(1, 2) is not
-/// present in table "t".`) with the key's values `shown` instead.
-fn key_in_detail(detail: &str, shown: &[String]) -> Option<String> {
-    let (columns, rest) = detail.split_once(")=(")?;
-    let (_, table) = rest.rsplit_once(") is not present in table ")?;
-    Some(format!("{columns})=({}) is not present in table {table}", shown.join(", ")))
+/// The server's detail for the missing key it names (`Key (a, b)=(1, 2)
+/// is not present in table "t".`, in the server's language) cut around
+/// that key's values, which are one of `missing` (each key's values as the
+/// server shows them): the words before them and after. Found by the values
+/// rather than by the English words around them, as a server writing
+/// German words the detail otherwise (`Schlüssel (a)=(1) ist nicht in
+/// Tabelle »t« vorhanden.`).
+/// Where none of them is the key (another chunk's), the English words.
+fn around_key<'d, 'v>(
+    detail: &'d str,
+    mut missing: impl Iterator<Item = &'v Vec<String>>,
+) -> Option<(&'d str, &'d str)> {
+    let found = missing.find_map(|values| {
+        let key = format!(")=({})", values.join(", "));
+        let at = detail.find(&key)?;
+        Some((&detail[..at + 3], &detail[at + key.len() - 1..]))
+    });
+    found.or_else(|| {
+        let (columns, _) = detail.split_once(")=(")?;
+        let after = ") is not present in table ";
+        let (values, _) = detail.rsplit_once(after)?;
+        Some((&detail[..columns.len() + 3], &detail[values.len()..]))
+    })
 }
 
 /// The column and value of a foreign key's refusal of one column:
@@ -247,11 +287,22 @@ mod tests {
     #[test]
     fn the_detail_names_each_records_own_key() {
         let shown = |values: &[&str]| values.iter().map(|v| v.to_string()).collect::<Vec<_>>();
+        let in_detail = |detail: &str, missing: &[Vec<String>], own: &[String]| {
+            around_key(detail, missing.iter()).map(|(before, after)| format!("{before}{}{after}", own.join(", ")))
+        };
         let one = "Key (dim_id)=(1000) is not present in table \"dim\".";
-        assert_eq!(key_in_detail(one, &shown(&["7"])).unwrap(), "Key (dim_id)=(7) is not present in table \"dim\".");
+        let missing = [shown(&["10"]), shown(&["7"]), shown(&["1000"])];
+        let seven = in_detail(one, &missing, &shown(&["7"]));
+        assert_eq!(seven.as_deref(), Some("Key (dim_id)=(7) is not present in table \"dim\"."));
         let two = "Key (a, b)=(1, x) is not present in table \"pair\".";
-        let own = key_in_detail(two, &shown(&["2", "y) is not present in table (z"])).unwrap();
+        let own = shown(&["2", "y) is not present in table (z"]);
+        let own = in_detail(two, &[own.clone(), shown(&["1", "x"])], &own).unwrap();
         assert_eq!(own, "Key (a, b)=(2, y) is not present in table (z) is not present in table \"pair\".");
-        assert_eq!(key_in_detail("Schlüssel (a)=(1) ist nicht vorhanden", &shown(&["2"])), None);
+        let german = "Schlüssel (a)=(1) ist nicht in Tabelle »t« vorhanden.";
+        let two = in_detail(german, &[shown(&["1"])], &shown(&["2"]));
+        assert_eq!(two.as_deref(), Some("Schlüssel (a)=(2) ist nicht in Tabelle »t« vorhanden."));
+        let another = in_detail(one, &[shown(&["100"])], &shown(&["2"]));
+        assert_eq!(another.as_deref(), Some("Key (dim_id)=(2) is not present in table \"dim\"."), "in English");
+        assert_eq!(in_detail(german, &[shown(&["100"])], &shown(&["2"])), None, "the refused key is not among them");
     }
 }
