@@ -248,12 +248,12 @@ impl KeyCheck {
     }
 
     /// The check for a table whose CHECKs are all that may refuse a held
-    /// record first (no BEFORE INSERT row trigger of the user's): the held records are named
-    /// as such, and isolation rejects for its key only those whose values
-    /// pass the CHECKs (see [`super::check_constraint`]). Why: with any
-    /// CHECK on the table, each held record went to COPY alone; 200,000
-    /// records of which a third were held took 4.3 s against 0.5 s into
-    /// the same table without its CHECK (bench/README.md).
+    /// record first (no BEFORE INSERT row trigger of the user's): the held
+    /// records are named as such, and isolation rejects for its key only
+    /// those whose values pass the CHECKs (see [`super::check_constraint`]).
+    /// Why: with any CHECK on the table, each held record went to COPY
+    /// alone; 200,000 records of which a third were held took 4.3 s against
+    /// 0.5 s into the same table without its CHECK (bench/README.md).
     pub fn deciding_after_checks(self) -> KeyCheck {
         KeyCheck { decide: true, after_checks: true, ..self }
     }
