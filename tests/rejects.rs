@@ -48,6 +48,11 @@ fn load_with_rejects(db: &TestDb, file: &Path, table: &str, extra: &[&str]) -> L
     Loaded { run, rejects: read_rejects(&rejects_path), rejects_path, report }
 }
 
+/// The COPY statements a load's isolation took, from its JSON report.
+fn isolation_copies(report: &Value) -> u64 {
+    report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum()
+}
+
 /// Asserts that a JSON report's warnings include one containing `warning`.
 #[track_caller]
 fn assert_reported(report: &Value, warning: &str) {
@@ -834,8 +839,7 @@ fn only_rejects_stop_the_load_unless_max_errors_is_given() {
     let Loaded { run, rejects: found, report, .. } = load_with_rejects(&db, &file, "w", &[]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_eq!((db.count("w"), found.len()), (18_000, 2_000));
-    let copies: u64 =
-        report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+    let copies = isolation_copies(&report);
     assert!(copies < 10, "the value check found the bad values: {copies} isolation COPYs");
     // A file of only some columns: the advice names them and --columns.
     db.execute("CREATE TABLE v (id bigint GENERATED ALWAYS AS IDENTITY, name text)");
@@ -922,8 +926,7 @@ fn numbers_where_dates_times_or_addresses_go_are_suspects() {
     assert_accounts(&report);
     let columns: std::collections::BTreeSet<&str> = found.iter().map(|r| r["column"].as_str().unwrap()).collect();
     assert_eq!(columns, ["at", "d", "ip"].into());
-    let copies: u64 =
-        report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+    let copies = isolation_copies(&report);
     assert!(copies < 10, "the client suspected the bad values: {copies} isolation COPYs");
 }
 
@@ -1169,9 +1172,7 @@ fn suspects_checked_together_are_rejected_as_copying_each_alone_rejects_them() {
     assert_eq!(lines, spoiled.bad_lines);
     assert!(checked.iter().any(|r| r.contains("\"small\"") && r.starts_with("3 |")), "line 3 names small");
     db.assert_same_rows("together.t", "alone.t");
-    let copies = |loaded: &Loaded| -> u64 {
-        loaded.report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum()
-    };
+    let copies = |loaded: &Loaded| -> u64 { isolation_copies(&loaded.report) };
     let (checked, each) = (copies(&together), copies(&alone));
     // Values the client does not suspect (an interval, an address or an
     // array the client reads as one, a domain's CHECK) and errors only COPY
@@ -1271,8 +1272,7 @@ fn many_duplicate_keys_make_the_workers_load_side_by_side_or_take_turns() {
         }
         // Once duplicates are dense, isolation finds those the table holds
         // with one query per chunk and rejects them without a COPY.
-        let copies: u64 =
-            loaded.report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+        let copies = isolation_copies(&loaded.report);
         if table != "few" {
             assert!(copies * 2 < duplicates, "{table}: {copies} COPY statements for {duplicates} duplicates");
         }
@@ -1334,8 +1334,7 @@ fn a_key_of_its_own_collation_is_looked_up_by_it_whether_in_place_or_deferred() 
         }
         let output = loaded.run.output();
         assert!(output.contains("workers took turns") && !output.contains("side by side"), "{output}");
-        let copies: u64 =
-            loaded.report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+        let copies = isolation_copies(&loaded.report);
         assert!(copies * 2 < duplicates, "{copies} COPY statements for {duplicates} duplicates");
     }
 }
@@ -1448,8 +1447,7 @@ fn duplicate_keys_in_a_partitioned_table_are_named_by_their_partitions_index() {
         }
         assert_eq!(checks > 0, table == "checked", "{table}: {checks} records break the partition's CHECK");
         // The key query found most of them, where it decides.
-        let copies: u64 =
-            loaded.report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+        let copies = isolation_copies(&loaded.report);
         if table != "checked" {
             assert!(copies * 2 < loaded.rejects.len() as u64, "{table}: {copies} COPY statements");
         }
@@ -1767,8 +1765,7 @@ fn keys_held_before_the_load_and_repeated_in_the_file_are_found_by_range() {
     assert!(loaded.rejects.iter().all(|r| r["sqlstate"] == "23505"), "only duplicate keys");
     assert_eq!(db.count("k"), 500 + 6_000 - bad_lines.len() as u64);
     // Found by the key check, not by a COPY each.
-    let copies: u64 =
-        loaded.report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+    let copies = isolation_copies(&loaded.report);
     assert!(copies * 4 < bad_lines.len() as u64, "{copies} COPY statements for {} duplicates", bad_lines.len());
 }
 
@@ -1877,8 +1874,7 @@ fn held_keys_with_bad_values(sql_type: &str, good: &str, bad: &str, sqlstate: &s
         assert_eq!(reject["column"], "v", "{reject}");
     }
     // The key check did reject the others without a COPY each.
-    let copies: u64 =
-        loaded.report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+    let copies = isolation_copies(&loaded.report);
     assert!(copies * 2 < u64::from(held), "{copies} COPY statements for {held} duplicates");
     assert_eq!(db.count("h"), 1000 + 2000);
 }
@@ -3261,8 +3257,7 @@ fn records_a_foreign_key_refuses_are_found_by_the_key_it_names() {
     assert!(loaded.rejects.iter().all(|r| r["sqlstate"] == "23503"), "{:?}", loaded.rejects[0]);
     assert_eq!(db.count("fact"), 1 + 20_000 - want.len() as u64);
     assert_accounts(&loaded.report);
-    let copies: u64 =
-        loaded.report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+    let copies = isolation_copies(&loaded.report);
     // Halving each: 854 statements.
     assert!(copies < 300, "{copies} COPY statements for {} rejects", want.len());
 }
@@ -4000,8 +3995,7 @@ fn the_hint_for_waits_between_isolating_copies_tells_of_the_rejects() {
     let file = db.file("checked.csv", data.as_bytes());
     let Loaded { run, report, .. } = load_with_rejects(&db, &file, "checked", &[]);
     assert_eq!((run.code, db.count("checked")), (1, 36_000), "{}", run.stderr);
-    let copies: u64 =
-        report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+    let copies = isolation_copies(&report);
     assert!(copies >= 4_000, "{copies}");
     let waits = &report["summary"]["server_waits"];
     let client_read = waits["events"].as_array().unwrap().iter().any(|e| e["event"] == "Client:ClientRead");
@@ -4082,8 +4076,7 @@ fn dense_check_violations_are_rejected_in_one_statement_with_the_servers_words()
         assert_eq!(found.get(line), Some(reason), "line {line}");
     }
     assert_eq!(db.count("checked"), 20_000 - expected.len() as u64);
-    let copies: u64 =
-        report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+    let copies = isolation_copies(&report);
     assert!(copies < 60, "{copies} COPYs for {} rejects (15 when written)", expected.len());
 }
 
@@ -4183,8 +4176,7 @@ fn held_keys_into_a_table_with_a_check_are_found_by_the_key_query() {
         let skipped = if skipping { 2_400 } else { 0 };
         assert_eq!(report["summary"]["skipped"], skipped);
         assert_eq!(db.count("checked"), 3_000 + 4_800);
-        let copies: u64 =
-            report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+        let copies = isolation_copies(&report);
         assert!(copies < 200, "skipping: {skipping}: {copies} COPYs");
     }
 }
@@ -4242,8 +4234,7 @@ fn an_after_trigger_leaves_checks_and_keys_to_the_queries() {
         assert_eq!(db.count("audited"), 3_000 + loaded);
         assert_eq!(db.count("audit_log"), loaded, "the trigger ran once for each row loaded");
         if !mending {
-            let copies: u64 =
-                report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+            let copies = isolation_copies(&report);
             assert!(copies < 200, "{copies} COPYs");
         }
     }
@@ -4412,8 +4403,7 @@ fn rejects_are_worded_in_the_servers_language() {
         assert_eq!(run.code, 1, "{}", run.output());
         let report = self::report(&report);
         assert_accounts(&report);
-        let copies: u64 =
-            report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+        let copies = isolation_copies(&report);
         if database == "looked_up" {
             assert!(copies < 100, "{copies} COPYs");
         }
@@ -4497,8 +4487,7 @@ fn nulls_where_none_go_are_rejected_by_one_query_with_the_servers_words() {
         assert!(found.0 == expected.0 && found.1.starts_with(&expected.1), "{found:?} against {expected:?}");
     }
     assert_eq!(db.count("filled"), 20_000 - expected.len() as u64);
-    let copies: u64 =
-        report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+    let copies = isolation_copies(&report);
     assert!(copies < 100, "{copies} COPYs for {} rejects", expected.len());
 }
 
@@ -4529,8 +4518,7 @@ fn values_too_long_for_their_column_keep_copys_reason_among_dense_check_violatio
         };
         assert!(reason.starts_with(want), "line {line}: {reason}");
     }
-    let copies: u64 =
-        report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+    let copies = isolation_copies(&report);
     assert!(copies < 200, "the others found by the statement: {copies}");
 }
 
@@ -4550,8 +4538,7 @@ fn a_check_calling_a_volatile_function_is_left_to_copy() {
     let file = db.file("checked.csv", data.as_bytes());
     let Loaded { run, rejects, report, .. } = load_with_rejects(&db, &file, "checked", &[]);
     assert_eq!((run.code, rejects.len(), db.count("checked")), (1, 400, 3_600), "{}", run.stderr);
-    let copies: u64 =
-        report["chunks"].as_array().unwrap().iter().map(|c| c["isolation_copies"].as_u64().unwrap()).sum();
+    let copies = isolation_copies(&report);
     assert!(copies >= 400, "one COPY or more a reject: {copies}");
 }
 
