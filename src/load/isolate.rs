@@ -501,7 +501,7 @@ pub(super) fn isolate(
         // not once a record was taken out of it (rejected or skipped).
         Some(refusal) if suspects.is_empty() && iso.rejects.is_empty() && iso.skipped == 0 => {
             let at = iso.refused_at(&iso.stream(&clean), &refusal);
-            match iso.reject_missing_keys(session, &clean, (at, &refusal), &mut prelude, &after_refusal)? {
+            match iso.reject_missing_keys(session, &clean, (at, &refusal), &mut prelude, &after_refusal, false)? {
                 Some(rest) => vec![rest],
                 None => iso.split_at_refusal(clean, at, refusal),
             }
@@ -585,7 +585,7 @@ pub(super) fn isolate(
                 drop(stream);
                 iso.note_refusal(Some(&r));
                 let mut next: &str = &after_refusal;
-                match iso.reject_missing_keys(session, &run, (at, &r), &mut next, &after_refusal)? {
+                match iso.reject_missing_keys(session, &run, (at, &r), &mut next, &after_refusal, false)? {
                     Some(rest) => runs.push(rest),
                     None => runs.extend(iso.split_at_refusal(run, at, r)),
                 }
@@ -1397,6 +1397,8 @@ impl<'a> Isolator<'a> {
     /// is one the lookup cannot explain (`None`: the caller splits the
     /// run). Why: the rejects of one refusal say nothing of the other
     /// missing keys of the run, and each cost a COPY of what was left.
+    /// `screening`: another run's refusal, for records not copied yet (see
+    /// [`Isolator::reject_known_missing_keys`]).
     fn reject_missing_keys<'p>(
         &mut self,
         session: &PgSession,
@@ -1404,6 +1406,7 @@ impl<'a> Isolator<'a> {
         (at, r): (Option<usize>, &CopyRefusal),
         prelude: &mut &'p str,
         after_refusal: &'p str,
+        screening: bool,
     ) -> Result<Option<Run>, Error> {
         let Some(keys) = self.shared.missing_keys.as_ref().filter(|_| at.is_none() && run.len() > 1) else {
             return Ok(None);
@@ -1420,6 +1423,13 @@ impl<'a> Isolator<'a> {
         let records = run.iter().map(|&i| (i, self.record(i)));
         let Some(missing) = keys.look_up(session, r, records)?.filter(|m| !m.is_empty()) else { return Ok(None) };
         *prelude = "";
+        // Not copied yet (a chunk's look-up before its first COPY): a CHECK
+        // or NOT NULL column refuses a record at its insert, before the
+        // foreign key is checked at the statement's end.
+        let missing = match screening {
+            true => self.checked_before_foreign_keys(session, missing, prelude, after_refusal)?,
+            false => missing,
+        };
         self.errors += 1;
         self.seen += run.len();
         let rejected: HashSet<usize> = missing.iter().map(|(i, _)| *i).collect();
@@ -1432,6 +1442,37 @@ impl<'a> Isolator<'a> {
             known.push(r.clone());
         }
         Ok(Some(rest))
+    }
+
+    /// Of the records a foreign key's look-up found `missing` (not copied
+    /// yet), those that break a CHECK or a NOT NULL column get that refusal
+    /// instead (the CHECK query's, see
+    /// [`check_constraint`](super::check_constraint)), or are left to COPY
+    /// where it cannot word it yet. Leaves the foreign key's reasons as
+    /// they are where the query does not run, or fails (`prelude` then
+    /// rolls back to the savepoint).
+    fn checked_before_foreign_keys<'p>(
+        &mut self,
+        session: &PgSession,
+        missing: Vec<(usize, CopyRefusal)>,
+        prelude: &mut &'p str,
+        after_refusal: &'p str,
+    ) -> Result<Vec<(usize, CopyRefusal)>, Error> {
+        let Some(check) = self.shared.constraint_check.as_ref().filter(|c| c.usable()) else { return Ok(missing) };
+        let records: Vec<&[u8]> = missing.iter().map(|(i, _)| self.record(*i)).collect();
+        let Some(refused) = check.refused(session, &records)? else {
+            *prelude = after_refusal;
+            return Ok(missing);
+        };
+        let mut missing: Vec<Option<(usize, CopyRefusal)>> = missing.into_iter().map(Some).collect();
+        for (k, refusal) in refused {
+            missing[k] = match (missing[k].take(), refusal) {
+                (Some((i, _)), Some(refusal)) => Some((i, refusal)),
+                // Not worded yet: COPY is to refuse it.
+                _ => None,
+            };
+        }
+        Ok(missing.into_iter().flatten().collect())
     }
 
     /// Before the first COPY of a chunk screened for rejects (its worker's
@@ -1458,7 +1499,7 @@ impl<'a> Isolator<'a> {
             all.retain(|i| self.repeats.binary_search(i).is_err());
             all.sort_unstable();
             if let Some(rest) =
-                self.reject_missing_keys(session, &all, (None, &refusal), &mut prelude, after_refusal)?
+                self.reject_missing_keys(session, &all, (None, &refusal), &mut prelude, after_refusal, true)?
             {
                 let kept: HashSet<usize> = rest.into_iter().collect();
                 let rejected: HashSet<usize> = all.into_iter().filter(|i| !kept.contains(i)).collect();
