@@ -272,26 +272,22 @@ impl ConstraintCheck {
             let values: Vec<String> = places.iter().map(|&p| shown_value(row.get(p + 2).cloned().flatten())).collect();
             format!("({})", values.join(", "))
         });
-        let (broken, refusal) = match usize::try_from(at) {
-            Ok(at) => {
-                let qualified = self.qualified.get(at)?;
-                let refusal = CopyRefusal {
-                    sqlstate: Some(CHECK_VIOLATION.into()),
-                    constraint: Some(qualified.clone()),
-                    ..CopyRefusal::default()
-                };
-                (Broken::Check(at), refusal)
-            }
-            Err(_) => {
-                let at = usize::try_from(-at - 1).ok()?;
-                let column = self.not_null.get(at)?;
-                let refusal = CopyRefusal {
-                    sqlstate: Some(NOT_NULL_VIOLATION.into()),
-                    column: Some(column.clone()),
-                    ..CopyRefusal::default()
-                };
-                (Broken::Null(at), refusal)
-            }
+        // A CHECK's place, or minus a NOT NULL column's place plus one.
+        let broken = match usize::try_from(at) {
+            Ok(at) => Broken::Check(at),
+            Err(_) => Broken::Null(usize::try_from(-at - 1).ok()?),
+        };
+        let refusal = match broken {
+            Broken::Check(at) => CopyRefusal {
+                sqlstate: Some(CHECK_VIOLATION.into()),
+                constraint: Some(self.qualified.get(at)?.clone()),
+                ..CopyRefusal::default()
+            },
+            Broken::Null(at) => CopyRefusal {
+                sqlstate: Some(NOT_NULL_VIOLATION.into()),
+                column: Some(self.not_null.get(at)?.clone()),
+                ..CopyRefusal::default()
+            },
         };
         let worded = self.words(broken, failing).map(|(message, detail)| CopyRefusal { message, detail, ..refusal });
         Some((record, worded))
