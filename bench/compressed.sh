@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Compressed input: ROWS records of store_sales (CSV, 16 columns), compressed
+# by each tool in TOOLS (default: bzip2, and xz -T0, whose blocks can be
+# decoded apart), loaded into the emptied table by sluice from the file, by
+# BEFORE (another sluice binary, optional) from the file, and by the tool's
+# -dc piped into psql \copy; interleaved rounds, each round's seconds and the
+# medians' ratios to psql's. Checks that every path loaded the same rows.
+# Not a test.
+#
+#   PGHOST=... PGPORT=... PGUSER=... [TOOLS="bzip2 xz"] bash bench/compressed.sh [ROWS] [ROUNDS] [SLUICE] [BEFORE]
+set -euo pipefail
+rows=${1:-1M}
+rounds=${2:-5}
+sluice=${3:-sluice}
+before=${4:-}
+tools=${TOOLS:-bzip2 xz}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+"$sluice" gen store_sales --rows "$rows" -o "$dir/sales.csv"
+sql() { psql -X -q -v ON_ERROR_STOP=1 -c "$1"; }
+sql 'SET client_min_messages = warning; DROP TABLE IF EXISTS store_sales'
+"$sluice" gen store_sales --ddl | psql -X -q -v ON_ERROR_STOP=1
+now() { date +%s.%N; }
+median() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+for tool in $tools; do
+  case $tool in
+    xz) xz -T0 -c "$dir/sales.csv" >"$dir/sales.csv.xz" ;;
+    *) "$tool" -c "$dir/sales.csv" >"$dir/sales.csv.$tool" ;;
+  esac
+  file=$(ls "$dir"/sales.csv.*)
+  paths=(sluice psql)
+  [ -z "$before" ] || paths=(sluice before psql)
+  declare -A times=()
+  for round in $(seq "$rounds"); do
+    sums=()
+    for path in "${paths[@]}"; do
+      sql 'TRUNCATE store_sales'; sql 'CHECKPOINT'
+      start=$(now)
+      case $path in
+        sluice) "$sluice" load "$file" --table store_sales --quiet --restart ;;
+        before) "$before" load "$file" --table store_sales --quiet --restart ;;
+        psql) "$tool" -dc "$file" | psql -X -q -v ON_ERROR_STOP=1 -c '\copy store_sales FROM STDIN WITH (format csv)' ;;
+      esac
+      times[$path]+="$(echo "$(now) - $start" | bc) "
+      sums+=("$(psql -X -Atc "SELECT count(*) || ' ' || sum(hashtext(s::text)) FROM store_sales s")")
+    done
+    for sum in "${sums[@]}"; do
+      [ "$sum" = "${sums[0]}" ] || { echo "the paths loaded different rows: ${sums[*]}" >&2; exit 1; }
+    done
+    echo "$tool round $round: $(for p in "${paths[@]}"; do printf '%s %s s  ' "$p" "$(echo "${times[$p]}" | awk '{print $NF}')"; done)"
+  done
+  base=$(median "${times[psql]}")
+  for path in "${paths[@]}"; do
+    m=$(median "${times[$path]}")
+    echo "$tool median $path: $m s; psql's pipe takes $(echo "scale=2; $base / $m" | bc)x as long"
+  done
+  rm -f "$file"
+  unset times
+done
+sql 'DROP TABLE store_sales'
