@@ -36,9 +36,10 @@ const CRC_AT: u64 = MAGIC_BITS;
 const JOINS: usize = 2;
 
 /// Decompressed bzip2 streams, one after another, read as one; their
-/// blocks decoded by a pool of threads, [`AHEAD_PER_THREAD`] blocks a
-/// thread ahead of the reader, so memory stays bounded (a block holds up
-/// to 900 kB, and decodes to at most about 46 MB).
+/// blocks decoded by a pool of threads, up to [`AHEAD_PER_THREAD`] blocks
+/// a thread ahead of the reader (one at first: a look at an input's first
+/// line decodes one block), so memory stays bounded (a block holds up to
+/// 900 kB, and is handed over in parts of [`PART`]).
 pub(super) struct Bzip2Blocks<R: BufRead> {
     input: R,
     /// Compressed bytes from the current piece's first on, and the bits
@@ -51,6 +52,9 @@ pub(super) struct Bzip2Blocks<R: BufRead> {
     level: u8,
     input_ended: bool,
     pieces: VecDeque<Awaited>,
+    /// The block whose parts are being read.
+    block: Option<Reading>,
+    blocks_begun: usize,
     decoded: Vec<u8>,
     served: usize,
     /// The stream's CRC so far, folded from its blocks'.
@@ -84,19 +88,45 @@ struct Awaited {
     decoding: Option<Decoding>,
 }
 
+/// A block taken from the pieces, and whether a part of it was read.
+struct Reading {
+    piece: Piece,
+    decoding: Decoding,
+    begun: bool,
+}
+
+/// A block's decoded bytes come in parts of at most this many: a block of
+/// long runs of one byte decodes to up to 46 MB, which would otherwise be
+/// held whole for each block read ahead. Most blocks are one part.
+const PART: usize = 4 << 20;
+
+/// A part of a block's decoded bytes, and whether it is the block's last.
+type Part = io::Result<(Vec<u8>, bool)>;
+
 enum Decoding {
-    Done(io::Result<Vec<u8>>),
-    Pending(Receiver<io::Result<Vec<u8>>>),
+    /// Decoded on the reader's thread.
+    Done(VecDeque<Part>),
+    /// Decoded by a thread of the pool, which sends one part ahead.
+    Pending(Receiver<Part>),
 }
 
 impl Decoding {
-    fn wait(self) -> io::Result<Vec<u8>> {
-        match self {
-            Decoding::Done(result) => result,
-            Decoding::Pending(result) => {
-                result.recv().unwrap_or_else(|_| Err(io::Error::other("a bzip2 decoding thread stopped")))
-            }
-        }
+    /// Decoded on this thread, all parts at once.
+    fn here(level: u8, block: &Bits) -> Decoding {
+        let mut parts = VecDeque::new();
+        decode_in_parts(level, block, |part| {
+            parts.push_back(part);
+            true
+        });
+        Decoding::Done(parts)
+    }
+
+    fn next_part(&mut self) -> Part {
+        let next = match self {
+            Decoding::Done(parts) => parts.pop_front(),
+            Decoding::Pending(parts) => parts.recv().ok(),
+        };
+        next.unwrap_or_else(|| Err(io::Error::other("a bzip2 block's decoding thread stopped")))
     }
 }
 
@@ -120,6 +150,8 @@ impl<R: BufRead> Bzip2Blocks<R> {
             level,
             input_ended: false,
             pieces: VecDeque::new(),
+            block: None,
+            blocks_begun: 0,
             decoded: Vec::new(),
             served: 0,
             stream_crc: 0,
@@ -130,7 +162,8 @@ impl<R: BufRead> Bzip2Blocks<R> {
     /// Reads and scans input until `pieces` holds enough to keep the
     /// threads busy, or the input has ended.
     fn read_ahead(&mut self) -> io::Result<()> {
-        while self.pieces.len() < self.pool.threads * AHEAD_PER_THREAD && !self.input_ended {
+        let ahead = (self.blocks_begun + 1).min(self.pool.threads * AHEAD_PER_THREAD);
+        while self.pieces.len() < ahead && !self.input_ended {
             let buffered = self.input.fill_buf()?;
             if buffered.is_empty() {
                 self.input_ended = true;
@@ -216,32 +249,42 @@ impl<R: BufRead> Bzip2Blocks<R> {
         Ok(self.pieces.pop_front())
     }
 
-    /// Decodes the next piece into `decoded`: false at the input's end.
+    /// Puts the next part of a block's decoded bytes in `decoded`, past
+    /// the streams' ends: false at the input's end.
     fn decode_next(&mut self) -> io::Result<bool> {
-        let Some(Awaited { piece, decoding }) = self.next_piece()? else { return Ok(false) };
-        match decoding {
-            Some(decoding) => {
-                self.decoded = match decoding.wait() {
-                    Ok(decoded) => decoded,
-                    Err(error) => self.join_and_decode(&piece, error)?,
+        loop {
+            if let Some(mut block) = self.block.take() {
+                let (decoded, last) = match block.decoding.next_part() {
+                    Err(error) if !block.begun => self.join_and_decode(&block.piece, error)?,
+                    part => part?,
                 };
-                self.stream_crc = self.stream_crc.rotate_left(1) ^ read_bits(&piece.bits.bytes, CRC_AT, 32) as u32;
+                (self.decoded, self.served) = (decoded, 0);
+                match last {
+                    true => self.stream_crc = self.stream_crc.rotate_left(1) ^ block_crc(&block.piece.bits),
+                    false => self.block = Some(Reading { begun: true, ..block }),
+                }
+                return Ok(true);
             }
-            None => self.end_stream(&piece)?,
+            let Some(Awaited { piece, decoding }) = self.next_piece()? else { return Ok(false) };
+            match decoding {
+                Some(decoding) => {
+                    self.blocks_begun += 1;
+                    self.block = Some(Reading { piece, decoding, begun: false });
+                }
+                None => self.end_stream(&piece)?,
+            }
         }
-        self.served = 0;
-        Ok(true)
     }
 
     /// A block that failed to decode, joined with the pieces after it
     /// until it decodes: a magic number in its data had cut it.
-    fn join_and_decode(&mut self, block: &Piece, error: io::Error) -> io::Result<Vec<u8>> {
+    fn join_and_decode(&mut self, block: &Piece, error: io::Error) -> io::Result<(Vec<u8>, bool)> {
         let mut joined = Bits::clone(&block.bits);
         for _ in 0..JOINS {
             let Some(next) = self.next_piece()? else { break };
             joined.append(&next.piece.bits.bytes, 0, next.piece.bits.len);
-            if let Ok(decoded) = decode(block.level, &joined) {
-                return Ok(decoded);
+            if let Ok(decoded) = decode_whole(block.level, &joined) {
+                return Ok((decoded, true));
             }
         }
         Err(error)
@@ -255,7 +298,6 @@ impl<R: BufRead> Bzip2Blocks<R> {
             return Err(damaged("the stream's CRC does not match its blocks'"));
         }
         self.stream_crc = 0;
-        self.decoded.clear();
         match (end.after_the_end(), end.last) {
             (Some(nothing), true) if nothing.is_empty() => Ok(()),
             (Some(header), false) if stream_level(&header).is_some() => Ok(()),
@@ -281,7 +323,7 @@ impl<R: BufRead> Read for Bzip2Blocks<R> {
 /// An error read in its place, after the pieces before it.
 fn failed(error: io::Error) -> Awaited {
     let piece = Piece { bits: Arc::new(Bits::default()), shift: 0, level: b'9', last: true };
-    Awaited { piece, decoding: Some(Decoding::Done(Err(error))) }
+    Awaited { piece, decoding: Some(Decoding::Done(VecDeque::from([Err(error)]))) }
 }
 
 fn cut_short() -> io::Error {
@@ -389,25 +431,57 @@ impl Bits {
     }
 }
 
-/// A block decoded as a stream of its own: a header of `level`, the block,
-/// an end mark and the stream's CRC, which for one block is the block's.
-fn decode(level: u8, block: &Bits) -> io::Result<Vec<u8>> {
+/// The CRC of a block's data, after its magic number.
+fn block_crc(block: &Bits) -> u32 {
+    read_bits(&block.bytes, CRC_AT, 32) as u32
+}
+
+/// A block decoded as a stream of its own (a header of `level`, the block,
+/// an end mark and the stream's CRC, which for one block is the block's),
+/// each part of [`PART`] given to `deliver` while it takes more. A block's
+/// CRC is checked at its end: a block of one part is whole and checked
+/// when it is delivered.
+fn decode_in_parts(level: u8, block: &Bits, mut deliver: impl FnMut(Part) -> bool) {
     let mut stream = Bits { bytes: Vec::with_capacity(block.bytes.len() + 16), len: 0 };
     stream.append(&[b'B', b'Z', b'h', level], 0, 32);
     stream.append(&block.bytes, 0, block.len);
     stream.push(END_MAGIC, MAGIC_BITS as u32);
-    stream.push(read_bits(&block.bytes, CRC_AT, 32), 32);
+    stream.push(u64::from(block_crc(block)), 32);
     let mut decoder = bzip2::Decompress::new(false);
-    let mut decoded = Vec::with_capacity(usize::from(level - b'0') * 100_000 + (1 << 12));
     loop {
-        let consumed = decoder.total_in() as usize;
-        let status = decoder.decompress_vec(&stream.bytes[consumed..], &mut decoded);
-        match status.map_err(|e| damaged(&e.to_string()))? {
-            bzip2::Status::StreamEnd => return Ok(decoded),
-            _ if decoded.len() == decoded.capacity() => decoded.reserve(decoded.capacity()),
-            _ => return Err(cut_short()),
+        let mut part = Vec::with_capacity(usize::from(level - b'0') * 100_000 + (1 << 12));
+        let last = loop {
+            let consumed = decoder.total_in() as usize;
+            match decoder.decompress_vec(&stream.bytes[consumed..], &mut part) {
+                Err(error) => break Err(damaged(&error.to_string())),
+                Ok(bzip2::Status::StreamEnd) => break Ok(true),
+                Ok(_) if part.len() < part.capacity() => break Err(cut_short()),
+                Ok(_) if part.len() >= PART => break Ok(false),
+                Ok(_) => part.reserve_exact(part.len().min(PART - part.len())),
+            }
+        };
+        let more = matches!(last, Ok(false));
+        if !deliver(last.map(|last| (part, last))) || !more {
+            return;
         }
     }
+}
+
+/// A block's decoded bytes, all of them.
+fn decode_whole(level: u8, block: &Bits) -> io::Result<Vec<u8>> {
+    let mut whole = Ok(Vec::new());
+    decode_in_parts(level, block, |part| match (part, &mut whole) {
+        (Ok((part, _)), Ok(whole)) => {
+            whole.extend_from_slice(&part);
+            true
+        }
+        (Err(error), _) => {
+            whole = Err(error);
+            false
+        }
+        (Ok(_), Err(_)) => false,
+    });
+    whole
 }
 
 /// The threads that decode blocks, started with the first block. One
@@ -417,7 +491,7 @@ struct Pool {
     jobs: Option<Sender<Job>>,
 }
 
-type Job = (u8, Arc<Bits>, Sender<io::Result<Vec<u8>>>);
+type Job = (u8, Arc<Bits>, Sender<Part>);
 
 impl Pool {
     fn new() -> Pool {
@@ -427,13 +501,13 @@ impl Pool {
 
     fn decode(&mut self, level: u8, block: &Arc<Bits>) -> Decoding {
         if self.threads == 1 {
-            return Decoding::Done(decode(level, block));
+            return Decoding::here(level, block);
         }
         let jobs = self.jobs.get_or_insert_with(|| start_threads(self.threads));
-        let (done, result) = crossbeam_channel::bounded(1);
-        match jobs.send((level, Arc::clone(block), done)) {
-            Ok(()) => Decoding::Pending(result),
-            Err(_) => Decoding::Done(decode(level, block)),
+        let (parts, received) = crossbeam_channel::bounded(1);
+        match jobs.send((level, Arc::clone(block), parts)) {
+            Ok(()) => Decoding::Pending(received),
+            Err(_) => Decoding::here(level, block),
         }
     }
 }
@@ -445,8 +519,8 @@ fn start_threads(threads: usize) -> Sender<Job> {
     for _ in 0..threads {
         let queue = queue.clone();
         let _ = std::thread::Builder::new().name("bzip2 blocks".into()).spawn(move || {
-            for (level, block, done) in queue {
-                let _ = done.send(decode(level, &block));
+            for (level, block, parts) in queue {
+                decode_in_parts(level, &block, |part| parts.send(part).is_ok());
             }
         });
     }
@@ -474,6 +548,14 @@ mod tests {
         out
     }
 
+    /// Reads ahead as though `pieces` blocks had been read.
+    fn read_ahead_at_least(reader: &mut Bzip2Blocks<io::BufReader<&[u8]>>, pieces: usize) {
+        reader.blocks_begun = pieces;
+        reader.read_ahead().unwrap();
+        reader.blocks_begun = 0;
+        assert!(reader.pieces.len() >= pieces.min(reader.pool.threads * AHEAD_PER_THREAD));
+    }
+
     fn read_all(input: &[u8]) -> io::Result<Vec<u8>> {
         let mut out = Vec::new();
         Bzip2Blocks::new(io::BufReader::with_capacity(4096, input))?.read_to_end(&mut out)?;
@@ -493,6 +575,11 @@ mod tests {
         assert!(shifts.len() > 10, "{} pieces", shifts.len());
         assert!(shifts.iter().filter(|&&shift| shift != 0).count() > 5, "blocks begin at any bit: {shifts:?}");
         assert_eq!(read_all(&input).unwrap(), data);
+        // A look at the first line decodes the first block, and reads no
+        // further than the next one's start.
+        let mut looking = Bzip2Blocks::new(io::BufReader::new(&input[..])).unwrap();
+        looking.read_exact(&mut [0; 10]).unwrap();
+        assert_eq!((looking.blocks_begun, looking.pieces.len()), (1, 0));
     }
 
     #[test]
@@ -527,16 +614,16 @@ mod tests {
         // The second block cut in two where a magic number is put in its
         // place: as if its data held one.
         let mut reader = Bzip2Blocks::new(io::BufReader::new(&input[..])).unwrap();
-        reader.read_ahead().unwrap();
+        read_ahead_at_least(&mut reader, 3);
         let second = reader.pieces.remove(1).unwrap().piece;
         let middle = second.bits.len / 2;
         let head = Bits::cut(&second.bits.bytes, 0, middle);
         let tail = Bits::cut(&second.bits.bytes, middle, second.bits.len);
         let as_pieces = |bits: Bits| Awaited {
-            decoding: Some(Decoding::Done(decode(b'1', &bits))),
+            decoding: Some(Decoding::here(b'1', &bits)),
             piece: Piece { bits: Arc::new(bits), shift: 0, level: b'1', last: false },
         };
-        assert!(decode(b'1', &head).is_err());
+        assert!(decode_whole(b'1', &head).is_err());
         reader.pieces.insert(1, as_pieces(tail));
         reader.pieces.insert(1, as_pieces(head));
         let mut out = Vec::new();
@@ -545,10 +632,27 @@ mod tests {
     }
 
     #[test]
+    fn a_block_of_long_runs_comes_in_parts() {
+        let data = [vec![b'a'; 3 * PART], lines(1000, 4), vec![b'\n'; PART / 2]].concat();
+        let input = compressed(&data, 9);
+        let mut reader = Bzip2Blocks::new(io::BufReader::new(&input[..])).unwrap();
+        read_ahead_at_least(&mut reader, 1);
+        let first = &reader.pieces[0].piece;
+        let mut parts = Vec::new();
+        decode_in_parts(first.level, &first.bits, |part| {
+            parts.push(part.unwrap());
+            true
+        });
+        assert!(parts.len() >= 3 && parts.iter().all(|(part, _)| part.len() <= PART), "{} parts", parts.len());
+        assert_eq!(parts.iter().filter(|(_, last)| *last).count(), 1);
+        assert_eq!(read_all(&input).unwrap(), data);
+    }
+
+    #[test]
     fn a_block_left_out_shows_in_its_streams_crc() {
         let input = compressed(&lines(60_000, 9), 1);
         let mut reader = Bzip2Blocks::new(io::BufReader::new(&input[..])).unwrap();
-        reader.read_ahead().unwrap();
+        read_ahead_at_least(&mut reader, 3);
         reader.pieces.remove(1);
         let error = reader.read_to_end(&mut Vec::new()).unwrap_err();
         assert!(error.to_string().contains("CRC does not match"), "{error}");
