@@ -4,9 +4,9 @@
 //! can read any chunk without a shared cursor and chunks cost no memory while
 //! they wait. Stdin and compressed inputs can only be read once, front to back:
 //! the chunker decompresses them on its own thread (off the load path) and
-//! hands workers the chunk bytes; the blocks of bzip2 and of xz (where its
-//! writer cut it into blocks), the slowest to decode, are decoded on every
-//! core and put back in order (see [`bzip2_blocks`] and `XzStreams`). A pipe named as a file (`<(zcat a.gz)`, a
+//! hands workers the chunk bytes; bzip2's blocks, the slowest to decode
+//! (45 MB/s a core), are decoded on every core and put back in order (see
+//! [`bzip2_blocks`]). A pipe named as a file (`<(zcat a.gz)`, a
 //! fifo) is read like stdin. Compression is recognised by magic bytes, not
 //! by file name, and so are inputs that are not text at all (see
 //! [`not_text`]), which are refused before the load.
@@ -81,7 +81,7 @@ impl Compression {
             Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(read)),
             Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(read)?),
             Compression::Bzip2 => Box::new(bzip2_blocks::Bzip2Blocks::new(read)?),
-            Compression::Xz => Box::new(XzStreams::new(read)?),
+            Compression::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(read)),
             Compression::Lz4 => Box::new(Lz4Frames::new(read)),
         })
     }
@@ -408,72 +408,6 @@ impl<R: Read> Lz4Frames<R> {
             true => Ok(()),
             false => Err(io::Error::new(io::ErrorKind::UnexpectedEof, "lz4 input ends inside a skippable frame")),
         }
-    }
-}
-
-/// xz streams one after another, read as one, each by liblzma's threaded
-/// decoder: the blocks of a stream `xz -T0` wrote (and `pixz`, and `xz`
-/// itself from 5.6 on) are decoded on every core at once (100 MB of CSV,
-/// five blocks: 0.79 s on one core, 0.46 s on two), and a stream of one
-/// block, as `xz -T1` writes it, on one. The threaded decoder takes no flag
-/// for concatenated streams through the crate, so each stream after the
-/// first gets a decoder of its own.
-struct XzStreams<R: BufRead> {
-    /// `None` once the input has ended.
-    stream: Option<liblzma::bufread::XzDecoder<R>>,
-}
-
-/// Above this much memory for its threads (whose output buffers hold a
-/// block each: `xz -9 -T0` writes 192 MiB blocks), the decoder decodes on
-/// one thread, in a few MiB: memory stays bounded whatever the input.
-const XZ_THREADS_MEMORY: u64 = 256 << 20;
-
-impl<R: BufRead> XzStreams<R> {
-    fn new(input: R) -> io::Result<Self> {
-        Ok(XzStreams { stream: Some(liblzma::bufread::XzDecoder::new_stream(input, Self::decoder()?)) })
-    }
-
-    fn decoder() -> io::Result<liblzma::stream::Stream> {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16) as u32;
-        let decoder = liblzma::stream::MtStreamBuilder::new()
-            .threads(threads)
-            .memlimit_threading(XZ_THREADS_MEMORY)
-            .memlimit_stop(u64::MAX)
-            .decoder();
-        decoder.map_err(io::Error::other)
-    }
-
-    /// Starts the next stream's decoder, after the padding (zero bytes)
-    /// that may follow a stream; false at the input's end.
-    fn next_stream(&mut self) -> io::Result<bool> {
-        let Some(ended) = self.stream.take() else { return Ok(false) };
-        let mut input = ended.into_inner();
-        loop {
-            let buffered = input.fill_buf()?;
-            if buffered.is_empty() {
-                return Ok(false);
-            }
-            let padding = buffered.iter().take_while(|&&b| b == 0).count();
-            let more = padding < buffered.len();
-            input.consume(padding);
-            if more {
-                break;
-            }
-        }
-        self.stream = Some(liblzma::bufread::XzDecoder::new_stream(input, Self::decoder()?));
-        Ok(true)
-    }
-}
-
-impl<R: BufRead> Read for XzStreams<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while let Some(stream) = self.stream.as_mut() {
-            match stream.read(buf)? {
-                0 if !buf.is_empty() && self.next_stream()? => continue,
-                n => return Ok(n),
-            }
-        }
-        Ok(0)
     }
 }
 

@@ -688,37 +688,29 @@ fn stdin_and_every_compression_load_the_same_table() {
     }
 }
 
-/// bzip2 and xz inputs of many blocks load as their text: their blocks are
-/// decoded on several threads (bzip2 by sluice's own block reader, xz by
-/// liblzma's threaded decoder), and put back in order. An xz stream after
-/// the first, behind the zero bytes that may pad a stream, is read too.
+/// A bzip2 input of many blocks loads as its text: its blocks are decoded
+/// on several threads, and put back in order, the second stream's after
+/// the first's.
 #[test]
-fn bzip2_and_xz_inputs_of_many_blocks_load_as_their_text() {
+fn a_bzip2_input_of_many_blocks_loads_as_its_text() {
     let db = TestDb::new();
     let data = format!("id,name,k\n{}", rows(0, 60_000));
     db.execute("CREATE TABLE plain (id int, name text, k int)");
     db.execute("CREATE TABLE from_bz2 (LIKE plain)");
-    db.execute("CREATE TABLE from_xz (LIKE plain)");
     // Level 1: blocks of 100 kB, so about twenty.
-    let mut bzip2 = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::new(1));
-    std::io::Write::write_all(&mut bzip2, data.as_bytes()).unwrap();
-    let (head, tail) = data.as_bytes().split_at(data.len() / 3);
-    let xz_blocks = |bytes: &[u8]| {
-        let stream = liblzma::stream::MtStreamBuilder::new().threads(2).block_size(64 << 10).preset(1).encoder();
-        let mut encoder = liblzma::write::XzEncoder::new_stream(Vec::new(), stream.unwrap());
-        std::io::Write::write_all(&mut encoder, bytes).unwrap();
-        encoder.finish().unwrap()
+    let compressed = |bytes: &[u8]| {
+        let mut bzip2 = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::new(1));
+        std::io::Write::write_all(&mut bzip2, bytes).unwrap();
+        bzip2.finish().unwrap()
     };
-    let xz = [xz_blocks(head), vec![0; 8], xz_blocks(tail)].concat();
+    let (head, tail) = data.as_bytes().split_at(data.len() / 3);
     let plain = db.file("many.csv", data.as_bytes());
-    let bz2 = db.file("many.csv.bz2", &bzip2.finish().unwrap());
-    let xz = db.file("many.csv.xz", &xz);
-    for (file, table) in [(&plain, "plain"), (&bz2, "from_bz2"), (&xz, "from_xz")] {
+    let bz2 = db.file("many.csv.bz2", &[compressed(head), compressed(tail)].concat());
+    for (file, table) in [(&plain, "plain"), (&bz2, "from_bz2")] {
         db.load(&[file.to_str().unwrap(), "--table", table, "--header", "--chunk-size", "64KiB"]).assert_ok();
     }
     assert_eq!(db.count("plain"), 60_000);
     db.assert_same_rows("plain", "from_bz2");
-    db.assert_same_rows("plain", "from_xz");
 }
 
 fn xz_of(bytes: &[u8]) -> Vec<u8> {
