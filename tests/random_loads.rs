@@ -3,7 +3,7 @@
 //! once (format options, headers (in the first file only, too), some columns
 //! in any order named by the header or `--columns`, defaults, line ends,
 //! encodings, several files,
-//! stdin, gzip, chunk sizes, workers, binary and text plans, a table with a
+//! stdin, gzip, bzip2, chunk sizes, workers, binary and text plans, a table with a
 //! key, an index, a CHECK and triggers, isolation of bad records, the key's
 //! merge of `--on-conflict-do-update`), where the
 //! other tests take one at a time. Its first runs

@@ -1649,19 +1649,25 @@ fn stdin_with_other_data_is_a_new_job_and_never_skipped() {
     assert_eq!(db.count("t"), 101_300);
 }
 
-/// Streamed inputs resume too: a gzip file, and stdin piped again from the
-/// start (chunking is deterministic, so committed chunks are skipped).
+/// Streamed inputs resume too: a gzip file, a bzip2 file (its blocks
+/// decoded on several threads), and stdin piped again from the start
+/// (chunking is deterministic, so committed chunks are skipped).
 #[test]
-fn gzip_and_stdin_inputs_resume_exactly() {
+fn gzip_bzip2_and_stdin_inputs_resume_exactly() {
     let f = fixture(600_000, &[]);
     let plain = std::fs::read(f.db.dir.path().join("t.tsv")).unwrap();
     let packed = f.db.file("t.tsv.gz", &crate::util::gzip(&plain));
-    for input in ["gzip", "stdin"] {
-        if input == "stdin" {
+    let bzip2 = f.db.file("t.tsv.bz2", &crate::util::bzip2_small_blocks(&plain));
+    for input in ["gzip", "bzip2", "stdin"] {
+        if input != "gzip" {
             f.db.execute("TRUNCATE t; TRUNCATE sluice.jobs CASCADE; TRUNCATE sluice.rejects");
         }
         let mut args = f.args.clone();
-        args[1] = if input == "gzip" { packed.display().to_string() } else { "-".to_string() };
+        args[1] = match input {
+            "gzip" => packed.display().to_string(),
+            "bzip2" => bzip2.display().to_string(),
+            _ => "-".to_string(),
+        };
         if input == "stdin" {
             args.extend(["--format".to_string(), "tsv".to_string()]);
         }

@@ -285,6 +285,14 @@ pub fn gzip(data: &[u8]) -> Vec<u8> {
     enc.finish().unwrap()
 }
 
+/// `data` compressed by bzip2 in blocks of 100 kB (level 1), so that a
+/// file of a few hundred kB is several blocks, decoded apart.
+pub fn bzip2_small_blocks(data: &[u8]) -> Vec<u8> {
+    let mut enc = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::new(1));
+    std::io::Write::write_all(&mut enc, data).unwrap();
+    enc.finish().unwrap()
+}
+
 /// A TSV file with a bad value now and then: line `i + 1` holds the fields
 /// of `row(i)`, except that on each line where `i % every == at` one field
 /// is replaced by the next of `bad` (column, value), in turn.
@@ -363,7 +371,8 @@ pub fn rejected_lines(path: &Path) -> BTreeSet<(String, usize)> {
 }
 
 /// A random case's inputs (see `random_loads`): each file's bytes, gzipped
-/// one time in four, a file named `-` through stdin.
+/// one time in four, compressed by bzip2 one in eight, a file named `-`
+/// through stdin.
 #[derive(Default)]
 pub struct CaseInputs {
     pub paths: Vec<String>,
@@ -372,7 +381,11 @@ pub struct CaseInputs {
 
 impl CaseInputs {
     pub fn add(&mut self, db: &TestDb, rng: &mut Rng, name: &str, bytes: Vec<u8>) {
-        let bytes = if rng.below(4) == 0 { gzip(&bytes) } else { bytes };
+        let bytes = match rng.below(8) {
+            0 | 1 => gzip(&bytes),
+            2 => bzip2_small_blocks(&bytes),
+            _ => bytes,
+        };
         match name {
             "-" => {
                 self.piped = Some(bytes);
