@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use base64::Engine;
 use sluice::encoding::{has_unreadable, InputEncoding, TranscodingReader};
 
-use crate::util::{gzip, run_command, server, sluice, sluice_command, sluice_with_stdin, TestDb};
+use crate::util::{bzip2_small_blocks, gzip, run_command, server, sluice, sluice_command, sluice_with_stdin, TestDb};
 
 fn rows(from: usize, to: usize) -> String {
     (from..to).map(|i| format!("{i},\"name {i}\nsecond line\",{}\n", i % 10)).collect()
@@ -655,7 +655,7 @@ fn stdin_and_every_compression_load_the_same_table() {
     let zst = db.file("data.csv.zst", &zstd::encode_all(data.as_bytes(), 3).unwrap());
     // Two streams one after the other, as pbzip2 writes them.
     let (head, tail) = data.as_bytes().split_at(data.len() / 2);
-    let bz2 = db.file("data.csv.bz2", &[bzip2_of(head), bzip2_of(tail)].concat());
+    let bz2 = db.file("data.csv.bz2", &[bzip2_small_blocks(head), bzip2_small_blocks(tail)].concat());
     let xz = db.file("data.csv.xz", &[xz_of(head), xz_of(tail)].concat());
     // lz4: a skippable frame (magic number, length, metadata) between them,
     // which stopped the load as damaged input.
@@ -681,7 +681,7 @@ fn stdin_and_every_compression_load_the_same_table() {
     };
     sluice_with_stdin(&stdin_args("from_stdin"), data.as_bytes()).assert_ok();
     sluice_with_stdin(&stdin_args("from_stdin_gz"), &gzip(data.as_bytes())).assert_ok();
-    sluice_with_stdin(&stdin_args("from_stdin_bz2"), &bzip2_of(data.as_bytes())).assert_ok();
+    sluice_with_stdin(&stdin_args("from_stdin_bz2"), &bzip2_small_blocks(data.as_bytes())).assert_ok();
     assert_eq!(db.count("plain"), 4000);
     for t in compressed {
         db.assert_same_rows("plain", t);
@@ -697,15 +697,10 @@ fn a_bzip2_input_of_many_blocks_loads_as_its_text() {
     let data = format!("id,name,k\n{}", rows(0, 60_000));
     db.execute("CREATE TABLE plain (id int, name text, k int)");
     db.execute("CREATE TABLE from_bz2 (LIKE plain)");
-    // Level 1: blocks of 100 kB, so about twenty.
-    let compressed = |bytes: &[u8]| {
-        let mut bzip2 = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::new(1));
-        std::io::Write::write_all(&mut bzip2, bytes).unwrap();
-        bzip2.finish().unwrap()
-    };
+    // Blocks of 100 kB, so about twenty.
     let (head, tail) = data.as_bytes().split_at(data.len() / 3);
     let plain = db.file("many.csv", data.as_bytes());
-    let bz2 = db.file("many.csv.bz2", &[compressed(head), compressed(tail)].concat());
+    let bz2 = db.file("many.csv.bz2", &[bzip2_small_blocks(head), bzip2_small_blocks(tail)].concat());
     for (file, table) in [(&plain, "plain"), (&bz2, "from_bz2")] {
         db.load(&[file.to_str().unwrap(), "--table", table, "--header", "--chunk-size", "64KiB"]).assert_ok();
     }
@@ -719,12 +714,6 @@ fn xz_of(bytes: &[u8]) -> Vec<u8> {
 
 fn lz4_of(bytes: &[u8]) -> Vec<u8> {
     let mut encoder = lz4_flex::frame::FrameEncoder::new(Vec::new());
-    std::io::Write::write_all(&mut encoder, bytes).unwrap();
-    encoder.finish().unwrap()
-}
-
-fn bzip2_of(bytes: &[u8]) -> Vec<u8> {
-    let mut encoder = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
     std::io::Write::write_all(&mut encoder, bytes).unwrap();
     encoder.finish().unwrap()
 }
@@ -805,7 +794,11 @@ fn compressed_input_cut_short_says_so() {
     let packed = gzip(data.as_bytes());
     let zst = zstd::encode_all(data.as_bytes(), 3).unwrap();
     // Blocks of 100 kB: the first ones decompress before the cut.
-    let bz2 = [bzip2_of(&data.as_bytes()[..data.len() / 2]), bzip2_of(&data.as_bytes()[data.len() / 2..])].concat();
+    let bz2 = [
+        bzip2_small_blocks(&data.as_bytes()[..data.len() / 2]),
+        bzip2_small_blocks(&data.as_bytes()[data.len() / 2..]),
+    ]
+    .concat();
     let xz = xz_of(data.as_bytes());
     let lz4 = lz4_of(data.as_bytes());
     let files = [
@@ -1233,7 +1226,7 @@ fn files_that_are_not_text_are_refused_with_what_they_are() {
     let zstd_tar = zstd::encode_all(&[&header[..], csv.as_bytes()].concat()[..], 3).unwrap();
     assert!(zstd_tar.len() > 20_000, "the first block is large: {}", zstd_tar.len());
     // So does bzip2's, by blocks of up to 900 kB.
-    let bzip2_tar = bzip2_of(&[&header[..], csv.as_bytes()].concat());
+    let bzip2_tar = bzip2_small_blocks(&[&header[..], csv.as_bytes()].concat());
     assert!(bzip2_tar.len() > 20_000, "the first block is large: {}", bzip2_tar.len());
     let cases = [
         ("data.tar", tar.clone()),
