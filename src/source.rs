@@ -5,8 +5,8 @@
 //! they wait. Stdin and compressed inputs can only be read once, front to back:
 //! the chunker decompresses them on its own thread (off the load path) and
 //! hands workers the chunk bytes; bzip2's blocks, the slowest to decode
-//! (45 MB/s a core), are decoded on every core and put back in order (see
-//! [`bzip2_blocks`]). A pipe named as a file (`<(zcat a.gz)`, a
+//! (45 MB/s a core), are decoded by a thread for every core but one and put
+//! back in order (see [`bzip2_blocks`]). A pipe named as a file (`<(zcat a.gz)`, a
 //! fifo) is read like stdin. Compression is recognised by magic bytes, not
 //! by file name, and so are inputs that are not text at all (see
 //! [`not_text`]), which are refused before the load.
