@@ -5,8 +5,8 @@
 //! they wait. Stdin and compressed inputs can only be read once, front to back:
 //! the chunker decompresses them on its own thread (off the load path) and
 //! hands workers the chunk bytes; bzip2's blocks, the slowest to decode
-//! (45 MB/s a core), are decoded by a thread for every core but one and put
-//! back in order (see [`bzip2_blocks`]). A pipe named as a file (`<(zcat a.gz)`, a
+//! (45 MB/s a core), are decoded by a thread for every core but one (on 3
+//! cores and more) and put back in order (see [`bzip2_blocks`]). A pipe named as a file (`<(zcat a.gz)`, a
 //! fifo) is read like stdin. Compression is recognised by magic bytes, not
 //! by file name, and so are inputs that are not text at all (see
 //! [`not_text`]), which are refused before the load.
@@ -80,7 +80,7 @@ impl Compression {
             Compression::None => Box::new(read),
             Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(read)),
             Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(read)?),
-            Compression::Bzip2 => Box::new(bzip2_blocks::Bzip2Blocks::new(read)?),
+            Compression::Bzip2 => bzip2_blocks::decoder(read)?,
             Compression::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(read)),
             Compression::Lz4 => Box::new(Lz4Frames::new(read)),
         })

@@ -688,9 +688,10 @@ fn stdin_and_every_compression_load_the_same_table() {
     }
 }
 
-/// A bzip2 input of many blocks loads as its text: its blocks are decoded
-/// on several threads, and put back in order, the second stream's after
-/// the first's.
+/// A bzip2 input of many blocks loads as its text, the second stream's
+/// after the first's: on 3 cores and more, its blocks are decoded on
+/// several threads and put back in order (their unit tests force threads
+/// on any machine).
 #[test]
 fn a_bzip2_input_of_many_blocks_loads_as_its_text() {
     let db = TestDb::new();

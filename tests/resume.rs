@@ -1650,7 +1650,8 @@ fn stdin_with_other_data_is_a_new_job_and_never_skipped() {
 }
 
 /// Streamed inputs resume too: a gzip file, a bzip2 file (its blocks
-/// decoded on several threads), and stdin piped again from the start
+/// decoded on several threads on 3 cores and more), and stdin piped again
+/// from the start
 /// (chunking is deterministic, so committed chunks are skipped).
 #[test]
 fn gzip_bzip2_and_stdin_inputs_resume_exactly() {

@@ -1,4 +1,5 @@
-//! bzip2 decoded on several cores, its blocks in parallel.
+//! bzip2 decoded on several cores, its blocks in parallel, where the
+//! machine has cores to spare (see [`decoder`]).
 //!
 //! Why: bzip2 decodes at about 45 MB/s a core, so a bzip2 input was loaded
 //! at the speed of the one thread decompressing it, whatever the machine
@@ -132,10 +133,6 @@ const AHEAD_PER_THREAD: usize = 2;
 const READ_AT_ONCE: usize = 64 << 10;
 
 impl<R: BufRead> Bzip2Blocks<R> {
-    pub(super) fn new(input: R) -> io::Result<Self> {
-        Self::with_threads(input, decoding_threads())
-    }
-
     /// Decoding on `threads` threads; on the reader's alone for one.
     fn with_threads(mut input: R, threads: usize) -> io::Result<Self> {
         let mut header = [0; 4];
@@ -503,14 +500,20 @@ fn decode_whole(level: u8, block: &Bits) -> io::Result<Vec<u8>> {
     Ok(whole)
 }
 
-/// A thread for every core but one, which the reader (the chunker's
-/// thread), the loading connections and often the server take. On 2 cores
-/// that leaves the reader's thread alone: there the server's sessions take
-/// the other core, and two decoding threads loaded 1 M rows 4 % slower
-/// (2.11 s against 2.03 s, medians of 5) for 0.7 s more CPU (each block's
-/// 3.6 MB of state competing for the caches with the server, probably).
-fn decoding_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1).clamp(1, 16)
+/// bzip2 decoded by blocks on a thread for every core but one, which the
+/// reader (the chunker's thread), the loading connections and often the
+/// server take. With one, as on 2 cores, the `bzip2` crate's own decoder
+/// reads on the reader's thread: there the server's sessions take the
+/// other core, two decoding threads loaded 1 M rows 4 % slower (2.11 s
+/// against 2.03 s, medians of 5) for 0.7 s more CPU, and blocks cut out
+/// and decoded on the reader's thread 4 % slower too (2.09 s against
+/// 2.01 s, 2.02 s of CPU against 1.94 s).
+pub(super) fn decoder<'a, R: BufRead + Send + 'a>(input: R) -> io::Result<Box<dyn Read + Send + 'a>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1).min(16);
+    Ok(match threads {
+        0 | 1 => Box::new(bzip2::bufread::MultiBzDecoder::new(input)),
+        threads => Box::new(Bzip2Blocks::with_threads(input, threads)?),
+    })
 }
 
 /// The threads that decode blocks, started with the first block; with one,
