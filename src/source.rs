@@ -6,10 +6,11 @@
 //! the chunker decompresses them on its own thread (off the load path) and
 //! hands workers the chunk bytes; bzip2's blocks, the slowest to decode
 //! (45 MB/s a core), are decoded by a thread for every core but one (on 3
-//! cores and more) and put back in order (see [`bzip2_blocks`]). A pipe named as a file (`<(zcat a.gz)`, a
-//! fifo) is read like stdin. Compression is recognised by magic bytes, not
-//! by file name, and so are inputs that are not text at all (see
-//! [`not_text`]), which are refused before the load.
+//! cores and more) and put back in order (see [`bzip2_blocks`]). A pipe
+//! named as a file (`<(zcat a.gz)`, a fifo) is read like stdin. Compression
+//! is recognised by magic bytes, not by file name, and so are inputs that
+//! are not text at all (see [`not_text`]), which are refused before the
+//! load.
 
 use std::borrow::Cow;
 use std::fs::File;
