@@ -244,6 +244,8 @@ pub struct ChunkerConfig {
     pub dialect: Dialect,
     /// Target chunk size in bytes; chunks end at the next record end after it.
     pub target: u64,
+    /// Lines skipped before the header or the first record (`--skip-lines`).
+    pub skip_lines: u64,
     pub header: bool,
     /// Keep the chunk's bytes in memory (for streamed inputs).
     pub keep_bytes: bool,
@@ -259,7 +261,11 @@ pub struct ChunkerConfig {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Preamble {
     pub bom: bool,
+    /// Lines skipped before the header (`--skip-lines`): fewer than asked
+    /// where the input ended first.
+    pub skipped_lines: u64,
     pub header_records: u64,
+    /// Lines the header record took.
     pub header_lines: u64,
     /// The header record as written, without its line end (at most
     /// [`HEADER_KEPT`] bytes): the load reads column names from it.
@@ -778,6 +784,13 @@ impl<R: Read> Chunker<R> {
             pre.bom = true;
         }
         self.decide_line_end()?;
+        if self.cfg.skip_lines > 0 {
+            pre.skipped_lines = self.skip_lines()?;
+            // The lines skipped may end otherwise than the data (a title
+            // written by another tool): the data's first line end decides.
+            self.decide_line_end()?;
+        }
+        let before_header = (self.offset, self.lines);
         if self.cfg.header {
             loop {
                 if self.block_pos == self.block_len && !self.fill()? {
@@ -794,14 +807,45 @@ impl<R: Read> Chunker<R> {
                     break;
                 }
             }
-            pre.header_records = u64::from(self.offset > u64::from(pre.bom) * 3);
-            pre.header_lines = self.lines;
+            pre.header_records = u64::from(self.offset > before_header.0);
+            pre.header_lines = self.lines - before_header.1;
             let line_end = pre.header.iter().rev().take_while(|&&b| b == b'\n' || b == b'\r').count();
             pre.header.truncate(pre.header.len() - line_end);
             self.scanner = self.fresh_scanner();
         }
         self.preamble = Some(pre);
         Ok(())
+    }
+
+    /// Skips `--skip-lines` lines, each to its line end (`\n`, or `\r`
+    /// where the first line ends with a bare one), whatever quotes they
+    /// hold; returns how many there were (fewer where the input ends first,
+    /// a last line without a line end counted).
+    fn skip_lines(&mut self) -> io::Result<u64> {
+        let head = &self.block[self.block_pos..self.block_len];
+        let line_end = line_end_of(Dialect::Lines, head, self.eof).unwrap_or_default().byte();
+        let (mut skipped, mut in_line) = (0, false);
+        while skipped < self.cfg.skip_lines {
+            if self.block_pos == self.block_len && !self.fill()? {
+                self.lines += skipped;
+                return Ok(skipped + u64::from(in_line));
+            }
+            let unread = &self.block[self.block_pos..self.block_len];
+            let taken = match memchr::memchr(line_end, unread) {
+                Some(at) => {
+                    (skipped, in_line) = (skipped + 1, false);
+                    at + 1
+                }
+                None => {
+                    in_line = true;
+                    unread.len()
+                }
+            };
+            self.block_pos += taken;
+            self.offset += taken as u64;
+        }
+        self.lines += skipped;
+        Ok(skipped)
     }
 
     /// Reads ahead until the input's first line end shows its style (or the
@@ -934,7 +978,7 @@ mod tests {
     const CSV: Dialect = Dialect::Csv { quote: b'"', escape: b'"' };
 
     fn config(dialect: Dialect, target: u64, header: bool) -> ChunkerConfig {
-        ChunkerConfig { dialect, target, header, keep_bytes: true, max_record: 1 << 20, shape: None }
+        ChunkerConfig { dialect, target, skip_lines: 0, header, keep_bytes: true, max_record: 1 << 20, shape: None }
     }
 
     use crate::test_support::Trickle;
@@ -974,6 +1018,37 @@ mod tests {
         let records: Vec<u64> = chunks.iter().map(|c| c.loc.first_record).collect();
         assert_eq!(records, [1, 2, 3]);
         assert_eq!(chunks[0].loc.byte_offset, 3 + 8);
+    }
+
+    /// `--skip-lines`: lines, whatever quotes they hold, each to its line
+    /// end (a bare `\r` where the first ends so), before the header; the
+    /// chunks keep the file's line numbers and byte places.
+    #[test]
+    fn lines_skipped_are_lines_and_keep_their_numbers() {
+        let skipping = |lines, header| ChunkerConfig { skip_lines: lines, ..config(CSV, 4, header) };
+        let input = b"\xEF\xBB\xBFTitle \"open\nnotes, 2\nid,name\n1,\"a\nb\"\n2,c\n";
+        let chunks = chunks_of(input, skipping(2, true), 3);
+        let data: Vec<&[u8]> = chunks.iter().map(|c| c.data.as_deref().unwrap()).collect();
+        assert_eq!(data, [&b"1,\"a\nb\"\n"[..], b"2,c\n"]);
+        let lines: Vec<u64> = chunks.iter().map(|c| c.loc.first_line).collect();
+        assert_eq!((lines, chunks[0].loc.first_record), (vec![4, 6], 1));
+        assert_eq!(chunks[0].loc.byte_offset, 3 + 12 + 9 + 8);
+        let mut chunker = Chunker::new(&input[..], skipping(2, true), 0, 0);
+        let preamble = chunker.read_preamble().unwrap();
+        assert_eq!(
+            (preamble.bom, preamble.skipped_lines, preamble.header_records, preamble.header_lines),
+            (true, 2, 1, 1)
+        );
+        assert_eq!(preamble.header, b"id,name");
+
+        let bare_returns = b"title\r1,a\r2,b\r";
+        let data: Vec<Vec<u8>> =
+            chunks_of(bare_returns, skipping(1, false), 3).into_iter().map(|c| c.data.unwrap()).collect();
+        assert_eq!(data, [b"1,a\r".to_vec(), b"2,b\r".to_vec()]);
+        // Fewer lines than asked, the last without a line end: all skipped.
+        let mut chunker = Chunker::new(&b"a\nb"[..], skipping(5, true), 0, 0);
+        assert!(chunker.next_chunk().unwrap().is_none());
+        assert_eq!((chunker.preamble().skipped_lines, chunker.preamble().header_records), (2, 0));
     }
 
     /// Read from the middle (a file an earlier job loaded the first part

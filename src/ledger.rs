@@ -791,7 +791,8 @@ pub fn chunks_loaded_by_finished_jobs(
 }
 
 /// As [`chunks_loaded_by_finished_jobs`], but only the chunks that begin at
-/// a file's first or second line (after a header), of any file, and end by
+/// a file's first or second line (after a header), or as much further as
+/// `skip_lines` (`--skip-lines`), of any file, and end by
 /// byte `within` (the size of the largest file they are looked for in,
 /// where known): what a file renamed since (a log rotated) would begin with
 /// (see `load::loaded_before`). In no order: 20,000 files' took 60 ms
@@ -800,10 +801,11 @@ pub fn first_chunks_loaded_by_finished_jobs(
     session: &PgSession,
     table: (&str, u32),
     job: (&str, Option<&str>),
-    within: Option<u64>,
+    (within, skip_lines): (Option<u64>, u64),
 ) -> Result<Vec<FinishedChunk>, Error> {
+    let first_lines = skip_lines.saturating_add(2).min(i64::MAX as u64);
     let sql = format!(
-        "SELECT {FINISHED_CHUNK} AND c.first_line <= 2 \
+        "SELECT {FINISHED_CHUNK} AND c.first_line <= {first_lines} \
          AND c.byte_offset + c.byte_len <= coalesce($3::bigint, c.byte_offset + c.byte_len)"
     );
     finished_chunks(session, &sql, table, job, within.map(|w| w.to_string()).as_deref())

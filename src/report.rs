@@ -65,6 +65,8 @@ pub struct FileSummary {
     /// Bytes after decompression (before transcoding or turning documents
     /// into lines), the header's included.
     pub bytes: u64,
+    /// Lines `--skip-lines` skipped before the header or the first record.
+    pub skipped_lines: u64,
     pub header_lines: u64,
     pub bom_stripped: bool,
     pub records_read: u64,
@@ -115,6 +117,7 @@ pub struct Summary {
     pub job: String,
     /// Chunks another process of the same job committed first.
     pub chunks_by_others: u64,
+    pub skipped_lines: u64,
     pub header_lines: u64,
     /// Bytes after decompression, headers included.
     pub bytes: u64,

@@ -248,6 +248,10 @@ pub struct Source {
     /// first whose first record is not the first input's header: a part
     /// `split -l` cut, whose first record is data and loads as such.
     pub no_header: bool,
+    /// Set by the load from `--skip-lines`: lines the chunker skips before
+    /// the header or the first record, and the load's looks at the input's
+    /// start (see `load::first_look::start_of`) leave out.
+    pub skip_lines: u64,
 }
 
 /// Where the load begins to read a file an earlier job loaded the first
@@ -1065,6 +1069,7 @@ fn file_source_with(path: &Path, meta: std::fs::Metadata, canonical: Arc<str>) -
         start: None,
         after_job: None,
         no_header: false,
+        skip_lines: 0,
     })
 }
 
@@ -1115,6 +1120,7 @@ fn streamed_source(name: &str, path: Option<&Path>, mut reader: Box<dyn Read + S
         ends_at: None,
         after_job: None,
         no_header: false,
+        skip_lines: 0,
     })
 }
 

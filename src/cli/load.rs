@@ -86,6 +86,13 @@ pub struct LoadArgs {
     #[arg(long, value_delimiter = ',', value_name = "A,B|*")]
     force_not_null: Vec<String>,
 
+    /// Skip the first N lines of each file, before its header or first
+    /// record: the title, notes or `sep=;` line some exports write above
+    /// the data. Lines, not records: a quote in them opens nothing. They
+    /// keep their numbers in the line numbers rejects give. csv and tsv.
+    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
+    skip_lines: u64,
+
     /// Skip the first record of each file (not of each chunk). When it
     /// names table columns in another order or only some of them, and
     /// --columns is not given, those columns are loaded, by name.
@@ -405,6 +412,7 @@ impl LoadArgs {
         options.escape = self.escape;
         options.null = self.null.clone();
         options.header = self.header.is_some();
+        options.skip_lines = self.skip_lines;
         options.header_in_first_file_only = self.header == Some(HeaderArg::FirstFile);
         options.encoding = self.encoding.clone();
         options.force_null = self.force_null.clone();

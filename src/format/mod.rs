@@ -111,6 +111,10 @@ pub struct FormatOptions {
     pub quote: Option<u8>,
     pub escape: Option<u8>,
     pub null: Option<String>,
+    /// `--skip-lines N`: lines before each file's header or first record
+    /// (an export's title, notes, Excel's `sep=` line), skipped as lines:
+    /// a quote in them opens nothing.
+    pub skip_lines: u64,
     /// Skip the first record of each file.
     pub header: bool,
     /// `--header=first-file`: with `header`, only the first input surely
@@ -211,6 +215,7 @@ impl FormatOptions {
             quote: None,
             escape: None,
             null: None,
+            skip_lines: 0,
             header: false,
             header_in_first_file_only: false,
             encoding: None,
@@ -308,6 +313,17 @@ impl FormatOptions {
                             (data, or hits.hits)"
                     .into());
             }
+        }
+        if self.skip_lines > 0 && self.kind == FormatKind::Jsonl {
+            return Err("--skip-lines applies to csv and tsv; JSON lines have no lines above the documents".into());
+        }
+        if self.skip_lines > 0 && self.header_in_first_file_only {
+            return Err(format!(
+                "--skip-lines skips the first lines of each file, and --header=first-file says only the first file \
+                 begins with the header: the other files' first lines would be skipped too. Remove the lines from \
+                 the first file (tail -n +{} FILE > DATA), then load without --skip-lines",
+                self.skip_lines + 1
+            ));
         }
         match self.kind {
             FormatKind::Tsv if self.quote.is_some() || self.escape.is_some() => {

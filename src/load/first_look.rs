@@ -244,20 +244,54 @@ pub(super) fn odd_escapes_warning(sources: &[Source], format: &FormatOptions) ->
              in its first {}). If the backslashes are data (Windows paths, regular expressions), load it with \
              --format csv --delimiter {csv_delimiter} instead",
             source.name,
-            odd.first_line,
+            odd.first_line + source.skip_lines,
             odd.count,
             crate::report::human_bytes(sample.len() as u64),
         ))
     })
 }
 
-/// Up to `limit` bytes from the start of `source`; what could not be read
-/// shows up in the load itself.
+/// Up to `limit` bytes from the start of `source`, after the lines
+/// `--skip-lines` skips (and so its byte-order mark with them, if any);
+/// what could not be read shows up in the load itself.
 pub(super) fn start_of(source: &Source, limit: u64) -> Vec<u8> {
     use std::io::Read;
     let mut sample = Vec::new();
     if let Ok((stream, _, _)) = source.open_start() {
-        let _ = stream.take(limit).read_to_end(&mut sample);
+        let mut stream = std::io::BufReader::new(stream);
+        if skip_lines(&mut stream, source.skip_lines).is_ok() {
+            let _ = stream.take(limit).read_to_end(&mut sample);
+        }
     }
     sample
+}
+
+/// Reads past the first `lines` lines of `input`, as the chunker skips
+/// them: each to a `\n`, or to a `\r` where the first line ends with a
+/// bare one.
+fn skip_lines(input: &mut impl std::io::BufRead, lines: u64) -> std::io::Result<()> {
+    let mut line_end = None;
+    for _ in 0..lines {
+        loop {
+            let unread = input.fill_buf()?;
+            if unread.is_empty() {
+                return Ok(());
+            }
+            let end = *line_end.get_or_insert_with(|| {
+                let style = crate::format::scan::line_end_of(crate::format::scan::Dialect::Lines, unread, false);
+                style.unwrap_or_default().byte()
+            });
+            match memchr::memchr(end, unread) {
+                Some(at) => {
+                    input.consume(at + 1);
+                    break;
+                }
+                None => {
+                    let all = unread.len();
+                    input.consume(all);
+                }
+            }
+        }
+    }
+    Ok(())
 }

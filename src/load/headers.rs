@@ -477,11 +477,10 @@ fn a_column_named_twice(
 
 /// A first input that begins with `sep=;` (and a line end), the line
 /// Excel reads as the file's delimiter and some exports write first, is
-/// refused, with how to load it. Why: taken for the header (or a record)
-/// it named no column, and every record after it was rejected at the
-/// delimiter given, or the comma; sluice does not skip it, as the header
-/// and chunks are read in too many places that count its lines. Only the
-/// first input is read: a glob's files come from one tool.
+/// refused, with the flags that load it (`--skip-lines 1` and the
+/// delimiter). Why: taken for the header (or a record) it named no column,
+/// and every record after it was rejected at the delimiter given, or the
+/// comma. Only the first input is read: a glob's files come from one tool.
 pub(super) fn refuse_a_separator_line(sources: &[Source]) -> Result<(), Error> {
     let (name, head) = super::first_look::first_head(sources);
     let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&head);
@@ -494,28 +493,17 @@ pub(super) fn refuse_a_separator_line(sources: &[Source]) -> Result<(), Error> {
         return Ok(());
     }
     let source = sources.iter().find(|s| s.name == name).unwrap_or(&sources[0]);
-    let file = crate::source::shell_word(&name);
-    let data = crate::source::shell_word(&without_the_line(&name));
-    let first = match source.compression.cat_command() {
-        Some(cat) => format!("{cat} {file} | tail -n +2 > {data}"),
-        None => format!("tail -n +2 {file} > {data}"),
-    };
     Err(source.input_error(&format!(
-        "its first line, sep={}, is a note for Excel of the file's delimiter, not a header or a record: remove it \
-         first ({first}), then load that file with --delimiter {}",
+        "its {}, sep={}, is a note for Excel of the file's delimiter, not a header or a record: load it with \
+         --skip-lines {} --delimiter {}",
+        match source.skip_lines {
+            0 => "first line".to_string(),
+            skipped => format!("line {}", skipped + 1),
+        },
         char::from(delimiter),
+        source.skip_lines + 1,
         shell_byte(delimiter)
     )))
-}
-
-/// The name of a copy of `name` without its first line, uncompressed:
-/// `sales.csv.gz` as `sales.data.csv`, whose format the name still says.
-fn without_the_line(name: &str) -> String {
-    let plain = crate::format::without_compressed_extension(name);
-    match plain.rsplit_once('.').filter(|(stem, ext)| !stem.is_empty() && !ext.contains('/')) {
-        Some((stem, ext)) => format!("{stem}.data.{ext}"),
-        None => format!("{plain}.data"),
-    }
 }
 
 /// An input's header record (`None`: the input is empty): from the file's
@@ -553,16 +541,18 @@ fn refuse_a_header_that_runs_on(source: &Source, format: &FormatOptions, preambl
         return Ok(());
     };
     let runs_to = match preamble.header_ended {
-        true => format!("on to line {}", preamble.header_lines),
+        true => format!("on to line {}", preamble.skipped_lines + preamble.header_lines),
         false => "to the end of the input".to_string(),
     };
     Err(source.input_error(&format!(
         "its header's field {} (in {}) holds a quote inside a value written without quotes, which CSV reads as \
          opening a quoted value: the header runs {runs_to}, and the lines in it would not load. Write that \
          value in quotes, with its quote doubled (Size 5\" as \"Size 5\"\"\"), or name the columns with --columns and load \
-         without --header (line 1 is then rejected as a record)",
+         without --header (line {} is then rejected as a record). If the line is a title above the data, \
+         --skip-lines N skips the N lines above the header",
         field + 1,
         String::from_utf8_lossy(first_line),
+        preamble.skipped_lines + 1,
     )))
 }
 

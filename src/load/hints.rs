@@ -8,22 +8,26 @@
 //! shown once while the load runs, as soon as a chunk gives them.
 
 use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use super::{suspect, Shared};
 use crate::format::binary::DateOrder;
 use crate::format::convert::{self, NumberMarks};
-use crate::format::{delimiter_text, FormatKind};
+use crate::format::{delimiter_text, FormatKind, FormatOptions};
 use crate::rejects::Reject;
 use crate::report::{count_of, thousands};
 
 /// The notes, kept while the load runs.
 #[derive(Default)]
 pub(super) struct RejectNotes {
-    /// Inputs whose first line, rejected, names the table's columns (see
+    /// Inputs whose first line of data, or a line a little after it (a
+    /// header under a title), was rejected and names the table's columns,
+    /// with that line, and the lines rejected where the data begins (see
     /// [`note_headers`]).
-    header_like: Mutex<Vec<String>>,
+    header_like: Mutex<Vec<(String, u64)>>,
+    rejected_first_lines: Mutex<HashMap<String, HashSet<u64>>>,
     /// Rejected dates that exist read in the other order of day and month
     /// (see [`date_order_warning`]).
     dates_the_other_way: Tally,
@@ -462,7 +466,7 @@ pub(super) fn date_style_setting(other: &str) -> String {
 /// The warnings the notes give, for the summary and the report: the
 /// header's, then [`ALERTS`] in their order, then the empty lines'.
 pub(super) fn warnings(shared: &Shared) -> Vec<String> {
-    let headers = header_warning(&shared.notes.header_like.lock().unwrap_or_else(|e| e.into_inner()));
+    let headers = header_warning(&shared.notes, shared.format);
     let alerts = ALERTS.iter().filter_map(|warning| warning(shared));
     let keys = held_key_warning(shared).into_iter().chain(no_partition_warning(shared));
     headers.into_iter().chain(alerts).chain(empty_line_warning(shared)).chain(keys).collect()
@@ -743,19 +747,43 @@ fn null_word_warning(shared: &Shared) -> Option<String> {
     ))
 }
 
-/// Notes the inputs whose first line was rejected and names the table's
-/// columns: a header loaded as a record because `--header` was not given
-/// (psql's and pgloader's users give it to each tool differently).
+/// Notes the inputs whose first line of data was rejected and names the
+/// table's columns: a header loaded as a record because `--header` was not
+/// given (psql's and pgloader's users give it to each tool differently).
+/// Or a line a little further on, when every line before it was rejected
+/// too (in this chunk or another: a title's open quote ends its chunk): a
+/// header under a title or notes, which `--skip-lines` skips.
 fn note_headers(shared: &Shared, rejects: &[Reject]) {
-    if shared.format.header || shared.format.kind == FormatKind::Jsonl || reads_documents(shared) {
+    if shared.format.kind == FormatKind::Jsonl || reads_documents(shared) {
         return;
     }
-    for reject in rejects.iter().filter(|r| r.line == 1) {
+    let first = first_line_of_data(shared.format);
+    for reject in rejects.iter().filter(|r| (first..first + TITLE_LINES).contains(&r.line)) {
+        let mut rejected = shared.notes.rejected_first_lines.lock().unwrap_or_else(|e| e.into_inner());
+        if rejected.len() < TITLED_FILES || rejected.contains_key(&reject.file) {
+            rejected.entry(reject.file.clone()).or_default().insert(reject.line);
+        }
+        drop(rejected);
         let Some(raw) = as_loaded(shared, reject) else { continue };
         if suspect::reads_as_a_header(&raw, &shared.table.columns, shared.format) {
-            shared.notes.header_like.lock().unwrap_or_else(|e| e.into_inner()).push(reject.file.clone());
+            shared.notes.header_like.lock().unwrap_or_else(|e| e.into_inner()).push((reject.file.clone(), reject.line));
         }
     }
+}
+
+/// The files whose first lines' rejects [`note_headers`] keeps: the
+/// warning names the first file, and memory stays bounded over a glob of
+/// many files all rejected.
+const TITLED_FILES: usize = 64;
+
+/// The most lines above a header that [`note_headers`] takes for a title
+/// and notes.
+const TITLE_LINES: u64 = 10;
+
+/// The line of each input where its data begins: after the lines
+/// `--skip-lines` skips and the header.
+fn first_line_of_data(format: &FormatOptions) -> u64 {
+    format.skip_lines + u64::from(format.header) + 1
 }
 
 /// Dates that exist only when read in the other order of day and month.
@@ -825,20 +853,49 @@ fn encoding_warning(shared: &Shared) -> Option<String> {
 
 /// What to do about inputs whose first line looks like a header (see
 /// [`note_headers`]).
-fn header_warning(files: &[String]) -> Option<String> {
-    let mut files = files.to_vec();
-    files.sort();
-    let what = match files.len() {
+fn header_warning(notes: &RejectNotes, format: &FormatOptions) -> Option<String> {
+    let first = first_line_of_data(format);
+    let rejected = notes.rejected_first_lines.lock().unwrap_or_else(|e| e.into_inner());
+    let rejected_at = |file: &String, line| rejected.get(file).is_some_and(|lines| lines.contains(&line));
+    let under_rejects = |(file, line): &&(String, u64)| (first..*line).all(|above| rejected_at(file, above));
+    let found = notes.header_like.lock().unwrap_or_else(|e| e.into_inner());
+    let (mut at_first, mut further): (Vec<_>, Vec<_>) =
+        found.iter().filter(under_rejects).partition(|(_, line)| *line == first && !format.header);
+    at_first.sort();
+    further.sort();
+    if let Some((file, line)) = further.first() {
+        let others = match further.len() {
+            1 => String::new(),
+            n => format!(" (so did {})", count_of(n as u64 - 1, "other file")),
+        };
+        let above = match line - first {
+            0 => String::new(),
+            1 => format!(", as line {first} above it was"),
+            2 => format!(", as lines {first} and {} above it were", first + 1),
+            _ => format!(", as lines {first} to {} above it were", line - 1),
+        };
+        return Some(format!(
+            "line {line} of {file} names columns of the table and was rejected{above}: it looks like a header \
+             under a title or notes{others}; --skip-lines {} skips the lines above it{}",
+            line - 1,
+            if format.header { "" } else { " and --header the header (and loads the columns it names, by name)" }
+        ));
+    }
+    if let (Some((file, line)), true) = (at_first.first(), format.skip_lines > 0) {
+        return Some(format!(
+            "line {line} of {file}, the first after the lines --skip-lines skips, names columns of the table and was \
+             rejected: it looks like a header; --header skips it (and loads the columns it names, by name)"
+        ));
+    }
+    let what = match at_first.len() {
         0 => return None,
-        1 => {
-            format!(
-                "the first line of {} names columns of the table and was rejected: it looks like a header",
-                files[0]
-            )
-        }
+        1 => format!(
+            "the first line of {} names columns of the table and was rejected: it looks like a header",
+            at_first[0].0
+        ),
         n => format!(
             "the first lines of {} and {} name columns of the table and were rejected: they look like headers",
-            files[0],
+            at_first[0].0,
             count_of(n as u64 - 1, "other file")
         ),
     };

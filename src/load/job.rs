@@ -70,6 +70,9 @@ fn chunk_identity(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, 
     if format.header_in_first_file_only {
         parts.push("header in the first file only".into());
     }
+    if format.skip_lines > 0 {
+        parts.push(format!("skip lines {}", format.skip_lines));
+    }
     if !format.force_null.is_empty() || !format.force_not_null.is_empty() {
         parts.push(format!("force null {:?} not null {:?}", format.force_null, format.force_not_null));
     }

@@ -615,6 +615,7 @@ fn in_the_ledger_schema(table: &TableInfo) -> Option<String> {
 pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed> {
     let started = (Instant::now(), SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis()));
     let mut sources = resolve_inputs(&req.inputs)?;
+    sources.iter_mut().for_each(|source| source.skip_lines = req.options.skip_lines);
     let mut format = req.options.clone();
     format.kind = resolve_kind(req.format, &sources)?;
     format.validate().map_err(Error::Usage)?;
@@ -2372,6 +2373,7 @@ fn chunker_config(
     ChunkerConfig {
         dialect: format.dialect(),
         target,
+        skip_lines: format.skip_lines,
         header: format.header,
         keep_bytes,
         max_record: req.max_record_size,
@@ -2446,6 +2448,7 @@ fn file_summaries(sources: &[Source], scans: &[InputScan]) -> Vec<FileSummary> {
             file: source.name.to_string(),
             compression: source.compression,
             bytes: scan.bytes,
+            skipped_lines: scan.preamble.skipped_lines,
             header_lines: scan.preamble.header_lines,
             bom_stripped: scan.preamble.bom,
             records_read: scan.records,
@@ -2522,6 +2525,7 @@ fn build_report(
         resumed_replaced: shared.replaces().then(|| scans.iter().map(|s| s.resumed_replaced).sum()),
         job: String::new(),
         chunks_by_others: 0,
+        skipped_lines: per_file.iter().map(|f| f.skipped_lines).sum(),
         header_lines: per_file.iter().map(|f| f.header_lines).sum(),
         bytes,
         wall_seconds: wall,
@@ -2609,6 +2613,7 @@ mod tests {
             ends_at: None,
             after_job: None,
             no_header: false,
+            skip_lines: 0,
         }
     }
 
