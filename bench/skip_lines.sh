@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Lines above the header: ROWS records of store_sales (CSV, 16 columns) under
+# a header and two lines of title (one with an open quote), loaded into the
+# emptied table by sluice --skip-lines 2 --header, by `tail -n +3 | psql
+# \copy ... csv header` (COPY has no way to skip them), and, for what the
+# skipping costs, by sluice --header on the same file without the title;
+# interleaved rounds, each round's seconds and the medians' ratios to psql's.
+# Checks that every path loaded the same rows. Not a test.
+#
+#   PGHOST=... PGPORT=... PGUSER=... bash bench/skip_lines.sh [ROWS] [ROUNDS] [SLUICE]
+set -euo pipefail
+rows=${1:-1M}
+rounds=${2:-7}
+sluice=${3:-sluice}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+sql() { psql -X -q -v ON_ERROR_STOP=1 -c "$1"; }
+sql 'SET client_min_messages = warning; DROP TABLE IF EXISTS store_sales'
+"$sluice" gen store_sales --ddl | psql -X -q -v ON_ERROR_STOP=1
+columns=$(psql -X -Atc "SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_attribute \
+  WHERE attrelid = 'store_sales'::regclass AND attnum > 0 AND NOT attisdropped")
+{ echo "$columns"; "$sluice" gen store_sales --rows "$rows"; } >"$dir/headed.csv"
+{ printf 'Store sales export "Q4\nWritten by sluice gen\n'; cat "$dir/headed.csv"; } >"$dir/titled.csv"
+now() { date +%s.%N; }
+median() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+paths=(skip_lines psql no_title)
+declare -A times=()
+for round in $(seq "$rounds"); do
+  sums=()
+  for path in "${paths[@]}"; do
+    sql 'TRUNCATE store_sales'; sql 'CHECKPOINT'
+    start=$(now)
+    case $path in
+      skip_lines) "$sluice" load "$dir/titled.csv" --table store_sales --header --skip-lines 2 --quiet --restart ;;
+      psql) tail -n +3 "$dir/titled.csv" | psql -X -q -v ON_ERROR_STOP=1 -c '\copy store_sales FROM STDIN WITH (format csv, header)' ;;
+      no_title) "$sluice" load "$dir/headed.csv" --table store_sales --header --quiet --restart ;;
+    esac
+    times[$path]+="$(echo "$(now) - $start" | bc) "
+    sums+=("$(psql -X -Atc "SELECT count(*) || ' ' || sum(hashtext(s::text)) FROM store_sales s")")
+  done
+  for sum in "${sums[@]}"; do
+    [ "$sum" = "${sums[0]}" ] || { echo "the paths loaded different rows: ${sums[*]}" >&2; exit 1; }
+  done
+  echo "round $round: $(for p in "${paths[@]}"; do printf '%s %s s  ' "$p" "$(echo "${times[$p]}" | awk '{print $NF}')"; done)"
+done
+base=$(median "${times[psql]}")
+for path in "${paths[@]}"; do
+  m=$(median "${times[$path]}")
+  echo "median $path: $m s; psql's pipe takes $(echo "scale=2; $base / $m" | bc)x as long"
+done
+sql 'DROP TABLE store_sales'
