@@ -1,6 +1,7 @@
 //! Random files with random options, loaded by sluice and compared with
 //! what `psql \copy` loads from their good records: every part of a load at
-//! once (format options, headers (in the first file only, too), some columns
+//! once (format options, headers (in the first file only, too), lines of
+//! title above them (`--skip-lines`), some columns
 //! in any order named by the header or `--columns`, defaults, line ends,
 //! encodings, several files,
 //! stdin, gzip, bzip2, chunk sizes, workers, binary and text plans, a table with a
@@ -85,6 +86,9 @@ struct Options {
     encoding: Option<(&'static str, &'static str)>,
     /// A UTF-8 byte-order mark before the header (sluice skips it).
     bom: bool,
+    /// `--skip-lines`: lines of title above each file's header or first
+    /// record, of random text (quotes, escapes, delimiters).
+    lines_above: u64,
     files: usize,
     /// The first file goes through stdin (`-`).
     stdin: bool,
@@ -137,6 +141,7 @@ impl Options {
         Options {
             encoding,
             bom: header && encoding.is_none() && rng.below(4) == 0,
+            lines_above: 0,
             stdin: rng.below(4) == 0,
             csv,
             delimiter: delimiter.chars().next().unwrap(),
@@ -160,6 +165,17 @@ impl Options {
         }
         .with_header_in_first_file(rng)
         .replacing_sometimes(rng)
+        .with_lines_above_sometimes(rng)
+    }
+
+    /// Some loads of files with lines of title above the data, which
+    /// `--skip-lines` skips (refused with `--header=first-file`).
+    fn with_lines_above_sometimes(self, rng: &mut Rng) -> Options {
+        let lines_above = match (self.header_in_first_file, rng.below(4)) {
+            (false, 0) => 1 + rng.below(3),
+            _ => 0,
+        };
+        Options { lines_above, ..self }
     }
 
     /// Some loads into the table with its key by `--on-conflict-do-update`.
@@ -180,6 +196,9 @@ impl Options {
         flags.extend(["--delimiter".to_string(), self.delimiter.to_string(), "--null".into(), self.null.into()]);
         if self.csv {
             flags.extend(["--quote".to_string(), self.quote.to_string(), "--escape".into(), self.escape.to_string()]);
+        }
+        if self.lines_above > 0 {
+            flags.extend(["--skip-lines".to_string(), self.lines_above.to_string()]);
         }
         match (self.header, self.header_in_first_file) {
             (true, true) => flags.push("--header=first-file".into()),
@@ -408,6 +427,11 @@ fn check_case(db: &TestDb, rng: &mut Rng, case: usize, options: &Options) {
         if options.bom && header {
             text.push('\u{feff}');
         }
+        for _ in 0..options.lines_above {
+            text.push_str(&title_line(rng, options.delimiter));
+            text.push_str(end);
+            line += 1;
+        }
         if header {
             text.push_str(&options.names().join(&options.delimiter.to_string()));
             text.push_str(end);
@@ -441,6 +465,15 @@ fn check_case(db: &TestDb, rng: &mut Rng, case: usize, options: &Options) {
     assert_eq!(differ, "0", "{context}: sluice's table differs from psql's load of the good records");
     assert_eq!(db.count("got") + bad_lines.len() as u64, records as u64, "{context}");
     assert_eq!(rejected, bad_lines, "{context}: the rejects are not the bad records");
+}
+
+/// A line of title or notes above the data: what a record cannot be
+/// (quotes left open, escapes before the line end, the delimiter), or
+/// nothing.
+fn title_line(rng: &mut Rng, delimiter: char) -> String {
+    let delimiter = delimiter.to_string();
+    let parts = ["Export", " ", "\"", "'", "\\", &delimiter, "2026-11-30", "N/A", "\\N", "é"];
+    (0..rng.below(8)).map(|_| rng.pick(&parts)).collect()
 }
 
 /// A random value of one kind, as an export writes it.
