@@ -1652,14 +1652,16 @@ fn stdin_with_other_data_is_a_new_job_and_never_skipped() {
 /// Streamed inputs resume too: a gzip file, a bzip2 file (its blocks
 /// decoded on several threads on 3 cores and more), and stdin piped again
 /// from the start
-/// (chunking is deterministic, so committed chunks are skipped).
+/// (chunking is deterministic, so committed chunks are skipped); and a
+/// file under lines of title that `--skip-lines` skips.
 #[test]
 fn gzip_bzip2_and_stdin_inputs_resume_exactly() {
     let f = fixture(600_000, &[]);
     let plain = std::fs::read(f.db.dir.path().join("t.tsv")).unwrap();
     let packed = f.db.file("t.tsv.gz", &crate::util::gzip(&plain));
     let bzip2 = f.db.file("t.tsv.bz2", &crate::util::bzip2_small_blocks(&plain));
-    for input in ["gzip", "bzip2", "stdin"] {
+    let titled = f.db.file("titled.tsv", &[&b"Export \"Q4\n\\ notes\t\n"[..], &plain].concat());
+    for input in ["gzip", "bzip2", "stdin", "titled"] {
         if input != "gzip" {
             f.db.execute("TRUNCATE t; TRUNCATE sluice.jobs CASCADE; TRUNCATE sluice.rejects");
         }
@@ -1667,10 +1669,13 @@ fn gzip_bzip2_and_stdin_inputs_resume_exactly() {
         args[1] = match input {
             "gzip" => packed.display().to_string(),
             "bzip2" => bzip2.display().to_string(),
+            "titled" => titled.display().to_string(),
             _ => "-".to_string(),
         };
-        if input == "stdin" {
-            args.extend(["--format".to_string(), "tsv".to_string()]);
+        match input {
+            "stdin" => args.extend(["--format".to_string(), "tsv".to_string()]),
+            "titled" => args.extend(["--skip-lines".to_string(), "2".to_string()]),
+            _ => {}
         }
         let run = |kill_after: Option<Duration>| {
             let mut child = sluice_command()
