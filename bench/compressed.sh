@@ -20,8 +20,7 @@ trap 'rm -rf "$dir"' EXIT
 sql() { psql -X -q -v ON_ERROR_STOP=1 -c "$1"; }
 sql 'SET client_min_messages = warning; DROP TABLE IF EXISTS store_sales'
 "$sluice" gen store_sales --ddl | psql -X -q -v ON_ERROR_STOP=1
-now() { date +%s.%N; }
-median() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+source "$(dirname "$0")/rounds.sh"
 for tool in $tools; do
   case $tool in
     xz) xz -T0 -c "$dir/sales.csv" >"$dir/sales.csv.xz" ;;
@@ -44,16 +43,10 @@ for tool in $tools; do
       times[$path]+="$(echo "$(now) - $start" | bc) "
       sums+=("$(psql -X -Atc "SELECT count(*) || ' ' || sum(hashtext(s::text)) FROM store_sales s")")
     done
-    for sum in "${sums[@]}"; do
-      [ "$sum" = "${sums[0]}" ] || { echo "the paths loaded different rows: ${sums[*]}" >&2; exit 1; }
-    done
-    echo "$tool round $round: $(for p in "${paths[@]}"; do printf '%s %s s  ' "$p" "$(echo "${times[$p]}" | awk '{print $NF}')"; done)"
+    same_rows "${sums[@]}"
+    print_round "$tool round $round" "${paths[@]}"
   done
-  base=$(median "${times[psql]}")
-  for path in "${paths[@]}"; do
-    m=$(median "${times[$path]}")
-    echo "$tool median $path: $m s; psql's pipe takes $(echo "scale=2; $base / $m" | bc)x as long"
-  done
+  print_medians "$tool median" psql "psql's pipe" "${paths[@]}"
   rm -f "$file"
   unset times
 done

@@ -21,8 +21,7 @@ columns=$(psql -X -Atc "SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_
   WHERE attrelid = 'store_sales'::regclass AND attnum > 0 AND NOT attisdropped")
 { echo "$columns"; "$sluice" gen store_sales --rows "$rows"; } >"$dir/headed.csv"
 { printf 'Store sales export "Q4\nWritten by sluice gen\n'; cat "$dir/headed.csv"; } >"$dir/titled.csv"
-now() { date +%s.%N; }
-median() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+source "$(dirname "$0")/rounds.sh"
 paths=(skip_lines psql no_title)
 declare -A times=()
 for round in $(seq "$rounds"); do
@@ -38,14 +37,8 @@ for round in $(seq "$rounds"); do
     times[$path]+="$(echo "$(now) - $start" | bc) "
     sums+=("$(psql -X -Atc "SELECT count(*) || ' ' || sum(hashtext(s::text)) FROM store_sales s")")
   done
-  for sum in "${sums[@]}"; do
-    [ "$sum" = "${sums[0]}" ] || { echo "the paths loaded different rows: ${sums[*]}" >&2; exit 1; }
-  done
-  echo "round $round: $(for p in "${paths[@]}"; do printf '%s %s s  ' "$p" "$(echo "${times[$p]}" | awk '{print $NF}')"; done)"
+  same_rows "${sums[@]}"
+  print_round "round $round" "${paths[@]}"
 done
-base=$(median "${times[psql]}")
-for path in "${paths[@]}"; do
-  m=$(median "${times[$path]}")
-  echo "median $path: $m s; psql's pipe takes $(echo "scale=2; $base / $m" | bc)x as long"
-done
+print_medians median psql "psql's pipe" "${paths[@]}"
 sql 'DROP TABLE store_sales'
