@@ -21,6 +21,13 @@ sql() { psql -X -q -v ON_ERROR_STOP=1 -c "$1"; }
 sql 'SET client_min_messages = warning; DROP TABLE IF EXISTS store_sales'
 "$sluice" gen store_sales --ddl | psql -X -q -v ON_ERROR_STOP=1
 source "$(dirname "$0")/rounds.sh"
+load_by() {
+  case $1 in
+    sluice) "$sluice" load "$file" --table store_sales --quiet --restart ;;
+    before) "$before" load "$file" --table store_sales --quiet --restart ;;
+    psql) "$tool" -dc "$file" | psql -X -q -v ON_ERROR_STOP=1 -c '\copy store_sales FROM STDIN WITH (format csv)' ;;
+  esac
+}
 for tool in $tools; do
   case $tool in
     xz) xz -T0 -c "$dir/sales.csv" >"$dir/sales.csv.xz" ;;
@@ -30,22 +37,7 @@ for tool in $tools; do
   paths=(sluice psql)
   [ -z "$before" ] || paths=(sluice before psql)
   declare -A times=()
-  for round in $(seq "$rounds"); do
-    sums=()
-    for path in "${paths[@]}"; do
-      sql 'TRUNCATE store_sales'; sql 'CHECKPOINT'
-      start=$(now)
-      case $path in
-        sluice) "$sluice" load "$file" --table store_sales --quiet --restart ;;
-        before) "$before" load "$file" --table store_sales --quiet --restart ;;
-        psql) "$tool" -dc "$file" | psql -X -q -v ON_ERROR_STOP=1 -c '\copy store_sales FROM STDIN WITH (format csv)' ;;
-      esac
-      times[$path]+="$(echo "$(now) - $start" | bc) "
-      sums+=("$(psql -X -Atc "SELECT count(*) || ' ' || sum(hashtext(s::text)) FROM store_sales s")")
-    done
-    same_rows "${sums[@]}"
-    print_round "$tool round $round" "${paths[@]}"
-  done
+  run_rounds "$rounds" "$tool" "${paths[@]}"
   print_medians "$tool median" psql "psql's pipe" "${paths[@]}"
   rm -f "$file"
   unset times

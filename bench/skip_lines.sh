@@ -22,23 +22,15 @@ columns=$(psql -X -Atc "SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_
 { echo "$columns"; "$sluice" gen store_sales --rows "$rows"; } >"$dir/headed.csv"
 { printf 'Store sales export "Q4\nWritten by sluice gen\n'; cat "$dir/headed.csv"; } >"$dir/titled.csv"
 source "$(dirname "$0")/rounds.sh"
+load_by() {
+  case $1 in
+    skip_lines) "$sluice" load "$dir/titled.csv" --table store_sales --header --skip-lines 2 --quiet --restart ;;
+    psql) tail -n +3 "$dir/titled.csv" | psql -X -q -v ON_ERROR_STOP=1 -c '\copy store_sales FROM STDIN WITH (format csv, header)' ;;
+    no_title) "$sluice" load "$dir/headed.csv" --table store_sales --header --quiet --restart ;;
+  esac
+}
 paths=(skip_lines psql no_title)
 declare -A times=()
-for round in $(seq "$rounds"); do
-  sums=()
-  for path in "${paths[@]}"; do
-    sql 'TRUNCATE store_sales'; sql 'CHECKPOINT'
-    start=$(now)
-    case $path in
-      skip_lines) "$sluice" load "$dir/titled.csv" --table store_sales --header --skip-lines 2 --quiet --restart ;;
-      psql) tail -n +3 "$dir/titled.csv" | psql -X -q -v ON_ERROR_STOP=1 -c '\copy store_sales FROM STDIN WITH (format csv, header)' ;;
-      no_title) "$sluice" load "$dir/headed.csv" --table store_sales --header --quiet --restart ;;
-    esac
-    times[$path]+="$(echo "$(now) - $start" | bc) "
-    sums+=("$(psql -X -Atc "SELECT count(*) || ' ' || sum(hashtext(s::text)) FROM store_sales s")")
-  done
-  same_rows "${sums[@]}"
-  print_round "round $round" "${paths[@]}"
-done
-print_medians median psql "psql's pipe" "${paths[@]}"
+run_rounds "$rounds" titled "${paths[@]}"
+print_medians "titled median" psql "psql's pipe" "${paths[@]}"
 sql 'DROP TABLE store_sales'
