@@ -141,6 +141,17 @@ fn lines_above_the_header_are_skipped_with_skip_lines() {
     let run = db.load(&[glob.to_str().unwrap(), "--table", "t", "--header=first-file", "--skip-lines", "2"]);
     assert_eq!(run.code, 2, "{}", run.output());
     assert!(run.stderr.contains("(tail -n +3 FILE > DATA)"), "{}", run.stderr);
+    // A file with fewer lines above its header: its first record is taken
+    // for one, and refused as not the first file's.
+    db.file("fewer/a.csv", file(5).as_bytes());
+    db.file("fewer/b.csv", file(6).split_once('\n').unwrap().1.as_bytes());
+    let fewer = db.dir.path().join("fewer/*.csv");
+    let run = db.load(&[&[fewer.to_str().unwrap()], &args[..5]].concat());
+    run.assert_refused(
+        "b.csv: its line 3 (n6000,6000,k1), the first after the 2 lines --skip-lines skips, which \
+                        --header skips as a header, is not the header of",
+    );
+    assert_eq!(db.count("t"), 1199);
 }
 
 /// `count` files `many/part-NNNN.tsv` of one record each, and the glob that

@@ -11,6 +11,7 @@ use crate::chunk::{Chunker, Preamble};
 use crate::error::Error;
 use crate::format::pick::FieldPicks;
 use crate::format::{Dialect, FormatKind, FormatOptions};
+use crate::report::count_of;
 use crate::sink::postgres::TableInfo;
 use crate::source::Source;
 use crate::sql::{display_ident, quote_ident};
@@ -199,6 +200,18 @@ fn a_record_there(
 /// a header of labels, skipped as a header, one record of each such file
 /// was lost without a word.
 fn not_the_first_header(source: &Source, header: &[u8], first_source: &Source, first_header: &[u8]) -> Error {
+    if source.skip_lines > 0 {
+        return source.input_error(&format!(
+            "its line {} ({}), the first after the {} --skip-lines skips, which --header skips as a header, is \
+             not the header of {} ({}): the files may have other numbers of lines above their header; load those \
+             with their own --skip-lines, each on its own",
+            source.skip_lines + 1,
+            String::from_utf8_lossy(header).trim_end(),
+            count_of(source.skip_lines, "line"),
+            first_source.name,
+            String::from_utf8_lossy(first_header).trim_end()
+        ));
+    }
     source.input_error(&format!(
         "its first line ({}), which --header skips as a header, is not the header of {} ({}): if it is a \
          record (a file cut from a larger one keeps the header in its first part only), it would not load. Pass \
