@@ -227,6 +227,20 @@ fn bench_measures_a_matrix_and_recommends_a_command() {
     assert_eq!(db.count("orders"), 0, "the user's table is not written");
     assert_bench_left_nothing(&db);
 
+    // A file under lines of title, its header naming the columns in another
+    // order: read as `sluice load` reads it, and the command says how.
+    let rows: String = (1..=30_000).map(|i| format!("{},{i},note {i}\n", i % 7)).collect();
+    let titled = db.file("titled.csv", format!("Orders \"Q4\nnotes\nqty,id,note\n{rows}").as_bytes());
+    let args = [titled.to_str().unwrap(), "--table", "orders", "--rounds", "1", "--csv", csv.to_str().unwrap()];
+    let flags = ["--skip-lines", "2", "--header", "--delimiter", ","];
+    let run = sluice(&[&["bench", "--db", &db.conninfo()][..], &args, &flags].concat());
+    run.assert_ok();
+    let runs = std::fs::read_to_string(&csv).unwrap();
+    assert!(runs.lines().skip(1).all(|l| l.contains(",30000,")), "every run loaded every row: {runs}");
+    let said = format!("Use: sluice load {} --table orders --delimiter ',' --skip-lines 2 --header", titled.display());
+    assert!(run.stdout.contains(&said), "{}", run.stdout);
+    assert_bench_left_nothing(&db);
+
     // Stdin can be read once: the matrix's later runs would load nothing.
     let data = std::fs::read(&file).unwrap();
     let piped = sluice_with_stdin(&["bench", "--db", &db.conninfo(), "-", "--table", "orders"], &data);

@@ -60,6 +60,11 @@ pub struct BenchArgs {
     #[arg(long, value_parser = sluice::format::parse_char_option, value_name = "CHAR")]
     delimiter: Option<u8>,
 
+    /// Skip the first N lines of each file, before its header or first
+    /// record (as for `sluice load`).
+    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
+    skip_lines: u64,
+
     /// Skip the first record of each file.
     #[arg(long)]
     header: bool,
@@ -140,6 +145,7 @@ fn measure(
     let mut options = FormatOptions::new(args.format.map_or(FormatKind::Csv, Into::into));
     options.delimiter = args.delimiter;
     options.header = args.header;
+    options.skip_lines = args.skip_lines;
     let base = LoadRequest {
         format: args.format.map(Into::into),
         options: options.clone(),
@@ -213,7 +219,30 @@ fn print_results(
             None => inputs.join(" "),
         };
         let table = table.unwrap_or("<table>");
-        let flags = if flags.is_empty() { String::new() } else { format!(" {flags}") };
+        let flags: String = input_flags(args)
+            .into_iter()
+            .chain((!flags.is_empty()).then_some(flags))
+            .map(|f| format!(" {f}"))
+            .collect();
         super::print_out(format_args!("\nUse: sluice load {input} --table {table}{flags}"));
     }
+}
+
+/// The flags that read the files as the bench read them, for the command
+/// it recommends.
+fn input_flags(args: &BenchArgs) -> Vec<String> {
+    let mut flags = Vec::new();
+    if let Some(format) = args.format {
+        flags.push(format!("--format {}", FormatKind::from(format).name()));
+    }
+    if let Some(delimiter) = args.delimiter {
+        flags.push(format!("--delimiter '{}'", sluice::format::delimiter_text(delimiter)));
+    }
+    if args.skip_lines > 0 {
+        flags.push(format!("--skip-lines {}", args.skip_lines));
+    }
+    if args.header {
+        flags.push("--header".into());
+    }
+    flags
 }
