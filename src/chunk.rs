@@ -9,8 +9,10 @@
 //! chunks, which resume (issue 4) depends on.
 //!
 //! Rules: a chunk ends at the first record end at or after `target` bytes; a
-//! UTF-8 byte-order mark at the very start of an input is skipped; with a
-//! header, the first record of each input (not of each chunk) is skipped.
+//! UTF-8 byte-order mark at the very start of an input is skipped; so are
+//! the lines `--skip-lines` names (lines, not records: a title's quote
+//! opens nothing), then, with a header, the first record of each input (not
+//! of each chunk).
 //! Records end at the line-end style of the input's first line end, as the
 //! server reads each chunk (see [`line_end_of`]): `\n` for most files, `\r`
 //! for files with bare carriage returns, so these load in parallel chunks
