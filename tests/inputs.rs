@@ -77,6 +77,7 @@ fn lines_above_the_header_are_skipped_with_skip_lines() {
     let args = ["--table", "t", "--header", "--skip-lines", "2", "--chunk-size", "1KiB", "--workers", "3"];
     let run = db.load(&[&[glob.to_str().unwrap()], &args[..], &["--report", report.to_str().unwrap()]].concat());
     assert_eq!(run.code, 1, "one reject: {}", run.output());
+    assert!(!run.stderr.contains("ended within"), "{}", run.stderr);
     let want: u64 = (0..3).flat_map(|part| (0..400).map(move |i| part * 1000 + i)).filter(|&n| n != 1100).sum();
     assert_eq!(db.scalar("SELECT count(*) || ' ' || sum(id) FROM t"), format!("1199 {want}"));
     assert_eq!(db.scalar("SELECT count(*) FROM t WHERE name <> 'n' || id OR k <> 'k' || id % 7"), "0");
@@ -141,6 +142,20 @@ fn lines_above_the_header_are_skipped_with_skip_lines() {
     let run = db.load(&[glob.to_str().unwrap(), "--table", "t", "--header=first-file", "--skip-lines", "2"]);
     assert_eq!(run.code, 2, "{}", run.output());
     assert!(run.stderr.contains("(tail -n +3 FILE > DATA)"), "{}", run.stderr);
+    // A file that ends within the lines skipped is said to.
+    db.file("short/a.csv", file(7).as_bytes());
+    db.file("short/b.csv", b"Export of nothing\n");
+    db.execute("CREATE TABLE public.short (LIKE t)");
+    let short = db.dir.path().join("short/*.csv");
+    let run = db.load(&[short.to_str().unwrap(), "--table", "public.short", "--skip-lines", "2", "--header"]);
+    assert_eq!(run.code, 0, "{}", run.output());
+    assert_eq!(db.count("public.short"), 400);
+    assert!(
+        run.stderr.contains("b.csv ended within the 2 lines --skip-lines skips: nothing of it loaded"),
+        "{}",
+        run.stderr
+    );
+
     // A file with fewer lines above its header: its first record is taken
     // for one, and refused as not the first file's.
     db.file("fewer/a.csv", file(5).as_bytes());

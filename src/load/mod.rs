@@ -1617,6 +1617,7 @@ fn conclude(
         ));
     }
     warnings.extend(refused_warning(shared));
+    warnings.extend(ended_in_skipped_lines(shared, &scans));
     match &failure {
         // The stop's message gives the advice; the chunks the hints counted
         // go back to pending.
@@ -2379,6 +2380,26 @@ fn chunker_config(
         max_record: req.max_record_size,
         shape,
     }
+}
+
+/// Inputs that ended within the lines `--skip-lines` skips, so that
+/// nothing of them loaded: a glob's short file, or a count too large, would
+/// otherwise pass without a word. Not for an input read from where an
+/// earlier job ended, whose start is not read.
+fn ended_in_skipped_lines(shared: &Shared, scans: &[InputScan]) -> Option<String> {
+    let skip = shared.format.skip_lines;
+    let ended = |(source, scan): &(&Source, &InputScan)| source.start.is_none() && scan.preamble.skipped_lines < skip;
+    let short: Vec<&str> = shared.sources.iter().zip(scans).filter(ended).map(|(source, _)| &*source.name).collect();
+    let first = short.first()?;
+    let others = match short.len() {
+        1 => String::new(),
+        n => format!(" and {}", count_of(n as u64 - 1, "other input")),
+    };
+    Some(format!(
+        "{first}{others} ended within the {} --skip-lines skips: nothing of {} loaded",
+        count_of(skip, "line"),
+        if short.len() == 1 { "it" } else { "them" }
+    ))
 }
 
 /// Workers whose connection the server refused at first: its
