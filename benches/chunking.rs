@@ -29,8 +29,16 @@ fn main() {
         let mut best = f64::MAX;
         for _ in 0..5 {
             let (target, max_record) = (16 << 20, 64 << 20);
-            let cfg =
-                ChunkerConfig { dialect, target, skip_lines: 0, header: false, keep_bytes: false, max_record, shape };
+            let cfg = ChunkerConfig {
+                dialect,
+                target,
+                skip_lines: 0,
+                header: false,
+                keep_bytes: false,
+                max_record,
+                shape,
+                record_cap: None,
+            };
             let start = Instant::now();
             let mut chunker = Chunker::new(&data[..], cfg, 0, 0);
             let mut records = 0;

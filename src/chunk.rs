@@ -12,7 +12,8 @@
 //! UTF-8 byte-order mark at the very start of an input is skipped; so are
 //! the lines `--skip-lines` names (lines, not records: a title's quote
 //! opens nothing), then, with a header, the first record of each input (not
-//! of each chunk).
+//! of each chunk). With a record cap (`--limit`), the last chunk ends at
+//! the cap's record, taken one record at a time near it.
 //! Records end at the line-end style of the input's first line end, as the
 //! server reads each chunk (see [`line_end_of`]): `\n` for most files, `\r`
 //! for files with bare carriage returns, so these load in parallel chunks
@@ -248,6 +249,9 @@ pub struct ChunkerConfig {
     pub target: u64,
     /// Lines skipped before the header or the first record (`--skip-lines`).
     pub skip_lines: u64,
+    /// The most records cut (`--limit`): the last chunk ends at that
+    /// record's end, and nothing after it is read.
+    pub record_cap: Option<u64>,
     pub header: bool,
     /// Keep the chunk's bytes in memory (for streamed inputs).
     pub keep_bytes: bool,
@@ -478,6 +482,9 @@ impl<R: Read> Chunker<R> {
         if self.preamble.is_none() {
             self.skip_preamble()?;
         }
+        if self.records_left(0) == Some(0) {
+            return Ok(None);
+        }
         let start = (self.offset, self.lines, self.records);
         self.record_start = (self.offset, self.lines);
         let target = self.target_at(start.0);
@@ -492,6 +499,9 @@ impl<R: Read> Chunker<R> {
         let data = self.cfg.keep_bytes.then(|| Vec::with_capacity(reserve));
         let samples = LineSampler::new(crate::samples::spacing(self.cfg.target));
         let mut cut = Cut { data, hash: Xxh3::new(), samples, len: 0, records: 0, runaway: None };
+        // Near `--limit`'s cap, records are taken one at a time, so that
+        // the chunk ends at the last one's end.
+        let mut one_at_a_time = false;
         loop {
             if self.block_pos == self.block_len {
                 self.carry_record(start.0 + cut.len);
@@ -501,12 +511,20 @@ impl<R: Read> Chunker<R> {
             }
             let before = self.scanner.clone();
             let avail = &self.block[self.block_pos..self.block_len];
-            let step = if cut.len < target {
+            let step = if cut.len < target && !one_at_a_time {
                 let take = avail.len().min((target - cut.len) as usize);
                 self.scanner.scan(&avail[..take], false)
             } else {
                 self.scanner.scan(avail, true)
             };
+            if let Some(left) = self.records_left(cut.records) {
+                let past = step.records > left || (step.records == left && !self.scanner.at_record_start());
+                if past && !one_at_a_time {
+                    self.scanner = before;
+                    one_at_a_time = true;
+                    continue;
+                }
+            }
             // A line end inside quotes: check that record's fields first.
             if self.counter.is_some() && step.newlines > step.records {
                 let after = std::mem::replace(&mut self.scanner, before);
@@ -521,7 +539,7 @@ impl<R: Read> Chunker<R> {
             } else {
                 self.take_block_step(&mut cut, start.0, step);
             }
-            if cut.len >= target && self.scanner.at_record_start() {
+            if (cut.len >= target || self.records_left(cut.records) == Some(0)) && self.scanner.at_record_start() {
                 break;
             }
             if !self.scanner.at_record_start() && start.0 + cut.len - self.record_start.0 > self.cfg.max_record {
@@ -563,6 +581,17 @@ impl<R: Read> Chunker<R> {
         };
         self.next_seq += 1;
         Ok(Some(chunk))
+    }
+
+    /// Whether `--limit`'s cap ended the input here (not its end).
+    pub fn reached_its_cap(&self) -> bool {
+        self.records_left(0) == Some(0)
+    }
+
+    /// Records `--limit` leaves to cut, with `in_chunk` cut into the chunk
+    /// being made; `None` without a cap.
+    fn records_left(&self, in_chunk: u64) -> Option<u64> {
+        self.cfg.record_cap.map(|cap| cap.saturating_sub(self.records + in_chunk))
     }
 
     /// Takes the bytes a scan step consumed from the block into the chunk.
@@ -980,7 +1009,16 @@ mod tests {
     const CSV: Dialect = Dialect::Csv { quote: b'"', escape: b'"' };
 
     fn config(dialect: Dialect, target: u64, header: bool) -> ChunkerConfig {
-        ChunkerConfig { dialect, target, skip_lines: 0, header, keep_bytes: true, max_record: 1 << 20, shape: None }
+        ChunkerConfig {
+            dialect,
+            target,
+            skip_lines: 0,
+            header,
+            keep_bytes: true,
+            max_record: 1 << 20,
+            shape: None,
+            record_cap: None,
+        }
     }
 
     use crate::test_support::Trickle;
@@ -1051,6 +1089,31 @@ mod tests {
         let mut chunker = Chunker::new(&b"a\nb"[..], skipping(5, true), 0, 0);
         assert!(chunker.next_chunk().unwrap().is_none());
         assert_eq!((chunker.preamble().skipped_lines, chunker.preamble().header_records), (2, 0));
+    }
+
+    /// `--limit`: the chunks end at the cap's record, whatever the target,
+    /// the pieces the input comes in, and the records that span lines
+    /// (checked for open quotes, or not); nothing after it is cut.
+    #[test]
+    fn a_record_cap_ends_the_last_chunk_at_its_record() {
+        let input = b"1,a\n2,\"b\nc\"\n3,d\n4,\"e\nf\"\n5,g\n";
+        let ends = [0, 4, 12, 16, 24, 28];
+        for (cap, target, piece, shape) in [
+            (1, 64, 3, None),
+            (2, 64, 1, Some(2)),
+            (3, 4, 2, None),
+            (4, 64, 5, Some(2)),
+            (5, 64, 64, None),
+            (9, 8, 3, Some(2)),
+        ] {
+            let shape = shape.map(|fields| RecordShape { delimiter: b',', fields });
+            let cfg = ChunkerConfig { record_cap: Some(cap), shape, ..config(CSV, target, false) };
+            let chunks = chunks_of(input, cfg, piece);
+            let data: Vec<u8> = chunks.iter().flat_map(|c| c.data.clone().unwrap()).collect();
+            let records: u64 = chunks.iter().map(|c| c.records).sum();
+            let want = ends[(cap as usize).min(5)];
+            assert_eq!((records, &data[..]), (cap.min(5), &input[..want]), "cap {cap}, target {target}, piece {piece}");
+        }
     }
 
     /// Read from the middle (a file an earlier job loaded the first part

@@ -169,6 +169,80 @@ fn lines_above_the_header_are_skipped_with_skip_lines() {
     assert_eq!(db.count("t"), 1199);
 }
 
+/// `--limit`: a trial load of the first records, cut at a record's end
+/// (values here hold line breaks), across the files of a glob in order; a
+/// later load of the same files goes on from where it stopped, with or
+/// without a limit, and each record loads once.
+#[test]
+fn a_limited_load_stops_at_a_record_and_the_next_goes_on_from_there() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int PRIMARY KEY, name text, k int)");
+    let file = |part: usize| -> String {
+        let record = |i: usize| match i % 3 {
+            0 => format!("{i},\"name {i}\nsecond line\",{}\n", i % 10),
+            _ => format!("{i},n{i},{}\n", i % 10),
+        };
+        format!("id,name,k\n{}", (part * 1000 + 1..=part * 1000 + 400).map(record).collect::<String>())
+    };
+    for part in 0..3 {
+        db.file(&format!("parts/p-{part}.csv"), file(part).as_bytes());
+    }
+    let glob = db.dir.path().join("parts/p-*.csv");
+    let args = [glob.to_str().unwrap(), "--table", "t", "--header", "--chunk-size", "1KiB", "--workers", "3"];
+    let loaded = |db: &TestDb| db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || max(id) FROM t");
+
+    let run = db.load(&[&args[..], &["--limit", "123"]].concat());
+    assert_eq!(run.code, 0, "{}", run.output());
+    assert_eq!(loaded(&db), "123 123 123");
+    let at = 1 + 123 + 123 / 3 + 1;
+    assert!(
+        run.stderr.contains(&format!(
+            "stopped after 123 records, as --limit asks: at {} line {at}, and 2 inputs after it not read",
+            db.dir.path().join("parts/p-0.csv").display()
+        )),
+        "{}",
+        run.stderr
+    );
+
+    let run = db.load(&[&args[..], &["--limit", "500"]].concat());
+    assert_eq!(run.code, 0, "{}", run.output());
+    assert!(run.stderr.contains(&format!("from line {at}")), "{}", run.stderr);
+    assert_eq!(loaded(&db), "623 623 1223", "the rest of the first file, and 223 of the second");
+
+    let run = db.load(&args);
+    assert_eq!(run.code, 0, "{}", run.output());
+    assert!(!run.stderr.contains("--limit asks"), "{}", run.stderr);
+    assert_eq!(loaded(&db), "1200 1200 2400");
+
+    // A limited job cut short, its file touched since: the chunks it
+    // committed are found again as the limit cuts them, and it resumes.
+    let db2 = TestDb::new();
+    db2.execute("CREATE TABLE t (id int PRIMARY KEY, name text, k int)");
+    let one = db2.file("one.csv", file(1).as_bytes());
+    let args =
+        [one.to_str().unwrap(), "--table", "t", "--header", "--chunk-size", "1KiB", "--workers", "1", "--limit", "300"];
+    db2.load(&args).assert_ok();
+    let rows_to = |seq: u64| format!("1000 + (SELECT sum(rows_loaded) FROM sluice.chunks WHERE seq <= {seq})");
+    db2.execute(&format!("DELETE FROM t WHERE id > {} AND id <= {}", rows_to(0), rows_to(1)));
+    db2.execute("UPDATE sluice.chunks SET state = 'pending' WHERE seq = 1; UPDATE sluice.jobs SET finished_at = NULL");
+    let mut touch = std::process::Command::new("touch");
+    touch.args(["-d", "2001-02-03 04:05:06", one.to_str().unwrap()]);
+    assert_eq!(run_command(touch).code, 0);
+    let resumed = db2.load(&args);
+    assert_eq!(resumed.code, 0, "{}", resumed.output());
+    assert!(resumed.stderr.contains("found again, byte for byte"), "{}", resumed.stderr);
+    assert_eq!(loaded(&db2), "300 300 1300");
+
+    // Stdin stops being read at the limit.
+    db.execute("CREATE TABLE public.piped (LIKE t)");
+    let conninfo = db.conninfo();
+    let piped =
+        ["load", "-", "--db", &conninfo, "--table", "public.piped", "--format", "csv", "--header", "--limit", "7"];
+    let big: String = file(0).repeat(200);
+    crate::util::sluice_with_stdin(&piped, big.as_bytes()).assert_ok();
+    assert_eq!(db.scalar("SELECT string_agg(id::text, ',' ORDER BY id) FROM public.piped"), "1,2,3,4,5,6,7");
+}
+
 /// `count` files `many/part-NNNN.tsv` of one record each, and the glob that
 /// finds them.
 fn one_record_files(db: &TestDb, count: usize, record: impl Fn(usize) -> String) -> std::path::PathBuf {

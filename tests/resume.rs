@@ -465,6 +465,20 @@ fn kill_at_random_moments_then_resume_loads_exactly_once() {
     f.assert_exact();
 }
 
+/// `--limit`: killed at random moments, then resumed, the load stops at
+/// the same record, whatever chunks the earlier runs committed: each of the
+/// first records loaded or rejected once, none after them.
+#[test]
+fn kill_at_random_moments_of_a_limited_load_then_resume_stops_at_the_same_record() {
+    let rows = if cfg!(debug_assertions) { 2_000_000 } else { 4_000_000 };
+    let limit = rows / 4 * 3;
+    let mut f = fixture(rows, &["--limit", &limit.to_string()]);
+    let (_, good, sum) = transactions_with_bad(limit);
+    (f.good, f.sum, f.bad) = (good, sum, limit - good);
+    f.kill_then_resume(if cfg!(debug_assertions) { 20 } else { 12 }, 29);
+    assert_eq!(f.db.scalar("SELECT max(tid) FROM t"), limit.to_string(), "none after the limit");
+}
+
 /// The same for JSON lines into typed columns, whose lines are converted
 /// as they are read and whose rejects are taken from the lines as they
 /// were: each document is loaded or rejected once however the runs were

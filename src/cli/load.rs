@@ -244,6 +244,14 @@ pub struct LoadArgs {
     #[arg(long, value_parser = super::parse_byte_size, default_value = "64MiB", value_name = "SIZE")]
     max_record_size: u64,
 
+    /// Read no more than N records (across the inputs, in their order;
+    /// headers and lines skipped aside), then stop: a trial load of a big
+    /// file's first records, cut at a record's end (`head -n` cuts inside
+    /// values that hold line breaks). A later load of the same files loads
+    /// on from where this one stopped.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    limit: Option<u64>,
+
     /// Job name in the ledger. Default: derived from the table, inputs,
     /// format options and chunk size, so the same command resumes the same
     /// job. Give the same name to several processes or hosts to share a load.
@@ -444,6 +452,7 @@ impl LoadArgs {
                 .as_ref()
                 .map(|key| key.split(',').map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect()),
             max_record_size: self.max_record_size,
+            limit: self.limit,
             job: self.job.clone(),
             restart: self.restart,
             load_again: self.load_again,

@@ -73,6 +73,9 @@ fn chunk_identity(req: &LoadRequest, table: &TableInfo, format: &FormatOptions, 
     if format.skip_lines > 0 {
         parts.push(format!("skip lines {}", format.skip_lines));
     }
+    if let Some(limit) = req.limit {
+        parts.push(format!("limit {limit}"));
+    }
     if !format.force_null.is_empty() || !format.force_not_null.is_empty() {
         parts.push(format!("force null {:?} not null {:?}", format.force_null, format.force_not_null));
     }

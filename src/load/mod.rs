@@ -145,6 +145,9 @@ pub struct LoadRequest {
     pub on_conflict_do_update: Option<Vec<String>>,
     /// Records longer than this are rejected as runaways.
     pub max_record_size: u64,
+    /// `--limit N`: the load reads no more than N records (see
+    /// [`crate::chunk::ChunkerConfig::record_cap`]).
+    pub limit: Option<u64>,
     /// `--job NAME`; default: derived from the command (see `job::name`).
     pub job: Option<String>,
     /// Start the job over even if it has committed chunks.
@@ -204,6 +207,7 @@ impl LoadRequest {
             on_conflict_do_nothing: false,
             on_conflict_do_update: None,
             max_record_size: DEFAULT_MAX_RECORD_SIZE,
+            limit: None,
             job: None,
             restart: false,
             load_again: false,
@@ -1576,9 +1580,12 @@ fn check_committed_chunks(shared: &Shared, req: &LoadRequest) -> Result<(), Erro
 
 fn compare_committed_chunks(shared: &Shared, req: &LoadRequest) -> Result<(), Error> {
     let Some(&last) = shared.done.keys().max() else { return Ok(()) };
-    let (mut seq, mut block) = (0, Vec::new());
+    let (mut seq, mut block, mut left) = (0, Vec::new(), req.limit);
     for (index, source) in shared.sources.iter().enumerate() {
-        let (mut chunker, opened) = chunker_for(shared, req, (index, source), seq, false, block)?;
+        if left == Some(0) {
+            break;
+        }
+        let (mut chunker, opened) = chunker_for(shared, req, (index, source, left), seq, false, block)?;
         while let Some(chunk) = chunker.next_chunk().map_err(|e| source.read_error(&e, opened.raw.get()))? {
             if let Some(done) = shared.done.get(&chunk.seq).filter(|done| !is_the_chunk_done(done, &chunk)) {
                 return Err(not_the_input_of(&shared.job, source, &chunk, done));
@@ -1592,6 +1599,7 @@ fn compare_committed_chunks(shared: &Shared, req: &LoadRequest) -> Result<(), Er
             shared.progress.chunk_checked(chunk.source_span);
         }
         seq = chunker.next_seq();
+        left = left.map(|left| left - chunker.totals().0);
         block = chunker.into_block();
     }
     Ok(())
@@ -1618,6 +1626,7 @@ fn conclude(
     }
     warnings.extend(refused_warning(shared));
     warnings.extend(ended_in_skipped_lines(shared, &scans));
+    warnings.extend(stopped_at_the_limit(shared, req, &scans));
     match &failure {
         // The stop's message gives the advice; the chunks the hints counted
         // go back to pending.
@@ -1986,6 +1995,9 @@ fn apply_encoding(sources: &mut [Source], name: Option<String>) -> Result<(), Er
 struct InputScan {
     preamble: Preamble,
     records: u64,
+    /// `--limit`'s cap was reached in this input: the line after the last
+    /// record read.
+    stopped_at_line: Option<u64>,
     bytes: u64,
     chunks: u64,
     resumed_chunks: u64,
@@ -2235,9 +2247,16 @@ fn feed(shared: &Shared, req: &LoadRequest, queue: Sender<Vec<Chunk>>, events: S
         false => Batcher::new(shared.chunk_size),
     };
     let mut out = Handout { queue, batcher, block: Vec::new() };
+    let mut left = req.limit;
     for (index, source) in shared.sources.iter().enumerate() {
-        match feed_one(shared, req, index, source, &mut out, &mut seq) {
-            Ok(scan) => scans.push(scan),
+        if left == Some(0) {
+            break;
+        }
+        match feed_one(shared, req, (index, source, left), &mut out, &mut seq) {
+            Ok(scan) => {
+                left = left.map(|left| left - scan.records);
+                scans.push(scan)
+            }
             Err(err) => {
                 let _ = events.send(Event::Failed(err));
                 break;
@@ -2272,19 +2291,22 @@ impl Handout {
 fn feed_one(
     shared: &Shared,
     req: &LoadRequest,
-    index: usize,
-    source: &Source,
+    (index, source, record_cap): (usize, &Source, Option<u64>),
     out: &mut Handout,
     seq: &mut u64,
 ) -> Result<InputScan, Error> {
     let block = std::mem::take(&mut out.block);
     // Records rewritten with some of their fields go from memory.
     let keep_bytes = carries_its_bytes(source) || shared.format.picks.is_some();
-    let (mut chunker, opened) = chunker_for(shared, req, (index, source), *seq, keep_bytes, block)?;
+    let (mut chunker, opened) = chunker_for(shared, req, (index, source, record_cap), *seq, keep_bytes, block)?;
     let mut scan = InputScan::default();
     loop {
         let mut chunk = match chunker.next_chunk() {
             Ok(Some(chunk)) => chunk,
+            Ok(None) if chunker.reached_its_cap() => {
+                scan.stopped_at_line = Some(source.start.map_or(0, |s| s.lines) + chunker.totals().1 + 1);
+                break;
+            }
             Ok(None) => {
                 // Read to its end: all of it, header and all, as it was.
                 scan.bytes = opened.input.get();
@@ -2342,13 +2364,13 @@ type InputChunker = (Chunker<Box<dyn std::io::Read + Send>>, StreamCounts);
 fn chunker_for(
     shared: &Shared,
     req: &LoadRequest,
-    (index, source): (usize, &Source),
+    (index, source, record_cap): (usize, &Source, Option<u64>),
     first_seq: u64,
     keep_bytes: bool,
     block: Vec<u8>,
 ) -> Result<InputChunker, Error> {
     let cfg = chunker_config(shared.format, req, shared.chunk_size.max(1), keep_bytes, shared.shape);
-    let cfg = ChunkerConfig { header: cfg.header && !source.no_header, ..cfg };
+    let cfg = ChunkerConfig { header: cfg.header && !source.no_header, record_cap, ..cfg };
     // The input lines are kept only for chunks that carry their bytes to
     // the workers (and so to the rejects file): checking chunks drops them.
     let (stream, counts) = source.open_chunked(keep_bytes)?;
@@ -2376,10 +2398,29 @@ fn chunker_config(
         target,
         skip_lines: format.skip_lines,
         header: format.header,
+        record_cap: None,
         keep_bytes,
         max_record: req.max_record_size,
         shape,
     }
+}
+
+/// Where `--limit` stopped the load: the input and line it would go on
+/// from, which a later load of the same files does (see
+/// [`loaded_before`]).
+fn stopped_at_the_limit(shared: &Shared, req: &LoadRequest, scans: &[InputScan]) -> Option<String> {
+    let (index, line) = scans.iter().enumerate().find_map(|(i, scan)| Some((i, scan.stopped_at_line?)))?;
+    let later = match shared.sources.len() - index - 1 {
+        0 => String::new(),
+        n => format!(", and {} after it not read", count_of(n as u64, "input")),
+    };
+    Some(format!(
+        "stopped after {}, as --limit asks: at {} line {}{later}. A load of the same files without --limit (or \
+         with another) goes on from there",
+        count_of(req.limit.unwrap_or_default(), "record"),
+        shared.sources[index].name,
+        thousands(line)
+    ))
 }
 
 /// Inputs that ended within the lines `--skip-lines` skips, so that
