@@ -2414,11 +2414,14 @@ fn stopped_at_the_limit(shared: &Shared, req: &LoadRequest, scans: &[InputScan])
         0 => String::new(),
         n => format!(", and {} after it not read", count_of(n as u64, "input")),
     };
+    let source = &shared.sources[index];
+    // JSON values are counted in documents, their lines made one a document.
+    let line_or_document = if source.json_values.is_some() { "document" } else { "line" };
     Some(format!(
-        "stopped after {}, as --limit asks: at {} line {}{later}. A load of the same files without --limit (or \
-         with another) goes on from there",
+        "stopped after {}, as --limit asks: at {} {line_or_document} {}{later}. A load of the same files without \
+         --limit (or with another) goes on from there",
         count_of(req.limit.unwrap_or_default(), "record"),
-        shared.sources[index].name,
+        source.name,
         thousands(line)
     ))
 }
