@@ -1599,7 +1599,7 @@ fn compare_committed_chunks(shared: &Shared, req: &LoadRequest) -> Result<(), Er
             shared.progress.chunk_checked(chunk.source_span);
         }
         seq = chunker.next_seq();
-        left = left.map(|left| left - chunker.totals().0);
+        left = left.map(|left| left.saturating_sub(chunker.totals().0));
         block = chunker.into_block();
     }
     Ok(())
@@ -2254,7 +2254,7 @@ fn feed(shared: &Shared, req: &LoadRequest, queue: Sender<Vec<Chunk>>, events: S
         }
         match feed_one(shared, req, (index, source, left), &mut out, &mut seq) {
             Ok(scan) => {
-                left = left.map(|left| left - scan.records);
+                left = left.map(|left| left.saturating_sub(scan.records));
                 scans.push(scan)
             }
             Err(err) => {
