@@ -1,7 +1,8 @@
 //! Random files with random options, loaded by sluice and compared with
 //! what `psql \copy` loads from their good records: every part of a load at
 //! once (format options, headers (in the first file only, too), lines of
-//! title above them (`--skip-lines`), some columns
+//! title above them (`--skip-lines`), the first records only (`--limit`),
+//! some columns
 //! in any order named by the header or `--columns`, defaults, line ends,
 //! encodings, several files,
 //! stdin, gzip, bzip2, chunk sizes, workers, binary and text plans, a table with a
@@ -89,6 +90,8 @@ struct Options {
     /// `--skip-lines`: lines of title above each file's header or first
     /// record, of random text (quotes, escapes, delimiters).
     lines_above: u64,
+    /// `--limit`: only the first records of the files, in order, load.
+    limit: Option<usize>,
     files: usize,
     /// The first file goes through stdin (`-`).
     stdin: bool,
@@ -142,6 +145,7 @@ impl Options {
             encoding,
             bom: header && encoding.is_none() && rng.below(4) == 0,
             lines_above: 0,
+            limit: None,
             stdin: rng.below(4) == 0,
             csv,
             delimiter: delimiter.chars().next().unwrap(),
@@ -166,6 +170,14 @@ impl Options {
         .with_header_in_first_file(rng)
         .replacing_sometimes(rng)
         .with_lines_above_sometimes(rng)
+        .with_a_limit_sometimes(rng)
+    }
+
+    /// Some loads of the files' first records only (`--limit`), ending in
+    /// any file.
+    fn with_a_limit_sometimes(self, rng: &mut Rng) -> Options {
+        let limit = (rng.below(5) == 0).then(|| 1 + rng.below(self.files as u64 * 600) as usize);
+        Options { limit, ..self }
     }
 
     /// Some loads of files with lines of title above the data, which
@@ -196,6 +208,9 @@ impl Options {
         flags.extend(["--delimiter".to_string(), self.delimiter.to_string(), "--null".into(), self.null.into()]);
         if self.csv {
             flags.extend(["--quote".to_string(), self.quote.to_string(), "--escape".into(), self.escape.to_string()]);
+        }
+        if let Some(limit) = self.limit {
+            flags.extend(["--limit".to_string(), limit.to_string()]);
         }
         if self.lines_above > 0 {
             flags.extend(["--skip-lines".to_string(), self.lines_above.to_string()]);
@@ -442,7 +457,9 @@ fn check_case(db: &TestDb, rng: &mut Rng, case: usize, options: &Options) {
             records += 1;
             let record = record(rng, options, id);
             let written = record.text.replace('\n', end).replace("\r\r\n", "\r\n");
-            if record.bad {
+            if options.limit.is_some_and(|limit| records > limit) {
+                // Past the limit: not read.
+            } else if record.bad {
                 bad_lines.insert((name.clone(), line));
             } else {
                 good.push_str(&written);
@@ -463,7 +480,8 @@ fn check_case(db: &TestDb, rng: &mut Rng, case: usize, options: &Options) {
          UNION ALL (SELECT y::text FROM want y EXCEPT ALL SELECT x::text FROM got x)) d",
     );
     assert_eq!(differ, "0", "{context}: sluice's table differs from psql's load of the good records");
-    assert_eq!(db.count("got") + bad_lines.len() as u64, records as u64, "{context}");
+    let read = options.limit.map_or(records, |limit| records.min(limit));
+    assert_eq!(db.count("got") + bad_lines.len() as u64, read as u64, "{context}");
     assert_eq!(rejected, bad_lines, "{context}: the rejects are not the bad records");
 }
 
