@@ -58,7 +58,7 @@ use std::io::{self, Read};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::error::Position;
-use crate::format::scan::{line_end_of, FieldCounter, LineEnd, RecordShape, Walked};
+use crate::format::scan::{line_end_of, skipped_line_end, FieldCounter, LineEnd, RecordShape, Walked};
 use crate::format::{Dialect, RecordScanner, Step};
 use crate::samples::LineSampler;
 use crate::source::{RawCounter, Start};
@@ -854,7 +854,7 @@ impl<R: Read> Chunker<R> {
     /// a last line without a line end counted).
     fn skip_lines(&mut self) -> io::Result<u64> {
         let head = &self.block[self.block_pos..self.block_len];
-        let line_end = line_end_of(Dialect::Lines, head, self.eof).unwrap_or_default().byte();
+        let line_end = skipped_line_end(head, self.eof);
         let (mut skipped, mut in_line) = (0, false);
         while skipped < self.cfg.skip_lines {
             if self.block_pos == self.block_len && !self.fill()? {

@@ -89,6 +89,14 @@ pub fn line_end_of(dialect: Dialect, head: &[u8], complete: bool) -> Option<Line
     }
 }
 
+/// The byte that ends each line `--skip-lines` skips in an input that
+/// begins with `head`: a `\n`, or a bare `\r` where the first line ends so.
+/// Lines, not records: quotes and escapes there mean nothing. The chunker
+/// and the load's looks at an input's start both skip by it.
+pub fn skipped_line_end(head: &[u8], complete: bool) -> u8 {
+    line_end_of(Dialect::Lines, head, complete).unwrap_or_default().byte()
+}
+
 /// What one call to [`RecordScanner::scan`] saw.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Step {

@@ -277,10 +277,7 @@ fn skip_lines(input: &mut impl std::io::BufRead, lines: u64) -> std::io::Result<
             if unread.is_empty() {
                 return Ok(());
             }
-            let end = *line_end.get_or_insert_with(|| {
-                let style = crate::format::scan::line_end_of(crate::format::scan::Dialect::Lines, unread, false);
-                style.unwrap_or_default().byte()
-            });
+            let end = *line_end.get_or_insert_with(|| crate::format::scan::skipped_line_end(unread, false));
             match memchr::memchr(end, unread) {
                 Some(at) => {
                     input.consume(at + 1);
