@@ -18,6 +18,12 @@ pub struct Progress {
     /// On-disk bytes whose chunks have committed.
     bytes_done: AtomicU64,
     rows_done: AtomicU64,
+    /// Records of the chunks committed, by this run or earlier ones: the
+    /// share done under `--limit`, whose records end the load long before
+    /// its inputs' bytes do.
+    records_done: AtomicU64,
+    /// `--limit`'s records; 0 without it.
+    records_cap: AtomicU64,
     rejected: AtomicU64,
     /// Records `--on-conflict-do-nothing` skipped.
     skipped: AtomicU64,
@@ -49,12 +55,15 @@ pub struct Progress {
 }
 
 /// One sample of [`Progress`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Snapshot {
     pub elapsed: Duration,
     pub bytes_total: Option<u64>,
     pub bytes_done: u64,
     pub rows_done: u64,
+    pub records_done: u64,
+    /// The records `--limit` lets the load read.
+    pub records_cap: Option<u64>,
     pub rejected: u64,
     pub skipped: u64,
     pub chunks_done: u64,
@@ -101,6 +110,8 @@ impl Default for Progress {
             bytes_total: AtomicU64::new(0),
             bytes_done: AtomicU64::new(0),
             rows_done: AtomicU64::new(0),
+            records_done: AtomicU64::new(0),
+            records_cap: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
             chunks_done: AtomicU64::new(0),
@@ -127,10 +138,17 @@ impl Progress {
         self.bytes_total.fetch_add(bytes.unwrap_or(0), Relaxed);
     }
 
-    /// A chunk of `source_bytes` committed: its `rows`, and the records it
-    /// rejected and skipped (`not_loaded`).
-    pub fn chunk_done(&self, source_bytes: u64, rows: u64, not_loaded: (u64, u64)) {
+    /// The load stops after `cap` records (`--limit`), wherever its inputs
+    /// end.
+    pub fn set_records_cap(&self, cap: Option<u64>) {
+        self.records_cap.store(cap.unwrap_or(0), Relaxed);
+    }
+
+    /// A chunk of `source_bytes` and `records` committed: its `rows`, and
+    /// the records it rejected and skipped (`not_loaded`).
+    pub fn chunk_done(&self, (source_bytes, records): (u64, u64), rows: u64, not_loaded: (u64, u64)) {
         self.bytes_done.fetch_add(source_bytes, Relaxed);
+        self.records_done.fetch_add(records, Relaxed);
         self.rows_done.fetch_add(rows, Relaxed);
         self.rejected.fetch_add(not_loaded.0, Relaxed);
         self.skipped.fetch_add(not_loaded.1, Relaxed);
@@ -169,18 +187,23 @@ impl Progress {
         self.bytes_checked.fetch_add(source_bytes, Relaxed);
     }
 
-    /// A chunk committed by an earlier run: its bytes count as done.
-    pub fn chunk_skipped(&self, source_bytes: u64) {
+    /// A chunk committed by an earlier run: its bytes and records count as
+    /// done.
+    pub fn chunk_skipped(&self, source_bytes: u64, records: u64) {
         self.bytes_done.fetch_add(source_bytes, Relaxed);
+        self.records_done.fetch_add(records, Relaxed);
     }
 
     pub fn snapshot(&self) -> Snapshot {
         let total = self.bytes_total.load(Relaxed);
+        let cap = self.records_cap.load(Relaxed);
         Snapshot {
             elapsed: self.started.elapsed(),
             bytes_total: (total > 0).then_some(total),
             bytes_done: self.bytes_done.load(Relaxed),
             rows_done: self.rows_done.load(Relaxed),
+            records_done: self.records_done.load(Relaxed),
+            records_cap: (cap > 0).then_some(cap),
             rejected: self.rejected.load(Relaxed),
             skipped: self.skipped.load(Relaxed),
             chunks_done: self.chunks_done.load(Relaxed),
@@ -265,8 +288,18 @@ impl Drop for WaitGuard<'_> {
 }
 
 impl Snapshot {
+    /// The share of the load done: of the inputs' bytes, or of `--limit`'s
+    /// records when more of those are done (the cap comes first), so that
+    /// a trial load of a big file's first records does not show 1 %, then
+    /// end.
     pub fn fraction(&self) -> Option<f64> {
-        self.bytes_total.map(|t| (self.bytes_done as f64 / t as f64).min(1.0))
+        let of_bytes = self.bytes_total.map(|t| self.bytes_done as f64 / t as f64);
+        let of_records = self.records_cap.map(|cap| self.records_done as f64 / cap as f64);
+        let fraction = match (of_bytes, of_records) {
+            (Some(bytes), Some(records)) => bytes.max(records),
+            (bytes, records) => bytes.or(records)?,
+        };
+        Some(fraction.min(1.0))
     }
 
     pub fn rows_per_sec(&self) -> f64 {
@@ -280,10 +313,8 @@ impl Snapshot {
     /// Time left at the average rate so far; `None` until something is done
     /// or when the total is unknown.
     pub fn eta(&self) -> Option<Duration> {
-        let total = self.bytes_total?;
-        let rate = self.bytes_per_sec();
-        (self.bytes_done > 0 && rate > 0.0)
-            .then(|| Duration::from_secs_f64(total.saturating_sub(self.bytes_done) as f64 / rate))
+        let fraction = self.fraction().filter(|&f| f > 0.0)?;
+        Some(self.elapsed.mul_f64((1.0 - fraction) / fraction))
     }
 }
 
@@ -298,6 +329,8 @@ mod tests {
             bytes_total: Some(400),
             bytes_done: 100,
             rows_done: 50,
+            records_done: 50,
+            records_cap: None,
             rejected: 0,
             skipped: 0,
             chunks_done: 1,
@@ -311,6 +344,41 @@ mod tests {
         assert_eq!(s.fraction(), Some(0.25));
         assert_eq!(s.eta(), Some(Duration::from_secs(30)));
         assert_eq!(Snapshot { bytes_total: None, ..s }.eta(), None);
+    }
+
+    #[test]
+    fn under_a_limit_the_share_done_is_of_records_when_they_end_first() {
+        let base = Snapshot {
+            elapsed: Duration::from_secs(10),
+            bytes_total: Some(1_000_000),
+            bytes_done: 10_000,
+            records_done: 250,
+            records_cap: Some(1_000),
+            ..Snapshot::default()
+        };
+        assert_eq!(base.fraction(), Some(0.25));
+        assert_eq!(base.eta(), Some(Duration::from_secs(30)));
+        let inputs_end_first = Snapshot { bytes_done: 500_000, ..base.clone() };
+        assert_eq!(inputs_end_first.fraction(), Some(0.5), "the inputs hold fewer records than the cap");
+        let from_stdin = Snapshot { bytes_total: None, ..base.clone() };
+        assert_eq!(from_stdin.fraction(), Some(0.25));
+        let chunk_past_the_cap = Snapshot { records_done: 1_200, ..base };
+        assert_eq!(chunk_past_the_cap.fraction(), Some(1.0));
+        assert_eq!(chunk_past_the_cap.eta(), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn records_of_chunks_committed_and_resumed_count_toward_the_limit() {
+        let progress = Progress::default();
+        progress.set_total(Some(1_000));
+        progress.set_records_cap(Some(100));
+        progress.chunk_skipped(100, 30);
+        progress.chunk_done((50, 20), 18, (2, 0));
+        let snap = progress.snapshot();
+        assert_eq!((snap.records_done, snap.records_cap, snap.rows_done), (50, Some(100), 18));
+        assert_eq!(snap.fraction(), Some(0.5));
+        progress.set_records_cap(None);
+        assert_eq!(progress.snapshot().fraction(), Some(0.15));
     }
 
     #[test]

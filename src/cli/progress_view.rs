@@ -67,17 +67,19 @@ fn spinner_until_sized(target: ProgressDrawTarget) -> ProgressBar {
 }
 
 /// A bar of the share done once the inputs' size is known (compressed
-/// files: on disk); until then, and for stdin and pipes, whose size is
-/// not, a spinner. The bar started at a length of 0, which indicatif draws full:
-/// a load from stdin showed a full bar from start to end.
+/// files: on disk) or `--limit` caps the records; until then, and for
+/// stdin and pipes, whose size is not, a spinner. The bar started at a
+/// length of 0, which indicatif draws full: a load from stdin showed a
+/// full bar from start to end.
 fn show_share_done(bar: &ProgressBar, snap: &Snapshot) {
-    match snap.bytes_total {
-        Some(total) => {
+    const STEPS: u64 = 1_000;
+    match snap.fraction() {
+        Some(fraction) => {
             if bar.length().is_none() {
                 bar.set_style(ProgressStyle::with_template(BAR).expect("valid template"));
             }
-            bar.set_length(total);
-            bar.set_position(snap.bytes_done);
+            bar.set_length(STEPS);
+            bar.set_position((fraction * STEPS as f64) as u64);
         }
         None => bar.tick(),
     }
@@ -106,8 +108,14 @@ pub fn describe(s: &Snapshot) -> String {
         return checking_line(checked, s);
     }
     let mut line = human_bytes(s.bytes_done);
-    if let (Some(total), Some(fraction)) = (s.bytes_total, s.fraction()) {
-        line.push_str(&format!(" / {} ({:.0}%)", human_bytes(total), fraction * 100.0));
+    match (s.records_cap, s.bytes_total, s.fraction()) {
+        (Some(cap), _, Some(fraction)) => {
+            line.push_str(&format!(" ({:.0}%; --limit {})", fraction * 100.0, count_of(cap, "record")))
+        }
+        (None, Some(total), Some(fraction)) => {
+            line.push_str(&format!(" / {} ({:.0}%)", human_bytes(total), fraction * 100.0))
+        }
+        _ => {}
     }
     line.push_str(&format!(", {} rows", thousands(s.rows_done)));
     let building = (s.building > 0).then(|| format!("building {}", deferred_objects(s.building)));
@@ -174,21 +182,21 @@ mod tests {
     use super::*;
 
     fn snapshot(bytes_total: Option<u64>, bytes_done: u64) -> Snapshot {
-        Snapshot {
-            elapsed: Duration::from_secs(1),
-            bytes_total,
-            bytes_done,
-            rows_done: 0,
-            rejected: 0,
-            skipped: 0,
-            chunks_done: 0,
-            building: 0,
-            relogging: false,
-            checked: None,
-            checking_earlier_jobs: false,
-            waiting: None,
-            blocked: None,
-        }
+        Snapshot { elapsed: Duration::from_secs(1), bytes_total, bytes_done, ..Snapshot::default() }
+    }
+
+    #[test]
+    fn a_limited_load_shows_its_share_of_the_records_and_their_eta() {
+        let mut snap = snapshot(Some(20_000_000_000), 40_000_000);
+        (snap.records_done, snap.rows_done, snap.elapsed) = (250_000, 250_000, Duration::from_secs(10));
+        assert!(describe(&snap).starts_with("40.0 MB / 20.00 GB (0%), "), "{}", describe(&snap));
+        snap.records_cap = Some(1_000_000);
+        assert!(
+            describe(&snap).starts_with("40.0 MB (25%; --limit 1,000,000 records), 250,000 rows, "),
+            "{}",
+            describe(&snap)
+        );
+        assert!(describe(&snap).ends_with(", ETA 0:30"), "{}", describe(&snap));
     }
 
     #[test]
@@ -236,6 +244,9 @@ mod tests {
         // indicatif draws a length of 0 as a full bar.
         assert_eq!(bar.length(), None, "no size, no share");
         show_share_done(&bar, &snapshot(Some(10_000), 2_500));
-        assert_eq!((bar.length(), bar.position()), (Some(10_000), 2_500));
+        assert_eq!((bar.length(), bar.position()), (Some(1_000), 250));
+        let limited = Snapshot { records_done: 600, records_cap: Some(1_000), ..snapshot(None, 4096) };
+        show_share_done(&bar, &limited);
+        assert_eq!(bar.position(), 600, "stdin under --limit: a share of the records");
     }
 }

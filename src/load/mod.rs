@@ -717,6 +717,7 @@ fn run_connected(
     let OpenedJob { job, done, steps, fingerprint, inputs_changed, .. } = job;
     let before_copy = |error: Error| Failed { error, partial: None, left_undone: deferral.left_undone() };
     progress.set_total(sources.iter().map(|s| s.size).sum::<Option<u64>>());
+    progress.set_records_cap(req.limit);
     let copy_columns = table.copy_columns(columns.as_deref());
     let copy_sql = copy_statement(&table, columns.as_deref(), &format);
     let binary_sql = copy_plan.as_ref().ok().map(|plan| plan.sql.as_str());
@@ -2341,7 +2342,7 @@ fn feed_one(
             scan.resumed_skipped += done.skipped;
             scan.resumed_replaced += done.replaced;
             scan.resumed_chunks += 1;
-            shared.progress.chunk_skipped(chunk.source_span);
+            shared.progress.chunk_skipped(chunk.source_span, chunk.records);
             continue;
         }
         shared.leading.handed_out(chunk.seq);

@@ -156,7 +156,11 @@ pub(super) fn run(id: usize, shared: &Shared, queue: Receiver<Vec<Chunk>>, event
                     // Suppressed records count as the server's progress: a
                     // routing trigger stored them elsewhere.
                     let not_loaded = (rejected, done.skipped);
-                    shared.progress.chunk_done(chunk.source_span, done.rows + done.suppressed, not_loaded);
+                    shared.progress.chunk_done(
+                        (chunk.source_span, chunk.records),
+                        done.rows + done.suppressed,
+                        not_loaded,
+                    );
                     let by = By { worker: id, binary, batch: batch_id };
                     let record = record(shared, &chunk, &done, by, start_s);
                     Event::Committed(record, done.rejects)
