@@ -78,7 +78,8 @@ pub const CREATE_TABLES: &str =
     "CREATE TABLE IF NOT EXISTS sluice.jobs (job text PRIMARY KEY, target_table text NOT NULL, \
      fingerprint text NOT NULL, steps_done boolean NOT NULL DEFAULT false, \
      created_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz, chunking text, table_oid bigint, \
-     command text, input_bytes bigint, emptied_at timestamptz, input_sizes text, stopped_by text); \
+     command text, input_bytes bigint, emptied_at timestamptz, input_sizes text, stopped_by text, \
+     skipped_lines bigint); \
      CREATE TABLE IF NOT EXISTS sluice.chunks (job text NOT NULL, \
      seq bigint NOT NULL, file text NOT NULL, byte_offset bigint NOT NULL, byte_len bigint NOT NULL, \
      first_line bigint NOT NULL, state text NOT NULL, rows_loaded bigint NOT NULL DEFAULT 0, \
@@ -147,7 +148,7 @@ pub fn refuse_out_of_reach(control: &PgSession, usage: LedgerUse) -> Result<(), 
 /// altering the ledger while another one loads could deadlock with it.
 /// Listed in the order loads lock the tables (jobs, then a chunk's rejects,
 /// then its row in chunks).
-const ADDED_COLUMNS: [(&str, &str, &str); 14] = [
+const ADDED_COLUMNS: [(&str, &str, &str); 15] = [
     ("jobs", "chunking", "text"),
     ("jobs", "table_oid", "bigint"),
     ("jobs", "command", "text"),
@@ -155,6 +156,7 @@ const ADDED_COLUMNS: [(&str, &str, &str); 14] = [
     ("jobs", "emptied_at", "timestamptz"),
     ("jobs", "input_sizes", "text"),
     ("jobs", "stopped_by", "text"),
+    ("jobs", "skipped_lines", "bigint"),
     ("rejects", "seq", "bigint"),
     ("rejects", "raw_length", "bigint"),
     ("chunks", "content_hash", "bigint"),
@@ -277,6 +279,10 @@ pub struct JobSpec<'a> {
     pub restart: bool,
     /// The command line that began the job (`LoadRequest::command`).
     pub command: Option<&'a str>,
+    /// The lines `--skip-lines` skips above each file's first record: where
+    /// a later load, with other flags, finds the job's first chunks (see
+    /// [`FinishedChunk::skipped_lines`]).
+    pub skipped_lines: u64,
     /// The bytes the chunks of the whole input cover, when known before the
     /// load (plain files, read as they are): what `sluice status` measures
     /// the done chunks against.
@@ -333,6 +339,7 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
         rereadable,
         restart,
         command,
+        skipped_lines,
         input_bytes,
         input_sizes,
         first_steps,
@@ -341,11 +348,13 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
     } = *spec;
     let oid = table_oid.to_string();
     let input_bytes = input_bytes.map(|n| n.to_string());
+    let skipped_lines = skipped_lines.to_string();
     // Create-if-missing, then lock: concurrent processes starting the same
     // job queue up here, and only the first runs the job's first steps.
     session.query(
         "INSERT INTO sluice.jobs (job, target_table, fingerprint, chunking, table_oid, command, input_bytes, \
-         input_sizes) VALUES ($1, $2, $3, $4, $5::bigint, $6, $7::bigint, $8) ON CONFLICT (job) DO NOTHING RETURNING 1",
+         input_sizes, skipped_lines) VALUES ($1, $2, $3, $4, $5::bigint, $6, $7::bigint, $8, $9::bigint) \
+         ON CONFLICT (job) DO NOTHING RETURNING 1",
         &[
             Some(job),
             Some(table),
@@ -355,6 +364,7 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
             command,
             input_bytes.as_deref(),
             Some(input_sizes),
+            Some(&skipped_lines),
         ],
     )?;
     let found = session.query(
@@ -766,6 +776,10 @@ pub struct FinishedChunk {
     pub records: u64,
     /// 1-based line of its first byte.
     pub first_line: u64,
+    /// The lines its job's `--skip-lines` skipped above each file's first
+    /// record (0 for a job of an older sluice): a reading of a file begins
+    /// at its first record when its first chunk begins by line 2 past them.
+    pub skipped_lines: u64,
     pub finished_at: String,
 }
 
@@ -792,7 +806,7 @@ pub fn chunks_loaded_by_finished_jobs(
 
 /// As [`chunks_loaded_by_finished_jobs`], but only the chunks that begin at
 /// a file's first or second line (after a header), or as much further as
-/// `skip_lines` (`--skip-lines`), of any file, and end by
+/// their job's `--skip-lines` skipped, of any file, and end by
 /// byte `within` (the size of the largest file they are looked for in,
 /// where known): what a file renamed since (a log rotated) would begin with
 /// (see `load::loaded_before`). In no order: 20,000 files' took 60 ms
@@ -801,11 +815,10 @@ pub fn first_chunks_loaded_by_finished_jobs(
     session: &PgSession,
     table: (&str, u32),
     job: (&str, Option<&str>),
-    (within, skip_lines): (Option<u64>, u64),
+    within: Option<u64>,
 ) -> Result<Vec<FinishedChunk>, Error> {
-    let first_lines = skip_lines.saturating_add(2).min(i64::MAX as u64);
     let sql = format!(
-        "SELECT {FINISHED_CHUNK} AND c.first_line <= {first_lines} \
+        "SELECT {FINISHED_CHUNK} AND c.first_line <= coalesce(j.skipped_lines, 0) + 2 \
          AND c.byte_offset + c.byte_len <= coalesce($3::bigint, c.byte_offset + c.byte_len)"
     );
     finished_chunks(session, &sql, table, job, within.map(|w| w.to_string()).as_deref())
@@ -843,7 +856,8 @@ fn json_keys(keys: &[&str]) -> String {
 /// job and its fingerprint).
 const FINISHED_CHUNK: &str = "c.job, c.file, c.byte_offset, c.byte_len, c.content_hash, c.rows_loaded, \
      date_trunc('second', j.finished_at)::text AS finished_at, \
-     c.rows_loaded + c.rows_rejected + c.rows_suppressed + c.rows_skipped, c.first_line \
+     c.rows_loaded + c.rows_rejected + c.rows_suppressed + c.rows_skipped, c.first_line, \
+     coalesce(j.skipped_lines, 0) \
      FROM sluice.jobs j JOIN sluice.chunks c ON c.job = j.job \
      WHERE j.target_table = $1 AND coalesce(j.table_oid, $2::bigint) = $2::bigint \
      AND j.finished_at IS NOT NULL AND c.state = 'done' \
@@ -875,6 +889,7 @@ fn finished_chunks(
             finished_at: text(&r[6]),
             records: num(&r[7]).unwrap_or(0) as u64,
             first_line: num(&r[8]).unwrap_or(1) as u64,
+            skipped_lines: num(&r[9]).unwrap_or(0) as u64,
         })
         .collect();
     let unhashed: HashSet<(&str, &str)> =

@@ -101,6 +101,15 @@ fn lines_above_the_header_are_skipped_with_skip_lines() {
     let again = db.load(&[&[renamed.to_str().unwrap()], &args[..5]].concat());
     assert_eq!(again.code, 0, "{}", again.output());
     assert!(again.stderr.contains("nothing to do: left out"), "{}", again.stderr);
+    // A command without the flags finds them too, by name and under another
+    // name: the ledger keeps the lines each job skipped (it loaded them
+    // again, the title lines and headers rejected, when it looked only as
+    // far as this command's own --skip-lines).
+    for input in [glob.to_str().unwrap(), renamed.to_str().unwrap()] {
+        let again = db.load(&[input, "--table", "t", "--format", "csv"]);
+        assert_eq!(again.code, 0, "{}", again.output());
+        assert!(again.stderr.contains("nothing to do: left out"), "{}", again.stderr);
+    }
     assert_eq!(db.count("t"), 1199);
 
     db.execute("CREATE TABLE public.piped (LIKE t)");

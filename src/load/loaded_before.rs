@@ -221,7 +221,7 @@ fn of_their_names<'a, 's>(
     let of_source = |source: &Source| {
         let [named, led_to] = [&*source.name, &*source.canonical].map(|n| by_file.get(n).map(Vec::as_slice));
         let chunks = named.unwrap_or_default().iter().chain(led_to.filter(|_| named.is_none()).unwrap_or_default());
-        readings_from_start(chunks.copied(), source.skip_lines)
+        readings_from_start(chunks.copied())
     };
     inputs.iter().map(|&(i, s)| (i, s, of_source(s))).filter(|(_, _, jobs)| !jobs.is_empty()).collect()
 }
@@ -249,9 +249,7 @@ fn renamed_too(
     let as_it_is = |s: &Source| s.compression == Compression::None && !s.is_rewritten();
     let sizes: Option<Vec<u64>> = unplaced.iter().map(|(_, s)| s.size.filter(|_| as_it_is(s))).collect();
     let within = sizes.and_then(|sizes| sizes.into_iter().max());
-    let skip_lines = req.options.skip_lines;
-    let first_chunks =
-        first_chunks_loaded_by_finished_jobs(control, (&table.display(), table.oid), job, (within, skip_lines))?;
+    let first_chunks = first_chunks_loaded_by_finished_jobs(control, (&table.display(), table.oid), job, within)?;
     if first_chunks.is_empty() {
         return Ok((found, None));
     }
@@ -273,7 +271,7 @@ fn renamed_too(
     let compared: Vec<(usize, &Source, Vec<Vec<&FinishedChunk>>)> = begun
         .iter()
         .map(|(input, source, names)| {
-            (*input, *source, readings_from_start(index.of(names.iter().copied()).into_iter(), skip_lines))
+            (*input, *source, readings_from_start(index.of(names.iter().copied()).into_iter()))
         })
         .collect();
     progress.add_to_total(compared.iter().map(|(_, s, _)| s.size).sum());
@@ -396,16 +394,15 @@ fn not_held_again(
 }
 
 /// The readings of `chunks` (see [`readings`]) that begin at the file's
-/// first line, or its second (after a header), past the lines `skip_lines`
-/// (`--skip-lines`) skips. One that begins later went
+/// first line, or its second (after a header), past the lines their first
+/// job's `--skip-lines` skipped, whatever this load's: a file loaded with
+/// `--skip-lines 2`, then by a command without it, is found loaded (it
+/// loaded again, its title lines rejected). One that begins later went
 /// on from a reading of the file under another name (renamed since), found
 /// as such (see [`super::renamed::LoadedAs`]): alone, the bytes before it
 /// would go unchecked.
-fn readings_from_start<'a>(
-    chunks: impl Iterator<Item = &'a FinishedChunk>,
-    skip_lines: u64,
-) -> Vec<Vec<&'a FinishedChunk>> {
-    readings(by_job(chunks)).into_iter().filter(|r| r[0].first_line <= skip_lines.saturating_add(2)).collect()
+fn readings_from_start<'a>(chunks: impl Iterator<Item = &'a FinishedChunk>) -> Vec<Vec<&'a FinishedChunk>> {
+    readings(by_job(chunks)).into_iter().filter(|r| r[0].first_line <= r[0].skipped_lines.saturating_add(2)).collect()
 }
 
 /// The jobs whose chunks one reading of a file joins, one after the other
@@ -887,6 +884,7 @@ mod tests {
             rows: 1,
             records: 1,
             first_line: 1,
+            skipped_lines: 0,
             finished_at: String::new(),
         }
     }

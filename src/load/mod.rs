@@ -1517,6 +1517,7 @@ fn open_job(
         rereadable: !any_read_once(sources),
         restart: req.restart,
         command: req.command.as_deref(),
+        skipped_lines: format.skip_lines,
         input_bytes: bytes_as_chunked(sources),
         input_sizes: &job::input_sizes(sources),
         first_steps: &first_steps,

@@ -220,6 +220,7 @@ mod tests {
             rows: 1,
             records: 1,
             first_line: offset / 10 + 1,
+            skipped_lines: 0,
             finished_at: job.into(),
         }
     }
