@@ -40,7 +40,8 @@
 //!
 //! Schema (documented in the README; columns are only ever added):
 //! `sluice.jobs (job, target_table, fingerprint, created_at, finished_at,
-//! chunking, table_oid, command, input_bytes, emptied_at, input_sizes)` and
+//! chunking, table_oid, command, input_bytes, emptied_at, input_sizes, stopped_by,
+//! skipped_lines, record_limit)` and
 //! `sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, state
 //! ('pending' or 'done'), rows_loaded, rows_rejected, host, pid, committed_at,
 //! content_hash, rows_suppressed, rows_skipped, line_samples, rows_replaced)`,
@@ -79,7 +80,7 @@ pub const CREATE_TABLES: &str =
      fingerprint text NOT NULL, steps_done boolean NOT NULL DEFAULT false, \
      created_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz, chunking text, table_oid bigint, \
      command text, input_bytes bigint, emptied_at timestamptz, input_sizes text, stopped_by text, \
-     skipped_lines bigint); \
+     skipped_lines bigint, record_limit bigint); \
      CREATE TABLE IF NOT EXISTS sluice.chunks (job text NOT NULL, \
      seq bigint NOT NULL, file text NOT NULL, byte_offset bigint NOT NULL, byte_len bigint NOT NULL, \
      first_line bigint NOT NULL, state text NOT NULL, rows_loaded bigint NOT NULL DEFAULT 0, \
@@ -148,7 +149,7 @@ pub fn refuse_out_of_reach(control: &PgSession, usage: LedgerUse) -> Result<(), 
 /// altering the ledger while another one loads could deadlock with it.
 /// Listed in the order loads lock the tables (jobs, then a chunk's rejects,
 /// then its row in chunks).
-const ADDED_COLUMNS: [(&str, &str, &str); 15] = [
+const ADDED_COLUMNS: [(&str, &str, &str); 16] = [
     ("jobs", "chunking", "text"),
     ("jobs", "table_oid", "bigint"),
     ("jobs", "command", "text"),
@@ -157,6 +158,7 @@ const ADDED_COLUMNS: [(&str, &str, &str); 15] = [
     ("jobs", "input_sizes", "text"),
     ("jobs", "stopped_by", "text"),
     ("jobs", "skipped_lines", "bigint"),
+    ("jobs", "record_limit", "bigint"),
     ("rejects", "seq", "bigint"),
     ("rejects", "raw_length", "bigint"),
     ("chunks", "content_hash", "bigint"),
@@ -283,6 +285,8 @@ pub struct JobSpec<'a> {
     /// a later load, with other flags, finds the job's first chunks (see
     /// [`FinishedChunk::skipped_lines`]).
     pub skipped_lines: u64,
+    /// `--limit`'s records: `sluice status` says the job read no more.
+    pub record_limit: Option<u64>,
     /// The bytes the chunks of the whole input cover, when known before the
     /// load (plain files, read as they are): what `sluice status` measures
     /// the done chunks against.
@@ -340,6 +344,7 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
         restart,
         command,
         skipped_lines,
+        record_limit,
         input_bytes,
         input_sizes,
         first_steps,
@@ -349,11 +354,13 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
     let oid = table_oid.to_string();
     let input_bytes = input_bytes.map(|n| n.to_string());
     let skipped_lines = skipped_lines.to_string();
+    let record_limit = record_limit.map(|n| n.to_string());
     // Create-if-missing, then lock: concurrent processes starting the same
     // job queue up here, and only the first runs the job's first steps.
     session.query(
         "INSERT INTO sluice.jobs (job, target_table, fingerprint, chunking, table_oid, command, input_bytes, \
-         input_sizes, skipped_lines) VALUES ($1, $2, $3, $4, $5::bigint, $6, $7::bigint, $8, $9::bigint) \
+         input_sizes, skipped_lines, record_limit) \
+         VALUES ($1, $2, $3, $4, $5::bigint, $6, $7::bigint, $8, $9::bigint, $10::bigint) \
          ON CONFLICT (job) DO NOTHING RETURNING 1",
         &[
             Some(job),
@@ -365,6 +372,7 @@ fn open_in_transaction(session: &PgSession, spec: &JobSpec<'_>) -> Result<Opened
             input_bytes.as_deref(),
             Some(input_sizes),
             Some(&skipped_lines),
+            record_limit.as_deref(),
         ],
     )?;
     let found = session.query(
@@ -1539,6 +1547,9 @@ pub struct JobStatus {
     /// (plain files); `None` for stdin, pipes, compressed or transcoded input,
     /// and jobs begun by a sluice that did not record it.
     pub input_bytes: Option<u64>,
+    /// `--limit`'s records, when the job was given it: it reads no more,
+    /// and finishes short of its input's end.
+    pub record_limit: Option<u64>,
     pub rows: u64,
     pub rejected: u64,
     /// Records `--on-conflict-do-nothing` skipped.
@@ -1590,7 +1601,7 @@ pub fn status(session: &PgSession, job: Option<&str>, table: Option<&str>) -> Re
              WHERE s.job = j.job AND s.state = 'dropped'), min(to_jsonb(j)->>'command'), \
            coalesce(sum(c.byte_len) FILTER (WHERE c.state = 'done'), 0), min(to_jsonb(j)->>'input_bytes'), \
            coalesce(sum((to_jsonb(c)->>'rows_skipped')::bigint), 0), min(to_jsonb(j)->>'stopped_by'), \
-           coalesce(sum((to_jsonb(c)->>'rows_replaced')::bigint), 0) \
+           coalesce(sum((to_jsonb(c)->>'rows_replaced')::bigint), 0), min(to_jsonb(j)->>'record_limit') \
          FROM sluice.jobs j LEFT JOIN sluice.chunks c ON c.job = j.job \
          WHERE ($1::text IS NULL OR j.job = $1) AND ($2::text IS NULL OR j.target_table = $2) \
          GROUP BY j.job ORDER BY max(j.created_at) DESC",
@@ -1617,6 +1628,7 @@ pub fn status(session: &PgSession, job: Option<&str>, table: Option<&str>) -> Re
             command: r[9].clone(),
             bytes_done: num(r, 10),
             input_bytes: r[11].as_deref().and_then(|n| n.parse().ok()),
+            record_limit: r[15].as_deref().and_then(|n| n.parse().ok()),
             stopped_by: r[13].clone(),
             reject_reasons: None,
         })

@@ -212,6 +212,14 @@ fn a_limited_load_stops_at_a_record_and_the_next_goes_on_from_there() {
         "{}",
         run.stderr
     );
+    // `sluice status` tells the share read from the whole input.
+    let status = crate::util::sluice(&["status", "--db", &db.conninfo()]);
+    assert_eq!(status.code, 0, "{}", status.output());
+    let read = db.scalar("SELECT sum(byte_len) FROM sluice.chunks").parse::<u64>().unwrap();
+    let input: u64 = (0..3).map(|part| file(part).len() as u64).sum();
+    let shown = format!("{} of {}", sluice::report::human_bytes(read), sluice::report::human_bytes(input));
+    assert!(status.stdout.contains(&shown), "{shown}: {}", status.stdout);
+    assert!(status.stdout.contains("  read no more than 123 records (--limit)"), "{}", status.stdout);
 
     let run = db.load(&[&args[..], &["--limit", "500"]].concat());
     assert_eq!(run.code, 0, "{}", run.output());

@@ -1633,7 +1633,8 @@ fn stdin_with_other_data_is_a_new_job_and_never_skipped() {
     db.execute("DROP INDEX sluice.rejects_job");
     db.execute(
         "ALTER TABLE sluice.jobs DROP COLUMN chunking, DROP COLUMN command, DROP COLUMN input_bytes, \
-         DROP COLUMN emptied_at, DROP COLUMN stopped_by, DROP COLUMN skipped_lines",
+         DROP COLUMN emptied_at, DROP COLUMN stopped_by, DROP COLUMN skipped_lines, \
+         DROP COLUMN record_limit",
     );
     // `sluice status` reads such a ledger as it is (it may not alter it).
     let status = crate::util::sluice(&["status", "--db", &db.conninfo()]);

@@ -84,6 +84,12 @@ pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
         if j.skipped > 0 {
             println!("  skipped {} (--on-conflict-do-nothing)", count_of(j.skipped, "duplicate key"));
         }
+        if let Some(limit) = j.record_limit.filter(|_| j.state != "in progress") {
+            println!(
+                "  read no more than {} (--limit); a load of the same files without it goes on from there",
+                count_of(limit, "record")
+            );
+        }
         if j.replaced > 0 {
             let replacing = "replacing the row with their key (--on-conflict-do-update)";
             println!("  {} of the rows {replacing}", thousands(j.replaced));
@@ -183,8 +189,17 @@ fn state_shown(job: &ledger::JobStatus) -> &str {
 /// How much of the input the done chunks cover: `31% of 395.0 MB`, or the
 /// bytes alone when the input's size was not known before the load (stdin,
 /// pipes, compressed or transcoded input). Chunks are recorded as they
-/// commit, so their count says nothing of the chunks to come.
+/// commit, so their count says nothing of the chunks to come. A job given
+/// `--limit` reads only the share of its input the records take
+/// (`61.0 MB of 101.8 MB`): a trial load of 600,000 records showed
+/// `all of 101.8 MB` once finished.
 fn input_done(job: &ledger::JobStatus) -> String {
+    if job.record_limit.is_some() {
+        return match job.input_bytes {
+            Some(total) if total > 0 => format!("{} of {}", human_bytes(job.bytes_done), human_bytes(total)),
+            _ => human_bytes(job.bytes_done),
+        };
+    }
     match job.input_bytes {
         Some(total) if job.state != "in progress" || every_chunk_done(job) => format!("all of {}", human_bytes(total)),
         Some(total) if total > 0 => {
@@ -217,6 +232,7 @@ mod tests {
             chunks_known: 3,
             bytes_done,
             input_bytes,
+            record_limit: None,
             rows: 0,
             rejected: 0,
             skipped: 0,
@@ -243,5 +259,12 @@ mod tests {
         assert_eq!(input_done(&job("finished", 394_999_990, Some(395_000_000))), "all of 395.0 MB");
         assert_eq!(input_done(&job("in progress", 2_500_000, None)), "2.5 MB");
         assert_eq!(input_done(&job("in progress", 0, Some(0))), "0 B");
+        let limited = |state, input_bytes| ledger::JobStatus {
+            record_limit: Some(600_000),
+            ..job(state, 61_000_000, input_bytes)
+        };
+        assert_eq!(input_done(&limited("finished", Some(101_800_000))), "61.0 MB of 101.8 MB");
+        assert_eq!(input_done(&limited("in progress", Some(101_800_000))), "61.0 MB of 101.8 MB");
+        assert_eq!(input_done(&limited("finished", None)), "61.0 MB");
     }
 }

@@ -1341,7 +1341,11 @@ fn complete_job(
                     false => defer::Completion::Reload(missing),
                 });
             }
-            ledger::record_every_chunk_loaded(control, &shared.job)?;
+            // Not under --limit: `sluice status` shows the share of the
+            // whole input its records took.
+            if req.limit.is_none() {
+                ledger::record_every_chunk_loaded(control, &shared.job)?;
+            }
             let pending: Vec<_> = ledger::steps(control, &shared.job)?.into_iter().filter(|s| !s.rebuilt).collect();
             let objects = pending.iter().filter(|s| !defer::is_unlogged_step(s)).count();
             shared.progress.set_building(objects as u64, pending.len() > objects);
@@ -1518,6 +1522,7 @@ fn open_job(
         restart: req.restart,
         command: req.command.as_deref(),
         skipped_lines: format.skip_lines,
+        record_limit: req.limit,
         input_bytes: bytes_as_chunked(sources),
         input_sizes: &job::input_sizes(sources),
         first_steps: &first_steps,
