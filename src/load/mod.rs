@@ -922,23 +922,7 @@ fn prepare(
     if format.kind != FormatKind::Jsonl {
         headers::refuse_a_separator_line(sources)?;
     }
-    let table = control.resolve_table(&req.table).map_err(|e| match e {
-        Error::NoSuchTable(mut missing) => {
-            let (input, head) = first_look::first_head(sources);
-            let order = control.date_order();
-            let across = first_look::across(sources, &input);
-            let columns = req.columns.as_deref();
-            let across = (&across.0[..], across.1);
-            missing.sketch = sketch::create_table(&req.table, format, columns, (&input, &head), order, across);
-            if let Some(advice) = documents_at_advice((&input, &head), format) {
-                // A sketch ends with its statement's semicolon.
-                missing.sketch =
-                    Some(missing.sketch.take().map_or(advice.clone(), |sketch| format!("{sketch} {advice}")));
-            }
-            Error::NoSuchTable(missing)
-        }
-        other => other,
-    })?;
+    let table = resolve_or_sketch(control, req, sources, format)?;
     let unique_keys = control.unique_keys(table.oid)?;
     let check_constraints = control.check_constraints(table.oid)?;
     let nothing_to_skip = req.on_conflict_do_nothing && !control.holds_unique_keys(table.oid)?;
@@ -1066,46 +1050,8 @@ fn prepare(
     }
     // Documents become text-format lines on the client, escaped as needed.
     early_warnings.extend(first_look::odd_escapes_warning(sources, format).filter(|_| format.documents.is_none()));
-    if let Some(documents) = format.documents.as_ref().filter(|d| req.columns.is_none() && !d.no_documents) {
-        let each = documents.columns.iter().zip(&documents.keys);
-        let pairs: Vec<String> =
-            each.map(|(column, key)| if column == key { key.clone() } else { format!("{key} as {column}") }).collect();
-        early_warnings.push(format!(
-            "loading each JSON document's keys into the columns of the same names, as the first documents have \
-             them: {}",
-            pairs.join(", ")
-        ));
-        if !documents.keys_left_out.is_empty() {
-            let keys: Vec<String> =
-                documents.keys_left_out.iter().map(|(key, line)| format!("\"{key}\" (from line {line})")).collect();
-            early_warnings.push(format!(
-                "leaving out the documents' keys that name no column of {}, as --skip-other-fields asks: {}",
-                table.display(),
-                keys.join(", ")
-            ));
-        }
-    }
-    let converted: Vec<(Conversion, String)> = match (&format.picks, &format.documents) {
-        (Some(picks), _) => picks.conversions().cloned().collect(),
-        (None, Some(documents)) => (documents.conversions.iter().zip(&documents.columns))
-            .filter_map(|(c, name)| c.map(|c| (c, name.clone())))
-            .collect(),
-        (None, None) => Vec::new(),
-    };
-    early_warnings.extend(plan::conversions_said(&converted, &unconverted, format));
-    if let Some(picks) = format.picks.as_ref().filter(|picks| picks.leave_some_out()) {
-        let left_out = picks.left_out();
-        let fields = if left_out.len() == 1 { "field" } else { "fields" };
-        early_warnings
-            .push(format!("leaving out {fields} {} of each record, as asked", headers::field_list(&left_out)));
-    }
-    if let Some(said) = headers::without_header_said(sources) {
-        early_warnings.push(said);
-    }
-    if let Some((source, names)) = &header_columns {
-        early_warnings
-            .push(format!("loading the columns the header of {source} names, in its order: {}", names.join(", ")));
-    }
+    early_warnings.extend(documents_said(req, &table, format));
+    early_warnings.extend(fields_said(format, &unconverted, sources, header_columns.as_ref()));
     let mut defer_plan = std::mem::take(&mut job.defer_plan);
     if replacing.is_some() && defer_plan.steps.is_empty() {
         defer_plan.why_not = Some("--on-conflict-do-update: the key stays in place for ON CONFLICT".into());
@@ -1161,6 +1107,88 @@ fn prepare(
         kept_sources: kept_sources.or(marked).or(arrays_read),
         goes_on_from,
     })
+}
+
+/// The target table; for one that does not exist, the error carries a
+/// `CREATE TABLE` sketched from the first input (see [`sketch`]).
+fn resolve_or_sketch(
+    control: &PgSession,
+    req: &LoadRequest,
+    sources: &[Source],
+    format: &FormatOptions,
+) -> Result<TableInfo, Error> {
+    control.resolve_table(&req.table).map_err(|e| match e {
+        Error::NoSuchTable(mut missing) => {
+            let (input, head) = first_look::first_head(sources);
+            let order = control.date_order();
+            let across = first_look::across(sources, &input);
+            let columns = req.columns.as_deref();
+            let across = (&across.0[..], across.1);
+            missing.sketch = sketch::create_table(&req.table, format, columns, (&input, &head), order, across);
+            if let Some(advice) = documents_at_advice((&input, &head), format) {
+                // A sketch ends with its statement's semicolon.
+                missing.sketch =
+                    Some(missing.sketch.take().map_or(advice.clone(), |sketch| format!("{sketch} {advice}")));
+            }
+            Error::NoSuchTable(missing)
+        }
+        other => other,
+    })
+}
+
+/// Which keys of the JSON documents load into which columns, and which
+/// are left out, said at the start when `--columns` did not say it.
+fn documents_said(req: &LoadRequest, table: &TableInfo, format: &FormatOptions) -> Vec<String> {
+    let Some(documents) = format.documents.as_ref().filter(|d| req.columns.is_none() && !d.no_documents) else {
+        return Vec::new();
+    };
+    let each = documents.columns.iter().zip(&documents.keys);
+    let pairs: Vec<String> =
+        each.map(|(column, key)| if column == key { key.clone() } else { format!("{key} as {column}") }).collect();
+    let mut said = vec![format!(
+        "loading each JSON document's keys into the columns of the same names, as the first documents have them: {}",
+        pairs.join(", ")
+    )];
+    if !documents.keys_left_out.is_empty() {
+        let keys: Vec<String> =
+            documents.keys_left_out.iter().map(|(key, line)| format!("\"{key}\" (from line {line})")).collect();
+        said.push(format!(
+            "leaving out the documents' keys that name no column of {}, as --skip-other-fields asks: {}",
+            table.display(),
+            keys.join(", ")
+        ));
+    }
+    said
+}
+
+/// How the records' fields are read, said at the start: the values
+/// converted (and those not), the fields left out, the files whose first
+/// record is no header (`--header=first-file`), and the columns a header
+/// names in another order.
+fn fields_said(
+    format: &FormatOptions,
+    unconverted: &[String],
+    sources: &[Source],
+    header_columns: Option<&(Arc<str>, Vec<String>)>,
+) -> Vec<String> {
+    let converted: Vec<(Conversion, String)> = match (&format.picks, &format.documents) {
+        (Some(picks), _) => picks.conversions().cloned().collect(),
+        (None, Some(documents)) => (documents.conversions.iter().zip(&documents.columns))
+            .filter_map(|(c, name)| c.map(|c| (c, name.clone())))
+            .collect(),
+        (None, None) => Vec::new(),
+    };
+    let mut said = plan::conversions_said(&converted, unconverted, format);
+    if let Some(picks) = format.picks.as_ref().filter(|picks| picks.leave_some_out()) {
+        let left_out = picks.left_out();
+        let fields = if left_out.len() == 1 { "field" } else { "fields" };
+        said.push(format!("leaving out {fields} {} of each record, as asked", headers::field_list(&left_out)));
+    }
+    said.extend(headers::without_header_said(sources));
+    if let Some((source, names)) = header_columns {
+        said.push(format!("loading the columns the header of {source} names, in its order: {}", names.join(", ")));
+    }
+    said
 }
 
 /// The inputs this run loads (`None`: all of them, as given), and what the
