@@ -41,7 +41,7 @@
 //! Schema (documented in the README; columns are only ever added):
 //! `sluice.jobs (job, target_table, fingerprint, created_at, finished_at,
 //! chunking, table_oid, command, input_bytes, emptied_at, input_sizes, stopped_by,
-//! skipped_lines, record_limit)` and
+//! skipped_lines, record_limit, table_filenode)` and
 //! `sluice.chunks (job, seq, file, byte_offset, byte_len, first_line, state
 //! ('pending' or 'done'), rows_loaded, rows_rejected, host, pid, committed_at,
 //! content_hash, rows_suppressed, rows_skipped, line_samples, rows_replaced)`,
@@ -80,7 +80,7 @@ pub const CREATE_TABLES: &str =
      fingerprint text NOT NULL, steps_done boolean NOT NULL DEFAULT false, \
      created_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz, chunking text, table_oid bigint, \
      command text, input_bytes bigint, emptied_at timestamptz, input_sizes text, stopped_by text, \
-     skipped_lines bigint, record_limit bigint); \
+     skipped_lines bigint, record_limit bigint, table_filenode bigint); \
      CREATE TABLE IF NOT EXISTS sluice.chunks (job text NOT NULL, \
      seq bigint NOT NULL, file text NOT NULL, byte_offset bigint NOT NULL, byte_len bigint NOT NULL, \
      first_line bigint NOT NULL, state text NOT NULL, rows_loaded bigint NOT NULL DEFAULT 0, \
@@ -149,7 +149,7 @@ pub fn refuse_out_of_reach(control: &PgSession, usage: LedgerUse) -> Result<(), 
 /// altering the ledger while another one loads could deadlock with it.
 /// Listed in the order loads lock the tables (jobs, then a chunk's rejects,
 /// then its row in chunks).
-const ADDED_COLUMNS: [(&str, &str, &str); 16] = [
+const ADDED_COLUMNS: [(&str, &str, &str); 17] = [
     ("jobs", "chunking", "text"),
     ("jobs", "table_oid", "bigint"),
     ("jobs", "command", "text"),
@@ -159,6 +159,7 @@ const ADDED_COLUMNS: [(&str, &str, &str); 16] = [
     ("jobs", "stopped_by", "text"),
     ("jobs", "skipped_lines", "bigint"),
     ("jobs", "record_limit", "bigint"),
+    ("jobs", "table_filenode", "bigint"),
     ("rejects", "seq", "bigint"),
     ("rejects", "raw_length", "bigint"),
     ("chunks", "content_hash", "bigint"),
@@ -784,6 +785,9 @@ pub struct FinishedChunk {
     pub records: u64,
     /// 1-based line of its first byte.
     pub first_line: u64,
+    /// The table's storage was replaced since its job finished (see
+    /// [`FINISHED_CHUNK`]).
+    pub rewritten_since: bool,
     /// The lines its job's `--skip-lines` skipped above each file's first
     /// record (0 for a job of an older sluice): a reading of a file begins
     /// at its first record when its first chunk begins by line 2 past them.
@@ -862,10 +866,18 @@ fn json_keys(keys: &[&str]) -> String {
 /// The columns of a [`FinishedChunk`], and the conditions the queries
 /// share (`$1`..`$5`: the table, its OID, what each query picks by, the
 /// job and its fingerprint).
+///
+/// Whether the table was rewritten since the job finished: its file node
+/// then (`sluice.jobs.table_filenode`) is not its file node now. TRUNCATE
+/// gives a table a new one, and so do VACUUM FULL, CLUSTER and a column's
+/// type changed, which keep the rows: a sign, not a proof, that the rows
+/// a job loaded went with a TRUNCATE outside sluice, which the ledger
+/// cannot see (a `--truncate` of sluice's own marks the jobs it emptied).
 const FINISHED_CHUNK: &str = "c.job, c.file, c.byte_offset, c.byte_len, c.content_hash, c.rows_loaded, \
      date_trunc('second', j.finished_at)::text AS finished_at, \
      c.rows_loaded + c.rows_rejected + c.rows_suppressed + c.rows_skipped, c.first_line, \
-     coalesce(j.skipped_lines, 0) \
+     coalesce(j.skipped_lines, 0), \
+     coalesce(j.table_filenode <> pg_catalog.pg_relation_filenode($2::bigint::oid::regclass), false) \
      FROM sluice.jobs j JOIN sluice.chunks c ON c.job = j.job \
      WHERE j.target_table = $1 AND coalesce(j.table_oid, $2::bigint) = $2::bigint \
      AND j.finished_at IS NOT NULL AND c.state = 'done' \
@@ -898,6 +910,7 @@ fn finished_chunks(
             records: num(&r[7]).unwrap_or(0) as u64,
             first_line: num(&r[8]).unwrap_or(1) as u64,
             skipped_lines: num(&r[9]).unwrap_or(0) as u64,
+            rewritten_since: r[10].as_deref() == Some("t"),
         })
         .collect();
     let unhashed: HashSet<(&str, &str)> =
@@ -1090,7 +1103,8 @@ pub fn finish(
     let marked = session.transaction(|| {
         session.execute("SET LOCAL synchronous_commit = on")?;
         let marked = session.query(
-            "UPDATE sluice.jobs SET finished_at = now(), fingerprint = $3 WHERE job = $1 AND (SELECT count(*) \
+            "UPDATE sluice.jobs SET finished_at = now(), fingerprint = $3, \
+             table_filenode = pg_catalog.pg_relation_filenode(table_oid::oid::regclass) WHERE job = $1 AND (SELECT count(*) \
              FROM sluice.chunks WHERE job = $1 AND state = 'done') = $2::bigint RETURNING 1",
             &[Some(job), Some(&total.to_string()), Some(fingerprint)],
         )?;

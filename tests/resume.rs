@@ -1634,7 +1634,7 @@ fn stdin_with_other_data_is_a_new_job_and_never_skipped() {
     db.execute(
         "ALTER TABLE sluice.jobs DROP COLUMN chunking, DROP COLUMN command, DROP COLUMN input_bytes, \
          DROP COLUMN emptied_at, DROP COLUMN stopped_by, DROP COLUMN skipped_lines, \
-         DROP COLUMN record_limit",
+         DROP COLUMN record_limit, DROP COLUMN table_filenode",
     );
     // `sluice status` reads such a ledger as it is (it may not alter it).
     let status = crate::util::sluice(&["status", "--db", &db.conninfo()]);
@@ -1938,6 +1938,24 @@ fn files_a_finished_job_loaded_are_left_out_of_a_new_glob() {
     );
     assert!(over.stderr.contains("left out ") && over.stderr.contains("drop/c.csv: job t-"), "{}", over.stderr);
     assert_eq!(rows_and_ids(&db, "t"), "900 900");
+    // Emptied outside sluice, then one file loaded (the table is no longer
+    // empty): the others are still left out, but the table's new storage
+    // tells of a TRUNCATE, and the job to forget; forgotten, its files load.
+    db.execute("CREATE TABLE public.r (id int, name text)");
+    db.load(&[glob.to_str().unwrap(), "--table", "public.r", "--job", "first"]).assert_ok();
+    db.execute("TRUNCATE public.r");
+    db.load(&[db.dir.path().join("drop/a.csv").to_str().unwrap(), "--table", "public.r"]).assert_ok();
+    let left_out = db.load(&[glob.to_str().unwrap(), "--table", "public.r"]);
+    left_out.assert_ok();
+    let rewritten = "But public.r was rewritten since job first finished (by TRUNCATE, VACUUM FULL, CLUSTER or ALTER \
+                     TABLE): if a TRUNCATE emptied it, those rows are gone, and after `sluice forget first` the files \
+                     load again";
+    assert!(left_out.stderr.contains(rewritten), "{}", left_out.stderr);
+    assert_eq!(left_out.stderr.matches("rewritten since").count(), 1, "not for a.csv's job: {}", left_out.stderr);
+    assert_eq!(rows_and_ids(&db, "public.r"), "300 300");
+    crate::util::sluice(&["forget", "--db", &conninfo, "first"]).assert_ok();
+    db.load(&[glob.to_str().unwrap(), "--table", "public.r"]).assert_ok();
+    assert_eq!(rows_and_ids(&db, "public.r"), "900 900");
     // JSON lines read into columns: the chunks hold the lines made of the
     // documents, which the comparison reads the same way.
     let documents = |from: u64| -> Vec<u8> {

@@ -150,9 +150,8 @@ pub(super) fn marked_without_header(sources: &[Source], without: &[usize]) -> Ve
     sources.iter().enumerate().map(marked).collect()
 }
 
-/// What `--header=first-file` took for records, said at the start: the
-/// user sees which of the files this run loads it read as `split -l`
-/// parts.
+/// What `--header=first-file` took for records, in the summary: the user
+/// sees which of the files this run read it read as `split -l` parts.
 pub(super) fn without_header_said(sources: &[Source]) -> Option<String> {
     let without: Vec<&str> = sources.iter().filter(|s| s.no_header).map(|s| &*s.name).collect();
     let names = super::job::names_listed(without.iter().copied());

@@ -46,7 +46,10 @@
 //! the ledger resumes it, or finds it finished (see `ledger::open`). A
 //! `--truncate` marks the other jobs into the table emptied
 //! (`sluice.jobs.emptied_at`): their files load again. A table emptied
-//! outside sluice is told apart only when it is empty.
+//! outside sluice is told apart only when it is empty. Once a file is
+//! loaded into it again, the others are left out still, but a table
+//! rewritten since a job finished (its file node changed, as TRUNCATE
+//! changes it) is said with them, naming the jobs to forget.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{copy, sink, Read};
@@ -75,6 +78,10 @@ pub struct LoadedBefore {
     /// The name of the file it was loaded from, where another (renamed or
     /// copied since).
     pub loaded_as: Option<String>,
+    /// The jobs of the reading that finished before the table was
+    /// rewritten (see `ledger::FinishedChunk::rewritten_since`): emptied,
+    /// perhaps.
+    pub rewritten_since: Vec<String>,
 }
 
 impl LoadedBefore {
@@ -315,6 +322,7 @@ fn compare_all(
                 records: loaded.iter().map(|c| c.records).sum(),
                 finished_at: loaded.last().map(|c| c.finished_at.clone()).unwrap_or_default(),
                 loaded_as: Some(&loaded[0].file).filter(|f| !source.goes_by(f)).cloned(),
+                rewritten_since: jobs_before_a_rewrite(loaded),
             };
             match likeness {
                 Likeness::Same => found.left_out.push(before()),
@@ -728,7 +736,7 @@ pub fn grown_said(before: &LoadedBefore, start: Start, sources: &[Source], table
     let line = if source.json_values.is_some() { "its document" } else { "line" };
     format!(
         "loading {} from {line} {}{byte}: job {} loaded the {} before it{} into {} (finished at {}), and the file \
-         holds them still; pass --load-again to load it whole",
+         holds them still; pass --load-again to load it whole{}",
         source.name,
         thousands(start.lines + 1),
         before.job,
@@ -736,6 +744,36 @@ pub fn grown_said(before: &LoadedBefore, start: Start, sources: &[Source], table
         before.from(),
         table.display(),
         before.finished_at,
+        rewritten_since(&before.rewritten_since, table),
+    )
+}
+
+/// The jobs of a reading that finished before the table was rewritten.
+fn jobs_before_a_rewrite(reading: &[&FinishedChunk]) -> Vec<String> {
+    let mut jobs: Vec<String> = reading.iter().filter(|c| c.rewritten_since).map(|c| c.job.clone()).collect();
+    jobs.dedup();
+    jobs
+}
+
+/// What a load that leaves out rows earlier `jobs` loaded says when the
+/// table was rewritten since: emptied outside sluice (`TRUNCATE` in psql),
+/// those rows are gone, and the user is the one who knows. Forgotten, the
+/// jobs no longer leave their files out, and the others' stay out
+/// (`--load-again` would load every file again).
+fn rewritten_since<'a>(jobs: impl IntoIterator<Item = &'a String>, table: &TableInfo) -> String {
+    let mut jobs: Vec<&str> = jobs.into_iter().map(String::as_str).collect();
+    jobs.dedup();
+    let Some(first) = jobs.first() else { return String::new() };
+    let (which, forget) = match jobs.len() {
+        1 => (format!("job {first}"), format!("sluice forget {first}")),
+        _ => {
+            ("those jobs".to_string(), jobs.iter().map(|j| format!("sluice forget {j}")).collect::<Vec<_>>().join("; "))
+        }
+    };
+    format!(
+        ". But {} was rewritten since {which} finished (by TRUNCATE, VACUUM FULL, CLUSTER or ALTER TABLE): if a \
+         TRUNCATE emptied it, those rows are gone, and after `{forget}` the files load again",
+        table.display()
     )
 }
 
@@ -847,11 +885,12 @@ pub fn said(found: &[LoadedBefore], sources: &[Source], table: &TableInfo, repla
             };
             format!(
                 "left out {names}: job {job} loaded {them}{} into {} in full ({}{kept_out}, finished at {}), and {it} \
-                 {hold} the same bytes now; pass --load-again to load {them} a second time{again}",
+                 {hold} the same bytes now; pass --load-again to load {them} a second time{again}{}",
                 from_other_names(of_job),
                 table.display(),
                 count_of(rows, "row"),
                 of_job[0].finished_at,
+                rewritten_since(of_job.iter().flat_map(|f| &f.rewritten_since), table),
             )
         })
         .collect()
@@ -885,6 +924,7 @@ mod tests {
             records: 1,
             first_line: 1,
             skipped_lines: 0,
+            rewritten_since: false,
             finished_at: String::new(),
         }
     }

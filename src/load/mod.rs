@@ -1051,7 +1051,7 @@ fn prepare(
     // Documents become text-format lines on the client, escaped as needed.
     early_warnings.extend(first_look::odd_escapes_warning(sources, format).filter(|_| format.documents.is_none()));
     early_warnings.extend(documents_said(req, &table, format));
-    early_warnings.extend(fields_said(format, &unconverted, sources, header_columns.as_ref()));
+    early_warnings.extend(fields_said(format, &unconverted, header_columns.as_ref()));
     let mut defer_plan = std::mem::take(&mut job.defer_plan);
     if replacing.is_some() && defer_plan.steps.is_empty() {
         defer_plan.why_not = Some("--on-conflict-do-update: the key stays in place for ON CONFLICT".into());
@@ -1162,13 +1162,11 @@ fn documents_said(req: &LoadRequest, table: &TableInfo, format: &FormatOptions) 
 }
 
 /// How the records' fields are read, said at the start: the values
-/// converted (and those not), the fields left out, the files whose first
-/// record is no header (`--header=first-file`), and the columns a header
-/// names in another order.
+/// converted (and those not), the fields left out, and the columns a
+/// header names in another order.
 fn fields_said(
     format: &FormatOptions,
     unconverted: &[String],
-    sources: &[Source],
     header_columns: Option<&(Arc<str>, Vec<String>)>,
 ) -> Vec<String> {
     let converted: Vec<(Conversion, String)> = match (&format.picks, &format.documents) {
@@ -1184,7 +1182,6 @@ fn fields_said(
         let fields = if left_out.len() == 1 { "field" } else { "fields" };
         said.push(format!("leaving out {fields} {} of each record, as asked", headers::field_list(&left_out)));
     }
-    said.extend(headers::without_header_said(sources));
     if let Some((source, names)) = header_columns {
         said.push(format!("loading the columns the header of {source} names, in its order: {}", names.join(", ")));
     }
@@ -1662,6 +1659,10 @@ fn conclude(
     warnings.extend(refused_warning(shared));
     warnings.extend(ended_in_skipped_lines(shared, &scans));
     warnings.extend(stopped_at_the_limit(shared, req, &scans));
+    // Not of the files after the one --limit stopped in: none of their
+    // records was read.
+    let read = scans.iter().position(|scan| scan.stopped_at_line.is_some()).map_or(shared.sources.len(), |i| i + 1);
+    warnings.extend(headers::without_header_said(&shared.sources[..read]));
     match &failure {
         // The stop's message gives the advice; the chunks the hints counted
         // go back to pending.

@@ -221,6 +221,7 @@ mod tests {
             records: 1,
             first_line: offset / 10 + 1,
             skipped_lines: 0,
+            rewritten_since: false,
             finished_at: job.into(),
         }
     }
