@@ -58,12 +58,15 @@ pub enum Error {
     #[error("{0}")]
     Transient(String),
     /// `went_on`: what the jobs that loaded its files from where it ended
-    /// added (see `load::loaded_before::went_on_after`), said after its rows.
+    /// added (see `load::loaded_before::went_on_after`), said after its rows;
+    /// `rewritten`: what the load says when the table was rewritten since
+    /// the job finished (see `ledger::rewritten_since_finished`).
     #[error(
-        "job {job} already finished at {finished_at} ({}{went_on}); nothing to do. Pass --restart to load it again",
+        "job {job} already finished at {finished_at} ({}{went_on}); nothing to do. Pass --restart to load it \
+         again{rewritten}",
         count_of(*rows, "row")
     )]
-    AlreadyLoaded { job: String, rows: u64, finished_at: String, went_on: String },
+    AlreadyLoaded { job: String, rows: u64, finished_at: String, went_on: String, rewritten: String },
     /// Earlier jobs loaded every input in full (see `load::loaded_before`).
     #[error("nothing to do: {0}")]
     NothingNew(String),

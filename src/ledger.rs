@@ -919,6 +919,17 @@ fn finished_chunks(
     Ok(chunks.iter().filter(|c| comparable(c)).cloned().collect())
 }
 
+/// Whether the table of finished `job` was rewritten since it finished
+/// (see [`FINISHED_CHUNK`]); false for a job an older sluice finished.
+pub fn rewritten_since_finished(session: &PgSession, job: &str) -> Result<bool, Error> {
+    let rows = session.query(
+        "SELECT coalesce(table_filenode <> pg_catalog.pg_relation_filenode(table_oid::oid::regclass), false) \
+         FROM sluice.jobs WHERE job = $1",
+        &[Some(job)],
+    )?;
+    Ok(rows.first().and_then(|r| r[0].as_deref()) == Some("t"))
+}
+
 /// For an unfinished job: the sizes its files had when it began, in the
 /// order of its inputs (as `load::job::input_sizes` wrote them); `None` for
 /// a finished job, one not in the ledger, or one an older sluice began.

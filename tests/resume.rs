@@ -1953,6 +1953,12 @@ fn files_a_finished_job_loaded_are_left_out_of_a_new_glob() {
     assert!(left_out.stderr.contains(rewritten), "{}", left_out.stderr);
     assert_eq!(left_out.stderr.matches("rewritten since").count(), 1, "not for a.csv's job: {}", left_out.stderr);
     assert_eq!(rows_and_ids(&db, "public.r"), "300 300");
+    let same = db.load(&[glob.to_str().unwrap(), "--table", "public.r", "--job", "first"]);
+    same.assert_ok();
+    let finished = "job first already finished at ";
+    let restart = "But public.r was rewritten since (by TRUNCATE, VACUUM FULL, CLUSTER or ALTER TABLE): if a TRUNCATE \
+                   emptied it, the job's rows are gone, and --restart loads them again";
+    assert!(same.stderr.contains(finished) && same.stderr.contains(restart), "{}", same.stderr);
     crate::util::sluice(&["forget", "--db", &conninfo, "first"]).assert_ok();
     db.load(&[glob.to_str().unwrap(), "--table", "public.r"]).assert_ok();
     assert_eq!(rows_and_ids(&db, "public.r"), "900 900");

@@ -1591,7 +1591,15 @@ fn open_job(
         Opened::Finished { .. } if any_read_once(sources) => (ledger::done_chunks(control, &job)?, false),
         Opened::Finished { rows, finished_at } => {
             let went_on = loaded_before::went_on_after(control, table, &job, sources)?;
-            return Err(Error::AlreadyLoaded { job, rows, finished_at, went_on }.into());
+            let rewritten = match ledger::rewritten_since_finished(control, &job)? {
+                true => format!(
+                    ". But {} was rewritten since (by TRUNCATE, VACUUM FULL, CLUSTER or ALTER TABLE): if a \
+                     TRUNCATE emptied it, the job's rows are gone, and --restart loads them again",
+                    table.display()
+                ),
+                false => String::new(),
+            };
+            return Err(Error::AlreadyLoaded { job, rows, finished_at, went_on, rewritten }.into());
         }
     };
     Ok(OpenedJob { job, done, defer_plan, steps, fingerprint, inputs_changed, others, started_over })
