@@ -57,16 +57,9 @@ pub enum Error {
     /// `--retry-timeout` (see [`Error::may_pass`]).
     #[error("{0}")]
     Transient(String),
-    /// `went_on`: what the jobs that loaded its files from where it ended
-    /// added (see `load::loaded_before::went_on_after`), said after its rows;
-    /// `rewritten`: what the load says when the table was rewritten since
-    /// the job finished (see `ledger::rewritten_since_finished`).
-    #[error(
-        "job {job} already finished at {finished_at} ({}{went_on}); nothing to do. Pass --restart to load it \
-         again{rewritten}",
-        count_of(*rows, "row")
-    )]
-    AlreadyLoaded { job: String, rows: u64, finished_at: String, went_on: String, rewritten: String },
+    /// The command's job is finished (boxed, as [`Error::NoSuchTable`]).
+    #[error("{0}")]
+    AlreadyLoaded(Box<FinishedJob>),
     /// Earlier jobs loaded every input in full (see `load::loaded_before`).
     #[error("nothing to do: {0}")]
     NothingNew(String),
@@ -89,6 +82,25 @@ pub enum Error {
     NothingLoads { rejected: u64, seems: &'static str, first: String, advice: String },
     #[error("{0}")]
     Server(String),
+}
+
+/// A finished job whose command was run again: `went_on`, what the jobs
+/// that loaded its files from where it ended added (see
+/// `load::loaded_before::went_on_after`), said after its rows;
+/// `rewritten`, what the load says when the table was rewritten since the
+/// job finished (see `ledger::rewritten_since_finished`).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "job {job} already finished at {finished_at} ({}{went_on}); nothing to do. Pass --restart to load it \
+     again{rewritten}",
+    count_of(*rows, "row")
+)]
+pub struct FinishedJob {
+    pub job: String,
+    pub rows: u64,
+    pub finished_at: String,
+    pub went_on: String,
+    pub rewritten: String,
 }
 
 /// A table the load names that does not exist: `searched`, the schemas of
@@ -116,7 +128,7 @@ impl Error {
             Error::Connect { .. } | Error::Database(_) | Error::Transient(_) | Error::Server(_) => exit::DATABASE,
             Error::TooManyRejects { .. } | Error::NothingLoads { .. } => exit::TOO_MANY_REJECTS,
             Error::Interrupted { .. } => exit::INTERRUPTED,
-            Error::AlreadyLoaded { .. } | Error::NothingNew(_) => exit::OK,
+            Error::AlreadyLoaded(_) | Error::NothingNew(_) => exit::OK,
         }
     }
 

@@ -1599,7 +1599,8 @@ fn open_job(
                 ),
                 false => String::new(),
             };
-            return Err(Error::AlreadyLoaded { job, rows, finished_at, went_on, rewritten }.into());
+            let finished = crate::error::FinishedJob { job, rows, finished_at, went_on, rewritten };
+            return Err(Error::AlreadyLoaded(Box::new(finished)).into());
         }
     };
     Ok(OpenedJob { job, done, defer_plan, steps, fingerprint, inputs_changed, others, started_over })
