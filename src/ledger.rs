@@ -1575,6 +1575,10 @@ pub struct JobStatus {
     /// `--limit`'s records, when the job was given it: it reads no more,
     /// and finishes short of its input's end.
     pub record_limit: Option<u64>,
+    /// The table was rewritten since the job finished (see
+    /// [`FINISHED_CHUNK`]): a TRUNCATE outside sluice may have taken its
+    /// rows, which the ledger cannot see.
+    pub rewritten_since: bool,
     pub rows: u64,
     pub rejected: u64,
     /// Records `--on-conflict-do-nothing` skipped.
@@ -1626,7 +1630,9 @@ pub fn status(session: &PgSession, job: Option<&str>, table: Option<&str>) -> Re
              WHERE s.job = j.job AND s.state = 'dropped'), min(to_jsonb(j)->>'command'), \
            coalesce(sum(c.byte_len) FILTER (WHERE c.state = 'done'), 0), min(to_jsonb(j)->>'input_bytes'), \
            coalesce(sum((to_jsonb(c)->>'rows_skipped')::bigint), 0), min(to_jsonb(j)->>'stopped_by'), \
-           coalesce(sum((to_jsonb(c)->>'rows_replaced')::bigint), 0), min(to_jsonb(j)->>'record_limit') \
+           coalesce(sum((to_jsonb(c)->>'rows_replaced')::bigint), 0), min(to_jsonb(j)->>'record_limit'), \
+           coalesce(min(to_jsonb(j)->>'table_filenode')::bigint \
+             <> pg_catalog.pg_relation_filenode(min(to_jsonb(j)->>'table_oid')::oid::regclass), false) \
          FROM sluice.jobs j LEFT JOIN sluice.chunks c ON c.job = j.job \
          WHERE ($1::text IS NULL OR j.job = $1) AND ($2::text IS NULL OR j.target_table = $2) \
          GROUP BY j.job ORDER BY max(j.created_at) DESC",
@@ -1654,6 +1660,7 @@ pub fn status(session: &PgSession, job: Option<&str>, table: Option<&str>) -> Re
             bytes_done: num(r, 10),
             input_bytes: r[11].as_deref().and_then(|n| n.parse().ok()),
             record_limit: r[15].as_deref().and_then(|n| n.parse().ok()),
+            rewritten_since: r[16].as_deref() == Some("t"),
             stopped_by: r[13].clone(),
             reject_reasons: None,
         })

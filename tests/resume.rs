@@ -1959,6 +1959,14 @@ fn files_a_finished_job_loaded_are_left_out_of_a_new_glob() {
     let restart = "But public.r was rewritten since (by TRUNCATE, VACUUM FULL, CLUSTER or ALTER TABLE): if a TRUNCATE \
                    emptied it, the job's rows are gone, and --restart loads them again";
     assert!(same.stderr.contains(finished) && same.stderr.contains(restart), "{}", same.stderr);
+    let status = crate::util::sluice(&["status", "--db", &conninfo, "--table", "public.r"]);
+    let said = "\n  the table was rewritten since this job finished";
+    assert_eq!(status.stdout.matches(said).count(), 1, "job first's, not a.csv's: {}", status.stdout);
+    assert!(
+        status.stdout.split(said).next().unwrap().lines().last().unwrap().starts_with("first "),
+        "{}",
+        status.stdout
+    );
     crate::util::sluice(&["forget", "--db", &conninfo, "first"]).assert_ok();
     db.load(&[glob.to_str().unwrap(), "--table", "public.r"]).assert_ok();
     assert_eq!(rows_and_ids(&db, "public.r"), "900 900");

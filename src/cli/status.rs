@@ -95,6 +95,12 @@ pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
             println!("  {} of the rows {replacing}", thousands(j.replaced));
         }
         let in_progress = j.state == "in progress";
+        if j.rewritten_since && j.state == "finished" {
+            println!(
+                "  the table was rewritten since this job finished (by TRUNCATE, VACUUM FULL, CLUSTER or ALTER \
+                 TABLE): if a TRUNCATE emptied it, its rows are gone"
+            );
+        }
         if j.state == "emptied" {
             println!(
                 "  another job's --truncate emptied the table after this job finished, and its rows with it; \
@@ -233,6 +239,7 @@ mod tests {
             bytes_done,
             input_bytes,
             record_limit: None,
+            rewritten_since: false,
             rows: 0,
             rejected: 0,
             skipped: 0,
