@@ -873,11 +873,13 @@ fn json_keys(keys: &[&str]) -> String {
 /// type changed, which keep the rows: a sign, not a proof, that the rows
 /// a job loaded went with a TRUNCATE outside sluice, which the ledger
 /// cannot see (a `--truncate` of sluice's own marks the jobs it emptied).
+/// The table's file node now is read once, in a subquery, not for each of
+/// the chunks (20,000 files' at a time).
 const FINISHED_CHUNK: &str = "c.job, c.file, c.byte_offset, c.byte_len, c.content_hash, c.rows_loaded, \
      date_trunc('second', j.finished_at)::text AS finished_at, \
      c.rows_loaded + c.rows_rejected + c.rows_suppressed + c.rows_skipped, c.first_line, \
      coalesce(j.skipped_lines, 0), \
-     coalesce(j.table_filenode <> pg_catalog.pg_relation_filenode($2::bigint::oid::regclass), false) \
+     coalesce(j.table_filenode <> (SELECT pg_catalog.pg_relation_filenode($2::bigint::oid::regclass)), false) \
      FROM sluice.jobs j JOIN sluice.chunks c ON c.job = j.job \
      WHERE j.target_table = $1 AND coalesce(j.table_oid, $2::bigint) = $2::bigint \
      AND j.finished_at IS NOT NULL AND c.state = 'done' \
