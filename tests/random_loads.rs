@@ -181,10 +181,11 @@ impl Options {
     }
 
     /// Some loads of files with lines of title above the data, which
-    /// `--skip-lines` skips (refused with `--header=first-file`).
+    /// `--skip-lines` skips (with `--header=first-file`, above the first
+    /// file's alone).
     fn with_lines_above_sometimes(self, rng: &mut Rng) -> Options {
-        let lines_above = match (self.header_in_first_file, rng.below(4)) {
-            (false, 0) => 1 + rng.below(3),
+        let lines_above = match rng.below(4) {
+            0 => 1 + rng.below(3),
             _ => 0,
         };
         Options { lines_above, ..self }
@@ -442,7 +443,8 @@ fn check_case(db: &TestDb, rng: &mut Rng, case: usize, options: &Options) {
         if options.bom && header {
             text.push('\u{feff}');
         }
-        for _ in 0..options.lines_above {
+        let titled = file == 0 || !options.header_in_first_file;
+        for _ in 0..options.lines_above * u64::from(titled) {
             text.push_str(&title_line(rng, options.delimiter));
             text.push_str(end);
             line += 1;

@@ -88,8 +88,9 @@ pub struct LoadArgs {
 
     /// Skip the first N lines of each file, before its header or first
     /// record: the title, notes or `sep=;` line some exports write above
-    /// the data. Lines, not records: a quote in them opens nothing. Rejects
-    /// still count lines from the file's first. csv and tsv.
+    /// the data (with --header=first-file: of the first file only). Lines,
+    /// not records: a quote in them opens nothing. Rejects still count
+    /// lines from the file's first. csv and tsv.
     #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
     skip_lines: u64,
 

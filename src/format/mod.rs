@@ -317,14 +317,6 @@ impl FormatOptions {
         if self.skip_lines > 0 && self.kind == FormatKind::Jsonl {
             return Err("--skip-lines applies to csv and tsv; JSON lines have no lines above the documents".into());
         }
-        if self.skip_lines > 0 && self.header_in_first_file_only {
-            return Err(format!(
-                "--skip-lines skips the first lines of each file, and --header=first-file says only the first file \
-                 begins with the header: the other files' first lines would be skipped too. Remove the lines from \
-                 the first file (tail -n +{} FILE > DATA), then load without --skip-lines",
-                self.skip_lines + 1
-            ));
-        }
         match self.kind {
             FormatKind::Tsv if self.quote.is_some() || self.escape.is_some() => {
                 Err("--quote and --escape apply to csv only; tsv escapes with backslashes".into())

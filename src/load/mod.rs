@@ -619,7 +619,12 @@ fn in_the_ledger_schema(table: &TableInfo) -> Option<String> {
 pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed> {
     let started = (Instant::now(), SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis()));
     let mut sources = resolve_inputs(&req.inputs)?;
-    sources.iter_mut().for_each(|source| source.skip_lines = req.options.skip_lines);
+    for (index, source) in sources.iter_mut().enumerate() {
+        // The parts `split -l` cut: the title is the first part's, as the
+        // header is.
+        let first_part_only = req.options.header_in_first_file_only && index > 0;
+        source.skip_lines = if first_part_only { 0 } else { req.options.skip_lines };
+    }
     let mut format = req.options.clone();
     format.kind = resolve_kind(req.format, &sources)?;
     format.validate().map_err(Error::Usage)?;
@@ -2415,7 +2420,8 @@ fn chunker_for(
     block: Vec<u8>,
 ) -> Result<InputChunker, Error> {
     let cfg = chunker_config(shared.format, req, shared.chunk_size.max(1), keep_bytes, shared.shape);
-    let cfg = ChunkerConfig { header: cfg.header && !source.no_header, record_cap, ..cfg };
+    let cfg =
+        ChunkerConfig { header: cfg.header && !source.no_header, skip_lines: source.skip_lines, record_cap, ..cfg };
     // The input lines are kept only for chunks that carry their bytes to
     // the workers (and so to the rejects file): checking chunks drops them.
     let (stream, counts) = source.open_chunked(keep_bytes)?;
@@ -2477,7 +2483,9 @@ fn stopped_at_the_limit(shared: &Shared, req: &LoadRequest, scans: &[InputScan])
 /// earlier job ended, whose start is not read.
 fn ended_in_skipped_lines(shared: &Shared, scans: &[InputScan]) -> Option<String> {
     let skip = shared.format.skip_lines;
-    let ended = |(source, scan): &(&Source, &InputScan)| source.start.is_none() && scan.preamble.skipped_lines < skip;
+    let ended = |(source, scan): &(&Source, &InputScan)| {
+        source.start.is_none() && scan.preamble.skipped_lines < source.skip_lines
+    };
     let short: Vec<&str> = shared.sources.iter().zip(scans).filter(ended).map(|(source, _)| &*source.name).collect();
     let first = short.first()?;
     let others = match short.len() {
