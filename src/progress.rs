@@ -310,11 +310,12 @@ impl Snapshot {
         self.bytes_done as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
 
-    /// Time left at the average rate so far; `None` until something is done
-    /// or when the total is unknown.
+    /// Time left at the average rate so far; `None` until something is done,
+    /// when the total is unknown, or beyond what a `Duration` holds (one
+    /// record of a `--limit` of 10^19 from stdin).
     pub fn eta(&self) -> Option<Duration> {
         let fraction = self.fraction().filter(|&f| f > 0.0)?;
-        Some(self.elapsed.mul_f64((1.0 - fraction) / fraction))
+        Duration::try_from_secs_f64(self.elapsed.as_secs_f64() * (1.0 - fraction) / fraction).ok()
     }
 }
 
@@ -365,6 +366,9 @@ mod tests {
         let chunk_past_the_cap = Snapshot { records_done: 1_200, ..base };
         assert_eq!(chunk_past_the_cap.fraction(), Some(1.0));
         assert_eq!(chunk_past_the_cap.eta(), Some(Duration::ZERO));
+        let cap_beyond_any_eta =
+            Snapshot { bytes_total: None, records_done: 1, records_cap: Some(u64::MAX), ..chunk_past_the_cap };
+        assert_eq!(cap_beyond_any_eta.eta(), None, "no panic");
     }
 
     #[test]
