@@ -7,7 +7,7 @@
 //! (`cut`, `--columns`) that fixes it: a refused input leaves the table as it
 //! was.
 
-use crate::chunk::{Chunker, ChunkerConfig, Preamble};
+use crate::chunk::{Chunker, Preamble};
 use crate::error::Error;
 use crate::format::pick::FieldPicks;
 use crate::format::{Dialect, FormatKind, FormatOptions};
@@ -524,9 +524,7 @@ pub(super) fn refuse_a_separator_line(sources: &[Source]) -> Result<(), Error> {
 /// that runs past that head is refused rather than taken in part.
 fn header_of(source: &Source, format: &FormatOptions, req: &LoadRequest) -> Result<Option<Vec<u8>>, Error> {
     let (stream, raw, whole) = source.open_start()?;
-    // The lines skipped are the input's own (the first file's alone, with
-    // --header=first-file).
-    let config = ChunkerConfig { skip_lines: source.skip_lines, ..chunker_config(format, req, 1, false, None) };
+    let config = chunker_config((format, source), req, 1, false, None);
     let preamble = Chunker::new(stream, config, 0, 0).read_preamble().map_err(|e| source.read_error(&e, raw.get()))?;
     if preamble.header_lines > 1 {
         refuse_a_header_that_runs_on(source, format, &preamble)?;

@@ -2419,9 +2419,8 @@ fn chunker_for(
     keep_bytes: bool,
     block: Vec<u8>,
 ) -> Result<InputChunker, Error> {
-    let cfg = chunker_config(shared.format, req, shared.chunk_size.max(1), keep_bytes, shared.shape);
-    let cfg =
-        ChunkerConfig { header: cfg.header && !source.no_header, skip_lines: source.skip_lines, record_cap, ..cfg };
+    let cfg = chunker_config((shared.format, source), req, shared.chunk_size.max(1), keep_bytes, shared.shape);
+    let cfg = ChunkerConfig { header: cfg.header && !source.no_header, record_cap, ..cfg };
     // The input lines are kept only for chunks that carry their bytes to
     // the workers (and so to the rejects file): checking chunks drops them.
     let (stream, counts) = source.open_chunked(keep_bytes)?;
@@ -2435,10 +2434,11 @@ fn chunker_for(
     Ok((chunker, counts))
 }
 
-/// How the load's inputs are cut: chunks of `target` bytes, by the format's
-/// rules.
+/// How `source` is cut: chunks of `target` bytes, by the format's rules,
+/// past the lines skipped above its data (its own: with
+/// `--header=first-file`, the first file's alone).
 fn chunker_config(
-    format: &FormatOptions,
+    (format, source): (&FormatOptions, &Source),
     req: &LoadRequest,
     target: u64,
     keep_bytes: bool,
@@ -2447,7 +2447,7 @@ fn chunker_config(
     ChunkerConfig {
         dialect: format.dialect(),
         target,
-        skip_lines: format.skip_lines,
+        skip_lines: source.skip_lines,
         header: format.header,
         record_cap: None,
         keep_bytes,
