@@ -761,8 +761,9 @@ fn jobs_before_a_rewrite(reading: &[&FinishedChunk]) -> Vec<String> {
 /// jobs no longer leave their files out, and the others' stay out
 /// (`--load-again` would load every file again).
 fn rewritten_since<'a>(jobs: impl IntoIterator<Item = &'a String>, table: &TableInfo) -> String {
-    let mut jobs: Vec<&str> = jobs.into_iter().map(String::as_str).collect();
-    jobs.dedup();
+    let mut seen = HashSet::new();
+    // Each once, in order: the files of one reading name its jobs again.
+    let jobs: Vec<&str> = jobs.into_iter().map(String::as_str).filter(|job| seen.insert(*job)).collect();
     let Some(first) = jobs.first() else { return String::new() };
     let (which, forget) = match jobs.len() {
         1 => (format!("job {first}"), format!("sluice forget {first}")),
@@ -970,5 +971,17 @@ mod tests {
         let offsets: Vec<Vec<(&str, u64)>> =
             jobs.iter().map(|j| j.iter().map(|c| (c.job.as_str(), c.byte_offset)).collect()).collect();
         assert_eq!(offsets, vec![vec![("b", 0), ("b", 10)], vec![("a", 0)]]);
+    }
+
+    /// Several files of a reading by jobs a, then b: each job to forget is
+    /// named once.
+    #[test]
+    fn the_jobs_to_forget_after_a_rewrite_are_each_named_once() {
+        let table = super::super::plan::tests::table(&[("id", "int4")]);
+        let jobs: Vec<String> = ["a", "b", "a", "b"].map(String::from).to_vec();
+        let said = rewritten_since(&jobs, &table);
+        assert!(said.ends_with("after `sluice forget a; sluice forget b` the files load again"), "{said}");
+        assert_eq!(rewritten_since(&jobs[..1], &table).matches("job a finished").count(), 1);
+        assert_eq!(rewritten_since(&[], &table), "");
     }
 }
