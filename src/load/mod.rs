@@ -1675,7 +1675,7 @@ fn conclude(
     warnings.extend(stopped_at_the_limit(shared, req, &scans));
     // Not of the files after the one --limit stopped in: none of their
     // records was read.
-    let read = scans.iter().position(|scan| scan.stopped_at_line.is_some()).map_or(shared.sources.len(), |i| i + 1);
+    let read = stopped_in(&scans).map_or(shared.sources.len(), |(index, _)| index + 1);
     warnings.extend(headers::without_header_said(&shared.sources[..read]));
     match &failure {
         // The stop's message gives the advice; the chunks the hints counted
@@ -2460,7 +2460,7 @@ fn chunker_config(
 /// from, which a later load of the same files does (see
 /// [`loaded_before`]).
 fn stopped_at_the_limit(shared: &Shared, req: &LoadRequest, scans: &[InputScan]) -> Option<String> {
-    let (index, line) = scans.iter().enumerate().find_map(|(i, scan)| Some((i, scan.stopped_at_line?)))?;
+    let (index, line) = stopped_in(scans)?;
     let later = match shared.sources.len() - index - 1 {
         0 => String::new(),
         n => format!(", and {} after it not read", count_of(n as u64, "input")),
@@ -2475,6 +2475,11 @@ fn stopped_at_the_limit(shared: &Shared, req: &LoadRequest, scans: &[InputScan])
         source.name,
         thousands(line)
     ))
+}
+
+/// The input `--limit` stopped in, and the line it stopped at.
+fn stopped_in(scans: &[InputScan]) -> Option<(usize, u64)> {
+    scans.iter().enumerate().find_map(|(index, scan)| Some((index, scan.stopped_at_line?)))
 }
 
 /// Inputs that ended within the lines `--skip-lines` skips, so that
