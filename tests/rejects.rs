@@ -2620,7 +2620,48 @@ fn empty_lines_are_rejected_at_their_lines_and_named_as_such() {
     let Loaded { run, rejects: found, .. } = load_with_rejects(&db, &crlf, "t", &["--header", "--truncate"]);
     assert_eq!((run.code, found.len(), db.count("t")), (1, 1, 1), "{}", run.stderr);
     assert!(run.stderr.contains("1 record was rejected that is an empty line (the first: "), "{}", run.stderr);
-    assert!(run.stderr.contains("crlf.csv line 3): it holds no values"), "{}", run.stderr);
+    assert!(run.stderr.contains("crlf.csv line 3): it holds no values, so no data is missing from the table for it"));
+}
+
+/// A query's result saved by psql (`-A -F,`, which keeps the footer) ends
+/// with its row count, `(2 rows)`: the record is rejected as COPY rejects
+/// it, and the summary says that it is psql's count, not data, and how to
+/// save without it; sqlcmd's count after an empty line is named as its own.
+/// In a one-column text table the footer is a value and loads.
+#[test]
+fn a_clients_row_count_under_a_saved_result_is_rejected_and_named_as_such() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE src (id int, name text); INSERT INTO src VALUES (1, 'a'), (2, 'b')");
+    db.execute("CREATE TABLE t (id int, name text); CREATE TABLE one (v text)");
+    let out = std::process::Command::new("psql")
+        .args(["-X", "-A", "-F", ",", "-d", &db.conninfo(), "-c", "SELECT * FROM src ORDER BY id"])
+        .output()
+        .expect("run psql");
+    assert!(out.stdout.ends_with(b"\n(2 rows)\n"), "{}", String::from_utf8_lossy(&out.stdout));
+    let file = db.file("saved.csv", &out.stdout);
+    let Loaded { run, rejects: found, report: r, .. } = load_with_rejects(&db, &file, "t", &["--header"]);
+    assert_eq!((run.code, found.len(), db.count("t")), (1, 1, 2), "{}", run.stderr);
+    assert_eq!(found[0]["line"], 4);
+    db.assert_same_rows("src", "t");
+    let warning = "1 record was rejected that is the row count psql prints under a query's result (the first: \
+                   \"(2 rows)\", ";
+    assert!(run.stderr.contains(warning), "{}", run.stderr);
+    assert!(run.stderr.contains("saved.csv line 4): it counts the rows above, so no data is missing from the table"));
+    assert!(run.stderr.contains("`psql --csv` (or `-P footer=off`"), "{}", run.stderr);
+    assert_reported(&r, warning);
+    let sqlcmd = db.file("sqlcmd.csv", b"id,name\r\n3,c\r\n\r\n(1 rows affected)\r\n");
+    let Loaded { run, rejects: found, .. } = load_with_rejects(&db, &sqlcmd, "t", &["--header"]);
+    assert_eq!((run.code, found.len(), db.count("t")), (1, 2, 3), "{}", run.stderr);
+    assert!(run.stderr.contains("that is an empty line (the first: "), "{}", run.stderr);
+    assert!(run.stderr.contains("sqlcmd.csv line 3): it holds no values"), "{}", run.stderr);
+    assert!(run
+        .stderr
+        .contains("the row count sqlcmd prints under a query's result (the first: \"(1 rows affected)\""));
+    assert!(run.stderr.contains("`SET NOCOUNT ON;` before the query saves the result without it"), "{}", run.stderr);
+    assert!(!run.stderr.contains("psql --csv"), "{}", run.stderr);
+    let Loaded { run, rejects: found, .. } = load_with_rejects(&db, &file, "one", &["--header", "--delimiter", "|"]);
+    assert_eq!((run.code, found.len(), db.count("one")), (0, 0, 3), "{}", run.stderr);
+    assert!(!run.stderr.contains("row count"), "{}", run.stderr);
 }
 
 /// `--unix-times auto`: each time column's unit is the one its first

@@ -72,6 +72,10 @@ pub(super) struct RejectNotes {
     null_words: Tally,
     /// Records that are empty lines (see [`empty_line_warning`]).
     empty_lines: Tally,
+    /// Records that are a client's row count under a query's result, with
+    /// the client of the first (see [`row_count_footer_warning`]).
+    row_count_footers: Tally,
+    row_count_client: Mutex<Option<QueryClient>>,
     /// Records rejected for a key a row held (see [`held_key_warning`]).
     held_keys: Tally,
     /// Records no partition of the table takes (see [`no_partition_warning`]).
@@ -149,6 +153,13 @@ pub(super) fn note(shared: &Shared, rejects: &[Reject]) {
         rejects.iter().filter(|r| r.raw.as_deref().is_some_and(|raw| raw.trim_end_matches(['\r', '\n']).is_empty()))
     {
         notes.empty_lines.add(|| format!("{} line {}", reject.file, reject.line));
+    }
+    for reject in rejects {
+        let Some((footer, client)) = reject.raw.as_deref().and_then(row_count_footer) else { continue };
+        notes.row_count_footers.add(|| {
+            *notes.row_count_client.lock().unwrap_or_else(|e| e.into_inner()) = Some(client);
+            format!("\"{footer}\", {} line {}", reject.file, reject.line)
+        });
     }
     for reject in rejects.iter().filter(|r| r.sqlstate.as_deref() == Some("23505")) {
         notes.held_keys.add(|| format!("{} line {}", reject.file, reject.line));
@@ -469,7 +480,8 @@ pub(super) fn warnings(shared: &Shared) -> Vec<String> {
     let headers = header_warning(&shared.notes, shared.format);
     let alerts = ALERTS.iter().filter_map(|warning| warning(shared));
     let keys = held_key_warning(shared).into_iter().chain(no_partition_warning(shared));
-    headers.into_iter().chain(alerts).chain(empty_line_warning(shared)).chain(keys).collect()
+    let not_data = empty_line_warning(shared).into_iter().chain(row_count_footer_warning(shared));
+    headers.into_iter().chain(alerts).chain(not_data).chain(keys).collect()
 }
 
 /// How the server's reason for a row no partition takes begins (in
@@ -532,11 +544,86 @@ fn held_key_warning(shared: &Shared) -> Option<String> {
 /// values were lost; the count tells the user at once that none were.
 fn empty_line_warning(shared: &Shared) -> Option<String> {
     let (count, first) = shared.notes.empty_lines.seen()?;
-    let (are, they) = if count == 1 { ("is an empty line", "it holds") } else { ("are empty lines", "they hold") };
+    let (are, they, them) =
+        if count == 1 { ("is an empty line", "it holds", "it") } else { ("are empty lines", "they hold", "them") };
     Some(format!(
         "{} rejected that {are} (the first: {first}): {they} no values, so no data is missing from the table for \
-         them",
+         {them}",
         how_many_were(count, "record"),
+    ))
+}
+
+/// A client of the server whose output of a query, saved as a file, ends
+/// with a count of its rows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum QueryClient {
+    /// `(3 rows)`, under `psql -A -F,` (unaligned output keeps the footer).
+    Psql,
+    /// `(3 rows affected)`, under sqlcmd's and SQL Server Management
+    /// Studio's results.
+    Sqlcmd,
+    /// `3 rows selected.`, under SQL*Plus's.
+    SqlPlus,
+}
+
+impl QueryClient {
+    fn name(self) -> &'static str {
+        match self {
+            QueryClient::Psql => "psql",
+            QueryClient::Sqlcmd => "sqlcmd",
+            QueryClient::SqlPlus => "SQL*Plus",
+        }
+    }
+
+    /// How to save a query's rows without the count.
+    fn without_footer(self) -> &'static str {
+        match self {
+            QueryClient::Psql => "`psql --csv` (or `-P footer=off`, or `\\copy (query) TO file CSV HEADER`)",
+            QueryClient::Sqlcmd => "`SET NOCOUNT ON;` before the query",
+            QueryClient::SqlPlus => "`SET FEEDBACK OFF` before the query",
+        }
+    }
+}
+
+/// The row count a client prints under a query's result, and that client,
+/// when `raw` (a rejected record, its line end aside) is one: `(3 rows)`,
+/// `(1 row)`, `(3 rows affected)`, `3 rows selected.`, `no rows selected`.
+/// English only, as the clients print it by default.
+fn row_count_footer(raw: &str) -> Option<(&str, QueryClient)> {
+    /// What follows `3 rows` (or `1 row`) at the start of `text`.
+    fn rows_and(text: &str) -> Option<&str> {
+        let count = text.find(|c: char| !c.is_ascii_digit()).filter(|&digits| digits > 0)?;
+        let rest = text[count..].strip_prefix(" row")?;
+        Some(rest.strip_prefix('s').unwrap_or(rest))
+    }
+    let footer = raw.trim_end_matches(['\r', '\n']);
+    let client = match footer.strip_prefix('(').and_then(rows_and) {
+        Some(")") => QueryClient::Psql,
+        Some(" affected)") => QueryClient::Sqlcmd,
+        Some(_) => return None,
+        None if footer == "no rows selected" || rows_and(footer) == Some(" selected.") => QueryClient::SqlPlus,
+        None => return None,
+    };
+    Some((footer, client))
+}
+
+/// Records that are a client's count of the rows above them: the last line
+/// of a query's result saved as a file (`psql -A -F, -c 'SELECT ...' >
+/// out.csv`). Why: its reason (`invalid input syntax for type integer:
+/// "(3 rows)"`, or `missing data for column`) reads as a bad row, and a
+/// user checking the rejects wondered which rows were lost: none were.
+fn row_count_footer_warning(shared: &Shared) -> Option<String> {
+    let notes = &shared.notes;
+    let (count, first) = notes.row_count_footers.seen()?;
+    let client = (*notes.row_count_client.lock().unwrap_or_else(|e| e.into_inner()))?;
+    let (are, counts) = if count == 1 { ("is", "it counts") } else { ("are", "each counts") };
+    Some(format!(
+        "{} rejected that {are} the row count {} prints under a query's result (the first: {first}): {counts} \
+         the rows above, so no data is missing from the table for {}. {} saves the result without it",
+        how_many_were(count, "record"),
+        client.name(),
+        if count == 1 { "it" } else { "them" },
+        client.without_footer(),
     ))
 }
 
@@ -1012,6 +1099,20 @@ fn reads_documents(shared: &Shared) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clients_row_count_under_a_result_is_told_from_data() {
+        let footer = |raw| row_count_footer(raw).map(|(text, client)| (text.to_string(), client));
+        assert_eq!(footer("(3 rows)\n"), Some(("(3 rows)".into(), QueryClient::Psql)));
+        assert_eq!(footer("(1 row)\r\n"), Some(("(1 row)".into(), QueryClient::Psql)));
+        assert_eq!(footer("(12 rows affected)"), Some(("(12 rows affected)".into(), QueryClient::Sqlcmd)));
+        assert_eq!(footer("(1 row affected)\n"), Some(("(1 row affected)".into(), QueryClient::Sqlcmd)));
+        assert_eq!(footer("2 rows selected.\n"), Some(("2 rows selected.".into(), QueryClient::SqlPlus)));
+        assert_eq!(footer("no rows selected\n"), Some(("no rows selected".into(), QueryClient::SqlPlus)));
+        for data in ["( rows)", "(3 rows", "(3 rowsx)", "(3, rows)", "3 rows", "(3 rows) ", "x(3 rows)", "(-3 rows)"] {
+            assert_eq!(footer(data), None, "{data}");
+        }
+    }
 
     #[test]
     fn columns_with_one_left_out_are_quoted_for_the_shell_only_when_needed() {
