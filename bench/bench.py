@@ -311,7 +311,10 @@ def loaders(name, server, parts_dir):
     copy = lambda f: ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", f"\\copy {table} from '{f}' {opts}"]
     halves = sorted(parts_dir.glob(f"{name}-part-*"))
     out = {"psql \\copy": [copy(path)]}
-    sluice = [str(SLUICE), "load", "--restart", str(path), "--table", table, "--quiet", *fmt]
+    # --analyze no: psql \copy and the peers leave the table unanalyzed, and
+    # the benchmark's server has autovacuum off, where sluice would analyze
+    # it by default (0.2-0.4 s on these datasets, measured apart).
+    sluice = [str(SLUICE), "load", "--restart", str(path), "--table", table, "--quiet", *fmt, "--analyze", "no"]
     if path.is_dir():
         files = sorted(str(f) for f in path.glob("*.tsv"))
         cat = lambda fs: ["sh", "-c", f"cat \"$@\" | psql -X -q -v ON_ERROR_STOP=1 -c '\\copy {table} from stdin'",
@@ -528,7 +531,7 @@ def rss_check():
         for input_path, copy_format in ((path, "auto"), (zst, "auto"), (zst, "binary")):
             server.psql("TRUNCATE transactions; CHECKPOINT")
             cmd = [str(SLUICE), "load", "--restart", str(input_path), "--table", "transactions", "--workers", "8", "--quiet",
-                   "--format", "tsv", "--copy-format", copy_format]
+                   "--format", "tsv", "--copy-format", copy_format, "--analyze", "no"]
             wall, cpu, rss = run_measured([cmd], server.env)
             count = int(server.psql("SELECT count(*) FROM transactions"))
             assert count == 120_000_000, count
@@ -561,7 +564,7 @@ def rejects_bench(rounds, workers):
                 time.sleep(0.3)
                 rejects = Path(tempfile.mkdtemp()) / "r.jsonl"
                 cmd = [str(SLUICE), "load", "--restart", str(path), "--table", "transactions", "--quiet", "--format", "tsv",
-                       "--workers", str(workers), "--rejects", str(rejects)]
+                       "--workers", str(workers), "--rejects", str(rejects), "--analyze", "no"]
                 start = time.perf_counter()
                 code = subprocess.run(cmd, env=server.env).returncode
                 wall = time.perf_counter() - start
@@ -607,7 +610,7 @@ def matrix(name, workers, chunks, rounds, extra):
             for w in workers:
                 for c in chunks:
                     cmd = [str(SLUICE), "load", "--restart", str(DATA / file), "--table", table, "--quiet", "--workers", str(w),
-                           "--chunk-size", c, *fmt, *extra]
+                           "--chunk-size", c, *fmt, "--analyze", "no", *extra]
                     wall, cpu, s_cpu, _ = load_into_empty(server, table, rows, [cmd])
                     results.setdefault((w, c), []).append((wall, cpu, s_cpu))
                     print(f"{name} w{w} {c:>6} round {r}: {wall:.2f} s client {cpu:.2f} server {s_cpu:.2f}",

@@ -119,6 +119,9 @@ fn measure_each(
                 chunk_size: s.chunk_size,
                 copy_format: s.copy_format,
                 defer_indexes: s.defer,
+                // The scratch table's statistics serve nobody, and would
+                // add the same seconds to every setting.
+                analyze: load::AnalyzeWhen::No,
                 job: Some(format!("sluice-bench-{}-{i}", std::process::id())),
                 restart: true,
                 ..base.clone()

@@ -33,6 +33,8 @@ pub struct Progress {
     /// The table, unlogged for the load (`--unlogged`), is being made
     /// logged again after it.
     relogging: AtomicBool,
+    /// The table is being analyzed after the load (`--analyze`).
+    analyzing: AtomicBool,
     /// The input changed since the job began and is read again to compare
     /// the chunks it committed, before anything loads.
     checking: AtomicBool,
@@ -71,6 +73,8 @@ pub struct Snapshot {
     pub building: u64,
     /// The table is being made logged again after the copy (`--unlogged`).
     pub relogging: bool,
+    /// The table is being analyzed after the load (`--analyze`).
+    pub analyzing: bool,
     /// On-disk bytes read again to check a changed input, while that lasts.
     pub checked: Option<u64>,
     /// That check compares the inputs with what earlier jobs loaded.
@@ -117,6 +121,7 @@ impl Default for Progress {
             chunks_done: AtomicU64::new(0),
             building: AtomicU64::new(0),
             relogging: AtomicBool::new(false),
+            analyzing: AtomicBool::new(false),
             checking: AtomicBool::new(false),
             checking_earlier_jobs: AtomicBool::new(false),
             bytes_checked: AtomicU64::new(0),
@@ -161,6 +166,11 @@ impl Progress {
     pub fn set_building(&self, objects: u64, relogging: bool) {
         self.building.store(objects, Relaxed);
         self.relogging.store(relogging, Relaxed);
+    }
+
+    /// Whether the table is being analyzed after the load.
+    pub fn set_analyzing(&self, analyzing: bool) {
+        self.analyzing.store(analyzing, Relaxed);
     }
 
     /// Whether deferred objects are being built after the copy.
@@ -209,6 +219,7 @@ impl Progress {
             chunks_done: self.chunks_done.load(Relaxed),
             building: self.building.load(Relaxed),
             relogging: self.relogging.load(Relaxed),
+            analyzing: self.analyzing.load(Relaxed),
             checked: self.checking.load(Relaxed).then(|| self.bytes_checked.load(Relaxed)),
             checking_earlier_jobs: self.checking_earlier_jobs.load(Relaxed),
             waiting: self.waiting_now(),
@@ -337,6 +348,7 @@ mod tests {
             chunks_done: 1,
             building: 0,
             relogging: false,
+            analyzing: false,
             checked: None,
             checking_earlier_jobs: false,
             waiting: None,

@@ -142,6 +142,9 @@ pub struct Summary {
     pub connection: crate::sink::socket::ConnectionPath,
     /// Indexes and constraints dropped for the load and built after it.
     pub deferred: Deferral,
+    /// The table analyzed after the load, or why not (`--analyze`); none
+    /// when it was left to autovacuum.
+    pub analysis: Option<Analysis>,
     /// What the loading sessions were doing on the server.
     pub server_waits: ServerWaits,
 }
@@ -278,6 +281,30 @@ impl Deferral {
     }
 }
 
+/// What `--analyze` did after the load (see `load::analyze`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Analysis {
+    /// The table was analyzed.
+    pub done: bool,
+    pub seconds: f64,
+    /// Why it was analyzed; or why not, and what to run.
+    pub why: String,
+}
+
+impl Analysis {
+    pub fn not_done(why: String) -> Analysis {
+        Analysis { done: false, seconds: 0.0, why }
+    }
+
+    /// `, analyzed in 0.31 s (autovacuum is off)`, or nothing.
+    fn describe(analysis: Option<&Analysis>) -> String {
+        match analysis.filter(|a| a.done) {
+            Some(a) => format!(", analyzed in {:.2} s ({})", a.seconds, a.why),
+            None => String::new(),
+        }
+    }
+}
+
 /// Binary or text COPY: what the plan chose, why, and what happened.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct CopyPath {
@@ -367,7 +394,7 @@ impl LoadReport {
             not_loaded.push_str(&format!(", skipped {} duplicate {keys}", thousands(s.skipped)));
         }
         format!(
-            "loaded {} row{}{replaced}{not_loaded} ({}, {} file{}) into {} in {:.2} s: {} rows/s, {:.1} MB/s, {} worker{}, {} chunk{}, {}{}",
+            "loaded {} row{}{replaced}{not_loaded} ({}, {} file{}) into {} in {:.2} s: {} rows/s, {:.1} MB/s, {} worker{}, {} chunk{}, {}{}{}",
             thousands(s.rows_loaded),
             plural(s.rows_loaded),
             human_bytes(s.bytes),
@@ -384,6 +411,7 @@ impl LoadReport {
             plural(s.chunks).to_string() + &s.batches_part(),
             s.copy.describe() + &s.connection.describe(),
             s.deferred.describe(),
+            Analysis::describe(s.analysis.as_ref()),
         )
     }
 

@@ -771,3 +771,28 @@ fn through_a_pooler_in_transaction_mode_a_finished_job_is_not_running() {
     let job: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
     assert_eq!((job[0]["state"].as_str(), job[0]["running"].as_bool()), (Some("finished"), Some(false)));
 }
+
+/// A role that may only insert does not analyze a table autovacuum leaves
+/// alone (the server would skip it with a warning): the load says who can,
+/// and what to run.
+#[test]
+fn a_role_that_may_not_analyze_the_table_is_told_who_can() {
+    let db = TestDb::new();
+    let file = table_and_file(&db);
+    let role = format!("inserter_{}", db.name);
+    db.execute(&format!(
+        "ALTER TABLE t SET (autovacuum_enabled = off); CREATE ROLE {role} LOGIN; GRANT INSERT ON t TO {role}; \
+         CREATE SCHEMA sluice AUTHORIZATION {role}"
+    ));
+    let run = sluice_as(&format!("{} user={role}", db.conninfo()), &["load", &file, "--table", "public.t"]);
+    assert_eq!((run.code, db.count("t")), (0, 3), "{}", run.stderr);
+    let said = "not analyzed (autovacuum is off for the table): this role neither owns public.t nor may analyze it; \
+                until its owner runs ANALYZE \"public\".\"t\" the planner guesses the new rows' counts";
+    assert!(run.stderr.contains(said), "{}", run.stderr);
+    assert!(!run.stderr.contains("skipping"), "the server's own warning: {}", run.stderr);
+    // Its owner's load analyzes it.
+    let more = db.file("more.csv", b"4,d\n5,e\n6,f\n");
+    let run = db.load(&[more.to_str().unwrap(), "--table", "public.t"]);
+    assert!(run.stdout.contains(" s (autovacuum is off for the table)"), "{}", run.stdout);
+    assert_eq!(db.scalar("SELECT reltuples::int FROM pg_class WHERE oid = 'public.t'::regclass"), "6");
+}

@@ -1403,3 +1403,88 @@ fn sequences_of_identity_and_serial_columns_move_past_the_values_loaded() {
     assert!(moved(&run, "\"id\"", 500), "{}", run.stderr);
     assert_eq!(db.scalar("SELECT nextval('p_id_seq')"), "501");
 }
+
+/// After a load the table is analyzed where autovacuum never will (off for
+/// the table; a partitioned table, whose own statistics autovacuum never
+/// gathers), once the load's rows are a tenth or more of the table's;
+/// `--analyze` always, `--analyze no` never, and never where autovacuum
+/// will. The statistics then count the new rows; the summary and the
+/// report say how long it took and why. A lock another session holds
+/// makes it give up after a wait, with the statement to run: the load
+/// itself succeeded.
+#[test]
+fn the_table_is_analyzed_after_a_load_where_autovacuum_never_will() {
+    let db = TestDb::new();
+    db.execute(
+        "CREATE TABLE quiet (id int, kind text) WITH (autovacuum_enabled = false); CREATE TABLE busy (id int, kind \
+         text); CREATE TABLE parts (id int, kind text) PARTITION BY RANGE (id); \
+         CREATE TABLE parts_a PARTITION OF parts FOR VALUES FROM (0) TO (15000); \
+         CREATE TABLE parts_b PARTITION OF parts FOR VALUES FROM (15000) TO (MAXVALUE)",
+    );
+    let rows = |name: &str, ids: std::ops::Range<u64>| {
+        let text: String = ids.map(|i| format!("{i},{}\n", ["a", "b", "c"][i as usize % 3])).collect();
+        db.file(name, text.as_bytes()).to_str().unwrap().to_string()
+    };
+    let (first, few, more, last) = (
+        rows("first.csv", 0..10_000),
+        rows("few.csv", 10_000..10_500),
+        rows("more.csv", 10_500..11_000),
+        rows("last.csv", 11_000..30_000),
+    );
+    let report = db.dir.path().join("r.json");
+    let load = |file: &str, table: &str, extra: &[&str]| {
+        let run = db.load(&[&[file, "--table", table, "--report", report.to_str().unwrap()][..], extra].concat());
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        (run, report["summary"]["analysis"].clone())
+    };
+    let stats = |table: &str| db.scalar(&format!("SELECT count(*) FROM pg_stats WHERE tablename = '{table}'"));
+    let reltuples =
+        |table: &str| db.scalar(&format!("SELECT reltuples::bigint FROM pg_class WHERE relname = '{table}'"));
+
+    let (run, analysis) = load(&first, "quiet", &[]);
+    assert!(run.stdout.contains(" s (autovacuum is off for the table)\n"), "{}", run.stdout);
+    assert!(run.stdout.contains(", analyzed in "), "{}", run.stdout);
+    assert_eq!(
+        (analysis["done"].as_bool(), analysis["why"].as_str()),
+        (Some(true), Some("autovacuum is off for the table"))
+    );
+    assert!(analysis["seconds"].as_f64().unwrap() > 0.0);
+    assert_eq!((stats("quiet"), reltuples("quiet")), ("2".into(), "10000".into()), "both columns, every row");
+    // 500 rows more are a twentieth of the table: left for later.
+    let (run, analysis) = load(&few, "quiet", &[]);
+    assert!(!run.stdout.contains("analyzed"), "{}", run.stdout);
+    assert_eq!((analysis, reltuples("quiet")), (serde_json::Value::Null, "10000".into()));
+    let (run, _) = load(&more, "quiet", &["--analyze"]);
+    assert!(run.stdout.contains(" s (--analyze)\n"), "{}", run.stdout);
+    assert_eq!(reltuples("quiet"), "11000");
+
+    // Autovacuum analyzes this one itself.
+    let (run, analysis) = load(&first, "busy", &[]);
+    assert!(!run.stdout.contains("analyzed"), "{}", run.stdout);
+    assert_eq!(analysis, serde_json::Value::Null);
+
+    let (run, _) = load(&first, "parts", &["--analyze", "no"]);
+    assert!(!run.stdout.contains("analyzed"), "{}", run.stdout);
+    assert_eq!(stats("parts"), "0");
+    let (run, _) = load(&last, "parts", &[]);
+    let why = "(a partitioned table, which autovacuum never analyzes (only its partitions))";
+    assert!(run.stdout.contains(why), "{}", run.stdout);
+    assert_eq!(db.scalar("SELECT count(*) FROM pg_stats WHERE tablename = 'parts' AND inherited"), "2");
+    assert_eq!(
+        db.scalar("SELECT sum(reltuples)::bigint FROM pg_class WHERE relname IN ('parts_a', 'parts_b')"),
+        "29000"
+    );
+
+    // A session holding the table's lock: the load waits 10 s, then says so.
+    let holder = db.session();
+    holder.execute("BEGIN; LOCK TABLE quiet IN SHARE UPDATE EXCLUSIVE MODE").unwrap();
+    let (run, analysis) = load(&last, "quiet", &[]);
+    let said = "not analyzed (autovacuum is off for the table): another session held the table for 10s; run ANALYZE \
+                \"public\".\"quiet\" once nothing else holds it";
+    assert!(run.stderr.contains(said), "{}", run.stderr);
+    assert!(!run.stdout.contains("analyzed in"), "{}", run.stdout);
+    assert_eq!(analysis["done"].as_bool(), Some(false));
+    assert_eq!((db.count("quiet"), reltuples("quiet")), (30_000, "11000".into()));
+    holder.execute("ROLLBACK").unwrap();
+}

@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use sluice::error::exit;
 use sluice::format::convert::UnixTimes;
 use sluice::format::{parse_char_option, FormatKind, FormatOptions};
-use sluice::load::{self, CopyFormat, DeferIndexes, Failed, LoadRequest};
+use sluice::load::{self, AnalyzeWhen, CopyFormat, DeferIndexes, Failed, LoadRequest};
 use sluice::progress::Progress;
 use sluice::redact::Redactor;
 use sluice::report::{count_of, thousands, LoadReport};
@@ -305,6 +305,15 @@ pub struct LoadArgs {
     #[arg(long, value_enum, default_value = "auto", num_args = 0..=1, default_missing_value = "yes", value_name = "WHEN")]
     defer_indexes: DeferArg,
 
+    /// Run ANALYZE on the table after the load, so that the planner counts
+    /// the new rows (PostgreSQL's advice after a bulk load). auto: where
+    /// autovacuum never will (it is off, off for the table, or the table is
+    /// partitioned), once the load's rows are a tenth or more of the
+    /// table's; elsewhere autovacuum does it within a minute or so. The
+    /// summary says how long it took. `--analyze` alone: yes.
+    #[arg(long, value_enum, default_value = "auto", num_args = 0..=1, default_missing_value = "yes", value_name = "WHEN")]
+    analyze: AnalyzeArg,
+
     /// Make the (empty) table UNLOGGED for the load and LOGGED again after
     /// it: no WAL for the rows. A server crash meanwhile empties an unlogged
     /// table; sluice then loads every chunk again on the next run. Not for a
@@ -373,6 +382,23 @@ fn parse_chunk_size(text: &str) -> Result<u64, String> {
     match text {
         "auto" => Ok(load::AUTO_CHUNK_SIZE),
         _ => super::parse_byte_size(text),
+    }
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum AnalyzeArg {
+    Auto,
+    Yes,
+    No,
+}
+
+impl From<AnalyzeArg> for AnalyzeWhen {
+    fn from(a: AnalyzeArg) -> Self {
+        match a {
+            AnalyzeArg::Auto => AnalyzeWhen::Auto,
+            AnalyzeArg::Yes => AnalyzeWhen::Yes,
+            AnalyzeArg::No => AnalyzeWhen::No,
+        }
     }
 }
 
@@ -463,6 +489,7 @@ impl LoadArgs {
             retry_timeout: self.retry_timeout,
             copy_format: self.copy_format.into(),
             defer_indexes: self.defer_indexes.into(),
+            analyze: self.analyze.into(),
             unlogged: self.unlogged,
             at_least_once: self.at_least_once,
             max_workers: self.max_workers,

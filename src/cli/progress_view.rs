@@ -120,7 +120,8 @@ pub fn describe(s: &Snapshot) -> String {
     line.push_str(&format!(", {} rows", thousands(s.rows_done)));
     let building = (s.building > 0).then(|| format!("building {}", deferred_objects(s.building)));
     let relogging = s.relogging.then(|| "making the table logged again".to_string());
-    let after_the_copy: Vec<String> = building.into_iter().chain(relogging).collect();
+    let analyzing = s.analyzing.then(|| "analyzing the table".to_string());
+    let after_the_copy: Vec<String> = building.into_iter().chain(relogging).chain(analyzing).collect();
     // While the indexes are built the copy is over: rates over the time so
     // far fell by the second (from 1 M to 53 k rows/s over a 92 s build).
     if after_the_copy.is_empty() {
@@ -235,6 +236,9 @@ mod tests {
         assert!(describe(&snap).ends_with(both), "{}", describe(&snap));
         snap.building = 0;
         assert!(describe(&snap).ends_with("500 rows, making the table logged again"), "{}", describe(&snap));
+        snap.relogging = false;
+        snap.analyzing = true;
+        assert!(describe(&snap).ends_with("(100%), 500 rows, analyzing the table"), "{}", describe(&snap));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! chunks for its pool). On the first fatal error the queue stops: chunks in
 //! flight finish or roll back, nothing is half loaded.
 
+mod analyze;
 mod batch;
 mod blockers;
 mod check_constraint;
@@ -67,6 +68,7 @@ use crate::source::{any_read_once, bytes_as_chunked, resolve_inputs, Source, Str
 use crate::sql::quote_ident;
 use batch::Batcher;
 
+pub use analyze::AnalyzeWhen;
 pub use defer::DeferIndexes;
 pub(crate) use defer::PARALLEL_GIN_BUILDS;
 pub use plan::{choose_columns, copy_statement, resolve_kind, CopyFormat};
@@ -173,6 +175,8 @@ pub struct LoadRequest {
     pub defer_indexes: DeferIndexes,
     /// `--unlogged`: an empty table is unlogged for the load, logged after.
     pub unlogged: bool,
+    /// `--analyze`: when to analyze the table after the load.
+    pub analyze: AnalyzeWhen,
     /// `--max-workers`: the most `--workers auto` opens (default: the CPU
     /// count for a server on this machine, else [`MAX_AUTO_WORKERS`]).
     pub max_workers: Option<usize>,
@@ -218,6 +222,7 @@ impl LoadRequest {
             copy_format: CopyFormat::Auto,
             defer_indexes: DeferIndexes::Auto,
             unlogged: false,
+            analyze: AnalyzeWhen::Auto,
             max_workers: None,
             at_least_once: false,
             command: None,
@@ -1758,8 +1763,20 @@ fn conclude(
         }
         warnings.extend(left_by_an_earlier_load(rejects, started_unix_ms).filter(|_| !rewrite));
     }
+    let analysis = match (&failure, control.as_ref()) {
+        (None, Some(control)) => {
+            let rows = records.iter().map(|r| r.rows).chain(shared.done.iter().map(|(_, d)| d.rows));
+            shared.progress.set_analyzing(true);
+            let analysis = analyze::after_load(control, shared.table, req.analyze, rows.sum());
+            shared.progress.set_analyzing(false);
+            analysis
+        }
+        _ => None,
+    };
+    warnings.extend(analysis.as_ref().filter(|a| !a.done).map(|a| a.why.clone()));
     let mut report = build_report(shared, req, records, scans, started_unix_ms, failure.is_none());
     report.summary.deferred = deferral;
+    report.summary.analysis = analysis;
     warnings.extend(shared.target.server_notices());
     report.warnings.splice(0..0, warnings);
     report.summary.job = shared.job.clone();
@@ -2666,6 +2683,7 @@ fn build_report(
         copy: copy_path(shared, &chunks),
         connection: shared.connection.clone(),
         deferred: Deferral::default(),
+        analysis: None,
         server_waits: waits::isolation_told(shared.waits.summary(waits::Work::Loading), &chunks),
     };
     LoadReport { summary, per_file, chunks, warnings }
