@@ -1765,7 +1765,7 @@ fn conclude(
     }
     let analysis = match (&failure, control.as_ref()) {
         (None, Some(control)) => {
-            let rows = records.iter().map(|r| r.rows).chain(shared.done.iter().map(|(_, d)| d.rows));
+            let rows = records.iter().map(|r| r.rows).chain(shared.done.values().map(|d| d.rows));
             shared.progress.set_analyzing(true);
             let analysis = analyze::after_load(control, shared.table, req.analyze, rows.sum());
             shared.progress.set_analyzing(false);
