@@ -1416,7 +1416,7 @@ fn sequences_of_identity_and_serial_columns_move_past_the_values_loaded() {
 fn the_table_is_analyzed_after_a_load_where_autovacuum_never_will() {
     let db = TestDb::new();
     db.execute(
-        "CREATE TABLE quiet (id int, kind text) WITH (autovacuum_enabled = false); CREATE TABLE busy (id int, kind \
+        "CREATE TABLE quiet (id int, kind text) WITH (autovacuum_enabled = FAL); CREATE TABLE busy (id int, kind \
          text); CREATE TABLE parts (id int, kind text) PARTITION BY RANGE (id); \
          CREATE TABLE parts_a PARTITION OF parts FOR VALUES FROM (0) TO (15000); \
          CREATE TABLE parts_b PARTITION OF parts FOR VALUES FROM (15000) TO (MAXVALUE)",

@@ -98,7 +98,9 @@ fn decide(when: AnalyzeWhen, job_rows: u64, state: &TableState, foreign: bool) -
 }
 
 /// Reads what [`decide`] needs. A partitioned table's rows are its
-/// partitions' (its own count is never kept).
+/// partitions' (its own count is never kept). The table's
+/// `autovacuum_enabled` is kept as written: `off`, `NO`, `0`, or any
+/// beginning of `false` (as PostgreSQL reads a boolean).
 fn table_state(session: &PgSession, table: &TableInfo) -> Result<TableState, Error> {
     let maintain = match session.server_version() >= 170_000 {
         true => " OR pg_catalog.has_table_privilege(c.oid, 'MAINTAIN')",
@@ -111,8 +113,8 @@ fn table_state(session: &PgSession, table: &TableInfo) -> Result<TableState, Err
                FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class p ON p.oid = i.inhrelid \
                WHERE i.inhparent = c.oid) ELSE greatest(c.reltuples, 0) END, \
              pg_catalog.current_setting('autovacuum') = 'on', \
-             coalesce(c.reloptions @> '{{autovacuum_enabled=false}}' OR c.reloptions @> '{{autovacuum_enabled=off}}', \
-               false), \
+             EXISTS (SELECT FROM pg_catalog.unnest(c.reloptions) o \
+               WHERE pg_catalog.lower(o) ~ '^autovacuum_enabled=(f|fa|fal|fals|false|n|no|of|off|0)$'), \
              pg_catalog.pg_has_role(c.relowner, 'USAGE') \
                OR pg_catalog.pg_has_role((SELECT datdba FROM pg_catalog.pg_database \
                  WHERE datname = pg_catalog.current_database()), 'USAGE') \
