@@ -109,7 +109,8 @@ fn records_a_trigger_returns_null_for_are_suppressed_not_rejected() {
 
 /// A view with an INSTEAD OF INSERT trigger is a target, as for COPY and
 /// INSERT: its trigger writes the rows, and its errors are rejects. It has
-/// nothing to defer, and --truncate is refused before anything is done.
+/// nothing to defer, nothing to analyze, and --truncate is refused before
+/// anything is done.
 #[test]
 fn a_view_with_an_instead_of_trigger_is_loaded_through_it() {
     let db = TestDb::new();
@@ -129,9 +130,14 @@ fn a_view_with_an_instead_of_trigger_is_loaded_through_it() {
         // One worker: of two rows with one key, the first-loaded wins, which
         // is the first in the file only when chunks load in order (with two
         // workers, a busy CI host once loaded the last chunk first).
-        let args = ["--chunk-size", "4KiB", "--copy-format", format, "--restart", "--workers", "1"];
+        // A view has no statistics: --analyze says so, auto says nothing.
+        let analyze: &[&str] = if format == "binary" { &["--analyze"] } else { &[] };
+        let args =
+            [&["--chunk-size", "4KiB", "--copy-format", format, "--restart", "--workers", "1"][..], analyze].concat();
         let loaded = load_with_rejects(&db, &file, "people_v", &args);
         assert_eq!(loaded.run.code, 1, "{}", loaded.run.output());
+        let told = "not analyzed (--analyze): public.people_v is a view, which has no statistics; analyze the tables";
+        assert_eq!(loaded.run.stderr.contains(told), format == "binary", "{}", loaded.run.stderr);
         let lines = loaded.sorted_lines();
         assert_eq!(lines, [501, 2001], "{format}: the trigger's error and the duplicate key");
         assert_eq!(db.count("people"), 1999, "{format}");

@@ -54,8 +54,14 @@ struct TableState {
 /// `when` says so; the report's account of it, or `None` where `auto` left
 /// it to autovacuum (or nothing was loaded).
 pub fn after_load(session: &PgSession, table: &TableInfo, when: AnalyzeWhen, job_rows: u64) -> Option<Analysis> {
-    if when == AnalyzeWhen::No || table.is_view {
+    if when == AnalyzeWhen::No || (table.is_view && when == AnalyzeWhen::Auto) {
         return None;
+    }
+    if table.is_view {
+        return Some(Analysis::not_done(format!(
+            "not analyzed (--analyze): {} is a view, which has no statistics; analyze the tables its trigger writes",
+            table.display()
+        )));
     }
     let state = match table_state(session, table) {
         Ok(state) => state,
