@@ -1107,14 +1107,21 @@ pub fn record_every_chunk_loaded(session: &PgSession, job: &str) -> Result<(), E
 /// `load::loaded_before`): it takes that fingerprint too, so that its
 /// command, run again with nothing new, finds it finished without reading
 /// them again.
+///
+/// True when this call marked it first: of several processes sharing the
+/// job, the one that does what is done once after it (`--analyze`).
 pub fn finish(
     session: &PgSession,
     job: &str,
     total: u64,
     (fingerprint, goes_on_from): (&str, Option<(&str, &str)>),
-) -> Result<(), Error> {
-    let marked = session.transaction(|| {
+) -> Result<bool, Error> {
+    let (marked, first) = session.transaction(|| {
         session.execute("SET LOCAL synchronous_commit = on")?;
+        // The row locked first: another process marking it meanwhile is
+        // waited for, and its mark then seen.
+        let unmarked = "SELECT finished_at IS NULL FROM sluice.jobs WHERE job = $1 FOR UPDATE";
+        let first = session.query(unmarked, &[Some(job)])?.first().is_some_and(|row| row[0].as_deref() == Some("t"));
         let marked = session.query(
             "UPDATE sluice.jobs SET finished_at = now(), fingerprint = $3, \
              table_filenode = pg_catalog.pg_relation_filenode(table_oid::oid::regclass) WHERE job = $1 AND (SELECT count(*) \
@@ -1124,10 +1131,10 @@ pub fn finish(
         if let Some((earlier, its_fingerprint)) = goes_on_from.filter(|_| !marked.is_empty()) {
             take_fingerprint(session, earlier, its_fingerprint)?;
         }
-        Ok(marked)
+        Ok((marked, first))
     })?;
     match marked.is_empty() {
-        false => Ok(()),
+        false => Ok(first),
         true => Err(Error::Database(format!(
             "job {job}: some chunks are no longer committed (a server crash undid them); run the same command \
              again to load them"

@@ -1377,17 +1377,28 @@ fn restart_mid_load(crash: bool, moment: Moment) {
 }
 
 /// Two processes on one job share the chunks through the ledger's claims
-/// (no coordinator): both load some, none is loaded twice.
+/// (no coordinator): both load some, none is loaded twice. The one that
+/// marks the job finished analyzes the table (autovacuum is off for it),
+/// the other does not do it again.
 #[test]
 fn two_processes_share_the_chunks() {
     let f = fixture(400_000, &["--job", "pair"]);
-    let (a, b) = (f.spawn(), f.spawn());
+    f.db.execute("ALTER TABLE t SET (autovacuum_enabled = off)");
+    let reports: Vec<_> = ["a", "b"].iter().map(|n| f.db.dir.path().join(format!("{n}.json"))).collect();
+    let spawn = |report: &std::path::Path| f.spawn_with(&["--report", report.to_str().unwrap()]);
+    let (a, b) = (spawn(&reports[0]), spawn(&reports[1]));
     for out in [a.finish(), b.finish()] {
         assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
     }
     f.assert_shared_by_two("pair");
     let ledger = "SELECT sum(rows_loaded) || ' ' || sum(rows_rejected) FROM sluice.chunks WHERE state = 'done'";
     assert_eq!(f.db.scalar(ledger), format!("{} {}", f.good, f.bad));
+    let analyzed = reports.iter().filter(|r| {
+        let report: serde_json::Value = serde_json::from_slice(&std::fs::read(r).unwrap()).unwrap();
+        report["summary"]["analysis"]["done"].as_bool() == Some(true)
+    });
+    assert_eq!(analyzed.count(), 1, "one process analyzed the table");
+    assert_eq!(f.db.scalar("SELECT reltuples::bigint FROM pg_class WHERE oid = 't'::regclass"), f.good.to_string());
 }
 
 /// Two processes on one job with `--on-conflict-do-update`: each commits its

@@ -1747,6 +1747,7 @@ fn conclude(
         let rows = records.iter().map(|r| r.rows).sum();
         failure = Some(Error::Interrupted { chunks: records.len() as u64, rows });
     }
+    let mut marked_first = false;
     if failure.is_none() {
         let rewrite = !shared.done.is_empty() || shared.redone > 0 || elsewhere > 0;
         let total = scans.iter().map(|s| s.chunks).sum();
@@ -1759,12 +1760,17 @@ fn conclude(
         }
         let finish = |control: &PgSession| finish_job(control, shared, rejects, (rewrite, total));
         if failure.is_none() {
-            failure = reconnecting(shared.target, req, shared.progress).run(control, finish).err();
+            match reconnecting(shared.target, req, shared.progress).run(control, finish) {
+                Ok(first) => marked_first = first,
+                Err(e) => failure = Some(e),
+            }
         }
         warnings.extend(left_by_an_earlier_load(rejects, started_unix_ms).filter(|_| !rewrite));
     }
+    // Of several processes sharing the job, only the one that marked it
+    // finished: the others would wait for its lock to analyze it again.
     let analysis = match (&failure, control.as_ref()) {
-        (None, Some(control)) => {
+        (None, Some(control)) if marked_first => {
             let rows = records.iter().map(|r| r.rows).chain(shared.done.values().map(|d| d.rows));
             shared.progress.set_analyzing(true);
             let analysis = analyze::after_load(control, shared.table, req.analyze, rows.sum());
@@ -1815,12 +1821,14 @@ fn conclude(
 /// the whole job's rejects, exactly as committed. In that order, a kill at
 /// any moment leaves either an unfinished job (the next run redoes the file)
 /// or a complete file. A pipe or a terminal gets the rejects as they come.
+/// True when this process marked the job finished first (see
+/// [`ledger::finish`]).
 fn finish_job(
     control: &PgSession,
     shared: &Shared,
     rejects: &mut RejectsFile,
     (rewrite, total): (bool, u64),
-) -> Result<(), Error> {
+) -> Result<bool, Error> {
     rejects.flush().map_err(|e| rejects_file_error(rejects, &e))?;
     let rewrite = rejects.replaceable()
         && (rewrite || !rejects.put_in_input_order().map_err(|e| rejects_file_error(rejects, &e))?);
