@@ -132,7 +132,7 @@ fn table_state(session: &PgSession, table: &TableInfo) -> Result<TableState, Err
     let row = rows.first().ok_or_else(|| Error::Database(format!("{} is gone", table.display())))?;
     let yes = |i: usize| row[i].as_deref() == Some("t");
     let never_by_autovacuum = match (yes(0), yes(2), yes(3)) {
-        (true, _, _) => Some("a partitioned table, which autovacuum never analyzes (only its partitions)"),
+        (true, _, _) => Some("a partitioned table: autovacuum analyzes only its partitions"),
         (_, false, _) => Some("autovacuum is off"),
         (_, _, true) => Some("autovacuum is off for the table"),
         _ => None,
