@@ -104,7 +104,8 @@ fn decide(when: AnalyzeWhen, job_rows: u64, state: &TableState, foreign: bool) -
 }
 
 /// Reads what [`decide`] needs. A partitioned table's rows are its
-/// partitions' (its own count is never kept). The table's
+/// partitions' (its own count is never kept). Autovacuum works from the
+/// counts `track_counts` keeps: without them it never starts. The table's
 /// `autovacuum_enabled` is kept as written: `off`, `NO`, `0`, or any
 /// beginning of `false` (as PostgreSQL reads a boolean).
 fn table_state(session: &PgSession, table: &TableInfo) -> Result<TableState, Error> {
@@ -119,6 +120,7 @@ fn table_state(session: &PgSession, table: &TableInfo) -> Result<TableState, Err
                FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class p ON p.oid = i.inhrelid \
                WHERE i.inhparent = c.oid) ELSE greatest(c.reltuples, 0) END, \
              pg_catalog.current_setting('autovacuum') = 'on', \
+             pg_catalog.current_setting('track_counts') = 'on', \
              EXISTS (SELECT FROM pg_catalog.unnest(c.reloptions) o \
                WHERE pg_catalog.lower(o) ~ '^autovacuum_enabled=(f|fa|fal|fals|false|n|no|of|off|0)$'), \
              pg_catalog.pg_has_role(c.relowner, 'USAGE') \
@@ -131,14 +133,15 @@ fn table_state(session: &PgSession, table: &TableInfo) -> Result<TableState, Err
     )?;
     let row = rows.first().ok_or_else(|| Error::Database(format!("{} is gone", table.display())))?;
     let yes = |i: usize| row[i].as_deref() == Some("t");
-    let never_by_autovacuum = match (yes(0), yes(2), yes(3)) {
-        (true, _, _) => Some("a partitioned table: autovacuum analyzes only its partitions"),
-        (_, false, _) => Some("autovacuum is off"),
-        (_, _, true) => Some("autovacuum is off for the table"),
+    let never_by_autovacuum = match (yes(0), yes(2), yes(3), yes(4)) {
+        (true, ..) => Some("a partitioned table: autovacuum analyzes only its partitions"),
+        (_, false, ..) => Some("autovacuum is off"),
+        (_, _, false, _) => Some("track_counts is off, so autovacuum does nothing"),
+        (.., true) => Some("autovacuum is off for the table"),
         _ => None,
     };
     let rows = row[1].as_deref().and_then(|r| r.parse().ok()).unwrap_or(0.0);
-    Ok(TableState { rows, never_by_autovacuum, may_analyze: yes(4) })
+    Ok(TableState { rows, never_by_autovacuum, may_analyze: yes(5) })
 }
 
 /// Runs ANALYZE, waiting no more than [`LOCK_WAIT`] for the table's lock;
