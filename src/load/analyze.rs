@@ -20,8 +20,9 @@ use crate::sink::postgres::{PgSession, TableInfo};
 /// `--analyze`: when to analyze the table after the load.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AnalyzeWhen {
-    /// Where autovacuum never will (off, off for the table, a partitioned
-    /// table), once the job's rows are a tenth or more of the table's.
+    /// Where autovacuum never will (off, off for the table, `track_counts`
+    /// off, a partitioned table), once the job's rows are a tenth or more of
+    /// the table's.
     #[default]
     Auto,
     Yes,
@@ -65,7 +66,7 @@ pub fn after_load(session: &PgSession, table: &TableInfo, when: AnalyzeWhen, job
     }
     let state = match table_state(session, table) {
         Ok(state) => state,
-        Err(e) => return Some(Analysis::not_done(format!("not analyzed: its state could not be read ({e})"))),
+        Err(e) => return Some(Analysis::not_done(format!("not analyzed: the table's state could not be read ({e})"))),
     };
     let why = decide(when, job_rows, &state, !table.foreign.is_empty())?;
     if !state.may_analyze {
@@ -79,10 +80,14 @@ pub fn after_load(session: &PgSession, table: &TableInfo, when: AnalyzeWhen, job
     let started = Instant::now();
     Some(match analyze(session, table) {
         Ok(None) => Analysis { done: true, seconds: started.elapsed().as_secs_f64(), why },
-        Ok(Some(refusal)) => Analysis::not_done(format!(
-            "not analyzed ({why}): {refusal}; run ANALYZE {} once nothing else holds it",
+        Ok(Some((state, _))) if state == "55P03" => Analysis::not_done(format!(
+            "not analyzed ({why}): another session held the table for {LOCK_WAIT}; run ANALYZE {} once nothing else \
+             holds it",
             table.quoted()
         )),
+        Ok(Some((_, refusal))) => {
+            Analysis::not_done(format!("not analyzed ({why}): {refusal}; run ANALYZE {}", table.quoted()))
+        }
         Err(e) => Analysis::not_done(format!("not analyzed ({why}): {e}; run ANALYZE {}", table.quoted())),
     })
 }
@@ -145,15 +150,11 @@ fn table_state(session: &PgSession, table: &TableInfo) -> Result<TableState, Err
 }
 
 /// Runs ANALYZE, waiting no more than [`LOCK_WAIT`] for the table's lock;
-/// the server's refusal, if it refused.
-fn analyze(session: &PgSession, table: &TableInfo) -> Result<Option<String>, Error> {
+/// the server's refusal (SQLSTATE and message), if it refused.
+fn analyze(session: &PgSession, table: &TableInfo) -> Result<Option<(String, String)>, Error> {
     session.transaction(|| {
         session.execute(&format!("SET LOCAL lock_timeout = '{LOCK_WAIT}'"))?;
-        let refused = session.execute_for_state(&format!("ANALYZE {}", table.quoted()))?;
-        Ok(refused.map(|(state, message)| match state.as_str() {
-            "55P03" => format!("another session held the table for {LOCK_WAIT}"),
-            _ => message,
-        }))
+        session.execute_for_state(&format!("ANALYZE {}", table.quoted()))
     })
 }
 
