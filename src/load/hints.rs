@@ -610,8 +610,8 @@ fn row_count_footer(raw: &str) -> Option<(&str, QueryClient)> {
 /// Records that are a client's count of the rows above them: the last line
 /// of a query's result saved as a file (`psql -A -F, -c 'SELECT ...' >
 /// out.csv`). Why: its reason (`invalid input syntax for type integer:
-/// "(3 rows)"`, or `missing data for column`) reads as a bad row, and a
-/// user checking the rejects wondered which rows were lost: none were.
+/// "(3 rows)"`, or `missing data for column`) reads as a bad row, as if
+/// data were lost, where none was.
 fn row_count_footer_warning(shared: &Shared) -> Option<String> {
     let notes = &shared.notes;
     let (count, first) = notes.row_count_footers.seen()?;
