@@ -342,17 +342,8 @@ mod tests {
             bytes_done: 100,
             rows_done: 50,
             records_done: 50,
-            records_cap: None,
-            rejected: 0,
-            skipped: 0,
             chunks_done: 1,
-            building: 0,
-            relogging: false,
-            analyzing: false,
-            checked: None,
-            checking_earlier_jobs: false,
-            waiting: None,
-            blocked: None,
+            ..Snapshot::default()
         };
         assert_eq!(s.fraction(), Some(0.25));
         assert_eq!(s.eta(), Some(Duration::from_secs(30)));

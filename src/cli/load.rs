@@ -303,7 +303,7 @@ pub struct LoadArgs {
     /// constraint still end up as rejects; a crash never leaves an index
     /// dropped (the same command builds it). `--defer-indexes` alone: yes.
     #[arg(long, value_enum, default_value = "auto", num_args = 0..=1, default_missing_value = "yes", value_name = "WHEN")]
-    defer_indexes: DeferArg,
+    defer_indexes: WhenArg,
 
     /// Run ANALYZE on the table after the load, so that the planner counts
     /// the new rows (PostgreSQL's advice after a bulk load). auto: where
@@ -312,7 +312,7 @@ pub struct LoadArgs {
     /// table's; elsewhere autovacuum does it within a minute or so. The
     /// summary says how long it took. `--analyze` alone: yes.
     #[arg(long, value_enum, default_value = "auto", num_args = 0..=1, default_missing_value = "yes", value_name = "WHEN")]
-    analyze: AnalyzeArg,
+    analyze: WhenArg,
 
     /// Make the (empty) table UNLOGGED for the load and LOGGED again after
     /// it: no WAL for the rows. A server crash meanwhile empties an unlogged
@@ -385,36 +385,31 @@ fn parse_chunk_size(text: &str) -> Result<u64, String> {
     }
 }
 
+/// `auto`, `yes` or `no`: when a step after the copy runs
+/// (`--defer-indexes`, `--analyze`).
 #[derive(Clone, Copy, Debug, ValueEnum)]
-enum AnalyzeArg {
+enum WhenArg {
     Auto,
     Yes,
     No,
 }
 
-impl From<AnalyzeArg> for AnalyzeWhen {
-    fn from(a: AnalyzeArg) -> Self {
-        match a {
-            AnalyzeArg::Auto => AnalyzeWhen::Auto,
-            AnalyzeArg::Yes => AnalyzeWhen::Yes,
-            AnalyzeArg::No => AnalyzeWhen::No,
+impl From<WhenArg> for DeferIndexes {
+    fn from(w: WhenArg) -> Self {
+        match w {
+            WhenArg::Auto => DeferIndexes::Auto,
+            WhenArg::Yes => DeferIndexes::Yes,
+            WhenArg::No => DeferIndexes::No,
         }
     }
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum DeferArg {
-    Auto,
-    Yes,
-    No,
-}
-
-impl From<DeferArg> for DeferIndexes {
-    fn from(d: DeferArg) -> Self {
-        match d {
-            DeferArg::Auto => DeferIndexes::Auto,
-            DeferArg::Yes => DeferIndexes::Yes,
-            DeferArg::No => DeferIndexes::No,
+impl From<WhenArg> for AnalyzeWhen {
+    fn from(w: WhenArg) -> Self {
+        match w {
+            WhenArg::Auto => AnalyzeWhen::Auto,
+            WhenArg::Yes => AnalyzeWhen::Yes,
+            WhenArg::No => AnalyzeWhen::No,
         }
     }
 }
