@@ -1108,15 +1108,19 @@ pub fn record_every_chunk_loaded(session: &PgSession, job: &str) -> Result<(), E
 /// command, run again with nothing new, finds it finished without reading
 /// them again.
 ///
-/// True when this call marked it first: of several processes sharing the
-/// job, the one that does what is done once after it (`--analyze`).
-pub fn finish(
+/// `once_marked` runs in the same transaction, and only in the call that
+/// marked the job first: of several processes sharing the job, the one that
+/// does what is done once at its end (`--analyze`). A kill before the
+/// commit leaves the job unfinished, so the run that finishes it does that
+/// again. Its outcome, if it ran.
+pub fn finish<T>(
     session: &PgSession,
     job: &str,
     total: u64,
     (fingerprint, goes_on_from): (&str, Option<(&str, &str)>),
-) -> Result<bool, Error> {
-    let (marked, first) = session.transaction(|| {
+    once_marked: impl FnOnce() -> Result<T, Error>,
+) -> Result<Option<T>, Error> {
+    let (marked, done_once) = session.transaction(|| {
         session.execute("SET LOCAL synchronous_commit = on")?;
         // The row locked first: another process marking it meanwhile is
         // waited for, and its mark then seen.
@@ -1131,10 +1135,14 @@ pub fn finish(
         if let Some((earlier, its_fingerprint)) = goes_on_from.filter(|_| !marked.is_empty()) {
             take_fingerprint(session, earlier, its_fingerprint)?;
         }
-        Ok((marked, first))
+        let done_once = match first && !marked.is_empty() {
+            true => Some(once_marked()?),
+            false => None,
+        };
+        Ok((marked, done_once))
     })?;
     match marked.is_empty() {
-        false => Ok(first),
+        false => Ok(done_once),
         true => Err(Error::Database(format!(
             "job {job}: some chunks are no longer committed (a server crash undid them); run the same command \
              again to load them"

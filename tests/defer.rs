@@ -1488,3 +1488,44 @@ fn the_table_is_analyzed_after_a_load_where_autovacuum_never_will() {
     assert_eq!((db.count("quiet"), reltuples("quiet")), (30_000, "11000".into()));
     holder.execute("ROLLBACK").unwrap();
 }
+
+/// A kill while ANALYZE waits for the table (another session holds it):
+/// the job is marked finished in ANALYZE's transaction, so the kill leaves
+/// it unfinished, and the same command run again finishes it and analyzes
+/// the table, loading nothing twice. Were the job marked first, the run
+/// again would find it finished and leave the table unanalyzed for good.
+#[test]
+fn a_kill_while_analyzing_leaves_the_job_for_the_run_that_analyzes() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE quiet (id int, kind text) WITH (autovacuum_enabled = off)");
+    let data: String = (0..5_000).map(|i| format!("{i},k{}\n", i % 7)).collect();
+    let file = db.file("q.csv", data.as_bytes());
+    let conn = db.conninfo();
+    let report = db.dir.path().join("r.json");
+    let args =
+        ["load", file.to_str().unwrap(), "--db", &conn, "--table", "quiet", "--report", report.to_str().unwrap()];
+    let holder = db.session();
+    holder.execute("BEGIN; LOCK TABLE quiet IN SHARE UPDATE EXCLUSIVE MODE").unwrap();
+    let mut child = sluice_command().args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let waiting = "SELECT 1 FROM pg_locks WHERE relation = 'quiet'::regclass AND NOT granted";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while db.session().query(waiting, &[]).unwrap().is_empty() {
+        assert!(Instant::now() < deadline, "sluice never waited for the table in 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    assert!(child.finish().status.code().is_none(), "the load ended before the kill: the test lost its teeth");
+    holder.execute("ROLLBACK").unwrap();
+    assert_eq!(db.count("quiet"), 5_000, "the chunks were committed before the finish");
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.jobs WHERE finished_at IS NULL"), "1");
+
+    let again = sluice_command().args(args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
+    assert!(stdout.contains(", analyzed in ") && stdout.contains("(autovacuum is off for the table)"), "{stdout}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(report["summary"]["analysis"]["done"].as_bool(), Some(true), "{report}");
+    assert_eq!(db.count("quiet"), 5_000, "nothing loaded twice");
+    assert_eq!(db.scalar("SELECT reltuples::bigint FROM pg_class WHERE relname = 'quiet'"), "5000");
+    assert_eq!(db.scalar("SELECT count(*) FROM pg_stats WHERE tablename = 'quiet'"), "2");
+}

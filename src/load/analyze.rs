@@ -8,8 +8,10 @@
 //! its loads and found its DELETEs 10 times slower afterwards; the
 //! benchmark's bulk-load settings turn it off too), off for the table, or
 //! for a partitioned table (autovacuum analyzes the partitions, never the
-//! table itself). It runs after the job is marked finished: a kill
-//! meanwhile loses only the statistics, which ANALYZE makes again.
+//! table itself). It runs in the transaction that marks the job finished
+//! (see `finish_job`): a kill meanwhile leaves the job unfinished, and the
+//! run that finishes it analyzes the table; a refusal (a lock held
+//! elsewhere) is rolled back to a savepoint, and the job still finishes.
 
 use std::time::Instant;
 
@@ -51,11 +53,32 @@ struct TableState {
     may_analyze: bool,
 }
 
-/// Analyzes `table` after a load whose job loaded `job_rows` rows, when
-/// `when` says so; the report's account of it, or `None` where `auto` left
-/// it to autovacuum (or nothing was loaded).
-pub fn after_load(session: &PgSession, table: &TableInfo, when: AnalyzeWhen, job_rows: u64) -> Option<Analysis> {
-    if when == AnalyzeWhen::No || (table.is_view && when == AnalyzeWhen::Auto) {
+/// Analyzes `table`, in the transaction that marks the job finished, after
+/// a load whose job loaded `job_rows` rows, when `when` says so; the
+/// report's account of it, or `None` where `auto` left it to autovacuum (or
+/// nothing was loaded). Whatever the server refused is rolled back to a
+/// savepoint, so the transaction goes on; an error is a lost session.
+pub fn after_load(
+    session: &PgSession,
+    table: &TableInfo,
+    when: AnalyzeWhen,
+    job_rows: u64,
+) -> Result<Option<Analysis>, Error> {
+    const SAVEPOINT: &str = "sluice_analyze";
+    if when == AnalyzeWhen::No {
+        return Ok(None);
+    }
+    session.execute(&format!("SAVEPOINT {SAVEPOINT}"))?;
+    let analysis = analyzed_or_why_not(session, table, when, job_rows);
+    match analysis.as_ref().is_some_and(|a| a.done) {
+        true => session.execute(&format!("RELEASE SAVEPOINT {SAVEPOINT}"))?,
+        false => session.execute(&format!("ROLLBACK TO SAVEPOINT {SAVEPOINT}"))?,
+    }
+    Ok(analysis)
+}
+
+fn analyzed_or_why_not(session: &PgSession, table: &TableInfo, when: AnalyzeWhen, job_rows: u64) -> Option<Analysis> {
+    if table.is_view && when == AnalyzeWhen::Auto {
         return None;
     }
     if table.is_view {
@@ -152,10 +175,8 @@ fn table_state(session: &PgSession, table: &TableInfo) -> Result<TableState, Err
 /// Runs ANALYZE, waiting no more than [`LOCK_WAIT`] for the table's lock;
 /// the server's refusal (SQLSTATE and message), if it refused.
 fn analyze(session: &PgSession, table: &TableInfo) -> Result<Option<(String, String)>, Error> {
-    session.transaction(|| {
-        session.execute(&format!("SET LOCAL lock_timeout = '{LOCK_WAIT}'"))?;
-        session.execute_for_state(&format!("ANALYZE {}", table.quoted()))
-    })
+    session.execute(&format!("SET LOCAL lock_timeout = '{LOCK_WAIT}'"))?;
+    session.execute_for_state(&format!("ANALYZE {}", table.quoted()))
 }
 
 #[cfg(test)]

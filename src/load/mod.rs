@@ -60,7 +60,7 @@ use crate::ledger::{self, Done, Opened};
 use crate::progress::Progress;
 use crate::rejects::{Reject, RejectsFile};
 use crate::report::{
-    count_of, thousands, BuiltObject, ChunkRecord, CopyPath, Deferral, FileSummary, LoadReport, Summary,
+    count_of, thousands, Analysis, BuiltObject, ChunkRecord, CopyPath, Deferral, FileSummary, LoadReport, Summary,
 };
 use crate::sink::postgres::{PgSession, PgTarget, TableInfo, READ_ONLY, READ_ONLY_ADVICE};
 use crate::sink::socket::ConnectionPath;
@@ -1747,7 +1747,7 @@ fn conclude(
         let rows = records.iter().map(|r| r.rows).sum();
         failure = Some(Error::Interrupted { chunks: records.len() as u64, rows });
     }
-    let mut marked_first = false;
+    let mut analysis = None;
     if failure.is_none() {
         let rewrite = !shared.done.is_empty() || shared.redone > 0 || elsewhere > 0;
         let total = scans.iter().map(|s| s.chunks).sum();
@@ -1758,27 +1758,17 @@ fn conclude(
             Ok(said) => warnings.extend(said),
             Err(e) => failure = Some(e),
         }
-        let finish = |control: &PgSession| finish_job(control, shared, rejects, (rewrite, total));
+        let job_rows = records.iter().map(|r| r.rows).chain(shared.done.values().map(|d| d.rows)).sum();
+        let finish =
+            |control: &PgSession| finish_job(control, shared, rejects, (rewrite, total), (req.analyze, job_rows));
         if failure.is_none() {
             match reconnecting(shared.target, req, shared.progress).run(control, finish) {
-                Ok(first) => marked_first = first,
+                Ok(done) => analysis = done,
                 Err(e) => failure = Some(e),
             }
         }
         warnings.extend(left_by_an_earlier_load(rejects, started_unix_ms).filter(|_| !rewrite));
     }
-    // Of several processes sharing the job, only the one that marked it
-    // finished: the others would wait for its lock to analyze it again.
-    let analysis = match (&failure, control.as_ref()) {
-        (None, Some(control)) if marked_first => {
-            let rows = records.iter().map(|r| r.rows).chain(shared.done.values().map(|d| d.rows));
-            shared.progress.set_analyzing(true);
-            let analysis = analyze::after_load(control, shared.table, req.analyze, rows.sum());
-            shared.progress.set_analyzing(false);
-            analysis
-        }
-        _ => None,
-    };
     warnings.extend(analysis.as_ref().filter(|a| !a.done).map(|a| a.why.clone()));
     let mut report = build_report(shared, req, records, scans, started_unix_ms, failure.is_none());
     report.summary.deferred = deferral;
@@ -1821,14 +1811,17 @@ fn conclude(
 /// the whole job's rejects, exactly as committed. In that order, a kill at
 /// any moment leaves either an unfinished job (the next run redoes the file)
 /// or a complete file. A pipe or a terminal gets the rejects as they come.
-/// True when this process marked the job finished first (see
-/// [`ledger::finish`]).
+/// The table is analyzed (`--analyze`) in the transaction that marks the
+/// job finished, by the process that marks it first (the others would wait
+/// for its lock to analyze it again): a kill meanwhile leaves the job
+/// unfinished, and the run that finishes it analyzes the table.
 fn finish_job(
     control: &PgSession,
     shared: &Shared,
     rejects: &mut RejectsFile,
     (rewrite, total): (bool, u64),
-) -> Result<bool, Error> {
+    (analyze_when, job_rows): (AnalyzeWhen, u64),
+) -> Result<Option<Analysis>, Error> {
     rejects.flush().map_err(|e| rejects_file_error(rejects, &e))?;
     let rewrite = rejects.replaceable()
         && (rewrite || !rejects.put_in_input_order().map_err(|e| rejects_file_error(rejects, &e))?);
@@ -1836,7 +1829,13 @@ fn finish_job(
         rewrite_rejects_from_ledger(control, &shared.job, rejects)?;
     }
     let goes_on_from = shared.goes_on_from.as_ref().map(|(job, fingerprint)| (job.as_str(), fingerprint.as_str()));
-    ledger::finish(control, &shared.job, total, (&shared.fingerprint, goes_on_from))
+    let analyze = || {
+        shared.progress.set_analyzing(true);
+        let analysis = analyze::after_load(control, shared.table, analyze_when, job_rows);
+        shared.progress.set_analyzing(false);
+        analysis
+    };
+    Ok(ledger::finish(control, &shared.job, total, (&shared.fingerprint, goes_on_from), analyze)?.flatten())
 }
 
 /// For a job done in one run that rejected nothing: a file at the rejects
