@@ -1694,51 +1694,7 @@ fn conclude(
         }
     }
     warnings.extend(shared.blockers.warnings());
-    // Not with --on-conflict-do-nothing: keys the table holds are expected.
-    if shared.keys_collide.load(Ordering::SeqCst)
-        && shared.workers(req) > 1
-        && !shared.skip_conflicts
-        && !shared.replaces()
-    {
-        let how = match shared.keys_in_parallel() {
-            true => {
-                "workers loaded side by side, each chunk copying last the records whose keys an earlier chunk \
-                 still loading had (sessions inserting the same key wait for each other's transactions)"
-            }
-            false => "workers took turns (sessions inserting the same key wait for each other's transactions)",
-        };
-        warnings.push(format!(
-            "many records repeat a key: once a chunk (or the first records) had {KEY_COLLISIONS} duplicates, {how}; \
-             removing the duplicates before the load, or loading into an empty table (keys deferred), is faster"
-        ));
-    }
-    let gave_way = shared.gave_way.load(Ordering::SeqCst);
-    if gave_way > 0 {
-        warnings.push(format!(
-            "{} loading alongside an earlier one held a lock that the earlier one waited for (a key both copy, \
-             or a lock their rows take, as a trigger's): {} back and loaded again after it, so that each key's {} \
-             line is the one kept",
-            count_of(gave_way, "chunk"),
-            if gave_way == 1 { "it rolled" } else { "each rolled" },
-            if shared.replaces() { "last" } else { "first" }
-        ));
-    }
-    for (constraint, refusal) in shared.checked_at_each_row.refused() {
-        let (which, it) = match &constraint {
-            Some(name) => (format!("constraint {name}"), "it"),
-            None => ("every constraint".to_string(), "one"),
-        };
-        let rejected = match shared.skip_conflicts {
-            true => "rejected (or skipped, for a key) at their lines",
-            false => "rejected at their lines",
-        };
-        warnings.push(format!(
-            "a constraint checked at commit (DEFERRABLE INITIALLY DEFERRED) refused a chunk, where the server names \
-             no line ({refusal}): from then on each chunk checked {which} at each row (SET CONSTRAINTS ... \
-             IMMEDIATE), so the records that break {it} were {rejected} (a row referring to one later in its chunk \
-             may have been too)"
-        ));
-    }
+    warnings.extend(contention_warnings(shared, req));
     let interrupted_here = match &failure {
         None => shared.interrupted(),
         Some(e) => made_by_ctrl_c(e, shared.interrupt.as_deref(), shared.blockers),
@@ -1749,25 +1705,12 @@ fn conclude(
     }
     let mut analysis = None;
     if failure.is_none() {
-        let rewrite = !shared.done.is_empty() || shared.redone > 0 || elsewhere > 0;
-        let total = scans.iter().map(|s| s.chunks).sum();
-        // Before the job is marked finished: a run that stops between the
-        // two does it again.
-        let catch_up = |control: &PgSession| sequences::catch_up(control, shared.table, &shared.copy_columns);
-        match reconnecting(shared.target, req, shared.progress).run(control, catch_up) {
-            Ok(said) => warnings.extend(said),
+        let (said, closed) = close_job(shared, req, (&records, &scans, elsewhere), rejects, started_unix_ms, control);
+        warnings.extend(said);
+        match closed {
+            Ok(done) => analysis = done,
             Err(e) => failure = Some(e),
         }
-        let job_rows = records.iter().map(|r| r.rows).chain(shared.done.values().map(|d| d.rows)).sum();
-        let finish =
-            |control: &PgSession| finish_job(control, shared, rejects, (rewrite, total), (req.analyze, job_rows));
-        if failure.is_none() {
-            match reconnecting(shared.target, req, shared.progress).run(control, finish) {
-                Ok(done) => analysis = done,
-                Err(e) => failure = Some(e),
-            }
-        }
-        warnings.extend(left_by_an_earlier_load(rejects, started_unix_ms).filter(|_| !rewrite));
     }
     warnings.extend(analysis.as_ref().filter(|a| !a.done).map(|a| a.why.clone()));
     let mut report = build_report(shared, req, records, scans, started_unix_ms, failure.is_none());
@@ -1801,6 +1744,85 @@ fn conclude(
         Some(error) => Err(Failed { error, partial: Some(Box::new(report)), left_undone: Vec::new() }),
         None => Ok(report),
     }
+}
+
+/// The job's end, once its chunks are loaded: each sequence moved past the
+/// values the load gave its column, then the job marked finished (see
+/// [`finish_job`]), in that order, so that a run that stops between the two
+/// does the first again. What it said, and the analysis or what stopped it.
+fn close_job(
+    shared: &Shared,
+    req: &LoadRequest,
+    (records, scans, elsewhere): (&[ChunkRecord], &[InputScan], u64),
+    rejects: &mut RejectsFile,
+    started_unix_ms: u128,
+    control: &mut Option<PgSession>,
+) -> (Vec<String>, Result<Option<Analysis>, Error>) {
+    let rewrite = !shared.done.is_empty() || shared.redone > 0 || elsewhere > 0;
+    let total = scans.iter().map(|s| s.chunks).sum();
+    let catch_up = |control: &PgSession| sequences::catch_up(control, shared.table, &shared.copy_columns);
+    let mut said = Vec::new();
+    let job_rows = records.iter().map(|r| r.rows).chain(shared.done.values().map(|d| d.rows)).sum();
+    let finish = |control: &PgSession| finish_job(control, shared, rejects, (rewrite, total), (req.analyze, job_rows));
+    let closed = reconnecting(shared.target, req, shared.progress)
+        .run(control, catch_up)
+        .map(|caught_up| said.extend(caught_up))
+        .and_then(|()| reconnecting(shared.target, req, shared.progress).run(control, finish));
+    said.extend(left_by_an_earlier_load(rejects, started_unix_ms).filter(|_| !rewrite));
+    (said, closed)
+}
+
+/// What sessions loading side by side did to each other: keys repeated
+/// across chunks, chunks that gave way to an earlier load's lock, and
+/// deferred constraints checked at each row after one refused a chunk.
+fn contention_warnings(shared: &Shared, req: &LoadRequest) -> Vec<String> {
+    let mut said = Vec::new();
+    // Not with --on-conflict-do-nothing: keys the table holds are expected.
+    if shared.keys_collide.load(Ordering::SeqCst)
+        && shared.workers(req) > 1
+        && !shared.skip_conflicts
+        && !shared.replaces()
+    {
+        let how = match shared.keys_in_parallel() {
+            true => {
+                "workers loaded side by side, each chunk copying last the records whose keys an earlier chunk \
+                 still loading had (sessions inserting the same key wait for each other's transactions)"
+            }
+            false => "workers took turns (sessions inserting the same key wait for each other's transactions)",
+        };
+        said.push(format!(
+            "many records repeat a key: once a chunk (or the first records) had {KEY_COLLISIONS} duplicates, {how}; \
+             removing the duplicates before the load, or loading into an empty table (keys deferred), is faster"
+        ));
+    }
+    let gave_way = shared.gave_way.load(Ordering::SeqCst);
+    if gave_way > 0 {
+        said.push(format!(
+            "{} loading alongside an earlier one held a lock that the earlier one waited for (a key both copy, \
+             or a lock their rows take, as a trigger's): {} back and loaded again after it, so that each key's {} \
+             line is the one kept",
+            count_of(gave_way, "chunk"),
+            if gave_way == 1 { "it rolled" } else { "each rolled" },
+            if shared.replaces() { "last" } else { "first" }
+        ));
+    }
+    for (constraint, refusal) in shared.checked_at_each_row.refused() {
+        let (which, it) = match &constraint {
+            Some(name) => (format!("constraint {name}"), "it"),
+            None => ("every constraint".to_string(), "one"),
+        };
+        let rejected = match shared.skip_conflicts {
+            true => "rejected (or skipped, for a key) at their lines",
+            false => "rejected at their lines",
+        };
+        said.push(format!(
+            "a constraint checked at commit (DEFERRABLE INITIALLY DEFERRED) refused a chunk, where the server names \
+             no line ({refusal}): from then on each chunk checked {which} at each row (SET CONSTRAINTS ... \
+             IMMEDIATE), so the records that break {it} were {rejected} (a row referring to one later in its chunk \
+             may have been too)"
+        ));
+    }
+    said
 }
 
 /// Marks the job finished once the rejects file is complete and in input
