@@ -847,6 +847,14 @@ fn ctrl_c_while_indexes_build_cancels_them_and_the_same_command_builds_them() {
     let mut child = f.spawn();
     let (lines, stderr) = stderr_lines(&mut child);
     await_line(&lines, &["building 1 deferred index/constraint"]);
+    let status = || {
+        let out = sluice_command().args(["status", "--db", &f.db.conninfo()]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // The running load builds it: running the command again would not.
+    let running = status();
+    assert!(running.contains(r#"still to build again, by the running load: index "t_slow""#), "{running}");
+    assert!(!running.contains("run the job's command again"), "{running}");
     let (code, stderr, took) = ctrl_c(child, stderr, Duration::from_secs(5));
     assert!(took < Duration::from_secs(5), "the build was not cancelled: {stderr}");
     assert_eq!(code, Some(3), "{stderr}");
@@ -855,9 +863,9 @@ fn ctrl_c_while_indexes_build_cancels_them_and_the_same_command_builds_them() {
     assert!(stderr.contains(dropped), "{stderr}");
     assert_eq!(f.db.scalar(index_exists), "0", "the cancelled build rolled back");
     assert_eq!(f.db.count("t"), f.good, "the rows stay loaded");
-    let status = sluice_command().args(["status", "--db", &f.db.conninfo()]).output().unwrap();
-    let status = String::from_utf8_lossy(&status.stdout);
+    let status = status();
     assert!(status.contains("every chunk is loaded; the job finishes once the indexes"), "{status}");
+    assert!(status.contains("run the job's command again to build them"), "{status}");
     assert!(status.contains("all of "), "{status}");
 
     f.db.execute(&slow("0"));

@@ -135,10 +135,7 @@ pub fn run(args: StatusArgs, redactor: &mut Redactor) -> Result<i32, Error> {
             }
         }
         if !j.dropped.is_empty() {
-            println!(
-                "  dropped for the load, not yet built again: {}; run the job's command again to build them",
-                j.dropped.join(", ")
-            );
+            println!("  {}", dropped_line(j));
         }
     }
     if finished_left_out > 0 {
@@ -220,6 +217,20 @@ fn input_done(job: &ledger::JobStatus) -> String {
 /// Whether the done chunks cover the whole input, as far as the ledger
 /// knows its size: the files' sizes, until the load records the bytes its
 /// chunks hold once every one is committed (a header line is in no chunk).
+/// What the job dropped for the load and has not built again; who builds
+/// it: the running load, at its end (running the command again then would
+/// only join it), or the command run again.
+fn dropped_line(job: &ledger::JobStatus) -> String {
+    let dropped = job.dropped.join(", ");
+    match (job.running, every_chunk_done(job)) {
+        (true, true) => format!("still to build again, by the running load: {dropped}"),
+        (true, false) => format!("dropped for the load, built again at its end: {dropped}"),
+        (false, _) => {
+            format!("dropped for the load, not yet built again: {dropped}; run the job's command again to build them")
+        }
+    }
+}
+
 fn every_chunk_done(job: &ledger::JobStatus) -> bool {
     job.input_bytes.is_some_and(|total| total > 0 && job.bytes_done >= total)
 }
@@ -250,6 +261,23 @@ mod tests {
             stopped_by: None,
             reject_reasons: None,
         }
+    }
+
+    #[test]
+    fn what_the_job_dropped_is_built_by_the_running_load_or_the_command_run_again() {
+        let dropped = |running, bytes_done| {
+            let j = ledger::JobStatus {
+                running,
+                dropped: vec!["index \"i\"".into()],
+                ..job("in progress", bytes_done, Some(9))
+            };
+            dropped_line(&j)
+        };
+        assert_eq!(dropped(true, 4), "dropped for the load, built again at its end: index \"i\"");
+        assert_eq!(dropped(true, 9), "still to build again, by the running load: index \"i\"");
+        let stopped =
+            "dropped for the load, not yet built again: index \"i\"; run the job's command again to build them";
+        assert_eq!((dropped(false, 4), dropped(false, 9)), (stopped.into(), stopped.into()));
     }
 
     #[test]
