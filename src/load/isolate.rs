@@ -439,40 +439,7 @@ pub(super) fn isolate(
     mut binary: Option<BinaryRuns<'_>>,
     route: Route<'_>,
 ) -> Result<Isolated, Error> {
-    let index = RecordIndex::build(shared, chunk.line_end, bytes);
-    let mut iso = Isolator {
-        shared,
-        chunk,
-        bytes,
-        index,
-        rejects: Vec::new(),
-        rows: 0,
-        binary_rows: 0,
-        suppressed: 0,
-        skipped: 0,
-        seen: 0,
-        errors: 0,
-        copies: 0,
-        key_refusals: 0,
-        keys_checked: false,
-        check_refusals: 0,
-        constraints_checked: false,
-        unworded_at: None,
-        repeats: Vec::new(),
-        repeats_checked: false,
-        missing_looked_up: Vec::new(),
-        original_starts: None,
-        flight: match route {
-            Route::Alongside(flight) => Some(flight),
-            _ => None,
-        },
-        waits_for: Vec::new(),
-        staging: match route {
-            Route::Staged(staging) => Some(staging),
-            _ => None,
-        },
-        replaced: 0,
-    };
+    let mut iso = Isolator::new(shared, chunk, bytes, route);
     let looks_up_keys = iso.staging.is_none();
     iso.note_refusal(refusal.as_ref());
     let (mut clean, mut suspects) = iso.sort_records();
@@ -677,6 +644,44 @@ fn end_of_data_line(raw: &[u8]) -> bool {
 }
 
 impl<'a> Isolator<'a> {
+    /// An isolator of `chunk`'s records, none tried yet, loading by `route`.
+    fn new(shared: &'a Shared<'a>, chunk: &'a Chunk, bytes: &'a [u8], route: Route<'a>) -> Isolator<'a> {
+        let index = RecordIndex::build(shared, chunk.line_end, bytes);
+        Isolator {
+            shared,
+            chunk,
+            bytes,
+            index,
+            rejects: Vec::new(),
+            rows: 0,
+            binary_rows: 0,
+            suppressed: 0,
+            skipped: 0,
+            seen: 0,
+            errors: 0,
+            copies: 0,
+            key_refusals: 0,
+            keys_checked: false,
+            check_refusals: 0,
+            constraints_checked: false,
+            unworded_at: None,
+            repeats: Vec::new(),
+            repeats_checked: false,
+            missing_looked_up: Vec::new(),
+            original_starts: None,
+            flight: match route {
+                Route::Alongside(flight) => Some(flight),
+                _ => None,
+            },
+            waits_for: Vec::new(),
+            staging: match route {
+                Route::Staged(staging) => Some(staging),
+                _ => None,
+            },
+            replaced: 0,
+        }
+    }
+
     /// Checks the suspects' values in one statement when there are enough
     /// of them (see [`value_check`](super::value_check)): rejects those the
     /// check refuses, moves to `clean` those whose values it took and whose
