@@ -33,7 +33,9 @@
 
 use std::io::{self, Read};
 
-use encoding_rs::{Decoder, DecoderResult, Encoding, KOI8_U, UTF_8, WINDOWS_1252, WINDOWS_1254, WINDOWS_1255};
+use encoding_rs::{
+    Decoder, DecoderResult, Encoding, KOI8_U, UTF_16BE, UTF_16LE, UTF_8, WINDOWS_1252, WINDOWS_1254, WINDOWS_1255,
+};
 
 /// How an input is turned into UTF-8: an `encoding_rs` decoder (UTF-16
 /// removes its byte-order mark), with PostgreSQL's differences.
@@ -43,6 +45,22 @@ pub struct Transcoding {
     /// The name was an ISO-8859 one that WHATWG reads as its Windows
     /// superset: 0x80..0x9F are the C1 controls.
     strict_iso: bool,
+}
+
+impl Transcoding {
+    /// UTF-16, little-endian unless a byte-order mark says otherwise.
+    pub const UTF_16: Transcoding = Transcoding { encoding: UTF_16LE, strict_iso: false };
+
+    /// A decoder that drops the input's byte-order mark. For UTF-16 the
+    /// mark also says which byte comes first, and wins over the name's:
+    /// `utf-16` is little-endian, and a big-endian file read so turned into
+    /// CJK-looking text (each character's bytes swapped) that no row took.
+    fn decoder(&self) -> Decoder {
+        match self.encoding == UTF_16LE || self.encoding == UTF_16BE {
+            true => self.encoding.new_decoder(),
+            false => self.encoding.new_decoder_with_bom_removal(),
+        }
+    }
 }
 
 /// What `--encoding NAME` means.
@@ -343,7 +361,7 @@ impl<R: Read> TranscodingReader<R> {
     pub fn new(inner: R, transcoding: Transcoding) -> Self {
         TranscodingReader {
             inner,
-            decoder: transcoding.encoding.new_decoder_with_bom_removal(),
+            decoder: transcoding.decoder(),
             differences: postgres_differences(transcoding),
             input: vec![0; 64 << 10],
             in_pos: 0,
@@ -469,6 +487,13 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("0x{b:02x}")).collect::<Vec<_>>().join(" ")
 }
 
+/// A UTF-16 byte-order mark at the start of `head` (not UTF-32's, which
+/// begins as UTF-16 little-endian's does): the file is UTF-16, as surely as
+/// a file says it. Windows PowerShell's `Out-File` and `>` write such files.
+pub fn utf16_byte_order_mark(head: &[u8]) -> bool {
+    head.starts_with(&[0xFE, 0xFF]) || (head.starts_with(&[0xFF, 0xFE]) && !head.starts_with(&[0xFF, 0xFE, 0, 0]))
+}
+
 /// A UTF-16 byte-order mark, or a first kilobyte that is mostly NUL bytes
 /// at every other position: the file is very likely UTF-16.
 pub fn looks_like_utf16(head: &[u8]) -> bool {
@@ -579,9 +604,18 @@ mod tests {
         assert_eq!(transcode(&le, "utf-16").unwrap(), text);
         let be: Vec<u8> = text.encode_utf16().flat_map(u16::to_be_bytes).collect();
         assert_eq!(transcode(&be, "utf-16be").unwrap(), text);
+        // The mark says the order, whatever the name's.
+        let marked_be = [&[0xFE, 0xFF][..], &be].concat();
+        assert_eq!(transcode(&marked_be, "utf-16").unwrap(), text);
+        assert_eq!(transcode(&marked_be, "utf-16le").unwrap(), text);
+        assert_eq!(transcode(&le, "utf-16be").unwrap(), text);
         assert!(looks_like_utf16(&le));
         assert!(looks_like_utf16(&be));
         assert!(!looks_like_utf16(text.as_bytes()));
+        assert!(utf16_byte_order_mark(&le) && utf16_byte_order_mark(&[0xFE, 0xFF, 0, b'a']));
+        assert!(!utf16_byte_order_mark(&be), "no mark: its NUL bytes are a guess");
+        assert!(!utf16_byte_order_mark(&[0xFF, 0xFE, 0, 0, b'a', 0, 0, 0]), "UTF-32's mark");
+        assert!(!utf16_byte_order_mark(&[0xEF, 0xBB, 0xBF, b'a']), "UTF-8's mark");
     }
 
     #[test]

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::encoding::{looks_like_utf16, unmark, Transcoding, TranscodingReader};
+use crate::encoding::{looks_like_utf16, unmark, utf16_byte_order_mark, Transcoding, TranscodingReader};
 use crate::error::Error;
 use crate::format::documents::{DocumentColumns, DocumentReader, OriginalLines};
 use crate::format::json_values::{DocumentLines, JsonValues, NotJson};
@@ -219,6 +219,9 @@ pub struct Source {
     pub canonical: Arc<str>,
     /// The first bytes look like UTF-16 (uncompressed inputs only).
     pub looks_utf16: bool,
+    /// They are UTF-16's byte-order mark: read as UTF-16 without
+    /// `--encoding` (see `load::apply_encoding`).
+    pub utf16_bom: bool,
     /// Set by the load when `--encoding` names something other than UTF-8.
     pub transcoding: Option<Transcoding>,
     /// Set by the load for JSON that is one array of documents, or
@@ -1063,6 +1066,7 @@ fn file_source_with(path: &Path, meta: std::fs::Metadata, canonical: Arc<str>) -
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map(|d| d.as_nanos()),
         looks_utf16: compression == Compression::None && looks_like_utf16(&head[..n]),
+        utf16_bom: compression == Compression::None && utf16_byte_order_mark(&head[..n]),
         transcoding: None,
         json_values: None,
         documents: None,
@@ -1101,6 +1105,7 @@ fn streamed_source(name: &str, path: Option<&Path>, mut reader: Box<dyn Read + S
         return Err(Error::Input { file: name.into(), message: advice });
     }
     let looks_utf16 = compression == Compression::None && looks_like_utf16(&head[..n.min(1024)]);
+    let utf16_bom = compression == Compression::None && utf16_byte_order_mark(&head);
     let head_hash = xxhash_rust::xxh3::xxh3_64(&head);
     let head: Arc<[u8]> = head.into();
     let reader: Box<dyn Read + Send> = Box::new(io::Cursor::new(head.clone()).chain(reader));
@@ -1113,6 +1118,7 @@ fn streamed_source(name: &str, path: Option<&Path>, mut reader: Box<dyn Read + S
         modified_ns: None,
         canonical: path.map_or_else(|| name.into(), |p| canonical_name(p, name)),
         looks_utf16,
+        utf16_bom,
         transcoding: None,
         json_values: None,
         documents: None,

@@ -1383,26 +1383,49 @@ fn postgres_encoding_aliases_mean_what_the_server_says() {
     assert!(known > 80, "the server knew only {known} of the names");
 }
 
-/// A UTF-16 file with a byte-order mark loads with --encoding utf-16 (quoted
-/// newlines across 1 KiB chunks included) exactly like its UTF-8 twin, and
-/// without --encoding fails with a message that names the flag.
+/// A UTF-16 file that begins with a byte-order mark (as Windows PowerShell
+/// writes them) loads without --encoding, in the byte order its mark says
+/// (big-endian too, even under `--encoding utf-16`, whose default order is
+/// little-endian: before, such a file loaded nothing), quoted newlines across
+/// 1 KiB chunks included, exactly like its UTF-8 twin. One without a mark,
+/// which only looks like UTF-16, fails with a message that names the flag.
 #[test]
-fn utf16_needs_and_honours_encoding() {
+fn utf16_is_read_in_the_order_its_mark_says_and_named_where_it_has_none() {
     let db = TestDb::new();
-    db.execute("CREATE TABLE u8 (id int, name text, k int); CREATE TABLE u16 (LIKE u8)");
+    db.execute(
+        "CREATE TABLE u8 (id int, name text, k int); CREATE TABLE u16 (LIKE u8); CREATE TABLE u16be (LIKE u8); \
+         CREATE TABLE unmarked (LIKE u8)",
+    );
     let text = format!("id,name,k\n{}", rows(0, 2000).replace("name", "n\u{e9}m\u{1F600}"));
-    let utf16: Vec<u8> = [0xFF, 0xFE].into_iter().chain(text.encode_utf16().flat_map(u16::to_le_bytes)).collect();
+    let le: Vec<u8> = [0xFF, 0xFE].into_iter().chain(text.encode_utf16().flat_map(u16::to_le_bytes)).collect();
+    let be: Vec<u8> = text.encode_utf16().flat_map(u16::to_be_bytes).collect();
     let plain = db.file("u8.csv", text.as_bytes());
-    let wide = db.file("u16.csv", &utf16);
     db.load(&[plain.to_str().unwrap(), "--table", "u8", "--header"]).assert_ok();
-    let common = [wide.to_str().unwrap(), "--table", "u16", "--header", "--chunk-size", "1KiB"];
-    let run = db.load(&common);
-    assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("load it with --encoding utf-16"), "{}", run.stderr);
-    assert_eq!(db.count("u16"), 0);
-    db.load(&[&common[..], &["--encoding", "utf-16"]].concat()).assert_ok();
+    let load = |file: &std::path::Path, table: &str, extra: &[&str]| {
+        db.load(&[&[file.to_str().unwrap(), "--table", table, "--header", "--chunk-size", "1KiB"][..], extra].concat())
+    };
+
+    let wide = db.file("u16.csv", &le);
+    let run = load(&wide, "u16", &[]);
+    run.assert_ok();
+    let said = "u16.csv: read as UTF-16, as the byte-order mark it begins with says";
+    assert!(run.stderr.contains(said), "{}", run.stderr);
     db.assert_same_rows("u8", "u16");
     assert_eq!(db.count("u16"), 2000);
+
+    let marked_be = db.file("u16be.csv", &[&[0xFE, 0xFF][..], &be].concat());
+    let run = load(&marked_be, "u16be", &["--encoding", "utf-16"]);
+    run.assert_ok();
+    assert!(!run.stderr.contains("byte-order mark"), "--encoding named it: {}", run.stderr);
+    db.assert_same_rows("u8", "u16be");
+
+    let unmarked = db.file("unmarked.csv", &be);
+    let run = load(&unmarked, "unmarked", &[]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("load it with --encoding utf-16"), "{}", run.stderr);
+    assert_eq!(db.count("unmarked"), 0);
+    load(&unmarked, "unmarked", &["--encoding", "utf-16be"]).assert_ok();
+    db.assert_same_rows("u8", "unmarked");
 }
 
 /// A file that is not text (compressed with a tool sluice does not read, a

@@ -49,7 +49,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crossbeam_channel::{bounded, unbounded, Sender};
 
 use crate::chunk::{Chunk, Chunker, ChunkerConfig, Preamble};
-use crate::encoding::InputEncoding;
+use crate::encoding::{InputEncoding, Transcoding};
 use crate::error::Error;
 use crate::format::convert::Conversion;
 use crate::format::documents;
@@ -1039,6 +1039,7 @@ fn prepare(
     let mut early_warnings: Vec<String> = in_the_ledger_schema(&table).into_iter().collect();
     early_warnings.extend(left_out);
     early_warnings.extend(plan::format_by_content_said(req.format, all_sources));
+    early_warnings.extend(encoding_by_mark_said(req.options.encoding.as_deref(), all_sources));
     early_warnings.extend(json_values_said(all_sources, format));
     // Loaded whole, such a document is one row.
     early_warnings.extend(
@@ -2064,8 +2065,10 @@ fn json_values_said(sources: &[Source], format: &FormatOptions) -> Option<String
     ))
 }
 
-/// Sets every input's transcoding from `--encoding`; without it, refuses
-/// inputs that look like UTF-16 with the flag that loads them.
+/// Sets every input's transcoding from `--encoding`. Without it, an input
+/// that begins with UTF-16's byte-order mark is read as UTF-16 (the mark
+/// says which byte comes first), and one that only looks like UTF-16 (NUL
+/// bytes at every other position) is refused with the flag that loads it.
 fn apply_encoding(sources: &mut [Source], name: Option<String>) -> Result<(), Error> {
     let encoding = match &name {
         Some(name) => InputEncoding::from_name(name).map_err(Error::Usage)?,
@@ -2074,16 +2077,31 @@ fn apply_encoding(sources: &mut [Source], name: Option<String>) -> Result<(), Er
     for source in sources.iter_mut() {
         match encoding {
             InputEncoding::Transcode(t) => source.transcoding = Some(t),
+            InputEncoding::Utf8 if name.is_none() && source.utf16_bom => {
+                source.transcoding = Some(Transcoding::UTF_16);
+            }
             InputEncoding::Utf8 if name.is_none() && source.looks_utf16 => {
                 return Err(source.input_error(
-                    "this looks like UTF-16 (a byte-order mark or NUL bytes in every other position); \
-                     load it with --encoding utf-16 (or utf-16le / utf-16be)",
+                    "this looks like UTF-16 (NUL bytes in every other position), but no byte-order mark says \
+                     so: load it with --encoding utf-16 (little-endian; or utf-16be)",
                 ))
             }
             InputEncoding::Utf8 => {}
         }
     }
     Ok(())
+}
+
+/// The warning for inputs read as UTF-16 by their byte-order mark (see
+/// [`apply_encoding`]).
+fn encoding_by_mark_said(given: Option<&str>, sources: &[Source]) -> Option<String> {
+    let marked: Vec<&Source> = sources.iter().filter(|s| s.utf16_bom && given.is_none()).collect();
+    let first = marked.first()?;
+    let which = match marked.len() {
+        1 => first.name.to_string(),
+        n => format!("{n} files (the first: {})", first.name),
+    };
+    Some(format!("{which}: read as UTF-16, as the byte-order mark it begins with says; --encoding reads it otherwise"))
 }
 
 /// What the feeder learned about one input.
@@ -2776,6 +2794,7 @@ mod tests {
             modified_ns: None,
             canonical: "f".into(),
             looks_utf16: false,
+            utf16_bom: false,
             transcoding: None,
             json_values: None,
             documents: None,
