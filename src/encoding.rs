@@ -51,6 +51,11 @@ impl Transcoding {
     /// UTF-16, little-endian unless a byte-order mark says otherwise.
     pub const UTF_16: Transcoding = Transcoding { encoding: UTF_16LE, strict_iso: false };
 
+    /// UTF-16 in that byte order (when no mark says otherwise).
+    pub fn is_utf16(&self, big_endian: bool) -> bool {
+        self.encoding == if big_endian { UTF_16BE } else { UTF_16LE }
+    }
+
     /// A decoder that drops the input's byte-order mark. For UTF-16 the
     /// mark also says which byte comes first, and wins over the name's:
     /// `utf-16` is little-endian, and a big-endian file read so turned into
@@ -487,22 +492,48 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("0x{b:02x}")).collect::<Vec<_>>().join(" ")
 }
 
-/// A UTF-16 byte-order mark at the start of `head` (not UTF-32's, which
-/// begins as UTF-16 little-endian's does): the file is UTF-16, as surely as
-/// a file says it. Windows PowerShell's `Out-File` and `>` write such files.
-pub fn utf16_byte_order_mark(head: &[u8]) -> bool {
-    head.starts_with(&[0xFE, 0xFF]) || (head.starts_with(&[0xFF, 0xFE]) && !head.starts_with(&[0xFF, 0xFE, 0, 0]))
+/// What a file's first bytes say of UTF-16.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Utf16Sign {
+    #[default]
+    None,
+    /// A byte-order mark (not UTF-32's, which begins as UTF-16
+    /// little-endian's does): the file is UTF-16, in the order the mark
+    /// says, as surely as a file says it. Windows PowerShell's `Out-File`
+    /// and `>` write such files.
+    Mark,
+    /// No mark, but a first kilobyte that is mostly NUL bytes at every
+    /// other position: very likely UTF-16 of mostly Latin text, big-endian
+    /// where the NUL comes first in each pair.
+    Nuls { big_endian: bool },
 }
 
-/// A UTF-16 byte-order mark, or a first kilobyte that is mostly NUL bytes
-/// at every other position: the file is very likely UTF-16.
-pub fn looks_like_utf16(head: &[u8]) -> bool {
-    if head.starts_with(&[0xFF, 0xFE]) || head.starts_with(&[0xFE, 0xFF]) {
-        return true;
+impl Utf16Sign {
+    /// What `head`, a file's first bytes, says.
+    pub fn of(head: &[u8]) -> Utf16Sign {
+        if head.starts_with(&[0xFE, 0xFF])
+            || (head.starts_with(&[0xFF, 0xFE]) && !head.starts_with(&[0xFF, 0xFE, 0, 0]))
+        {
+            return Utf16Sign::Mark;
+        }
+        let head = &head[..head.len().min(1024)];
+        let pairs = head.len() / 2;
+        let nul_in_lane = |lane: usize| head.chunks_exact(2).filter(|p| p[lane] == 0).count() * 10 >= pairs * 9;
+        match (pairs >= 8, nul_in_lane(0), nul_in_lane(1)) {
+            (true, true, false) => Utf16Sign::Nuls { big_endian: true },
+            (true, false, true) => Utf16Sign::Nuls { big_endian: false },
+            _ => Utf16Sign::None,
+        }
     }
-    let pairs = head.len() / 2;
-    let nul_in_one_lane = |lane: usize| head.chunks_exact(2).filter(|p| p[lane] == 0).count();
-    pairs >= 8 && (nul_in_one_lane(0) * 10 >= pairs * 9 || nul_in_one_lane(1) * 10 >= pairs * 9)
+
+    /// The `--encoding` that reads a file without a mark.
+    pub fn encoding_name(big_endian: bool) -> &'static str {
+        if big_endian {
+            "utf-16be"
+        } else {
+            "utf-16le"
+        }
+    }
 }
 
 #[cfg(test)]
@@ -609,13 +640,19 @@ mod tests {
         assert_eq!(transcode(&marked_be, "utf-16").unwrap(), text);
         assert_eq!(transcode(&marked_be, "utf-16le").unwrap(), text);
         assert_eq!(transcode(&le, "utf-16be").unwrap(), text);
-        assert!(looks_like_utf16(&le));
-        assert!(looks_like_utf16(&be));
-        assert!(!looks_like_utf16(text.as_bytes()));
-        assert!(utf16_byte_order_mark(&le) && utf16_byte_order_mark(&[0xFE, 0xFF, 0, b'a']));
-        assert!(!utf16_byte_order_mark(&be), "no mark: its NUL bytes are a guess");
-        assert!(!utf16_byte_order_mark(&[0xFF, 0xFE, 0, 0, b'a', 0, 0, 0]), "UTF-32's mark");
-        assert!(!utf16_byte_order_mark(&[0xEF, 0xBB, 0xBF, b'a']), "UTF-8's mark");
+        assert_eq!(Utf16Sign::of(&le), Utf16Sign::Mark);
+        assert_eq!(Utf16Sign::of(&[0xFE, 0xFF, 0, b'a']), Utf16Sign::Mark);
+        assert_eq!(Utf16Sign::of(&be), Utf16Sign::Nuls { big_endian: true });
+        assert_eq!(Utf16Sign::of(&le[2..]), Utf16Sign::Nuls { big_endian: false });
+        assert_eq!(Utf16Sign::of(text.as_bytes()), Utf16Sign::None);
+        assert_eq!(Utf16Sign::of(&be[..14]), Utf16Sign::None, "too few pairs to tell");
+        let utf32 =
+            [&[0xFF, 0xFE, 0, 0][..], &"ab".repeat(20).chars().flat_map(|c| [c as u8, 0, 0, 0]).collect::<Vec<_>>()]
+                .concat();
+        assert_ne!(Utf16Sign::of(&utf32), Utf16Sign::Mark, "UTF-32's mark");
+        assert_eq!(Utf16Sign::of(&[0xEF, 0xBB, 0xBF, b'a']), Utf16Sign::None, "UTF-8's mark");
+        assert!(transcoding("utf-16be").is_utf16(true) && Transcoding::UTF_16.is_utf16(false));
+        assert!(!transcoding("utf-16le").is_utf16(true) && !transcoding("latin1").is_utf16(false));
     }
 
     #[test]

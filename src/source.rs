@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::encoding::{looks_like_utf16, unmark, utf16_byte_order_mark, Transcoding, TranscodingReader};
+use crate::encoding::{unmark, Transcoding, TranscodingReader, Utf16Sign};
 use crate::error::Error;
 use crate::format::documents::{DocumentColumns, DocumentReader, OriginalLines};
 use crate::format::json_values::{DocumentLines, JsonValues, NotJson};
@@ -217,11 +217,9 @@ pub struct Source {
     /// Resolved once: a glob of many files would otherwise pay for it at
     /// every use.
     pub canonical: Arc<str>,
-    /// The first bytes look like UTF-16 (uncompressed inputs only).
-    pub looks_utf16: bool,
-    /// They are UTF-16's byte-order mark: read as UTF-16 without
-    /// `--encoding` (see `load::apply_encoding`).
-    pub utf16_bom: bool,
+    /// What the first bytes say of UTF-16 (uncompressed inputs only; see
+    /// `load::apply_encoding`).
+    pub utf16: Utf16Sign,
     /// Set by the load when `--encoding` names something other than UTF-8.
     pub transcoding: Option<Transcoding>,
     /// Set by the load for JSON that is one array of documents, or
@@ -1065,8 +1063,7 @@ fn file_source_with(path: &Path, meta: std::fs::Metadata, canonical: Arc<str>) -
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map(|d| d.as_nanos()),
-        looks_utf16: compression == Compression::None && looks_like_utf16(&head[..n]),
-        utf16_bom: compression == Compression::None && utf16_byte_order_mark(&head[..n]),
+        utf16: utf16_sign(compression, &head[..n]),
         transcoding: None,
         json_values: None,
         documents: None,
@@ -1075,6 +1072,15 @@ fn file_source_with(path: &Path, meta: std::fs::Metadata, canonical: Arc<str>) -
         no_header: false,
         skip_lines: 0,
     })
+}
+
+/// What an input's first bytes say of UTF-16: nothing, when it is
+/// compressed (its head is not its text).
+fn utf16_sign(compression: Compression, head: &[u8]) -> Utf16Sign {
+    match compression {
+        Compression::None => Utf16Sign::of(head),
+        _ => Utf16Sign::None,
+    }
 }
 
 /// Stdin from a terminal is refused: sluice would wait for a megabyte of
@@ -1104,8 +1110,7 @@ fn streamed_source(name: &str, path: Option<&Path>, mut reader: Box<dyn Read + S
     if let Some(advice) = not_text(&decompressed_head(compression, &head), name) {
         return Err(Error::Input { file: name.into(), message: advice });
     }
-    let looks_utf16 = compression == Compression::None && looks_like_utf16(&head[..n.min(1024)]);
-    let utf16_bom = compression == Compression::None && utf16_byte_order_mark(&head);
+    let utf16 = utf16_sign(compression, &head);
     let head_hash = xxhash_rust::xxh3::xxh3_64(&head);
     let head: Arc<[u8]> = head.into();
     let reader: Box<dyn Read + Send> = Box::new(io::Cursor::new(head.clone()).chain(reader));
@@ -1117,8 +1122,7 @@ fn streamed_source(name: &str, path: Option<&Path>, mut reader: Box<dyn Read + S
         size: None,
         modified_ns: None,
         canonical: path.map_or_else(|| name.into(), |p| canonical_name(p, name)),
-        looks_utf16,
-        utf16_bom,
+        utf16,
         transcoding: None,
         json_values: None,
         documents: None,

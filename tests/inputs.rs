@@ -1388,7 +1388,9 @@ fn postgres_encoding_aliases_mean_what_the_server_says() {
 /// (big-endian too, even under `--encoding utf-16`, whose default order is
 /// little-endian: before, such a file loaded nothing), quoted newlines across
 /// 1 KiB chunks included, exactly like its UTF-8 twin. One without a mark,
-/// which only looks like UTF-16, fails with a message that names the flag.
+/// which only looks like UTF-16, fails with a message that names the flag
+/// for its byte order, as does one read in the other order (before, with
+/// --header, all of it was one header line: nothing loaded, exit 0).
 #[test]
 fn utf16_is_read_in_the_order_its_mark_says_and_named_where_it_has_none() {
     let db = TestDb::new();
@@ -1422,7 +1424,16 @@ fn utf16_is_read_in_the_order_its_mark_says_and_named_where_it_has_none() {
     let unmarked = db.file("unmarked.csv", &be);
     let run = load(&unmarked, "unmarked", &[]);
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("load it with --encoding utf-16"), "{}", run.stderr);
+    let said = "unmarked.csv: this looks like UTF-16 (NUL bytes at every other position), but no byte-order mark says \
+                so: load it with --encoding utf-16be";
+    assert!(run.stderr.contains(said), "{}", run.stderr);
+    for other in ["utf-16", "utf-16le"] {
+        let run = load(&unmarked, "unmarked", &["--encoding", other]);
+        assert_eq!(run.code, 2, "{}", run.stderr);
+        let said = "unmarked.csv: its NUL bytes come first in each pair, as in big-endian UTF-16, and no byte-order \
+                    mark says otherwise: load it with --encoding utf-16be";
+        assert!(run.stderr.contains(said), "{}", run.stderr);
+    }
     assert_eq!(db.count("unmarked"), 0);
     load(&unmarked, "unmarked", &["--encoding", "utf-16be"]).assert_ok();
     db.assert_same_rows("u8", "unmarked");

@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::encoding::Utf16Sign;
 use crate::error::Error;
 use crate::format::convert::{self, Conversion, TimeUnit, UnixTimes};
 use crate::format::documents::{self, DocumentColumns};
@@ -174,7 +175,7 @@ pub(super) fn across(sources: &[Source], name: &str) -> (Vec<Vec<u8>>, bool) {
     let Some(first) = sources.iter().position(|source| &*source.name == name) else { return (Vec::new(), false) };
     let mut blocks = blocks_across(&sources[first]);
     let others: Vec<&Source> =
-        sources[first + 1..].iter().filter(|source| !source.looks_utf16 && source.pipe.is_none()).collect();
+        sources[first + 1..].iter().filter(|source| source.utf16 == Utf16Sign::None && source.pipe.is_none()).collect();
     // The last among them: a glob's newest file, often.
     let (n, k) = (others.len(), others.len().min(OTHER_INPUTS));
     let starts: Vec<Vec<u8>> = (0..k)
@@ -190,7 +191,7 @@ pub(super) fn across(sources: &[Source], name: &str) -> (Vec<Vec<u8>>, bool) {
 fn blocks_across(source: &Source) -> Vec<Vec<u8>> {
     use std::io::{Read, Seek, SeekFrom};
     let plain = source.compression == Compression::None && source.pipe.is_none() && source.start.is_none();
-    let (Some(path), Some(size), true) = (&source.path, source.size, plain && !source.looks_utf16) else {
+    let (Some(path), Some(size), true) = (&source.path, source.size, plain && source.utf16 == Utf16Sign::None) else {
         return Vec::new();
     };
     let Some(span) = size.checked_sub(STREAM_HEAD as u64 + BLOCK_ACROSS).filter(|&span| span > 0) else {

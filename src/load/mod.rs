@@ -49,7 +49,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crossbeam_channel::{bounded, unbounded, Sender};
 
 use crate::chunk::{Chunk, Chunker, ChunkerConfig, Preamble};
-use crate::encoding::{InputEncoding, Transcoding};
+use crate::encoding::{InputEncoding, Transcoding, Utf16Sign};
 use crate::error::Error;
 use crate::format::convert::Conversion;
 use crate::format::documents;
@@ -2075,18 +2075,28 @@ fn apply_encoding(sources: &mut [Source], name: Option<String>) -> Result<(), Er
         None => InputEncoding::Utf8,
     };
     for source in sources.iter_mut() {
-        match encoding {
-            InputEncoding::Transcode(t) => source.transcoding = Some(t),
-            InputEncoding::Utf8 if name.is_none() && source.utf16_bom => {
-                source.transcoding = Some(Transcoding::UTF_16);
+        match (encoding, source.utf16) {
+            // Read so, each character's two bytes would be swapped: CJK-looking
+            // text without a line end, all of it one record (or one header).
+            (InputEncoding::Transcode(t), Utf16Sign::Nuls { big_endian }) if t.is_utf16(!big_endian) => {
+                return Err(source.input_error(&format!(
+                    "its NUL bytes come {} in each pair, as in {}-endian UTF-16, and no byte-order mark says \
+                     otherwise: load it with --encoding {}",
+                    if big_endian { "first" } else { "second" },
+                    if big_endian { "big" } else { "little" },
+                    Utf16Sign::encoding_name(big_endian)
+                )))
             }
-            InputEncoding::Utf8 if name.is_none() && source.looks_utf16 => {
-                return Err(source.input_error(
-                    "this looks like UTF-16 (NUL bytes in every other position), but no byte-order mark says \
-                     so: load it with --encoding utf-16 (little-endian; or utf-16be)",
-                ))
+            (InputEncoding::Transcode(t), _) => source.transcoding = Some(t),
+            (InputEncoding::Utf8, Utf16Sign::Mark) if name.is_none() => source.transcoding = Some(Transcoding::UTF_16),
+            (InputEncoding::Utf8, Utf16Sign::Nuls { big_endian }) if name.is_none() => {
+                return Err(source.input_error(&format!(
+                    "this looks like UTF-16 (NUL bytes at every other position), but no byte-order mark says so: \
+                     load it with --encoding {}",
+                    Utf16Sign::encoding_name(big_endian)
+                )))
             }
-            InputEncoding::Utf8 => {}
+            (InputEncoding::Utf8, _) => {}
         }
     }
     Ok(())
@@ -2095,7 +2105,7 @@ fn apply_encoding(sources: &mut [Source], name: Option<String>) -> Result<(), Er
 /// The warning for inputs read as UTF-16 by their byte-order mark (see
 /// [`apply_encoding`]).
 fn encoding_by_mark_said(given: Option<&str>, sources: &[Source]) -> Option<String> {
-    let marked: Vec<&Source> = sources.iter().filter(|s| s.utf16_bom && given.is_none()).collect();
+    let marked: Vec<&Source> = sources.iter().filter(|s| s.utf16 == Utf16Sign::Mark && given.is_none()).collect();
     let first = marked.first()?;
     let which = match marked.len() {
         1 => first.name.to_string(),
@@ -2793,8 +2803,7 @@ mod tests {
             size: Some(size),
             modified_ns: None,
             canonical: "f".into(),
-            looks_utf16: false,
-            utf16_bom: false,
+            utf16: Utf16Sign::None,
             transcoding: None,
             json_values: None,
             documents: None,
