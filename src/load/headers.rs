@@ -348,13 +348,8 @@ fn unloadable_header(
     others: &[(usize, String)],
     generated: &[(usize, String)],
 ) -> Error {
-    // "field 3 (x) names" or "fields 3 (x), 6 (y) name".
     let listed = |fields: &[(usize, String)], name: &dyn Fn(&str) -> String| {
-        let each: Vec<String> = fields.iter().map(|(i, f)| format!("{} ({})", i + 1, name(f))).collect();
-        match each.len() {
-            1 => format!("field {} names", each[0]),
-            _ => format!("fields {} name", each.join(", ")),
-        }
+        fields_naming(&fields.iter().map(|(i, f)| (*i, name(f))).collect::<Vec<_>>())
     };
     let mut why = Vec::new();
     if !generated.is_empty() {
@@ -399,6 +394,21 @@ fn unloadable_header(
          pass --skip-other-fields, which leaves {them} out on the way, or {advice}",
         why.join(", and ")
     ))
+}
+
+/// How many fields [`fields_naming`] lists.
+const FIELDS_LISTED: usize = 8;
+
+/// "field 3 (x) names" or "fields 3 (x), 6 (y) name", of fields numbered
+/// from 0: the first [`FIELDS_LISTED`], and how many more (a file whose
+/// lines end in no line feed is one header of thousands of fields).
+fn fields_naming(fields: &[(usize, String)]) -> String {
+    let each: Vec<String> = fields.iter().take(FIELDS_LISTED).map(|(i, name)| format!("{} ({name})", i + 1)).collect();
+    match (fields.len(), fields.len().saturating_sub(FIELDS_LISTED)) {
+        (1, _) => format!("field {} names", each[0]),
+        (_, 0) => format!("fields {} name", each.join(", ")),
+        (_, more) => format!("fields {} and {more} more name", each.join(", ")),
+    }
 }
 
 /// The shell command that writes `source`'s text with only the fields
@@ -608,6 +618,17 @@ mod tests {
         assert_eq!(find(r#""a"b"c",d"#), Some(0), "a quote after the closing one opens another");
         assert_eq!(find(r#"a,b,c""#), Some(2));
         assert_eq!(quote_inside_a_bare_value(br#""a\"b",c"x"#, b',', b'"', b'\\'), Some(1), "escaped quote");
+    }
+
+    #[test]
+    fn a_header_s_fields_are_listed_up_to_a_few() {
+        let fields = |n: usize| (0..n).map(|i| (i + 2, format!("f{i}"))).collect::<Vec<_>>();
+        assert_eq!(fields_naming(&fields(1)), "field 3 (f0) names");
+        assert_eq!(fields_naming(&fields(2)), "fields 3 (f0), 4 (f1) name");
+        let eight = fields_naming(&fields(8));
+        assert!(eight.starts_with("fields 3 (f0), ") && eight.ends_with(", 10 (f7) name"), "{eight}");
+        let many = fields_naming(&fields(2000));
+        assert!(many.ends_with(", 10 (f7) and 1992 more name"), "{many}");
     }
 
     #[test]
