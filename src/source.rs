@@ -217,7 +217,7 @@ pub struct Source {
     /// Resolved once: a glob of many files would otherwise pay for it at
     /// every use.
     pub canonical: Arc<str>,
-    /// What the first bytes say of UTF-16 (uncompressed inputs only; see
+    /// What the first bytes say of UTF-16, decompressed (see
     /// `load::apply_encoding`).
     pub utf16: Utf16Sign,
     /// Set by the load when `--encoding` names something other than UTF-8.
@@ -1063,7 +1063,7 @@ fn file_source_with(path: &Path, meta: std::fs::Metadata, canonical: Arc<str>) -
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map(|d| d.as_nanos()),
-        utf16: utf16_sign(compression, &head[..n]),
+        utf16: Utf16Sign::of(&sniffed),
         transcoding: None,
         json_values: None,
         documents: None,
@@ -1072,15 +1072,6 @@ fn file_source_with(path: &Path, meta: std::fs::Metadata, canonical: Arc<str>) -
         no_header: false,
         skip_lines: 0,
     })
-}
-
-/// What an input's first bytes say of UTF-16: nothing, when it is
-/// compressed (its head is not its text).
-fn utf16_sign(compression: Compression, head: &[u8]) -> Utf16Sign {
-    match compression {
-        Compression::None => Utf16Sign::of(head),
-        _ => Utf16Sign::None,
-    }
 }
 
 /// Stdin from a terminal is refused: sluice would wait for a megabyte of
@@ -1107,10 +1098,11 @@ fn streamed_source(name: &str, path: Option<&Path>, mut reader: Box<dyn Read + S
         read_up_to(&mut reader, &mut head).map_err(|e| Error::Input { file: name.into(), message: io_reason(&e) })?;
     head.truncate(n);
     let compression = Compression::detect(&head);
-    if let Some(advice) = not_text(&decompressed_head(compression, &head), name) {
+    let sniffed = decompressed_head(compression, &head);
+    if let Some(advice) = not_text(&sniffed, name) {
         return Err(Error::Input { file: name.into(), message: advice });
     }
-    let utf16 = utf16_sign(compression, &head);
+    let utf16 = Utf16Sign::of(&sniffed);
     let head_hash = xxhash_rust::xxh3::xxh3_64(&head);
     let head: Arc<[u8]> = head.into();
     let reader: Box<dyn Read + Send> = Box::new(io::Cursor::new(head.clone()).chain(reader));

@@ -1384,7 +1384,7 @@ fn postgres_encoding_aliases_mean_what_the_server_says() {
 }
 
 /// A UTF-16 file that begins with a byte-order mark (as Windows PowerShell
-/// writes them) loads without --encoding, in the byte order its mark says
+/// writes them) loads without --encoding, gzipped too, in the byte order its mark says
 /// (big-endian too, even under `--encoding utf-16`, whose default order is
 /// little-endian: before, such a file loaded nothing), quoted newlines across
 /// 1 KiB chunks included, exactly like its UTF-8 twin. One without a mark,
@@ -1396,7 +1396,7 @@ fn utf16_is_read_in_the_order_its_mark_says_and_named_where_it_has_none() {
     let db = TestDb::new();
     db.execute(
         "CREATE TABLE u8 (id int, name text, k int); CREATE TABLE u16 (LIKE u8); CREATE TABLE u16be (LIKE u8); \
-         CREATE TABLE unmarked (LIKE u8)",
+         CREATE TABLE unmarked (LIKE u8); CREATE TABLE u16gz (LIKE u8)",
     );
     let text = format!("id,name,k\n{}", rows(0, 2000).replace("name", "n\u{e9}m\u{1F600}"));
     let le: Vec<u8> = [0xFF, 0xFE].into_iter().chain(text.encode_utf16().flat_map(u16::to_le_bytes)).collect();
@@ -1414,6 +1414,13 @@ fn utf16_is_read_in_the_order_its_mark_says_and_named_where_it_has_none() {
     assert!(run.stderr.contains(said), "{}", run.stderr);
     db.assert_same_rows("u8", "u16");
     assert_eq!(db.count("u16"), 2000);
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gzip, &le).unwrap();
+    let gzipped = db.file("u16.csv.gz", &gzip.finish().unwrap());
+    let run = load(&gzipped, "u16gz", &[]);
+    run.assert_ok();
+    assert!(run.stderr.contains("u16.csv.gz: read as UTF-16"), "{}", run.stderr);
+    db.assert_same_rows("u8", "u16gz");
 
     let marked_be = db.file("u16be.csv", &[&[0xFE, 0xFF][..], &be].concat());
     let run = load(&marked_be, "u16be", &["--encoding", "utf-16"]);
