@@ -2670,6 +2670,34 @@ fn a_clients_row_count_under_a_saved_result_is_rejected_and_named_as_such() {
     assert!(!run.stderr.contains("row count"), "{}", run.stderr);
 }
 
+/// Two exports joined with `cat`, each with its header (and, from Windows,
+/// a UTF-8 byte-order mark before it): the second header is rejected as
+/// COPY rejects it, and the summary says that it repeats the header, not
+/// data, and to load the files themselves. A bad record whose values name
+/// columns only in part is no header.
+#[test]
+fn a_header_repeated_among_the_data_is_rejected_and_named_as_such() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text, kind text)");
+    let part = |rows: &str| [&b"\xef\xbb\xbfid,Name,\"kind\"\r\n"[..], rows.as_bytes()].concat();
+    let joined = [part("1,a,x\r\n2,b,y\r\n"), part("3,c,x\r\nname,kind,id2\r\n"), part("4,d,y\r\n")].concat();
+    let file = db.file("joined.csv", &joined);
+    let Loaded { run, rejects: found, report: r, .. } = load_with_rejects(&db, &file, "t", &["--header"]);
+    assert_eq!((run.code, found.len(), db.count("t")), (1, 3, 4), "{}", run.stderr);
+    let warning = "2 records were rejected that repeat the header (the first: ";
+    assert!(run.stderr.contains(warning), "{}", run.stderr);
+    let (at, of) = (found.iter().map(|f| f["line"].as_u64().unwrap()).collect::<Vec<_>>(), "joined.csv line");
+    assert_eq!(at, [4, 6, 7], "the second header, the bad record, the third header");
+    assert!(run.stderr.contains(&format!("{of} 4): ")) || run.stderr.contains(&format!("{of} 7): ")));
+    assert!(run.stderr.contains("they name the table's columns and no values, so no data is missing"));
+    assert!(run.stderr.contains("load the files themselves instead (several names or a glob"), "{}", run.stderr);
+    assert_reported(&r, warning);
+    let clean = db.file("clean.csv", b"id,name,kind\n5,e,x\n6,f,y\n");
+    let Loaded { run, .. } = load_with_rejects(&db, &clean, "t", &["--header"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!run.stderr.contains("repeat"), "{}", run.stderr);
+}
+
 /// `--unix-times auto`: each time column's unit is the one its first
 /// records' numbers read in (seconds in one, milliseconds in another), and
 /// the values load exactly as the server's own conversion of them; a

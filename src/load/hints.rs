@@ -72,6 +72,9 @@ pub(super) struct RejectNotes {
     null_words: Tally,
     /// Records that are empty lines (see [`empty_line_warning`]).
     empty_lines: Tally,
+    /// Records among the data that repeat the header (see
+    /// [`repeated_header_warning`]).
+    repeated_headers: Tally,
     /// Records that are a client's row count under a query's result, with
     /// the client of the first (see [`row_count_footer_warning`]).
     row_count_footers: Tally,
@@ -148,6 +151,7 @@ impl Tally {
 pub(super) fn note(shared: &Shared, rejects: &[Reject]) {
     note_headers(shared, rejects);
     note_not_utf8(shared, rejects);
+    note_repeated_headers(shared, rejects);
     let notes = &shared.notes;
     for reject in
         rejects.iter().filter(|r| r.raw.as_deref().is_some_and(|raw| raw.trim_end_matches(['\r', '\n']).is_empty()))
@@ -480,7 +484,9 @@ pub(super) fn warnings(shared: &Shared) -> Vec<String> {
     let headers = header_warning(&shared.notes, shared.format);
     let alerts = ALERTS.iter().filter_map(|warning| warning(shared));
     let keys = held_key_warning(shared).into_iter().chain(no_partition_warning(shared));
-    let not_data = empty_line_warning(shared).into_iter().chain(row_count_footer_warning(shared));
+    // A header under a title would be said twice: its warning says more.
+    let repeated = repeated_header_warning(shared).filter(|_| headers.is_none());
+    let not_data = empty_line_warning(shared).into_iter().chain(repeated).chain(row_count_footer_warning(shared));
     headers.into_iter().chain(alerts).chain(not_data).chain(keys).collect()
 }
 
@@ -549,6 +555,37 @@ fn empty_line_warning(shared: &Shared) -> Option<String> {
     Some(format!(
         "{} rejected that {are} (the first: {first}): {they} no values, so no data is missing from the table for \
          {them}",
+        how_many_were(count, "record"),
+    ))
+}
+
+/// Notes the rejected records after each input's first line of data whose
+/// every field names a column of the table.
+fn note_repeated_headers(shared: &Shared, rejects: &[Reject]) {
+    if shared.format.kind == FormatKind::Jsonl || reads_documents(shared) {
+        return;
+    }
+    let first = first_line_of_data(shared.format);
+    for reject in rejects.iter().filter(|r| r.line > first) {
+        let Some(raw) = as_loaded(shared, reject) else { continue };
+        if suspect::names_only_columns(&raw, &shared.table.columns, shared.format) {
+            shared.notes.repeated_headers.add(|| format!("{} line {}", reject.file, reject.line));
+        }
+    }
+}
+
+/// Records among the data that repeat the header: files that each begin
+/// with one, joined with `cat` (a UTF-8 byte-order mark may come with
+/// each), or an export that repeats it every page. Why: its reason
+/// (`invalid input syntax for type integer: "id"`) reads as a bad row, as
+/// if data were lost, where none was.
+fn repeated_header_warning(shared: &Shared) -> Option<String> {
+    let (count, first) = shared.notes.repeated_headers.seen()?;
+    let (repeat, hold, them) = if count == 1 { ("repeats", "it names", "it") } else { ("repeat", "they name", "them") };
+    Some(format!(
+        "{} rejected that {repeat} the header (the first: {first}): {hold} the table's columns and no values, so \
+         no data is missing from the table for {them}. Files joined with cat bring each one's header: load the \
+         files themselves instead (several names or a glob; --header skips each one's)",
         how_many_were(count, "record"),
     ))
 }

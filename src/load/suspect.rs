@@ -546,6 +546,20 @@ pub fn reads_as_a_header(record: &[u8], columns: &[(String, String)], format: &F
     names.is_some_and(|names| names.iter().any(|name| names_a_column(name)))
 }
 
+/// Whether every field of `record` (a UTF-8 byte-order mark before it
+/// aside) names one of `columns`, in any case, with quotes and spaces
+/// around or not: a header line, stricter than [`reads_as_a_header`], for a
+/// record among the data.
+pub fn names_only_columns(record: &[u8], columns: &[(String, String)], format: &FormatOptions) -> bool {
+    let record = record.strip_prefix(b"\xef\xbb\xbf").unwrap_or(record);
+    let names_a_column = |name: &[u8]| columns.iter().any(|(column, _)| column.as_bytes().eq_ignore_ascii_case(name));
+    fields(record, format).all(|field| {
+        let name = field.unwrap_or_default().trim_ascii();
+        let name = name.strip_prefix(b"\"").and_then(|n| n.strip_suffix(b"\"")).unwrap_or(name);
+        names_a_column(name)
+    })
+}
+
 /// `value` (of a column with `rule`) when that column holds dates
 /// and the value's day does not exist read in the session's order of day
 /// and month but does in the other order (`13/01/2024` month first): a
