@@ -2670,6 +2670,36 @@ fn a_clients_row_count_under_a_saved_result_is_rejected_and_named_as_such() {
     assert!(!run.stderr.contains("row count"), "{}", run.stderr);
 }
 
+/// The lines of a JSON array's elements, one per line, without its
+/// brackets: each but the last ends with a comma and is rejected (into
+/// columns by sluice's reading, into a jsonb column by the server's); the
+/// summary says they are whole documents, and its advice (the rejects
+/// through `sed 's/,$//'`) loads them.
+#[test]
+fn json_lines_with_a_comma_after_each_document_are_named_as_an_array_without_brackets() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text); CREATE TABLE docs (doc jsonb)");
+    let file = db.file(
+        "cut.jsonl",
+        b"{\"id\": 1, \"name\": \"a\"},\n{\"id\": 2, \"name\": \"b\"}, \r\n{\"id\": 3}\n{\"id\": 4},x\n",
+    );
+    for table in ["t", "docs"] {
+        let Loaded { run, rejects: found, rejects_path, report: r, .. } = load_with_rejects(&db, &file, table, &[]);
+        assert_eq!((run.code, found.len(), db.count(table)), (1, 3, 1), "{}", run.stderr);
+        let warning = "2 records were rejected that are a JSON document and a comma after it (the first: ";
+        assert!(run.stderr.contains(warning), "{}", run.stderr);
+        assert!(run.stderr.contains("each loads without its comma. Pipe `sluice rejects` of the rejects file through"));
+        assert_reported(&r, warning);
+        let back = sluice(&["rejects", rejects_path.to_str().unwrap()]);
+        let fixed: String =
+            back.stdout.lines().map(|line| format!("{}\n", line.trim_end().trim_end_matches(','))).collect();
+        let args = ["load", "-", "--format", "jsonl", "--table", table, "--db", &db.conninfo()];
+        let again = crate::util::sluice_with_stdin(&args, fixed.as_bytes());
+        assert_eq!(again.code, 1, "only the record with more after its comma is rejected again: {}", again.stderr);
+        assert_eq!(db.count(table), 3);
+    }
+}
+
 /// Two exports joined with `cat`, each with its header (and, from Windows,
 /// a UTF-8 byte-order mark before it): the second header is rejected as
 /// COPY rejects it, and the summary says that it repeats the header, not

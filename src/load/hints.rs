@@ -75,6 +75,9 @@ pub(super) struct RejectNotes {
     /// Records among the data that repeat the header (see
     /// [`repeated_header_warning`]).
     repeated_headers: Tally,
+    /// Records that are a JSON document and a comma (see
+    /// [`comma_after_document_warning`]).
+    documents_with_a_comma: Tally,
     /// Records that are a client's row count under a query's result, with
     /// the client of the first (see [`row_count_footer_warning`]).
     row_count_footers: Tally,
@@ -152,6 +155,7 @@ pub(super) fn note(shared: &Shared, rejects: &[Reject]) {
     note_headers(shared, rejects);
     note_not_utf8(shared, rejects);
     note_repeated_headers(shared, rejects);
+    note_documents_with_a_comma(shared, rejects);
     let notes = &shared.notes;
     for reject in
         rejects.iter().filter(|r| r.raw.as_deref().is_some_and(|raw| raw.trim_end_matches(['\r', '\n']).is_empty()))
@@ -486,7 +490,11 @@ pub(super) fn warnings(shared: &Shared) -> Vec<String> {
     let keys = held_key_warning(shared).into_iter().chain(no_partition_warning(shared));
     // A header under a title would be said twice: its warning says more.
     let repeated = repeated_header_warning(shared).filter(|_| headers.is_none());
-    let not_data = empty_line_warning(shared).into_iter().chain(repeated).chain(row_count_footer_warning(shared));
+    let not_data = empty_line_warning(shared)
+        .into_iter()
+        .chain(repeated)
+        .chain(row_count_footer_warning(shared))
+        .chain(comma_after_document_warning(shared));
     headers.into_iter().chain(alerts).chain(not_data).chain(keys).collect()
 }
 
@@ -586,6 +594,37 @@ fn repeated_header_warning(shared: &Shared) -> Option<String> {
         "{} rejected that {repeat} the header (the first: {first}): {hold} the table's columns and no values, so \
          no data is missing from the table for {them}. Files joined with cat bring each one's header: load the \
          files themselves instead (several names or a glob; --header skips each one's)",
+        how_many_were(count, "record"),
+    ))
+}
+
+/// Notes the rejected JSON lines that are a document and a comma after it.
+fn note_documents_with_a_comma(shared: &Shared, rejects: &[Reject]) {
+    if shared.format.kind != FormatKind::Jsonl && !reads_documents(shared) {
+        return;
+    }
+    for reject in rejects {
+        let Some(raw) = reject.raw.as_deref() else { continue };
+        let Some(document) = raw.trim_end().strip_suffix(',') else { continue };
+        if serde_json::from_str::<serde::de::IgnoredAny>(document).is_ok() {
+            shared.notes.documents_with_a_comma.add(|| format!("{} line {}", reject.file, reject.line));
+        }
+    }
+}
+
+/// JSON lines that are a document and a comma: the elements of a JSON
+/// array written one per line, its brackets cut off (the lines of a big
+/// array taken with `head` or `split`). Why: each is rejected for its
+/// "trailing characters", but the last element, which has no comma, loads,
+/// and nothing says that the others are whole documents.
+fn comma_after_document_warning(shared: &Shared) -> Option<String> {
+    let (count, first) = shared.notes.documents_with_a_comma.seen()?;
+    let (are, each) = if count == 1 { ("is", "it loads") } else { ("are", "each loads") };
+    Some(format!(
+        "{} rejected that {are} a JSON document and a comma after it (the first: {first}), as the elements of a \
+         JSON array written one per line are (an array cut out of its brackets): {each} without its comma. Pipe \
+         `sluice rejects` of the rejects file through sed 's/,$//' to `sluice load - --format jsonl` with the same \
+         table; a file of the whole array, between [ and ], loads as it is",
         how_many_were(count, "record"),
     ))
 }
