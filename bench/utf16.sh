@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# A UTF-16 file (with its byte-order mark, as Windows PowerShell writes
+# them) loaded by the usual hand workflow, `iconv -f utf-16 -t utf-8 | psql
+# \copy ... FROM STDIN` (PostgreSQL takes no UTF-16), against sluice, which
+# reads the mark and transcodes on its own; ROWS of a generated dataset into
+# a fresh table, interleaved rounds, each round's seconds, the medians and
+# their ratio. Checks each load's row count. Not a test.
+#
+#   PGHOST=... PGPORT=... PGUSER=... bash bench/utf16.sh [DATASET] [ROWS] [ROUNDS] [SLUICE]
+set -euo pipefail
+dataset=${1:-transactions}
+rows=${2:-2M}
+rounds=${3:-5}
+sluice=${4:-sluice}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+"$sluice" gen "$dataset" --rows "$rows" -o "$dir/utf8"
+{ printf '\xff\xfe'; iconv -f utf-8 -t utf-16le "$dir/utf8"; } > "$dir/data"
+rm "$dir/utf8"
+expected=$(iconv -f utf-16 -t utf-8 "$dir/data" | wc -l)
+case $dataset in
+  transactions|flights) copy_options="" ;;
+  *) copy_options="csv" ;;
+esac
+
+fresh() {
+  psql -X -q -c "DROP TABLE IF EXISTS utf16_load" >/dev/null 2>&1
+  "$sluice" gen "$dataset" --ddl --table utf16_load | psql -X -q
+  psql -X -q -c "CHECKPOINT"
+}
+timed() {
+  local start end
+  start=$(date +%s.%N)
+  bash -c "$1" >/dev/null
+  end=$(date +%s.%N)
+  [ "$(psql -X -qAtc 'SELECT count(*) FROM utf16_load')" = "$expected" ] || { echo "wrong row count: $1" >&2; exit 1; }
+  echo "$end - $start" | bc
+}
+declare -A seconds
+for round in $(seq "$rounds"); do
+  line="round $round"
+  for loader in iconv_psql sluice; do
+    fresh
+    case $loader in
+      iconv_psql) t=$(timed "iconv -f utf-16 -t utf-8 '$dir/data' | psql -X -q -v ON_ERROR_STOP=1 -c '\\copy utf16_load from stdin $copy_options'") ;;
+      sluice) t=$(timed "'$sluice' load '$dir/data' --table utf16_load --quiet --restart --analyze no") ;;
+    esac
+    seconds[$loader]+="$t "
+    line+=" $loader=$t"
+  done
+  echo "$line"
+done
+psql -X -q -c "DROP TABLE utf16_load"
+median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+declare -A m
+for loader in iconv_psql sluice; do
+  m[$loader]=$(echo "${seconds[$loader]}" | median)
+  echo "median $loader ${m[$loader]} s"
+done
+echo "iconv | psql / sluice: $(echo "scale=2; ${m[iconv_psql]} / ${m[sluice]}" | bc)x"
