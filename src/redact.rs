@@ -1,9 +1,15 @@
-//! Keeps passwords out of everything sluice prints or writes.
+//! Keeps passwords out of everything sluice prints or writes, and the
+//! input's control characters off the user's terminal.
 //!
 //! libpq does not put passwords in its messages, but a connection string the
 //! user typed can come back in ours (for example in "connecting to ..."). The
 //! CLI collects every secret it knows of (the password in `--db`, PGPASSWORD)
 //! and masks them in each line before printing.
+//!
+//! Values from the input reach messages too (the server's reason for a
+//! rejected value quotes it), and a file's escape sequences would color,
+//! clear or rewrite the terminal, or hide lines of sluice's own output:
+//! each line is made [`printable`] as it is masked.
 
 /// The masks applied to output.
 #[derive(Clone, Debug, Default)]
@@ -21,13 +27,32 @@ impl Redactor {
         }
     }
 
+    /// `text` with the secrets masked, made [`printable`].
     pub fn apply(&self, text: &str) -> String {
         let mut out = text.to_string();
         for secret in &self.secrets {
             out = out.replace(secret.as_str(), "********");
         }
-        out
+        printable(&out).into_owned()
     }
+}
+
+/// `text` with the control characters a terminal acts on (all but tab and
+/// line feed: escape, carriage return, backspace, bell, and C1's) written
+/// as Rust writes them in a string, `\u{1b}`.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let acted_on = |c: char| c.is_control() && c != '\t' && c != '\n';
+    if !text.contains(acted_on) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match acted_on(c) {
+            true => out.push_str(&c.escape_unicode().to_string()),
+            false => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// `postgres://user:secret@host/db` → `postgres://user@host/db`; key=value
@@ -61,6 +86,14 @@ fn strip_query_password(tail: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_written_out() {
+        let r = Redactor::default();
+        assert_eq!(r.apply("\"\u{1b}[31mRED\", \"a\u{7}\rb\u{9b}\""), "\"\\u{1b}[31mRED\", \"a\\u{7}\\u{d}b\\u{9b}\"");
+        assert_eq!(r.apply("two\nlines\tand tab, caf\u{e9}"), "two\nlines\tand tab, caf\u{e9}");
+        assert!(matches!(printable("plain"), std::borrow::Cow::Borrowed("plain")));
+    }
 
     #[test]
     fn masks_known_secrets() {

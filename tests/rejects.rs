@@ -2700,6 +2700,27 @@ fn json_lines_with_a_comma_after_each_document_are_named_as_an_array_without_bra
     }
 }
 
+/// A value with a terminal's escape sequence is rejected with it written
+/// out (`\u{1b}[2J`) in what sluice prints, where it cleared the user's
+/// screen; the rejects file keeps it as it was. The end-of-file mark old
+/// DOS tools write after the last line (Ctrl-Z) is rejected and named as
+/// such, where its reason read `invalid input syntax for type integer: ""`.
+#[test]
+fn control_characters_reach_no_terminal_and_a_dos_end_of_file_mark_is_named() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text)");
+    let file = db.file("dos.csv", b"id,name\r\n1,a\r\n\x1b[2J\x1b[31m2,b\r\n3,c\r\n\x1a");
+    let Loaded { run, rejects: found, .. } = load_with_rejects(&db, &file, "t", &["--header"]);
+    assert_eq!((run.code, found.len(), db.count("t")), (1, 2, 2), "{}", run.stderr);
+    assert!(!run.stderr.contains('\u{1b}') && !run.stdout.contains('\u{1b}'), "{}", run.stderr);
+    assert!(run.stderr.contains(r#"invalid input syntax for type integer: "\u{1b}[2J\u{1b}[31m2""#), "{}", run.stderr);
+    assert_eq!(found[0]["raw"], "\u{1b}[2J\u{1b}[31m2,b\r\n", "kept as it was");
+    let mark = "1 record was rejected that is the end-of-file mark DOS-era tools write after a file's last line \
+                (Ctrl-Z, 0x1A; the first: ";
+    assert!(run.stderr.contains(mark), "{}", run.stderr);
+    assert!(run.stderr.contains("dos.csv line 5): it holds no values, so no data is missing"), "{}", run.stderr);
+}
+
 /// Two exports joined with `cat`, each with its header (and, from Windows,
 /// a UTF-8 byte-order mark before it): the second header is rejected as
 /// COPY rejects it, and the summary says that it repeats the header, not

@@ -72,6 +72,8 @@ pub(super) struct RejectNotes {
     null_words: Tally,
     /// Records that are empty lines (see [`empty_line_warning`]).
     empty_lines: Tally,
+    /// Records that are DOS's end-of-file mark (see [`end_of_file_mark_warning`]).
+    end_of_file_marks: Tally,
     /// Records among the data that repeat the header (see
     /// [`repeated_header_warning`]).
     repeated_headers: Tally,
@@ -161,6 +163,9 @@ pub(super) fn note(shared: &Shared, rejects: &[Reject]) {
         rejects.iter().filter(|r| r.raw.as_deref().is_some_and(|raw| raw.trim_end_matches(['\r', '\n']).is_empty()))
     {
         notes.empty_lines.add(|| format!("{} line {}", reject.file, reject.line));
+    }
+    for reject in rejects.iter().filter(|r| r.raw.as_deref().is_some_and(|raw| raw.trim_end() == "\u{1a}")) {
+        notes.end_of_file_marks.add(|| format!("{} line {}", reject.file, reject.line));
     }
     for reject in rejects {
         let Some((footer, client)) = reject.raw.as_deref().and_then(row_count_footer) else { continue };
@@ -494,7 +499,8 @@ pub(super) fn warnings(shared: &Shared) -> Vec<String> {
         .into_iter()
         .chain(repeated)
         .chain(row_count_footer_warning(shared))
-        .chain(comma_after_document_warning(shared));
+        .chain(comma_after_document_warning(shared))
+        .chain(end_of_file_mark_warning(shared));
     headers.into_iter().chain(alerts).chain(not_data).chain(keys).collect()
 }
 
@@ -625,6 +631,20 @@ fn comma_after_document_warning(shared: &Shared) -> Option<String> {
          JSON array written one per line are (an array cut out of its brackets): {each} without its comma. Pipe \
          `sluice rejects` of the rejects file through sed 's/,$//' to `sluice load - --format jsonl` with the same \
          table; a file of the whole array, between [ and ], loads as it is",
+        how_many_were(count, "record"),
+    ))
+}
+
+/// Records that are Ctrl-Z (0x1A) alone: the end-of-file mark of CP/M and
+/// DOS, which some Windows tools still write after a file's last line.
+/// Why: its reason (`invalid input syntax for type integer: ""`, the mark
+/// unseen between the quotes) reads as a bad row, as if data were lost.
+fn end_of_file_mark_warning(shared: &Shared) -> Option<String> {
+    let (count, first) = shared.notes.end_of_file_marks.seen()?;
+    let (are, they, them) = if count == 1 { ("is", "it holds", "it") } else { ("are", "they hold", "them") };
+    Some(format!(
+        "{} rejected that {are} the end-of-file mark DOS-era tools write after a file's last line (Ctrl-Z, 0x1A; \
+         the first: {first}): {they} no values, so no data is missing from the table for {them}",
         how_many_were(count, "record"),
     ))
 }
