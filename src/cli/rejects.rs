@@ -47,7 +47,7 @@ pub fn run(args: RejectsArgs) -> Result<i32, Error> {
     // Why they were rejected, as the load's summary said it (on stderr:
     // stdout holds the records).
     for line in sluice::report::reject_lines(&written.reasons.summed_up()) {
-        eprintln!("sluice: {line}");
+        eprintln!("sluice: {}", sluice::redact::printable(&line));
     }
     if let Some((first, length)) = written.cut_short {
         eprintln!(
