@@ -8,6 +8,7 @@
 #
 #   PGHOST=... PGPORT=... PGUSER=... bash bench/utf16.sh [DATASET] [ROWS] [ROUNDS] [SLUICE]
 set -euo pipefail
+source "$(dirname "$0")/rounds.sh"  # median
 dataset=${1:-transactions}
 rows=${2:-2M}
 rounds=${3:-5}
@@ -51,10 +52,9 @@ for round in $(seq "$rounds"); do
   echo "$line"
 done
 psql -X -q -c "DROP TABLE utf16_load"
-median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 declare -A m
 for loader in iconv_psql sluice; do
-  m[$loader]=$(echo "${seconds[$loader]}" | median)
+  m[$loader]=$(median "${seconds[$loader]}")
   echo "median $loader ${m[$loader]} s"
 done
 echo "iconv | psql / sluice: $(echo "scale=2; ${m[iconv_psql]} / ${m[sluice]}" | bc)x"

@@ -77,6 +77,7 @@ pub fn after_load(
     Ok(analysis)
 }
 
+/// See [`after_load`]: the analysis, or why there was none.
 fn analyzed_or_why_not(session: &PgSession, table: &TableInfo, when: AnalyzeWhen, job_rows: u64) -> Option<Analysis> {
     if table.is_view && when == AnalyzeWhen::Auto {
         return None;
