@@ -1390,13 +1390,16 @@ fn postgres_encoding_aliases_mean_what_the_server_says() {
 /// 1 KiB chunks included, exactly like its UTF-8 twin. One without a mark,
 /// which only looks like UTF-16, fails with a message that names the flag
 /// for its byte order, as does one read in the other order (before, with
-/// --header, all of it was one header line: nothing loaded, exit 0).
+/// --header, all of it was one header line: nothing loaded, exit 0). JSON
+/// lines piped in as UTF-16 are told JSON by their text (their bytes were
+/// taken for CSV, each document split at its commas into the columns).
 #[test]
 fn utf16_is_read_in_the_order_its_mark_says_and_named_where_it_has_none() {
     let db = TestDb::new();
     db.execute(
         "CREATE TABLE u8 (id int, name text, k int); CREATE TABLE u16 (LIKE u8); CREATE TABLE u16be (LIKE u8); \
-         CREATE TABLE unmarked (LIKE u8); CREATE TABLE u16gz (LIKE u8)",
+         CREATE TABLE unmarked (LIKE u8); CREATE TABLE u16gz (LIKE u8); \
+         CREATE TABLE piped (id int, name text)",
     );
     let text = format!("id,name,k\n{}", rows(0, 2000).replace("name", "n\u{e9}m\u{1F600}"));
     let le: Vec<u8> = [0xFF, 0xFE].into_iter().chain(text.encode_utf16().flat_map(u16::to_le_bytes)).collect();
@@ -1444,6 +1447,13 @@ fn utf16_is_read_in_the_order_its_mark_says_and_named_where_it_has_none() {
     assert_eq!(db.count("unmarked"), 0);
     load(&unmarked, "unmarked", &["--encoding", "utf-16be"]).assert_ok();
     db.assert_same_rows("u8", "unmarked");
+
+    let documents = "{\"id\": 1, \"name\": \"a, b\"}\r\n{\"id\": 2, \"name\": \"c\"}\r\n";
+    let piped: Vec<u8> = [0xFF, 0xFE].into_iter().chain(documents.encode_utf16().flat_map(u16::to_le_bytes)).collect();
+    let run = crate::util::sluice_with_stdin(&["load", "-", "--table", "piped", "--db", &db.conninfo()], &piped);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("loading it as jsonl by its first line (a JSON object)"), "{}", run.stderr);
+    assert_eq!(db.scalar("SELECT string_agg(id || ':' || name, ' ' ORDER BY id) FROM piped"), "1:a, b 2:c");
 }
 
 /// A file that is not text (compressed with a tool sluice does not read, a

@@ -631,9 +631,12 @@ pub fn run(req: &LoadRequest, progress: &Progress) -> Result<LoadReport, Failed>
         source.skip_lines = if first_part_only { 0 } else { req.options.skip_lines };
     }
     let mut format = req.options.clone();
+    // Before the format is told by the first line: read as UTF-16, that
+    // line is its text, where its bytes were taken for commas (a JSON
+    // document piped in was loaded as CSV, split at its commas).
+    apply_encoding(&mut sources, format.encoding.take())?;
     format.kind = resolve_kind(req.format, &sources)?;
     format.validate().map_err(Error::Usage)?;
-    apply_encoding(&mut sources, format.encoding.take())?;
     if format.kind == FormatKind::Jsonl {
         read_json_values(&mut sources, format.documents_at.as_deref());
     }
