@@ -7,6 +7,7 @@
 #
 #   PGHOST=... PGPORT=... PGUSER=... bash bench/analyze.sh [DATASET] [ROWS] [ROUNDS] [SLUICE]
 set -euo pipefail
+source "$(dirname "$0")/rounds.sh"  # median, fresh_table, timed_load
 dataset=${1:-transactions}
 rows=${2:-10M}
 rounds=${3:-7}
@@ -21,19 +22,8 @@ case $dataset in
 esac
 psql -X -qAtc "SHOW autovacuum" | sed 's/^/autovacuum: /'
 
-fresh() {
-  psql -X -q -c "DROP TABLE IF EXISTS analyzed_load" >/dev/null 2>&1
-  "$sluice" gen "$dataset" --ddl --table analyzed_load | psql -X -q
-  psql -X -q -c "CHECKPOINT"
-}
-timed() {
-  local start end
-  start=$(date +%s.%N)
-  "$@" >/dev/null
-  end=$(date +%s.%N)
-  [ "$(psql -X -qAtc 'SELECT count(*) FROM analyzed_load')" = "$expected" ] || { echo "wrong row count: $*" >&2; exit 1; }
-  echo "$end - $start" | bc
-}
+fresh() { fresh_table "$sluice" "$dataset" analyzed_load; }
+timed() { timed_load analyzed_load "$expected" "$@"; }
 copy="\\copy analyzed_load from '$dir/data' $copy_options"
 declare -A seconds
 for round in $(seq "$rounds"); do
@@ -52,10 +42,9 @@ for round in $(seq "$rounds"); do
   echo "$line"
 done
 psql -X -q -c "DROP TABLE analyzed_load"
-median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 declare -A m
 for loader in psql sluice sluice_analyze_no psql_then_analyze; do
-  m[$loader]=$(echo "${seconds[$loader]}" | median)
+  m[$loader]=$(median "${seconds[$loader]}")
   echo "median $loader ${m[$loader]} s"
 done
 echo "psql / sluice --analyze no: $(echo "scale=2; ${m[psql]} / ${m[sluice_analyze_no]}" | bc)x"

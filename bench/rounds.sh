@@ -1,8 +1,27 @@
 # Sourced by the shell benchmarks of store_sales: interleaved rounds of the
 # caller's `load_by PATH` (each path's seconds kept in the global associative
 # array `times`, space-separated), the check that every path of a round
-# loaded the same rows, and the lines that report rounds and medians.
+# loaded the same rows, and the lines that report rounds and medians. The
+# benchmarks of a generated dataset (analyze.sh, utf16.sh) take its median
+# and the fresh table and timed load below.
 now() { date +%s.%N; }
+# SLUICE DATASET TABLE: TABLE dropped and made again as `sluice gen DATASET
+# --ddl` writes it, then a checkpoint, so that no load pays for another's.
+fresh_table() {
+  psql -X -q -c "DROP TABLE IF EXISTS $3" >/dev/null 2>&1
+  "$1" gen "$2" --ddl --table "$3" | psql -X -q
+  psql -X -q -c "CHECKPOINT"
+}
+# TABLE ROWS COMMAND...: COMMAND's seconds; exits unless TABLE then holds ROWS rows.
+timed_load() {
+  local table=$1 rows=$2 start end
+  shift 2
+  start=$(now)
+  "$@" >/dev/null
+  end=$(now)
+  [ "$(psql -X -qAtc "SELECT count(*) FROM $table")" = "$rows" ] || { echo "wrong row count: $*" >&2; exit 1; }
+  echo "$end - $start" | bc
+}
 median() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 # Each path's table, as `count sum(hashtext(row))`: exits unless all are the same.
 same_rows() {

@@ -8,7 +8,7 @@
 #
 #   PGHOST=... PGPORT=... PGUSER=... bash bench/utf16.sh [DATASET] [ROWS] [ROUNDS] [SLUICE]
 set -euo pipefail
-source "$(dirname "$0")/rounds.sh"  # median
+source "$(dirname "$0")/rounds.sh"  # median, fresh_table, timed_load
 dataset=${1:-transactions}
 rows=${2:-2M}
 rounds=${3:-5}
@@ -24,19 +24,8 @@ case $dataset in
   *) copy_options="csv" ;;
 esac
 
-fresh() {
-  psql -X -q -c "DROP TABLE IF EXISTS utf16_load" >/dev/null 2>&1
-  "$sluice" gen "$dataset" --ddl --table utf16_load | psql -X -q
-  psql -X -q -c "CHECKPOINT"
-}
-timed() {
-  local start end
-  start=$(date +%s.%N)
-  bash -c "$1" >/dev/null
-  end=$(date +%s.%N)
-  [ "$(psql -X -qAtc 'SELECT count(*) FROM utf16_load')" = "$expected" ] || { echo "wrong row count: $1" >&2; exit 1; }
-  echo "$end - $start" | bc
-}
+fresh() { fresh_table "$sluice" "$dataset" utf16_load; }
+timed() { timed_load utf16_load "$expected" bash -c "$1"; }
 declare -A seconds
 for round in $(seq "$rounds"); do
   line="round $round"
