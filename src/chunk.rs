@@ -352,6 +352,9 @@ pub struct Chunker<R> {
     /// middle (see [`Chunker::starting_at`]); offsets, lines and records
     /// above count from there.
     start: Option<Start>,
+    /// Where the record the input ended inside began (offset and lines
+    /// before it), once a chunk ends so.
+    cut_record: Option<(u64, u64)>,
 }
 
 impl<R: Read> Chunker<R> {
@@ -395,6 +398,7 @@ impl<R: Read> Chunker<R> {
             replay: Vec::new(),
             replay_pos: 0,
             start: None,
+            cut_record: None,
         }
     }
 
@@ -554,6 +558,7 @@ impl<R: Read> Chunker<R> {
         if unterminated {
             // The last record has no trailing newline; it still counts.
             cut.records += 1;
+            self.cut_record = Some(self.record_start);
             self.scanner = self.fresh_scanner();
         }
         self.offset += cut.len;
@@ -580,6 +585,60 @@ impl<R: Read> Chunker<R> {
             unterminated,
         };
         self.next_seq += 1;
+        Ok(Some(chunk))
+    }
+
+    /// Where the record the input ended inside begins, once a chunk ended
+    /// inside it (`unterminated`): the byte and line of its input, as
+    /// [`Location`] counts them.
+    pub fn cut_record_start(&self) -> Option<(u64, u64)> {
+        let before = self.start.unwrap_or_default();
+        self.cut_record.map(|(byte, lines)| (before.byte + byte, before.lines + lines + 1))
+    }
+
+    /// `chunk` (the input's last, `unterminated`) without the record the
+    /// input ended inside: a line still being written into a file that grew
+    /// while it was read (see `load::feed_one`), which the next run loads
+    /// whole. The bytes before that record are hashed and sampled again as
+    /// [`Cut`] does: those the chunk holds, else those `file` reads from the
+    /// chunk's first byte. `None` when that record was all of it.
+    pub fn without_its_cut_record(&mut self, mut chunk: Chunk, file: impl Read) -> io::Result<Option<Chunk>> {
+        let Some((record_byte, _)) = self.cut_record_start() else { return Ok(Some(chunk)) };
+        let len = record_byte.saturating_sub(chunk.loc.byte_offset);
+        self.records -= 1;
+        if len == 0 {
+            return Ok(None);
+        }
+        let mut cut = Cut {
+            data: None,
+            hash: Xxh3::new(),
+            samples: LineSampler::new(crate::samples::spacing(self.cfg.target)),
+            len: 0,
+            records: 0,
+            runaway: None,
+        };
+        match chunk.data.as_mut() {
+            Some(data) => {
+                data.truncate(len as usize);
+                cut.take(data);
+            }
+            None => {
+                let mut file = file.take(len);
+                let mut piece = vec![0; (1 << 20).min(len as usize)];
+                while cut.len < len {
+                    let read = file.read(&mut piece)?;
+                    if read == 0 {
+                        return Err(io::ErrorKind::UnexpectedEof.into());
+                    }
+                    cut.take(&piece[..read]);
+                }
+            }
+        }
+        chunk.loc.byte_len = len;
+        chunk.records -= 1;
+        chunk.content_hash = Some(cut.hash.digest());
+        chunk.line_samples = cut.samples.finish();
+        chunk.unterminated = false;
         Ok(Some(chunk))
     }
 
@@ -1183,6 +1242,40 @@ mod tests {
         assert_eq!(chunks.len(), 2);
         assert_eq!(chunks[1].records, 1);
         assert_eq!(chunks.iter().map(|c| c.records).sum::<u64>(), 2);
+    }
+
+    /// The last chunk without the record its input ends inside (a line being
+    /// written) is the chunk the input without that record gives: the same
+    /// bytes, records, hash and samples, read again from the file or cut
+    /// from the bytes it holds, and the input's records count one fewer.
+    #[test]
+    fn a_chunk_without_its_cut_record_is_the_chunk_of_the_input_without_it() {
+        const CSV: Dialect = Dialect::Csv { quote: b'"', escape: b'"' };
+        let whole: Vec<u8> = (0..5000).flat_map(|i| format!("{i},\"n\n{i}\"\n").into_bytes()).collect();
+        for (cut, keep_bytes) in [(&b"5000,\"n\n50"[..], false), (b"5000,n50", true), (b"5000,\"n", true)] {
+            let cfg = ChunkerConfig { keep_bytes, ..config(CSV, 16 << 10, false) };
+            let written = [&whole[..], cut].concat();
+            let mut chunker = Chunker::new(&written[..], cfg.clone(), 0, 0);
+            let mut chunks = Vec::new();
+            while let Some(c) = chunker.next_chunk().unwrap() {
+                chunks.push(c);
+            }
+            let last = chunks.pop().unwrap();
+            assert!(last.unterminated);
+            assert_eq!(chunker.cut_record_start(), Some((whole.len() as u64, 10_001)));
+            let file = &written[last.loc.byte_offset as usize..];
+            let kept = chunker.without_its_cut_record(last, file).unwrap().unwrap();
+            assert_eq!(chunker.totals().0, 5000);
+            let expected = chunks_of(&whole, cfg, 7).pop().unwrap();
+            assert_eq!((kept.loc, kept.records, kept.data), (expected.loc, expected.records, expected.data));
+            assert_eq!((kept.content_hash, kept.line_samples), (expected.content_hash, expected.line_samples));
+            assert!(!kept.unterminated);
+        }
+        // A chunk that held only that record is none.
+        let mut chunker = Chunker::new(&b"a\nb"[..], config(Dialect::Lines, 1, false), 0, 0);
+        let (_, last) = (chunker.next_chunk().unwrap().unwrap(), chunker.next_chunk().unwrap().unwrap());
+        assert!(chunker.without_its_cut_record(last, &b"b"[..]).unwrap().is_none());
+        assert_eq!(chunker.totals().0, 1);
     }
 
     /// Only a chunk that ends its input inside a record is unterminated: one

@@ -500,6 +500,22 @@ impl Source {
         [&self.name, &self.canonical]
     }
 
+    /// A plain file's size on disk now, where it has grown past the end
+    /// this load reads it to (something writes it still), and whether it
+    /// was written since the load looked at it (its time changed), not
+    /// before, as a stopped job's files are read to the sizes it began with.
+    pub fn grown(&self) -> Option<(u64, bool)> {
+        let (Some(path), true, Some(end)) = (&self.path, self.is_positioned(), self.ends_at) else { return None };
+        let meta = std::fs::metadata(path).ok()?;
+        (meta.len() > end).then(|| (meta.len(), modified_ns(&meta) != self.modified_ns))
+    }
+
+    /// A plain file, opened at `byte`.
+    pub fn file_at(&self, byte: u64) -> Result<File, Error> {
+        let path = self.path.as_ref().ok_or_else(|| self.input_error("a pipe can be read only once"))?;
+        open_file_at(path, byte)
+    }
+
     /// A file can be read again (to reload chunks); stdin and pipes cannot.
     pub fn can_be_read_again(&self) -> bool {
         self.path.is_some() && self.pipe.is_none()
@@ -1058,11 +1074,7 @@ fn file_source_with(path: &Path, meta: std::fs::Metadata, canonical: Arc<str>) -
         compression,
         size: Some(meta.len()),
         ends_at: Some(meta.len()),
-        modified_ns: meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|d| d.as_nanos()),
+        modified_ns: modified_ns(&meta),
         utf16: Utf16Sign::of(&sniffed),
         transcoding: None,
         json_values: None,
@@ -1134,6 +1146,11 @@ fn resolved(path: &Path) -> String {
         (Some(folder), Some(name)) => folder.join(name).display().to_string(),
         _ => path.display().to_string(),
     }
+}
+
+/// When a file was last written, as the ledger keeps it.
+fn modified_ns(meta: &std::fs::Metadata) -> Option<u128> {
+    meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map(|d| d.as_nanos())
 }
 
 fn canonical_name(path: &Path, name: &str) -> Arc<str> {

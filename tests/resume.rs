@@ -2218,6 +2218,56 @@ fn a_stopped_job_is_resumed_first_when_its_glob_found_a_file_more() {
     assert_eq!(rows_and_ids(&db, "t"), "19900 19900");
 }
 
+/// A file written on while it loads (an export still being copied in, a
+/// log): the line being written when the load read the file's end, with no
+/// line end yet, is left for the next run, which loads it whole and the
+/// lines after it. Loaded as it stood, its row was cut short (`300,n3` of
+/// `300,n300`), exit 0, and the next run refused the file. Another
+/// session's lock holds the load up until the file is written on. A file
+/// of 64 KiB at most goes to the workers in its chunk; a larger one's last
+/// chunk is read again by range, without that line. A file (of more than
+/// 64 KiB) that grew after a line end is said to have grown.
+#[test]
+fn a_line_being_written_when_the_load_reads_its_files_end_is_left_for_the_next_run() {
+    let db = TestDb::new();
+    let rows = id_name_lines;
+    for (table, lines, complete) in [("small", 300, false), ("large", 20_000, false), ("ended", 20_000, true)] {
+        db.execute(&format!("CREATE TABLE {table} (id int, name text)"));
+        let written = match complete {
+            true => rows(0, lines),
+            false => [rows(0, lines), format!("{lines},n{}", lines / 100).into_bytes()].concat(),
+        };
+        let file = db.file(&format!("{table}.csv"), &written);
+        let path = file.to_str().unwrap();
+        let holder = db.session();
+        holder.execute(&format!("BEGIN; LOCK TABLE {table}")).unwrap();
+        let args = ["load", "--db", &db.conninfo(), path, "--table", table];
+        let mut child = sluice_command().args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        let (progress, stderr) = stderr_lines(&mut child);
+        await_line(&progress, &["waiting", "for a lock on"]);
+        let rest = match complete {
+            true => rows(lines, lines + 2),
+            false => [format!("{:02}\n", lines % 100).into_bytes(), rows(lines + 1, lines + 2)].concat(),
+        };
+        append_to(&file, &rest);
+        holder.execute("COMMIT").unwrap();
+        let status = child.finish().status;
+        let stderr = stderr.join().unwrap();
+        assert_eq!(status.code(), Some(0), "{stderr}");
+        assert!(stderr.contains(&format!("{path} grew while it loaded (")), "{stderr}");
+        let line = sluice::report::thousands(lines + 1);
+        let left = format!("its line {line} had no line end yet (it was still being written)");
+        assert_eq!(stderr.contains(&left), !complete, "{stderr}");
+        assert_eq!(rows_and_ids(&db, table), format!("{lines} {lines}"), "{stderr}");
+        let next = db.load(&[path, "--table", table]);
+        next.assert_ok();
+        assert!(next.stderr.contains(&format!("loading {path} from line {line} (")), "{}", next.stderr);
+        assert_eq!(rows_and_ids(&db, table), format!("{0} {0}", lines + 2));
+        let name = db.scalar(&format!("SELECT name FROM {table} WHERE id = {lines}"));
+        assert_eq!(name, format!("n{lines}"));
+    }
+}
+
 /// `rows ids`: the rows in `table` and how many distinct ids they hold,
 /// which are equal when no row loaded twice.
 fn rows_and_ids(db: &TestDb, table: &str) -> String {
