@@ -2144,7 +2144,8 @@ struct InputScan {
 /// export still being copied in.
 #[derive(Clone, Debug)]
 struct Grown {
-    /// Its size on disk when the load read its end, and now.
+    /// Its size on disk when the load looked at it (where it reads it
+    /// to), and once it read its end.
     then: u64,
     now: u64,
     /// The line the load read its end inside, left for the next run.
@@ -2552,9 +2553,10 @@ fn written_while_loading(source: &Source, grown: &Grown) -> String {
 
 /// A plain file read to its end that has grown since the load looked at it.
 /// Not looked for in a file small enough to go to the workers whole (see
-/// [`KEPT_FILE`]): a glob of 20,000 files of 60 bytes loaded 8 % slower
-/// with a look at each, and so small a file is read before anyone could
-/// write to it. A line being written is looked for whatever the size.
+/// [`KEPT_FILE`]): a glob of 20,000 files of 60 bytes took 0.34 s with a
+/// look at each, 0.31 s without (medians of 4), and a file that small is
+/// read in one go, moments after the load looked at it. A line being
+/// written is looked for whatever the size.
 fn note_growth(source: &Source, scan: &mut InputScan) {
     if scan.grown.is_some() || carries_its_bytes(source) {
         return;
