@@ -2,8 +2,8 @@
 # caller's `load_by PATH` (each path's seconds kept in the global associative
 # array `times`, space-separated), the check that every path of a round
 # loaded the same rows, and the lines that report rounds and medians. The
-# benchmarks of a generated dataset (analyze.sh, utf16.sh) take its median
-# and the fresh table and timed load below.
+# benchmarks of a generated dataset (analyze.sh, utf16.sh) take its median,
+# the fresh table, timed load, COPY options and interleaved rounds below.
 now() { date +%s.%N; }
 # SLUICE DATASET TABLE: TABLE dropped and made again as `sluice gen DATASET
 # --ddl` writes it, then a checkpoint, so that no load pays for another's.
@@ -23,6 +23,32 @@ timed_load() {
   echo "$end - $start" | bc
 }
 median() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+# DATASET: psql \copy's options for what `sluice gen DATASET` writes (the
+# text format's tabs, or CSV).
+copy_options_for() { case $1 in transactions|flights) echo "" ;; *) echo "csv" ;; esac; }
+# ROUNDS LOADER...: interleaved rounds of the caller's `load_with LOADER`
+# (its seconds), each after the caller's `fresh`: each round's line, then
+# each loader's median, also kept in the global associative array `medians`.
+declare -A medians
+interleaved() {
+  local rounds=$1 round loader t line
+  shift
+  declare -A seconds
+  for round in $(seq "$rounds"); do
+    line="round $round"
+    for loader in "$@"; do
+      fresh
+      t=$(load_with "$loader")
+      seconds[$loader]+="$t "
+      line+=" $loader=$t"
+    done
+    echo "$line"
+  done
+  for loader in "$@"; do
+    medians[$loader]=$(median "${seconds[$loader]}")
+    echo "median $loader ${medians[$loader]} s"
+  done
+}
 # Each path's table, as `count sum(hashtext(row))`: exits unless all are the same.
 same_rows() {
   local sum

@@ -8,7 +8,7 @@
 #
 #   PGHOST=... PGPORT=... PGUSER=... bash bench/utf16.sh [DATASET] [ROWS] [ROUNDS] [SLUICE]
 set -euo pipefail
-source "$(dirname "$0")/rounds.sh"  # median, fresh_table, timed_load
+source "$(dirname "$0")/rounds.sh"  # fresh_table, timed_load, copy_options_for, interleaved
 dataset=${1:-transactions}
 rows=${2:-2M}
 rounds=${3:-5}
@@ -19,31 +19,16 @@ trap 'rm -rf "$dir"' EXIT
 { printf '\xff\xfe'; iconv -f utf-8 -t utf-16le "$dir/utf8"; } > "$dir/data"
 rm "$dir/utf8"
 expected=$(iconv -f utf-16 -t utf-8 "$dir/data" | wc -l)
-case $dataset in
-  transactions|flights) copy_options="" ;;
-  *) copy_options="csv" ;;
-esac
+copy_options=$(copy_options_for "$dataset")
 
 fresh() { fresh_table "$sluice" "$dataset" utf16_load; }
 timed() { timed_load utf16_load "$expected" bash -c "$1"; }
-declare -A seconds
-for round in $(seq "$rounds"); do
-  line="round $round"
-  for loader in iconv_psql sluice; do
-    fresh
-    case $loader in
-      iconv_psql) t=$(timed "iconv -f utf-16 -t utf-8 '$dir/data' | psql -X -q -v ON_ERROR_STOP=1 -c '\\copy utf16_load from stdin $copy_options'") ;;
-      sluice) t=$(timed "'$sluice' load '$dir/data' --table utf16_load --quiet --restart --analyze no") ;;
-    esac
-    seconds[$loader]+="$t "
-    line+=" $loader=$t"
-  done
-  echo "$line"
-done
+load_with() {
+  case $1 in
+    iconv_psql) timed "iconv -f utf-16 -t utf-8 '$dir/data' | psql -X -q -v ON_ERROR_STOP=1 -c '\\copy utf16_load from stdin $copy_options'" ;;
+    sluice) timed "'$sluice' load '$dir/data' --table utf16_load --quiet --restart --analyze no" ;;
+  esac
+}
+interleaved "$rounds" iconv_psql sluice
 psql -X -q -c "DROP TABLE utf16_load"
-declare -A m
-for loader in iconv_psql sluice; do
-  m[$loader]=$(median "${seconds[$loader]}")
-  echo "median $loader ${m[$loader]} s"
-done
-echo "iconv | psql / sluice: $(echo "scale=2; ${m[iconv_psql]} / ${m[sluice]}" | bc)x"
+echo "iconv | psql / sluice: $(echo "scale=2; ${medians[iconv_psql]} / ${medians[sluice]}" | bc)x"
