@@ -1489,11 +1489,12 @@ fn the_table_is_analyzed_after_a_load_where_autovacuum_never_will() {
     holder.execute("ROLLBACK").unwrap();
 }
 
-/// A kill while ANALYZE waits for the table (another session holds it):
-/// the job is marked finished in ANALYZE's transaction, so the kill leaves
-/// it unfinished, and the same command run again finishes it and analyzes
-/// the table, loading nothing twice. Were the job marked first, the run
-/// again would find it finished and leave the table unanalyzed for good.
+/// A Ctrl-C, then a kill, while ANALYZE waits for the table (another
+/// session holds it): the job is marked finished in ANALYZE's transaction,
+/// so each leaves it unfinished (the Ctrl-C with exit 3 and a word on
+/// why), and the same command run again finishes it and analyzes the
+/// table, loading nothing twice. Were the job marked first, the run again
+/// would find it finished and leave the table unanalyzed for good.
 #[test]
 fn a_kill_while_analyzing_leaves_the_job_for_the_run_that_analyzes() {
     let db = TestDb::new();
@@ -1505,14 +1506,28 @@ fn a_kill_while_analyzing_leaves_the_job_for_the_run_that_analyzes() {
     let args =
         ["load", file.to_str().unwrap(), "--db", &conn, "--table", "quiet", "--report", report.to_str().unwrap()];
     let holder = db.session();
-    holder.execute("BEGIN; LOCK TABLE quiet IN SHARE UPDATE EXCLUSIVE MODE").unwrap();
-    let mut child = sluice_command().args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     let waiting = "SELECT 1 FROM pg_locks WHERE relation = 'quiet'::regclass AND NOT granted";
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while db.session().query(waiting, &[]).unwrap().is_empty() {
-        assert!(Instant::now() < deadline, "sluice never waited for the table in 60 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let start_waiting_for_the_table = || {
+        holder.execute("BEGIN; LOCK TABLE quiet IN SHARE UPDATE EXCLUSIVE MODE").unwrap();
+        let child = sluice_command().args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while db.session().query(waiting, &[]).unwrap().is_empty() {
+            assert!(Instant::now() < deadline, "sluice never waited for the table in 60 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child
+    };
+    let child = start_waiting_for_the_table();
+    // SAFETY: kill(2) on our own child, which has not been reaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let stopped = child.finish();
+    holder.execute("ROLLBACK").unwrap();
+    let stderr = String::from_utf8_lossy(&stopped.stderr);
+    assert_eq!(stopped.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("not analyzed (interrupted): the job is left unfinished"), "{stderr}");
+    assert_eq!(db.scalar("SELECT count(*) FROM sluice.jobs WHERE finished_at IS NULL"), "1");
+
+    let mut child = start_waiting_for_the_table();
     child.kill().unwrap();
     assert!(child.finish().status.code().is_none(), "the load ended before the kill: the test lost its teeth");
     holder.execute("ROLLBACK").unwrap();

@@ -105,6 +105,15 @@ pub const DEFAULT_RETRY_TIMEOUT: Duration = Duration::from_secs(300);
 /// (usually a quote left open), which keeps memory bounded.
 pub const DEFAULT_MAX_RECORD_SIZE: u64 = 64 << 20;
 
+/// A Ctrl-C cancelled the ANALYZE after the load (waiting for the table's
+/// lock, or the run was stopped while it ran): the job is left unfinished,
+/// as a kill would leave it, so that the same command analyzes and finishes
+/// it. Finishing it instead would leave a command that says "done" and a
+/// table the planner misjudges, with no run left to mend it.
+const ANALYZE_INTERRUPTED: &str = "every row is committed, but the table was not analyzed (interrupted): the job is \
+     left unfinished, so that running the same command again analyzes the table and finishes it (with --analyze no, \
+     it finishes without)";
+
 /// `--workers auto` (the default): start with 2 connections and add one
 /// while throughput rises (see `pace`).
 pub const AUTO_WORKERS: usize = 0;
@@ -1705,9 +1714,12 @@ fn conclude(
         None => shared.interrupted(),
         Some(e) => made_by_ctrl_c(e, shared.interrupt.as_deref(), shared.blockers),
     };
+    let interrupted = |records: &[ChunkRecord]| Error::Interrupted {
+        chunks: records.len() as u64,
+        rows: records.iter().map(|r| r.rows).sum(),
+    };
     if interrupted_here {
-        let rows = records.iter().map(|r| r.rows).sum();
-        failure = Some(Error::Interrupted { chunks: records.len() as u64, rows });
+        failure = Some(interrupted(&records));
     }
     let mut analysis = None;
     if failure.is_none() {
@@ -1715,6 +1727,10 @@ fn conclude(
         warnings.extend(said);
         match closed {
             Ok(done) => analysis = done,
+            Err(Error::Interrupted { .. }) => {
+                warnings.push(ANALYZE_INTERRUPTED.to_string());
+                failure = Some(interrupted(&records));
+            }
             Err(e) => failure = Some(e),
         }
     }
@@ -1861,7 +1877,11 @@ fn finish_job(
         shared.progress.set_analyzing(true);
         let analysis = analyze::after_load(control, shared.table, analyze_when, job_rows);
         shared.progress.set_analyzing(false);
-        analysis
+        match analysis {
+            // Rolls the mark back: the run that finishes the job analyzes.
+            Ok(Some(analysis)) if !analysis.done && shared.interrupted() => Err(Error::Interrupted { chunks: 0, rows: 0 }),
+            analysis => analysis,
+        }
     };
     Ok(ledger::finish(control, &shared.job, total, (&shared.fingerprint, goes_on_from), analyze)?.flatten())
 }
