@@ -51,6 +51,12 @@ impl Transcoding {
     /// UTF-16, little-endian unless a byte-order mark says otherwise.
     pub const UTF_16: Transcoding = Transcoding { encoding: UTF_16LE, strict_iso: false };
 
+    /// Whether a line feed is its byte 0x0A, and that byte is nothing else
+    /// (not so in UTF-16).
+    pub fn keeps_ascii(&self) -> bool {
+        self.encoding.is_ascii_compatible()
+    }
+
     /// UTF-16 in that byte order (when no mark says otherwise).
     pub fn is_utf16(&self, big_endian: bool) -> bool {
         self.encoding == if big_endian { UTF_16BE } else { UTF_16LE }

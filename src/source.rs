@@ -23,8 +23,16 @@ use crate::encoding::{unmark, Transcoding, TranscodingReader, Utf16Sign};
 use crate::error::Error;
 use crate::format::documents::{DocumentColumns, DocumentReader, OriginalLines};
 use crate::format::json_values::{DocumentLines, JsonValues, NotJson};
+use being_written::HoldingItsLastLine;
 
+/// A file this small read through a rewrite is looked at for growth only
+/// when it ends inside a line (see `load::note_growth`, which measured it).
+const SMALL_FILE: u64 = 64 << 10;
+
+mod being_written;
 mod bzip2_blocks;
+
+pub use being_written::{GrownWhileRead, Growth};
 
 /// How a source is compressed, from its first bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -289,6 +297,9 @@ pub struct StreamCounts {
     /// For JSON values, the input line each line made begins at (see
     /// [`DocumentLines`]).
     pub document_lines: Option<DocumentLines>,
+    /// For a plain file read through a rewrite, whether it grew while it
+    /// was read (see [`being_written`]).
+    pub growth: Option<Growth>,
 }
 
 /// Stdin or a pipe named on the command line, opened when the inputs are
@@ -554,10 +565,18 @@ impl Source {
             (Some(start), _) => (0, Some(Skip::Bytes(start.byte))),
         };
         // Stdin is a pipe too (see `stdin_source`): a source is a file or a pipe.
+        let mut growth = None;
         let raw: Box<dyn Read + Send> = match (&self.path, &self.pipe) {
             (Some(path), None) => {
                 let file = open_file_at(path, seek_to)?;
                 match self.ends_at {
+                    Some(end) if self.reads_lines_through_a_rewrite() => {
+                        let lines_before = if seek_to > 0 { from.map_or(0, |s| s.lines) } else { 0 };
+                        let file = file.take(end.saturating_sub(seek_to));
+                        let reader = HoldingItsLastLine::new(file, path.clone(), (end, SMALL_FILE), lines_before);
+                        growth = Some(reader.growth());
+                        Box::new(reader)
+                    }
                     Some(end) => Box::new(file.take(end.saturating_sub(seek_to))),
                     None => Box::new(file),
                 }
@@ -572,7 +591,18 @@ impl Source {
         let input = RawCounter::default();
         let kept = Kept { originals: originals.clone(), document_lines: document_lines.clone() };
         let (stream, raw) = self.decoded(raw, kept, (Some(input.clone()), skip))?;
-        Ok((stream, StreamCounts { raw, input, originals, document_lines }))
+        Ok((stream, StreamCounts { raw, input, originals, document_lines, growth }))
+    }
+
+    /// A plain file whose lines are rewritten before the chunker cuts them
+    /// (documents into columns, a transcoding that keeps ASCII's bytes), so
+    /// that a line still being written at its end is looked for below the
+    /// rewrite. JSON values span lines: a document cut short fails there.
+    fn reads_lines_through_a_rewrite(&self) -> bool {
+        self.compression == Compression::None
+            && self.json_values.is_none()
+            && (self.documents.is_some() || self.transcoding.is_some())
+            && self.transcoding.is_none_or(|t| t.keeps_ascii())
     }
 
     /// The start of the source, to read its header before the load: a file

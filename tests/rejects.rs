@@ -881,6 +881,31 @@ fn only_rejects_stop_the_load_unless_max_errors_is_given() {
         "SELECT string_agg(id || \"Name\" || amount || total || (created IS NOT NULL) || seen, ' ' ORDER BY id) \
                   FROM public.\"Few\"";
     assert_eq!(db.scalar(loaded), "1a510truefalse 2b612truefalse 3c714truefalse");
+    // An export of the whole table holds the generated column's values.
+    let whole = db.file("whole.csv", b"7,d,8,2024-01-01,t,16\n8,e,9,2024-01-01,f,18\n");
+    let Loaded { run, .. } = load_with_rejects(&db, &whole, "public.\"Few\"", &[]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let advice = "Its record has 6 fields and COPY fills 5 columns (id, Name, amount, created, seen): total is a \
+                  generated column of the table, which the server computes and COPY cannot load: if the file holds \
+                  it (an export of the whole table), pass --columns id,Name,amount,created,seen,- (a - leaves the \
+                  field at its place out); else check --delimiter";
+    assert!(run.stderr.contains(advice), "{}", run.stderr);
+    let columns = ["--columns", "id,Name,amount,created,seen,-", "--restart"];
+    load_with_rejects(&db, &whole, "public.\"Few\"", &columns).run.assert_ok();
+    assert_eq!(
+        db.scalar("SELECT string_agg(id || \"Name\" || total, ' ' ORDER BY id) FROM public.\"Few\" WHERE id > 3"),
+        "7d16 8e18"
+    );
+    // Generated columns in the middle, the table's columns in order.
+    db.execute(
+        "CREATE TABLE mid (a int, g int GENERATED ALWAYS AS (a * 2) STORED, dropped int, \
+         h int GENERATED ALWAYS AS (a * 3) STORED, b text); ALTER TABLE mid DROP COLUMN dropped",
+    );
+    let mid = db.file("mid.csv", b"1,2,3,x\n");
+    let Loaded { run, .. } = load_with_rejects(&db, &mid, "mid", &[]);
+    let advice = "g, h are generated columns of the table, which the server computes and COPY cannot load: if the \
+                  file holds them (an export of the whole table), pass --columns a,-,-,b";
+    assert!(run.stderr.contains(advice), "{}", run.stderr);
     // Some records loaded: no such warning; none named without a default.
     db.execute("CREATE TABLE public.pair (a text, b text)");
     let mixed = db.file("mixed.csv", b"a,b\nc\n");

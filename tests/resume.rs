@@ -2124,7 +2124,8 @@ fn a_stopped_jobs_file_copied_again_after_a_copy_cut_short_is_read_to_its_end() 
 /// Where sluice cannot load a file from where a job's bytes ended, it
 /// refuses, with the command that loads the rest alone, which loads each
 /// row once: the bytes ended inside a line (the line after it on), or a
-/// transcoded file (by lines). A file that begins with a job's
+/// file in UTF-16 (by lines). A file in Latin-1 loads from the line after
+/// those loaded, as a file read as it is does. A file that begins with a job's
 /// first chunk and then differs (an export written anew) is refused as
 /// well; one whose first chunk differs is other data and loads.
 #[test]
@@ -2147,7 +2148,8 @@ fn a_file_grown_where_it_cannot_load_from_or_rewritten_since_a_finished_job_load
         std::fs::read(&cut).unwrap().split_inclusive(|&b| b == b'\n').skip(301).flatten().copied().collect();
     sluice_with_stdin(&["load", "-", "--db", &conninfo, "--table", "t", "--format", "csv"], &rest).assert_ok();
     assert_eq!(rows_and_ids(&db, "t"), "400 400");
-    // Transcoded: the chunker's bytes are not the file's.
+    // Transcoded: the chunker's bytes are not the file's. Latin-1's lines
+    // end as the file's do; UTF-16's line feeds are two bytes.
     let latin = |ids: std::ops::Range<u64>| -> Vec<u8> {
         ids.flat_map(|i| [format!("{i},caf").into_bytes(), vec![0xE9, b'\n']].concat()).collect()
     };
@@ -2155,14 +2157,28 @@ fn a_file_grown_where_it_cannot_load_from_or_rewritten_since_a_finished_job_load
     let lpath = latin1.to_str().unwrap();
     db.execute("CREATE TABLE l (id int, name text)");
     db.load(&[lpath, "--table", "l", "--encoding", "latin1"]).assert_ok();
-    let more = latin(200..250);
-    append_to(&latin1, &more);
+    append_to(&latin1, &latin(200..250));
     let grown = db.load(&[lpath, "--table", "l", "--encoding", "latin1"]);
-    assert_eq!(grown.code, 2, "{}", grown.stderr);
-    assert!(grown.stderr.contains(&format!("`tail -n +201 {lpath} | sluice load - ...`")), "{}", grown.stderr);
-    let args = ["load", "-", "--db", &conninfo, "--table", "l", "--format", "csv", "--encoding", "latin1"];
-    sluice_with_stdin(&args, &more).assert_ok();
+    grown.assert_ok();
+    assert!(grown.stderr.contains(&format!("loading {lpath} from line 201")), "{}", grown.stderr);
     assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || min(name) FROM l"), "250 250 café");
+    let utf16 = |ids: std::ops::Range<u64>| -> Vec<u8> {
+        let text: String = ids.map(|i| format!("{i},café\n")).collect();
+        text.encode_utf16().flat_map(u16::to_le_bytes).collect()
+    };
+    let wide = db.file("wide.csv", &[vec![0xFF, 0xFE], utf16(0..200)].concat());
+    let wpath = wide.to_str().unwrap();
+    db.execute("CREATE TABLE w (id int, name text)");
+    db.load(&[wpath, "--table", "w"]).assert_ok();
+    let more = utf16(200..250);
+    append_to(&wide, &more);
+    let grown = db.load(&[wpath, "--table", "w"]);
+    assert_eq!(grown.code, 2, "{}", grown.stderr);
+    assert!(grown.stderr.contains("sluice loads a file in UTF-16"), "{}", grown.stderr);
+    assert!(grown.stderr.contains(&format!("`tail -n +201 {wpath} | sluice load - ...`")), "{}", grown.stderr);
+    let args = ["load", "-", "--db", &conninfo, "--table", "w", "--format", "csv", "--encoding", "utf-16le"];
+    sluice_with_stdin(&args, &more).assert_ok();
+    assert_eq!(db.scalar("SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || min(name) FROM w"), "250 250 café");
     // Written anew: the first chunk's rows, then others.
     let export = db.file("export.csv", &rows(1000, 1300));
     let export_path = export.to_str().unwrap();
@@ -2230,42 +2246,77 @@ fn a_stopped_job_is_resumed_first_when_its_glob_found_a_file_more() {
 #[test]
 fn a_line_being_written_when_the_load_reads_its_files_end_is_left_for_the_next_run() {
     let db = TestDb::new();
-    let rows = id_name_lines;
     for (table, lines, complete) in [("small", 300, false), ("large", 20_000, false), ("ended", 20_000, true)] {
-        db.execute(&format!("CREATE TABLE {table} (id int, name text)"));
-        let written = match complete {
-            true => rows(0, lines),
-            false => [rows(0, lines), format!("{lines},n{}", lines / 100).into_bytes()].concat(),
-        };
-        let file = db.file(&format!("{table}.csv"), &written);
-        let path = file.to_str().unwrap();
-        let holder = db.session();
-        holder.execute(&format!("BEGIN; LOCK TABLE {table}")).unwrap();
-        let args = ["load", "--db", &db.conninfo(), path, "--table", table];
-        let mut child = sluice_command().args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-        let (progress, stderr) = stderr_lines(&mut child);
-        await_line(&progress, &["waiting", "for a lock on"]);
-        let rest = match complete {
-            true => rows(lines, lines + 2),
-            false => [format!("{:02}\n", lines % 100).into_bytes(), rows(lines + 1, lines + 2)].concat(),
-        };
-        append_to(&file, &rest);
-        holder.execute("COMMIT").unwrap();
-        let status = child.finish().status;
-        let stderr = stderr.join().unwrap();
-        assert_eq!(status.code(), Some(0), "{stderr}");
-        assert!(stderr.contains(&format!("{path} grew while it loaded (")), "{stderr}");
-        let line = sluice::report::thousands(lines + 1);
-        let left = format!("its line {line} had no line end yet (it was still being written)");
-        assert_eq!(stderr.contains(&left), !complete, "{stderr}");
-        assert_eq!(rows_and_ids(&db, table), format!("{lines} {lines}"), "{stderr}");
-        let next = db.load(&[path, "--table", table]);
-        next.assert_ok();
-        assert!(next.stderr.contains(&format!("loading {path} from line {line} (")), "{}", next.stderr);
-        assert_eq!(rows_and_ids(&db, table), format!("{0} {0}", lines + 2));
-        let name = db.scalar(&format!("SELECT name FROM {table} WHERE id = {lines}"));
-        assert_eq!(name, format!("n{lines}"));
+        load_while_written_on(&db, (table, "csv"), lines, complete, &[]);
     }
+}
+
+/// The same, for files whose lines are rewritten before they are cut into
+/// chunks, where the chunker does not see the file's bytes: JSON documents
+/// read into columns (whose line being written was rejected as `EOF while
+/// parsing a string`, and the next run refused the file as not the one the
+/// job loaded) and a Latin-1 CSV.
+#[test]
+fn a_line_being_written_into_a_rewritten_file_is_left_for_the_next_run() {
+    let db = TestDb::new();
+    let encoding = ["--encoding", "latin1"];
+    for (table, kind, lines, complete, args) in [
+        ("docs", "jsonl", 300, false, &[][..]),
+        ("docs_large", "jsonl", 20_000, false, &[]),
+        ("docs_ended", "jsonl", 20_000, true, &[]),
+        ("latin", "csv", 20_000, false, &encoding),
+    ] {
+        load_while_written_on(&db, (table, kind), lines, complete, args);
+    }
+}
+
+/// Loads `table` from a `kind` file of `lines` lines (`id,name`, or JSON
+/// documents with those keys) and the first part of one more line, unless
+/// `complete`, which another session's lock holds the load up with until
+/// the rest of that line and one more are written; then loads it again.
+fn load_while_written_on(db: &TestDb, (table, kind): (&str, &str), lines: u64, complete: bool, args: &[&str]) {
+    db.execute(&format!("CREATE TABLE {table} (id int, name text)"));
+    let rows = |from: u64, to: u64| match kind {
+        "csv" => id_name_lines(from, to),
+        _ => (from..to).flat_map(|i| format!("{{\"id\":{i},\"name\":\"n{i}\"}}\n").into_bytes()).collect(),
+    };
+    let (cut, rest_of_it) = match kind {
+        "csv" => (format!("{lines},n{}", lines / 100), format!("{:02}\n", lines % 100)),
+        _ => (format!("{{\"id\":{lines},\"name\":\"n{}", lines / 100), format!("{:02}\"}}\n", lines % 100)),
+    };
+    let written = match complete {
+        true => rows(0, lines),
+        false => [rows(0, lines), cut.into_bytes()].concat(),
+    };
+    let file = db.file(&format!("{table}.{kind}"), &written);
+    let path = file.to_str().unwrap();
+    let holder = db.session();
+    holder.execute(&format!("BEGIN; LOCK TABLE {table}")).unwrap();
+    let conninfo = db.conninfo();
+    let load = [&["load", "--db", &conninfo, path, "--table", table], args].concat();
+    let mut child = sluice_command().args(load).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let (progress, stderr) = stderr_lines(&mut child);
+    await_line(&progress, &["waiting", "for a lock on"]);
+    let rest = match complete {
+        true => rows(lines, lines + 2),
+        false => [rest_of_it.into_bytes(), rows(lines + 1, lines + 2)].concat(),
+    };
+    append_to(&file, &rest);
+    holder.execute("COMMIT").unwrap();
+    let status = child.finish().status;
+    let stderr = stderr.join().unwrap();
+    assert_eq!(status.code(), Some(0), "{table}: {stderr}");
+    assert!(stderr.contains(&format!("{path} grew while it loaded (")), "{stderr}");
+    let line = sluice::report::thousands(lines + 1);
+    let left = format!("its line {line} had no line end yet (it was still being written)");
+    assert_eq!(stderr.contains(&left), !complete, "{stderr}");
+    assert_eq!(rows_and_ids(db, table), format!("{lines} {lines}"), "{stderr}");
+    let next = db.load(&[&[path, "--table", table], args].concat());
+    next.assert_ok();
+    assert!(next.stderr.contains(&format!("loading {path} from line {line}")), "{}", next.stderr);
+    assert_eq!(rows_and_ids(db, table), format!("{0} {0}", lines + 2), "{table}");
+    let name = db.scalar(&format!("SELECT name FROM {table} WHERE id = {lines}"));
+    assert_eq!(name, format!("n{lines}"), "{table}");
 }
 
 /// `rows ids`: the rows in `table` and how many distinct ids they hold,

@@ -1114,15 +1114,28 @@ pub(super) fn field_count_advice(shared: &Shared, first: &Reject) -> Option<Stri
             delimiter_shown(delimiter),
             count_of(rules.len() as u64, "field")
         ),
-        None => match without_defaults(shared, &names, fields) {
-            Some((needing, defaulted)) => format!(
+        None => match (with_generated_left_out(shared, &names, fields), without_defaults(shared, &names, fields)) {
+            (Some(columns), _) => {
+                let generated = &shared.table.generated;
+                let (is_one, it) = match generated.len() {
+                    1 => ("is a generated column", "it"),
+                    _ => ("are generated columns", "them"),
+                };
+                format!(
+                    "{} {is_one} of the table, which the server computes and COPY cannot load: if the file holds \
+                     {it} (an export of the whole table), pass --columns {columns} (a - leaves the field at its place \
+                     out); else check --delimiter",
+                    generated.join(", ")
+                )
+            }
+            (None, Some((needing, defaulted))) => format!(
                 "if the file holds the columns without a default, pass --columns {} (the others get their \
                  defaults: {}); else check --delimiter, or name the columns the file holds with --columns",
                 shell_list(&needing.join(",")),
                 defaulted.join(", ")
             ),
-            None => "check --delimiter, or name the columns the file holds with --columns (the others get their \
-                     defaults)"
+            (None, None) => "check --delimiter, or name the columns the file holds with --columns (the others get \
+                             their defaults)"
                 .into(),
         },
     };
@@ -1148,6 +1161,25 @@ fn shell_list(list: &str) -> String {
         true => list.to_string(),
         false => format!("'{}'", list.replace('\'', "'\\''")),
     }
+}
+
+/// When COPY fills all of the table's columns (`names`, in the table's
+/// order) and a record has a field for each of them and each generated
+/// column: the `--columns` that leaves the generated ones' fields out. Why:
+/// an export of the whole table (`\copy t TO`, `SELECT *`) holds their
+/// values, which COPY has no column for (every record rejected, `extra
+/// data after last expected column`).
+fn with_generated_left_out(shared: &Shared, names: &[&str], fields: usize) -> Option<String> {
+    let table = &shared.table;
+    let places = &table.generated_places;
+    let in_order = names.iter().copied().eq(table.columns.iter().map(|(name, _)| name.as_str()));
+    if places.is_empty() || !in_order || fields != names.len() + places.len() {
+        return None;
+    }
+    let mut loaded = names.iter();
+    let list: Vec<&str> =
+        (0..fields).map(|i| if places.contains(&i) { "-" } else { loaded.next().copied().unwrap_or("-") }).collect();
+    Some(shell_list(&list.join(",")))
 }
 
 /// When COPY fills all of the table's columns (`names`), and the columns

@@ -16,11 +16,11 @@
 //! its own ([`Start`]): loaded whole, its first rows would load twice (the
 //! command was refused before, as its job had loaded other data). The next
 //! time, that job's chunks are read after the first job's, one reading of
-//! the file. JSON lines read into columns, whose bytes the chunker counts
-//! are the lines made of the documents, are read from after the lines
+//! the file. JSON lines read into columns and transcoded files, whose bytes
+//! the chunker counts are not the file's, are read from after the lines
 //! loaded ([`Start::by_lines`]). Where the bytes loaded end inside a line
-//! (a line being written when they were read), or for a file transcoded,
-//! such a file is refused, with how to load the rest alone. So is one that
+//! (a line being written when they were read), or for a file in UTF-16
+//! (whose line feeds are not one byte), such a file is refused, with how to load the rest alone. So is one that
 //! begins with the first chunk's bytes and then differs (an export written
 //! anew with rows added in the middle). A file whose first chunk differs
 //! is other data, loaded as before. So is one of the command's own job
@@ -327,8 +327,9 @@ fn compare_all(
             match likeness {
                 Likeness::Same => found.left_out.push(before()),
                 Likeness::Grown { rest, .. } if begun.is_some_and(|(_, end, _)| rest.byte < end) => continue,
-                Likeness::Grown { rest, whole_lines: true } if source.transcoding.is_none() => {
-                    found.grown.push((before(), Start { by_lines: source.documents.is_some(), ..rest }))
+                Likeness::Grown { rest, whole_lines: true } if loads_from_a_line(source) => {
+                    let by_lines = source.documents.is_some() || source.transcoding.is_some();
+                    found.grown.push((before(), Start { by_lines, ..rest }))
                 }
                 Likeness::Grown { rest, whole_lines } => {
                     return Err(grown(source, table, &before(), (rest, whole_lines), req.options.header))
@@ -642,11 +643,21 @@ impl<R: Read> Read for Tally<'_, R> {
     }
 }
 
+/// Whether a file grown since a job loaded it can be loaded from the line
+/// after those loaded: not one transcoded from UTF-16, whose lines are
+/// skipped before they are transcoded, by line feeds of one byte; nor JSON
+/// values transcoded, whose place is told in the transcoded bytes.
+fn loads_from_a_line(source: &Source) -> bool {
+    source.transcoding.is_none_or(|t| t.keeps_ascii() && source.json_values.is_none())
+}
+
 /// The refusal for a file that holds what a job loaded and more after it,
 /// where the load cannot begin (see the module docs): how to load the rest
 /// alone. The chunker's bytes are the file's unless it is transcoded or
 /// read as documents: the rest is then told by its lines, as it is when
 /// the bytes loaded end inside a line (whose rest is no row of its own).
+/// Its lines are skipped before they are transcoded, by their line feeds,
+/// which in UTF-16 are two bytes: such a file is loaded only whole.
 fn grown(
     source: &Source,
     table: &TableInfo,
@@ -684,7 +695,8 @@ fn grown(
         ),
         (true, true) => (
             count_of(rest.lines, "line"),
-            "sluice loads a transcoded file only from its start",
+            "sluice loads a file in UTF-16 (or another encoding whose line ends are not ASCII's) only from its \
+             start",
             format!("tail -n +{}", rest.lines + 1),
         ),
         (true, false) => (format!("{} bytes", thousands(rest.byte)), "", format!("tail -c +{}", rest.byte + 1)),

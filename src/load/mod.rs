@@ -1879,7 +1879,9 @@ fn finish_job(
         shared.progress.set_analyzing(false);
         match analysis {
             // Rolls the mark back: the run that finishes the job analyzes.
-            Ok(Some(analysis)) if !analysis.done && shared.interrupted() => Err(Error::Interrupted { chunks: 0, rows: 0 }),
+            Ok(Some(analysis)) if !analysis.done && shared.interrupted() => {
+                Err(Error::Interrupted { chunks: 0, rows: 0 })
+            }
             analysis => analysis,
         }
     };
@@ -2475,6 +2477,7 @@ fn feed_one(
             Ok(None) => {
                 // Read to its end: all of it, header and all, as it was.
                 scan.bytes = opened.input.get();
+                scan.grown = grown_under_a_rewrite(source, &opened);
                 note_growth(source, &mut scan);
                 break;
             }
@@ -2546,6 +2549,13 @@ fn without_a_line_being_written(
     scan.grown = Some(Grown { then, now, line_left: Some(line) });
     scan.bytes = byte - source.start.map_or(0, |s| s.byte);
     Ok(kept)
+}
+
+/// What the reader of a file read through a rewrite found at its end (see
+/// [`crate::source::Growth`]).
+fn grown_under_a_rewrite(source: &Source, opened: &StreamCounts) -> Option<Grown> {
+    let found = opened.growth.as_ref()?.lock().ok()?.take()?;
+    Some(Grown { then: source.ends_at.unwrap_or_default(), now: found.now, line_left: found.line_left })
 }
 
 /// What the summary says of a file that grew while it loaded.

@@ -949,6 +949,7 @@ pub(crate) mod tests {
             not_null: Vec::new(),
             defaulted: Vec::new(),
             generated: Vec::new(),
+            generated_places: Vec::new(),
             enums: Vec::new(),
             text_like: Vec::new(),
             is_view: false,

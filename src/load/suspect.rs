@@ -1118,6 +1118,7 @@ mod tests {
             not_null: vec!["id".into()],
             defaulted: Vec::new(),
             generated: Vec::new(),
+            generated_places: Vec::new(),
             enums: Vec::new(),
             text_like: Vec::new(),
             is_view: false,

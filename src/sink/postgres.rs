@@ -490,6 +490,10 @@ pub struct TableInfo {
     /// fill them, so a header or `--columns` naming one is refused by name
     /// instead of loading its field into another column.
     pub generated: Vec<String>,
+    /// Where each of `generated` stands among all the table's columns (0
+    /// first): the field an export of the whole table holds it in.
+    #[serde(skip)]
+    pub generated_places: Vec<usize>,
     /// The columns whose type (or domain's base type) is an enum, with its
     /// labels: binary COPY takes an enum's label as its text, as text COPY
     /// does, and isolation suspects a value that is none of them.
@@ -866,10 +870,13 @@ impl PgSession {
         let text_like = rows.iter().filter(|r| text(r, 5) == "t").map(|r| text(r, 0)).collect();
         let defaulted = rows.iter().filter(|r| text(r, 6) == "t").map(|r| text(r, 0)).collect();
         let generated = self.query(
-            "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = $1::int8::oid AND attnum > 0 \
-             AND NOT attisdropped AND attgenerated <> '' ORDER BY attnum",
+            "SELECT attname, place FROM (SELECT attname, attgenerated, \
+             pg_catalog.row_number() OVER (ORDER BY attnum) - 1 AS place FROM pg_catalog.pg_attribute \
+             WHERE attrelid = $1::int8::oid AND attnum > 0 AND NOT attisdropped) a \
+             WHERE attgenerated <> '' ORDER BY place",
             &[Some(&oid)],
         )?;
+        let generated_places = generated.iter().filter_map(|r| r[1].as_deref()?.parse().ok()).collect();
         let generated = generated.into_iter().filter_map(|r| r.into_iter().next().flatten()).collect();
         let settings =
             self.query("SELECT pg_catalog.current_setting('TimeZone'), pg_catalog.current_setting('DateStyle')", &[])?;
@@ -891,6 +898,7 @@ impl PgSession {
             not_null,
             defaulted,
             generated,
+            generated_places,
             enums,
             text_like,
             is_view,
