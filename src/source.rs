@@ -849,7 +849,11 @@ pub fn bytes_as_chunked(sources: &[Source]) -> Option<u64> {
 
 /// Expands the command line's inputs: `-` is stdin, arguments with glob
 /// characters are expanded by sluice (sorted, so chunking is deterministic),
-/// other arguments must name readable files or pipes.
+/// other arguments must name readable files or pipes. An argument that
+/// names a file as it is written is that file, glob characters or not: the
+/// shell expands a glob into the names it matches, and `b[1].csv` taken
+/// for a pattern loaded `b1.csv` instead, exit 0 (`sales[2024].csv`: no
+/// file matches this pattern).
 pub fn resolve_inputs(args: &[String]) -> Result<Vec<Source>, Error> {
     let mut sources = Vec::new();
     let mut stdin_seen = false;
@@ -862,7 +866,7 @@ pub fn resolve_inputs(args: &[String]) -> Result<Vec<Source>, Error> {
             sources.push(stdin_source()?);
         } else if let Some(refusal) = url_refused(arg) {
             return Err(refusal);
-        } else if arg.contains(['*', '?', '[']) {
+        } else if arg.contains(['*', '?', '[']) && std::fs::symlink_metadata(arg).is_err() {
             sources.extend(glob_sources(arg)?);
         } else {
             sources.push(file_source(Path::new(arg))?);
@@ -1275,6 +1279,25 @@ mod tests {
         let only_folders = format!("{}/c.*", dir.path().display());
         let err = resolve_inputs(&[only_folders]).unwrap_err();
         assert!(err.to_string().contains("no file matches"), "{err}");
+    }
+
+    /// A name with glob characters that names a file as written is that
+    /// file; one that names none is a pattern.
+    #[test]
+    fn a_file_named_with_glob_characters_is_that_file() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["b[1].csv", "b1.csv", "sales[2024].csv", "what?.csv", "whatX.csv"] {
+            std::fs::write(dir.path().join(name), name).unwrap();
+        }
+        let named = |name: &str| {
+            let sources = resolve_inputs(&[format!("{}/{name}", dir.path().display())]).unwrap();
+            sources.iter().map(|s| s.name.rsplit('/').next().unwrap().to_string()).collect::<Vec<_>>()
+        };
+        assert_eq!(named("b[1].csv"), ["b[1].csv"]);
+        assert_eq!(named("sales[2024].csv"), ["sales[2024].csv"]);
+        assert_eq!(named("what?.csv"), ["what?.csv"]);
+        assert_eq!(named("b[0-9].csv"), ["b1.csv"], "no such file: a pattern");
+        assert_eq!(named("what?.*"), ["what?.csv", "whatX.csv"]);
     }
 
     /// A file is read as it was when the load looked at it, though written
