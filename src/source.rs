@@ -236,6 +236,9 @@ pub struct Source {
     /// elements of the array they lead to in each top-level object
     /// (`--documents-at`).
     pub json_values: Option<Arc<[String]>>,
+    /// Of the first file a glob matched: the hidden files it left out
+    /// (see [`glob_sources`]), for the summary to name.
+    pub hidden_left_out: Vec<String>,
     /// Set by the load for JSON lines read into columns: which key goes
     /// where, and the longest line (`--max-record-size`).
     pub documents: Option<(Arc<DocumentColumns>, u64)>,
@@ -976,18 +979,53 @@ fn refuse_a_file_named_twice(sources: &[Source]) -> Result<(), Error> {
 }
 
 /// The files a glob matches, sorted. Folders, fifos and sockets it matches
-/// are not inputs.
+/// are not inputs, nor are hidden files (a name beginning with a dot),
+/// unless the pattern's own name begins with one: a shell's glob leaves
+/// them out, and `'data/*.csv'` took the `._sales.csv` a Mac writes beside
+/// each file it copies to a shared drive (its NUL bytes rejected), and
+/// `'data/*'` the `.sales.csv.Xy12Ab` rsync writes a file into before it
+/// renames it (a file cut short). Those left out are named.
 fn glob_sources(pattern: &str) -> Result<Vec<Source>, Error> {
-    let mut paths: Vec<PathBuf> = glob::glob(pattern)
+    let names_with_a_dot: Vec<glob::Pattern> = pattern
+        .split('/')
+        .filter(|name| name.starts_with('.'))
+        .filter_map(|name| glob::Pattern::new(name).ok())
+        .collect();
+    let (mut paths, mut hidden): (Vec<PathBuf>, Vec<PathBuf>) = glob::glob(pattern)
         .map_err(|e| Error::Usage(format!("bad glob pattern '{pattern}': {e}")))?
         .filter_map(Result::ok)
-        .collect();
+        .partition(|path| !hidden_from_a_shell(path, &names_with_a_dot));
     paths.sort();
-    let sources = matched_files(&paths)?;
-    if sources.is_empty() {
-        return Err(Error::Input { file: pattern.into(), message: "no file matches this pattern".into() });
-    }
+    hidden.retain(|path| path.is_file());
+    hidden.sort();
+    let hidden: Vec<String> = hidden.iter().map(|p| p.display().to_string()).collect();
+    let mut sources = matched_files(&paths)?;
+    let Some(first) = sources.first_mut() else {
+        let message = match hidden.is_empty() {
+            true => "no file matches this pattern".to_string(),
+            false => format!(
+                "no file matches this pattern but hidden ones, which a shell's glob leaves out too ({}): name \
+                 them, or begin the pattern's name with a dot ('.*.csv')",
+                hidden.join(", ")
+            ),
+        };
+        return Err(Error::Input { file: pattern.into(), message });
+    };
+    first.hidden_left_out = hidden;
     Ok(sources)
+}
+
+/// Whether a shell's glob leaves `path` out: a name in it begins with a dot
+/// and no name of the pattern that begins with one (`names_with_a_dot`)
+/// matches it. Told after the walk: glob's own `require_literal_leading_dot`
+/// finds nothing for a pattern whose name begins with a dot (its PR 189),
+/// and its paths drop the pattern's `./`, which `Pattern` then does not
+/// match.
+fn hidden_from_a_shell(path: &Path, names_with_a_dot: &[glob::Pattern]) -> bool {
+    path.components().any(|part| {
+        let name = part.as_os_str().to_string_lossy();
+        name.starts_with('.') && name != "." && name != ".." && !names_with_a_dot.iter().any(|p| p.matches(&name))
+    })
 }
 
 /// The regular files among `paths`, in their order, read by several threads
@@ -1113,6 +1151,7 @@ fn file_source_with(path: &Path, meta: std::fs::Metadata, canonical: Arc<str>) -
         transcoding: None,
         json_values: None,
         documents: None,
+        hidden_left_out: Vec::new(),
         start: None,
         after_job: None,
         no_header: false,
@@ -1164,6 +1203,7 @@ fn streamed_source(name: &str, path: Option<&Path>, mut reader: Box<dyn Read + S
         transcoding: None,
         json_values: None,
         documents: None,
+        hidden_left_out: Vec::new(),
         start: None,
         ends_at: None,
         after_job: None,
@@ -1279,6 +1319,31 @@ mod tests {
         let only_folders = format!("{}/c.*", dir.path().display());
         let err = resolve_inputs(&[only_folders]).unwrap_err();
         assert!(err.to_string().contains("no file matches"), "{err}");
+    }
+
+    /// A glob leaves out hidden files (a name in the path begins with a
+    /// dot) and names them, unless the pattern's name begins with a dot.
+    #[test]
+    fn a_glob_leaves_out_hidden_files_as_a_shell_does() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".git/x")).unwrap();
+        for name in ["a.csv", "._a.csv", ".b.csv", ".git/x/c.csv"] {
+            std::fs::write(dir.path().join(name), name).unwrap();
+        }
+        let globbed = |pattern: &str| {
+            let pattern = format!("{}/{pattern}", dir.path().display());
+            let sources = resolve_inputs(&[pattern]).unwrap();
+            let name = |path: &str| path.rsplit_once(&*dir.path().display().to_string()).unwrap().1.to_string();
+            let names: Vec<String> = sources.iter().map(|s| name(&s.name)).collect();
+            (names, sources[0].hidden_left_out.iter().map(|h| name(h)).collect::<Vec<_>>())
+        };
+        assert_eq!(globbed("*.csv"), (vec!["/a.csv".into()], vec!["/._a.csv".into(), "/.b.csv".into()]));
+        assert_eq!(globbed(".*.csv"), (vec!["/._a.csv".into(), "/.b.csv".into()], vec![]));
+        assert_eq!(globbed("**/*.csv").1, ["/._a.csv", "/.b.csv", "/.git/x/c.csv"]);
+        assert_eq!(globbed(".git/*/*.csv"), (vec!["/.git/x/c.csv".into()], vec![]));
+        std::fs::remove_file(dir.path().join("a.csv")).unwrap();
+        let err = resolve_inputs(&[format!("{}/*.csv", dir.path().display())]).unwrap_err().to_string();
+        assert!(err.contains("no file matches this pattern but hidden ones"), "{err}");
     }
 
     /// A name with glob characters that names a file as written is that

@@ -36,6 +36,9 @@ fn a_table_in_the_ledger_schema_loads_with_a_warning() {
     assert_eq!(db.count("sluice.second"), 1);
 }
 
+/// Each file's header is skipped; hidden files the glob matches (a Mac's
+/// `._` copy beside each file) are left out, as a shell's glob leaves them
+/// out, and named.
 #[test]
 fn header_skipped_once_per_file_across_a_glob() {
     let db = TestDb::new();
@@ -45,9 +48,18 @@ fn header_skipped_once_per_file_across_a_glob() {
         db.file(&format!("parts/part-{part}.csv"), body.as_bytes());
     }
     db.file("parts/other.txt", b"not matched\n");
+    db.file("parts/._part-0.csv", b"\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X");
     let glob = db.dir.path().join("parts/part-*.csv");
-    db.load(&[glob.to_str().unwrap(), "--table", "t", "--header", "--chunk-size", "1KiB", "--workers", "3"])
-        .assert_ok();
+    let run = db.load(&[glob.to_str().unwrap(), "--table", "t", "--header", "--chunk-size", "1KiB", "--workers", "3"]);
+    run.assert_ok();
+    assert!(!run.stderr.contains("hidden"), "{}", run.stderr);
+    db.execute("TRUNCATE t");
+    let glob = db.dir.path().join("parts/*part-*.csv");
+    let run = db.load(&[glob.to_str().unwrap(), "--table", "t", "--header", "--job", "all"]);
+    run.assert_ok();
+    let said = "left out 1 hidden file the glob matches, as a shell's glob does (a name in each one's path begins \
+                with a dot): ";
+    assert!(run.stderr.contains(said) && run.stderr.contains("parts/._part-0.csv; name them"), "{}", run.stderr);
     assert_eq!(db.count("t"), 1500);
     assert_eq!(db.scalar("SELECT count(*) FROM t WHERE id = 'id'"), "0", "no header row was loaded");
     assert_eq!(db.scalar("SELECT count(DISTINCT id) FROM t"), "1500");

@@ -1052,6 +1052,7 @@ fn prepare(
     early_warnings.extend(left_out);
     early_warnings.extend(plan::format_by_content_said(req.format, all_sources));
     early_warnings.extend(encoding_by_mark_said(req.options.encoding.as_deref(), all_sources));
+    early_warnings.extend(hidden_left_out_said(all_sources));
     early_warnings.extend(json_values_said(all_sources, format));
     // Loaded whole, such a document is one row.
     early_warnings.extend(
@@ -2551,6 +2552,25 @@ fn without_a_line_being_written(
     Ok(kept)
 }
 
+/// The hidden files the command's globs matched and left out, as a shell's
+/// glob does (see `source::glob_sources`): the first 5 named.
+fn hidden_left_out_said(sources: &[Source]) -> Option<String> {
+    const NAMED: usize = 5;
+    let hidden: Vec<&str> = sources.iter().flat_map(|s| s.hidden_left_out.iter().map(String::as_str)).collect();
+    let more = match hidden.len().saturating_sub(NAMED) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    (!hidden.is_empty()).then(|| {
+        format!(
+            "left out {} the glob matches, as a shell's glob does (a name in each one's path begins with a dot): \
+             {}{more}; name them, or begin the pattern's name with a dot ('.*.csv'), to load them",
+            count_of(hidden.len() as u64, "hidden file"),
+            hidden[..hidden.len().min(NAMED)].join(", ")
+        )
+    })
+}
+
 /// What the reader of a file read through a rewrite found at its end (see
 /// [`crate::source::Growth`]).
 fn grown_under_a_rewrite(source: &Source, opened: &StreamCounts) -> Option<Grown> {
@@ -2924,6 +2944,7 @@ mod tests {
             transcoding: None,
             json_values: None,
             documents: None,
+            hidden_left_out: Vec::new(),
             start: None,
             ends_at: None,
             after_job: None,
