@@ -354,6 +354,10 @@ struct Isolator<'a> {
     seen: usize,
     errors: usize,
     copies: u64,
+    /// The chunk's line ends are mixed (LF and CR LF): each text run's
+    /// records are sent ending as its first one does (see
+    /// [`Isolator::line_ends_made_alike`]).
+    line_ends_mixed: bool,
     /// Refusals for a duplicate key so far, and whether the chunk's
     /// records were looked up for repeated keys (see [`key_check`](super::key_check)).
     key_refusals: usize,
@@ -660,6 +664,7 @@ impl<'a> Isolator<'a> {
             seen: 0,
             errors: 0,
             copies: 0,
+            line_ends_mixed: false,
             key_refusals: 0,
             keys_checked: false,
             check_refusals: 0,
@@ -1344,6 +1349,9 @@ impl<'a> Isolator<'a> {
     /// The bytes COPY gets for a run: a slice when its records are
     /// contiguous, a copy otherwise.
     fn stream(&self, run: &[usize]) -> Cow<'_, [u8]> {
+        if self.line_ends_mixed {
+            return Cow::Owned(self.ending_alike(run));
+        }
         let (first, last) = (run[0], run[run.len() - 1]);
         if last - first + 1 == run.len() {
             return Cow::Borrowed(self.index.bytes(self.bytes, first, last + 1));
@@ -1353,6 +1361,49 @@ impl<'a> Isolator<'a> {
             out.extend_from_slice(self.record(i));
         }
         Cow::Owned(out)
+    }
+
+    /// The run's records, each ending as the first one does (LF or CR LF).
+    /// Its last record may have no line end at all (the input's last).
+    fn ending_alike(&self, run: &[usize]) -> Vec<u8> {
+        let line_end: &[u8] = if self.record(run[0]).ends_with(b"\r\n") { b"\r\n" } else { b"\n" };
+        let mut out = Vec::new();
+        for &i in run {
+            let record = self.record(i);
+            match record.strip_suffix(b"\r\n").or_else(|| record.strip_suffix(b"\n")) {
+                Some(body) => {
+                    out.extend_from_slice(body);
+                    out.extend_from_slice(line_end);
+                }
+                None => out.extend_from_slice(record),
+            }
+        }
+        out
+    }
+
+    /// Whether the server refused the run's record `at` for its line end
+    /// (CR LF where the run's first line ends in LF, or the other way) in a
+    /// chunk not yet known for mixed line ends: from then on each run goes
+    /// with its records ending alike, and the record is tried again. Why:
+    /// the server takes a COPY's line end from its first line, and a file
+    /// joined from a Windows export and a Unix one (or a CSV edited in
+    /// Notepad) had each line ending otherwise rejected, though a line end
+    /// is all that differed: a carriage return outside quotes (or
+    /// unescaped) is no value in either format. Once a chunk: another such
+    /// refusal is a carriage return inside the line, rejected. Only for a
+    /// record that ends otherwise than the run's first: one with a carriage
+    /// return inside, tried again at the head of a run, had the server take
+    /// that carriage return for the run's line end and blame the next
+    /// record (a good one rejected).
+    fn line_ends_made_alike(&mut self, run: &[usize], at: usize, r: &CopyRefusal) -> bool {
+        let crlf = |i: usize| self.record(i).ends_with(b"\r\n");
+        let ended_otherwise = self.chunk.line_end == LineEnd::Lf
+            && !self.line_ends_mixed
+            && line_end_advice(&r.message, self.shared.format.kind).is_some()
+            && crlf(run[0]) != crlf(run[at])
+            && self.record(run[at]).ends_with(b"\n");
+        self.line_ends_mixed |= ended_otherwise;
+        ended_otherwise
     }
 
     /// The index in its run of the record the server refused, when it named
@@ -1384,8 +1435,12 @@ impl<'a> Isolator<'a> {
         };
         let at = at.min(run.len() - 1);
         self.seen += at;
-        self.reject(run[at], r);
-        let mut runs = self.runs_after(&run[at + 1..]);
+        let tried_again = self.line_ends_made_alike(&run, at, &r);
+        let after = if tried_again { at } else { at + 1 };
+        if !tried_again {
+            self.reject(run[at], r);
+        }
+        let mut runs = self.runs_after(&run[after..]);
         runs.push(run[..at].to_vec());
         runs
     }
@@ -1598,9 +1653,11 @@ impl Isolator<'_> {
 
 /// What the server's line-end refusals mean for a file that sluice cut
 /// into chunks. The server takes a COPY's line end (LF or CR LF) from its
-/// first line: a line of a chunk that ends otherwise is refused, with a
-/// message about a carriage return or a newline "found in data" whose hint
-/// speaks of CSV quoting, even for JSON lines, which sluice sends as CSV.
+/// first line; a line ending otherwise is sent again ending alike (see
+/// [`Isolator::line_ends_made_alike`]), so what is refused is a carriage
+/// return (or line feed) inside a line, with a message "found in data"
+/// whose hint speaks of CSV quoting, even for JSON lines, which sluice
+/// sends as CSV; or a bare CR line end among LF ones (classic Mac).
 fn line_end_advice(message: &str, kind: FormatKind) -> Option<&'static str> {
     let about_line_ends = ["carriage return found in data", "newline found in data"];
     if !about_line_ends.iter().any(|m| message.ends_with(m)) {
@@ -1608,14 +1665,14 @@ fn line_end_advice(message: &str, kind: FormatKind) -> Option<&'static str> {
     }
     Some(match kind {
         FormatKind::Jsonl => {
-            ": a JSON-lines line must end as the lines before it do, all in LF or all in CR LF (the server takes \
-             the line end from a chunk's first line), and hold no other carriage return; make the line ends \
-             alike (dos2unix)"
+            ": a JSON-lines line holds a carriage return other than before its line feed, which JSON allows only \
+             escaped (\\r) inside a string; or the file's line ends mix bare carriage returns (classic Mac) with \
+             line feeds: make them alike (dos2unix)"
         }
         _ => {
-            ": the server takes the line end (LF or CR LF) from a chunk's first line, so a line ending otherwise is \
-             refused, as is a line end in a field that is not quoted (CSV) or escaped (text); if the file's line \
-             ends are mixed, make them alike (dos2unix)"
+            ": a carriage return or line feed inside a field that is not quoted (CSV) or escaped as \\r, \\n \
+             (text) is no value: quote or escape it; or the file's line ends mix bare carriage returns (classic \
+             Mac) with line feeds: make them alike (dos2unix)"
         }
     })
 }
