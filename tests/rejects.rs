@@ -1115,6 +1115,22 @@ fn a_crlf_line_among_lf_lines_loads_and_a_carriage_return_inside_one_is_a_reject
     let loaded = load_with_rejects(&db, &alike, "t", &["--copy-format", "text", "--restart", "--truncate"]);
     assert_eq!((loaded.run.code, loaded.rejects.len(), db.count("t")), (1, 1, 3));
     assert_eq!(isolation_copies(&loaded.report), 2, "{}", loaded.report);
+    // A carriage return inside the first line, in a file of line feeds: it
+    // was taken for a file of bare carriage returns (the first line loaded
+    // cut short, `1 | fo`, and the rest of the file one reject); and at the
+    // head of a COPY the server takes it for the line end, whose refusal
+    // then names the next line (`2 two` rejected).
+    let first_tsv = db.file("first.tsv", b"1\tfo\rur\n2\ttwo\n3\tthree\n");
+    let first_csv = db.file("first.csv", b"1,fo\rur\n2,two\n3,three\n");
+    for (file, args) in [(&first_tsv, &[][..]), (&first_csv, &["--format", "csv"])] {
+        for format in ["text", "binary"] {
+            let args = [&["--copy-format", format, "--restart", "--truncate"], args].concat();
+            let loaded = load_with_rejects(&db, file, "t", &args);
+            assert_eq!((loaded.run.code, loaded.rejects.len()), (1, 1), "{}", loaded.run.output());
+            assert_eq!(loaded.rejects[0]["line"], 1, "{}", loaded.rejects[0]);
+            assert_eq!(db.scalar("SELECT string_agg(id || note, ' ' ORDER BY id) FROM t"), "2two 3three");
+        }
+    }
 }
 
 /// A chunk's suspects checked together by the server's input functions

@@ -75,18 +75,46 @@ impl LineEnd {
     }
 }
 
-/// The line-end style the server takes for a COPY stream that starts with
-/// `head`: the style of its first line end outside quotes and escapes, a
-/// `\r\n` counting as `\n` (`CopyReadLineText`). `None` while `head` cannot
-/// tell: no line end yet, or a `\r` as its last byte when more input may
-/// follow (`complete` is false).
+/// The line-end style of an input that starts with `head`: the style of
+/// its first line end outside quotes and escapes, a `\r\n` counting as
+/// `\n`, as the server takes it for a COPY stream (`CopyReadLineText`);
+/// but a bare `\r` first with more line feeds than bare `\r`s after it is
+/// a carriage return inside a line of a file of line feeds (taken for the
+/// line end, the first line loaded cut short at it, and the rest of the
+/// file was one rejected record). `None` while `head` cannot tell: no line
+/// end yet, or a `\r` as its last byte when more input may follow
+/// (`complete` is false).
 pub fn line_end_of(dialect: Dialect, head: &[u8], complete: bool) -> Option<LineEnd> {
     let first = live_bytes(dialect, head).find(|&i| matches!(head[i], b'\r' | b'\n'))?;
     match (head[first], head.get(first + 1)) {
         (b'\n', _) | (_, Some(b'\n')) => Some(LineEnd::Lf),
+        (_, Some(_)) if more_line_feeds_than_bare_returns(dialect, head) => Some(LineEnd::Lf),
         (_, Some(_)) => Some(LineEnd::Cr),
         (_, None) => complete.then_some(LineEnd::Cr),
     }
+}
+
+/// Whether `head` holds more line feeds than carriage returns not followed
+/// by one, outside quotes and escapes.
+fn more_line_feeds_than_bare_returns(dialect: Dialect, head: &[u8]) -> bool {
+    let (mut feeds, mut bare) = (0usize, 0usize);
+    for i in live_bytes(dialect, head) {
+        match (head[i], head.get(i + 1)) {
+            (b'\n', _) => feeds += 1,
+            (b'\r', Some(b'\n')) => {}
+            (b'\r', _) => bare += 1,
+            _ => {}
+        }
+    }
+    feeds > bare
+}
+
+/// Whether `record` (of an input whose lines end in line feeds) holds a
+/// carriage return not followed by a line feed, outside quotes and escapes:
+/// at the head of a COPY, the server takes it for the line end.
+pub fn holds_a_bare_return(dialect: Dialect, record: &[u8]) -> bool {
+    memchr::memchr(b'\r', record).is_some()
+        && live_bytes(dialect, record).any(|i| record[i] == b'\r' && record.get(i + 1) != Some(&b'\n'))
 }
 
 /// The byte that ends each line `--skip-lines` skips in an input that
@@ -877,6 +905,11 @@ mod tests {
         assert_eq!(line_end_of(CSV, b"\"a\rb\",c\n", false), lf, "a quoted carriage return is data");
         assert_eq!(line_end_of(Dialect::Text, b"a\\\nb\rc", false), cr, "an escaped newline is data");
         assert_eq!(line_end_of(Dialect::Lines, b"{}\r{}", false), cr);
+        let text = Dialect::Text;
+        assert_eq!(line_end_of(text, b"1\tfo\rur\n2\ttwo\n", false), lf, "a carriage return inside a line");
+        assert_eq!(line_end_of(text, b"1\ta\r2\tb\n\r3\tc\r", false), cr, "a stray line feed in a file of \\r");
+        assert!(holds_a_bare_return(text, b"1\tfo\rur\n") && !holds_a_bare_return(text, b"1\tfour\r\n"));
+        assert!(!holds_a_bare_return(CSV, b"1,\"fo\rur\"\n"), "quoted, it is data");
         assert_eq!(line_end_of(CSV, b"a,b", false), None, "no line end yet");
         assert_eq!(line_end_of(CSV, b"a,b\r", false), None, "a \\r\\n may be split");
         assert_eq!(line_end_of(CSV, b"a,b\r", true), cr, "the whole input ends in a bare \\r");

@@ -67,7 +67,7 @@ use crate::encoding::{self, Transcoding};
 use crate::error::Error;
 use crate::error::Position;
 use crate::format::binary::{self, BinaryEncoder, Unsure};
-use crate::format::scan::LineEnd;
+use crate::format::scan::{holds_a_bare_return, LineEnd};
 use crate::format::{documents, pick};
 use crate::format::{FormatKind, RecordScanner};
 use crate::rejects::Reject;
@@ -1363,6 +1363,18 @@ impl<'a> Isolator<'a> {
         Cow::Owned(out)
     }
 
+    /// Whether the run's first record holds a carriage return not followed
+    /// by a line feed (outside quotes and escapes), with records after it:
+    /// refused, it goes alone, and the others after it. Why: the server
+    /// takes a COPY's line end from its first line end, so at a run's head
+    /// that carriage return became the line end, and the server's refusal
+    /// named a line of the next record (a good one rejected).
+    fn begins_with_a_bare_return(&self, run: &[usize]) -> bool {
+        run.len() > 1
+            && self.chunk.line_end == LineEnd::Lf
+            && holds_a_bare_return(self.shared.format.dialect(), self.record(run[0]))
+    }
+
     /// The run's records, each ending as the first one does (LF or CR LF).
     /// Its last record may have no line end at all (the input's last).
     fn ending_alike(&self, run: &[usize]) -> Vec<u8> {
@@ -1417,6 +1429,10 @@ impl<'a> Isolator<'a> {
     /// `at` of the run (`None`: no line named), last first.
     fn split_at_refusal(&mut self, run: Run, at: Option<usize>, r: CopyRefusal) -> Vec<Run> {
         self.errors += 1;
+        if self.begins_with_a_bare_return(&run) {
+            // The server's line counted that carriage return as a line end.
+            return vec![run[1..].to_vec(), run[..1].to_vec()];
+        }
         let Some(at) = at else {
             if run.len() == 1 {
                 self.reject(run[0], r);
