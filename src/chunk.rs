@@ -941,24 +941,32 @@ impl<R: Read> Chunker<R> {
     /// Reads ahead until the input's first line end shows its style (or the
     /// block is full, or the input ends) and scans with it from here on.
     fn decide_line_end(&mut self) -> io::Result<()> {
-        loop {
-            let head = &self.block[self.block_pos..self.block_len];
-            if let Some(line_end) = line_end_of(self.cfg.dialect, head, self.eof) {
-                self.line_end = line_end;
-                break;
-            }
-            // A `\r` last in what was read is a line end of its own only once
-            // the input is known to end there: read on (a read of nothing
-            // tells), then look again.
-            let block_full = self.block_pos == 0 && self.block_len == self.block.len();
-            if block_full || self.eof {
-                break;
-            }
-            self.fill_more()?;
+        if let Some(line_end) = self.read_until_the_line_end_shows(self.cfg.dialect)? {
+            self.line_end = line_end;
         }
         self.scanner = self.fresh_scanner();
         self.counter = self.cfg.shape.and_then(|shape| FieldCounter::new(self.cfg.dialect, self.line_end, shape));
         Ok(())
+    }
+
+    /// The style of the input's first line end as `dialect` reads it (see
+    /// [`line_end_of`]), reading ahead until it shows; `None` when the block
+    /// fills or the input ends first. A `\r` last in what was read is a
+    /// line end of its own only once the input is known to end there, and a
+    /// bare one is told from one inside a line by what follows it: read on
+    /// (a read of nothing tells), then look again.
+    fn read_until_the_line_end_shows(&mut self, dialect: Dialect) -> io::Result<Option<LineEnd>> {
+        loop {
+            let head = &self.block[self.block_pos..self.block_len];
+            if let Some(line_end) = line_end_of(dialect, head, self.eof) {
+                return Ok(Some(line_end));
+            }
+            let block_full = self.block_pos == 0 && self.block_len == self.block.len();
+            if block_full || self.eof {
+                return Ok(None);
+            }
+            self.fill_more()?;
+        }
     }
 
     fn fresh_scanner(&self) -> RecordScanner {

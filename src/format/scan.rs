@@ -81,18 +81,35 @@ impl LineEnd {
 /// but a bare `\r` first with more line feeds than bare `\r`s after it is
 /// a carriage return inside a line of a file of line feeds (taken for the
 /// line end, the first line loaded cut short at it, and the rest of the
-/// file was one rejected record). `None` while `head` cannot tell: no line
-/// end yet, or a `\r` as its last byte when more input may follow
-/// (`complete` is false).
+/// file was one rejected record), told in the first [`LINE_END_WINDOW`]
+/// bytes. `None` while `head` cannot tell: no line end yet, a `\r` as its
+/// last byte, or a bare `\r` in fewer bytes than that window, when more
+/// input may follow (`complete` is false).
 pub fn line_end_of(dialect: Dialect, head: &[u8], complete: bool) -> Option<LineEnd> {
     let first = live_bytes(dialect, head).find(|&i| matches!(head[i], b'\r' | b'\n'))?;
     match (head[first], head.get(first + 1)) {
+        (b'\r', Some(b)) if *b != b'\n' && !complete && head.len() < LINE_END_WINDOW => None,
+        (b'\r', Some(b)) if *b != b'\n' => {
+            let window = &head[..head.len().min(LINE_END_WINDOW)];
+            Some(if more_line_feeds_than_bare_returns(dialect, window) { LineEnd::Lf } else { LineEnd::Cr })
+        }
+        _ => first_line_end(head, first, complete),
+    }
+}
+
+/// The style of the line end at `first`, as the server takes it.
+fn first_line_end(head: &[u8], first: usize, complete: bool) -> Option<LineEnd> {
+    match (head[first], head.get(first + 1)) {
         (b'\n', _) | (_, Some(b'\n')) => Some(LineEnd::Lf),
-        (_, Some(_)) if more_line_feeds_than_bare_returns(dialect, head) => Some(LineEnd::Lf),
         (_, Some(_)) => Some(LineEnd::Cr),
         (_, None) => complete.then_some(LineEnd::Cr),
     }
 }
+
+/// How much of an input's start tells a bare `\r` line end from a carriage
+/// return inside a line: the same bytes however it is read (less than the
+/// chunker's first block).
+const LINE_END_WINDOW: usize = 64 << 10;
 
 /// Whether `head` holds more line feeds than carriage returns not followed
 /// by one, outside quotes and escapes.
@@ -122,7 +139,8 @@ pub fn holds_a_bare_return(dialect: Dialect, record: &[u8]) -> bool {
 /// Lines, not records: quotes and escapes there mean nothing. The chunker
 /// and the load's looks at an input's start both skip by it.
 pub fn skipped_line_end(head: &[u8], complete: bool) -> u8 {
-    line_end_of(Dialect::Lines, head, complete).unwrap_or_default().byte()
+    let first = live_bytes(Dialect::Lines, head).find(|&i| matches!(head[i], b'\r' | b'\n'));
+    first.and_then(|first| first_line_end(head, first, complete)).unwrap_or_default().byte()
 }
 
 /// What one call to [`RecordScanner::scan`] saw.
@@ -898,16 +916,21 @@ mod tests {
     fn the_first_line_end_outside_quotes_and_escapes_sets_the_style() {
         let cr = Some(LineEnd::Cr);
         let lf = Some(LineEnd::Lf);
-        assert_eq!(line_end_of(CSV, b"a,b\rc,d\r", false), cr);
+        assert_eq!(line_end_of(CSV, b"a,b\rc,d\r", true), cr);
+        assert_eq!(
+            line_end_of(CSV, b"a,b\rc,d\r", false),
+            None,
+            "too little yet to tell a bare \\r from one inside a line"
+        );
         assert_eq!(line_end_of(CSV, b"a,b\r\nc,d\r\n", false), lf);
         assert_eq!(line_end_of(CSV, b"a,b\nc\rd\r", false), lf);
-        assert_eq!(line_end_of(CSV, b"\"a\nb\",c\rd", false), cr, "a quoted newline is data");
+        assert_eq!(line_end_of(CSV, b"\"a\nb\",c\rd", true), cr, "a quoted newline is data");
         assert_eq!(line_end_of(CSV, b"\"a\rb\",c\n", false), lf, "a quoted carriage return is data");
-        assert_eq!(line_end_of(Dialect::Text, b"a\\\nb\rc", false), cr, "an escaped newline is data");
-        assert_eq!(line_end_of(Dialect::Lines, b"{}\r{}", false), cr);
+        assert_eq!(line_end_of(Dialect::Text, b"a\\\nb\rc", true), cr, "an escaped newline is data");
+        assert_eq!(line_end_of(Dialect::Lines, b"{}\r{}", true), cr);
         let text = Dialect::Text;
-        assert_eq!(line_end_of(text, b"1\tfo\rur\n2\ttwo\n", false), lf, "a carriage return inside a line");
-        assert_eq!(line_end_of(text, b"1\ta\r2\tb\n\r3\tc\r", false), cr, "a stray line feed in a file of \\r");
+        assert_eq!(line_end_of(text, b"1\tfo\rur\n2\ttwo\n", true), lf, "a carriage return inside a line");
+        assert_eq!(line_end_of(text, b"1\ta\r2\tb\n\r3\tc\r", true), cr, "a stray line feed in a file of \\r");
         assert!(holds_a_bare_return(text, b"1\tfo\rur\n") && !holds_a_bare_return(text, b"1\tfour\r\n"));
         assert!(!holds_a_bare_return(CSV, b"1,\"fo\rur\"\n"), "quoted, it is data");
         assert_eq!(line_end_of(CSV, b"a,b", false), None, "no line end yet");
