@@ -605,7 +605,7 @@ impl Source {
         self.compression == Compression::None
             && self.json_values.is_none()
             && (self.documents.is_some() || self.transcoding.is_some())
-            && self.transcoding.is_none_or(|t| t.keeps_ascii())
+            && self.transcoding.map_or(true, |t| t.keeps_ascii())
     }
 
     /// The start of the source, to read its header before the load: a file

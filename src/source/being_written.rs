@@ -94,7 +94,8 @@ impl<R: Read> HoldingItsLastLine<R> {
         let read = read.inspect_err(|_| self.pending.truncate(held))?;
         self.pending.truncate(held + read);
         if read == 0 {
-            return Ok(self.end());
+            self.end();
+            return Ok(());
         }
         self.ready = match memchr::memrchr(b'\n', &self.pending[held..]) {
             Some(i) => {
