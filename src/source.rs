@@ -32,7 +32,7 @@ const SMALL_FILE: u64 = 64 << 10;
 mod being_written;
 mod bzip2_blocks;
 
-pub use being_written::{GrownWhileRead, Growth};
+pub use being_written::Growth;
 
 /// How a source is compressed, from its first bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -605,7 +605,13 @@ impl Source {
         self.compression == Compression::None
             && self.json_values.is_none()
             && (self.documents.is_some() || self.transcoding.is_some())
-            && self.transcoding.map_or(true, |t| t.keeps_ascii())
+            && self.line_feeds_are_bytes()
+    }
+
+    /// Whether each of its line feeds is one byte 0x0A, as it is read from
+    /// disk: UTF-8, or an encoding that keeps ASCII's bytes (not UTF-16).
+    pub fn line_feeds_are_bytes(&self) -> bool {
+        self.transcoding.map_or(true, |t| t.keeps_ascii())
     }
 
     /// The start of the source, to read its header before the load: a file

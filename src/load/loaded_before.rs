@@ -648,7 +648,7 @@ impl<R: Read> Read for Tally<'_, R> {
 /// skipped before they are transcoded, by line feeds of one byte; nor JSON
 /// values transcoded, whose place is told in the transcoded bytes.
 fn loads_from_a_line(source: &Source) -> bool {
-    source.transcoding.map_or(true, |t| t.keeps_ascii() && source.json_values.is_none())
+    source.line_feeds_are_bytes() && (source.transcoding.is_none() || source.json_values.is_none())
 }
 
 /// The refusal for a file that holds what a job loaded and more after it,
