@@ -516,6 +516,41 @@ fn a_header_loaded_as_a_record_is_named_with_the_option_that_skips_it() {
     assert!(!run.stderr.contains("looks like a header"), "a bad first line names no column: {}", run.stderr);
 }
 
+/// Without `--header`, a first line that names every column loaded, each
+/// of which takes it as a value (text, a long enough varchar), is refused
+/// before anything loads, since it would load as a row without a reject;
+/// `--header` skips it and `--no-header` loads it. One that a column
+/// refuses is left to the server, which rejects it.
+#[test]
+fn a_header_that_text_columns_would_take_as_a_row_is_refused() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE staging (id text, \"Name\" varchar(10)); CREATE TABLE short (id varchar(1), name text)");
+    let file = db.file("head.csv", b"ID,name\n1,a\n");
+    let file = file.to_str().unwrap();
+    let run = db.load(&[file, "--table", "staging"]);
+    let said = "head.csv: its first line (ID,name) names the columns loaded, and each of them takes any text, so it \
+                would load as a row: if it is a header, pass --header (it is skipped, and the columns it names load \
+                by name); if it is a record, pass --no-header";
+    assert_eq!((run.code, db.count("staging")), (2, 0), "{}", run.output());
+    assert!(run.stderr.contains(said), "{}", run.stderr);
+    let run = db.load(&[file, "--table", "staging", "--header"]);
+    assert_eq!((run.code, db.count("staging")), (0, 1), "{}", run.output());
+    let run = db.load(&[file, "--table", "staging", "--no-header", "--restart"]);
+    assert_eq!((run.code, db.count("staging")), (0, 3), "{}", run.output());
+    assert_eq!(db.scalar("SELECT count(*) FROM staging WHERE id = 'ID'"), "1");
+    let run = db.load(&[file, "--table", "short"]);
+    assert_eq!((run.code, db.count("short")), (1, 1), "{}", run.output());
+    assert!(run.stderr.contains("it looks like a header"), "{}", run.stderr);
+    // A column named twice: more fields than columns, which the server rejects.
+    let twice = db.file("twice.csv", b"id,name,name\n2,b\n");
+    let run = db.load(&[twice.to_str().unwrap(), "--table", "staging"]);
+    assert_eq!((run.code, db.count("staging")), (1, 4), "{}", run.output());
+    let tsv = db.file("head.tsv", b"name\tid\nb\t2\n");
+    let tsv = tsv.to_str().unwrap();
+    let run = db.load(&[tsv, "--table", "staging", "--columns", "Name,id"]);
+    assert!(run.code == 2 && run.stderr.contains("its first line (name\tid) names the columns"), "{}", run.stderr);
+}
+
 /// A file in `encoding` with lines that it can not read.
 struct Unreadable {
     encoding: &'static str,
@@ -908,7 +943,7 @@ fn only_rejects_stop_the_load_unless_max_errors_is_given() {
     assert!(run.stderr.contains(advice), "{}", run.stderr);
     // Some records loaded: no such warning; none named without a default.
     db.execute("CREATE TABLE public.pair (a text, b text)");
-    let mixed = db.file("mixed.csv", b"a,b\nc\n");
+    let mixed = db.file("mixed.csv", b"x,y\nc\n");
     let Loaded { run, .. } = load_with_rejects(&db, &mixed, "pair", &[]);
     assert_eq!((run.code, db.count("pair")), (1, 1), "{}", run.stderr);
     assert!(!run.stderr.contains("were rejected, which looks like"), "{}", run.stderr);

@@ -103,6 +103,13 @@ pub struct LoadArgs {
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "each-file", value_name = "WHICH")]
     header: Option<HeaderArg>,
 
+    /// Each file's first line is a record, not a header. Needed only where
+    /// it names every column loaded and each takes any text (a staging
+    /// table of text columns): sluice refuses to load such a line as a row
+    /// without --header or this.
+    #[arg(long, conflicts_with = "header")]
+    no_header: bool,
+
     /// Target columns, comma-separated, in file order (as written, else as
     /// in SQL: `"Total"` or `total`); a - leaves the field at its place out
     /// (`id,-,name`). For jsonl: the columns each loaded from the key of its
@@ -460,6 +467,7 @@ impl LoadArgs {
             table: self.table.clone(),
             columns: self.columns.clone(),
             skip_other_fields: self.skip_other_fields,
+            no_header: self.no_header,
             format: self.format.map(Into::into),
             options,
             db: self.db.clone(),

@@ -104,6 +104,59 @@ pub(super) fn names_in_headers(
     Ok((names, without))
 }
 
+/// Without `--header`, refuses a first input whose first record names
+/// every column loaded (in any order) where each of those columns takes
+/// its name as a value: a header, which would load as a row. Why: a staging
+/// table of text columns took `id | name` as a row, with no reject and no
+/// word, where a typed column rejects it and the summary says it looks like
+/// a header (see `hints::header_warning`). `--no-header` loads it.
+pub(super) fn refuse_a_header_taken_for_a_row(
+    sources: &[Source],
+    format: &FormatOptions,
+    req: &LoadRequest,
+    table: &TableInfo,
+    columns: Option<&[String]>,
+) -> Result<(), Error> {
+    if format.header || req.no_header || format.kind == FormatKind::Jsonl || format.documents.is_some() {
+        return Ok(());
+    }
+    let as_header = FormatOptions { header: true, ..format.clone() };
+    let first_record = sources.iter().find_map(|source| Some((source, header_of(source, &as_header, req).ok()??)));
+    let Some((source, record)) = first_record else { return Ok(()) };
+    let Some(fields) = plan::header_fields(&record, format) else { return Ok(()) };
+    let loaded = table.copy_columns(columns);
+    if !plan::names_every_column(&loaded, &fields) {
+        return Ok(());
+    }
+    // Loaded by position, as COPY reads it.
+    if !loaded.iter().zip(&fields).all(|((name, sql_type), field)| takes_as_it_is(table, (name, sql_type), field)) {
+        return Ok(());
+    }
+    Err(source.input_error(&format!(
+        "its first line ({}) names the columns loaded, and each of them takes any text, so it would load as a row: \
+         if it is a header, pass --header (it is skipped, and the columns it names load by name); if it is a \
+         record, pass --no-header",
+        String::from_utf8_lossy(&record).trim_end()
+    )))
+}
+
+/// Whether `column` (its name and SQL type) takes `value` as it is: text,
+/// a name, a character type long enough, or a type whose input is text's
+/// own (citext). A typed column rejects a header's name.
+fn takes_as_it_is(table: &TableInfo, (name, sql_type): (&String, &String), value: &str) -> bool {
+    let fits = |length: &str| match length.strip_prefix('(').and_then(|n| n.strip_suffix(')')) {
+        Some(most) => most.parse::<usize>().is_ok_and(|most| value.trim().chars().count() <= most),
+        None => length.is_empty(),
+    };
+    match sql_type.as_str() {
+        "text" | "name" => true,
+        _ if table.text_like.contains(name) => true,
+        _ => {
+            sql_type.strip_prefix("character varying").or_else(|| sql_type.strip_prefix("character")).is_some_and(fits)
+        }
+    }
+}
+
 /// With `--columns` (which the header does not name the columns for), the
 /// inputs whose first record is not the first input's header, which
 /// `--header` would skip as one (see [`names_in_headers`]): a record of a

@@ -136,6 +136,9 @@ pub struct LoadRequest {
     pub columns: Option<Vec<String>>,
     /// With `header`: load only the fields whose header names a column.
     pub skip_other_fields: bool,
+    /// `--no-header`: each input's first record is data, even where it
+    /// reads as a header (see `headers::refuse_a_header_taken_for_a_row`).
+    pub no_header: bool,
     /// `None`: guessed from the file names.
     pub format: Option<FormatKind>,
     /// Options for the format; its `kind` is replaced by the resolved one.
@@ -209,6 +212,7 @@ impl LoadRequest {
             table: table.to_string(),
             columns: None,
             skip_other_fields: false,
+            no_header: false,
             format: None,
             options: FormatOptions::new(FormatKind::Csv),
             db: None,
@@ -992,6 +996,9 @@ fn prepare(
         (None, Some(documents)) => Some(documents.columns.clone()),
         (None, None) => choose_columns(&table, given.as_deref(), format.kind)?,
     };
+    if picks.is_none() {
+        headers::refuse_a_header_taken_for_a_row(sources, format, req, &table, columns.as_deref())?;
+    }
     if let Some(given) = columns.as_deref().filter(|_| given.is_some()) {
         headers::refuse_columns_a_header_reorders(sources, format, req, &table, given)?;
     }

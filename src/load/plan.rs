@@ -662,6 +662,16 @@ fn columns_named(table: &TableInfo, fields: &[String]) -> (Vec<Option<String>>, 
     (named, distinct)
 }
 
+/// Whether each of `fields` names a distinct column of `loaded` (name and
+/// SQL type) and every one is named, in any order (as [`header_columns`]
+/// reads a header's names).
+pub fn names_every_column(loaded: &[(String, String)], fields: &[String]) -> bool {
+    let names: Vec<String> = loaded.iter().map(|(name, _)| name.clone()).collect();
+    let named: Option<std::collections::HashSet<String>> =
+        fields.iter().map(|field| spelt_in(&names, field.trim())).collect();
+    fields.len() == names.len() && named.is_some_and(|named| named.len() == names.len())
+}
+
 /// Another common delimiter at which `header`, which names no column at
 /// the load's own, names two or more of the table's columns: the file's
 /// delimiter, most likely (a semicolon-separated export named `.csv`).
