@@ -164,6 +164,8 @@ pub enum RunawayKind {
     /// least) where the COPY has `expected` columns, or the input ended
     /// inside the quote (`closed` false).
     OpenQuote { fields: u64, expected: u64, lines: u64, closed: bool },
+    /// The input's header again, among its records (see [`HeaderRepeats`]).
+    RepeatedHeader,
 }
 
 impl Chunk {
@@ -300,6 +302,10 @@ pub const CUT_RULE: &str =
     "target, head doubling from 1 MiB, tail tapered to a quarter of the rest; a spanning csv record of the wrong \
      width cut after its first line";
 
+/// Names the cut at a record that repeats the header (see
+/// [`HeaderRepeats`]), a part of the fingerprint of a job with a header.
+pub const HEADER_REPEATS_RULE: &str = "a record repeating the header ends its chunk";
+
 /// The smallest tapered chunk, at the load's tail and at its head: below
 /// it, a chunk's commit and ledger row would cost more than the idle time
 /// it saves.
@@ -307,6 +313,93 @@ const MIN_TAPERED: u64 = 1 << 20;
 
 /// Room reserved past the target for the record that crosses it.
 const RECORD_SLACK: u64 = 64 << 10;
+
+/// An input's header, looked for at each record start of its data (csv and
+/// tsv with `--header`). Why: files that each begin with their header,
+/// joined with `cat` (or an export that repeats it every page), hold it
+/// again among the records. Into text columns it loaded as a row, without
+/// a reject or a word; typed columns rejected it with their type's words.
+/// Met at a record start, as written (with a UTF-8 byte-order mark before
+/// it or not, ending in LF or CR LF), it ends its chunk as a rejected
+/// record. Found at memmem speed, a block at a time, so the cut depends on
+/// the bytes alone and stays deterministic.
+struct HeaderRepeats {
+    header: Vec<u8>,
+    line_end: LineEnd,
+    /// The header after a line end, without and with a byte-order mark.
+    after_line_end: [memchr::memmem::Finder<'static>; 2],
+}
+
+/// Whether a record repeats the header (see [`HeaderRepeats::at`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Repeat {
+    /// It does, in this many bytes with its line end.
+    Here(usize),
+    /// The bytes read end before that shows.
+    Unsure,
+    No,
+}
+
+/// The longest header watched for: column names, not a runaway line.
+const WATCHED_HEADER: usize = 4 << 10;
+
+const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
+
+impl HeaderRepeats {
+    /// `None` for a header too long to look for, empty, or holding a line end.
+    fn new(header: &[u8], line_end: LineEnd) -> Option<HeaderRepeats> {
+        if header.is_empty() || header.len() > WATCHED_HEADER || header.contains(&line_end.byte()) {
+            return None;
+        }
+        let after = |mark: &[u8]| {
+            let needle = [&[line_end.byte()][..], mark, header].concat();
+            memchr::memmem::Finder::new(&needle).into_owned()
+        };
+        Some(HeaderRepeats { header: header.to_vec(), line_end, after_line_end: [after(b""), after(BYTE_ORDER_MARK)] })
+    }
+
+    /// Whether `bytes`, from a record's start, begin with the header and its
+    /// line end (or the input's end, where no `more` follows them).
+    fn at(&self, bytes: &[u8], more: bool) -> Repeat {
+        let marked = |mark: &[u8]| {
+            let (mark_len, len) = (mark.len(), mark.len() + self.header.len());
+            let seen = bytes.len().min(len);
+            let wanted = |i: usize| if i < mark_len { mark[i] } else { self.header[i - mark_len] };
+            if (0..seen).any(|i| bytes[i] != wanted(i)) {
+                return Repeat::No;
+            }
+            match (&bytes[seen..], self.line_end) {
+                _ if seen < len => Repeat::Unsure,
+                ([b'\n', ..], LineEnd::Lf) | ([b'\r', ..], LineEnd::Cr) => Repeat::Here(len + 1),
+                ([b'\r', b'\n', ..], LineEnd::Lf) => Repeat::Here(len + 2),
+                ([] | [b'\r'], LineEnd::Lf) | ([], LineEnd::Cr) if more => Repeat::Unsure,
+                ([], _) => Repeat::Here(len),
+                _ => Repeat::No,
+            }
+        };
+        match (marked(b""), marked(BYTE_ORDER_MARK)) {
+            (found @ Repeat::Here(_), _) | (_, found @ Repeat::Here(_)) => found,
+            (Repeat::Unsure, _) | (_, Repeat::Unsure) if more => Repeat::Unsure,
+            _ => Repeat::No,
+        }
+    }
+
+    /// How many of `bytes` to scan before looking again, at most `take`:
+    /// up to the first line start after the first byte where the header
+    /// repeats, or may (the block ending before that shows). Whether a
+    /// record starts there is the scanner's to say.
+    fn next_start(&self, bytes: &[u8], take: usize, more: bool) -> usize {
+        let window = &bytes[..bytes.len().min(take + BYTE_ORDER_MARK.len() + self.header.len() + 2)];
+        let first_at = |finder: &memchr::memmem::Finder<'_>| {
+            finder.find_iter(window).map(|i| i + 1).find(|&at| at < take && self.at(&bytes[at..], more) != Repeat::No)
+        };
+        let found = self.after_line_end.iter().filter_map(first_at).min();
+        let last_line = memchr::memrchr(self.line_end.byte(), &bytes[..take]).map(|i| i + 1);
+        let cut_off =
+            last_line.filter(|&at| at < take && take == bytes.len() && self.at(&bytes[at..], more) == Repeat::Unsure);
+        [found, cut_off].into_iter().flatten().min().unwrap_or(take)
+    }
+}
 
 /// Cuts one input stream into chunks; see the module docs.
 pub struct Chunker<R> {
@@ -355,6 +448,10 @@ pub struct Chunker<R> {
     /// Where the record the input ended inside began (offset and lines
     /// before it), once a chunk ends so.
     cut_record: Option<(u64, u64)>,
+    /// The input's header, watched for among its records.
+    repeats: Option<HeaderRepeats>,
+    /// For an input read from its middle: the header at its start.
+    header_above: Option<Preamble>,
 }
 
 impl<R: Read> Chunker<R> {
@@ -399,6 +496,8 @@ impl<R: Read> Chunker<R> {
             replay_pos: 0,
             start: None,
             cut_record: None,
+            repeats: None,
+            header_above: None,
         }
     }
 
@@ -434,6 +533,14 @@ impl<R: Read> Chunker<R> {
     /// for, and the chunks' places and numbers are the input's.
     pub fn starting_at(mut self, start: Option<Start>) -> Self {
         self.start = start;
+        self
+    }
+
+    /// For a reader that begins past its input's header (see
+    /// [`Chunker::starting_at`]): what the input's start holds, whose header
+    /// is watched for among the records as from the start.
+    pub fn under_the_header(mut self, preamble: Preamble) -> Self {
+        self.header_above = Some(preamble);
         self
     }
 
@@ -513,10 +620,23 @@ impl<R: Read> Chunker<R> {
                     break;
                 }
             }
+            match self.header_here() {
+                Repeat::Here(len) => {
+                    self.cut_repeated_header(&mut cut, start, len);
+                    break;
+                }
+                Repeat::Unsure => {
+                    self.carry_record(start.0 + cut.len);
+                    self.fill_more()?;
+                    continue;
+                }
+                Repeat::No => {}
+            }
             let before = self.scanner.clone();
             let avail = &self.block[self.block_pos..self.block_len];
             let step = if cut.len < target && !one_at_a_time {
                 let take = avail.len().min((target - cut.len) as usize);
+                let take = self.repeats.as_ref().map_or(take, |r| r.next_start(avail, take, self.more_to_read()));
                 self.scanner.scan(&avail[..take], false)
             } else {
                 self.scanner.scan(avail, true)
@@ -654,6 +774,44 @@ impl<R: Read> Chunker<R> {
     }
 
     /// Takes the bytes a scan step consumed from the block into the chunk.
+    /// Watches for the header `preamble` read, one of one line that ended,
+    /// among the records (see [`HeaderRepeats`]).
+    fn watch_for(&mut self, preamble: &Preamble) {
+        if self.cfg.header && preamble.header_ended && preamble.header_lines == 1 && self.cfg.dialect != Dialect::Lines
+        {
+            self.repeats = HeaderRepeats::new(&preamble.header, self.line_end);
+        }
+    }
+
+    /// Whether the record that begins at the block's next byte repeats the
+    /// input's header; `Unsure` when the block ends before that shows.
+    fn header_here(&self) -> Repeat {
+        match &self.repeats {
+            Some(repeats) if self.scanner.at_record_start() => {
+                repeats.at(&self.block[self.block_pos..self.block_len], self.more_to_read())
+            }
+            _ => Repeat::No,
+        }
+    }
+
+    /// The input's header met again as a record (see [`HeaderRepeats`]):
+    /// `len` bytes at the block's next byte, with its line end. It ends
+    /// the chunk as a rejected record, as a runaway does.
+    fn cut_repeated_header(&mut self, cut: &mut Cut, start: (u64, u64, u64), len: usize) {
+        cut.runaway =
+            Some(Runaway { offset: cut.len, lines_before: self.lines - start.1, kind: RunawayKind::RepeatedHeader });
+        let record = &self.block[self.block_pos..][..len];
+        self.lines += memchr::memchr_iter(self.line_end.byte(), record).count() as u64;
+        cut.take(record);
+        cut.records += 1;
+        self.block_pos += len;
+    }
+
+    /// Whether input may follow the block's bytes.
+    fn more_to_read(&self) -> bool {
+        !self.eof || self.replay_pos < self.replay.len()
+    }
+
     fn take_block_step(&mut self, cut: &mut Cut, chunk_start: u64, step: Step) {
         let block = std::mem::take(&mut self.block);
         self.take_scanned(cut, chunk_start, &block[self.block_pos..][..step.consumed], step);
@@ -864,6 +1022,9 @@ impl<R: Read> Chunker<R> {
         let mut pre = Preamble::default();
         if self.start.is_some() {
             self.decide_line_end()?;
+            if let Some(header) = self.header_above.take() {
+                self.watch_for(&header);
+            }
             self.preamble = Some(pre);
             return Ok(());
         }
@@ -902,6 +1063,7 @@ impl<R: Read> Chunker<R> {
             let line_end = pre.header.iter().rev().take_while(|&&b| b == b'\n' || b == b'\r').count();
             pre.header.truncate(pre.header.len() - line_end);
             self.scanner = self.fresh_scanner();
+            self.watch_for(&pre);
         }
         self.preamble = Some(pre);
         Ok(())
@@ -1320,6 +1482,59 @@ mod tests {
         let locs = |v: &[Chunk]| v.iter().map(|c| c.loc.clone()).collect::<Vec<_>>();
         assert_eq!(locs(&a), locs(&b));
         assert!(a.len() > 20);
+    }
+
+    /// With a header, a record that repeats it (files joined with `cat`,
+    /// with a byte-order mark and CR LF or not, the last without a line end)
+    /// ends its chunk as a rejected record; one inside a quoted value, or
+    /// with more after it, is a record like any. The same whatever the reads.
+    #[test]
+    fn a_record_that_repeats_the_header_ends_its_chunk_as_a_reject() {
+        let input = b"id,name\n1,a\nid,name\n2,\"x\nid,name\ny\"\nid,name2\n\xEF\xBB\xBFid,name\r\n3,c\nid,name";
+        for piece in [1, 2, 3, 5, 7, 64, 1 << 20] {
+            let chunks = chunks_of(input, config(CSV, 1 << 20, true), piece);
+            let cut: Vec<_> = chunks
+                .iter()
+                .map(|c| {
+                    let data = c.data.as_deref().unwrap();
+                    let runaway = c.runaway.filter(|r| r.kind == RunawayKind::RepeatedHeader);
+                    let held = runaway.map(|r| String::from_utf8_lossy(&data[r.offset as usize..]).into_owned());
+                    let copied = String::from_utf8_lossy(&data[..c.copy_len() as usize]).into_owned();
+                    (copied, held, runaway.map(|r| c.loc.first_line + r.lines_before), c.records)
+                })
+                .collect();
+            let held = |text: &str| Some(text.to_string());
+            let expected = [
+                ("1,a\n".to_string(), held("id,name\n"), Some(3), 2),
+                ("2,\"x\nid,name\ny\"\nid,name2\n".to_string(), held("\u{feff}id,name\r\n"), Some(8), 3),
+                ("3,c\n".to_string(), held("id,name"), Some(10), 2),
+            ];
+            assert_eq!(cut, expected, "read {piece} bytes at a time");
+        }
+        let text = b"id\tname\r\n1\ta\r\nid\tname\r\n2\tb\\\nid\tname\r\n";
+        let chunks = chunks_of(text, config(Dialect::Text, 1 << 20, true), 3);
+        let ends: Vec<_> = chunks.iter().map(|c| (c.copy_len(), c.runaway.map(|r| r.kind))).collect();
+        assert_eq!(ends, [(5, Some(RunawayKind::RepeatedHeader)), (14, None)], "an escaped line end ends no record");
+        let unwatched = chunks_of(input, config(CSV, 1 << 20, false), 7);
+        assert!(unwatched.iter().all(|c| c.runaway.is_none()), "without a header nothing repeats it");
+    }
+
+    /// Repeated headers cut the same chunks whatever the reads, with the
+    /// target's cuts between them.
+    #[test]
+    fn repeated_headers_cut_deterministically() {
+        let input: Vec<u8> = (0..600)
+            .flat_map(|i| if i % 37 == 0 { b"id,note\n".to_vec() } else { format!("{i},\"x\n{i}\"\n").into_bytes() })
+            .collect();
+        let a = chunks_of(&input, config(CSV, 97, true), 1 << 20);
+        for piece in [1, 6, 7, 8, 9, 100] {
+            let b = chunks_of(&input, config(CSV, 97, true), piece);
+            let cuts = |v: &[Chunk]| v.iter().map(|c| (c.loc.clone(), c.runaway)).collect::<Vec<_>>();
+            assert_eq!(cuts(&a), cuts(&b), "read {piece} bytes at a time");
+        }
+        let repeats = a.iter().filter(|c| c.runaway.is_some_and(|r| r.kind == RunawayKind::RepeatedHeader)).count();
+        assert_eq!(repeats, 600 / 37, "each repeat but the first line, which is the header");
+        assert_eq!(a.iter().map(|c| c.records).sum::<u64>(), 599);
     }
 
     #[test]

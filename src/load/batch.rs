@@ -13,10 +13,15 @@
 //! A chunk joins the batch of the chunk before it when:
 //! - it starts another input: the chunks of one input are cut to size
 //!   already, and the load's last ones small on purpose (the tail taper);
+//!   or the chunk before was cut short by a record that repeats the header
+//!   (an export that repeats it every 50 lines was cut into 40,000 chunks
+//!   of 2 M lines, and loaded in 7.6 s, one transaction each, against
+//!   0.85 s when the server rejected those records);
 //! - the chunk before ends at a record's end (a record the end of its input
 //!   ends, or a quote left open, would run on into the next input);
-//! - neither holds a runaway record, and both end their lines alike (a text
-//!   COPY takes one line end);
+//! - neither holds a runaway record but a repeated header (a whole record
+//!   of its own), and both end their lines alike (a text COPY takes one
+//!   line end);
 //! - the batch stays within the chunk size, [`MAX_BYTES`] and [`MAX_CHUNKS`]
 //!   ([`MERGED_ONE_BY_ONE`] into a partitioned table with
 //!   `--on-conflict-do-update`).
@@ -29,7 +34,7 @@
 //! is copied into the staging table and merged by one statement (see
 //! `replace::Merging::batch`).
 
-use crate::chunk::Chunk;
+use crate::chunk::{Chunk, RunawayKind};
 
 /// Most chunks in one batch: each has a ledger row, claimed and marked done
 /// in the batch's statements. 1,024 rather than 256: a glob of 51,790
@@ -101,8 +106,8 @@ impl Batcher {
     }
 
     fn may_take(&self, last: &Chunk, next: &Chunk) -> bool {
-        next.loc.source != last.loc.source
-            && next.runaway.is_none()
+        (next.loc.source != last.loc.source || cut_at_a_header(last))
+            && runs_no_further(next)
             && next.line_end == last.line_end
             && self.bytes + next.copy_len() <= self.budget
     }
@@ -110,14 +115,25 @@ impl Batcher {
     /// Whether a chunk may still follow the open batch's last one.
     fn may_grow(&self) -> bool {
         let Some(last) = self.open.last() else { return true };
-        !last.unterminated && last.runaway.is_none() && self.open.len() < self.most_chunks && self.bytes < self.budget
+        !last.unterminated && runs_no_further(last) && self.open.len() < self.most_chunks && self.bytes < self.budget
     }
+}
+
+/// Whether `chunk` ends at a record that repeats its input's header.
+fn cut_at_a_header(chunk: &Chunk) -> bool {
+    chunk.runaway.is_some_and(|r| r.kind == RunawayKind::RepeatedHeader)
+}
+
+/// Whether `chunk` holds no runaway record, or only a repeated header,
+/// which is a whole record.
+fn runs_no_further(chunk: &Chunk) -> bool {
+    chunk.runaway.is_none() || cut_at_a_header(chunk)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chunk::{Location, Runaway, RunawayKind};
+    use crate::chunk::{Location, Runaway};
     use crate::format::scan::LineEnd;
 
     fn chunk(seq: u64, source: usize, len: u64) -> Chunk {
@@ -188,6 +204,22 @@ mod tests {
         cr.line_end = LineEnd::Cr;
         let chunks = vec![chunk(0, 0, 100), open, chunk(2, 2, 100), runaway, chunk(4, 4, 100), cr, chunk(6, 6, 100)];
         assert_eq!(batches(1 << 20, chunks), [vec![0, 1], vec![2], vec![3], vec![4], vec![5], vec![6]]);
+    }
+
+    /// Chunks cut short by a repeated header go on in one batch with the
+    /// chunks after them, of their input or the next; the last of a run
+    /// of them too, its header no more copied than the others'.
+    #[test]
+    fn chunks_cut_at_a_repeated_header_share_a_batch() {
+        let at_header = |seq, source| {
+            let mut chunk = chunk(seq, source, 100);
+            chunk.runaway = Some(Runaway { offset: 90, lines_before: 9, kind: RunawayKind::RepeatedHeader });
+            chunk
+        };
+        let chunks = vec![chunk(0, 0, 100), at_header(1, 0), at_header(2, 0), chunk(3, 0, 100), chunk(4, 0, 100)];
+        assert_eq!(batches(1 << 20, chunks), [vec![0], vec![1, 2, 3], vec![4]]);
+        let across = vec![at_header(0, 0), at_header(1, 1), chunk(2, 2, 100)];
+        assert_eq!(batches(1 << 20, across), [vec![0, 1, 2]]);
     }
 
     #[test]

@@ -26,7 +26,7 @@ use std::io::Read;
 use super::LoadRequest;
 use crate::error::Error;
 use crate::format::convert::UnixTimes;
-use crate::format::FormatOptions;
+use crate::format::{FormatKind, FormatOptions};
 use crate::ledger::{stable_hash, DroppedElsewhere, Opened};
 use crate::report::count_of;
 use crate::sink::postgres::{PgSession, TableInfo};
@@ -143,6 +143,9 @@ pub fn chunking_and_fingerprint(
 ) -> (String, String) {
     let mut parts = chunk_identity(req, table, format, sources);
     parts.push(crate::chunk::CUT_RULE.to_string());
+    if format.header && format.kind != FormatKind::Jsonl {
+        parts.push(crate::chunk::HEADER_REPEATS_RULE.to_string());
+    }
     parts.extend(shape.map(|shape| format!("{} fields", shape.fields)));
     let chunking = stable_hash(&refs(&parts));
     for s in sources.iter() {

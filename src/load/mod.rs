@@ -2641,14 +2641,31 @@ fn chunker_for(
     // The input lines are kept only for chunks that carry their bytes to
     // the workers (and so to the rejects file): checking chunks drops them.
     let (stream, counts) = source.open_chunked(keep_bytes)?;
+    let header_above = match source.start {
+        Some(_) if cfg.header => Some(header_above(source, &cfg)?),
+        _ => None,
+    };
     let chunker =
         Chunker::on_block(stream, cfg, index, first_seq, block).opening_the_load(index == 0).starting_at(source.start);
+    let chunker = match header_above {
+        Some(preamble) => chunker.under_the_header(preamble),
+        None => chunker,
+    };
     let chunker = if source.is_positioned() {
         chunker.with_total_size(source.size).tapered(shared.to_load_end[index])
     } else {
         chunker.with_raw_counter(counts.raw.clone(), source.size)
     };
     Ok((chunker, counts))
+}
+
+/// What the start of `source` holds above its data (its header), for a
+/// load of it from a line: the chunker watches for that header among the
+/// records it cuts, as it does from the start (see `chunk::HeaderRepeats`).
+fn header_above(source: &Source, cfg: &ChunkerConfig) -> Result<crate::chunk::Preamble, Error> {
+    let (stream, raw, _) = source.open_start()?;
+    let mut chunker = Chunker::new(stream, ChunkerConfig { record_cap: None, ..cfg.clone() }, 0, 0);
+    chunker.read_preamble().map_err(|e| source.read_error(&e, raw.get()))
 }
 
 /// How `source` is cut: chunks of `target` bytes, by the format's rules,

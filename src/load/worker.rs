@@ -1387,6 +1387,9 @@ impl RangeReader {
                  rejected, sluice read the lines after it as records"
                     .to_string()
             }
+            RunawayKind::RepeatedHeader => "the file's header again, among its records (files that each begin \
+                                             with it, joined with cat): not data, so it does not load as a row"
+                .to_string(),
             RunawayKind::OpenQuote { fields, expected, lines, .. } => format!(
                 "a quote opened on this line is not closed on it: read on, its record would span {} lines with \
                  {} fields for {expected} columns. Only this line is rejected; sluice read the lines after it as \
