@@ -588,6 +588,37 @@ fn a_header_repeated_among_the_records_is_rejected_as_one() {
     assert_eq!(db.scalar("SELECT string_agg(id, ' ' ORDER BY id) FROM halves"), "1 2 3 4");
 }
 
+/// `--header` on a file without one: its first record, skipped, reads as
+/// a record (a number and a date where the records under it hold numbers
+/// and dates), so the load says so, with the command that loads it alone.
+/// A header of labels, or one that names a column (`region,2023,2024`), is
+/// a header.
+#[test]
+fn a_record_that_header_skips_is_said_where_it_reads_as_one() {
+    let db = TestDb::new();
+    db.execute("CREATE TABLE t (id int, name text, day date); CREATE TABLE yr (region text, y2023 int, y2024 int)");
+    let load = |name: &str, content: &[u8], table: &str| {
+        let file = db.file(name, content);
+        db.load(&[file.to_str().unwrap(), "--table", table, "--header", "--restart"])
+    };
+    let run = load("nohead.csv", b"\xEF\xBB\xBF1,alice,2024-01-02\r\n2,bob,2024-01-03\r\n3,carol,\r\n", "t");
+    assert_eq!((run.code, db.count("t")), (0, 2), "{}", run.output());
+    let said = "nohead.csv (1,alice,2024-01-02), which --header skips as its header, reads as a record: under each \
+                column that holds numbers, dates or other typed values in the records after it, it holds one too. \
+                If the file has no header, that record is not loaded; load it alone, with the same format flags: \
+                head -n 1 ";
+    assert!(run.stderr.contains(said) && run.stderr.contains("| sluice load - --table public.t"), "{}", run.stderr);
+    for (name, content, table) in [
+        ("labels.csv", &b"Identifier,Person,When\n1,a,2024-01-02\n"[..], "t"),
+        ("names.csv", b"id,name,day\n1,a,2024-01-02\n", "t"),
+        ("years.csv", b"region,2023,2024\nnorth,1,2\n", "yr"),
+    ] {
+        let run = load(name, content, table);
+        assert_eq!(run.code, 0, "{}", run.output());
+        assert!(!run.stderr.contains("reads as a record"), "{name}: {}", run.stderr);
+    }
+}
+
 /// A file in `encoding` with lines that it can not read.
 struct Unreadable {
     encoding: &'static str,

@@ -1061,6 +1061,7 @@ fn prepare(
     early_warnings.extend(encoding_by_mark_said(req.options.encoding.as_deref(), all_sources));
     early_warnings.extend(hidden_left_out_said(all_sources));
     early_warnings.extend(json_values_said(all_sources, format));
+    early_warnings.extend(record_taken_for_the_header(control, all_sources, format, &table));
     // Loaded whole, such a document is one row.
     early_warnings.extend(
         one_document
@@ -2688,6 +2689,29 @@ fn chunker_config(
         max_record: req.max_record_size,
         shape,
     }
+}
+
+/// The first input's first record, which `--header` skips, where it reads
+/// as a record (see [`sketch::a_record_taken_for_the_header`]) and names no
+/// column (`region,2023,2024` is a header), with how to load it: a file
+/// without a header loses it.
+fn record_taken_for_the_header(
+    control: &PgSession,
+    sources: &[Source],
+    format: &FormatOptions,
+    table: &TableInfo,
+) -> Option<String> {
+    let (name, head) = first_look::first_head(sources);
+    let record = sketch::a_record_taken_for_the_header(format, &head, control.date_order())
+        .filter(|record| !plan::names_a_column(table, record.as_bytes(), format))?;
+    let record: String = record.chars().take(100).collect();
+    Some(format!(
+        "the first line of {name} ({record}), which --header skips as its header, reads as a record: under each \
+         column that holds numbers, dates or other typed values in the records after it, it holds one too. If \
+         the file has no header, that record is not loaded; load it alone, with the same format flags: \
+         head -n 1 {name} | sluice load - --table {}",
+        table.display()
+    ))
 }
 
 /// Where `--limit` stopped the load: the input and line it would go on

@@ -662,6 +662,12 @@ fn columns_named(table: &TableInfo, fields: &[String]) -> (Vec<Option<String>>, 
     (named, distinct)
 }
 
+/// Whether a field of `header` names a column of the table (as
+/// [`header_columns`] reads names).
+pub fn names_a_column(table: &TableInfo, header: &[u8], format: &FormatOptions) -> bool {
+    header_fields(header, format).is_some_and(|fields| columns_named(table, &fields).0.iter().any(Option::is_some))
+}
+
 /// Whether each of `fields` names a distinct column of `loaded` (name and
 /// SQL type) and every one is named, in any order (as [`header_columns`]
 /// reads a header's names).

@@ -484,6 +484,42 @@ fn is_a_header(first: &[u8], rest: &[&[u8]], format: &FormatOptions, order: Opti
     labels && guesses_of(rest, format, order).iter().any(|g| !matches!(g, Guess::Text | Guess::Nothing))
 }
 
+/// With `--header`, csv and tsv: the first record of `head` (an input's
+/// start), which `--header` skips, as written, where it reads as one of the
+/// records under it (see [`reads_as_a_record`]). Why: a file without a
+/// header, loaded with `--header`, lost its first record without a word.
+pub(super) fn a_record_taken_for_the_header(
+    format: &FormatOptions,
+    head: &[u8],
+    order: Option<DateOrder>,
+) -> Option<String> {
+    if !format.header || format.skip_lines > 0 || format.kind == FormatKind::Jsonl {
+        return None;
+    }
+    let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
+    let all = head_records(head, &FormatOptions { header: false, ..format.clone() });
+    let (first, rest) = all[..all.len().min(SAMPLED_RECORDS + 1)].split_first()?;
+    let first = crate::format::without_line_end(first);
+    reads_as_a_record(first, rest, format, order).then(|| String::from_utf8_lossy(first).into_owned())
+}
+
+/// Whether `first` reads as one of the records after it (`rest`): under
+/// each column the rest hold typed values in (numbers, dates, times,
+/// booleans, uuids), a value of that kind (or none), and one such column
+/// at least. A header's labels are text there.
+fn reads_as_a_record(first: &[u8], rest: &[&[u8]], format: &FormatOptions, order: Option<DateOrder>) -> bool {
+    let Some(fields) = header_fields(first, format) else { return false };
+    let below = guesses_of(rest, format, order);
+    let typed: Vec<(&String, Guess)> = (fields.iter().zip(below.iter().copied()))
+        .filter(|(_, guess)| !matches!(guess, Guess::Nothing | Guess::Text | Guess::Jsonb))
+        .collect();
+    let fits = |(field, guess): &(&String, Guess)| {
+        let own = guess_text(&as_numbers_written(field, format.number_conversion()), order);
+        own == Guess::Nothing || guess.join(own) == *guess
+    };
+    fields.len() == below.len() && typed.iter().any(|(field, _)| !field.trim().is_empty()) && typed.iter().all(fits)
+}
+
 /// Which of a record's `count` fields are the NULL string: in TSV, `\N`
 /// (or `--null`) as written, before escapes are read (split at each
 /// delimiter: an escaped one, rare, shifts the fields after it, and the
