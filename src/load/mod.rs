@@ -2701,6 +2701,9 @@ fn record_taken_for_the_header(
     format: &FormatOptions,
     table: &TableInfo,
 ) -> Option<String> {
+    if !format.header {
+        return None;
+    }
     let (name, head) = first_look::first_head(sources);
     let record = sketch::a_record_taken_for_the_header(format, &head, control.date_order())
         .filter(|record| !plan::names_a_column(table, record.as_bytes(), format))?;
