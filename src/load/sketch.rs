@@ -210,10 +210,16 @@ fn records(format: &FormatOptions, head: &[u8], order: Option<DateOrder>, across
     // Whole records only: the head may end inside one.
     let all = head_records(head, &FormatOptions { header: false, ..format.clone() });
     let all = &all[..all.len().min(SAMPLED_RECORDS + 1)];
-    let (names, body, header_guessed) = match (format.header, all.split_first()) {
-        (true, Some((header, body))) => (header_fields(header, format).unwrap_or_default(), body, false),
-        (false, Some((first, rest))) if is_a_header(first, rest, format, order) => {
-            (header_fields(first, format).unwrap_or_default(), rest, true)
+    // Files joined with cat repeat their header among the records: as
+    // values, a repeat of `id` made the id column text.
+    let (first, rest) = match all.split_first() {
+        Some((first, rest)) => (Some(*first), rest.iter().copied().filter(|r| !same_line(r, first)).collect()),
+        None => (None, Vec::new()),
+    };
+    let (names, body, header_guessed) = match (format.header, first) {
+        (true, Some(header)) => (header_fields(header, format).unwrap_or_default(), &rest[..], false),
+        (false, Some(first)) if is_a_header(first, &rest, format, order) => {
+            (header_fields(first, format).unwrap_or_default(), &rest[..], true)
         }
         _ => (Vec::new(), all, false),
     };
@@ -222,13 +228,26 @@ fn records(format: &FormatOptions, head: &[u8], order: Option<DateOrder>, across
         return None;
     }
     let read = body.len();
-    let body = [body, &records_across(format, across, &names, body)].concat();
+    let header = first.filter(|_| format.header || header_guessed);
+    let across = records_across(format, across, &names, body);
+    let across: Vec<&[u8]> = across.into_iter().filter(|r| header.map_or(true, |h| !same_line(r, h))).collect();
+    let body = [body, &across].concat();
     let mut guesses = guesses_of(&body, format, order);
     guesses.resize(guesses.len().max(names.len()), Guess::Nothing);
     let mut otherwise = numbers_otherwise(&body, format, &guesses, order);
     otherwise.extend(dates_otherwise(&body, format, &guesses, order));
     otherwise.sort_by_key(|read| read.columns[0]);
     Some(Sampled { names, guesses, read, read_across: body.len() - read, header_guessed, otherwise })
+}
+
+/// Whether two records are the same line, whatever their line ends and a
+/// byte-order mark before either.
+fn same_line(a: &[u8], b: &[u8]) -> bool {
+    let bare = |record| {
+        let line = crate::format::without_line_end(record);
+        line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line)
+    };
+    bare(a) == bare(b)
 }
 
 /// The records of `across`'s blocks (see [`RECORDS_A_BLOCK`]) that have as
@@ -898,6 +917,22 @@ mod tests {
         let said =
             create_table("t", &jsonl, None, ("d.jsonl", b"{\"id\": 1, \"at\": 5}\n"), None, (&across, false)).unwrap();
         assert!(said.contains("and 1 from across it") && said.contains("(\"id\" bigint, \"at\" text)"), "{said}");
+    }
+
+    /// Files joined with cat: the header repeated among the records, from
+    /// the head or from across the input, says nothing of the columns.
+    #[test]
+    fn a_header_repeated_among_the_records_types_no_column() {
+        let head = b"id,day\n1,2024-01-02\n\xEF\xBB\xBFid,day\r\n2,2024-01-03\n";
+        let across = [b"3,2024-01-04\nid,day\n".to_vec()];
+        let want = "CREATE TABLE \"t\" (\"id\" bigint, \"day\" date);";
+        for header in [true, false] {
+            let said = create_table("t", &csv(header), None, ("j.csv", head), None, (&across, false)).unwrap();
+            assert!(
+                said.contains("The first 2 records of j.csv and 1 from across it") && said.ends_with(want),
+                "{said}"
+            );
+        }
     }
 
     #[test]
