@@ -854,6 +854,7 @@ fn ctrl_c_while_indexes_build_cancels_them_and_the_same_command_builds_them() {
     // The running load builds it: running the command again would not.
     let running = status();
     assert!(running.contains(r#"still to build again, by the running load: index "t_slow""#), "{running}");
+    assert!(running.contains(" finishing "), "every chunk is committed: {running}");
     assert!(!running.contains("run the job's command again"), "{running}");
     let (code, stderr, took) = ctrl_c(child, stderr, Duration::from_secs(5));
     assert!(took < Duration::from_secs(5), "the build was not cancelled: {stderr}");

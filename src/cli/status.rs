@@ -178,12 +178,15 @@ fn table_as_the_ledger_names_it(session: &sluice::sink::postgres::PgSession, nam
 
 /// `finished` (`emptied`: another job's `--truncate` took its rows since),
 /// or for a job in progress whether a process runs it now
-/// (`running`) or none does (`stopped`: interrupted, crashed, or failed),
-/// which is when its command has to be run again.
+/// (`running`; `finishing` once every chunk is committed, while it builds
+/// deferred indexes again or analyzes the table: `running` read as rows
+/// still loading) or none does (`stopped`: interrupted, crashed, or
+/// failed), which is when its command has to be run again.
 fn state_shown(job: &ledger::JobStatus) -> &str {
     match (job.state.as_str(), job.running) {
         ("finished", _) => "finished",
         ("emptied", _) => "emptied",
+        (_, true) if every_chunk_done(job) => "finishing",
         (_, true) => "running",
         (_, false) => "stopped",
     }
