@@ -69,6 +69,11 @@ pub struct BenchArgs {
     #[arg(long)]
     header: bool,
 
+    /// Each file's first line is a record, even where it names the
+    /// table's columns (as for `sluice load`).
+    #[arg(long, conflicts_with = "header")]
+    no_header: bool,
+
     /// Rounds over the matrix (the table quotes medians).
     #[arg(long, default_value_t = 3)]
     rounds: usize,
@@ -152,6 +157,7 @@ fn measure(
         db: args.db.clone(),
         rejects: Some(dir.path().join("rejects.jsonl")),
         restart: true,
+        no_header: args.no_header,
         interrupt: Some(interrupt),
         ..LoadRequest::new(inputs.to_vec(), scratch)
     };
@@ -243,6 +249,9 @@ fn input_flags(args: &BenchArgs) -> Vec<String> {
     }
     if args.header {
         flags.push("--header".into());
+    }
+    if args.no_header {
+        flags.push("--no-header".into());
     }
     flags
 }
