@@ -324,9 +324,10 @@ const RECORD_SLACK: u64 = 64 << 10;
 /// record. Found at memmem speed, a block at a time, so the cut depends on
 /// the bytes alone and stays deterministic.
 struct HeaderRepeats {
-    header: Vec<u8>,
+    /// The header as a record repeats it: without and with a byte-order mark.
+    written: [Vec<u8>; 2],
     line_end: LineEnd,
-    /// The header after a line end, without and with a byte-order mark.
+    /// Each of `written` after a line end.
     after_line_end: [memchr::memmem::Finder<'static>; 2],
 }
 
@@ -351,21 +352,18 @@ impl HeaderRepeats {
         if header.is_empty() || header.len() > WATCHED_HEADER || header.contains(&line_end.byte()) {
             return None;
         }
-        let after = |mark: &[u8]| {
-            let needle = [&[line_end.byte()][..], mark, header].concat();
-            memchr::memmem::Finder::new(&needle).into_owned()
-        };
-        Some(HeaderRepeats { header: header.to_vec(), line_end, after_line_end: [after(b""), after(BYTE_ORDER_MARK)] })
+        let written = [header.to_vec(), [BYTE_ORDER_MARK, header].concat()];
+        let after = |written: &[u8]| memchr::memmem::Finder::new(&[&[line_end.byte()], written].concat()).into_owned();
+        let after_line_end = [after(&written[0]), after(&written[1])];
+        Some(HeaderRepeats { written, line_end, after_line_end })
     }
 
     /// Whether `bytes`, from a record's start, begin with the header and its
     /// line end (or the input's end, where no `more` follows them).
     fn at(&self, bytes: &[u8], more: bool) -> Repeat {
-        let marked = |mark: &[u8]| {
-            let (mark_len, len) = (mark.len(), mark.len() + self.header.len());
-            let seen = bytes.len().min(len);
-            let wanted = |i: usize| if i < mark_len { mark[i] } else { self.header[i - mark_len] };
-            if (0..seen).any(|i| bytes[i] != wanted(i)) {
+        let as_written = |written: &[u8]| {
+            let (len, seen) = (written.len(), bytes.len().min(written.len()));
+            if bytes[..seen] != written[..seen] {
                 return Repeat::No;
             }
             match (&bytes[seen..], self.line_end) {
@@ -377,7 +375,7 @@ impl HeaderRepeats {
                 _ => Repeat::No,
             }
         };
-        match (marked(b""), marked(BYTE_ORDER_MARK)) {
+        match (as_written(&self.written[0]), as_written(&self.written[1])) {
             (found @ Repeat::Here(_), _) | (_, found @ Repeat::Here(_)) => found,
             (Repeat::Unsure, _) | (_, Repeat::Unsure) if more => Repeat::Unsure,
             _ => Repeat::No,
@@ -389,7 +387,7 @@ impl HeaderRepeats {
     /// repeats, or may (the block ending before that shows). Whether a
     /// record starts there is the scanner's to say.
     fn next_start(&self, bytes: &[u8], take: usize, more: bool) -> usize {
-        let window = &bytes[..bytes.len().min(take + BYTE_ORDER_MARK.len() + self.header.len() + 2)];
+        let window = &bytes[..bytes.len().min(take + self.written[1].len() + 2)];
         let first_at = |finder: &memchr::memmem::Finder<'_>| {
             finder.find_iter(window).map(|i| i + 1).find(|&at| at < take && self.at(&bytes[at..], more) != Repeat::No)
         };
@@ -1029,7 +1027,7 @@ impl<R: Read> Chunker<R> {
             return Ok(());
         }
         while self.block_len - self.block_pos < 3 && self.fill_more()? {}
-        if self.block[self.block_pos..self.block_len].starts_with(b"\xEF\xBB\xBF") {
+        if self.block[self.block_pos..self.block_len].starts_with(BYTE_ORDER_MARK) {
             self.block_pos += 3;
             self.offset += 3;
             pre.bom = true;

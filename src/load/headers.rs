@@ -7,7 +7,7 @@
 //! (`cut`, `--columns`) that fixes it: a refused input leaves the table as it
 //! was.
 
-use crate::chunk::{Chunker, Preamble};
+use crate::chunk::{Chunker, ChunkerConfig, Preamble};
 use crate::error::Error;
 use crate::format::pick::FieldPicks;
 use crate::format::{Dialect, FormatKind, FormatOptions};
@@ -586,9 +586,7 @@ pub(super) fn refuse_a_separator_line(sources: &[Source]) -> Result<(), Error> {
 /// opened), so columns are matched by name whatever the input. A header
 /// that runs past that head is refused rather than taken in part.
 fn header_of(source: &Source, format: &FormatOptions, req: &LoadRequest) -> Result<Option<Vec<u8>>, Error> {
-    let (stream, raw, whole) = source.open_start()?;
-    let config = chunker_config((format, source), req, 1, false, None);
-    let preamble = Chunker::new(stream, config, 0, 0).read_preamble().map_err(|e| source.read_error(&e, raw.get()))?;
+    let (preamble, whole) = preamble_of(source, chunker_config((format, source), req, 1, false, None))?;
     if preamble.header_lines > 1 {
         refuse_a_header_that_runs_on(source, format, &preamble)?;
     }
@@ -599,6 +597,15 @@ fn header_of(source: &Source, format: &FormatOptions, req: &LoadRequest) -> Resu
         )));
     }
     Ok((preamble.header_records > 0).then_some(preamble.header))
+}
+
+/// What `source` holds above its data, as a chunker with `config` skips
+/// it from the input's start, and whether the input was read whole.
+pub(super) fn preamble_of(source: &Source, config: ChunkerConfig) -> Result<(Preamble, bool), Error> {
+    let (stream, raw, whole) = source.open_start()?;
+    let config = ChunkerConfig { record_cap: None, ..config };
+    let preamble = Chunker::new(stream, config, 0, 0).read_preamble().map_err(|e| source.read_error(&e, raw.get()))?;
+    Ok((preamble, whole))
 }
 
 /// A CSV header whose first line holds a quote inside a value written

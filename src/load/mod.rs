@@ -2642,8 +2642,11 @@ fn chunker_for(
     // The input lines are kept only for chunks that carry their bytes to
     // the workers (and so to the rejects file): checking chunks drops them.
     let (stream, counts) = source.open_chunked(keep_bytes)?;
+    // Read from the input's start, for a load of it from a line: the
+    // chunker watches for that header among the records it cuts, as it
+    // does from the start (see `chunk::HeaderRepeats`).
     let header_above = match source.start {
-        Some(_) if cfg.header => Some(header_above(source, &cfg)?),
+        Some(_) if cfg.header => Some(headers::preamble_of(source, cfg.clone())?.0),
         _ => None,
     };
     let chunker =
@@ -2658,15 +2661,6 @@ fn chunker_for(
         chunker.with_raw_counter(counts.raw.clone(), source.size)
     };
     Ok((chunker, counts))
-}
-
-/// What the start of `source` holds above its data (its header), for a
-/// load of it from a line: the chunker watches for that header among the
-/// records it cuts, as it does from the start (see `chunk::HeaderRepeats`).
-fn header_above(source: &Source, cfg: &ChunkerConfig) -> Result<crate::chunk::Preamble, Error> {
-    let (stream, raw, _) = source.open_start()?;
-    let mut chunker = Chunker::new(stream, ChunkerConfig { record_cap: None, ..cfg.clone() }, 0, 0);
-    chunker.read_preamble().map_err(|e| source.read_error(&e, raw.get()))
 }
 
 /// How `source` is cut: chunks of `target` bytes, by the format's rules,
